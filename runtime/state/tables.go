@@ -1,0 +1,135 @@
+package state
+
+// TTL configures time-to-live of state entries, measured in processing
+// time as in Flink.
+type TTL struct {
+	// Millis is the time to live; 0 disables TTL.
+	Millis int64
+	// UpdateOnRead refreshes an entry's timestamp on reads as well as writes
+	// (Flink's OnReadAndWrite); the default refreshes on create and write.
+	UpdateOnRead bool
+	// ReturnExpiredIfNotCleanedUp returns expired values still present
+	// (Flink's ReturnExpiredIfNotCleanedUp); the default never returns them.
+	ReturnExpiredIfNotCleanedUp bool
+}
+
+type cell[V any] struct {
+	v  V
+	at int64 // last access time for TTL
+}
+
+// ValueTable stores one value per (key, namespace).
+type ValueTable[K, N comparable, V any] struct {
+	name string
+	s    *Keyed[K]
+	ttl  TTL
+	m    []map[entryKey[K, N]]cell[V] // per local key group
+}
+
+// NewValueTable registers (or returns) the value state called name.
+func NewValueTable[K, N comparable, V any](s *Keyed[K], name string, ttl TTL) (*ValueTable[K, N, V], error) {
+	return register(s, name, func() *ValueTable[K, N, V] {
+		return &ValueTable[K, N, V]{name: name, s: s, ttl: ttl, m: make([]map[entryKey[K, N]]cell[V], s.groups.Len())}
+	})
+}
+
+// Name implements Table.
+func (t *ValueTable[K, N, V]) Name() string { return t.name }
+
+// Len implements Table.
+func (t *ValueTable[K, N, V]) Len() int {
+	n := 0
+	for _, m := range t.m {
+		n += len(m)
+	}
+	return n
+}
+
+func (t *ValueTable[K, N, V]) group() (map[entryKey[K, N]]cell[V], error) {
+	if !t.s.hasKey {
+		return nil, ErrNoKey
+	}
+	i := t.s.kg - t.s.groups.Start
+	m := t.m[i]
+	if m == nil {
+		m = map[entryKey[K, N]]cell[V]{}
+		t.m[i] = m
+	}
+	return m, nil
+}
+
+// Get returns the value of the current key in namespace ns.
+func (t *ValueTable[K, N, V]) Get(ns N) (v V, ok bool, err error) {
+	m, err := t.group()
+	if err != nil {
+		return v, false, err
+	}
+	ek := entryKey[K, N]{t.s.key, ns}
+	c, ok := m[ek]
+	if !ok {
+		return v, false, nil
+	}
+	if t.ttl.Millis > 0 {
+		now := t.s.clock.NowMillis()
+		if now-c.at >= t.ttl.Millis {
+			if !t.ttl.ReturnExpiredIfNotCleanedUp {
+				delete(m, ek)
+				return v, false, nil
+			}
+		} else if t.ttl.UpdateOnRead {
+			c.at = now
+			m[ek] = c
+		}
+	}
+	return c.v, true, nil
+}
+
+// Put sets the value of the current key in namespace ns.
+func (t *ValueTable[K, N, V]) Put(ns N, v V) error {
+	m, err := t.group()
+	if err != nil {
+		return err
+	}
+	c := cell[V]{v: v}
+	if t.ttl.Millis > 0 {
+		c.at = t.s.clock.NowMillis()
+	}
+	m[entryKey[K, N]{t.s.key, ns}] = c
+	return nil
+}
+
+// Delete removes the value of the current key in namespace ns.
+func (t *ValueTable[K, N, V]) Delete(ns N) error {
+	m, err := t.group()
+	if err != nil {
+		return err
+	}
+	delete(m, entryKey[K, N]{t.s.key, ns})
+	return nil
+}
+
+// Keys calls fn for every key with a value in namespace ns (any order).
+func (t *ValueTable[K, N, V]) Keys(ns N, fn func(K) error) error {
+	for _, m := range t.m {
+		for ek := range m {
+			if ek.ns == ns {
+				if err := fn(ek.key); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Entries calls fn for every entry (for snapshots and BATCH-mode flushes).
+func (t *ValueTable[K, N, V]) Entries(fn func(k K, ns N, v V) error) error {
+	for _, m := range t.m {
+		for ek, c := range m {
+			if err := fn(ek.key, ek.ns, c.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+// Package task runs one subtask of an operator chain: it builds the chain's
+// operators, feeds them from the subtask's inbox (or its source), combines
+// input watermarks, fires processing-time timers, batches output records
+// into exchange buffers and reports metrics.
+//
+// The package is type-agnostic at its core: it moves opaque batches and
+// control events. Typed code enters through two seams: operators, built by a
+// Factory from the graph node's Impl, and TypeOps, which makes typed outputs,
+// record writers and batch dispatchers for one record type.
+package task
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/keygroup"
+)
+
+// NoTimestamp marks a record without an event timestamp.
+const NoTimestamp int64 = math.MinInt64
+
+// MaxWatermark ends event time.
+const MaxWatermark int64 = math.MaxInt64
+
+// Output receives the records and watermarks an operator emits.
+type Output[T any] interface {
+	// Collect emits v with event timestamp ts (or NoTimestamp).
+	Collect(v T, ts int64) error
+	// EmitWatermark forwards a watermark downstream.
+	EmitWatermark(wm int64) error
+}
+
+// Input is one typed input of an operator.
+type Input[T any] interface {
+	ProcessElement(v T, ts int64) error
+}
+
+// Operator is the type-erased lifecycle of an operator instance.
+type Operator interface {
+	// Open prepares the operator; it runs on the task goroutine.
+	Open() error
+	// ProcessWatermark handles the combined input watermark: fire
+	// event-time timers up to wm, then forward wm to the output.
+	ProcessWatermark(wm int64) error
+	// Finish is called once all inputs have ended: emit final results.
+	Finish() error
+	// Close releases resources; it is called whether or not the task failed.
+	Close() error
+}
+
+// SourceStatus is what a source operator's EmitNext reports.
+type SourceStatus int
+
+// Source statuses.
+const (
+	// MoreAvailable: call EmitNext again.
+	MoreAvailable SourceStatus = iota
+	// NothingAvailable: wait for Available before calling again.
+	NothingAvailable
+	// EndOfInput: the source is finished.
+	EndOfInput
+)
+
+// SourceOperator heads a source chain.
+type SourceOperator interface {
+	Operator
+	// EmitNext emits what is available now (a bounded amount).
+	EmitNext() (SourceStatus, error)
+	// Available is ready when EmitNext may make progress again after it
+	// reported NothingAvailable.
+	Available() <-chan struct{}
+}
+
+// Factory builds the operator of one graph node for one subtask. A graph
+// node's Impl implements Factory.
+type Factory interface {
+	// OutType describes the main output's record type.
+	OutType() TypeOps
+	// SideOutputs describes the node's side outputs by tag.
+	SideOutputs() map[string]TypeOps
+	// Create builds the operator. out is an Output[T] of the main output
+	// type and sides an Output[S] per side-output tag (all as any). It
+	// returns the operator and one Input per logical input (as any; nil
+	// for sources).
+	Create(ctx *Context, out any, sides map[string]any) (Operator, []any, error)
+}
+
+// Coordinated is implemented by factories whose subtasks share one
+// job-wide coordinator (a source's split enumerator). The runtime creates
+// the coordinator once per node and hands it to every subtask in
+// Context.Coordinator.
+type Coordinated interface {
+	NewCoordinator(parallelism int) (Coordinator, error)
+}
+
+// Coordinator is a job-wide object shared by the subtasks of one node.
+type Coordinator interface {
+	Close() error
+}
+
+// RuntimeMode is STREAMING or BATCH execution.
+type RuntimeMode int
+
+// Runtime modes.
+const (
+	StreamingMode RuntimeMode = iota
+	BatchMode
+)
+
+func (m RuntimeMode) String() string {
+	if m == BatchMode {
+		return "BATCH"
+	}
+	return "STREAMING"
+}
+
+// Context is what an operator instance knows of its place in the job.
+type Context struct {
+	Job            string
+	Node           *graph.Node
+	Subtask        int
+	Parallelism    int
+	MaxParallelism int
+	// KeyGroups owned by this subtask (for keyed operators).
+	KeyGroups keygroup.Range
+	Mode      RuntimeMode
+	Clock     clock.Clock
+	// AutoWatermarkInterval is the period of periodic watermark generation (ms).
+	AutoWatermarkInterval int64
+	Log                   *slog.Logger
+	// Coordinator is the node's shared coordinator, if it has one.
+	Coordinator Coordinator
+
+	t *Task
+}
+
+// Done is closed when the task is being cancelled.
+func (c *Context) Done() <-chan struct{} { return c.t.ctx.Done() }
+
+// Ctx is the task's context, cancelled when the task is torn down.
+func (c *Context) Ctx() context.Context { return c.t.ctx }
+
+// RegisterProcessingTimer runs fn on the task goroutine once processing
+// time reaches at. The returned function cancels the timer.
+func (c *Context) RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func()) {
+	node := c.t.opIndex(c.Node.ID)
+	return c.t.timers.register(at, func(now int64) error {
+		prev := c.t.current
+		c.t.current = node
+		err := fn(now)
+		c.t.current = prev
+		return err
+	})
+}
+
+// Post runs fn on the task goroutine; it may be called from any goroutine
+// and never blocks. An error from fn fails the task.
+func (c *Context) Post(fn func() error) {
+	c.t.mail.post(mail{node: c.t.opIndex(c.Node.ID), fn: fn})
+}
+
+// Yield runs one piece of mail (or fires due timers), blocking until there
+// is some. Operators call it from the task goroutine while they wait for
+// work they posted (async I/O at capacity).
+func (c *Context) Yield() error { return c.t.yield() }
+
+// Metrics of the operator's subtask.
+func (c *Context) Metrics() *Metrics { return c.t.metrics }
+
+// OperatorError is a failure in an operator, naming it.
+type OperatorError struct {
+	Operator string // the node's label
+	Subtask  int
+	// Panic is set when user code panicked; Stack is the goroutine's stack.
+	Panic any
+	Stack string
+	Err   error
+}
+
+func (e *OperatorError) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("operator %s (subtask %d) panicked: %v\n%s", e.Operator, e.Subtask, e.Panic, e.Stack)
+	}
+	return fmt.Sprintf("operator %s (subtask %d): %v", e.Operator, e.Subtask, e.Err)
+}
+
+// Unwrap returns the operator's error.
+func (e *OperatorError) Unwrap() error { return e.Err }

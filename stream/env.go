@@ -1,0 +1,245 @@
+// Package stream is Sluice's user API: a job is a Go program that builds a
+// dataflow of typed streams from plain Go functions and calls Execute.
+//
+//	env := stream.NewEnvironment()
+//	lines := stream.ReadTextFile(env, "input.txt")
+//	words := stream.FlatMap(lines, func(line string, out stream.Collector[string]) {
+//		for _, w := range strings.Fields(line) {
+//			out.Collect(w)
+//		}
+//	})
+//	counts := stream.Reduce(stream.KeyBy(stream.Map(words, ...), ...), ...)
+//	stream.Print(counts)
+//	env.Execute("word count")
+//
+// Transformations are package-level generic functions (Go methods cannot
+// introduce type parameters); configuration of the operator just created is
+// done with methods on the returned stream (Name, UID, SetParallelism, ...).
+package stream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// RuntimeMode selects streaming or batch execution (Flink's execution.runtime-mode).
+type RuntimeMode string
+
+// Runtime modes.
+const (
+	// Streaming processes records as they come and emits incremental results.
+	Streaming RuntimeMode = "STREAMING"
+	// Batch requires bounded sources and emits only final results.
+	Batch RuntimeMode = "BATCH"
+	// Automatic is Batch when every source is bounded, Streaming otherwise.
+	Automatic RuntimeMode = "AUTOMATIC"
+)
+
+// Environment collects the dataflow of one job and executes it.
+type Environment struct {
+	graph          graph.JobGraph
+	parallelism    int
+	maxParallelism int
+	mode           RuntimeMode
+	clock          clock.Clock
+	log            *slog.Logger
+	bufferTimeout  time.Duration
+	autoWatermark  time.Duration
+	batchSize      int
+	errs           []error
+}
+
+// Option configures an Environment.
+type Option func(*Environment)
+
+// WithParallelism sets the default parallelism (default: the number of CPUs;
+// Flink's parallelism.default).
+func WithParallelism(p int) Option { return func(e *Environment) { e.parallelism = p } }
+
+// WithMaxParallelism sets the default max parallelism, the number of key
+// groups (default: derived from the parallelism, at least 128; Flink's
+// pipeline.max-parallelism).
+func WithMaxParallelism(p int) Option { return func(e *Environment) { e.maxParallelism = p } }
+
+// WithRuntimeMode sets STREAMING (default), BATCH or AUTOMATIC.
+func WithRuntimeMode(m RuntimeMode) Option { return func(e *Environment) { e.mode = m } }
+
+// WithClock sets the processing-time clock (default: the system clock).
+// Tests pass a clock.Manual to drive processing time.
+func WithClock(c clock.Clock) Option { return func(e *Environment) { e.clock = c } }
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(e *Environment) { e.log = l } }
+
+// WithBufferTimeout sets how long a partly filled exchange buffer may wait
+// (default 100 ms; Flink's execution.buffer-timeout.interval).
+func WithBufferTimeout(d time.Duration) Option { return func(e *Environment) { e.bufferTimeout = d } }
+
+// WithAutoWatermarkInterval sets the period of periodic watermark
+// generation (default 200 ms; Flink's pipeline.auto-watermark-interval).
+func WithAutoWatermarkInterval(d time.Duration) Option {
+	return func(e *Environment) { e.autoWatermark = d }
+}
+
+// WithBatchSize sets the records per exchange buffer (default 512).
+func WithBatchSize(n int) Option { return func(e *Environment) { e.batchSize = n } }
+
+// NewEnvironment returns an environment for building a job.
+func NewEnvironment(opts ...Option) *Environment {
+	e := &Environment{
+		parallelism:   runtime.NumCPU(),
+		mode:          Streaming,
+		clock:         clock.System{},
+		bufferTimeout: 100 * time.Millisecond,
+		autoWatermark: 200 * time.Millisecond,
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	return e
+}
+
+// Parallelism is the environment's default parallelism.
+func (e *Environment) Parallelism() int { return e.parallelism }
+
+// addNode appends a node with the environment's defaults.
+func (e *Environment) addNode(kind, name string, inputs int, impl task.Factory) *graph.Node {
+	n := &graph.Node{
+		ID:             graph.NodeID(len(e.graph.Nodes)),
+		Kind:           kind,
+		Name:           name,
+		Parallelism:    e.parallelism,
+		MaxParallelism: e.maxParallelism,
+		Chaining:       graph.ChainAlways,
+		Inputs:         inputs,
+		Impl:           impl,
+		OutType:        impl.OutType().TypeName(),
+	}
+	e.graph.Nodes = append(e.graph.Nodes, n)
+	return n
+}
+
+func (e *Environment) addEdge(from *graph.Node, tag string, to *graph.Node, input int, p graph.Partitioning, partitioner any) {
+	e.graph.Edges = append(e.graph.Edges, &graph.Edge{From: from.ID, To: to.ID, Input: input, SideOutput: tag, Partitioning: p, Partitioner: partitioner})
+}
+
+// fail records a construction error reported at Execute.
+func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
+
+// Graph returns the job graph built so far, with forward edges between
+// operators of different parallelism turned into rebalancing ones.
+func (e *Environment) Graph(name string) *graph.JobGraph {
+	g := e.graph
+	g.Name = name
+	g.Config = map[string]string{
+		"parallelism.default":    strconv.Itoa(e.parallelism),
+		"execution.runtime-mode": string(e.mode),
+	}
+	for _, ed := range g.Edges {
+		if ed.Partitioning == graph.Forward && g.Node(ed.From).Parallelism != g.Node(ed.To).Parallelism {
+			ed.Partitioning = graph.Rebalance
+		}
+	}
+	return &g
+}
+
+// JobResult describes a finished job.
+type JobResult struct {
+	Name     string
+	Duration time.Duration
+	// Metrics per subtask.
+	Subtasks []local.SubtaskMetrics
+}
+
+// Execute validates the dataflow and runs it on the embedded local cluster
+// until its bounded sources end (an unbounded job runs until it fails).
+func (e *Environment) Execute(name string) (*JobResult, error) {
+	return e.ExecuteContext(context.Background(), name)
+}
+
+// ExecuteContext is Execute with a context that cancels the job.
+func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResult, error) {
+	if len(e.errs) > 0 {
+		return nil, joinBuildErrors(e.errs)
+	}
+	g := e.Graph(name)
+	mode, err := e.resolveMode(g)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := graph.BuildPlan(g)
+	if err != nil {
+		return nil, err
+	}
+	e.log.Info("executing job", "job", name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
+	res, err := local.Execute(ctx, plan, local.Options{
+		Clock: e.clock, Log: e.log, Mode: mode, BatchSize: e.batchSize,
+		BufferTimeout: e.bufferTimeout, AutoWatermarkInterval: e.autoWatermark.Milliseconds(),
+	})
+	jr := &JobResult{Name: name}
+	if res != nil {
+		jr.Duration, jr.Subtasks = res.Duration, res.Subtasks
+	}
+	if err != nil {
+		return jr, fmt.Errorf("stream: job %q failed: %w", name, err)
+	}
+	return jr, nil
+}
+
+func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
+	allBounded := true
+	var unbounded []*graph.Node
+	for _, n := range g.Nodes {
+		if n.Inputs == 0 && !n.Bounded {
+			allBounded = false
+			unbounded = append(unbounded, n)
+		}
+	}
+	switch e.mode {
+	case Batch:
+		if !allBounded {
+			return 0, fmt.Errorf("%w:\n  - operator %s: BATCH execution needs bounded sources; this source is unbounded (use STREAMING or AUTOMATIC)", graph.ErrInvalidGraph, unbounded[0].Label())
+		}
+		return task.BatchMode, nil
+	case Automatic:
+		if allBounded {
+			return task.BatchMode, nil
+		}
+		return task.StreamingMode, nil
+	case Streaming, "":
+		return task.StreamingMode, nil
+	default:
+		return 0, fmt.Errorf("stream: unknown runtime mode %q (want STREAMING, BATCH or AUTOMATIC)", e.mode)
+	}
+}
+
+func joinBuildErrors(errs []error) error {
+	msg := "stream: the job is invalid:"
+	for _, err := range errs {
+		msg += "\n  - " + err.Error()
+	}
+	return &BuildError{Errs: errs, msg: msg}
+}
+
+// BuildError lists the mistakes found while the dataflow was declared.
+type BuildError struct {
+	Errs []error
+	msg  string
+}
+
+func (e *BuildError) Error() string { return e.msg }
+
+// Unwrap returns the individual errors.
+func (e *BuildError) Unwrap() []error { return e.Errs }

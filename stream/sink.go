@@ -1,0 +1,257 @@
+package stream
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// Sink writes a stream out of the job. Each subtask gets its own writer.
+type Sink[T any] interface {
+	CreateWriter(ctx SinkContext) (SinkWriter[T], error)
+}
+
+// SinkContext is a writer's view of its subtask.
+type SinkContext interface {
+	Subtask() int
+	Parallelism() int
+	// JobName is the name passed to Execute.
+	JobName() string
+}
+
+// SinkWriter writes the records of one subtask.
+type SinkWriter[T any] interface {
+	// Write takes a record and its event timestamp (or NoTimestamp).
+	Write(v T, ts int64) error
+	// Flush makes written records durable or visible as far as the sink's
+	// guarantee requires; endOfInput is set when no record will follow.
+	Flush(endOfInput bool) error
+	Close() error
+}
+
+// CommittingWriter is a SinkWriter of a two-phase-commit sink: at a
+// checkpoint barrier (and at the end of input) the writer pre-commits and
+// returns committables (e.g. a transaction, a pending file); they are
+// committed only once the checkpoint is complete everywhere.
+type CommittingWriter[T, C any] interface {
+	SinkWriter[T]
+	PrepareCommit() ([]C, error)
+}
+
+// Committer commits what writers pre-committed. Commit must be idempotent:
+// after a failure, committables restored from a checkpoint are committed again.
+type Committer[C any] interface {
+	Commit(committables []C) error
+	Close() error
+}
+
+// TwoPhaseCommitSink is a sink with exactly-once delivery through
+// pre-commit and commit.
+type TwoPhaseCommitSink[T, C any] interface {
+	Sink[T]
+	CreateCommitter() (Committer[C], error)
+}
+
+// SinkTo writes the stream to sink.
+func SinkTo[T any](in DataStream[T], sink Sink[T]) DataStream[T] {
+	return addSink[T, struct{}](in, "Sink", sink, nil)
+}
+
+// SinkToCommitting writes the stream to a two-phase-commit sink.
+func SinkToCommitting[T, C any](in DataStream[T], sink TwoPhaseCommitSink[T, C]) DataStream[T] {
+	return addSink[T, C](in, "Sink", sink, sink.CreateCommitter)
+}
+
+func addSink[T, C any](in DataStream[T], name string, sink Sink[T], newCommitter func() (Committer[C], error)) DataStream[T] {
+	f := &factory[T]{create: func(ctx *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
+		op := &sinkOp[T, C]{ctx: ctx, sink: sink, newCommitter: newCommitter}
+		return op, []any{op}, nil
+	}}
+	s := oneInput(in, "sink", name, f)
+	return s
+}
+
+type sinkOp[T, C any] struct {
+	ctx          *task.Context
+	sink         Sink[T]
+	newCommitter func() (Committer[C], error)
+	w            SinkWriter[T]
+	committer    Committer[C]
+}
+
+func (s *sinkOp[T, C]) Subtask() int     { return s.ctx.Subtask }
+func (s *sinkOp[T, C]) Parallelism() int { return s.ctx.Parallelism }
+func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
+
+func (s *sinkOp[T, C]) Open() error {
+	w, err := s.sink.CreateWriter(s)
+	if err != nil {
+		return err
+	}
+	s.w = w
+	if s.newCommitter != nil {
+		c, err := s.newCommitter()
+		if err != nil {
+			return err
+		}
+		s.committer = c
+	}
+	return nil
+}
+
+func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(v, ts) }
+func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
+
+// Finish flushes and, for two-phase-commit sinks, commits what the end of
+// input pre-committed (the final checkpoint of a bounded job).
+func (s *sinkOp[T, C]) Finish() error {
+	if err := s.w.Flush(true); err != nil {
+		return err
+	}
+	if s.committer == nil {
+		return nil
+	}
+	cw, ok := s.w.(CommittingWriter[T, C])
+	if !ok {
+		return fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
+	}
+	cs, err := cw.PrepareCommit()
+	if err != nil {
+		return err
+	}
+	return s.committer.Commit(cs)
+}
+
+func (s *sinkOp[T, C]) Close() error {
+	var err error
+	if s.w != nil {
+		err = s.w.Close()
+	}
+	if s.committer != nil {
+		if cerr := s.committer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// printSink writes records to w, one per line, prefixed with the subtask
+// number ("2> ...") when the sink runs in parallel, as Flink's print does.
+type printSink[T any] struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+type printWriter[T any] struct {
+	s      *printSink[T]
+	prefix string
+}
+
+func (p *printSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
+	pw := &printWriter[T]{s: p}
+	if ctx.Parallelism() > 1 {
+		pw.prefix = fmt.Sprintf("%d> ", ctx.Subtask()+1)
+	}
+	return pw, nil
+}
+
+func (p *printWriter[T]) Write(v T, _ int64) error {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	_, err := fmt.Fprintf(p.s.w, "%s%v\n", p.prefix, v)
+	return err
+}
+func (p *printWriter[T]) Flush(bool) error { return nil }
+func (p *printWriter[T]) Close() error     { return nil }
+
+// Print writes every record to standard output.
+func Print[T any](in DataStream[T]) DataStream[T] { return PrintTo(in, os.Stdout) }
+
+// PrintTo writes every record to w, one line each.
+func PrintTo[T any](in DataStream[T], w io.Writer) DataStream[T] {
+	return addSink[T, struct{}](in, "Print", &printSink[T]{w: w, mu: &sync.Mutex{}}, nil).Name("Print to Std. Out")
+}
+
+type discardSink[T any] struct{}
+type discardWriter[T any] struct{}
+
+func (discardSink[T]) CreateWriter(SinkContext) (SinkWriter[T], error) {
+	return discardWriter[T]{}, nil
+}
+func (discardWriter[T]) Write(T, int64) error { return nil }
+func (discardWriter[T]) Flush(bool) error     { return nil }
+func (discardWriter[T]) Close() error         { return nil }
+
+// Discard consumes the stream and drops every record.
+func Discard[T any](in DataStream[T]) DataStream[T] {
+	return addSink[T, struct{}](in, "Discard", discardSink[T]{}, nil).Name("Discard")
+}
+
+// Record is a value with its event timestamp.
+type Record[T any] struct {
+	Value     T
+	Timestamp int64
+}
+
+// Collected gathers a stream's records in memory (embedded local mode only;
+// meant for tests and small results).
+type Collected[T any] struct {
+	mu struct {
+		sync.Mutex
+		recs []Record[T]
+	}
+}
+
+// Values returns the collected values in arrival order.
+func (c *Collected[T]) Values() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]T, len(c.mu.recs))
+	for i, r := range c.mu.recs {
+		out[i] = r.Value
+	}
+	return out
+}
+
+// Records returns the collected records with their timestamps.
+func (c *Collected[T]) Records() []Record[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Record[T](nil), c.mu.recs...)
+}
+
+func (c *Collected[T]) CreateWriter(SinkContext) (SinkWriter[T], error) {
+	return &collectWriter[T]{c: c}, nil
+}
+
+type collectWriter[T any] struct {
+	c   *Collected[T]
+	buf []Record[T]
+}
+
+func (w *collectWriter[T]) Write(v T, ts int64) error {
+	w.buf = append(w.buf, Record[T]{v, ts})
+	if len(w.buf) >= 1024 {
+		w.Flush(false)
+	}
+	return nil
+}
+
+func (w *collectWriter[T]) Flush(bool) error {
+	w.c.mu.Lock()
+	w.c.mu.recs = append(w.c.mu.recs, w.buf...)
+	w.c.mu.Unlock()
+	w.buf = w.buf[:0]
+	return nil
+}
+func (w *collectWriter[T]) Close() error { return w.Flush(true) }
+
+// Collect gathers the stream's records in memory; read them after Execute.
+func Collect[T any](in DataStream[T]) *Collected[T] {
+	c := &Collected[T]{}
+	addSink[T, struct{}](in, "Collect", c, nil).Name("Collect")
+	return c
+}

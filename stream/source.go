@@ -1,0 +1,380 @@
+package stream
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// Boundedness says whether a source ends.
+type Boundedness int
+
+// Boundedness values.
+const (
+	Unbounded Boundedness = iota
+	Bounded
+)
+
+// Split is a part of a source's input that one reader processes (a file,
+// a Kafka partition, a range of generated numbers). A split value also
+// carries the reader's position in it, so a snapshot of a reader is the
+// list of its splits.
+type Split interface {
+	SplitID() string
+}
+
+// Source is a connector's entry point: it says whether it ends, and creates
+// the job-wide split enumerator and the per-subtask readers.
+type Source[T any, S Split] interface {
+	Boundedness() Boundedness
+	CreateEnumerator(ctx SplitEnumeratorContext[S]) (SplitEnumerator[S], error)
+	CreateReader(ctx SourceReaderContext) (SourceReader[T, S], error)
+}
+
+// SplitEnumerator discovers splits and assigns them to readers. One runs
+// per source per job; its methods are never called concurrently.
+type SplitEnumerator[S Split] interface {
+	// Start begins discovery.
+	Start() error
+	// AddReader is called when reader subtask registers.
+	AddReader(subtask int) error
+	// HandleSplitRequest is called when a reader asks for work.
+	HandleSplitRequest(subtask int) error
+	// AddSplitsBack returns splits of a failed reader for reassignment.
+	AddSplitsBack(splits []S, subtask int) error
+	Close() error
+}
+
+// SplitEnumeratorContext is the enumerator's view of the job.
+type SplitEnumeratorContext[S Split] interface {
+	// Parallelism is the number of reader subtasks.
+	Parallelism() int
+	// RegisteredReaders lists the subtasks whose readers are running.
+	RegisteredReaders() []int
+	// AssignSplits hands splits to a reader.
+	AssignSplits(subtask int, splits []S)
+	// SignalNoMoreSplits tells a reader it will get no more splits.
+	SignalNoMoreSplits(subtask int)
+}
+
+// InputStatus is what SourceReader.PollNext reports.
+type InputStatus = task.SourceStatus
+
+// Reader statuses.
+const (
+	MoreAvailable    = task.MoreAvailable
+	NothingAvailable = task.NothingAvailable
+	EndOfInput       = task.EndOfInput
+)
+
+// SourceReaderContext is a reader's view of its subtask.
+type SourceReaderContext interface {
+	Subtask() int
+	Parallelism() int
+	Clock() clock.Clock
+	// SendSplitRequest asks the enumerator for a split.
+	SendSplitRequest()
+}
+
+// ReaderOutput receives a reader's records.
+type ReaderOutput[T any] interface {
+	// Collect emits a record with the given source timestamp (or NoTimestamp).
+	Collect(v T, ts int64)
+	// ForSplit returns the output for the records of one split, so
+	// watermarks are generated per split.
+	ForSplit(splitID string) SplitOutput[T]
+	// ReleaseSplit forgets a finished split's watermark state.
+	ReleaseSplit(splitID string)
+}
+
+// SplitOutput receives the records of one split.
+type SplitOutput[T any] interface {
+	Collect(v T, ts int64)
+}
+
+// SourceReader reads the splits assigned to one subtask. Its methods run on
+// the subtask's goroutine.
+type SourceReader[T any, S Split] interface {
+	Start() error
+	// PollNext emits what is available now (a bounded amount) and says
+	// whether more is available, nothing for now, or the input ended.
+	PollNext(out ReaderOutput[T]) (InputStatus, error)
+	// Available is ready when PollNext may make progress again after it
+	// reported NothingAvailable (nil: only new splits wake the reader).
+	Available() <-chan struct{}
+	AddSplits(splits []S) error
+	NotifyNoMoreSplits()
+	// SnapshotState returns the assigned, unfinished splits with their
+	// current positions.
+	SnapshotState(checkpointID int64) ([]S, error)
+	Close() error
+}
+
+// FromSource adds a source to the job.
+func FromSource[T any, S Split](env *Environment, src Source[T, S], wm WatermarkStrategy[T], name string) DataStream[T] {
+	f := &sourceFactory[T, S]{src: src, wm: wm}
+	n := env.addNode("source", name, 0, f)
+	n.Bounded = src.Boundedness() == Bounded
+	n.AssignsWatermarks = wm.generatesWatermarks()
+	n.Chaining = graph.ChainHead
+	return newStream[T](env, n)
+}
+
+type sourceFactory[T any, S Split] struct {
+	src Source[T, S]
+	wm  WatermarkStrategy[T]
+}
+
+func (f *sourceFactory[T, S]) OutType() task.TypeOps                { return task.TypeOf[T]() }
+func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil }
+
+func (f *sourceFactory[T, S]) NewCoordinator(parallelism int) (task.Coordinator, error) {
+	c := &sourceCoordinator[S]{parallelism: parallelism, readers: map[int]*sourceCoordReader[S]{}}
+	enum, err := f.src.CreateEnumerator(c)
+	if err != nil {
+		return nil, err
+	}
+	c.enum = enum
+	if err := enum.Start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]any) (task.Operator, []any, error) {
+	coord, ok := ctx.Coordinator.(*sourceCoordinator[S])
+	if !ok {
+		return nil, nil, fmt.Errorf("stream: source %s has no split coordinator", ctx.Node.Label())
+	}
+	op := &sourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), coord: coord, batch: ctx.Mode == task.BatchMode}
+	op.wm = newWMMultiplexer(f.wm)
+	op.strategy = f.wm
+	reader, err := f.src.CreateReader(op)
+	if err != nil {
+		return nil, nil, err
+	}
+	op.reader = reader
+	return op, nil, nil
+}
+
+// sourceCoordinator runs a source's enumerator for the job. Enumerator
+// calls are serialised by mu; split assignments reach readers through
+// their task mailboxes.
+type sourceCoordinator[S Split] struct {
+	parallelism int
+	mu          struct{ sync.Mutex }
+	enum        SplitEnumerator[S]
+	readers     map[int]*sourceCoordReader[S]
+}
+
+type sourceCoordReader[S Split] struct {
+	post    func(fn func() error)
+	deliver func(splits []S, noMore bool) error
+}
+
+func (c *sourceCoordinator[S]) Parallelism() int { return c.parallelism }
+
+// REQUIRES: c.mu held (called by the enumerator).
+func (c *sourceCoordinator[S]) RegisteredReaders() []int {
+	var out []int
+	for i := 0; i < c.parallelism; i++ {
+		if _, ok := c.readers[i]; ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// REQUIRES: c.mu held (called by the enumerator).
+func (c *sourceCoordinator[S]) AssignSplits(subtask int, splits []S) {
+	r, ok := c.readers[subtask]
+	if !ok {
+		panic(fmt.Sprintf("stream: enumerator assigned splits to unregistered reader %d", subtask)) // enumerator bug
+	}
+	splits = append([]S(nil), splits...)
+	r.post(func() error { return r.deliver(splits, false) })
+}
+
+// REQUIRES: c.mu held (called by the enumerator).
+func (c *sourceCoordinator[S]) SignalNoMoreSplits(subtask int) {
+	r, ok := c.readers[subtask]
+	if !ok {
+		return
+	}
+	r.post(func() error { return r.deliver(nil, true) })
+}
+
+func (c *sourceCoordinator[S]) register(subtask int, r *sourceCoordReader[S]) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readers[subtask] = r
+	return c.enum.AddReader(subtask)
+}
+
+func (c *sourceCoordinator[S]) requestSplit(subtask int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.enum.HandleSplitRequest(subtask)
+}
+
+func (c *sourceCoordinator[S]) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.enum.Close()
+}
+
+// sourceOp heads a source chain: it drives the reader, assigns
+// timestamps, and generates watermarks per split.
+type sourceOp[T any, S Split] struct {
+	ctx      *task.Context
+	out      task.Output[T]
+	coord    *sourceCoordinator[S]
+	reader   SourceReader[T, S]
+	strategy WatermarkStrategy[T]
+	wm       *wmMultiplexer[T]
+	batch    bool
+	err      error
+	noMore   bool
+	cancelWM func()
+	main     *splitOut[T, S]
+	splits   map[string]*splitOut[T, S]
+}
+
+// SourceReaderContext implementation.
+func (s *sourceOp[T, S]) Subtask() int       { return s.ctx.Subtask }
+func (s *sourceOp[T, S]) Parallelism() int   { return s.ctx.Parallelism }
+func (s *sourceOp[T, S]) Clock() clock.Clock { return s.ctx.Clock }
+func (s *sourceOp[T, S]) SendSplitRequest() {
+	s.ctx.Post(func() error { return s.coord.requestSplit(s.ctx.Subtask) })
+}
+
+func (s *sourceOp[T, S]) Open() error {
+	s.splits = map[string]*splitOut[T, S]{}
+	if err := s.reader.Start(); err != nil {
+		return err
+	}
+	if s.strategy.generatesWatermarks() && !s.batch {
+		s.schedulePeriodic()
+	}
+	return s.coord.register(s.ctx.Subtask, &sourceCoordReader[S]{
+		post: s.ctx.Post,
+		deliver: func(splits []S, noMore bool) error {
+			if noMore {
+				s.noMore = true
+				s.reader.NotifyNoMoreSplits()
+				return nil
+			}
+			return s.reader.AddSplits(splits)
+		},
+	})
+}
+
+func (s *sourceOp[T, S]) schedulePeriodic() {
+	at := s.ctx.Clock.NowMillis() + s.ctx.AutoWatermarkInterval
+	s.cancelWM = s.ctx.RegisterProcessingTimer(at, func(now int64) error {
+		if err := s.emitPeriodic(now); err != nil {
+			return err
+		}
+		s.schedulePeriodic()
+		return nil
+	})
+}
+
+func (s *sourceOp[T, S]) emitPeriodic(now int64) error {
+	wm, adv, idle, idleChanged := s.wm.periodic(now)
+	if idleChanged && idle {
+		if err := s.ctx.EmitIdle(true); err != nil {
+			return err
+		}
+	}
+	if adv {
+		if err := s.out.EmitWatermark(wm); err != nil {
+			return err
+		}
+	} else if idleChanged && !idle {
+		if err := s.ctx.EmitIdle(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
+	st, err := s.reader.PollNext(s)
+	if err == nil {
+		err = s.err
+	}
+	if err != nil {
+		return st, err
+	}
+	if st == EndOfInput {
+		if s.cancelWM != nil {
+			s.cancelWM()
+		}
+		// The end of a bounded source ends event time: every window fires.
+		if err := s.out.EmitWatermark(task.MaxWatermark); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func (s *sourceOp[T, S]) Available() <-chan struct{} { return s.reader.Available() }
+
+func (s *sourceOp[T, S]) ProcessWatermark(int64) error { return nil }
+func (s *sourceOp[T, S]) Finish() error                { return nil }
+func (s *sourceOp[T, S]) Close() error                 { return s.reader.Close() }
+
+// ReaderOutput implementation.
+func (s *sourceOp[T, S]) Collect(v T, ts int64) {
+	if s.main == nil {
+		s.main = &splitOut[T, S]{op: s, tr: s.wm.add("", s.ctx.Clock.NowMillis())}
+	}
+	s.main.Collect(v, ts)
+}
+
+func (s *sourceOp[T, S]) ForSplit(id string) SplitOutput[T] {
+	if o, ok := s.splits[id]; ok {
+		return o
+	}
+	o := &splitOut[T, S]{op: s, tr: s.wm.add(id, s.ctx.Clock.NowMillis())}
+	s.splits[id] = o
+	return o
+}
+
+func (s *sourceOp[T, S]) ReleaseSplit(id string) {
+	delete(s.splits, id)
+	s.wm.remove(id)
+}
+
+type splitOut[T any, S Split] struct {
+	op *sourceOp[T, S]
+	tr *wmTracker[T]
+}
+
+func (o *splitOut[T, S]) Collect(v T, ts int64) {
+	s := o.op
+	if s.err != nil {
+		return
+	}
+	if s.strategy.assigner != nil {
+		ts = s.strategy.assigner(v, ts)
+	}
+	if !s.batch {
+		s.wm.onEvent(o.tr, v, ts)
+		if o.tr.idle {
+			// Activity ends idleness at once, not at the next period.
+			o.tr.idle = false
+			if _, _, idle, changed := s.wm.combine(); changed && !idle {
+				if err := s.ctx.EmitIdle(false); err != nil {
+					s.err = err
+					return
+				}
+			}
+		}
+	}
+	s.err = s.out.Collect(v, ts)
+}

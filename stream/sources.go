@@ -1,0 +1,343 @@
+package stream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// pollBatch bounds the records a built-in reader emits per PollNext.
+const pollBatch = 256
+
+// IndexSplit is a range [Next, End) of record indexes; the built-in
+// collection and generator sources read them.
+type IndexSplit struct {
+	ID   int
+	Next int64
+	End  int64 // exclusive; -1 for unbounded
+}
+
+// SplitID implements Split.
+func (s IndexSplit) SplitID() string { return strconv.Itoa(s.ID) }
+
+// indexSource serves records by index from fn, split into ranges.
+type indexSource[T any] struct {
+	count   int64 // -1: unbounded
+	rate    float64
+	fn      func(i int64) T
+	nsplits func(parallelism int) int
+}
+
+func (s *indexSource[T]) Boundedness() Boundedness {
+	if s.count < 0 {
+		return Unbounded
+	}
+	return Bounded
+}
+
+func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]) (SplitEnumerator[IndexSplit], error) {
+	n := s.nsplits(ctx.Parallelism())
+	e := &staticEnumerator[IndexSplit]{ctx: ctx}
+	for i := 0; i < n; i++ {
+		if s.count < 0 {
+			// Unbounded: split i generates indexes i, i+n, i+2n, ... encoded
+			// by the reader through the stride below.
+			e.pending = append(e.pending, IndexSplit{ID: i, Next: int64(i), End: -1})
+			continue
+		}
+		start := s.count * int64(i) / int64(n)
+		end := s.count * int64(i+1) / int64(n)
+		if end > start {
+			e.pending = append(e.pending, IndexSplit{ID: i, Next: start, End: end})
+		}
+	}
+	e.stride = int64(n)
+	return e, nil
+}
+
+func (s *indexSource[T]) CreateReader(ctx SourceReaderContext) (SourceReader[T, IndexSplit], error) {
+	return &indexReader[T]{src: s, ctx: ctx}, nil
+}
+
+// staticEnumerator hands out a fixed list of splits on request.
+type staticEnumerator[S Split] struct {
+	ctx     SplitEnumeratorContext[S]
+	pending []S
+	stride  int64
+}
+
+func (e *staticEnumerator[S]) Start() error        { return nil }
+func (e *staticEnumerator[S]) AddReader(int) error { return nil }
+func (e *staticEnumerator[S]) Close() error        { return nil }
+func (e *staticEnumerator[S]) HandleSplitRequest(subtask int) error {
+	if len(e.pending) == 0 {
+		e.ctx.SignalNoMoreSplits(subtask)
+		return nil
+	}
+	s := e.pending[0]
+	e.pending = e.pending[1:]
+	e.ctx.AssignSplits(subtask, []S{s})
+	return nil
+}
+func (e *staticEnumerator[S]) AddSplitsBack(splits []S, _ int) error {
+	e.pending = append(e.pending, splits...)
+	return nil
+}
+
+type indexReader[T any] struct {
+	src     *indexSource[T]
+	ctx     SourceReaderContext
+	splits  []IndexSplit
+	noMore  bool
+	asked   bool
+	stride  int64
+	started int64 // processing time of the first poll, for rate limiting
+	emitted int64
+	wait    <-chan struct{}
+}
+
+func (r *indexReader[T]) Start() error {
+	r.ctx.SendSplitRequest()
+	r.asked = true
+	r.started = -1
+	return nil
+}
+
+func (r *indexReader[T]) AddSplits(splits []IndexSplit) error {
+	r.splits = append(r.splits, splits...)
+	r.asked = false
+	return nil
+}
+
+func (r *indexReader[T]) NotifyNoMoreSplits() { r.noMore = true }
+
+func (r *indexReader[T]) SnapshotState(int64) ([]IndexSplit, error) {
+	return append([]IndexSplit(nil), r.splits...), nil
+}
+
+func (r *indexReader[T]) Available() <-chan struct{} { return r.wait }
+func (r *indexReader[T]) Close() error               { return nil }
+
+// permits is how many records the rate limit allows now.
+func (r *indexReader[T]) permits() int64 {
+	if r.src.rate <= 0 {
+		return pollBatch
+	}
+	now := r.ctx.Clock().NowMillis()
+	if r.started < 0 {
+		r.started = now
+	}
+	perSubtask := r.src.rate / float64(r.ctx.Parallelism())
+	allowed := int64(perSubtask*float64(now-r.started)/1000) + 1 - r.emitted
+	if allowed <= 0 {
+		next := r.started + int64(float64(r.emitted)*1000/perSubtask)
+		if next <= now {
+			next = now + 1
+		}
+		r.wait, _ = r.ctx.Clock().AfterMillis(next)
+		return 0
+	}
+	return min(allowed, pollBatch)
+}
+
+func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
+	if len(r.splits) == 0 {
+		if r.noMore {
+			return EndOfInput, nil
+		}
+		if !r.asked {
+			r.ctx.SendSplitRequest()
+			r.asked = true
+		}
+		r.wait = nil
+		return NothingAvailable, nil
+	}
+	n := r.permits()
+	if n == 0 {
+		return NothingAvailable, nil
+	}
+	sp := &r.splits[0]
+	so := out.ForSplit(sp.SplitID())
+	stride := int64(1)
+	if sp.End < 0 {
+		stride = r.splitStride()
+	}
+	for ; n > 0 && (sp.End < 0 || sp.Next < sp.End); n-- {
+		so.Collect(r.src.fn(sp.Next), NoTimestamp)
+		sp.Next += stride
+		r.emitted++
+	}
+	if sp.End >= 0 && sp.Next >= sp.End {
+		out.ReleaseSplit(sp.SplitID())
+		r.splits = r.splits[1:]
+	}
+	return MoreAvailable, nil
+}
+
+// splitStride is the number of splits of an unbounded generator: split i
+// produces i, i+n, i+2n, ...
+func (r *indexReader[T]) splitStride() int64 {
+	if r.stride == 0 {
+		r.stride = int64(r.src.nsplits(r.ctx.Parallelism()))
+	}
+	return r.stride
+}
+
+// FromSlice is a bounded source of the given records, split into
+// contiguous ranges over the source's subtasks.
+func FromSlice[T any](env *Environment, data []T) DataStream[T] {
+	data = append([]T(nil), data...)
+	src := &indexSource[T]{count: int64(len(data)), fn: func(i int64) T { return data[i] }, nsplits: func(p int) int { return p }}
+	return FromSource[T, IndexSplit](env, src, NoWatermarks[T](), "Collection Source")
+}
+
+// FromElements is FromSlice of its arguments.
+func FromElements[T any](env *Environment, data ...T) DataStream[T] { return FromSlice(env, data) }
+
+// DataGen is a deterministic generator source: record i is fn(i) for i in
+// [0, count) (count < 0: unbounded), at most ratePerSecond records per
+// second over all subtasks (≤ 0: unlimited). The same count gives the same
+// records at any parallelism.
+func DataGen[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T) DataStream[T] {
+	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }}
+	return FromSource[T, IndexSplit](env, src, NoWatermarks[T](), "DataGen Source")
+}
+
+// DataGenWithWatermarks is DataGen with a watermark strategy.
+func DataGenWithWatermarks[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T, wm WatermarkStrategy[T]) DataStream[T] {
+	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }}
+	return FromSource[T, IndexSplit](env, src, wm, "DataGen Source")
+}
+
+// FileSplit is one text file and the byte offset reached in it.
+type FileSplit struct {
+	Path   string
+	Offset int64
+}
+
+// SplitID implements Split.
+func (s FileSplit) SplitID() string { return s.Path }
+
+type textFileSource struct{ paths []string }
+
+func (s *textFileSource) Boundedness() Boundedness { return Bounded }
+
+func (s *textFileSource) CreateEnumerator(ctx SplitEnumeratorContext[FileSplit]) (SplitEnumerator[FileSplit], error) {
+	e := &staticEnumerator[FileSplit]{ctx: ctx}
+	for _, p := range s.paths {
+		e.pending = append(e.pending, FileSplit{Path: p})
+	}
+	return e, nil
+}
+
+func (s *textFileSource) CreateReader(ctx SourceReaderContext) (SourceReader[string, FileSplit], error) {
+	return &textFileReader{ctx: ctx}, nil
+}
+
+type textFileReader struct {
+	ctx    SourceReaderContext
+	splits []FileSplit
+	noMore bool
+	asked  bool
+	f      *os.File
+	r      *bufio.Reader
+}
+
+func (r *textFileReader) Start() error {
+	r.ctx.SendSplitRequest()
+	r.asked = true
+	return nil
+}
+func (r *textFileReader) AddSplits(s []FileSplit) error {
+	r.splits = append(r.splits, s...)
+	r.asked = false
+	return nil
+}
+func (r *textFileReader) NotifyNoMoreSplits()        { r.noMore = true }
+func (r *textFileReader) Available() <-chan struct{} { return nil }
+func (r *textFileReader) SnapshotState(int64) ([]FileSplit, error) {
+	return append([]FileSplit(nil), r.splits...), nil
+}
+
+func (r *textFileReader) Close() error {
+	if r.f != nil {
+		err := r.f.Close()
+		r.f = nil
+		return err
+	}
+	return nil
+}
+
+func (r *textFileReader) PollNext(out ReaderOutput[string]) (InputStatus, error) {
+	if len(r.splits) == 0 {
+		if r.noMore {
+			return EndOfInput, nil
+		}
+		if !r.asked {
+			r.ctx.SendSplitRequest()
+			r.asked = true
+		}
+		return NothingAvailable, nil
+	}
+	sp := &r.splits[0]
+	if r.f == nil {
+		f, err := os.Open(sp.Path)
+		if err != nil {
+			return EndOfInput, fmt.Errorf("text file source: %w", err)
+		}
+		if _, err := f.Seek(sp.Offset, io.SeekStart); err != nil {
+			f.Close()
+			return EndOfInput, fmt.Errorf("text file source: seeking %s to %d: %w", sp.Path, sp.Offset, err)
+		}
+		r.f, r.r = f, bufio.NewReaderSize(f, 64<<10)
+	}
+	so := out.ForSplit(sp.SplitID())
+	for i := 0; i < pollBatch; i++ {
+		line, err := r.r.ReadString('\n')
+		if len(line) > 0 {
+			sp.Offset += int64(len(line))
+			so.Collect(trimEOL(line), NoTimestamp)
+		}
+		if errors.Is(err, io.EOF) {
+			out.ReleaseSplit(sp.SplitID())
+			r.splits = r.splits[1:]
+			if cerr := r.Close(); cerr != nil {
+				return EndOfInput, fmt.Errorf("text file source: closing %s: %w", sp.Path, cerr)
+			}
+			r.ctx.SendSplitRequest()
+			r.asked = true
+			return MoreAvailable, nil
+		}
+		if err != nil {
+			return EndOfInput, fmt.Errorf("text file source: reading %s at byte %d: %w", sp.Path, sp.Offset, err)
+		}
+	}
+	return MoreAvailable, nil
+}
+
+func trimEOL(s string) string {
+	if n := len(s); n > 0 && s[n-1] == '\n' {
+		s = s[:n-1]
+		if n := len(s); n > 0 && s[n-1] == '\r' {
+			s = s[:n-1]
+		}
+	}
+	return s
+}
+
+// ReadTextFile is a bounded source of the lines of the given files (one
+// split per file). Missing files are reported at Execute.
+func ReadTextFile(env *Environment, paths ...string) DataStream[string] {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			env.fail(fmt.Errorf("text file source: %w", err))
+		}
+	}
+	if len(paths) == 0 {
+		env.fail(fmt.Errorf("text file source: no files given"))
+	}
+	return FromSource[string, FileSplit](env, &textFileSource{paths: append([]string(nil), paths...)}, NoWatermarks[string](), "Text File Source")
+}
