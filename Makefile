@@ -1,0 +1,39 @@
+# Sluice build and test entry points. CI runs `make test` (through .ci/run).
+SHELL := /bin/bash
+GO ?= go
+GOFLAGS ?= -buildvcs=false
+export GOFLAGS
+
+.PHONY: all build test unit vet fmt-check bench generate check-generated demo deps
+
+all: build
+
+deps: ## Download Go modules.
+	$(GO) mod download
+
+build: deps
+	$(GO) build ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+unit: deps ## Unit and in-process tests, with the race detector.
+	$(GO) test -race -count=1 ./...
+
+test: deps fmt-check vet unit ## Everything CI runs.
+
+bench: deps ## Engine benchmarks: records/s and allocations per record.
+	$(GO) test -run '^$$' -bench . -benchtime 20000000x -count 1 ./bench/ | tee bench.out
+
+generate:
+	$(GO) generate ./...
+
+check-generated: generate
+	@git diff --exit-code -- '*.pb.go' || (echo "generated code is not current: run make generate"; exit 1)
+
+demo: ## The README's demo job on the embedded local cluster.
+	$(GO) run ./examples/purchases

@@ -1,0 +1,2 @@
+// Package archtest enforces the import rules written in ARCHITECTURE.md.
+package archtest
