@@ -197,4 +197,3 @@ func Unmarshal(b []byte) (*JobGraph, error) {
 	}
 	return &g, nil
 }
-

@@ -87,4 +87,3 @@ func TestHasherRejectsPointers(t *testing.T) {
 		t.Fatalf("want error naming the field, got %v", err)
 	}
 }
-

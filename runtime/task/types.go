@@ -94,7 +94,7 @@ func (typeOps[T]) dispatcher(in any) func(data any) (int, error) {
 
 type discardOutput[T any] struct{}
 
-func (discardOutput[T]) Collect(T, int64) error     { return nil }
+func (discardOutput[T]) Collect(T, int64) error    { return nil }
 func (discardOutput[T]) EmitWatermark(int64) error { return nil }
 
 type fanOut[T any] []Output[T]
