@@ -102,6 +102,11 @@ func (g *JobGraph) Validate() error {
 			}
 		}
 	}
+	if len(probs) > 0 && !structurallySound(g) {
+		// Dangling edges or duplicate IDs: reported above; the analyses
+		// below need a well-formed graph.
+		return &ValidationError{Problems: probs}
+	}
 	if cyc := g.cycle(); cyc != nil {
 		names := make([]string, len(cyc))
 		for i, n := range cyc {
@@ -126,6 +131,24 @@ func (g *JobGraph) Validate() error {
 		return &ValidationError{Problems: probs}
 	}
 	return nil
+}
+
+// structurallySound reports whether every edge joins existing nodes and
+// node IDs are unique.
+func structurallySound(g *JobGraph) bool {
+	ids := map[NodeID]bool{}
+	for _, n := range g.Nodes {
+		if ids[n.ID] {
+			return false
+		}
+		ids[n.ID] = true
+	}
+	for _, e := range g.Edges {
+		if !ids[e.From] || !ids[e.To] {
+			return false
+		}
+	}
+	return true
 }
 
 // cycle returns the nodes of one cycle, or nil.
