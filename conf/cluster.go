@@ -1,0 +1,124 @@
+package conf
+
+import (
+	"errors"
+	"time"
+)
+
+// Cluster options: processes, ports, memory, heartbeats and high availability.
+
+// Values of HighAvailabilityType.
+const (
+	HighAvailabilityNone      = "NONE"
+	HighAvailabilityZooKeeper = "ZOOKEEPER"
+)
+
+func positiveDuration(d time.Duration) error {
+	if d <= 0 {
+		return errors.New("must be longer than 0")
+	}
+	return nil
+}
+
+var (
+	// HeartbeatInterval is how often the JobMaster, ResourceManager and
+	// TaskManagers exchange heartbeats.
+	//
+	// Lower than Flink's 10 s: Sluice aims to detect a lost TaskManager and
+	// recover within 5 s, which heartbeat.timeout bounds.
+	HeartbeatInterval = Duration("heartbeat.interval", time.Second,
+		"Interval between heartbeats from the JobMaster and ResourceManager to TaskManagers. "+
+			"Sluice's default is lower than Flink's 10 s, to recover from a lost TaskManager within 5 s.").
+		WithCheck(positiveDuration)
+
+	// HeartbeatTimeout is how long a peer may stay silent before it is
+	// considered lost.
+	//
+	// Lower than Flink's 50 s, for recovery within 5 s.
+	HeartbeatTimeout = Duration("heartbeat.timeout", 5*time.Second,
+		"Time without a heartbeat after which a peer is considered lost and its tasks are recovered. "+
+			"Sluice's default is lower than Flink's 50 s, to recover within 5 s; raise it on networks "+
+			"with long pauses. Must be longer than heartbeat.interval.").
+		WithCheck(positiveDuration)
+
+	// JobManagerRPCAddress is the host the JobManager (Dispatcher, ResourceManager, JobMasters) listens on.
+	JobManagerRPCAddress = String("jobmanager.rpc.address", "",
+		"Host of the JobManager for standalone clusters. On YARN the ApplicationMaster's host is used and this option is ignored.").
+		WithDefaultDoc("(none): localhost for local and standalone clusters")
+
+	// JobManagerRPCPort is the JobManager's RPC port.
+	JobManagerRPCPort = Int("jobmanager.rpc.port", 6123,
+		"RPC port of the JobManager for standalone clusters. On YARN the ApplicationMaster picks a free port.").
+		WithCheck(portCheck)
+
+	// JobManagerProcessMemory is the memory of the JobManager process (the ApplicationMaster container on YARN).
+	JobManagerProcessMemory = Memory("jobmanager.memory.process.size", 1600*MiB,
+		"Total memory of the JobManager process; on YARN, the memory requested for the ApplicationMaster container. "+
+			"The default is that of Flink's shipped config.yaml.").
+		WithCheck(AtLeast(64 * MiB))
+
+	// TaskManagerNumberOfTaskSlots is the number of slots per TaskManager.
+	TaskManagerNumberOfTaskSlots = Int("taskmanager.numberOfTaskSlots", 1,
+		"Number of task slots per TaskManager: how many parallel subtasks (pipelines) one TaskManager runs.").
+		WithCheck(AtLeast(1))
+
+	// TaskManagerProcessMemory is the memory of a TaskManager process (its container on YARN).
+	TaskManagerProcessMemory = Memory("taskmanager.memory.process.size", 1728*MiB,
+		"Total memory of a TaskManager process; on YARN, the memory requested for each TaskManager container. "+
+			"The default is that of Flink's shipped config.yaml.").
+		WithCheck(AtLeast(64 * MiB))
+
+	// TaskManagerRPCPort is the TaskManager's RPC port or port range.
+	TaskManagerRPCPort = String("taskmanager.rpc.port", "0",
+		"RPC port of a TaskManager: a port, a range such as 50100-50200, or a comma-separated list of both. "+
+			"0 picks a free port, as needed when several TaskManagers share a host.").
+		WithCheck(checkPortRange)
+
+	// TaskManagerDataPort is the TaskManager's port for exchanging records.
+	TaskManagerDataPort = Int("taskmanager.data.port", 0,
+		"Port a TaskManager serves records to downstream tasks on. 0 picks a free port.").
+		WithCheck(portCheck)
+
+	// RESTPort is the port of the REST endpoint and web UI.
+	RESTPort = Int("rest.port", 8081,
+		"Port of the REST endpoint and web UI for standalone clusters. On YARN the ApplicationMaster picks a free port.").
+		WithCheck(portCheck)
+
+	// RESTAddress is the address clients reach the REST endpoint at.
+	RESTAddress = String("rest.address", "",
+		"Address clients use to reach the REST endpoint.").
+		WithDefaultDoc("(none): jobmanager.rpc.address")
+
+	// RESTBindAddress is the address the REST endpoint binds to.
+	RESTBindAddress = String("rest.bind-address", "",
+		"Address the REST endpoint binds to, e.g. 0.0.0.0 for all interfaces.").
+		WithDefaultDoc("(none): the host's address")
+
+	// HighAvailabilityType selects the high-availability service.
+	HighAvailabilityType = Enum("high-availability.type", HighAvailabilityNone,
+		[]string{HighAvailabilityNone, HighAvailabilityZooKeeper},
+		"High-availability service used to elect the JobManager leader and keep job metadata: NONE or ZOOKEEPER.").
+		WithDeprecatedKeys("high-availability")
+
+	// HighAvailabilityStorageDir is where job metadata is kept for recovery.
+	HighAvailabilityStorageDir = String("high-availability.storageDir", "",
+		"File system path (e.g. hdfs:///sluice/ha) where job metadata is kept for recovering the JobManager; "+
+			"required when high availability is enabled.").
+		WithDefaultDoc("(none)").
+		WithDeprecatedKeys("high-availability.zookeeper.storageDir")
+
+	// HighAvailabilityZooKeeperQuorum lists the ZooKeeper servers.
+	HighAvailabilityZooKeeperQuorum = String("high-availability.zookeeper.quorum", "",
+		"ZooKeeper servers, host:port separated by commas, when high-availability.type is ZOOKEEPER.").
+		WithDefaultDoc("(none)")
+)
+
+func clusterOptions() []AnyOption {
+	return []AnyOption{
+		HeartbeatInterval, HeartbeatTimeout,
+		JobManagerRPCAddress, JobManagerRPCPort, JobManagerProcessMemory,
+		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerRPCPort, TaskManagerDataPort,
+		RESTPort, RESTAddress, RESTBindAddress,
+		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,
+	}
+}

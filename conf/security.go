@@ -1,0 +1,52 @@
+package conf
+
+import "time"
+
+// Security options: Kerberos login and delegation tokens, as on a Kerberized
+// Hadoop cluster.
+
+var (
+	// KerberosKeytab is the keytab to log in with.
+	KerberosKeytab = String("security.kerberos.login.keytab", "",
+		"Absolute path of the keytab to log in with; requires security.kerberos.login.principal. "+
+			"With a keytab, credentials are renewed for as long as the job runs.").
+		WithDefaultDoc("(none)")
+
+	// KerberosPrincipal is the principal to log in as.
+	KerberosPrincipal = String("security.kerberos.login.principal", "",
+		"Kerberos principal to log in as, e.g. sluice/host@EXAMPLE.COM.").
+		WithDefaultDoc("(none)")
+
+	// KerberosUseTicketCache allows using the ticket cache of a kinit.
+	KerberosUseTicketCache = Bool("security.kerberos.login.use-ticket-cache", true,
+		"Whether the client may use the Kerberos ticket cache (from kinit) when no keytab is given. "+
+			"Tickets from the cache expire; long-running jobs need a keytab or delegation tokens.")
+
+	// KerberosKrb5ConfPath is the krb5.conf to use.
+	KerberosKrb5ConfPath = String("security.kerberos.krb5-conf.path", "",
+		"Path of the krb5.conf to use; on YARN it is shipped to the containers.").
+		WithDefaultDoc("(none): $KRB5_CONFIG, else /etc/krb5.conf")
+
+	// KerberosAccessHadoopFileSystems lists extra file systems to get delegation tokens for.
+	KerberosAccessHadoopFileSystems = StringList("security.kerberos.access.hadoopFileSystems", nil,
+		"Kerberized Hadoop file systems besides the default one that the job accesses, e.g. "+
+			"hdfs://other-namenode:8020; delegation tokens are obtained for each.").
+		WithDefaultDoc("(none)").
+		WithDeprecatedKeys("yarn.security.kerberos.additionalFileSystems")
+
+	// KerberosReloginPeriod is how often a keytab login is renewed.
+	KerberosReloginPeriod = Duration("security.kerberos.relogin.period", time.Minute,
+		"How often the login from a keytab is checked and renewed.").
+		WithCheck(positiveDuration)
+
+	// DelegationTokensEnabled turns the fetching of delegation tokens on or off.
+	DelegationTokensEnabled = Bool("security.delegation.tokens.enabled", true,
+		"Whether delegation tokens for HDFS (and YARN) are obtained and handed to the containers.")
+)
+
+func securityOptions() []AnyOption {
+	return []AnyOption{
+		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
+		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
+	}
+}

@@ -1,0 +1,35 @@
+package conf
+
+// State options: where keyed state lives and how a job restores it.
+
+// Values of StateBackendType.
+const (
+	StateBackendHashMap = "hashmap"
+	StateBackendPebble  = "pebble"
+)
+
+var (
+	// StateBackendType selects the keyed state backend.
+	StateBackendType = Enum("state.backend.type", StateBackendHashMap,
+		[]string{StateBackendHashMap, StateBackendPebble},
+		"Keyed state backend: hashmap keeps state in memory; pebble keeps it in an embedded "+
+			"Pebble store on local disk, for state larger than memory and incremental checkpoints; "+
+			"it takes the place of Flink's rocksdb.").
+		WithDeprecatedKeys("state.backend")
+
+	// StateRecoveryPath is a savepoint or retained checkpoint to start the job from.
+	StateRecoveryPath = String("execution.state-recovery.path", "",
+		"Path of a savepoint or retained checkpoint to restore the job from, e.g. hdfs:///sluice/savepoints/savepoint-1a2b3c.").
+		WithDefaultDoc("(none): start without state").
+		WithDeprecatedKeys("execution.savepoint.path")
+
+	// StateRecoveryIgnoreUnclaimedState allows restoring when the snapshot has state no operator claims.
+	StateRecoveryIgnoreUnclaimedState = Bool("execution.state-recovery.ignore-unclaimed-state", false,
+		"Whether to restore even though the snapshot holds state that no operator of the job claims, "+
+			"e.g. after an operator was removed. When false such a restore fails.").
+		WithDeprecatedKeys("execution.savepoint.ignore-unclaimed-state")
+)
+
+func stateOptions() []AnyOption {
+	return []AnyOption{StateBackendType, StateRecoveryPath, StateRecoveryIgnoreUnclaimedState}
+}
