@@ -21,10 +21,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
-	"strconv"
 	"time"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
@@ -55,11 +56,21 @@ type Environment struct {
 	bufferTimeout  time.Duration
 	autoWatermark  time.Duration
 	batchSize      int
+	config         *conf.Configuration
 	errs           []error
 }
 
-// Option configures an Environment.
+// Option configures an Environment. Options win over the configuration.
 type Option func(*Environment)
+
+// WithConfiguration sets the job's configuration (Flink's keys:
+// parallelism.default, pipeline.max-parallelism, execution.runtime-mode,
+// execution.buffer-timeout.interval, pipeline.auto-watermark-interval, ...).
+// Without it, the environment loads $SLUICE_CONF_DIR/config.yaml when
+// SLUICE_CONF_DIR is set.
+func WithConfiguration(c *conf.Configuration) Option {
+	return func(e *Environment) { e.config = c }
+}
 
 // WithParallelism sets the default parallelism (default: the number of CPUs;
 // Flink's parallelism.default).
@@ -81,7 +92,8 @@ func WithClock(c clock.Clock) Option { return func(e *Environment) { e.clock = c
 func WithLogger(l *slog.Logger) Option { return func(e *Environment) { e.log = l } }
 
 // WithBufferTimeout sets how long a partly filled exchange buffer may wait
-// (default 100 ms; Flink's execution.buffer-timeout.interval).
+// (default 100 ms; Flink's execution.buffer-timeout.interval); a negative
+// value flushes buffers only when full or at an event.
 func WithBufferTimeout(d time.Duration) Option { return func(e *Environment) { e.bufferTimeout = d } }
 
 // WithAutoWatermarkInterval sets the period of periodic watermark
@@ -93,23 +105,63 @@ func WithAutoWatermarkInterval(d time.Duration) Option {
 // WithBatchSize sets the records per exchange buffer (default 512).
 func WithBatchSize(n int) Option { return func(e *Environment) { e.batchSize = n } }
 
-// NewEnvironment returns an environment for building a job.
+// NewEnvironment returns an environment for building a job. Settings come
+// from the options, then the configuration, then the defaults; in the
+// embedded local cluster the default parallelism is the number of CPUs.
 func NewEnvironment(opts ...Option) *Environment {
-	e := &Environment{
-		parallelism:   runtime.NumCPU(),
-		mode:          Streaming,
-		clock:         clock.System{},
-		bufferTimeout: 100 * time.Millisecond,
-		autoWatermark: 200 * time.Millisecond,
-	}
+	e := &Environment{clock: clock.System{}}
 	for _, o := range opts {
 		o(e)
 	}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
+	if e.config == nil {
+		c, warnings, err := conf.Load(conf.Sources{ConfDir: os.Getenv(conf.EnvConfDir)})
+		for _, w := range warnings {
+			e.log.Warn("configuration", "warning", w.String())
+		}
+		if err != nil {
+			e.fail(fmt.Errorf("loading the configuration: %w", err))
+			c = conf.New()
+		}
+		e.config = c
+	} else {
+		warnings, err := e.config.Validate()
+		for _, w := range warnings {
+			e.log.Warn("configuration", "warning", w.String())
+		}
+		if err != nil {
+			e.fail(err)
+		}
+	}
+	c := e.config
+	if e.parallelism == 0 {
+		e.parallelism = runtime.NumCPU()
+		if conf.IsSet(c, conf.ParallelismDefault) {
+			e.parallelism = conf.Get(c, conf.ParallelismDefault)
+		}
+	}
+	if e.maxParallelism == 0 && conf.IsSet(c, conf.PipelineMaxParallelism) {
+		e.maxParallelism = conf.Get(c, conf.PipelineMaxParallelism)
+	}
+	if e.mode == "" {
+		e.mode = RuntimeMode(conf.Get(c, conf.ExecutionRuntimeMode))
+	}
+	if e.bufferTimeout == 0 {
+		e.bufferTimeout = conf.Get(c, conf.ExecutionBufferTimeout)
+		if !conf.Get(c, conf.ExecutionBufferTimeoutEnabled) {
+			e.bufferTimeout = -1
+		}
+	}
+	if e.autoWatermark == 0 {
+		e.autoWatermark = conf.Get(c, conf.PipelineAutoWatermarkInterval)
+	}
 	return e
 }
+
+// Configuration is the job's effective configuration.
+func (e *Environment) Configuration() *conf.Configuration { return e.config }
 
 // Parallelism is the environment's default parallelism.
 func (e *Environment) Parallelism() int { return e.parallelism }
@@ -143,10 +195,9 @@ func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
 func (e *Environment) Graph(name string) *graph.JobGraph {
 	g := e.graph
 	g.Name = name
-	g.Config = map[string]string{
-		"parallelism.default":    strconv.Itoa(e.parallelism),
-		"execution.runtime-mode": string(e.mode),
-	}
+	cfg := conf.With(e.config, conf.ParallelismDefault, e.parallelism)
+	cfg = conf.With(cfg, conf.ExecutionRuntimeMode, string(e.mode))
+	g.Config = cfg.ToMap()
 	for _, ed := range g.Edges {
 		if ed.Partitioning == graph.Forward && g.Node(ed.From).Parallelism != g.Node(ed.To).Parallelism {
 			ed.Partitioning = graph.Rebalance
