@@ -20,6 +20,12 @@ type SinkContext interface {
 	Parallelism() int
 	// JobName is the name passed to Execute.
 	JobName() string
+	// CurrentProcessingTime is the task clock's time in epoch ms.
+	CurrentProcessingTime() int64
+	// RegisterProcessingTimer runs fn on the task goroutine (never
+	// concurrently with the writer's methods) once processing time reaches
+	// at; the returned function cancels it.
+	RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func())
 }
 
 // SinkWriter writes the records of one subtask.
@@ -85,6 +91,14 @@ type sinkOp[T, C any] struct {
 func (s *sinkOp[T, C]) Subtask() int     { return s.ctx.Subtask }
 func (s *sinkOp[T, C]) Parallelism() int { return s.ctx.Parallelism }
 func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
+
+// CurrentProcessingTime implements SinkContext.
+func (s *sinkOp[T, C]) CurrentProcessingTime() int64 { return s.ctx.Clock.NowMillis() }
+
+// RegisterProcessingTimer implements SinkContext.
+func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) error) func() {
+	return s.ctx.RegisterProcessingTimer(at, fn)
+}
 
 func (s *sinkOp[T, C]) Open() error {
 	w, err := s.sink.CreateWriter(s)

@@ -153,7 +153,10 @@ func (c *Context) RegisterProcessingTimer(at int64, fn func(now int64) error) (c
 		c.t.current = node
 		err := fn(now)
 		c.t.current = prev
-		return err
+		if err != nil {
+			return c.t.wrapErr(err, node)
+		}
+		return nil
 	})
 }
 
