@@ -30,6 +30,7 @@ var rules = []rule{
 	{"stream", []string{"yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the user API does not depend on deployments or connectors"},
 	{"kafka", []string{"yarn", "cmd", "hadoop"}, "connectors do not depend on deployments"},
 	{"yarn", []string{"stream", "runtime", "kafka", "cmd"}, "the YARN client is a protocol library"},
+	{"fs", []string{"runtime", "stream", "yarn", "hdfs", "kafka", "cmd", "hadoop", "conf"}, "the filesystem interface is a leaf"},
 	{"hadoop", []string{"stream", "runtime", "kafka", "cmd", "yarn"}, "hadoop configuration and tokens are a leaf"},
 }
 

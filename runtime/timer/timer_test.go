@@ -1,0 +1,112 @@
+package timer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/runtime/state"
+)
+
+// fakeScheduler records what the service arms, like the task's timer queue.
+type fakeScheduler struct {
+	at map[int]int64
+	fn map[int]func(int64) error
+	n  int
+}
+
+func (f *fakeScheduler) schedule(at int64, fn func(int64) error) func() {
+	f.n++
+	id := f.n
+	f.at[id], f.fn[id] = at, fn
+	return func() { delete(f.at, id); delete(f.fn, id) }
+}
+
+func (f *fakeScheduler) armed() []int64 {
+	var out []int64
+	for _, at := range f.at {
+		out = append(out, at)
+	}
+	return out
+}
+
+func newService(t *testing.T, log *[]string) (*Service[string, int], *state.Keyed[string], *fakeScheduler) {
+	t.Helper()
+	k, err := state.NewKeyed[string](128, keygroup.Range{Start: 0, End: 127}, clock.NewManual(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeScheduler{at: map[int]int64{}, fn: map[int]func(int64) error{}}
+	var svc *Service[string, int]
+	rec := func(kind string) func(Timer[string, int]) error {
+		return func(tm Timer[string, int]) error {
+			cur, _ := k.CurrentKey()
+			*log = append(*log, fmt.Sprintf("%s %s/%d@%d key=%s", kind, tm.Key, tm.Namespace, tm.Time, cur))
+			return nil
+		}
+	}
+	svc = New[string, int](k, fs.schedule, rec("event"), rec("proc"))
+	return svc, k, fs
+}
+
+func TestEventTimersFireInOrderOnceWithTheirKey(t *testing.T) {
+	var log []string
+	svc, k, _ := newService(t, &log)
+	reg := func(key string, ns int, ts int64) {
+		k.SetCurrentKey(key)
+		if err := svc.RegisterEventTimer(ns, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg("b", 0, 20)
+	reg("a", 0, 10)
+	reg("a", 0, 10) // duplicate: fires once
+	reg("c", 1, 10) // same time, registered later: fires later
+	reg("a", 1, 30)
+	k.SetCurrentKey("a")
+	svc.DeleteEventTimer(1, 30)
+	if err := svc.AdvanceWatermark(25); err != nil {
+		t.Fatal(err)
+	}
+	want := "event a/0@10 key=a\nevent c/1@10 key=c\nevent b/0@20 key=b"
+	if got := strings.Join(log, "\n"); got != want {
+		t.Fatalf("fired:\n%s\nwant:\n%s", got, want)
+	}
+	if _, ok := k.CurrentKey(); ok {
+		t.Fatal("current key must be cleared after firing")
+	}
+	if svc.NumEventTimers() != 0 {
+		t.Fatalf("%d timers left; the deleted one must not count", svc.NumEventTimers())
+	}
+}
+
+func TestProcessingTimersArmTheEarliestDeadline(t *testing.T) {
+	var log []string
+	svc, k, fs := newService(t, &log)
+	k.SetCurrentKey("x")
+	svc.RegisterProcessingTimer(0, 50)
+	svc.RegisterProcessingTimer(0, 30)
+	if got := fs.armed(); len(got) != 1 || got[0] != 30 {
+		t.Fatalf("armed %v, want only the earliest deadline 30", got)
+	}
+	k.ClearCurrentKey()
+	if err := svc.FireProcessingTimers(40); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.armed(); len(got) != 1 || got[0] != 50 {
+		t.Fatalf("after firing, armed %v, want 50", got)
+	}
+	if strings.Join(log, ";") != "proc x/0@30 key=x" {
+		t.Fatalf("fired %v", log)
+	}
+}
+
+func TestRegisteringWithoutAKeyFails(t *testing.T) {
+	var log []string
+	svc, _, _ := newService(t, &log)
+	if err := svc.RegisterEventTimer(0, 1); err != state.ErrNoKey {
+		t.Fatalf("got %v, want ErrNoKey", err)
+	}
+}
