@@ -268,7 +268,7 @@ func TestAsyncUnorderedEmitsOnCompletionWithinWatermarks(t *testing.T) {
 // A watermark that reaches the operator while it waits for a free slot
 // (here: the source's periodic watermark, fired by a timer the operator's
 // wait runs) stays behind the record that was waiting.
-func TestAsyncWatermarkArrivingWhileAtCapacityKeepsItsPlace(t *testing.T) {
+func TestAsyncWaitAtCapacityDoesNotReenterUpstream(t *testing.T) {
 	for _, ordered := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
 			clk := clock.NewManual(1_000_000)
@@ -303,10 +303,11 @@ func TestAsyncWatermarkArrivingWhileAtCapacityKeepsItsPlace(t *testing.T) {
 				return asyncEvent{}
 			}
 			ev := next()
-			// Record 1 now waits for the slot record 0 holds; the source's
-			// watermark timer can only fire inside that wait.
+			// Record 1 now waits for the slot record 0 holds. The source's
+			// watermark timer is due, but the wait must not re-enter the
+			// source (Flink's yield runs only downstream mail): the
+			// watermark is generated after the source's poll returns.
 			clk.Advance(200)
-			<-periodic
 			ev.result.Complete([]string{"r0"})
 			for v := 1; v < 3; v++ {
 				ev = next()
@@ -318,9 +319,13 @@ func TestAsyncWatermarkArrivingWhileAtCapacityKeepsItsPlace(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"r0@0", "r1@10", "wm 9", "r2@20", fmt.Sprintf("wm %d", stream.MaxWatermark)}
-			if !slices.Equal(got, want) {
-				t.Fatalf("got %v, want %v", got, want)
+			// The periodic watermark (19) may merge into the final one when
+			// both wait behind r2; a watermark between r1 and r2 (9) would
+			// mean the wait re-entered the source.
+			want := []string{"r0@0", "r1@10", "r2@20", "wm 19", fmt.Sprintf("wm %d", stream.MaxWatermark)}
+			merged := []string{"r0@0", "r1@10", "r2@20", fmt.Sprintf("wm %d", stream.MaxWatermark)}
+			if !slices.Equal(got, want) && !slices.Equal(got, merged) {
+				t.Fatalf("got %v, want %v or %v", got, want, merged)
 			}
 		})
 	}

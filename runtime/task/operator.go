@@ -148,7 +148,7 @@ func (c *Context) Ctx() context.Context { return c.t.ctx }
 // time reaches at. The returned function cancels the timer.
 func (c *Context) RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func()) {
 	node := c.t.opIndex(c.Node.ID)
-	return c.t.timers.register(at, func(now int64) error {
+	return c.t.timers.register(at, node, func(now int64) error {
 		prev := c.t.current
 		c.t.current = node
 		err := fn(now)
@@ -166,10 +166,13 @@ func (c *Context) Post(fn func() error) {
 	c.t.mail.post(mail{node: c.t.opIndex(c.Node.ID), fn: fn})
 }
 
-// Yield runs one piece of mail (or fires due timers), blocking until there
-// is some. Operators call it from the task goroutine while they wait for
-// work they posted (async I/O at capacity).
-func (c *Context) Yield() error { return c.t.yield() }
+// Yield runs pending mail or due processing-time timers, blocking until
+// there is some. Operators call it from the task goroutine while they wait
+// for work they posted (async I/O at capacity). As in Flink, it only runs
+// the mail and timers of this operator and those after it in the chain:
+// an upstream operator, which is in the middle of emitting the record
+// being processed, is never re-entered.
+func (c *Context) Yield() error { return c.t.yield(c.t.opIndex(c.Node.ID)) }
 
 // Metrics of the operator's subtask.
 func (c *Context) Metrics() *Metrics { return c.t.metrics }

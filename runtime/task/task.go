@@ -83,6 +83,30 @@ func (m *mailbox) post(x mail) {
 	}
 }
 
+// takeFrom removes and returns the mail of operators at chain index
+// minOwner or later, and says how many other mails remain queued.
+func (m *mailbox) takeFrom(minOwner int) (taken []mail, rest int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.mu.q[:0:0]
+	for _, x := range m.mu.q {
+		if x.node >= minOwner {
+			taken = append(taken, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	m.mu.q = kept
+	return taken, len(kept)
+}
+
+func (m *mailbox) wake() {
+	select {
+	case m.signal <- struct{}{}:
+	default:
+	}
+}
+
 func (m *mailbox) take() []mail {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -347,8 +371,10 @@ func (t *Task) flush() error {
 }
 
 // runMail runs all queued mail in order.
-func (t *Task) runMail() error {
-	for _, m := range t.mail.take() {
+func (t *Task) runMail() error { return t.runMails(t.mail.take()) }
+
+func (t *Task) runMails(mails []mail) error {
+	for _, m := range mails {
 		prev := t.current
 		t.current = m.node
 		err := m.fn()
@@ -529,13 +555,28 @@ func (c *Context) EmitIdle(idle bool) error {
 	return c.t.emitEvent(exchange.Event{Kind: kind})
 }
 
-func (t *Task) yield() error {
-	select {
-	case <-t.ctx.Done():
-		return t.ctx.Err()
-	case <-t.mail.signal:
-		return t.runMail()
-	case <-t.timers.c():
-		return t.timers.fireDue()
+func (t *Task) yield(minOwner int) error {
+	var timerC <-chan struct{}
+	if at, ok := t.timers.earliestFrom(minOwner); ok {
+		var release func()
+		timerC, release = t.spec.Clock.AfterMillis(at)
+		defer release()
+	}
+	for {
+		select {
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		case <-t.mail.signal:
+			mails, rest := t.mail.takeFrom(minOwner)
+			if rest > 0 {
+				t.mail.wake() // the main loop runs the rest later
+			}
+			if len(mails) == 0 {
+				continue
+			}
+			return t.runMails(mails)
+		case <-timerC:
+			return t.timers.fireDueFrom(minOwner)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type procTimers struct {
 type procTimer struct {
 	at        int64
 	seq       uint64
+	owner     int // chain index of the operator that registered it
 	fn        func(now int64) error
 	cancelled bool
 }
@@ -43,9 +44,9 @@ func (h *timerHeap) Pop() any {
 	return x
 }
 
-func (p *procTimers) register(at int64, fn func(now int64) error) func() {
+func (p *procTimers) register(at int64, owner int, fn func(now int64) error) func() {
 	p.seq++
-	tm := &procTimer{at: at, seq: p.seq, fn: fn}
+	tm := &procTimer{at: at, seq: p.seq, owner: owner, fn: fn}
 	heap.Push(&p.h, tm)
 	return func() { tm.cancelled = true }
 }
@@ -76,6 +77,45 @@ func (p *procTimers) fireDue() error {
 	for len(p.h) > 0 && p.h[0].at <= now {
 		tm := heap.Pop(&p.h).(*procTimer)
 		if tm.cancelled {
+			continue
+		}
+		if err := tm.fn(now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// earliestFrom is the earliest live deadline of timers owned by operators
+// at chain index minOwner or later.
+func (p *procTimers) earliestFrom(minOwner int) (int64, bool) {
+	best, ok := int64(0), false
+	for _, tm := range p.h {
+		if !tm.cancelled && tm.owner >= minOwner && (!ok || tm.at < best) {
+			best, ok = tm.at, true
+		}
+	}
+	return best, ok
+}
+
+// fireDueFrom fires the due timers of operators at chain index minOwner or
+// later, in deadline order; the others stay queued.
+func (p *procTimers) fireDueFrom(minOwner int) error {
+	now := p.clock.NowMillis()
+	var held []*procTimer
+	defer func() {
+		for _, tm := range held {
+			heap.Push(&p.h, tm)
+		}
+		p.ch = nil // re-arm the main loop's timer
+	}()
+	for len(p.h) > 0 && p.h[0].at <= now {
+		tm := heap.Pop(&p.h).(*procTimer)
+		if tm.cancelled {
+			continue
+		}
+		if tm.owner < minOwner {
+			held = append(held, tm)
 			continue
 		}
 		if err := tm.fn(now); err != nil {
