@@ -307,7 +307,7 @@ func BroadcastProcess[IN, BC, O any](c BroadcastConnectedStream[IN, BC], fn Broa
 	descs := c.bc.descs
 	return procTwoInput(c.in, c.bc.s, "broadcast-process", "BroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
 		op := &broadcastOp[IN, BC, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}, bc: newBroadcastStates(descs)}
-		op.time = opTime{wm: minWatermark, clock: env.clock}
+		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
 		op.bctx = BroadcastContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
 		op.c.out = out
@@ -487,7 +487,7 @@ func (p *keyedBroadcastOp[K, IN, BC, O]) element(v IN, ts int64) error {
 	p.keyedFnOp.element(p.key(v), ts)
 	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
 	berr := p.bc.takeErr()
-	if err = p.settle(err, &p.ctx.so); err != nil {
+	if err = p.settle(err, &p.c, &p.ctx.so); err != nil {
 		return err
 	}
 	return berr
@@ -497,7 +497,7 @@ func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
 	p.bctx.so.ts, p.c.ts = ts, ts
 	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
 	berr := p.bc.takeErr()
-	if err = p.settle(err, &p.bctx.so); err != nil {
+	if err = p.settle(err, &p.c, &p.bctx.so); err != nil {
 		return err
 	}
 	return berr

@@ -14,9 +14,9 @@ type reading struct {
 	Value int
 }
 
-type rule struct {
+type bcRule struct {
 	Name  string
-	Min   int // < 0 removes the rule
+	Min   int // < 0 removes the bcRule
 	Reset bool
 }
 
@@ -32,7 +32,7 @@ func sortedRules(st ReadOnlyBroadcastState[string, int]) []string {
 func TestHarnessKeyedBroadcastProcess(t *testing.T) {
 	rules := NewMapDescriptor[string, int]("rules")
 	count := NewValueDescriptor[int]("count")
-	fn := KeyedBroadcastProcessFuncs[string, reading, rule, string]{
+	fn := KeyedBroadcastProcessFuncs[string, reading, bcRule, string]{
 		Element: func(ctx *KeyedBroadcastReadOnlyContext[string], r reading, out Collector[string]) error {
 			n, err := Value(ctx, count).Value()
 			if err != nil {
@@ -51,7 +51,7 @@ func TestHarnessKeyedBroadcastProcess(t *testing.T) {
 			ctx.TimerService().RegisterEventTimeTimer(ctx.Timestamp() + 10)
 			return nil
 		},
-		Broadcast: func(ctx *KeyedBroadcastContext[string], r rule, out Collector[string]) error {
+		Broadcast: func(ctx *KeyedBroadcastContext[string], r bcRule, out Collector[string]) error {
 			if r.Reset {
 				var resets []string
 				err := ApplyToKeyedState(ctx, count, func(key string, st KeyedStateContext[string]) error {
@@ -82,24 +82,24 @@ func TestHarnessKeyedBroadcastProcess(t *testing.T) {
 			return err
 		},
 	}
-	env := testEnv()
+	env := procTestEnv()
 	ks := KeyBy(FromElements(env, reading{}), func(r reading) string { return r.Key })
-	bs := Broadcast(FromElements(env, rule{}), rules)
+	bs := Broadcast(FromElements(env, bcRule{}), rules)
 	s := KeyedBroadcastProcess(ConnectKeyedBroadcast(ks, bs), fn)
 	h := newHarness(t, s, harnessOpts{})
-	read := func(k string, v int, ts int64) { must(t, pushTo(h, 0, reading{k, v}, ts)) }
-	bcast := func(r rule) { must(t, pushTo(h, 1, r, NoTimestamp)) }
+	read := func(k string, v int, ts int64) { mustOK(t, feedTo(h, 0, reading{k, v}, ts)) }
+	bcast := func(r bcRule) { mustOK(t, feedTo(h, 1, r, NoTimestamp)) }
 	read("a", 5, 1)
-	bcast(rule{Name: "hi", Min: 7})
-	bcast(rule{Name: "lo", Min: 3})
+	bcast(bcRule{Name: "hi", Min: 7})
+	bcast(bcRule{Name: "lo", Min: 3})
 	read("a", 5, 4)
 	read("b", 9, 5)
-	must(t, h.watermark(12))
-	bcast(rule{Reset: true})
+	mustOK(t, h.watermark(12))
+	bcast(bcRule{Reset: true})
 	read("a", 8, 6)
-	bcast(rule{Name: "hi", Min: -1})
+	bcast(bcRule{Name: "hi", Min: -1})
 	read("b", 8, 7)
-	must(t, h.endInput())
+	mustOK(t, h.endInput())
 	var got []string
 	for _, r := range h.out.take() {
 		got = append(got, fmt.Sprintf("%s (ts %d)", r.Value, r.Timestamp))
@@ -138,19 +138,19 @@ func TestHarnessBroadcastStateMisuse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := testEnv()
+			env := procTestEnv()
 			bs := Broadcast(FromElements(env, 0), declared)
 			s := BroadcastProcess(ConnectBroadcast(FromElements(env, ""), bs), BroadcastProcessFuncs[string, int, string]{
 				Element:   func(*BroadcastReadOnlyContext, string, Collector[string]) error { return nil },
 				Broadcast: func(ctx *BroadcastContext, _ int, _ Collector[string]) error { tc.use(ctx); return nil },
 			})
 			h := newHarness(t, s, harnessOpts{})
-			err := pushTo(h, 1, 1, NoTimestamp)
+			err := feedTo(h, 1, 1, NoTimestamp)
 			if !errors.Is(err, ErrUndeclaredBroadcastState) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrUndeclaredBroadcastState containing %q", err, tc.want)
 			}
 			// The error does not stick to later calls.
-			if err := pushTo(h, 0, "fine", NoTimestamp); err != nil {
+			if err := feedTo(h, 0, "fine", NoTimestamp); err != nil {
 				t.Fatalf("next record: %v", err)
 			}
 		})

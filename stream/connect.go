@@ -171,7 +171,7 @@ func CoProcess[A, B, O any](c ConnectedStreams[A, B], fn CoProcessFunction[A, B,
 	checkFn(c.First.env, "CoProcess", fn)
 	return procTwoInput(c.First, c.Second, "co-process", "CoProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
 		op := &coProcessOp[A, B, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
-		op.time = opTime{wm: minWatermark, clock: env.clock}
+		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
 		op.ctx.so.outs = sides
 		op.c.out = out
@@ -269,13 +269,13 @@ type keyedCoProcessOp[K comparable, A, B, O any] struct {
 func (p *keyedCoProcessOp[K, A, B, O]) element1(v A, ts int64) error {
 	p.element(p.key1(v), ts)
 	err := p.fn.ProcessElement1(&p.ctx, v, &p.c)
-	return p.settle(err, &p.ctx.so)
+	return p.settle(err, &p.c, &p.ctx.so)
 }
 
 func (p *keyedCoProcessOp[K, A, B, O]) element2(v B, ts int64) error {
 	p.element(p.key2(v), ts)
 	err := p.fn.ProcessElement2(&p.ctx, v, &p.c)
-	return p.settle(err, &p.ctx.so)
+	return p.settle(err, &p.c, &p.ctx.so)
 }
 
 // KeyedCoProcess applies a KeyedCoProcessFunction to two connected keyed

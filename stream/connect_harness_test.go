@@ -54,7 +54,7 @@ func controlledPassThrough() KeyedCoProcessFuncs[string, word, ctl, string] {
 }
 
 func TestHarnessKeyedCoProcessSharesStateAcrossInputs(t *testing.T) {
-	env := testEnv()
+	env := procTestEnv()
 	words := KeyBy(FromElements(env, word{}), func(w word) string { return w.Key })
 	ctls := KeyBy(FromElements(env, ctl{}), func(c ctl) string { return c.Key })
 	s := KeyedCoProcess(ConnectKeyed(words, ctls), controlledPassThrough())
@@ -62,20 +62,20 @@ func TestHarnessKeyedCoProcessSharesStateAcrossInputs(t *testing.T) {
 		t.Fatalf("node keyed=%v inputs=%d, want a keyed two-input node", s.node.Keyed, s.node.Inputs)
 	}
 	h := newHarness(t, s, harnessOpts{start: 10_000})
-	w := func(k, text string) { must(t, pushTo(h, 0, word{k, text}, NoTimestamp)) }
-	c := func(k string, on bool) { must(t, pushTo(h, 1, ctl{k, on}, NoTimestamp)) }
+	w := func(k, text string) { mustOK(t, feedTo(h, 0, word{k, text}, NoTimestamp)) }
+	c := func(k string, on bool) { mustOK(t, feedTo(h, 1, ctl{k, on}, NoTimestamp)) }
 	w("a", "dropped")
 	c("a", true) // enabled until 11_000
 	w("a", "one")
 	w("b", "dropped")
-	must(t, h.advance(500))
+	mustOK(t, h.advance(500))
 	c("b", true) // enabled until 11_500
 	w("b", "two")
 	c("a", false) // disabling deletes a's timer
 	w("a", "dropped")
-	must(t, h.advance(500)) // 11_000: a's deleted timer does not fire
+	mustOK(t, h.advance(500)) // 11_000: a's deleted timer does not fire
 	w("b", "still on")
-	must(t, h.advance(500)) // 11_500: b's timer fires
+	mustOK(t, h.advance(500)) // 11_500: b's timer fires
 	w("b", "dropped")
 	recordsEqual(t, "out", h.out.take(), []Record[string]{
 		{"a:one", NoTimestamp}, {"b:two", NoTimestamp}, {"b:still on", NoTimestamp}, {"b expired at 11500", NoTimestamp},
@@ -83,7 +83,7 @@ func TestHarnessKeyedCoProcessSharesStateAcrossInputs(t *testing.T) {
 }
 
 func TestHarnessCoProcessAndCoMap(t *testing.T) {
-	env := testEnv()
+	env := procTestEnv()
 	a := FromElements(env, 0)
 	b := FromElements(env, "")
 	s := CoProcess(Connect(a, b), CoProcessFuncs[int, string, string]{
@@ -97,24 +97,24 @@ func TestHarnessCoProcessAndCoMap(t *testing.T) {
 		},
 	})
 	h := newHarness(t, s, harnessOpts{})
-	must(t, pushTo(h, 0, 1, 10))
-	must(t, pushTo(h, 1, "x", 20))
-	must(t, h.watermark(15))
-	must(t, pushTo(h, 0, 2, 30))
+	mustOK(t, feedTo(h, 0, 1, 10))
+	mustOK(t, feedTo(h, 1, "x", 20))
+	mustOK(t, h.watermark(15))
+	mustOK(t, feedTo(h, 0, 2, 30))
 	recordsEqual(t, "co-process", h.out.take(), []Record[string]{
-		{fmt.Sprintf("int 1 wm %d", minWatermark), 10}, {"string x", 20}, {"int 2 wm 15", 30},
+		{fmt.Sprintf("int 1 wm %d", noWatermarkYet), 10}, {"string x", 20}, {"int 2 wm 15", 30},
 	})
-	if err := pushTo(h, 0, "wrong", 1); err == nil {
+	if err := feedTo(h, 0, "wrong", 1); err == nil {
 		t.Fatal("the harness accepted a string on the int input")
 	}
 }
 
-type ev struct {
+type joinEv struct {
 	Name string
 	TS   int64
 }
 
-func joinNames(ctx *ProcessJoinContext, a, b ev, out Collector[string]) error {
+func joinNames(ctx *ProcessJoinContext, a, b joinEv, out Collector[string]) error {
 	if ctx.LeftTimestamp() != a.TS || ctx.RightTimestamp() != b.TS || ctx.Timestamp() != max(a.TS, b.TS) {
 		return fmt.Errorf("context timestamps %d/%d/%d for %v and %v", ctx.LeftTimestamp(), ctx.RightTimestamp(), ctx.Timestamp(), a, b)
 	}
@@ -122,10 +122,10 @@ func joinNames(ctx *ProcessJoinContext, a, b ev, out Collector[string]) error {
 	return nil
 }
 
-func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, lateTag *OutputTag[ev], late *captured[ev]) (*opHarness[string], *intervalJoinOp[ev, ev, int, string]) {
-	env := testEnv()
-	l := KeyBy(FromElements(env, ev{}), func(e ev) int { return len(e.Name) })
-	r := KeyBy(FromElements(env, ev{}), func(e ev) int { return len(e.Name) })
+func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, lateTag *OutputTag[joinEv], late *captured[joinEv]) (*opHarness[string], *intervalJoinOp[joinEv, joinEv, int, string]) {
+	env := procTestEnv()
+	l := KeyBy(FromElements(env, joinEv{}), func(e joinEv) int { return len(e.Name) })
+	r := KeyBy(FromElements(env, joinEv{}), func(e joinEv) int { return len(e.Name) })
 	j := IntervalJoin(l, r).Between(lower, upper)
 	if exLo {
 		j = j.LowerBoundExclusive()
@@ -138,12 +138,12 @@ func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, l
 		j = j.SideOutputLeftLateData(*lateTag)
 		sides = map[string]any{lateTag.ID(): late}
 	}
-	s := IntervalJoinProcess(j, ProcessJoinFunc[ev, ev, string](joinNames))
+	s := IntervalJoinProcess(j, ProcessJoinFunc[joinEv, joinEv, string](joinNames))
 	if !s.node.Keyed || !s.node.NeedsWatermarks || s.node.Inputs != 2 {
 		t.Fatalf("interval join node: keyed=%v needs watermarks=%v inputs=%d", s.node.Keyed, s.node.NeedsWatermarks, s.node.Inputs)
 	}
 	h := newHarness(t, s, harnessOpts{sides: sides})
-	return h, h.op.(*intervalJoinOp[ev, ev, int, string])
+	return h, h.op.(*intervalJoinOp[joinEv, joinEv, int, string])
 }
 
 func TestHarnessIntervalJoinBounds(t *testing.T) {
@@ -165,8 +165,8 @@ func TestHarnessIntervalJoinBounds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h, op := newJoinHarness(t, tc.lower, tc.upper, tc.exLo, tc.exHi, nil, nil)
-			left := func(name string, ts int64) { must(t, pushTo(h, 0, ev{name, ts}, ts)) }
-			right := func(name string, ts int64) { must(t, pushTo(h, 1, ev{name, ts}, ts)) }
+			left := func(name string, ts int64) { mustOK(t, feedTo(h, 0, joinEv{name, ts}, ts)) }
+			right := func(name string, ts int64) { mustOK(t, feedTo(h, 1, joinEv{name, ts}, ts)) }
 			right("R1", 8)
 			right("R2", 9)
 			left("L1", 10)
@@ -186,7 +186,7 @@ func TestHarnessIntervalJoinBounds(t *testing.T) {
 				t.Fatalf("pairs %q\nwant  %q", got, tc.want)
 			}
 			// The final watermark cleans every buffer.
-			must(t, h.endInput())
+			mustOK(t, h.endInput())
 			if n := op.lbuf.Len() + op.rbuf.Len(); n != 0 {
 				t.Fatalf("%d keys still buffered after the final watermark", n)
 			}
@@ -196,20 +196,20 @@ func TestHarnessIntervalJoinBounds(t *testing.T) {
 
 func TestHarnessIntervalJoinCleanupAndLateRecords(t *testing.T) {
 	ms := time.Millisecond
-	tag := NewOutputTag[ev]("late-left")
-	late := &captured[ev]{}
+	tag := NewOutputTag[joinEv]("late-left")
+	late := &captured[joinEv]{}
 	h, op := newJoinHarness(t, -2*ms, ms, false, false, &tag, late)
-	left := func(name string, ts int64) { must(t, pushTo(h, 0, ev{name, ts}, ts)) }
-	right := func(name string, ts int64) { must(t, pushTo(h, 1, ev{name, ts}, ts)) }
+	left := func(name string, ts int64) { mustOK(t, feedTo(h, 0, joinEv{name, ts}, ts)) }
+	right := func(name string, ts int64) { mustOK(t, feedTo(h, 1, joinEv{name, ts}, ts)) }
 	buffered := func() (int, int) {
 		l, r := 0, 0
-		must(t, op.lbuf.Entries(func(_ int, _ state.Void, m map[int64][]ev) error {
+		mustOK(t, op.lbuf.Entries(func(_ int, _ state.Void, m map[int64][]joinEv) error {
 			for _, b := range m {
 				l += len(b)
 			}
 			return nil
 		}))
-		must(t, op.rbuf.Entries(func(_ int, _ state.Void, m map[int64][]ev) error {
+		mustOK(t, op.rbuf.Entries(func(_ int, _ state.Void, m map[int64][]joinEv) error {
 			for _, b := range m {
 				r += len(b)
 			}
@@ -219,23 +219,23 @@ func TestHarnessIntervalJoinCleanupAndLateRecords(t *testing.T) {
 	}
 	left("L1", 10)  // joins rights in [8, 11]; kept until the watermark reaches 11
 	right("R1", 12) // joins lefts in [11, 14]; kept until the watermark reaches 14
-	must(t, h.watermark(10))
+	mustOK(t, h.watermark(10))
 	if l, r := buffered(); l != 1 || r != 1 {
 		t.Fatalf("after watermark 10: %d left and %d right records buffered, want 1 and 1", l, r)
 	}
 	right("R2", 11) // still in time for L1
-	must(t, h.watermark(11))
+	mustOK(t, h.watermark(11))
 	if l, r := buffered(); l != 0 || r != 2 {
 		t.Fatalf("after watermark 11: %d left and %d right records buffered, want 0 and 2", l, r)
 	}
 	right("R3", 10) // late: behind the watermark, dropped
 	left("L0", 9)   // late: to the side output
 	left("L2", 13)  // joins R2 (11) and R1 (12), both in [11, 14]
-	must(t, h.watermark(13))
+	mustOK(t, h.watermark(13))
 	if l, r := buffered(); l != 1 || r != 1 {
 		t.Fatalf("after watermark 13: %d left and %d right records buffered, want 1 and 1", l, r)
 	}
-	must(t, h.watermark(14))
+	mustOK(t, h.watermark(14))
 	if l, r := buffered(); l != 0 || r != 0 {
 		t.Fatalf("after watermark 14: %d left and %d right records buffered, want none", l, r)
 	}
@@ -247,7 +247,7 @@ func TestHarnessIntervalJoinCleanupAndLateRecords(t *testing.T) {
 	if want := []string{"L1+R2@11", "L2+R1@13", "L2+R2@13"}; !slices.Equal(got, want) {
 		t.Fatalf("pairs %q, want %q", got, want)
 	}
-	recordsEqual(t, "late left records", late.take(), []Record[ev]{{ev{"L0", 9}, 9}})
+	recordsEqual(t, "late left records", late.take(), []Record[joinEv]{{joinEv{"L0", 9}, 9}})
 	if got, want := h.out.wms, []int64{10, 11, 13, 14}; !slices.Equal(got, want) {
 		t.Fatalf("forwarded watermarks %v, want %v", got, want)
 	}
@@ -255,7 +255,7 @@ func TestHarnessIntervalJoinCleanupAndLateRecords(t *testing.T) {
 
 func TestHarnessIntervalJoinNeedsTimestamps(t *testing.T) {
 	h, _ := newJoinHarness(t, 0, time.Millisecond, false, false, nil, nil)
-	if err := pushTo(h, 1, ev{"R", 0}, NoTimestamp); !errors.Is(err, ErrNoTimestamp) || !strings.Contains(err.Error(), "right input") {
+	if err := feedTo(h, 1, joinEv{"R", 0}, NoTimestamp); !errors.Is(err, ErrNoTimestamp) || !strings.Contains(err.Error(), "right input") {
 		t.Fatalf("got %v, want ErrNoTimestamp naming the right input", err)
 	}
 }

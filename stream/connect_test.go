@@ -14,7 +14,7 @@ import (
 func TestCoMapAndCoFlatMap(t *testing.T) {
 	for _, par := range []int{1, 4} {
 		t.Run(fmt.Sprintf("p%d", par), func(t *testing.T) {
-			env := newEnv(par, stream.Streaming)
+			env := newProcTestEnv(par, stream.Streaming)
 			nums := stream.DataGen(env, 100, 0, func(i int64) int { return int(i) })
 			words := stream.FromElements(env, "x", "yy", "zzz")
 			mapped := stream.CoMap(stream.Connect(nums, words),
@@ -32,7 +32,7 @@ func TestCoMapAndCoFlatMap(t *testing.T) {
 					}
 				})
 			mres, fres := stream.Collect(mapped), stream.Collect(flat)
-			execute(t, env)
+			executeOK(t, env)
 			gotM, gotF := mres.Values(), fres.Values()
 			slices.Sort(gotM)
 			slices.Sort(gotF)
@@ -126,14 +126,14 @@ func TestKeyedCoProcessControlStream(t *testing.T) {
 		mode stream.RuntimeMode
 	}{{1, stream.Streaming}, {4, stream.Streaming}, {4, stream.Batch}} {
 		t.Run(fmt.Sprintf("p%d %s", tc.par, tc.mode), func(t *testing.T) {
-			env := newEnv(tc.par, tc.mode)
+			env := newProcTestEnv(tc.par, tc.mode)
 			rs := eventTimeSource(env, "readings", readings, func(r reading) int64 { return r.TS })
 			cs := eventTimeSource(env, "controls", controls, func(c control) int64 { return c.TS })
 			out := stream.KeyedCoProcess(stream.ConnectKeyed(
 				stream.KeyBy(rs, func(r reading) string { return r.Sensor }),
 				stream.KeyBy(cs, func(c control) string { return c.Sensor })), gate())
 			res := stream.Collect(out)
-			execute(t, env)
+			executeOK(t, env)
 			if got := sortedRecords(res.Records(), cmp.Compare[string]); !slices.Equal(got, want) {
 				t.Fatalf("got  %v\nwant %v", got, want)
 			}
@@ -166,7 +166,7 @@ func TestIntervalJoinPairs(t *testing.T) {
 		{5, 13, 13 * s}, // no such order
 	}
 	join := func(par int, mode stream.RuntimeMode, upperExclusive bool) []stream.Record[string] {
-		env := newEnv(par, mode)
+		env := newProcTestEnv(par, mode)
 		os := eventTimeSource(env, "orders", orders, func(o order) int64 { return o.TS })
 		ps := eventTimeSource(env, "payments", payments, func(p payment) int64 { return p.TS })
 		j := stream.IntervalJoin(
@@ -181,7 +181,7 @@ func TestIntervalJoinPairs(t *testing.T) {
 				return nil
 			}))
 		res := stream.Collect(paid)
-		execute(t, env)
+		executeOK(t, env)
 		return sortedRecords(res.Records(), cmp.Compare[string])
 	}
 	want := []stream.Record[string]{
@@ -289,13 +289,13 @@ func TestKeyedBroadcastRulesAppliedToKeyedElements(t *testing.T) {
 		mode stream.RuntimeMode
 	}{{1, stream.Streaming}, {4, stream.Streaming}, {4, stream.Batch}} {
 		t.Run(fmt.Sprintf("p%d %s", tc.par, tc.mode), func(t *testing.T) {
-			env := newEnv(tc.par, tc.mode)
+			env := newProcTestEnv(tc.par, tc.mode)
 			desc := stream.NewMapDescriptor[string, threshold]("rules")
 			rs := eventTimeSource(env, "readings", readings, func(r reading) int64 { return r.TS })
 			bs := stream.Broadcast(eventTimeSource(env, "rules", rules, func(th threshold) int64 { return th.Valid }), desc)
 			out := stream.KeyedBroadcastProcess(stream.ConnectKeyedBroadcast(stream.KeyBy(rs, func(r reading) string { return r.Sensor }), bs), alarms(desc))
 			res := stream.Collect(out)
-			execute(t, env)
+			executeOK(t, env)
 			if got := sortedRecords(res.Records(), cmp.Compare[string]); !slices.Equal(got, want) {
 				t.Fatalf("got  %v\nwant %v", got, want)
 			}
@@ -306,7 +306,7 @@ func TestKeyedBroadcastRulesAppliedToKeyedElements(t *testing.T) {
 func TestBroadcastReachesEverySubtask(t *testing.T) {
 	for _, par := range []int{1, 4} {
 		t.Run(fmt.Sprintf("p%d", par), func(t *testing.T) {
-			env := newEnv(par, stream.Streaming)
+			env := newProcTestEnv(par, stream.Streaming)
 			seen := stream.NewMapDescriptor[string, bool]("seen")
 			words := stream.Broadcast(stream.FromElements(env, "x", "y", "z").SetParallelism(1), seen)
 			nums := stream.DataGen(env, 400, 0, func(i int64) int { return int(i) })
@@ -325,7 +325,7 @@ func TestBroadcastReachesEverySubtask(t *testing.T) {
 				},
 			})
 			res := stream.Collect(out)
-			execute(t, env)
+			executeOK(t, env)
 			got := res.Values()
 			slices.Sort(got)
 			var want []string

@@ -176,10 +176,10 @@ func (h *opHarness[O]) endInput() error {
 	return h.op.Finish()
 }
 
-// push hands v to input 0 (or the given input) of the operator.
-func push[I, O any](h *opHarness[O], v I, ts int64) error { return pushTo(h, 0, v, ts) }
+// feed hands v to input 0 of the operator, feedTo to the given input.
+func feed[I, O any](h *opHarness[O], v I, ts int64) error { return feedTo(h, 0, v, ts) }
 
-func pushTo[I, O any](h *opHarness[O], input int, v I, ts int64) error {
+func feedTo[I, O any](h *opHarness[O], input int, v I, ts int64) error {
 	in, ok := h.inputs[input].(task.Input[I])
 	if !ok {
 		return fmt.Errorf("harness: input %d does not take %T", input, v)
@@ -187,14 +187,14 @@ func pushTo[I, O any](h *opHarness[O], input int, v I, ts int64) error {
 	return in.ProcessElement(v, ts)
 }
 
-func must(t *testing.T, err error) {
+func mustOK(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testEnv() *Environment {
+func procTestEnv() *Environment {
 	return NewEnvironment(WithParallelism(1), WithLogger(slog.New(slog.DiscardHandler)))
 }
 

@@ -141,7 +141,7 @@ type intervalJoinOp[L, R any, K comparable, O any] struct {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) Open() error {
-	j.time = opTime{wm: minWatermark, clock: j.env.clock}
+	j.time = opTime{wm: noWatermarkYet, clock: j.env.clock}
 	keyed, err := state.NewKeyed[K](j.env.maxParallelism, j.env.groups, j.env.clock)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (j *intervalJoinOp[L, R, K, O]) Open() error {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) late(ts int64) bool {
-	return j.time.wm != minWatermark && ts < j.time.wm
+	return j.time.wm != noWatermarkYet && ts < j.time.wm
 }
 
 func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {

@@ -304,7 +304,7 @@ func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O]
 	checkFn(in.env, "Process", fn)
 	return procOneInput(in, "process", "Process", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
 		op := &processOp[I, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
-		op.time = opTime{wm: minWatermark, clock: env.clock}
+		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
 		op.ctx.so.outs = sides
 		op.c.out = out
@@ -312,7 +312,7 @@ func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O]
 	}))
 }
 
-const minWatermark int64 = -1 << 63
+const noWatermarkYet int64 = -1 << 63
 
 // TimeDomain says whether a timer fired in event time or processing time.
 type TimeDomain int
@@ -400,14 +400,27 @@ type keyedRuntime[K comparable] struct {
 // timer that fires, with its key as the current key.
 func (r *keyedRuntime[K]) init(env *procEnv, onTimer func(ts int64, domain TimeDomain) error) error {
 	r.env = env
-	r.time = opTime{wm: minWatermark, clock: env.clock}
+	r.time = opTime{wm: noWatermarkYet, clock: env.clock}
 	keyed, err := state.NewKeyed[K](env.maxParallelism, env.groups, env.clock)
 	if err != nil {
 		return err
 	}
 	r.keyed = keyed
 	r.states = newKeyedStates(keyed)
-	schedule := env.schedule
+	schedule := func(at int64, fire func(now int64) error) func() {
+		// Processing-time timers may fire while a record of this operator
+		// is still being processed further down the chain (an operator that
+		// yields to the task, like async I/O): restore the record's key.
+		return env.schedule(at, func(now int64) error {
+			k, had := keyed.CurrentKey()
+			kg := keyed.CurrentKeyGroup()
+			err := fire(now)
+			if had {
+				keyed.SetCurrentKeyAndGroup(k, kg)
+			}
+			return err
+		})
+	}
 	if env.batch {
 		// BATCH mode fires processing-time timers at the end of the input only.
 		schedule = func(int64, func(int64) error) func() { return func() {} }
@@ -543,7 +556,8 @@ type keyedFnOp[K comparable, O any] struct {
 	out  task.Output[O]
 	life lifecycle
 	r    keyedRuntime[K]
-	c    collector[O]
+	c    collector[O] // for records
+	tc   collector[O] // for timers, which may fire while a record is in flight
 	ctx  KeyedContext[K]
 	tctx OnTimerContext[K]
 	// onTimer is the user's OnTimer.
@@ -553,7 +567,7 @@ type keyedFnOp[K comparable, O any] struct {
 func (k *keyedFnOp[K, O]) setup(env *procEnv, out task.Output[O], sides map[string]any, fn any) {
 	k.env, k.out = env, out
 	k.life = lifecycle{fn: adaptLifecycle(fn)}
-	k.c.out = out
+	k.c.out, k.tc.out = out, out
 	k.ctx = KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}
 	k.tctx = OnTimerContext[K]{KeyedContext: KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}}
 }
@@ -567,9 +581,9 @@ func (k *keyedFnOp[K, O]) Open() error {
 
 func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
 	out := timerTimestamp(ts, domain)
-	k.tctx.so.ts, k.c.ts, k.tctx.domain = out, out, domain
-	err := k.onTimer(&k.tctx, ts, &k.c)
-	return k.settle(err, &k.tctx.so)
+	k.tctx.so.ts, k.tc.ts, k.tctx.domain = out, out, domain
+	err := k.onTimer(&k.tctx, ts, &k.tc)
+	return k.settle(err, &k.tc, &k.tctx.so)
 }
 
 // element prepares the record context for key and ts.
@@ -578,9 +592,9 @@ func (k *keyedFnOp[K, O]) element(key K, ts int64) {
 	k.ctx.so.ts, k.c.ts = ts, ts
 }
 
-func (k *keyedFnOp[K, O]) settle(err error, so *sideOutputs) error {
+func (k *keyedFnOp[K, O]) settle(err error, c *collector[O], so *sideOutputs) error {
 	terr := k.r.ts.takeErr()
-	if err = settle(err, &k.c, so); err != nil {
+	if err = settle(err, c, so); err != nil {
 		return err
 	}
 	return terr
@@ -605,7 +619,7 @@ type keyedProcessOp[K comparable, I, O any] struct {
 func (p *keyedProcessOp[K, I, O]) ProcessElement(v I, ts int64) error {
 	p.element(p.key(v), ts)
 	err := p.fn.ProcessElement(&p.ctx, v, &p.c)
-	return p.settle(err, &p.ctx.so)
+	return p.settle(err, &p.c, &p.ctx.so)
 }
 
 // KeyedProcess applies a KeyedProcessFunction to a keyed stream: the

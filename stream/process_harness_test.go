@@ -70,27 +70,27 @@ func processingTimeFraudDetector() KeyedProcessFuncs[int, txn, fraudAlert] {
 }
 
 func TestHarnessFraudDetectionInProcessingTime(t *testing.T) {
-	env := testEnv()
+	env := procTestEnv()
 	ks := KeyBy(FromElements(env, txn{}), func(t txn) int { return t.Account })
 	h := newHarness(t, KeyedProcess(ks, processingTimeFraudDetector()), harnessOpts{start: 1_000_000})
 
-	step := func(acct int, amount float64) { must(t, push(h, txn{acct, amount}, NoTimestamp)) }
-	step(1, 0.5)               // small: flag set, timer at +60s
-	must(t, h.advance(30_000)) // +30s
-	step(1, 600)               // large within a minute: alert
-	step(2, 0.3)               // small at +30s: timer at +90s
-	step(3, 0.2)               // small at +30s
-	must(t, h.advance(59_999)) // +89.999s: account 2's timer not yet due
-	step(3, 700)               // alert for account 3
-	must(t, h.advance(1))      // +90s: account 2's flag expires
-	step(2, 900)               // no alert: more than a minute later
-	step(1, 800)               // no alert: account 1's flag was cleared
-	step(4, 0.1)               // small, then a small, then large: the second small re-arms
-	step(4, 0.1)               //
-	step(4, 501)               // alert
-	step(5, 0.9)               //
-	step(5, 500)               // not large (> 500 needed): no alert, flag cleared
-	step(5, 501)               // no alert
+	step := func(acct int, amount float64) { mustOK(t, feed(h, txn{acct, amount}, NoTimestamp)) }
+	step(1, 0.5)                 // small: flag set, timer at +60s
+	mustOK(t, h.advance(30_000)) // +30s
+	step(1, 600)                 // large within a minute: alert
+	step(2, 0.3)                 // small at +30s: timer at +90s
+	step(3, 0.2)                 // small at +30s
+	mustOK(t, h.advance(59_999)) // +89.999s: account 2's timer not yet due
+	step(3, 700)                 // alert for account 3
+	mustOK(t, h.advance(1))      // +90s: account 2's flag expires
+	step(2, 900)                 // no alert: more than a minute later
+	step(1, 800)                 // no alert: account 1's flag was cleared
+	step(4, 0.1)                 // small, then a small, then large: the second small re-arms
+	step(4, 0.1)                 //
+	step(4, 501)                 // alert
+	step(5, 0.9)                 //
+	step(5, 500)                 // not large (> 500 needed): no alert, flag cleared
+	step(5, 501)                 // no alert
 	got := h.out.take()
 	want := []Record[fraudAlert]{
 		{fraudAlert{1, 600}, NoTimestamp},
@@ -99,7 +99,7 @@ func TestHarnessFraudDetectionInProcessingTime(t *testing.T) {
 	}
 	recordsEqual(t, "alerts", got, want)
 	// Every cleared timer was deleted: nothing is left armed.
-	must(t, h.advance(10*60_000))
+	mustOK(t, h.advance(10*60_000))
 	if n := h.pendingTimers(); n != 0 {
 		t.Fatalf("%d processing-time callbacks still armed after all timers fired or were deleted", n)
 	}
@@ -149,21 +149,21 @@ func timerRecorder() KeyedProcessFuncs[string, [2]string, timerEvent] {
 }
 
 func newTimerHarness(t *testing.T, batch bool) *opHarness[timerEvent] {
-	env := testEnv()
+	env := procTestEnv()
 	ks := KeyBy(FromElements(env, [2]string{}), func(v [2]string) string { return v[0] })
 	return newHarness(t, KeyedProcess(ks, timerRecorder()), harnessOpts{start: 0, batch: batch})
 }
 
 func TestHarnessEventTimersFireInOrderOnceEach(t *testing.T) {
 	h := newTimerHarness(t, false)
-	must(t, push(h, [2]string{"a", "e:30 e:10 e:20 e:10"}, 5))
-	must(t, push(h, [2]string{"b", "e:15 e:10"}, 6))
-	must(t, push(h, [2]string{"a", "e:20"}, 7)) // again: deduplicated
-	must(t, h.watermark(9))
+	mustOK(t, feed(h, [2]string{"a", "e:30 e:10 e:20 e:10"}, 5))
+	mustOK(t, feed(h, [2]string{"b", "e:15 e:10"}, 6))
+	mustOK(t, feed(h, [2]string{"a", "e:20"}, 7)) // again: deduplicated
+	mustOK(t, h.watermark(9))
 	if got := h.out.take(); len(got) != 0 {
 		t.Fatalf("timers fired before the watermark reached them: %v", got)
 	}
-	must(t, h.watermark(20))
+	mustOK(t, h.watermark(20))
 	recordsEqual(t, "wm 20", h.out.take(), []Record[timerEvent]{
 		{timerEvent{"a", EventTimeDomain, 10, 20}, 10},
 		{timerEvent{"b", EventTimeDomain, 10, 20}, 10},
@@ -171,9 +171,9 @@ func TestHarnessEventTimersFireInOrderOnceEach(t *testing.T) {
 		{timerEvent{"a", EventTimeDomain, 20, 20}, 20},
 	})
 	// A timer at or behind the watermark fires with the next watermark.
-	must(t, push(h, [2]string{"c", "e:5"}, 21))
-	must(t, h.watermark(25))
-	must(t, h.watermark(40))
+	mustOK(t, feed(h, [2]string{"c", "e:5"}, 21))
+	mustOK(t, h.watermark(25))
+	mustOK(t, h.watermark(40))
 	recordsEqual(t, "later", h.out.take(), []Record[timerEvent]{
 		{timerEvent{"c", EventTimeDomain, 5, 25}, 5},
 		{timerEvent{"a", EventTimeDomain, 30, 40}, 30},
@@ -185,31 +185,31 @@ func TestHarnessEventTimersFireInOrderOnceEach(t *testing.T) {
 
 func TestHarnessProcessingTimersFireInOrderOnceEach(t *testing.T) {
 	h := newTimerHarness(t, false)
-	must(t, push(h, [2]string{"a", "p:300 p:100 p:200 p:100"}, NoTimestamp))
-	must(t, push(h, [2]string{"b", "p:150 p:100"}, NoTimestamp))
-	must(t, h.advance(99))
+	mustOK(t, feed(h, [2]string{"a", "p:300 p:100 p:200 p:100"}, NoTimestamp))
+	mustOK(t, feed(h, [2]string{"b", "p:150 p:100"}, NoTimestamp))
+	mustOK(t, h.advance(99))
 	if got := h.out.take(); len(got) != 0 {
 		t.Fatalf("timers fired early: %v", got)
 	}
-	must(t, h.advance(101)) // now 200
-	min := minWatermark
+	mustOK(t, h.advance(101)) // now 200
+	min := noWatermarkYet
 	recordsEqual(t, "at 200", h.out.take(), []Record[timerEvent]{
 		{timerEvent{"a", ProcessingTimeDomain, 100, min}, NoTimestamp},
 		{timerEvent{"b", ProcessingTimeDomain, 100, min}, NoTimestamp},
 		{timerEvent{"b", ProcessingTimeDomain, 150, min}, NoTimestamp},
 		{timerEvent{"a", ProcessingTimeDomain, 200, min}, NoTimestamp},
 	})
-	must(t, h.advance(100))
+	mustOK(t, h.advance(100))
 	recordsEqual(t, "at 300", h.out.take(), []Record[timerEvent]{{timerEvent{"a", ProcessingTimeDomain, 300, min}, NoTimestamp}})
 }
 
 func TestHarnessDeletedTimersDoNotFire(t *testing.T) {
 	h := newTimerHarness(t, false)
-	must(t, push(h, [2]string{"a", "e:10 e:20 p:100 p:200"}, 1))
-	must(t, push(h, [2]string{"b", "e:10 p:100"}, 1))
-	must(t, push(h, [2]string{"a", "de:10 dp:100 de:99 dp:999"}, 2)) // deleting unknown timers is harmless
-	must(t, h.watermark(50))
-	must(t, h.advance(500))
+	mustOK(t, feed(h, [2]string{"a", "e:10 e:20 p:100 p:200"}, 1))
+	mustOK(t, feed(h, [2]string{"b", "e:10 p:100"}, 1))
+	mustOK(t, feed(h, [2]string{"a", "de:10 dp:100 de:99 dp:999"}, 2)) // deleting unknown timers is harmless
+	mustOK(t, h.watermark(50))
+	mustOK(t, h.advance(500))
 	recordsEqual(t, "fired", h.out.take(), []Record[timerEvent]{
 		{timerEvent{"b", EventTimeDomain, 10, 50}, 10},
 		{timerEvent{"a", EventTimeDomain, 20, 50}, 20},
@@ -221,22 +221,22 @@ func TestHarnessDeletedTimersDoNotFire(t *testing.T) {
 func TestHarnessEndOfInput(t *testing.T) {
 	t.Run("streaming drops pending processing-time timers", func(t *testing.T) {
 		h := newTimerHarness(t, false)
-		must(t, push(h, [2]string{"a", "e:10 p:100"}, 1))
-		must(t, h.endInput())
+		mustOK(t, feed(h, [2]string{"a", "e:10 p:100"}, 1))
+		mustOK(t, h.endInput())
 		recordsEqual(t, "fired", h.out.take(), []Record[timerEvent]{
 			{timerEvent{"a", EventTimeDomain, 10, MaxWatermark}, 10},
 		})
 	})
 	t.Run("batch fires every timer at the end", func(t *testing.T) {
 		h := newTimerHarness(t, true)
-		must(t, push(h, [2]string{"a", "e:10 p:100 e:5"}, 1))
-		must(t, push(h, [2]string{"b", "p:50"}, 1))
+		mustOK(t, feed(h, [2]string{"a", "e:10 p:100 e:5"}, 1))
+		mustOK(t, feed(h, [2]string{"b", "p:50"}, 1))
 		// Processing time passing fires nothing in BATCH mode.
-		must(t, h.advance(1000))
+		mustOK(t, h.advance(1000))
 		if got := h.out.take(); len(got) != 0 {
 			t.Fatalf("processing-time timers fired before the end of input in BATCH mode: %v", got)
 		}
-		must(t, h.endInput())
+		mustOK(t, h.endInput())
 		recordsEqual(t, "fired", h.out.take(), []Record[timerEvent]{
 			{timerEvent{"a", EventTimeDomain, 5, MaxWatermark}, 5},
 			{timerEvent{"a", EventTimeDomain, 10, MaxWatermark}, 10},
@@ -249,7 +249,7 @@ func TestHarnessEndOfInput(t *testing.T) {
 func TestHarnessTimersRegisteredInOnTimer(t *testing.T) {
 	// A repeating event-time timer: each firing registers the next, 10 ms
 	// later, until 50. One watermark fires the whole chain up to it.
-	env := testEnv()
+	env := procTestEnv()
 	ks := KeyBy(FromElements(env, 0), func(v int) int { return v })
 	fn := KeyedProcessFuncs[int, int, int64]{
 		Element: func(ctx *KeyedContext[int], v int, _ Collector[int64]) error {
@@ -265,15 +265,15 @@ func TestHarnessTimersRegisteredInOnTimer(t *testing.T) {
 		},
 	}
 	h := newHarness(t, KeyedProcess(ks, fn), harnessOpts{})
-	must(t, push(h, 1, 0))
-	must(t, h.watermark(35))
+	mustOK(t, feed(h, 1, 0))
+	mustOK(t, h.watermark(35))
 	recordsEqual(t, "to 35", h.out.take(), []Record[int64]{{10, 10}, {20, 20}, {30, 30}})
-	must(t, h.watermark(1000))
+	mustOK(t, h.watermark(1000))
 	recordsEqual(t, "to 1000", h.out.take(), []Record[int64]{{40, 40}, {50, 50}})
 }
 
 func TestHarnessSideOutputsFromElementsAndTimers(t *testing.T) {
-	env := testEnv()
+	env := procTestEnv()
 	lateTag := NewOutputTag[string]("late")
 	ks := KeyBy(FromElements(env, 0), func(v int) int { return v % 2 })
 	fn := KeyedProcessFuncs[int, int, int]{
@@ -293,11 +293,11 @@ func TestHarnessSideOutputsFromElementsAndTimers(t *testing.T) {
 	}
 	side := &captured[string]{}
 	h := newHarness(t, KeyedProcess(ks, fn), harnessOpts{sides: map[string]any{"late": side}})
-	must(t, push(h, 1, 10))
-	must(t, h.watermark(50))
-	must(t, push(h, 2, 40)) // late
-	must(t, push(h, 4, 60))
-	must(t, h.watermark(200))
+	mustOK(t, feed(h, 1, 10))
+	mustOK(t, h.watermark(50))
+	mustOK(t, feed(h, 2, 40)) // late
+	mustOK(t, feed(h, 4, 60))
+	mustOK(t, h.watermark(200))
 	recordsEqual(t, "main", h.out.take(), []Record[int]{{1, 10}, {4, 60}})
 	recordsEqual(t, "side", side.take(), []Record[string]{
 		{"late 2", 40},
@@ -331,14 +331,14 @@ func (p openProbe) Close() error {
 func TestHarnessOpenAndCloseHooks(t *testing.T) {
 	var opened, closed []string
 	t.Run("interface", func(t *testing.T) {
-		env := testEnv()
-		s := Process[int, int](FromElements(env, 1), openProbe{&opened, &closed}).Name("probe")
+		env := procTestEnv()
+		s := Process(FromElements(env, 1), openProbe{&opened, &closed}).Name("probe")
 		h := newHarness(t, s, harnessOpts{parallelism: 4, subtask: 2})
-		must(t, push(h, 7, 70))
+		mustOK(t, feed(h, 7, 70))
 		recordsEqual(t, "out", h.out.take(), []Record[int]{{7, 70}})
 	})
 	t.Run("funcs", func(t *testing.T) {
-		env := testEnv()
+		env := procTestEnv()
 		s := Process(FromElements(env, 1), ProcessFuncs[int, int]{
 			Element: func(ctx *ProcessContext, v int, out Collector[int]) error { return nil },
 			Open: func(rc RuntimeContext) error {
@@ -358,7 +358,7 @@ func TestHarnessOpenAndCloseHooks(t *testing.T) {
 }
 
 func TestHarnessProcessContextTime(t *testing.T) {
-	env := testEnv()
+	env := procTestEnv()
 	type seen struct{ TS, WM, Now int64 }
 	s := Process(FromElements(env, 1), ProcessFuncs[int, seen]{
 		Element: func(ctx *ProcessContext, v int, out Collector[seen]) error {
@@ -367,12 +367,45 @@ func TestHarnessProcessContextTime(t *testing.T) {
 		},
 	})
 	h := newHarness(t, s, harnessOpts{start: 5000})
-	must(t, push(h, 1, NoTimestamp))
-	must(t, h.watermark(77))
-	must(t, h.advance(25))
-	must(t, push(h, 2, 90))
+	mustOK(t, feed(h, 1, NoTimestamp))
+	mustOK(t, h.watermark(77))
+	mustOK(t, h.advance(25))
+	mustOK(t, feed(h, 2, 90))
 	recordsEqual(t, "seen", h.out.take(), []Record[seen]{
-		{seen{NoTimestamp, minWatermark, 5000}, NoTimestamp},
+		{seen{NoTimestamp, noWatermarkYet, 5000}, NoTimestamp},
 		{seen{90, 77, 5025}, 90},
 	})
+}
+
+func TestHarnessProcessingTimerFiringMidRecordKeepsTheRecordsKey(t *testing.T) {
+	// An operator further down the chain that yields to the task (async
+	// I/O) lets processing-time timers fire while a record is in flight.
+	var yield func()
+	last := NewValueDescriptor[string]("last")
+	fn := KeyedProcessFuncs[string, string, string]{
+		Element: func(ctx *KeyedContext[string], v string, out Collector[string]) error {
+			if v == "b" {
+				ctx.TimerService().RegisterProcessingTimeTimer(100)
+				return nil
+			}
+			yield() // b's timer fires here
+			out.Collect(fmt.Sprintf("%s after the timer, ts %d", ctx.CurrentKey(), ctx.Timestamp()))
+			return Value(ctx, last).Update(v)
+		},
+		Timer: func(ctx *OnTimerContext[string], ts int64, out Collector[string]) error {
+			out.Collect("timer " + ctx.CurrentKey())
+			return nil
+		},
+	}
+	env := procTestEnv()
+	h := newHarness(t, KeyedProcess(KeyBy(FromElements(env, ""), func(s string) string { return s }), fn), harnessOpts{})
+	yield = func() { mustOK(t, h.advance(100)) }
+	mustOK(t, feed(h, "b", 1))
+	mustOK(t, feed(h, "a", 7))
+	recordsEqual(t, "out", h.out.take(), []Record[string]{{"timer b", NoTimestamp}, {"a after the timer, ts 7", 7}})
+	op := h.op.(*keyedProcessOp[string, string, string])
+	op.r.keyed.SetCurrentKey("a")
+	if v, _ := Value(&op.ctx, last).Value(); v != "a" {
+		t.Fatalf("state written after the timer went to another key: a's value is %q", v)
+	}
 }

@@ -18,7 +18,7 @@ import (
 
 // newEnv is an environment with a manual clock that never moves (so only
 // event time and the end of input drive timers) and discarded logs.
-func newEnv(par int, mode stream.RuntimeMode) *stream.Environment {
+func newProcTestEnv(par int, mode stream.RuntimeMode) *stream.Environment {
 	return stream.NewEnvironment(stream.WithParallelism(par), stream.WithRuntimeMode(mode),
 		stream.WithClock(clock.NewManual(1_000_000)), stream.WithLogger(slog.New(slog.DiscardHandler)))
 }
@@ -41,7 +41,7 @@ func eventTimeSource[T any](env *stream.Environment, name string, data []T, ts f
 	return stream.AssignTimestampsAndWatermarks(src, strategy).SetParallelism(1)
 }
 
-func execute(t *testing.T, env *stream.Environment) {
+func executeOK(t *testing.T, env *stream.Environment) {
 	t.Helper()
 	if _, err := env.Execute(t.Name()); err != nil {
 		t.Fatal(err)
@@ -145,11 +145,11 @@ var transactions = func() []tx {
 }()
 
 func runFraud(t *testing.T, par int, mode stream.RuntimeMode) []stream.Record[alert] {
-	env := newEnv(par, mode)
+	env := newProcTestEnv(par, mode)
 	txs := eventTimeSource(env, "transactions", transactions, func(t tx) int64 { return t.TS })
 	alerts := stream.KeyedProcess(stream.KeyBy(txs, func(t tx) int { return t.Account }), fraudDetector()).Name("fraud-detector")
 	res := stream.Collect(alerts)
-	execute(t, env)
+	executeOK(t, env)
 	return sortedRecords(res.Records(), func(a, b alert) int { return cmp.Compare(a.Account, b.Account) })
 }
 
@@ -188,7 +188,7 @@ func TestProcessWithSideOutputsAndOpen(t *testing.T) {
 	odd := stream.NewOutputTag[string]("odd")
 	for _, par := range []int{1, 4} {
 		t.Run(fmt.Sprintf("p%d", par), func(t *testing.T) {
-			env := newEnv(par, stream.Streaming)
+			env := newProcTestEnv(par, stream.Streaming)
 			var mu sync.Mutex
 			subtasks := map[int]bool{}
 			nums := stream.DataGen(env, 1000, 0, func(i int64) int { return int(i) })
@@ -213,7 +213,7 @@ func TestProcessWithSideOutputsAndOpen(t *testing.T) {
 			}).Name("split")
 			mainRes := stream.Collect(evens)
 			sideRes := stream.Collect(stream.SideOutput(evens, odd))
-			execute(t, env)
+			executeOK(t, env)
 			gotMain, gotSide := mainRes.Values(), sideRes.Values()
 			slices.Sort(gotMain)
 			slices.Sort(gotSide)
@@ -293,10 +293,10 @@ func TestKeyedProcessStateKindsInAJob(t *testing.T) {
 		{"ann", "home", 6}, {"cy", "ccc", 7}, {"ann", "checkout", 8}, {"cy", "bb", 9},
 	}
 	run := func(par int, mode stream.RuntimeMode) []summary {
-		env := newEnv(par, mode)
+		env := newProcTestEnv(par, mode)
 		src := stream.FromSlice(env, visits).SetParallelism(1)
 		res := stream.Collect(stream.KeyedProcess(stream.KeyBy(src, func(v visit) string { return v.User }), fn))
-		execute(t, env)
+		executeOK(t, env)
 		got := res.Values()
 		slices.SortFunc(got, func(a, b summary) int { return cmp.Compare(a.User, b.User) })
 		return got
@@ -334,10 +334,10 @@ func TestProcessingTimeTimersAtTheEndOfInput(t *testing.T) {
 		},
 	}
 	run := func(mode stream.RuntimeMode, par int) []string {
-		env := newEnv(par, mode)
+		env := newProcTestEnv(par, mode)
 		src := stream.FromElements(env, "a", "b", "a", "c", "b", "a")
 		res := stream.Collect(stream.KeyedProcess(stream.KeyBy(src, func(s string) string { return s }), fn))
-		execute(t, env)
+		executeOK(t, env)
 		got := res.Values()
 		slices.Sort(got)
 		return got
@@ -380,7 +380,7 @@ func TestProcessFunctionBuildErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newEnv(1, stream.Streaming)
+			env := newProcTestEnv(1, stream.Streaming)
 			tc.build(env)
 			_, err := env.Execute("x")
 			var be *stream.BuildError
@@ -390,7 +390,7 @@ func TestProcessFunctionBuildErrors(t *testing.T) {
 		})
 	}
 	t.Run("interval join needs watermarks", func(t *testing.T) {
-		env := newEnv(1, stream.Streaming)
+		env := newProcTestEnv(1, stream.Streaming)
 		ks := stream.KeyBy(stream.FromElements(env, 1), func(i int) int { return i })
 		j := stream.IntervalJoin(ks, ks).Between(0, time.Second)
 		stream.Discard(stream.IntervalJoinProcess(j, stream.ProcessJoinFunc[int, int, int](func(*stream.ProcessJoinContext, int, int, stream.Collector[int]) error { return nil })).Name("join"))

@@ -9,30 +9,30 @@ import (
 	"github.com/sluice/sluice/runtime/state"
 )
 
-// step is a record that carries the code to run for its key: the state
+// scriptStep is a record that carries the code to run for its key: the state
 // tests script a keyed process function through the harness.
-type step struct {
+type scriptStep struct {
 	key string
 	fn  func(ctx *KeyedContext[string], out Collector[string]) error
 }
 
 func newScriptHarness(t *testing.T) *opHarness[string] {
-	env := testEnv()
-	ks := KeyBy(FromElements(env, step{}), func(s step) string { return s.key })
-	fn := KeyedProcessFuncs[string, step, string]{
-		Element: func(ctx *KeyedContext[string], s step, out Collector[string]) error { return s.fn(ctx, out) },
+	env := procTestEnv()
+	ks := KeyBy(FromElements(env, scriptStep{}), func(s scriptStep) string { return s.key })
+	fn := KeyedProcessFuncs[string, scriptStep, string]{
+		Element: func(ctx *KeyedContext[string], s scriptStep, out Collector[string]) error { return s.fn(ctx, out) },
 	}
 	return newHarness(t, KeyedProcess(ks, fn), harnessOpts{start: 0})
 }
 
 // at runs fn for key "k" at processing time ms (the clock only moves forward).
-func at(t *testing.T, h *opHarness[string], ms int64, fn func(ctx *KeyedContext[string], out Collector[string]) error) {
+func atTime(t *testing.T, h *opHarness[string], ms int64, fn func(ctx *KeyedContext[string], out Collector[string]) error) {
 	t.Helper()
-	must(t, h.advance(ms-h.clock.NowMillis()))
-	must(t, push(h, step{"k", fn}, NoTimestamp))
+	mustOK(t, h.advance(ms-h.clock.NowMillis()))
+	mustOK(t, feed(h, scriptStep{"k", fn}, NoTimestamp))
 }
 
-func expect(t *testing.T, h *opHarness[string], want ...string) {
+func expectValues(t *testing.T, h *opHarness[string], want ...string) {
 	t.Helper()
 	var got []string
 	for _, r := range h.out.take() {
@@ -64,9 +64,9 @@ func TestTTLValueState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NewValueDescriptor[string]("v").WithTTL(tc.ttl)
 			h := newScriptHarness(t)
-			at(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return Value(ctx, d).Update("v") })
+			atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return Value(ctx, d).Update("v") })
 			for _, ms := range tc.reads {
-				at(t, h, ms, func(ctx *KeyedContext[string], out Collector[string]) error {
+				atTime(t, h, ms, func(ctx *KeyedContext[string], out Collector[string]) error {
 					v, ok, err := Value(ctx, d).Lookup()
 					if v == "" {
 						v = "_"
@@ -75,7 +75,7 @@ func TestTTLValueState(t *testing.T) {
 					return err
 				})
 			}
-			expect(t, h, tc.want...)
+			expectValues(t, h, tc.want...)
 		})
 	}
 }
@@ -94,53 +94,53 @@ func TestTTLListStatePerElement(t *testing.T) {
 	t.Run("elements expire one by one", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
 		h := newScriptHarness(t)
-		at(t, h, 0, add(d, "a"))
-		at(t, h, 500, add(d, "b"))
-		at(t, h, 999, get(d))
-		at(t, h, 1000, get(d))
-		at(t, h, 1200, add(d, "c"))
-		at(t, h, 1499, get(d))
-		at(t, h, 2200, get(d))
-		expect(t, h, "[a b]", "[b]", "[b c]", "[]")
+		atTime(t, h, 0, add(d, "a"))
+		atTime(t, h, 500, add(d, "b"))
+		atTime(t, h, 999, get(d))
+		atTime(t, h, 1000, get(d))
+		atTime(t, h, 1200, add(d, "c"))
+		atTime(t, h, 1499, get(d))
+		atTime(t, h, 2200, get(d))
+		expectValues(t, h, "[a b]", "[b]", "[b c]", "[]")
 	})
 	t.Run("reads refresh with UpdateOnRead", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, true, false))
 		h := newScriptHarness(t)
-		at(t, h, 0, add(d, "a"))
-		at(t, h, 500, add(d, "b"))
-		at(t, h, 900, get(d))
-		at(t, h, 1899, get(d))
-		at(t, h, 2898, get(d))
-		at(t, h, 3898, get(d))
-		expect(t, h, "[a b]", "[a b]", "[a b]", "[]")
+		atTime(t, h, 0, add(d, "a"))
+		atTime(t, h, 500, add(d, "b"))
+		atTime(t, h, 900, get(d))
+		atTime(t, h, 1899, get(d))
+		atTime(t, h, 2898, get(d))
+		atTime(t, h, 3898, get(d))
+		expectValues(t, h, "[a b]", "[a b]", "[a b]", "[]")
 	})
 	t.Run("update and addAll stamp every element", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
 		h := newScriptHarness(t)
-		at(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
+		atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
 			return List(ctx, d).Update([]string{"x", "y"})
 		})
-		at(t, h, 600, func(ctx *KeyedContext[string], _ Collector[string]) error { return List(ctx, d).AddAll([]string{"z"}) })
-		at(t, h, 999, get(d))
-		at(t, h, 1000, get(d))
-		at(t, h, 1600, get(d))
-		expect(t, h, "[x y z]", "[z]", "[]")
+		atTime(t, h, 600, func(ctx *KeyedContext[string], _ Collector[string]) error { return List(ctx, d).AddAll([]string{"z"}) })
+		atTime(t, h, 999, get(d))
+		atTime(t, h, 1000, get(d))
+		atTime(t, h, 1600, get(d))
+		expectValues(t, h, "[x y z]", "[z]", "[]")
 	})
 	t.Run("expired elements returned if not cleaned up", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, true))
 		h := newScriptHarness(t)
-		at(t, h, 0, add(d, "a"))
-		at(t, h, 5000, get(d))
-		expect(t, h, "[a]")
+		atTime(t, h, 0, add(d, "a"))
+		atTime(t, h, 5000, get(d))
+		expectValues(t, h, "[a]")
 	})
 	t.Run("adding drops the expired head", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
 		h := newScriptHarness(t)
-		at(t, h, 0, add(d, "a"))
-		at(t, h, 100, add(d, "b"))
-		at(t, h, 700, add(d, "c"))
-		at(t, h, 1150, add(d, "d"))
-		at(t, h, 1150, func(ctx *KeyedContext[string], out Collector[string]) error {
+		atTime(t, h, 0, add(d, "a"))
+		atTime(t, h, 100, add(d, "b"))
+		atTime(t, h, 700, add(d, "c"))
+		atTime(t, h, 1150, add(d, "d"))
+		atTime(t, h, 1150, func(ctx *KeyedContext[string], out Collector[string]) error {
 			raw, _, err := ctx.r.states.handles[d].(*ttlListState[string, state.Void, string]).t.Get(state.Void{})
 			var stored []string
 			for _, e := range raw {
@@ -149,15 +149,15 @@ func TestTTLListStatePerElement(t *testing.T) {
 			out.Collect(fmt.Sprint(stored))
 			return err
 		})
-		expect(t, h, "[c@700 d@1150]")
+		expectValues(t, h, "[c@700 d@1150]")
 	})
 }
 
 func TestTTLMapStatePerEntry(t *testing.T) {
 	d := NewMapDescriptor[string, int]("m").WithTTL(ttl(time.Second, false, false))
 	h := newScriptHarness(t)
-	at(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("x", 1) })
-	at(t, h, 500, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("y", 2) })
+	atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("x", 1) })
+	atTime(t, h, 500, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("y", 2) })
 	show := func(ctx *KeyedContext[string], out Collector[string]) error {
 		m := MapOf(ctx, d)
 		x, okx, err := m.Get("x")
@@ -176,13 +176,13 @@ func TestTTLMapStatePerEntry(t *testing.T) {
 		out.Collect(fmt.Sprint(x, okx, hasY, all, empty))
 		return err
 	}
-	at(t, h, 999, show)
-	at(t, h, 1000, show)
-	at(t, h, 1200, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("x", 3) })
-	at(t, h, 1499, show)
-	at(t, h, 1500, show)
-	at(t, h, 2200, show)
-	expect(t, h,
+	atTime(t, h, 999, show)
+	atTime(t, h, 1000, show)
+	atTime(t, h, 1200, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("x", 3) })
+	atTime(t, h, 1499, show)
+	atTime(t, h, 1500, show)
+	atTime(t, h, 2200, show)
+	expectValues(t, h,
 		"1 true true map[x:1 y:2] false",
 		"0 false true map[y:2] false",
 		"3 true true map[x:3 y:2] false",
@@ -192,22 +192,22 @@ func TestTTLMapStatePerEntry(t *testing.T) {
 	t.Run("UpdateOnRead refreshes read entries only", func(t *testing.T) {
 		d := NewMapDescriptor[string, int]("m").WithTTL(ttl(time.Second, true, false))
 		h := newScriptHarness(t)
-		at(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
+		atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
 			if err := MapOf(ctx, d).Put("x", 1); err != nil {
 				return err
 			}
 			return MapOf(ctx, d).Put("y", 2)
 		})
-		at(t, h, 800, func(ctx *KeyedContext[string], _ Collector[string]) error {
+		atTime(t, h, 800, func(ctx *KeyedContext[string], _ Collector[string]) error {
 			_, _, err := MapOf(ctx, d).Get("x")
 			return err
 		})
-		at(t, h, 1500, func(ctx *KeyedContext[string], out Collector[string]) error {
+		atTime(t, h, 1500, func(ctx *KeyedContext[string], out Collector[string]) error {
 			all, err := MapOf(ctx, d).Entries()
 			out.Collect(fmt.Sprint(all))
 			return err
 		})
-		expect(t, h, "map[x:1]")
+		expectValues(t, h, "map[x:1]")
 	})
 }
 
@@ -235,13 +235,13 @@ func TestTTLReducingAndAggregatingState(t *testing.T) {
 		out.Collect(fmt.Sprint(s, oks, a, oka))
 		return err
 	}
-	at(t, h, 0, add(1))
-	at(t, h, 500, add(2)) // a write refreshes the whole value
-	at(t, h, 1499, show)
-	at(t, h, 1500, show)
-	at(t, h, 1600, add(5))
-	at(t, h, 1700, show)
-	expect(t, h, "3 true 1.5 true", "0 false 0 false", "5 true 5 true")
+	atTime(t, h, 0, add(1))
+	atTime(t, h, 500, add(2)) // a write refreshes the whole value
+	atTime(t, h, 1499, show)
+	atTime(t, h, 1500, show)
+	atTime(t, h, 1600, add(5))
+	atTime(t, h, 1700, show)
+	expectValues(t, h, "3 true 1.5 true", "0 false 0 false", "5 true 5 true")
 }
 
 func TestKeyedStateKindsPerKey(t *testing.T) {
@@ -256,7 +256,7 @@ func TestKeyedStateKindsPerKey(t *testing.T) {
 	}))
 	h := newScriptHarness(t)
 	put := func(key string, v int) {
-		must(t, push(h, step{key, func(ctx *KeyedContext[string], out Collector[string]) error {
+		mustOK(t, feed(h, scriptStep{key, func(ctx *KeyedContext[string], out Collector[string]) error {
 			c, err := Value(ctx, cnt).Value()
 			if err != nil {
 				return err
@@ -293,7 +293,7 @@ func TestKeyedStateKindsPerKey(t *testing.T) {
 	put("a", 8)
 	put("a", 1)
 	put("b", 4)
-	expect(t, h,
+	expectValues(t, h,
 		"a: count=1 seen=[3] parity=map[false:1] max=3 mean=3.0",
 		"b: count=1 seen=[10] parity=map[true:1] max=10 mean=10.0",
 		"a: count=2 seen=[3 8] parity=map[false:1 true:1] max=8 mean=5.5",
@@ -301,7 +301,7 @@ func TestKeyedStateKindsPerKey(t *testing.T) {
 		"b: count=2 seen=[10 4] parity=map[true:2] max=10 mean=7.0",
 	)
 	// Clearing one key's state leaves the other's.
-	must(t, push(h, step{"a", func(ctx *KeyedContext[string], out Collector[string]) error {
+	mustOK(t, feed(h, scriptStep{"a", func(ctx *KeyedContext[string], out Collector[string]) error {
 		for _, err := range []error{Value(ctx, cnt).Clear(), List(ctx, seen).Clear(), MapOf(ctx, byParity).Clear(), Reducing(ctx, maxD).Clear(), Aggregating(ctx, mean).Clear()} {
 			if err != nil {
 				return err
@@ -311,7 +311,7 @@ func TestKeyedStateKindsPerKey(t *testing.T) {
 	}}, NoTimestamp))
 	put("a", 2)
 	put("b", 5)
-	expect(t, h,
+	expectValues(t, h,
 		"a: count=1 seen=[2] parity=map[true:1] max=2 mean=2.0",
 		"b: count=3 seen=[10 4 5] parity=map[false:1 true:2] max=10 mean=6.3",
 	)
