@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -338,5 +339,60 @@ func TestBroadcastReachesEverySubtask(t *testing.T) {
 				t.Fatalf("got  %v\nwant %v", got, want)
 			}
 		})
+	}
+}
+
+func TestProcessFunctionGraphNodes(t *testing.T) {
+	env := newProcTestEnv(2, stream.Streaming)
+	nums := stream.FromElements(env, 1, 2, 3)
+	words := stream.FromElements(env, "a", "b")
+	stamped := stream.AssignTimestampsAndWatermarks(nums, stream.ForMonotonousTimestamps[int]()).Name("assign")
+	kn := stream.KeyBy(stamped, func(i int) int { return i })
+	kw := stream.KeyBy(words, func(s string) int { return len(s) })
+	noop := func(*stream.ProcessJoinContext, int, string, stream.Collector[int]) error { return nil }
+	stream.Discard(stream.Process(nums, stream.ProcessFuncs[int, int]{Element: func(*stream.ProcessContext, int, stream.Collector[int]) error { return nil }}).Name("process"))
+	stream.Discard(stream.KeyedProcess(kn, stream.KeyedProcessFuncs[int, int, int]{Element: func(*stream.KeyedContext[int], int, stream.Collector[int]) error { return nil }}).Name("keyed"))
+	stream.Discard(stream.CoMap(stream.Connect(nums, words), func(int) int { return 0 }, func(string) int { return 0 }).Name("comap"))
+	stream.Discard(stream.KeyedCoProcess(stream.ConnectKeyed(kn, kw), stream.KeyedCoProcessFuncs[int, int, string, int]{
+		Element1: func(*stream.KeyedContext[int], int, stream.Collector[int]) error { return nil },
+		Element2: func(*stream.KeyedContext[int], string, stream.Collector[int]) error { return nil },
+	}).Name("keyed-co"))
+	stream.Discard(stream.IntervalJoinProcess(stream.IntervalJoin(kn, kw).Between(0, time.Second), stream.ProcessJoinFunc[int, string, int](noop)).Name("join"))
+	bs := stream.Broadcast(words)
+	stream.Discard(stream.KeyedBroadcastProcess(stream.ConnectKeyedBroadcast(kn, bs), stream.KeyedBroadcastProcessFuncs[int, int, string, int]{
+		Element:   func(*stream.KeyedBroadcastReadOnlyContext[int], int, stream.Collector[int]) error { return nil },
+		Broadcast: func(*stream.KeyedBroadcastContext[int], string, stream.Collector[int]) error { return nil },
+	}).Name("keyed-bcast"))
+	g := env.Graph("nodes")
+	type shape struct {
+		Inputs                                    int
+		Chaining                                  graph.Chaining
+		Keyed, NeedsWatermarks, AssignsWatermarks bool
+		In                                        string
+	}
+	got := map[string]shape{}
+	for _, n := range g.Nodes {
+		var in []string
+		for _, e := range g.InEdges(n.ID) {
+			in = append(in, fmt.Sprintf("%d:%s", e.Input, e.Partitioning))
+		}
+		got[n.Name] = shape{n.Inputs, n.Chaining, n.Keyed, n.NeedsWatermarks, n.AssignsWatermarks, fmt.Sprint(in)}
+	}
+	want := map[string]shape{
+		"assign":      {1, graph.ChainAlways, false, false, true, "[0:FORWARD]"},
+		"process":     {1, graph.ChainAlways, false, false, false, "[0:FORWARD]"},
+		"keyed":       {1, graph.ChainAlways, true, false, false, "[0:HASH]"},
+		"comap":       {2, graph.ChainHead, false, false, false, "[0:FORWARD 1:FORWARD]"},
+		"keyed-co":    {2, graph.ChainHead, true, false, false, "[0:HASH 1:HASH]"},
+		"join":        {2, graph.ChainHead, true, true, false, "[0:HASH 1:HASH]"},
+		"keyed-bcast": {2, graph.ChainHead, true, false, false, "[0:HASH 1:BROADCAST]"},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("node %q: %+v, want %+v", name, got[name], w)
+		}
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatalf("graph does not validate: %v", err)
 	}
 }
