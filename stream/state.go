@@ -181,6 +181,9 @@ func Value[K comparable, V any](ctx KeyedStateContext[K], d *ValueDescriptor[V])
 func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) ListState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ListState[V], error) {
+		if d.TTL.TTL > 0 {
+			return newTTLList[K, V](s.keyed, d.Name, d.TTL.internal()), nil // per-element TTL
+		}
 		t, err := state.NewValueTable[K, state.Void, []V](s.keyed, d.Name, d.TTL.internal())
 		if err != nil {
 			return badList[V]{err}, nil
@@ -193,6 +196,9 @@ func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) L
 func MapOf[K comparable, UK comparable, UV any](ctx KeyedStateContext[K], d *MapDescriptor[UK, UV]) MapState[UK, UV] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (MapState[UK, UV], error) {
+		if d.TTL.TTL > 0 {
+			return newTTLMap[K, UK, UV](s.keyed, d.Name, d.TTL.internal()), nil // per-entry TTL
+		}
 		t, err := state.NewValueTable[K, state.Void, map[UK]UV](s.keyed, d.Name, d.TTL.internal())
 		if err != nil {
 			return badMap[UK, UV]{err}, nil

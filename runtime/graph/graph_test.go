@@ -28,6 +28,18 @@ func TestValidateReportsEachProblemNamingTheOperator(t *testing.T) {
 			g.Edges = []*Edge{{From: 0, To: 1, Partitioning: Forward}}
 			return g
 		}, []string{`operator "counter" (id 1): uses keyed state or timers but input 0 is not keyed`}},
+		{"keyed operator with only a broadcast input", func() *JobGraph {
+			g := &JobGraph{Nodes: []*Node{node(0, "src", 1, 0), node(1, "rules", 1, 1)}}
+			g.Nodes[1].Keyed = true
+			g.Edges = []*Edge{{From: 0, To: 1, Partitioning: Broadcast}}
+			return g
+		}, []string{`operator "rules" (id 1): uses keyed state or timers but input 0 is not keyed (BROADCAST edge`}},
+		{"keyed two-input operator with a rebalanced input", func() *JobGraph {
+			g := &JobGraph{Nodes: []*Node{node(0, "a", 1, 0), node(1, "b", 1, 0), node(2, "co", 1, 2)}}
+			g.Nodes[2].Keyed = true
+			g.Edges = []*Edge{{From: 0, To: 2, Partitioning: Hash}, {From: 1, To: 2, Input: 1, Partitioning: Rebalance}}
+			return g
+		}, []string{`operator "co" (id 2): uses keyed state or timers but input 1 is not keyed (REBALANCE edge`}},
 		{"parallelism above max", func() *JobGraph {
 			g := &JobGraph{Nodes: []*Node{node(0, "src", 8, 0)}}
 			g.Nodes[0].MaxParallelism = 4
@@ -63,6 +75,15 @@ func TestValidateReportsEachProblemNamingTheOperator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestKeyedOperatorAcceptsBroadcastBesideKeyedInput(t *testing.T) {
+	g := &JobGraph{Nodes: []*Node{node(0, "events", 2, 0), node(1, "rules", 1, 0), node(2, "apply", 2, 2)}}
+	g.Nodes[2].Keyed = true
+	g.Edges = []*Edge{{From: 0, To: 2, Partitioning: Hash}, {From: 1, To: 2, Input: 1, Partitioning: Broadcast}}
+	if err := g.Validate(); err != nil {
+		t.Fatalf("keyed broadcast operator rejected: %v", err)
 	}
 }
 

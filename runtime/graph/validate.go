@@ -95,7 +95,17 @@ func (g *JobGraph) Validate() error {
 			add(n, "operator has no input")
 		}
 		if n.Keyed {
+			hashed := false
 			for _, e := range in {
+				hashed = hashed || e.Partitioning == Hash
+			}
+			for _, e := range in {
+				// A broadcast input next to a keyed one (Flink's keyed
+				// broadcast pattern) carries no keys: every subtask sees
+				// all its records.
+				if e.Partitioning == Broadcast && hashed {
+					continue
+				}
 				if e.Partitioning != Hash {
 					add(n, "uses keyed state or timers but input %d is not keyed (%s edge from %s); call KeyBy first", e.Input, e.Partitioning, g.Node(e.From).Label())
 				}

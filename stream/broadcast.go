@@ -1,0 +1,534 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"reflect"
+
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// BroadcastStateDescriptor declares a broadcast state: a map that every
+// subtask of a broadcast process operator keeps a copy of, updated from
+// the broadcast input. *MapDescriptor implements it.
+type BroadcastStateDescriptor interface {
+	broadcastDescriptor() (name string, ttl bool, newState func() any)
+}
+
+func (d *MapDescriptor[UK, UV]) broadcastDescriptor() (string, bool, func() any) {
+	return d.Name, d.TTL.TTL > 0, func() any { return &bcState[UK, UV]{m: map[UK]UV{}} }
+}
+
+// BroadcastStream is a stream whose every record goes to every subtask of
+// the operator it is connected to, with the broadcast states that operator
+// keeps. Connect it with ConnectBroadcast or ConnectKeyedBroadcast.
+type BroadcastStream[T any] struct {
+	s     DataStream[T]
+	descs []BroadcastStateDescriptor
+}
+
+// Broadcast makes a broadcast stream of in, declaring the broadcast states
+// (map states) its process functions use. Every subtask receives every
+// record and holds its own copy of the states: update them only in a
+// deterministic way from the broadcast records, so that the copies stay
+// equal, as in Flink. Broadcast state has no TTL.
+func Broadcast[T any](in DataStream[T], descs ...BroadcastStateDescriptor) BroadcastStream[T] {
+	seen := map[string]bool{}
+	for i, d := range descs {
+		if d == nil {
+			in.env.fail(fmt.Errorf("Broadcast after operator %s: descriptor %d is nil", in.node.Label(), i))
+			continue
+		}
+		name, ttl, _ := d.broadcastDescriptor()
+		if seen[name] {
+			in.env.fail(fmt.Errorf("Broadcast after operator %s: broadcast state %q is declared twice", in.node.Label(), name))
+		}
+		seen[name] = true
+		if ttl {
+			in.env.fail(fmt.Errorf("Broadcast after operator %s: broadcast state %q has a TTL; broadcast state does not support TTL", in.node.Label(), name))
+		}
+	}
+	s := in
+	s.part, s.partitioner = graph.Broadcast, nil
+	return BroadcastStream[T]{s: s, descs: append([]BroadcastStateDescriptor(nil), descs...)}
+}
+
+// ReadOnlyBroadcastState is the view of a broadcast state from the
+// non-broadcast input: it may be read but not changed (values that are
+// pointers, maps or slices must not be modified either).
+type ReadOnlyBroadcastState[UK comparable, UV any] interface {
+	Get(k UK) (UV, bool)
+	Contains(k UK) bool
+	Len() int
+	// All iterates over the entries in no particular order.
+	All() iter.Seq2[UK, UV]
+}
+
+// BroadcastState is a broadcast state as the broadcast input's function
+// sees it: read-write.
+type BroadcastState[UK comparable, UV any] interface {
+	ReadOnlyBroadcastState[UK, UV]
+	Put(k UK, v UV)
+	Remove(k UK)
+	Clear()
+}
+
+type bcState[UK comparable, UV any] struct{ m map[UK]UV }
+
+func (s *bcState[UK, UV]) Get(k UK) (UV, bool) {
+	v, ok := s.m[k]
+	return v, ok
+}
+func (s *bcState[UK, UV]) Contains(k UK) bool { _, ok := s.m[k]; return ok }
+func (s *bcState[UK, UV]) Len() int           { return len(s.m) }
+func (s *bcState[UK, UV]) Put(k UK, v UV)     { s.m[k] = v }
+func (s *bcState[UK, UV]) Remove(k UK)        { delete(s.m, k) }
+func (s *bcState[UK, UV]) Clear()             { clear(s.m) }
+func (s *bcState[UK, UV]) All() iter.Seq2[UK, UV] {
+	return func(yield func(UK, UV) bool) {
+		for k, v := range s.m {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+// readOnlyBc hides the write methods of a broadcast state.
+type readOnlyBc[UK comparable, UV any] struct{ s *bcState[UK, UV] }
+
+func (r readOnlyBc[UK, UV]) Get(k UK) (UV, bool)    { return r.s.Get(k) }
+func (r readOnlyBc[UK, UV]) Contains(k UK) bool     { return r.s.Contains(k) }
+func (r readOnlyBc[UK, UV]) Len() int               { return r.s.Len() }
+func (r readOnlyBc[UK, UV]) All() iter.Seq2[UK, UV] { return r.s.All() }
+
+// broadcastStates are one operator subtask's broadcast states by name.
+type broadcastStates struct {
+	maps map[string]any // name → *bcState[UK, UV]
+	err  error
+}
+
+func newBroadcastStates(descs []BroadcastStateDescriptor) *broadcastStates {
+	s := &broadcastStates{maps: map[string]any{}}
+	for _, d := range descs {
+		name, _, create := d.broadcastDescriptor()
+		s.maps[name] = create()
+	}
+	return s
+}
+
+func (s *broadcastStates) takeErr() error {
+	err := s.err
+	s.err = nil
+	return err
+}
+
+// ErrUndeclaredBroadcastState is returned when a function uses a broadcast
+// state that was not passed to Broadcast, or with other types.
+var ErrUndeclaredBroadcastState = errors.New("stream: broadcast state not declared")
+
+func lookupBroadcast[UK comparable, UV any](s *broadcastStates, d *MapDescriptor[UK, UV]) *bcState[UK, UV] {
+	st, ok := s.maps[d.Name]
+	if !ok {
+		if s.err == nil {
+			s.err = fmt.Errorf("%w: %q (pass its descriptor to Broadcast)", ErrUndeclaredBroadcastState, d.Name)
+		}
+		return &bcState[UK, UV]{m: map[UK]UV{}}
+	}
+	bs, ok := st.(*bcState[UK, UV])
+	if !ok {
+		if s.err == nil {
+			s.err = fmt.Errorf("%w: %q is declared as %s, not as map[%s]%s", ErrUndeclaredBroadcastState, d.Name,
+				reflect.TypeOf(st).Elem().Field(0).Type, reflect.TypeFor[UK](), reflect.TypeFor[UV]())
+		}
+		return &bcState[UK, UV]{m: map[UK]UV{}}
+	}
+	return bs
+}
+
+// ReadOnlyBroadcastStateContext is implemented by the contexts of
+// broadcast process functions, which may read broadcast state.
+type ReadOnlyBroadcastStateContext interface {
+	broadcastStates() *broadcastStates
+}
+
+// BroadcastStateContext is implemented by the contexts of the broadcast
+// input's calls, which may change broadcast state.
+type BroadcastStateContext interface {
+	ReadOnlyBroadcastStateContext
+	writableBroadcastState()
+}
+
+// BroadcastStateOf returns the broadcast state of d, read-write. It is
+// available while processing a broadcast record. A descriptor that was not
+// passed to Broadcast fails the task with ErrUndeclaredBroadcastState.
+func BroadcastStateOf[UK comparable, UV any](ctx BroadcastStateContext, d *MapDescriptor[UK, UV]) BroadcastState[UK, UV] {
+	return lookupBroadcast(ctx.broadcastStates(), d)
+}
+
+// ReadOnlyBroadcastStateOf returns the broadcast state of d, read-only.
+func ReadOnlyBroadcastStateOf[UK comparable, UV any](ctx ReadOnlyBroadcastStateContext, d *MapDescriptor[UK, UV]) ReadOnlyBroadcastState[UK, UV] {
+	return readOnlyBc[UK, UV]{lookupBroadcast(ctx.broadcastStates(), d)}
+}
+
+// BroadcastReadOnlyContext is the context of a BroadcastProcessFunction's
+// call for a record of the non-broadcast input.
+type BroadcastReadOnlyContext struct {
+	fnContext
+	bc *broadcastStates
+}
+
+func (c *BroadcastReadOnlyContext) broadcastStates() *broadcastStates { return c.bc }
+
+// BroadcastContext is the context of a broadcast process function's call
+// for a broadcast record (keyed or not): broadcast state is writable.
+type BroadcastContext struct {
+	fnContext
+	bc *broadcastStates
+}
+
+func (c *BroadcastContext) broadcastStates() *broadcastStates { return c.bc }
+func (c *BroadcastContext) writableBroadcastState()           {}
+
+// BroadcastProcessFunction processes a non-keyed stream connected to a
+// broadcast stream: ProcessElement sees the non-broadcast records with
+// read-only access to the broadcast state, ProcessBroadcastElement the
+// broadcast records with read-write access. The order in which records of
+// the two inputs arrive is not defined.
+//
+// A function may also implement Open(RuntimeContext) error and Close() error.
+type BroadcastProcessFunction[IN, BC, O any] interface {
+	ProcessElement(ctx *BroadcastReadOnlyContext, v IN, out Collector[O]) error
+	ProcessBroadcastElement(ctx *BroadcastContext, v BC, out Collector[O]) error
+}
+
+// BroadcastProcessFuncs builds a BroadcastProcessFunction from closures.
+// Element and Broadcast are required; Open and Close may be nil.
+type BroadcastProcessFuncs[IN, BC, O any] struct {
+	Element   func(ctx *BroadcastReadOnlyContext, v IN, out Collector[O]) error
+	Broadcast func(ctx *BroadcastContext, v BC, out Collector[O]) error
+	Open      func(rc RuntimeContext) error
+	Close     func() error
+}
+
+// ProcessElement implements BroadcastProcessFunction.
+func (f BroadcastProcessFuncs[IN, BC, O]) ProcessElement(ctx *BroadcastReadOnlyContext, v IN, out Collector[O]) error {
+	return f.Element(ctx, v, out)
+}
+
+// ProcessBroadcastElement implements BroadcastProcessFunction.
+func (f BroadcastProcessFuncs[IN, BC, O]) ProcessBroadcastElement(ctx *BroadcastContext, v BC, out Collector[O]) error {
+	return f.Broadcast(ctx, v, out)
+}
+
+func (f BroadcastProcessFuncs[IN, BC, O]) open(rc RuntimeContext) error {
+	if f.Open == nil {
+		return nil
+	}
+	return f.Open(rc)
+}
+
+func (f BroadcastProcessFuncs[IN, BC, O]) close() error {
+	if f.Close == nil {
+		return nil
+	}
+	return f.Close()
+}
+
+func (f BroadcastProcessFuncs[IN, BC, O]) check() error {
+	if f.Element == nil || f.Broadcast == nil {
+		return errors.New("BroadcastProcessFuncs.Element and Broadcast are required")
+	}
+	return nil
+}
+
+// BroadcastConnectedStream is a non-keyed stream connected to a broadcast
+// stream; apply a BroadcastProcessFunction with BroadcastProcess.
+type BroadcastConnectedStream[IN, BC any] struct {
+	in DataStream[IN]
+	bc BroadcastStream[BC]
+}
+
+// ConnectBroadcast connects a non-keyed stream to a broadcast stream.
+func ConnectBroadcast[IN, BC any](in DataStream[IN], bc BroadcastStream[BC]) BroadcastConnectedStream[IN, BC] {
+	return BroadcastConnectedStream[IN, BC]{in: in, bc: bc}
+}
+
+type broadcastOp[IN, BC, O any] struct {
+	env  *procEnv
+	out  task.Output[O]
+	fn   BroadcastProcessFunction[IN, BC, O]
+	life lifecycle
+	time opTime
+	bc   *broadcastStates
+	ectx BroadcastReadOnlyContext
+	bctx BroadcastContext
+	c    collector[O]
+}
+
+func (p *broadcastOp[IN, BC, O]) Open() error { return p.life.open(p.env) }
+
+func (p *broadcastOp[IN, BC, O]) element(v IN, ts int64) error {
+	p.ectx.so.ts, p.c.ts = ts, ts
+	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
+	berr := p.bc.takeErr()
+	if err = settle(err, &p.c, &p.ectx.so); err != nil {
+		return err
+	}
+	return berr
+}
+
+func (p *broadcastOp[IN, BC, O]) broadcast(v BC, ts int64) error {
+	p.bctx.so.ts, p.c.ts = ts, ts
+	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
+	berr := p.bc.takeErr()
+	if err = settle(err, &p.c, &p.bctx.so); err != nil {
+		return err
+	}
+	return berr
+}
+
+func (p *broadcastOp[IN, BC, O]) ProcessWatermark(wm int64) error {
+	p.time.wm = wm
+	return p.out.EmitWatermark(wm)
+}
+
+func (p *broadcastOp[IN, BC, O]) Finish() error { return nil }
+func (p *broadcastOp[IN, BC, O]) Close() error  { return p.life.close() }
+
+// BroadcastProcess applies a BroadcastProcessFunction to a non-keyed
+// stream connected to a broadcast stream. Records emitted keep the
+// timestamp of the record being processed.
+func BroadcastProcess[IN, BC, O any](c BroadcastConnectedStream[IN, BC], fn BroadcastProcessFunction[IN, BC, O]) DataStream[O] {
+	checkFn(c.in.env, "BroadcastProcess", fn)
+	descs := c.bc.descs
+	return procTwoInput(c.in, c.bc.s, "broadcast-process", "BroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		op := &broadcastOp[IN, BC, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}, bc: newBroadcastStates(descs)}
+		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
+		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
+		op.bctx = BroadcastContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
+		op.c.out = out
+		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
+	}))
+}
+
+// KeyedBroadcastReadOnlyContext is the context of a
+// KeyedBroadcastProcessFunction's call for a keyed record: the key's state
+// and timers as in KeyedContext, and read-only broadcast state.
+type KeyedBroadcastReadOnlyContext[K comparable] struct {
+	*KeyedContext[K]
+	bc *broadcastStates
+}
+
+func (c *KeyedBroadcastReadOnlyContext[K]) broadcastStates() *broadcastStates { return c.bc }
+
+// KeyedBroadcastOnTimerContext is the context of a
+// KeyedBroadcastProcessFunction's OnTimer call.
+type KeyedBroadcastOnTimerContext[K comparable] struct {
+	*OnTimerContext[K]
+	bc *broadcastStates
+}
+
+func (c *KeyedBroadcastOnTimerContext[K]) broadcastStates() *broadcastStates { return c.bc }
+
+// KeyedBroadcastContext is the context of a KeyedBroadcastProcessFunction's
+// call for a broadcast record: broadcast state is writable, and
+// ApplyToKeyedState reaches the keyed state of every key. There is no
+// current key, hence no keyed state access or timers otherwise.
+type KeyedBroadcastContext[K comparable] struct {
+	fnContext
+	bc   *broadcastStates
+	r    *keyedRuntime[K]
+	view keyedStateView[K]
+}
+
+func (c *KeyedBroadcastContext[K]) broadcastStates() *broadcastStates { return c.bc }
+func (c *KeyedBroadcastContext[K]) writableBroadcastState()           {}
+
+// keyedStateView is the keyed state access ApplyToKeyedState hands out.
+type keyedStateView[K comparable] struct{ r *keyedRuntime[K] }
+
+func (v *keyedStateView[K]) keyedStates() *keyedStates[K] { return v.r.states }
+
+// AnyStateDescriptor is implemented by every keyed state descriptor
+// (*ValueDescriptor, *ListDescriptor, *MapDescriptor, ...).
+type AnyStateDescriptor interface {
+	stateDescriptor() *StateDescriptor
+}
+
+func (d *StateDescriptor) stateDescriptor() *StateDescriptor { return d }
+
+// ApplyToKeyedState calls fn for every key of this subtask that has state
+// d, in no particular order, with that key as the current key: inside fn,
+// st gives the key's state (stream.Value(st, d) and so on), which fn may
+// read, change or clear. It is Flink's applyToKeyedState.
+func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDescriptor, fn func(key K, st KeyedStateContext[K]) error) error {
+	name := d.stateDescriptor().Name
+	keyed := ctx.r.keyed
+	var table state.Table
+	for _, t := range keyed.Tables() {
+		if t.Name() == name {
+			table = t
+			break
+		}
+	}
+	if table == nil {
+		return nil // no key has this state yet
+	}
+	kt, ok := table.(interface {
+		Keys(ns state.Void, fn func(K) error) error
+	})
+	if !ok {
+		return fmt.Errorf("stream: ApplyToKeyedState: state %q (%T) cannot list its keys", name, table)
+	}
+	var keys []K
+	if err := kt.Keys(state.Void{}, func(k K) error { keys = append(keys, k); return nil }); err != nil {
+		return err
+	}
+	defer keyed.ClearCurrentKey()
+	for _, k := range keys {
+		keyed.SetCurrentKey(k)
+		if err := fn(k, &ctx.view); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyedBroadcastProcessFunction processes a keyed stream connected to a
+// broadcast stream. ProcessElement sees the keyed records, with the key's
+// state and timers and read-only broadcast state; ProcessBroadcastElement
+// sees the broadcast records, with read-write broadcast state and
+// ApplyToKeyedState; OnTimer the key's timers.
+//
+// A function may also implement Open(RuntimeContext) error and Close() error.
+type KeyedBroadcastProcessFunction[K comparable, IN, BC, O any] interface {
+	ProcessElement(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
+	ProcessBroadcastElement(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
+	OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+}
+
+// KeyedBroadcastProcessFuncs builds a KeyedBroadcastProcessFunction from
+// closures. Element and Broadcast are required; Timer, Open and Close may
+// be nil.
+type KeyedBroadcastProcessFuncs[K comparable, IN, BC, O any] struct {
+	Element   func(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
+	Broadcast func(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
+	Timer     func(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+	Open      func(rc RuntimeContext) error
+	Close     func() error
+}
+
+// ProcessElement implements KeyedBroadcastProcessFunction.
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) ProcessElement(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error {
+	return f.Element(ctx, v, out)
+}
+
+// ProcessBroadcastElement implements KeyedBroadcastProcessFunction.
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) ProcessBroadcastElement(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error {
+	return f.Broadcast(ctx, v, out)
+}
+
+// OnTimer implements KeyedBroadcastProcessFunction.
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error {
+	if f.Timer == nil {
+		return nil
+	}
+	return f.Timer(ctx, ts, out)
+}
+
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) open(rc RuntimeContext) error {
+	if f.Open == nil {
+		return nil
+	}
+	return f.Open(rc)
+}
+
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) close() error {
+	if f.Close == nil {
+		return nil
+	}
+	return f.Close()
+}
+
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) check() error {
+	if f.Element == nil || f.Broadcast == nil {
+		return errors.New("KeyedBroadcastProcessFuncs.Element and Broadcast are required")
+	}
+	return nil
+}
+
+// KeyedBroadcastConnectedStream is a keyed stream connected to a broadcast
+// stream; apply a KeyedBroadcastProcessFunction with KeyedBroadcastProcess.
+type KeyedBroadcastConnectedStream[IN any, K comparable, BC any] struct {
+	in KeyedStream[IN, K]
+	bc BroadcastStream[BC]
+}
+
+// ConnectKeyedBroadcast connects a keyed stream to a broadcast stream.
+func ConnectKeyedBroadcast[IN any, K comparable, BC any](in KeyedStream[IN, K], bc BroadcastStream[BC]) KeyedBroadcastConnectedStream[IN, K, BC] {
+	return KeyedBroadcastConnectedStream[IN, K, BC]{in: in, bc: bc}
+}
+
+type keyedBroadcastOp[K comparable, IN, BC, O any] struct {
+	keyedFnOp[K, O]
+	key   func(IN) K
+	fn    KeyedBroadcastProcessFunction[K, IN, BC, O]
+	bc    *broadcastStates
+	ectx  KeyedBroadcastReadOnlyContext[K]
+	bctx  KeyedBroadcastContext[K]
+	btctx KeyedBroadcastOnTimerContext[K]
+}
+
+func (p *keyedBroadcastOp[K, IN, BC, O]) element(v IN, ts int64) error {
+	p.keyedFnOp.element(p.key(v), ts)
+	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
+	berr := p.bc.takeErr()
+	if err = p.settle(err, &p.c, &p.ctx.so); err != nil {
+		return err
+	}
+	return berr
+}
+
+func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
+	p.bctx.so.ts, p.c.ts = ts, ts
+	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
+	berr := p.bc.takeErr()
+	if err = p.settle(err, &p.c, &p.bctx.so); err != nil {
+		return err
+	}
+	return berr
+}
+
+func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts int64, out Collector[O]) error {
+	err := p.fn.OnTimer(&p.btctx, ts, out)
+	if berr := p.bc.takeErr(); err == nil {
+		err = berr
+	}
+	return err
+}
+
+// KeyedBroadcastProcess applies a KeyedBroadcastProcessFunction to a keyed
+// stream connected to a broadcast stream. Timestamps of emitted records and
+// timer behaviour (also in BATCH mode) follow KeyedProcess.
+func KeyedBroadcastProcess[K comparable, IN, BC, O any](c KeyedBroadcastConnectedStream[IN, K, BC], fn KeyedBroadcastProcessFunction[K, IN, BC, O]) DataStream[O] {
+	checkFn(c.in.env, "KeyedBroadcastProcess", fn)
+	descs := c.bc.descs
+	key := c.in.key
+	out := procTwoInput(c.in.DataStream, c.bc.s, "keyed-broadcast-process", "KeyedBroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		op := &keyedBroadcastOp[K, IN, BC, O]{key: key, fn: fn, bc: newBroadcastStates(descs)}
+		op.setup(env, out, sides, fn)
+		op.keyedFnOp.onTimer = op.onTimer
+		op.ectx = KeyedBroadcastReadOnlyContext[K]{KeyedContext: &op.ctx, bc: op.bc}
+		op.btctx = KeyedBroadcastOnTimerContext[K]{OnTimerContext: &op.tctx, bc: op.bc}
+		op.bctx = KeyedBroadcastContext[K]{fnContext: fnContext{t: &op.r.time, so: sideOutputs{outs: sides}}, bc: op.bc, r: &op.r, view: keyedStateView[K]{&op.r}}
+		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
+	}))
+	// Keyed: the non-broadcast input is hash-partitioned; the broadcast
+	// input reaches every subtask (graph validation allows that pairing).
+	out.node.Keyed = true
+	return out
+}
