@@ -28,8 +28,9 @@ type windowSpec[T any, K comparable, W AnyWindow] struct {
 	lateness    int64 // ms
 	lateTag     string
 	eventTime   bool
-	// defaultEventTrigger: the trigger is the built-in EventTimeTrigger and
-	// windows do not merge, which allows a fast path (see addToWindow).
+	// defaultEventTrigger: the trigger is the built-in EventTimeTrigger of
+	// event-time windows that do not merge, which allows fast paths (see
+	// addToWindow and clearAllState).
 	defaultEventTrigger bool
 }
 
@@ -392,6 +393,11 @@ func (op *windowOp[T, K, W, ACC]) addToWindow(key K, w, stateW W, v T, ts int64)
 			return err
 		}
 	}
+	if spec.defaultEventTrigger && spec.lateness == 0 {
+		// The cleanup timer is the trigger's own timer at the window's end,
+		// registered just now (a window it would fire at once is late).
+		return nil
+	}
 	op.registerCleanupTimer(w)
 	return nil
 }
@@ -550,8 +556,12 @@ func (op *windowOp[T, K, W, ACC]) clearAllState(key K, w, stateW W, set *window.
 	if err := op.contents.clear(stateW); err != nil {
 		return err
 	}
-	op.trig.w = w
-	op.spec.trigger.Clear(&op.trig)
+	if !op.spec.defaultEventTrigger {
+		// (The built-in event-time trigger's only timer, at the window's
+		// end, has fired by the time the window is cleaned up.)
+		op.trig.w = w
+		op.spec.trigger.Clear(&op.trig)
+	}
 	if err := op.fn.clear(key, w); err != nil {
 		return err
 	}

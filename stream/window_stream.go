@@ -43,7 +43,9 @@ func Window[T any, K comparable, W AnyWindow](in KeyedStream[T, K], assigner Win
 			ws = ws.fail(fmt.Errorf("%s computes its gap from records of type %s, but the stream carries %T", describe(assigner), ea.elemType(), *new(T)))
 		}
 	}
-	ws.trigger = assigner.DefaultTrigger()
+	if ws.trigger = assigner.DefaultTrigger(); ws.trigger == nil {
+		ws = ws.fail(fmt.Errorf("window assigner %s has no default trigger; set one with Trigger", describe(assigner)))
+	}
 	return ws
 }
 
@@ -324,7 +326,7 @@ func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
 	}
 	spec.elemTrigger, _ = ws.trigger.(ElementTrigger[T])
 	_, builtin := ws.trigger.(eventTimeTrigger)
-	spec.defaultEventTrigger = builtin && spec.merging == nil
+	spec.defaultEventTrigger = builtin && spec.merging == nil && spec.eventTime
 
 	f := &windowFactory[OUT]{}
 	f.build = func(d opDeps, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
