@@ -339,20 +339,29 @@ func (s *dynamicSession[T]) String() string {
 }
 
 // globalWindows puts every record into the one GlobalWindow.
-type globalWindows struct{}
+type globalWindows struct{ endOfStream bool }
 
 // GlobalWindows puts all records of a key into a single window that never
 // ends: set a trigger (CountTrigger, ...) or nothing is ever emitted. See
 // CountWindow.
 func GlobalWindows() WindowAssigner[GlobalWindow] { return globalWindows{} }
 
+// GlobalWindowsWithEndOfStream is GlobalWindows whose window fires once, at
+// the end of the input (Flink's GlobalWindows.createWithEndOfStreamTrigger).
+func GlobalWindowsWithEndOfStream() WindowAssigner[GlobalWindow] { return globalWindows{endOfStream: true} }
+
 func (globalWindows) AssignWindows(_ int64, _ WindowAssignerContext, dst []GlobalWindow) ([]GlobalWindow, error) {
 	return append(dst, GlobalWindow{}), nil
 }
 
-func (globalWindows) DefaultTrigger() Trigger { return NeverTrigger() }
-func (globalWindows) IsEventTime() bool       { return false }
-func (globalWindows) String() string          { return "GlobalWindows" }
+func (g globalWindows) DefaultTrigger() Trigger {
+	if g.endOfStream {
+		return EndOfStreamTrigger()
+	}
+	return NeverTrigger()
+}
+func (globalWindows) IsEventTime() bool { return false }
+func (globalWindows) String() string    { return "GlobalWindows" }
 
 func abs(x int64) int64 {
 	if x < 0 {

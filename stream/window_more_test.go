@@ -36,6 +36,20 @@ func TestCountWindows(t *testing.T) {
 	}
 }
 
+func TestGlobalWindowsWithEndOfStream(t *testing.T) {
+	data := []ev{e("a", 1, 1), e("b", 2, 2), e("a", 4, 3), wm(100), e("a", 8, 4)}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			env := newEnv(m.par, m.mode)
+			keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
+			res := stream.Collect(asSum(stream.Window(keyed, stream.GlobalWindowsWithEndOfStream()).Reduce(sumByKey)))
+			execute(t, env)
+			// Watermarks before the end do not fire it, nor are records late.
+			assertEqual(t, "sums", sortedRecs(res), []string{"a=13@MAX", "b=2@MAX"})
+		})
+	}
+}
+
 func TestWindowAll(t *testing.T) {
 	data := []ev{e("a", 1, 1), e("b", 2, 2), e("c", 4, 12), e("a", 8, 14), e("b", 16, 25)}
 	for _, m := range modes {

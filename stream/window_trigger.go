@@ -361,6 +361,35 @@ func (neverTrigger) OnMerge(TriggerContext)                               {}
 func (neverTrigger) Clear(TriggerContext)                                 {}
 func (neverTrigger) String() string                                       { return "NeverTrigger" }
 
+// endOfStreamTrigger fires once, when event time ends (the end of a
+// bounded input).
+type endOfStreamTrigger struct{}
+
+// EndOfStreamTrigger fires a window once, at the end of the input (when
+// the final watermark arrives). With GlobalWindows it gives one result per
+// key over all its records, as Flink's GlobalWindows.createWithEndOfStreamTrigger.
+func EndOfStreamTrigger() Trigger { return endOfStreamTrigger{} }
+
+func (endOfStreamTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
+	ctx.RegisterEventTimeTimer(MaxWatermark)
+	return TriggerContinue
+}
+
+func (endOfStreamTrigger) OnEventTime(time int64, _ TriggerContext) TriggerResult {
+	if time == MaxWatermark {
+		return TriggerFire
+	}
+	return TriggerContinue
+}
+
+func (endOfStreamTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult {
+	return TriggerContinue
+}
+func (endOfStreamTrigger) CanMerge() bool             { return true }
+func (endOfStreamTrigger) OnMerge(ctx TriggerContext) { ctx.RegisterEventTimeTimer(MaxWatermark) }
+func (endOfStreamTrigger) Clear(ctx TriggerContext)   { ctx.DeleteEventTimeTimer(MaxWatermark) }
+func (endOfStreamTrigger) String() string             { return "EndOfStreamTrigger" }
+
 // describe names a trigger, assigner or evictor for plans and errors.
 func describe(x any) string {
 	if s, ok := x.(fmt.Stringer); ok {
