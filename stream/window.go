@@ -348,7 +348,9 @@ func GlobalWindows() WindowAssigner[GlobalWindow] { return globalWindows{} }
 
 // GlobalWindowsWithEndOfStream is GlobalWindows whose window fires once, at
 // the end of the input (Flink's GlobalWindows.createWithEndOfStreamTrigger).
-func GlobalWindowsWithEndOfStream() WindowAssigner[GlobalWindow] { return globalWindows{endOfStream: true} }
+func GlobalWindowsWithEndOfStream() WindowAssigner[GlobalWindow] {
+	return globalWindows{endOfStream: true}
+}
 
 func (globalWindows) AssignWindows(_ int64, _ WindowAssignerContext, dst []GlobalWindow) ([]GlobalWindow, error) {
 	return append(dst, GlobalWindow{}), nil
