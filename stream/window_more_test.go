@@ -198,7 +198,7 @@ func TestEvictors(t *testing.T) {
 	t.Run("time evictor before reduce", func(t *testing.T) {
 		env := newEnv(2, stream.Streaming)
 		keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
-		res := stream.Collect(asSum(stream.Window(keyed, stream.TumblingEventTimeWindows(100*time.Millisecond)).Evictor(stream.TimeEvictor(10)).Reduce(sumByKey)))
+		res := stream.Collect(asSum(stream.Window(keyed, stream.TumblingEventTimeWindows(100*time.Millisecond)).Evictor(stream.TimeEvictor(10*time.Millisecond)).Reduce(sumByKey)))
 		execute(t, env)
 		// Newest a is at 25: only records after 15 stay.
 		assertEqual(t, "sums", sortedRecs(res), []string{"a=12@99", "b=16@99"})

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // TriggerResult is what a trigger decides for a window.
@@ -480,9 +481,10 @@ type timeEvictor struct {
 }
 
 // TimeEvictor keeps the elements whose timestamp is within size of the
-// window's newest element: those with ts > newest - size.
-func TimeEvictor(size int64, evictAfter ...bool) Evictor {
-	return timeEvictor{size: size, after: len(evictAfter) > 0 && evictAfter[0]}
+// window's newest element: those with ts > newest - size (evicting before
+// the window function runs, or after with evictAfter true).
+func TimeEvictor(size time.Duration, evictAfter ...bool) Evictor {
+	return timeEvictor{size: size.Milliseconds(), after: len(evictAfter) > 0 && evictAfter[0]}
 }
 
 func (t timeEvictor) EvictBefore(e EvictableElements, _ EvictorContext) {
