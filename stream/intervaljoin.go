@@ -118,7 +118,7 @@ const (
 
 // ErrNoTimestamp is returned when an event-time operator gets a record
 // without an event timestamp.
-var ErrNoTimestamp = errors.New("stream: record has no event timestamp (assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks)")
+var ErrNoTimestamp = errors.New("stream: record has no event timestamp")
 
 type intervalJoinOp[L, R any, K comparable, O any] struct {
 	env          *procEnv
@@ -165,7 +165,7 @@ func (j *intervalJoinOp[L, R, K, O]) late(ts int64) bool {
 
 func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
 	if ts == NoTimestamp {
-		return fmt.Errorf("interval join, left input: %w", ErrNoTimestamp)
+		return fmt.Errorf("interval join, left input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {
 		if j.leftLate != nil {
@@ -200,7 +200,7 @@ func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
 
 func (j *intervalJoinOp[L, R, K, O]) right(v R, ts int64) error {
 	if ts == NoTimestamp {
-		return fmt.Errorf("interval join, right input: %w", ErrNoTimestamp)
+		return fmt.Errorf("interval join, right input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {
 		if j.rightLate != nil {

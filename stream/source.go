@@ -364,6 +364,7 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 		ts = s.strategy.assigner(v, ts)
 	}
 	if !s.batch {
+		prev := o.tr.wm
 		s.wm.onEvent(o.tr, v, ts)
 		if o.tr.idle {
 			// Activity ends idleness at once, not at the next period.
@@ -375,6 +376,15 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 				}
 			}
 		}
+		s.err = s.out.Collect(v, ts)
+		// A watermark the generator emitted on the event (a punctuated
+		// generator) goes out at once, after the record, as in Flink.
+		if s.err == nil && o.tr.wm > prev {
+			if wm, adv, _, _ := s.wm.combine(); adv {
+				s.err = s.out.EmitWatermark(wm)
+			}
+		}
+		return
 	}
 	s.err = s.out.Collect(v, ts)
 }

@@ -147,6 +147,9 @@ type KeyedStateContext[K comparable] interface {
 type keyedStates[K comparable] struct {
 	keyed   *state.Keyed[K]
 	handles map[any]any
+	// scope is set on the per-window state store of a window function:
+	// handles are then scoped by the window (see window_function.go).
+	scope *windowScope
 }
 
 func newKeyedStates[K comparable](k *state.Keyed[K]) *keyedStates[K] {
@@ -169,6 +172,13 @@ func handle[K comparable, H any](s *keyedStates[K], desc any, create func() (H, 
 func Value[K comparable, V any](ctx KeyedStateContext[K], d *ValueDescriptor[V]) ValueState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ValueState[V], error) {
+		if s.scope != nil {
+			t, ns, err := scopedTable[K, V](s, d.StateDescriptor)
+			if err != nil {
+				return badValue[V]{err}, nil
+			}
+			return &valueState[K, any, V]{t: t, ns: ns}, nil
+		}
 		t, err := state.NewValueTable[K, state.Void, V](s.keyed, d.Name, d.TTL.internal())
 		if err != nil {
 			return badValue[V]{err}, nil
@@ -181,6 +191,13 @@ func Value[K comparable, V any](ctx KeyedStateContext[K], d *ValueDescriptor[V])
 func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) ListState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ListState[V], error) {
+		if s.scope != nil {
+			t, ns, err := scopedTable[K, []V](s, d.StateDescriptor)
+			if err != nil {
+				return badList[V]{err}, nil
+			}
+			return &listState[K, any, V]{t: t, ns: ns}, nil
+		}
 		if d.TTL.TTL > 0 {
 			return newTTLList[K, V](s.keyed, d.Name, d.TTL.internal()), nil // per-element TTL
 		}
@@ -196,6 +213,13 @@ func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) L
 func MapOf[K comparable, UK comparable, UV any](ctx KeyedStateContext[K], d *MapDescriptor[UK, UV]) MapState[UK, UV] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (MapState[UK, UV], error) {
+		if s.scope != nil {
+			t, ns, err := scopedTable[K, map[UK]UV](s, d.StateDescriptor)
+			if err != nil {
+				return badMap[UK, UV]{err}, nil
+			}
+			return &mapState[K, any, UK, UV]{t: t, ns: ns}, nil
+		}
 		if d.TTL.TTL > 0 {
 			return newTTLMap[K, UK, UV](s.keyed, d.Name, d.TTL.internal()), nil // per-entry TTL
 		}
@@ -211,6 +235,13 @@ func MapOf[K comparable, UK comparable, UV any](ctx KeyedStateContext[K], d *Map
 func Reducing[K comparable, V any](ctx KeyedStateContext[K], d *ReducingDescriptor[V]) ReducingState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ReducingState[V], error) {
+		if s.scope != nil {
+			t, ns, err := scopedTable[K, V](s, d.StateDescriptor)
+			if err != nil {
+				return badReducing[V]{err}, nil
+			}
+			return &reducingState[K, any, V]{t: t, ns: ns, fn: d.Reduce}, nil
+		}
 		t, err := state.NewValueTable[K, state.Void, V](s.keyed, d.Name, d.TTL.internal())
 		if err != nil {
 			return badReducing[V]{err}, nil
@@ -223,6 +254,13 @@ func Reducing[K comparable, V any](ctx KeyedStateContext[K], d *ReducingDescript
 func Aggregating[K comparable, IN, ACC, OUT any](ctx KeyedStateContext[K], d *AggregatingDescriptor[IN, ACC, OUT]) AggregatingState[IN, OUT] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (AggregatingState[IN, OUT], error) {
+		if s.scope != nil {
+			t, ns, err := scopedTable[K, ACC](s, d.StateDescriptor)
+			if err != nil {
+				return badAggregating[IN, OUT]{err}, nil
+			}
+			return &aggregatingState[K, any, IN, ACC, OUT]{t: t, ns: ns, fn: d.Fn}, nil
+		}
 		t, err := state.NewValueTable[K, state.Void, ACC](s.keyed, d.Name, d.TTL.internal())
 		if err != nil {
 			return badAggregating[IN, OUT]{err}, nil
