@@ -1,0 +1,20 @@
+// Package yarn is Sluice's client of Apache Hadoop YARN, speaking YARN's own
+// protocols over Hadoop IPC (no Java):
+//
+//   - Client: ApplicationClientProtocol (ResourceManager), used by the
+//     Sluice CLI to submit, watch and kill applications and read cluster
+//     state, with ResourceManager HA failover.
+//   - AMClient: ApplicationMasterProtocol (ResourceManager scheduler), used
+//     by the Sluice ApplicationMaster to register, heartbeat for containers
+//     and finish, authenticated with the AMRMToken.
+//   - NMClient: ContainerManagementProtocol (NodeManagers), used by the AM to
+//     start and stop TaskManager containers, authenticated with NMTokens.
+//
+// Remote exceptions are *hadoop.RemoteError values; match the ones Sluice
+// acts on with errors.Is and the ExceptionClass constants here
+// (ErrApplicationNotFound, ErrInvalidResourceRequest, ...) and in package
+// hadoop (hadoop.ErrStandby, hadoop.ErrAccessControl, ...).
+//
+// Kerberos is not supported yet (the IPC layer reports
+// ErrKerberosNotImplemented when a server requires it).
+package yarn
