@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit vet fmt-check bench generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench generate check-generated demo deps
 
 all: build
 
@@ -21,10 +21,16 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-unit: deps ## Unit and in-process tests, with the race detector.
+unit: deps ## Unit and in-process tests only (no Java services), with the race detector.
 	$(GO) test -race -count=1 ./...
 
-test: deps fmt-check vet unit ## Everything CI runs.
+# Every test, including those tagged `integration`, against a real mini
+# YARN/HDFS cluster and a real Kafka broker that the script builds (Maven
+# Central) and starts once for all packages.
+integration: deps
+	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
+
+test: deps fmt-check vet integration ## Everything CI runs.
 
 bench: deps ## Engine benchmarks: records/s and allocations per record.
 	$(GO) test -run '^$$' -bench . -benchtime 20000000x -count 1 ./bench/ | tee bench.out
