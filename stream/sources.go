@@ -12,12 +12,14 @@ import (
 // pollBatch bounds the records a built-in reader emits per PollNext.
 const pollBatch = 256
 
-// IndexSplit is a range [Next, End) of record indexes; the built-in
-// collection and generator sources read them.
+// IndexSplit is the record indexes Next, Next+Stride, ... below End that
+// one reader of a built-in collection or generator source produces. Next
+// is the split's position.
 type IndexSplit struct {
-	ID   int
-	Next int64
-	End  int64 // exclusive; -1 for unbounded
+	ID     int
+	Next   int64
+	End    int64 // exclusive; -1 for unbounded
+	Stride int64
 }
 
 // SplitID implements Split.
@@ -29,6 +31,10 @@ type indexSource[T any] struct {
 	rate    float64
 	fn      func(i int64) T
 	nsplits func(parallelism int) int
+	// interleave gives split i the indexes i, i+n, i+2n, ... (so event
+	// time advances evenly over the splits of a generator) instead of a
+	// contiguous range (a collection keeps its order within a split).
+	interleave bool
 }
 
 func (s *indexSource[T]) Boundedness() Boundedness {
@@ -42,19 +48,19 @@ func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]
 	n := s.nsplits(ctx.Parallelism())
 	e := &staticEnumerator[IndexSplit]{ctx: ctx}
 	for i := 0; i < n; i++ {
-		if s.count < 0 {
-			// Unbounded: split i generates indexes i, i+n, i+2n, ... encoded
-			// by the reader through the stride below.
-			e.pending = append(e.pending, IndexSplit{ID: i, Next: int64(i), End: -1})
-			continue
-		}
-		start := s.count * int64(i) / int64(n)
-		end := s.count * int64(i+1) / int64(n)
-		if end > start {
-			e.pending = append(e.pending, IndexSplit{ID: i, Next: start, End: end})
+		switch {
+		case s.count < 0 || s.interleave:
+			if s.count < 0 || int64(i) < s.count {
+				e.pending = append(e.pending, IndexSplit{ID: i, Next: int64(i), End: s.count, Stride: int64(n)})
+			}
+		default:
+			start := s.count * int64(i) / int64(n)
+			end := s.count * int64(i+1) / int64(n)
+			if end > start {
+				e.pending = append(e.pending, IndexSplit{ID: i, Next: start, End: end, Stride: 1})
+			}
 		}
 	}
-	e.stride = int64(n)
 	return e, nil
 }
 
@@ -66,7 +72,6 @@ func (s *indexSource[T]) CreateReader(ctx SourceReaderContext) (SourceReader[T, 
 type staticEnumerator[S Split] struct {
 	ctx     SplitEnumeratorContext[S]
 	pending []S
-	stride  int64
 }
 
 func (e *staticEnumerator[S]) Start() error        { return nil }
@@ -93,7 +98,6 @@ type indexReader[T any] struct {
 	splits  []IndexSplit
 	noMore  bool
 	asked   bool
-	stride  int64
 	started int64 // processing time of the first poll, for rate limiting
 	emitted int64
 	wait    <-chan struct{}
@@ -161,13 +165,9 @@ func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
 	}
 	sp := &r.splits[0]
 	so := out.ForSplit(sp.SplitID())
-	stride := int64(1)
-	if sp.End < 0 {
-		stride = r.splitStride()
-	}
 	for ; n > 0 && (sp.End < 0 || sp.Next < sp.End); n-- {
 		so.Collect(r.src.fn(sp.Next), NoTimestamp)
-		sp.Next += stride
+		sp.Next += sp.Stride
 		r.emitted++
 	}
 	if sp.End >= 0 && sp.Next >= sp.End {
@@ -175,15 +175,6 @@ func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
 		r.splits = r.splits[1:]
 	}
 	return MoreAvailable, nil
-}
-
-// splitStride is the number of splits of an unbounded generator: split i
-// produces i, i+n, i+2n, ...
-func (r *indexReader[T]) splitStride() int64 {
-	if r.stride == 0 {
-		r.stride = int64(r.src.nsplits(r.ctx.Parallelism()))
-	}
-	return r.stride
 }
 
 // FromSlice is a bounded source of the given records, split into
@@ -200,15 +191,15 @@ func FromElements[T any](env *Environment, data ...T) DataStream[T] { return Fro
 // DataGen is a deterministic generator source: record i is fn(i) for i in
 // [0, count) (count < 0: unbounded), at most ratePerSecond records per
 // second over all subtasks (≤ 0: unlimited). The same count gives the same
-// records at any parallelism.
+// records at any parallelism; subtask s of p generates i = s, s+p, s+2p, ...
 func DataGen[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T) DataStream[T] {
-	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }}
+	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }, interleave: true}
 	return FromSource[T, IndexSplit](env, src, NoWatermarks[T](), "DataGen Source")
 }
 
 // DataGenWithWatermarks is DataGen with a watermark strategy.
 func DataGenWithWatermarks[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T, wm WatermarkStrategy[T]) DataStream[T] {
-	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }}
+	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }, interleave: true}
 	return FromSource[T, IndexSplit](env, src, wm, "DataGen Source")
 }
 
