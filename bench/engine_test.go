@@ -58,3 +58,61 @@ func BenchmarkRebalanceExchange(b *testing.B) {
 	stream.Discard(stream.Map(src.Rebalance(), func(v int64) int64 { return v + 1 }))
 	runJob(b, env, b.N)
 }
+
+type keyed struct {
+	Key int64
+	Ts  int64
+}
+
+// BenchmarkKeyedWindowCount: generator → KeyBy (1000 keys) → one-second
+// tumbling event-time window counting per key → discard, at parallelism 2.
+// Timestamps advance 1 ms per 100 records, so each window of a key sees
+// about 100 records.
+func BenchmarkKeyedWindowCount(b *testing.B) {
+	benchWindow(b, 1000)
+}
+
+// BenchmarkKeyedWindowCountSparse is the window benchmark with 100 000
+// keys: almost every record opens a (key, window) of its own, with its
+// state entry, timer and firing.
+func BenchmarkKeyedWindowCountSparse(b *testing.B) {
+	benchWindow(b, 100_000)
+}
+
+func benchWindow(b *testing.B, keys int64) {
+	env := stream.NewEnvironment(stream.WithParallelism(2), quiet())
+	strategy := stream.ForBoundedOutOfOrderness[keyed](100 * time.Millisecond).
+		WithTimestampAssigner(func(r keyed, _ int64) int64 { return r.Ts })
+	src := stream.DataGenWithWatermarks(env, int64(b.N), 0, func(i int64) keyed { return keyed{Key: i % keys, Ts: i / 100} }, strategy)
+	count := stream.AggregateFuncs[keyed, int64, int64]{
+		AddFn:   func(_ keyed, n int64) int64 { return n + 1 },
+		Get:     func(n int64) int64 { return n },
+		MergeFn: func(a, c int64) int64 { return a + c },
+	}
+	ks := stream.KeyBy(src, func(r keyed) int64 { return r.Key })
+	stream.Discard(stream.WindowAggregate(stream.Window(ks, stream.TumblingEventTimeWindows(time.Second)), count))
+	runJob(b, env, b.N)
+}
+
+// BenchmarkKeyedValueState: generator → KeyBy (10 000 keys) → keyed process
+// function counting per key in a ValueState and emitting the count →
+// discard, at parallelism 2.
+func BenchmarkKeyedValueState(b *testing.B) {
+	env := stream.NewEnvironment(stream.WithParallelism(2), quiet())
+	src := stream.DataGen(env, int64(b.N), 0, func(i int64) keyed { return keyed{Key: i % 10_000, Ts: i} })
+	countDesc := stream.NewValueDescriptor[int64]("count")
+	fn := stream.KeyedProcessFuncs[int64, keyed, int64]{
+		Element: func(ctx *stream.KeyedContext[int64], r keyed, out stream.Collector[int64]) error {
+			st := stream.Value(ctx, countDesc)
+			n, err := st.Value()
+			if err != nil {
+				return err
+			}
+			n++
+			out.Collect(n)
+			return st.Update(n)
+		},
+	}
+	stream.Discard(stream.KeyedProcess(stream.KeyBy(src, func(r keyed) int64 { return r.Key }), fn))
+	runJob(b, env, b.N)
+}

@@ -9,8 +9,6 @@
 package timer
 
 import (
-	"container/heap"
-
 	"github.com/sluice/sluice/runtime/state"
 )
 
@@ -175,20 +173,51 @@ type entry[K, N comparable] struct {
 
 type entries[K, N comparable] []entry[K, N]
 
-func (h entries[K, N]) Len() int { return len(h) }
-func (h entries[K, N]) Less(i, j int) bool {
+func (h entries[K, N]) less(i, j int) bool {
 	if h[i].t.Time != h[j].t.Time {
 		return h[i].t.Time < h[j].t.Time
 	}
 	return h[i].seq < h[j].seq
 }
-func (h entries[K, N]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *entries[K, N]) Push(x any)   { *h = append(*h, x.(entry[K, N])) }
-func (h *entries[K, N]) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push and pop are a typed binary heap: container/heap would box every
+// entry in an interface, an allocation per timer.
+func (h *entries[K, N]) push(e entry[K, N]) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *entries[K, N]) pop() entry[K, N] {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a[last] = entry[K, N]{}
+	a = a[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a.less(l, m) {
+			m = l
+		}
+		if r < len(a) && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 func (q *queue[K, N]) init() { q.set = map[Timer[K, N]]uint64{} }
@@ -199,7 +228,7 @@ func (q *queue[K, N]) add(t Timer[K, N], kg int) {
 	}
 	q.seq++
 	q.set[t] = q.seq
-	heap.Push(&q.h, entry[K, N]{t: t, kg: kg, seq: q.seq})
+	q.h.push(entry[K, N]{t: t, kg: kg, seq: q.seq})
 }
 
 // remove deletes lazily: the heap entry is skipped when popped.
@@ -211,7 +240,7 @@ func (q *queue[K, N]) clean() {
 		if seq, ok := q.set[e.t]; ok && seq == e.seq {
 			return
 		}
-		heap.Pop(&q.h)
+		q.h.pop()
 	}
 }
 
@@ -229,7 +258,7 @@ func (q *queue[K, N]) popDue(upTo int64) (Timer[K, N], int, bool) {
 		var zero Timer[K, N]
 		return zero, 0, false
 	}
-	e := heap.Pop(&q.h).(entry[K, N])
+	e := q.h.pop()
 	delete(q.set, e.t)
 	return e.t, e.kg, true
 }

@@ -110,3 +110,35 @@ func TestRegisteringWithoutAKeyFails(t *testing.T) {
 		t.Fatalf("got %v, want ErrNoKey", err)
 	}
 }
+
+func TestManyTimersFireSortedByTimeThenRegistration(t *testing.T) {
+	var log []string
+	svc, k, _ := newService(t, &log)
+	r := uint64(42)
+	want := 0
+	seen := map[[2]int64]bool{}
+	for i := 0; i < 2000; i++ {
+		r = r*6364136223846793005 + 1442695040888963407
+		ts := int64(r>>33) % 500
+		ns := int(r>>20) % 3
+		k.SetCurrentKey(fmt.Sprint(ns))
+		svc.RegisterEventTimer(ns, ts)
+		if !seen[[2]int64{int64(ns), ts}] {
+			seen[[2]int64{int64(ns), ts}] = true
+			want++
+		}
+	}
+	var times []int64
+	svc.onEvent = func(tm Timer[string, int]) error { times = append(times, tm.Time); return nil }
+	if err := svc.AdvanceWatermark(1 << 40); err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != want {
+		t.Fatalf("fired %d timers, want %d distinct ones", len(times), want)
+	}
+	for i := 1; i < len(times); i++ {
+		if times[i] < times[i-1] {
+			t.Fatalf("timer %d at %d fired after one at %d", i, times[i], times[i-1])
+		}
+	}
+}
