@@ -42,6 +42,8 @@ type Keyed[K comparable] struct {
 	hasKey  bool
 	tables  map[string]Table
 	ordered []Table
+	// pending holds restored state of tables not registered yet.
+	pending map[string]map[int][]byte
 }
 
 // NewKeyed returns the keyed-state context for a subtask owning groups.
@@ -98,7 +100,16 @@ func register[K comparable, T Table](s *Keyed[K], name string, create func() T) 
 	t := create()
 	s.tables[name] = t
 	s.ordered = append(s.ordered, t)
+	if err := s.claim(t); err != nil {
+		var zero T
+		return zero, err
+	}
 	return t, nil
+}
+
+// Register adds a table created outside this package (the timer service).
+func Register[K comparable, T Table](s *Keyed[K], name string, create func() T) (T, error) {
+	return register(s, name, create)
 }
 
 // entryKey scopes an entry by key and namespace.

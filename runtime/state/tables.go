@@ -24,6 +24,7 @@ type ValueTable[K, N comparable, V any] struct {
 	s    *Keyed[K]
 	ttl  TTL
 	m    []map[entryKey[K, N]]cell[V] // per local key group
+	cs   *tableCodecs[K, N, V]
 }
 
 // NewValueTable registers (or returns) the value state called name.

@@ -34,6 +34,9 @@ type Service[K, N comparable] struct {
 	cancel    func()
 	onEvent   func(t Timer[K, N]) error
 	onProc    func(t Timer[K, N]) error
+	cs        *timerCodecs[K, N]
+	// restoreErr is a failure to restore timers at creation.
+	restoreErr error
 }
 
 // New returns a timer service. onEvent and onProc run with the timer's key
@@ -42,8 +45,16 @@ func New[K, N comparable](keyed *state.Keyed[K], schedule Scheduler, onEvent, on
 	s := &Service[K, N]{keyed: keyed, schedule: schedule, onEvent: onEvent, onProc: onProc, watermark: minInt64}
 	s.event.init()
 	s.proc.init()
+	// Timers are checkpointed with the keyed state; restored timers are
+	// added here if the operator's state was restored first.
+	if _, err := state.Register(keyed, TableName, func() *Service[K, N] { return s }); err != nil {
+		s.restoreErr = err
+	}
 	return s
 }
+
+// Err reports a failure to restore the service's timers.
+func (s *Service[K, N]) Err() error { return s.restoreErr }
 
 const minInt64 = -1 << 63
 

@@ -142,3 +142,44 @@ func TestManyTimersFireSortedByTimeThenRegistration(t *testing.T) {
 		}
 	}
 }
+
+func TestTimersSurviveASnapshot(t *testing.T) {
+	var log []string
+	svc, k, _ := newService(t, &log)
+	for i, key := range []string{"a", "b", "c"} {
+		k.SetCurrentKey(key)
+		svc.RegisterEventTimer(i, int64(10*(i+1)))
+		svc.RegisterProcessingTimer(i, int64(100*(i+1)))
+	}
+	k.SetCurrentKey("b")
+	svc.DeleteEventTimer(1, 20)
+	snap, err := k.SnapshotKeyGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log2 []string
+	k2, _ := state.NewKeyed[string](128, keygroup.Range{Start: 0, End: 127}, clock.NewManual(0))
+	if err := k2.RestoreKeyGroups(snap); err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeScheduler{at: map[int]int64{}, fn: map[int]func(int64) error{}}
+	rec := func(kind string) func(Timer[string, int]) error {
+		return func(tm Timer[string, int]) error {
+			log2 = append(log2, fmt.Sprintf("%s %s/%d@%d", kind, tm.Key, tm.Namespace, tm.Time))
+			return nil
+		}
+	}
+	svc2 := New[string, int](k2, fs.schedule, rec("event"), rec("proc"))
+	if svc2.Err() != nil {
+		t.Fatal(svc2.Err())
+	}
+	if got := fs.armed(); len(got) != 1 || got[0] != 100 {
+		t.Fatalf("restored processing timers armed %v, want [100]", got)
+	}
+	svc2.AdvanceWatermark(1000)
+	svc2.FireProcessingTimers(1000)
+	want := "event a/0@10;event c/2@30;proc a/0@100;proc b/1@200;proc c/2@300"
+	if got := strings.Join(log2, ";"); got != want {
+		t.Fatalf("restored timers fired %s, want %s", got, want)
+	}
+}

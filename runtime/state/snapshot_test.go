@@ -1,0 +1,70 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/keygroup"
+)
+
+func TestSnapshotRestoresAcrossRescaling(t *testing.T) {
+	clk := clock.NewManual(0)
+	src, _ := NewKeyed[string](128, keygroup.RangeFor(128, 1, 0), clk)
+	tab, _ := NewValueTable[string, int, []int](src, "lists", TTL{})
+	for i := 0; i < 500; i++ {
+		src.SetCurrentKey(fmt.Sprintf("k%d", i))
+		tab.Put(i%3, []int{i, -i})
+	}
+	snap, err := src.SnapshotKeyGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for sub := 0; sub < 3; sub++ {
+		dst, _ := NewKeyed[string](128, keygroup.RangeFor(128, 3, sub), clk)
+		// Restore before the table exists: operators register state lazily.
+		if err := dst.RestoreKeyGroups(snap); err != nil {
+			t.Fatal(err)
+		}
+		got, err := NewValueTable[string, int, []int](dst, "lists", TTL{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += got.Len()
+		got.Entries(func(k string, ns int, v []int) error {
+			var i int
+			fmt.Sscanf(k, "k%d", &i)
+			if ns != i%3 || len(v) != 2 || v[0] != i || v[1] != -i {
+				t.Errorf("subtask %d: %s/%d = %v", sub, k, ns, v)
+			}
+			if kg := dst.hasher.KeyGroup(k, 128); !dst.groups.Contains(kg) {
+				t.Errorf("subtask %d got key %s of key group %d outside %v", sub, k, kg, dst.groups)
+			}
+			return nil
+		})
+	}
+	if total != 500 {
+		t.Fatalf("restored %d entries over 3 subtasks, want 500", total)
+	}
+}
+
+func TestCorruptSnapshotIsAnError(t *testing.T) {
+	k, _ := NewKeyed[int](128, keygroup.RangeFor(128, 1, 0), clock.NewManual(0))
+	tab, _ := NewValueTable[int, Void, string](k, "v", TTL{})
+	k.SetCurrentKey(1)
+	tab.Put(Void{}, "hello")
+	snap, _ := k.SnapshotKeyGroups()
+	for kg, b := range snap {
+		snap[kg] = b[:len(b)-2]
+	}
+	k2, _ := NewKeyed[int](128, keygroup.RangeFor(128, 1, 0), clock.NewManual(0))
+	err := k2.RestoreKeyGroups(snap)
+	if err == nil {
+		_, err = NewValueTable[int, Void, string](k2, "v", TTL{})
+	}
+	if !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("got %v, want ErrCorruptSnapshot", err)
+	}
+}
