@@ -140,6 +140,9 @@ func (a *Aligner) EndOfPartition(ch int) AlignResult {
 // Abort cancels the alignment of checkpoint id and of any older one in
 // progress, for instance when the coordinator aborted id or an upstream
 // task declined it; barriers of id and older ids are ignored from now on.
+// Call it for every abort the coordinator notifies: without it an
+// EXACTLY_ONCE task whose alignment can never complete stays blocked until
+// a newer barrier arrives, and an AT_LEAST_ONCE task keeps tracking it.
 func (a *Aligner) Abort(id ID) AlignResult {
 	var r AlignResult
 	a.abortUpTo(&r, id)
