@@ -5,12 +5,14 @@ import (
 	"go/parser"
 	"go/token"
 	iofs "io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/fs/fstest"
 )
 
 func TestLocal(t *testing.T) {
@@ -104,5 +106,127 @@ func TestImportsOnlyStandardLibrary(t *testing.T) {
 				t.Errorf("%s imports %s; package fs may import only the standard library", f, p)
 			}
 		}
+	}
+}
+
+func TestLocalConformance(t *testing.T) {
+	fstest.Run(t, fs.Local{}, t.TempDir())
+}
+
+func TestResolver(t *testing.T) {
+	r := fs.NewResolver()
+	defer r.Close()
+	tests := []struct {
+		uri      string
+		wantPath string // "" when an error is expected
+		wantErr  error
+	}{
+		{"/data/ckp", "/data/ckp", nil},
+		{"/data//ckp/../x/", "/data/x", nil},
+		{"file:///data/ckp", "/data/ckp", nil},
+		{"file://localhost/data/ckp", "/data/ckp", nil},
+		{"file:/data/ckp", "/data/ckp", nil},
+		{"FILE:///data/ckp", "/data/ckp", nil},
+		{"file:///data/a%20b", "/data/a b", nil},
+		{"file:///", "/", nil},
+		{"", "", fs.ErrBadURI},
+		{"data/ckp", "", fs.ErrBadURI},
+		{"./ckp", "", fs.ErrBadURI},
+		{"file:data/ckp", "", fs.ErrBadURI},
+		{"file://otherhost/data", "", fs.ErrBadURI},
+		{"file:///data?x=1", "", fs.ErrBadURI},
+		{"file:///data#frag", "", fs.ErrBadURI},
+		{"file://user@localhost/data", "", fs.ErrBadURI},
+		{"hdfs://nn:8020/ckp", "", fs.ErrUnknownScheme},
+		{"s3://bucket/ckp", "", fs.ErrUnknownScheme},
+		{"://x", "", fs.ErrBadURI},
+	}
+	for _, tt := range tests {
+		t.Run(tt.uri, func(t *testing.T) {
+			fsys, p, err := r.For(tt.uri)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("For(%q) = %v, %q, %v; want error %v", tt.uri, fsys, p, err, tt.wantErr)
+				}
+				if tt.uri != "" && !strings.Contains(err.Error(), tt.uri) {
+					t.Errorf("error %q does not name %q", err, tt.uri)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("For(%q): %v", tt.uri, err)
+			}
+			if _, ok := fsys.(fs.Local); !ok {
+				t.Errorf("For(%q) gave %T, want fs.Local", tt.uri, fsys)
+			}
+			if p != filepath.FromSlash(tt.wantPath) {
+				t.Errorf("For(%q) path = %q, want %q", tt.uri, p, tt.wantPath)
+			}
+		})
+	}
+}
+
+// closeCounter is a FileSystem that records how often it was opened and closed.
+type closeCounter struct {
+	fs.Local
+	closed *int
+}
+
+func (c closeCounter) Close() error { *c.closed++; return nil }
+
+func TestResolverRegistry(t *testing.T) {
+	r := fs.NewResolver()
+	var opened []string
+	closed := 0
+	err := r.Register("mem", func(u *url.URL) (fs.FileSystem, error) {
+		if u.Host == "bad" {
+			return nil, errors.New("cannot reach bad")
+		}
+		opened = append(opened, u.Scheme+"://"+u.Host)
+		return closeCounter{closed: &closed}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"file", "mem"} {
+		if err := r.Register(bad, func(*url.URL) (fs.FileSystem, error) { return fs.Local{}, nil }); err == nil {
+			t.Errorf("registering %q twice succeeded", bad)
+		}
+	}
+	if err := r.Register("Bad Scheme", func(*url.URL) (fs.FileSystem, error) { return fs.Local{}, nil }); err == nil {
+		t.Error("registering an invalid scheme succeeded")
+	}
+	if got := strings.Join(r.Schemes(), ","); got != "file,mem" {
+		t.Errorf("Schemes() = %s", got)
+	}
+
+	// One filesystem per scheme://authority, shared by later calls.
+	for _, uri := range []string{"mem://a/x", "MEM://A/y", "mem://b/x", "mem:///x", "mem://a"} {
+		if _, _, err := r.For(uri); err != nil {
+			t.Fatalf("For(%q): %v", uri, err)
+		}
+	}
+	if got := strings.Join(opened, " "); got != "mem://a mem://b mem://" {
+		t.Errorf("opened %q; want each authority once", got)
+	}
+	if _, p, _ := r.For("mem://a"); p != "/" {
+		t.Errorf("the path of mem://a is %q, want /", p)
+	}
+	_, _, err = r.For("mem://bad/x")
+	if err == nil || !strings.Contains(err.Error(), "mem://bad/x") || !strings.Contains(err.Error(), "cannot reach bad") {
+		t.Errorf("a failing Opener gave %v", err)
+	}
+
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if closed != 3 {
+		t.Errorf("Close closed %d filesystems, want 3", closed)
+	}
+	if _, _, err := r.For("mem://a/x"); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("For after Close: %v, want ErrClosed", err)
+	}
+	if _, _, err := r.For("/x"); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("For after Close: %v, want ErrClosed", err)
 	}
 }
