@@ -51,6 +51,23 @@ type procEnv struct {
 	autoWatermark int64
 	// emitIdle marks the task's outputs idle or active.
 	emitIdle func(idle bool) error
+	// registerKeyed makes keyed state part of checkpoints (nil in harnesses).
+	registerKeyed func(task.KeyedState) error
+}
+
+// newKeyedState creates the keyed state of an operator subtask and
+// registers it for checkpoints and restore.
+func newKeyedState[K comparable](maxPar int, groups keygroup.Range, clk clock.Clock, register func(task.KeyedState) error) (*state.Keyed[K], error) {
+	keyed, err := state.NewKeyed[K](maxPar, groups, clk)
+	if err != nil {
+		return nil, err
+	}
+	if register != nil {
+		if err := register(keyed); err != nil {
+			return nil, err
+		}
+	}
+	return keyed, nil
 }
 
 func procEnvOf(ctx *task.Context) *procEnv {
@@ -67,6 +84,7 @@ func procEnvOf(ctx *task.Context) *procEnv {
 		schedule:       ctx.RegisterProcessingTimer,
 		autoWatermark:  ctx.AutoWatermarkInterval,
 		emitIdle:       ctx.EmitIdle,
+		registerKeyed:  ctx.RegisterKeyedState,
 	}
 }
 
@@ -401,7 +419,7 @@ type keyedRuntime[K comparable] struct {
 func (r *keyedRuntime[K]) init(env *procEnv, onTimer func(ts int64, domain TimeDomain) error) error {
 	r.env = env
 	r.time = opTime{wm: noWatermarkYet, clock: env.clock}
-	keyed, err := state.NewKeyed[K](env.maxParallelism, env.groups, env.clock)
+	keyed, err := newKeyedState[K](env.maxParallelism, env.groups, env.clock, env.registerKeyed)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -86,6 +87,17 @@ type sinkOp[T, C any] struct {
 	newCommitter func() (Committer[C], error)
 	w            SinkWriter[T]
 	committer    Committer[C]
+	// pending are pre-committed committables by checkpoint, committed when
+	// that checkpoint completes.
+	pending []pendingCommit[C]
+	// restored committables belong to a completed checkpoint: committed
+	// (again, idempotently) at Open.
+	restored []C
+}
+
+type pendingCommit[C any] struct {
+	id int64
+	cs []C
 }
 
 func (s *sinkOp[T, C]) Subtask() int     { return s.ctx.Subtask }
@@ -112,6 +124,12 @@ func (s *sinkOp[T, C]) Open() error {
 			return err
 		}
 		s.committer = c
+		if len(s.restored) > 0 {
+			if err := c.Commit(s.restored); err != nil {
+				return fmt.Errorf("committing restored pre-commits: %w", err)
+			}
+			s.restored = nil
+		}
 	}
 	return nil
 }
@@ -119,22 +137,97 @@ func (s *sinkOp[T, C]) Open() error {
 func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(v, ts) }
 func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
 
-// Finish flushes and, for two-phase-commit sinks, commits what the end of
-// input pre-committed (the final checkpoint of a bounded job).
-func (s *sinkOp[T, C]) Finish() error {
-	if err := s.w.Flush(true); err != nil {
-		return err
+// prepare flushes the writer and, for a two-phase-commit sink, pre-commits.
+func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
+	if err := s.w.Flush(endOfInput); err != nil {
+		return nil, err
 	}
 	if s.committer == nil {
-		return nil
+		return nil, nil
 	}
 	cw, ok := s.w.(CommittingWriter[T, C])
 	if !ok {
-		return fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
+		return nil, fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
 	}
-	cs, err := cw.PrepareCommit()
+	return cw.PrepareCommit()
+}
+
+// SnapshotOperatorState implements task.OperatorStateful: flush, pre-commit
+// at the barrier, and keep every committable not yet committed in the
+// checkpoint.
+func (s *sinkOp[T, C]) SnapshotOperatorState(id int64) ([][]byte, bool, error) {
+	cs, err := s.prepare(false)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.committer == nil {
+		return nil, false, nil
+	}
+	s.pending = append(s.pending, pendingCommit[C]{id, cs})
+	c, err := codec.For[C]()
+	if err != nil {
+		return nil, false, err
+	}
+	var entries [][]byte
+	for _, p := range s.pending {
+		for _, x := range p.cs {
+			entries = append(entries, c.Append(nil, x))
+		}
+	}
+	return entries, false, nil
+}
+
+// RestoreOperatorState implements task.OperatorStateful.
+func (s *sinkOp[T, C]) RestoreOperatorState(entries [][]byte) error {
+	c, err := codec.For[C]()
 	if err != nil {
 		return err
+	}
+	for _, e := range entries {
+		x, _, err := c.Decode(e)
+		if err != nil {
+			return fmt.Errorf("sink committable: %w", err)
+		}
+		s.restored = append(s.restored, x)
+	}
+	return nil
+}
+
+// NotifyCheckpointComplete implements task.CheckpointListener: commit what
+// was pre-committed up to checkpoint id.
+func (s *sinkOp[T, C]) NotifyCheckpointComplete(id int64) error {
+	if s.committer == nil {
+		return nil
+	}
+	var due []C
+	kept := s.pending[:0]
+	for _, p := range s.pending {
+		if p.id <= id {
+			due = append(due, p.cs...)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	s.pending = kept
+	if len(due) == 0 {
+		return nil
+	}
+	return s.committer.Commit(due)
+}
+
+// Finish flushes at the end of input and pre-commits. Without checkpoints
+// the commit follows at once; with checkpoints it waits until the whole
+// job has finished (task.FinalCheckpoint), so a failure elsewhere that
+// rewinds the job to its last checkpoint never finds output committed
+// twice.
+func (s *sinkOp[T, C]) Finish() error {
+	cs, err := s.prepare(true)
+	if err != nil || s.committer == nil {
+		return err
+	}
+	if s.ctx.Checkpointing() {
+		s.pending = append(s.pending, pendingCommit[C]{task.FinalCheckpoint, cs})
+		return nil
 	}
 	return s.committer.Commit(cs)
 }

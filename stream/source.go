@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/task"
 )
@@ -131,10 +132,37 @@ type sourceFactory[T any, S Split] struct {
 func (f *sourceFactory[T, S]) OutType() task.TypeOps                { return task.TypeOf[T]() }
 func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil }
 
-func (f *sourceFactory[T, S]) NewCoordinator(parallelism int) (task.Coordinator, error) {
+// CheckpointedEnumerator is implemented by enumerators whose state (the
+// splits not assigned yet) is part of checkpoints.
+type CheckpointedEnumerator[S Split] interface {
+	SnapshotState(checkpointID int64) ([]S, error)
+}
+
+// RestorableSource creates an enumerator from checkpointed state: the
+// splits it had not assigned. Splits that readers held are restored into
+// the readers.
+type RestorableSource[T any, S Split] interface {
+	RestoreEnumerator(ctx SplitEnumeratorContext[S], pending []S) (SplitEnumerator[S], error)
+}
+
+func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (task.Coordinator, error) {
 	c := &sourceCoordinator[S]{parallelism: parallelism, readers: map[int]*sourceCoordReader[S]{}}
-	enum, err := f.src.CreateEnumerator(c)
-	if err != nil {
+	var enum SplitEnumerator[S]
+	var err error
+	if restored != nil {
+		rs, ok := f.src.(RestorableSource[T, S])
+		if !ok {
+			return nil, fmt.Errorf("source %T cannot restore its enumerator (it does not implement RestorableSource)", f.src)
+		}
+		pending, err := decodeAll[S](restored)
+		if err != nil {
+			return nil, fmt.Errorf("restoring the split enumerator: %w", err)
+		}
+		enum, err = rs.RestoreEnumerator(c, pending)
+		if err != nil {
+			return nil, err
+		}
+	} else if enum, err = f.src.CreateEnumerator(c); err != nil {
 		return nil, err
 	}
 	c.enum = enum
@@ -220,6 +248,28 @@ func (c *sourceCoordinator[S]) requestSplit(subtask int) error {
 	return c.enum.HandleSplitRequest(subtask)
 }
 
+// Checkpoint implements task.Coordinator: the enumerator's unassigned
+// splits, taken under the same lock that serialises assignments, and the
+// trigger of the source subtasks' checkpoint.
+func (c *sourceCoordinator[S]) Checkpoint(id int64, trigger func()) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce, ok := c.enum.(CheckpointedEnumerator[S])
+	if !ok {
+		return nil, fmt.Errorf("split enumerator %T cannot be checkpointed (it does not implement CheckpointedEnumerator)", c.enum)
+	}
+	pending, err := ce.SnapshotState(id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := encodeAll(pending)
+	if err != nil {
+		return nil, err
+	}
+	trigger()
+	return b, nil
+}
+
 func (c *sourceCoordinator[S]) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -241,6 +291,73 @@ type sourceOp[T any, S Split] struct {
 	cancelWM func()
 	main     *splitOut[T, S]
 	splits   map[string]*splitOut[T, S]
+	restored []S
+}
+
+// SnapshotOperatorState implements task.OperatorStateful: the reader's
+// splits with their positions, one entry each (spread over the subtasks on
+// restore).
+func (s *sourceOp[T, S]) SnapshotOperatorState(id int64) ([][]byte, bool, error) {
+	splits, err := s.reader.SnapshotState(id)
+	if err != nil {
+		return nil, false, err
+	}
+	c, err := codec.For[S]()
+	if err != nil {
+		return nil, false, err
+	}
+	entries := make([][]byte, len(splits))
+	for i, sp := range splits {
+		entries[i] = c.Append(nil, sp)
+	}
+	return entries, false, nil
+}
+
+// RestoreOperatorState implements task.OperatorStateful.
+func (s *sourceOp[T, S]) RestoreOperatorState(entries [][]byte) error {
+	c, err := codec.For[S]()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		sp, _, err := c.Decode(e)
+		if err != nil {
+			return fmt.Errorf("source split: %w", err)
+		}
+		s.restored = append(s.restored, sp)
+	}
+	return nil
+}
+
+// ReaderCheckpointListener is implemented by readers that act when a
+// checkpoint completes (a Kafka reader commits offsets).
+type ReaderCheckpointListener interface {
+	NotifyCheckpointComplete(checkpointID int64) error
+}
+
+// NotifyCheckpointComplete implements task.CheckpointListener.
+func (s *sourceOp[T, S]) NotifyCheckpointComplete(id int64) error {
+	if l, ok := s.reader.(ReaderCheckpointListener); ok {
+		return l.NotifyCheckpointComplete(id)
+	}
+	return nil
+}
+
+func encodeAll[S any](vs []S) ([]byte, error) {
+	c, err := codec.For[[]S]()
+	if err != nil {
+		return nil, err
+	}
+	return c.Append(nil, vs), nil
+}
+
+func decodeAll[S any](b []byte) ([]S, error) {
+	c, err := codec.For[[]S]()
+	if err != nil {
+		return nil, err
+	}
+	vs, _, err := c.Decode(b)
+	return vs, err
 }
 
 // SourceReaderContext implementation.
@@ -253,6 +370,12 @@ func (s *sourceOp[T, S]) SendSplitRequest() {
 
 func (s *sourceOp[T, S]) Open() error {
 	s.splits = map[string]*splitOut[T, S]{}
+	if len(s.restored) > 0 {
+		if err := s.reader.AddSplits(s.restored); err != nil {
+			return err
+		}
+		s.restored = nil
+	}
 	if err := s.reader.Start(); err != nil {
 		return err
 	}
@@ -324,9 +447,9 @@ func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
 
 func (s *sourceOp[T, S]) Available() <-chan struct{} { return s.reader.Available() }
 
-func (s *sourceOp[T, S]) ProcessWatermark(int64) error { return nil }
-func (s *sourceOp[T, S]) Finish() error                { return nil }
-func (s *sourceOp[T, S]) Close() error                 { return s.reader.Close() }
+func (s *sourceOp[T, S]) ProcessWatermark(wm int64) error { return s.out.EmitWatermark(wm) } // stop --drain
+func (s *sourceOp[T, S]) Finish() error                   { return nil }
+func (s *sourceOp[T, S]) Close() error                    { return s.reader.Close() }
 
 // ReaderOutput implementation.
 func (s *sourceOp[T, S]) Collect(v T, ts int64) {

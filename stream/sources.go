@@ -64,6 +64,11 @@ func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]
 	return e, nil
 }
 
+// RestoreEnumerator implements RestorableSource.
+func (s *indexSource[T]) RestoreEnumerator(ctx SplitEnumeratorContext[IndexSplit], pending []IndexSplit) (SplitEnumerator[IndexSplit], error) {
+	return &staticEnumerator[IndexSplit]{ctx: ctx, pending: pending}, nil
+}
+
 func (s *indexSource[T]) CreateReader(ctx SourceReaderContext) (SourceReader[T, IndexSplit], error) {
 	return &indexReader[T]{src: s, ctx: ctx}, nil
 }
@@ -87,6 +92,12 @@ func (e *staticEnumerator[S]) HandleSplitRequest(subtask int) error {
 	e.ctx.AssignSplits(subtask, []S{s})
 	return nil
 }
+
+// SnapshotState implements CheckpointedEnumerator.
+func (e *staticEnumerator[S]) SnapshotState(int64) ([]S, error) {
+	return append([]S(nil), e.pending...), nil
+}
+
 func (e *staticEnumerator[S]) AddSplitsBack(splits []S, _ int) error {
 	e.pending = append(e.pending, splits...)
 	return nil
@@ -222,6 +233,11 @@ func (s *textFileSource) CreateEnumerator(ctx SplitEnumeratorContext[FileSplit])
 		e.pending = append(e.pending, FileSplit{Path: p})
 	}
 	return e, nil
+}
+
+// RestoreEnumerator implements RestorableSource.
+func (s *textFileSource) RestoreEnumerator(ctx SplitEnumeratorContext[FileSplit], pending []FileSplit) (SplitEnumerator[FileSplit], error) {
+	return &staticEnumerator[FileSplit]{ctx: ctx, pending: pending}, nil
 }
 
 func (s *textFileSource) CreateReader(ctx SourceReaderContext) (SourceReader[string, FileSplit], error) {

@@ -56,6 +56,8 @@ type opDeps struct {
 	batch    bool
 	maxPar   int
 	groups   keygroup.Range
+	// registerKeyed makes keyed state part of checkpoints (nil in harnesses).
+	registerKeyed func(task.KeyedState) error
 }
 
 func depsOf(ctx *task.Context) opDeps {
@@ -65,6 +67,8 @@ func depsOf(ctx *task.Context) opDeps {
 		batch:    ctx.Mode == task.BatchMode,
 		maxPar:   ctx.MaxParallelism,
 		groups:   ctx.KeyGroups,
+
+		registerKeyed: ctx.RegisterKeyedState,
 	}
 }
 
@@ -260,7 +264,7 @@ type windowOp[T any, K comparable, W AnyWindow, ACC any] struct {
 func (op *windowOp[T, K, W, ACC]) CurrentProcessingTime() int64 { return op.deps.clock.NowMillis() }
 
 func (op *windowOp[T, K, W, ACC]) Open() error {
-	keyed, err := state.NewKeyed[K](op.deps.maxPar, op.deps.groups, op.deps.clock)
+	keyed, err := newKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.registerKeyed)
 	if err != nil {
 		return err
 	}

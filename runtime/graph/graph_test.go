@@ -141,3 +141,24 @@ func TestFingerprintStableAndSensitive(t *testing.T) {
 		t.Error("fingerprint changes across a JSON round trip")
 	}
 }
+
+func TestOperatorIDsAreStableAndIgnoreParallelism(t *testing.T) {
+	build := func(par int) *JobGraph {
+		g := &JobGraph{Nodes: []*Node{node(0, "src", par, 0), node(1, "map", par, 1), node(2, "map", par, 1), node(3, "sink", 1, 1)}}
+		g.Nodes[3].UID = "out"
+		g.Edges = []*Edge{{From: 0, To: 1, Partitioning: Forward}, {From: 0, To: 2, Partitioning: Forward}, {From: 2, To: 3, Partitioning: Rebalance}}
+		return g
+	}
+	a, b := build(2).OperatorIDs(), build(5).OperatorIDs()
+	for id, v := range a {
+		if b[id] != v {
+			t.Errorf("node %d: id %s at parallelism 2, %s at 5", id, v, b[id])
+		}
+	}
+	if a[1] == a[2] {
+		t.Error("identical sibling maps share an ID")
+	}
+	if a[3] != "uid:out" {
+		t.Errorf("uid node got %s", a[3])
+	}
+}

@@ -92,14 +92,20 @@ type Factory interface {
 // Coordinated is implemented by factories whose subtasks share one
 // job-wide coordinator (a source's split enumerator). The runtime creates
 // the coordinator once per node and hands it to every subtask in
-// Context.Coordinator.
+// Context.Coordinator; restored is the coordinator's checkpointed state
+// (nil on a fresh start).
 type Coordinated interface {
-	NewCoordinator(parallelism int) (Coordinator, error)
+	NewCoordinator(parallelism int, restored []byte) (Coordinator, error)
 }
 
 // Coordinator is a job-wide object shared by the subtasks of one node.
 type Coordinator interface {
 	Close() error
+	// Checkpoint snapshots the coordinator for checkpoint id and, atomically
+	// with the snapshot, calls trigger, which starts the checkpoint at the
+	// node's subtasks: whatever the coordinator sent its subtasks before the
+	// snapshot reaches them before the barrier.
+	Checkpoint(id int64, trigger func()) ([]byte, error)
 }
 
 // RuntimeMode is STREAMING or BATCH execution.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
@@ -42,6 +43,10 @@ type Spec struct {
 	BufferTimeout time.Duration
 	// AutoWatermarkInterval is the periodic watermark interval in ms.
 	AutoWatermarkInterval int64
+	// Checkpointing is nil when the job takes no checkpoints.
+	Checkpointing *Checkpointing
+	// Restore is the state to start from (nil: a fresh start).
+	Restore *Restore
 }
 
 // Metrics of one subtask. Fields are updated by the task goroutine and may
@@ -132,6 +137,13 @@ type Task struct {
 	timers  procTimers
 	mail    mailbox
 	current int // index of the operator running now, for panic attribution
+
+	// Checkpoints: the barrier aligner, buffers held from blocked channels,
+	// and buffers released for processing before the inbox.
+	aligner  *checkpoint.Aligner
+	stash    map[int][]exchange.Buffer
+	replay   []exchange.Buffer
+	stopping bool // a source stopped by stop-with-savepoint
 }
 
 // New builds the chain's operators for one subtask.
@@ -214,6 +226,10 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 			t.inputs[i] = outTypes[i].dispatcher(in)
 		}
 		t.valve = watermark.NewValve(spec.Channels)
+		if spec.Checkpointing != nil {
+			t.aligner = checkpoint.NewAligner(spec.Checkpointing.Mode, spec.Channels)
+			t.stash = map[int][]exchange.Buffer{}
+		}
 	}
 	return t, nil
 }
@@ -303,6 +319,9 @@ func (t *Task) Run() (err error) {
 		t.timers.stop()
 		t.log.Debug("task ended", "err", err)
 	}()
+	if err := t.restoreOperators(); err != nil {
+		return err
+	}
 	for i := len(t.ops) - 1; i >= 0; i-- {
 		t.current = i
 		if err := t.ops[i].op.Open(); err != nil {
@@ -318,7 +337,10 @@ func (t *Task) Run() (err error) {
 	if err != nil {
 		return err
 	}
-	return t.finish()
+	if err := t.finish(); err != nil {
+		return err
+	}
+	return t.waitFinalCommit()
 }
 
 func (t *Task) closeOp(i int) (err error) {
@@ -398,6 +420,9 @@ func (t *Task) runSource() error {
 			if err := t.runMail(); err != nil {
 				return err
 			}
+			if t.stopping {
+				return nil
+			}
 			continue
 		case <-t.timers.c():
 			if err := t.timers.fireDue(); err != nil {
@@ -434,6 +459,9 @@ func (t *Task) runSource() error {
 				if err := t.runMail(); err != nil {
 					return err
 				}
+				if t.stopping {
+					return nil
+				}
 			case <-t.timers.c():
 				if err := t.timers.fireDue(); err != nil {
 					return err
@@ -454,6 +482,13 @@ func (t *Task) runInputs() error {
 	inbox := t.spec.Inbox.C()
 	for t.ended < t.spec.Channels {
 		var b exchange.Buffer
+		if len(t.replay) > 0 {
+			b, t.replay = t.replay[0], t.replay[1:]
+			if err := t.handleBuffer(b); err != nil {
+				return err
+			}
+			continue
+		}
 		select {
 		case b = <-inbox:
 		default:
@@ -494,6 +529,12 @@ func (t *Task) runInputs() error {
 }
 
 func (t *Task) handleBuffer(b exchange.Buffer) error {
+	if t.aligner != nil && t.aligner.Blocked(b.Channel) {
+		// Held until the channel's barrier is aligned; its credit stays
+		// spent, so the blocked sender stops after its credits.
+		t.stash[b.Channel] = append(t.stash[b.Channel], b)
+		return nil
+	}
 	defer b.Release()
 	if b.Data != nil {
 		t.current = 0
@@ -515,6 +556,13 @@ func (t *Task) handleBuffer(b exchange.Buffer) error {
 	case exchange.EndOfPartition:
 		t.ended++
 		out = t.valve.End(b.Channel)
+		if t.aligner != nil {
+			if err := t.applyAlign(t.aligner.EndOfPartition(b.Channel)); err != nil {
+				return err
+			}
+		}
+	case exchange.Barrier:
+		return t.onBarrier(b.Channel, b.Event.CheckpointID, checkpoint.Kind(b.Event.Options))
 	default:
 		return fmt.Errorf("task: unexpected event %d on channel %d", b.Event.Kind, b.Channel)
 	}

@@ -126,6 +126,8 @@ type opHandle struct {
 	// sides receive watermarks after the operator has processed them.
 	sides []Output[any]
 	sideW []func(int64) error
+	// keyed are the operator's keyed states, for checkpoints.
+	keyed []KeyedState
 }
 
 func (h *opHandle) processWatermark(wm int64) error {

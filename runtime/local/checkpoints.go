@@ -1,0 +1,376 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/codec"
+)
+
+// checkpoints is the job's checkpointing side: storage, the locations of
+// checkpoints in progress, and the uploader that writes task snapshots.
+type checkpoints struct {
+	j       *Job
+	opts    CheckpointOptions
+	fs      fs.FileSystem
+	store   *storage.Storage
+	tempDir string // removed at the end when Dir was not set
+	nextID  checkpoint.ID
+	// coordinator states by checkpoint, per operator ID, taken at trigger.
+	coordState map[checkpoint.ID]map[string][]byte
+	// locations of checkpoints in progress, shared with the uploader.
+	locs      *locations
+	savepoint map[checkpoint.ID]savepointReq
+	completed int
+}
+
+func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
+	c := &checkpoints{j: j, opts: *o, fs: fs.Local{}, nextID: 1, coordState: map[checkpoint.ID]map[string][]byte{},
+		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{}}
+	if err := o.Coordinator.Validate(); err != nil {
+		return nil, err
+	}
+	dir := o.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "sluice-checkpoints-")
+		if err != nil {
+			return nil, fmt.Errorf("local: creating a checkpoint directory: %w", err)
+		}
+		dir, c.tempDir = tmp, tmp
+	}
+	fsys, p, err := fs.NewResolver().For(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: execution.checkpointing.dir %q: %w", dir, err)
+	}
+	c.fs = fsys
+	if c.store, err = storage.New(fsys, p, j.id); err != nil {
+		return nil, err
+	}
+	if c.opts.NumRetained <= 0 {
+		c.opts.NumRetained = 1
+	}
+	return c, nil
+}
+
+func (c *checkpoints) newCoordinator(a *attempt) *checkpoint.Coordinator {
+	all := append([]checkpoint.TaskID(nil), a.order...)
+	co := checkpoint.NewCoordinator(c.opts.Coordinator, a.sources, all, c.j.opts.Clock.NowMillis(), c.nextID)
+	a.coordinator = co
+	return co
+}
+
+// abortAll ends the coordinator of an attempt that is over.
+func (c *checkpoints) abortAll(a *attempt) {
+	co := a.coordinator
+	c.nextID = co.NextID()
+	for _, act := range co.Shutdown(errors.New("the job attempt ended")) {
+		if ab, ok := act.(checkpoint.Abort); ok {
+			c.aborted(ab)
+		}
+	}
+}
+
+// apply carries out the coordinator's decisions.
+func (c *checkpoints) apply(a *attempt, co *checkpoint.Coordinator, actions []checkpoint.Action, res *Result, fail func(error)) {
+	for len(actions) > 0 {
+		act := actions[0]
+		actions = actions[1:]
+		switch act := act.(type) {
+		case checkpoint.TriggerBarrier:
+			actions = append(actions, c.trigger(a, co, act)...)
+		case checkpoint.Complete:
+			actions = append(actions, c.complete(a, co, act, res)...)
+		case checkpoint.NotifyComplete:
+			for _, id := range a.order {
+				if !a.finished[id] {
+					a.tasks[id].NotifyCheckpointComplete(int64(act.ID))
+				}
+			}
+		case checkpoint.Abort:
+			for _, id := range a.order {
+				a.tasks[id].AbortCheckpoint(int64(act.ID))
+			}
+			c.aborted(act)
+		case checkpoint.FailJob:
+			fail(act.Reason)
+		}
+	}
+}
+
+// trigger snapshots the source coordinators and injects the barrier at the
+// sources (atomically with each coordinator's snapshot).
+func (c *checkpoints) trigger(a *attempt, co *checkpoint.Coordinator, t checkpoint.TriggerBarrier) []checkpoint.Action {
+	if _, ok := c.locs.get(t.ID); !ok {
+		loc, err := c.store.NewCheckpointWriter(int64(t.ID))
+		if err != nil {
+			return c.declineAll(co, t, err)
+		}
+		c.locs.put(t.ID, loc)
+	}
+	states := map[string][]byte{}
+	byChain := map[int][]checkpoint.TaskID{}
+	for _, id := range t.Tasks {
+		byChain[id.Vertex] = append(byChain[id.Vertex], id)
+	}
+	chains := make([]int, 0, len(byChain))
+	for ch := range byChain {
+		chains = append(chains, ch)
+	}
+	sort.Ints(chains)
+	var out []checkpoint.Action
+	for _, ch := range chains {
+		head := c.j.plan.Chains[ch].Nodes[0]
+		tasks := byChain[ch]
+		trigger := func() {
+			for _, id := range tasks {
+				a.tasks[id].TriggerCheckpoint(int64(t.ID), t.Kind)
+			}
+		}
+		coord, ok := a.coords[head]
+		if !ok {
+			trigger()
+			continue
+		}
+		st, err := coord.Checkpoint(int64(t.ID), trigger)
+		if err != nil {
+			err = fmt.Errorf("checkpointing the coordinator of %s: %w", c.j.plan.Graph.Node(head).Label(), err)
+			now := c.j.opts.Clock.NowMillis()
+			for _, id := range tasks {
+				out = append(out, co.Decline(now, t.ID, id, err)...)
+			}
+			continue
+		}
+		states[c.j.opIDs[head]] = st
+	}
+	c.coordState[t.ID] = states
+	return out
+}
+
+func (c *checkpoints) declineAll(co *checkpoint.Coordinator, t checkpoint.TriggerBarrier, err error) []checkpoint.Action {
+	var out []checkpoint.Action
+	now := c.j.opts.Clock.NowMillis()
+	for _, id := range t.Tasks {
+		out = append(out, co.Decline(now, t.ID, id, err)...)
+	}
+	return out
+}
+
+// startSavepoint prepares the location of a savepoint about to be triggered.
+func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
+	dir := req.dir
+	if dir == "" {
+		dir = c.opts.SavepointDir
+	}
+	if dir == "" {
+		return errors.New("local: no savepoint directory: pass one or set execution.checkpointing.savepoint-dir")
+	}
+	fsys, p, err := fs.NewResolver().For(dir)
+	if err != nil {
+		return fmt.Errorf("local: savepoint directory %q: %w", dir, err)
+	}
+	loc, err := storage.NewSavepointWriter(fsys, p, c.j.id, int64(id))
+	if err != nil {
+		return err
+	}
+	c.locs.put(id, loc)
+	c.savepoint[id] = req
+	return nil
+}
+
+// metadata is the payload of a checkpoint's _metadata file.
+type metadata struct {
+	JobID     string
+	ID        int64
+	Kind      int
+	Timestamp int64
+	Operators []operatorMeta
+	// Tasks are the task snapshot files (handles relative to the metadata).
+	Tasks []string
+}
+
+type operatorMeta struct {
+	ID             string
+	Name           string
+	Parallelism    int
+	MaxParallelism int
+	Coordinator    []byte
+}
+
+// taskFile is the content of one task snapshot file.
+type taskFile struct {
+	Operators map[string]operatorFile
+}
+
+type operatorFile struct {
+	Subtask   int
+	KeyGroups map[int][]byte
+	State     [][]byte
+	Union     bool
+}
+
+var (
+	metaCodec = codec.MustFor[metadata]()
+	taskCodec = codec.MustFor[taskFile]()
+)
+
+// uploader writes task snapshots (the asynchronous part of checkpoints)
+// and reports them to the owner loop.
+func (c *checkpoints) uploader(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-c.j.uploads:
+			handle, err := c.write(u)
+			select {
+			case c.j.events <- uploaded{attempt: u.attempt, task: u.task, id: checkpoint.ID(u.snap.ID), handle: handle, err: err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (c *checkpoints) write(u uploadReq) (string, error) {
+	loc, ok := c.locs.get(checkpoint.ID(u.snap.ID))
+	if !ok {
+		return "", fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID)
+	}
+	tf := taskFile{Operators: map[string]operatorFile{}}
+	for node, os := range u.snap.Operators {
+		tf.Operators[c.j.opIDs[node]] = operatorFile{Subtask: u.task.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union}
+	}
+	f, handle, err := loc.CreateFile(fmt.Sprintf("task-%d-%d", u.task.Vertex, u.task.Subtask))
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(taskCodec.Append(nil, tf)); err != nil {
+		f.Close()
+		return "", err
+	}
+	return handle, f.Close()
+}
+
+// complete writes the metadata of a checkpoint every task acknowledged.
+func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkpoint.Complete, res *Result) []checkpoint.Action {
+	loc, ok := c.locs.get(cp.ID)
+	if !ok {
+		return co.PersistFailed(cp.ID, errors.New("no location"))
+	}
+	m := metadata{JobID: c.j.id, ID: int64(cp.ID), Kind: int(cp.Kind), Timestamp: cp.Timestamp}
+	states := c.coordState[cp.ID]
+	for _, n := range c.j.plan.Graph.Nodes {
+		m.Operators = append(m.Operators, operatorMeta{ID: c.j.opIDs[n.ID], Name: n.Name, Parallelism: n.Parallelism,
+			MaxParallelism: n.EffectiveMaxParallelism(), Coordinator: states[c.j.opIDs[n.ID]]})
+	}
+	ids := make([]checkpoint.TaskID, 0, len(cp.Snapshots))
+	for id := range cp.Snapshots {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, k int) bool { return ids[i].Compare(ids[k]) < 0 })
+	for _, id := range ids {
+		m.Tasks = append(m.Tasks, cp.Snapshots[id].(string))
+	}
+	path, err := loc.WriteMetadata(metaCodec.Append(nil, m), nil)
+	delete(c.coordState, cp.ID)
+	c.locs.del(cp.ID)
+	if err != nil {
+		c.j.opts.Log.Warn("writing checkpoint metadata failed", "checkpoint", cp.ID, "err", err)
+		if req, ok := c.savepoint[cp.ID]; ok {
+			delete(c.savepoint, cp.ID)
+			req.reply <- savepointReply{err: err}
+		}
+		return co.PersistFailed(cp.ID, err)
+	}
+	if req, ok := c.savepoint[cp.ID]; ok {
+		delete(c.savepoint, cp.ID)
+		dir := filepath.Dir(path)
+		if cp.Kind.IsStop() {
+			res.Savepoint = dir
+		}
+		req.reply <- savepointReply{path: dir}
+	} else {
+		c.completed++
+		res.Checkpoints++
+		if _, err := c.store.Retain(c.opts.NumRetained); err != nil {
+			c.j.opts.Log.Warn("discarding old checkpoints failed", "err", err)
+		}
+	}
+	c.j.opts.Log.Debug("checkpoint complete", "job", c.j.id, "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
+	return co.Persisted(cp.ID)
+}
+
+func (c *checkpoints) aborted(ab checkpoint.Abort) {
+	delete(c.coordState, ab.ID)
+	if req, ok := c.savepoint[ab.ID]; ok {
+		delete(c.savepoint, ab.ID)
+		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}
+		if loc, ok := c.locs.get(ab.ID); ok {
+			c.fs.RemoveAll(loc.Dir())
+		}
+		c.locs.del(ab.ID)
+		return
+	}
+	if _, ok := c.locs.get(ab.ID); ok {
+		c.locs.del(ab.ID)
+		if err := c.store.Discard(int64(ab.ID)); err != nil {
+			c.j.opts.Log.Debug("discarding an aborted checkpoint", "checkpoint", ab.ID, "err", err)
+		}
+	}
+}
+
+// jobEnded removes checkpoints the job no longer needs.
+func (c *checkpoints) jobEnded(finished, cancelled bool) {
+	switch {
+	case c.tempDir != "":
+		os.RemoveAll(c.tempDir)
+	case finished || (cancelled && !c.opts.RetainOnCancellation):
+		if err := c.store.DiscardJob(); err != nil {
+			c.j.opts.Log.Warn("removing the job's checkpoints failed", "err", err)
+		}
+	}
+}
+
+// locations maps checkpoints in progress to their storage locations; the
+// owner loop writes it, the uploader reads it.
+type locations struct {
+	mu struct{ syncMutex }
+	m  map[checkpoint.ID]*storage.Location
+}
+
+func (l *locations) get(id checkpoint.ID) (*storage.Location, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	loc, ok := l.m[id]
+	return loc, ok
+}
+
+func (l *locations) put(id checkpoint.ID, loc *storage.Location) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m[id] = loc
+}
+
+func (l *locations) del(id checkpoint.ID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
+}
+
+// readAll reads a file of fsys.
+func readAll(fsys fs.FileSystem, p string) ([]byte, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}

@@ -1,0 +1,320 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// Job is a running local job and its JobMaster.
+type Job struct {
+	plan   *graph.Plan
+	opts   Options
+	id     string
+	opIDs  map[graph.NodeID]string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	events   chan any
+	requests chan savepointReq
+	uploads  chan uploadReq
+	ckpt     *checkpoints // nil without checkpointing
+
+	done   chan struct{}
+	result *Result
+	err    error
+}
+
+// Events of the owner loop.
+type (
+	taskEnded struct {
+		attempt int
+		task    checkpoint.TaskID
+		err     error
+	}
+	taskFinished struct {
+		attempt int
+		task    checkpoint.TaskID
+	}
+	declined struct {
+		attempt int
+		task    checkpoint.TaskID
+		id      checkpoint.ID
+		err     error
+	}
+	uploadReq struct {
+		attempt int
+		task    checkpoint.TaskID
+		snap    *task.Snapshot
+	}
+	uploaded struct {
+		attempt int
+		task    checkpoint.TaskID
+		id      checkpoint.ID
+		handle  string
+		err     error
+	}
+	savepointReq struct {
+		kind  checkpoint.Kind
+		dir   string
+		reply chan savepointReply
+	}
+	savepointReply struct {
+		path string
+		err  error
+	}
+)
+
+// Start starts the job; Wait returns its outcome.
+func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
+	opts.defaults()
+	j := &Job{
+		plan:     plan,
+		opts:     opts,
+		id:       opts.JobID,
+		opIDs:    plan.Graph.OperatorIDs(),
+		events:   make(chan any, 256),
+		requests: make(chan savepointReq),
+		uploads:  make(chan uploadReq, 64),
+		done:     make(chan struct{}),
+	}
+	if j.id == "" {
+		j.id = fmt.Sprintf("%s-%x", plan.Graph.Fingerprint()[:12], time.Now().UnixNano()&0xffffff)
+	}
+	if opts.Checkpoints != nil {
+		c, err := newCheckpoints(j, opts.Checkpoints)
+		if err != nil {
+			return nil, err
+		}
+		j.ckpt = c
+	}
+	j.ctx, j.cancel = context.WithCancel(ctx)
+	go j.run()
+	return j, nil
+}
+
+// ID is the job's identifier.
+func (j *Job) ID() string { return j.id }
+
+// Wait blocks until the job has ended.
+func (j *Job) Wait() (*Result, error) {
+	<-j.done
+	return j.result, j.err
+}
+
+// Cancel stops the job; Wait then reports it cancelled.
+func (j *Job) Cancel() { j.cancel() }
+
+// TriggerSavepoint takes a savepoint into dir (default: the configured
+// savepoint directory) and returns its path; the job keeps running.
+func (j *Job) TriggerSavepoint(dir string) (string, error) {
+	return j.savepoint(checkpoint.Savepoint, dir)
+}
+
+// StopWithSavepoint takes a savepoint and stops the job (Flink's stop);
+// with drain, event time is ended first so every window and timer fires
+// (stop --drain).
+func (j *Job) StopWithSavepoint(dir string, drain bool) (string, error) {
+	kind := checkpoint.SavepointSuspend
+	if drain {
+		kind = checkpoint.SavepointTerminate
+	}
+	return j.savepoint(kind, dir)
+}
+
+func (j *Job) savepoint(kind checkpoint.Kind, dir string) (string, error) {
+	if j.ckpt == nil {
+		return "", ErrNotCheckpointing
+	}
+	req := savepointReq{kind: kind, dir: dir, reply: make(chan savepointReply, 1)}
+	select {
+	case j.requests <- req:
+	case <-j.done:
+		return "", fmt.Errorf("local: job %s has ended", j.id)
+	}
+	select {
+	case r := <-req.reply:
+		return r.path, r.err
+	case <-j.done:
+		return "", fmt.Errorf("local: job %s ended before the savepoint completed", j.id)
+	}
+}
+
+func (j *Job) send(ctx context.Context, ev any) {
+	if u, ok := ev.(uploadReq); ok {
+		select {
+		case j.uploads <- u:
+		case <-ctx.Done():
+		}
+		return
+	}
+	select {
+	case j.events <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// run is the owner loop of the job.
+func (j *Job) run() {
+	start := time.Now()
+	res := &Result{JobID: j.id}
+	defer close(j.done)
+	if j.ckpt != nil {
+		upCtx, stopUploads := context.WithCancel(context.Background())
+		defer stopUploads()
+		go j.ckpt.uploader(upCtx)
+	}
+	restore, err := j.initialRestore()
+	if err != nil {
+		j.result, j.err = res, err
+		return
+	}
+	for n := 0; ; n++ {
+		a, err := j.build(n, restore)
+		if err != nil {
+			j.result, j.err = res, err
+			j.cleanup(false)
+			return
+		}
+		res.Subtasks = a.metrics
+		err = j.runAttempt(a, res)
+		a.close()
+		res.Duration = time.Since(start)
+		if err == nil {
+			j.result = res
+			j.cleanup(true)
+			return
+		}
+		if j.ctx.Err() != nil {
+			j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
+			j.cleanup(false)
+			return
+		}
+		now := j.opts.Clock.NowMillis()
+		d := j.opts.Restart.OnFailure(now, err)
+		if !restart.Recoverable(err) || !d.Restart {
+			j.result, j.err = res, jobError(err)
+			j.cleanup(false)
+			return
+		}
+		j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+		if d.Delay > 0 {
+			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
+			select {
+			case <-ch:
+			case <-j.ctx.Done():
+			}
+			stop()
+			if j.ctx.Err() != nil {
+				j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
+				j.cleanup(false)
+				return
+			}
+		}
+		res.Restarts++
+		if restore, err = j.recoveryRestore(); err != nil {
+			j.result, j.err = res, err
+			j.cleanup(false)
+			return
+		}
+	}
+}
+
+// runAttempt runs one attempt to its end: nil when every task finished.
+func (j *Job) runAttempt(a *attempt, res *Result) error {
+	var coord *checkpoint.Coordinator
+	if j.ckpt != nil {
+		coord = j.ckpt.newCoordinator(a)
+		defer j.ckpt.abortAll(a)
+	}
+	j.start(a)
+	var failure error
+	fail := func(err error) {
+		if failure == nil {
+			failure = err
+			a.cancel()
+		}
+	}
+	for a.alive > 0 {
+		var tick <-chan struct{}
+		var stopTick func()
+		if coord != nil && failure == nil {
+			if at, ok := coord.Deadline(); ok {
+				tick, stopTick = j.opts.Clock.AfterMillis(at)
+			}
+		}
+		var reqs chan savepointReq
+		if failure == nil {
+			reqs = j.requests
+		}
+		select {
+		case ev := <-j.events:
+			switch ev := ev.(type) {
+			case taskEnded:
+				if ev.attempt != a.n {
+					break
+				}
+				a.alive--
+				if ev.err != nil && !(failure != nil && errors.Is(ev.err, context.Canceled)) {
+					fail(ev.err)
+				}
+			case taskFinished:
+				if ev.attempt != a.n || failure != nil {
+					break
+				}
+				a.finished[ev.task] = true
+				if coord != nil {
+					j.ckpt.apply(a, coord, coord.TaskFinished(ev.task), res, fail)
+				}
+				if len(a.finished) == len(a.tasks) {
+					close(a.finalCommit)
+				}
+			case declined:
+				if ev.attempt == a.n && coord != nil && failure == nil {
+					j.ckpt.apply(a, coord, coord.Decline(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.err), res, fail)
+				}
+			case uploaded:
+				if ev.attempt != a.n || coord == nil || failure != nil {
+					break
+				}
+				now := j.opts.Clock.NowMillis()
+				if ev.err != nil {
+					j.ckpt.apply(a, coord, coord.Decline(now, ev.id, ev.task, ev.err), res, fail)
+				} else {
+					j.ckpt.apply(a, coord, coord.Ack(now, ev.id, ev.task, ev.handle), res, fail)
+				}
+			}
+		case req := <-reqs:
+			id, actions, err := coord.TriggerSavepoint(j.opts.Clock.NowMillis(), req.kind)
+			if err != nil {
+				req.reply <- savepointReply{err: err}
+				break
+			}
+			if err := j.ckpt.startSavepoint(id, req); err != nil {
+				req.reply <- savepointReply{err: err}
+			}
+			j.ckpt.apply(a, coord, actions, res, fail)
+		case <-tick:
+			j.ckpt.apply(a, coord, coord.Tick(j.opts.Clock.NowMillis()), res, fail)
+		case <-j.ctx.Done():
+			fail(context.Cause(j.ctx))
+		}
+		if stopTick != nil {
+			stopTick()
+		}
+	}
+	return failure
+}
+
+// cleanup removes what the job's end makes obsolete.
+func (j *Job) cleanup(finished bool) {
+	if j.ckpt != nil {
+		j.ckpt.jobEnded(finished, j.ctx.Err() != nil)
+	}
+}

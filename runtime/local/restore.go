@@ -1,0 +1,228 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+type syncMutex = sync.Mutex
+
+// ErrUnmatchedState is wrapped by the error of a restore that would drop
+// the state of operators the job no longer has.
+var ErrUnmatchedState = errors.New("local: the snapshot has state for operators the job does not have")
+
+// restoreState is a checkpoint or savepoint read back and merged per
+// operator.
+type restoreState struct {
+	path         string
+	id           int64
+	coordinators map[string][]byte
+	keyGroups    map[string]map[int][]byte
+	opState      map[string][]operatorFile
+	maxPar       map[string]int
+}
+
+// forTask is the share of task (chain c, subtask s).
+func (r *restoreState) forTask(j *Job, c *graph.Chain, s int) *task.Restore {
+	out := &task.Restore{Operators: map[graph.NodeID]*task.OperatorRestore{}}
+	for _, id := range c.Nodes {
+		op := j.opIDs[id]
+		n := j.plan.Graph.Node(id)
+		or := &task.OperatorRestore{KeyGroups: r.keyGroups[op]}
+		// Operator state: union state goes to every subtask; list state
+		// entries are spread round-robin in subtask order.
+		var entries [][]byte
+		union := false
+		for _, f := range r.opState[op] {
+			union = union || f.Union
+			entries = append(entries, f.State...)
+		}
+		if union {
+			or.State = entries
+		} else {
+			for i, e := range entries {
+				if i%n.Parallelism == s {
+					or.State = append(or.State, e)
+				}
+			}
+		}
+		if or.KeyGroups != nil || or.State != nil {
+			out.Operators[id] = or
+		}
+	}
+	return out
+}
+
+// initialRestore reads the savepoint or checkpoint the job starts from.
+func (j *Job) initialRestore() (*restoreState, error) {
+	if j.opts.RestoreFrom == "" {
+		return nil, nil
+	}
+	fsys, p, err := fs.NewResolver().For(j.opts.RestoreFrom)
+	if err != nil {
+		return nil, fmt.Errorf("local: restoring from %q: %w", j.opts.RestoreFrom, err)
+	}
+	meta, err := storage.Resolve(fsys, p)
+	if err != nil {
+		return nil, fmt.Errorf("local: restoring from %q: %w", j.opts.RestoreFrom, err)
+	}
+	r, err := j.readRestore(fsys, meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.match(r); err != nil {
+		return nil, err
+	}
+	j.opts.Log.Info("restoring job", "job", j.id, "from", meta)
+	if j.ckpt != nil && r.id >= int64(j.ckpt.nextID) {
+		// Checkpoint IDs keep growing across a restore: sinks and
+		// transactions may have seen the restored ones.
+		j.ckpt.nextID = checkpoint.ID(r.id + 1)
+	}
+	return r, nil
+}
+
+// recoveryRestore finds the latest usable completed checkpoint of this
+// job, falling back past corrupt ones; without any, the job restarts from
+// its initial savepoint (or empty).
+func (j *Job) recoveryRestore() (*restoreState, error) {
+	if j.ckpt == nil {
+		return j.initialRestore()
+	}
+	var got *restoreState
+	cp, skipped, err := j.ckpt.store.LatestCompleted(func(c storage.Checkpoint) error {
+		r, err := j.readRestore(j.ckpt.fs, c.MetadataPath)
+		if err != nil {
+			return err
+		}
+		got = r
+		return nil
+	})
+	for _, s := range skipped {
+		j.opts.Log.Warn("skipping an unusable checkpoint", "err", s)
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrNoCheckpoint) {
+			return j.initialRestore()
+		}
+		return nil, err
+	}
+	j.opts.Log.Info("recovering from checkpoint", "job", j.id, "checkpoint", cp.ID)
+	return got, nil
+}
+
+func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, error) {
+	md, err := storage.ReadMetadata(fsys, metaPath)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := metaCodec.Decode(md.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("local: %s: %w", metaPath, err)
+	}
+	r := &restoreState{path: metaPath, id: m.ID, coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
+		opState: map[string][]operatorFile{}, maxPar: map[string]int{}}
+	for _, op := range m.Operators {
+		r.maxPar[op.ID] = op.MaxParallelism
+		if op.Coordinator != nil {
+			r.coordinators[op.ID] = op.Coordinator
+		}
+	}
+	for _, h := range m.Tasks {
+		p, err := storage.ResolveHandle(metaPath, h)
+		if err != nil {
+			return nil, err
+		}
+		data, err := readAll(fsys, p)
+		if err != nil {
+			return nil, &storage.MissingFileError{Metadata: metaPath, Handle: h, Path: p, Err: err}
+		}
+		tf, rest, err := taskCodec.Decode(data)
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%d trailing bytes", len(rest))
+		}
+		if err != nil {
+			return nil, &storage.CorruptError{Path: p, Reason: err.Error()}
+		}
+		for op, f := range tf.Operators {
+			if f.KeyGroups != nil {
+				kgs := r.keyGroups[op]
+				if kgs == nil {
+					kgs = map[int][]byte{}
+					r.keyGroups[op] = kgs
+				}
+				for kg, b := range f.KeyGroups {
+					kgs[kg] = b
+				}
+			}
+			if f.State != nil {
+				r.opState[op] = append(r.opState[op], f)
+			}
+		}
+	}
+	for op, fs := range r.opState {
+		sort.Slice(fs, func(a, b int) bool { return fs[a].Subtask < fs[b].Subtask })
+		r.opState[op] = fs
+	}
+	return r, nil
+}
+
+// match checks the snapshot against the job: every piece of state must
+// find its operator (unless allowed to be dropped), and keyed state needs
+// the same max parallelism.
+func (j *Job) match(r *restoreState) error {
+	have := map[string]*graph.Node{}
+	for _, n := range j.plan.Graph.Nodes {
+		have[j.opIDs[n.ID]] = n
+	}
+	var unmatched []string
+	seen := map[string]bool{}
+	for _, set := range []map[string]bool{keys(r.keyGroups), keysF(r.opState), keys(r.coordinators)} {
+		for op := range set {
+			if seen[op] {
+				continue
+			}
+			seen[op] = true
+			n, ok := have[op]
+			if !ok {
+				unmatched = append(unmatched, op)
+				continue
+			}
+			if _, keyed := r.keyGroups[op]; keyed && r.maxPar[op] != n.EffectiveMaxParallelism() {
+				return fmt.Errorf("local: restoring %s: operator %s had max parallelism %d, now %d; keyed state can only be redistributed within the same max parallelism (set it explicitly to keep it)",
+					r.path, n.Label(), r.maxPar[op], n.EffectiveMaxParallelism())
+			}
+		}
+	}
+	if len(unmatched) > 0 && !j.opts.AllowNonRestoredState {
+		sort.Strings(unmatched)
+		return fmt.Errorf("%w: restoring %s: no operator has the ID of %s; set UIDs on stateful operators, or allow non-restored state (execution.state-recovery.ignore-unclaimed-state) to drop it",
+			ErrUnmatchedState, r.path, strings.Join(unmatched, ", "))
+	}
+	for _, op := range unmatched {
+		j.opts.Log.Warn("dropping state of an operator the job no longer has", "operator", op)
+		delete(r.keyGroups, op)
+		delete(r.opState, op)
+		delete(r.coordinators, op)
+	}
+	return nil
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func keysF(m map[string][]operatorFile) map[string]bool { return keys(m) }
