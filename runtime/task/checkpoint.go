@@ -86,7 +86,6 @@ type CheckpointListener interface {
 	NotifyCheckpointComplete(checkpointID int64) error
 }
 
-
 // RegisterKeyedState makes s part of the operator's checkpoints and
 // restores it if the task starts from a checkpoint.
 func (c *Context) RegisterKeyedState(s KeyedState) error {
