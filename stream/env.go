@@ -19,6 +19,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -26,9 +27,11 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/runtime/restart"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -57,6 +60,8 @@ type Environment struct {
 	autoWatermark  time.Duration
 	batchSize      int
 	config         *conf.Configuration
+	presets        []func(*conf.Configuration) *conf.Configuration
+	restart        restart.Strategy
 	errs           []error
 }
 
@@ -102,6 +107,38 @@ func WithAutoWatermarkInterval(d time.Duration) Option {
 	return func(e *Environment) { e.autoWatermark = d }
 }
 
+// WithCheckpointing takes a checkpoint every interval (Flink's
+// execution.checkpointing.interval), written under dir (empty: a temporary
+// directory for this run).
+func WithCheckpointing(interval time.Duration, dir string) Option {
+	return func(e *Environment) {
+		e.presets = append(e.presets, func(c *conf.Configuration) *conf.Configuration {
+			c = conf.With(c, conf.CheckpointingInterval, interval)
+			if dir != "" {
+				c = conf.With(c, conf.CheckpointingDir, dir)
+			}
+			return c
+		})
+	}
+}
+
+// WithRestartStrategy sets how the job recovers from failures (default:
+// from restart-strategy.*; with checkpointing and no setting,
+// exponential-delay, as in Flink).
+func WithRestartStrategy(s restart.Strategy) Option { return func(e *Environment) { e.restart = s } }
+
+// WithSavepoint starts the job from a savepoint or retained checkpoint
+// (execution.state-recovery.path); allowNonRestored drops state of
+// operators the job no longer has instead of failing.
+func WithSavepoint(path string, allowNonRestored bool) Option {
+	return func(e *Environment) {
+		e.presets = append(e.presets, func(c *conf.Configuration) *conf.Configuration {
+			c = conf.With(c, conf.StateRecoveryPath, path)
+			return conf.With(c, conf.StateRecoveryIgnoreUnclaimedState, allowNonRestored)
+		})
+	}
+}
+
 // WithBatchSize sets the records per exchange buffer (default 512).
 func WithBatchSize(n int) Option { return func(e *Environment) { e.batchSize = n } }
 
@@ -134,6 +171,9 @@ func NewEnvironment(opts ...Option) *Environment {
 		if err != nil {
 			e.fail(err)
 		}
+	}
+	for _, p := range e.presets {
+		e.config = p(e.config)
 	}
 	c := e.config
 	if e.parallelism == 0 {
@@ -209,19 +249,42 @@ func (e *Environment) Graph(name string) *graph.JobGraph {
 // JobResult describes a finished job.
 type JobResult struct {
 	Name     string
+	JobID    string
 	Duration time.Duration
-	// Metrics per subtask.
+	// Subtasks are the metrics per subtask (of the last attempt).
 	Subtasks []local.SubtaskMetrics
+	// Restarts counts recoveries from failures.
+	Restarts int
+	// Checkpoints counts completed checkpoints.
+	Checkpoints int
+	// Savepoint is the savepoint a stop-with-savepoint wrote.
+	Savepoint string
 }
 
 // Execute validates the dataflow and runs it on the embedded local cluster
-// until its bounded sources end (an unbounded job runs until it fails).
+// until its bounded sources end (an unbounded job runs until it fails or
+// is cancelled).
 func (e *Environment) Execute(name string) (*JobResult, error) {
 	return e.ExecuteContext(context.Background(), name)
 }
 
 // ExecuteContext is Execute with a context that cancels the job.
 func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResult, error) {
+	c, err := e.ExecuteAsync(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Wait()
+}
+
+// JobClient controls a job started with ExecuteAsync.
+type JobClient struct {
+	name string
+	job  *local.Job
+}
+
+// ExecuteAsync starts the job and returns at once.
+func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient, error) {
 	if len(e.errs) > 0 {
 		return nil, joinBuildErrors(e.errs)
 	}
@@ -234,19 +297,82 @@ func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResu
 	if err != nil {
 		return nil, err
 	}
+	opts, err := e.localOptions(mode)
+	if err != nil {
+		return nil, err
+	}
 	e.log.Info("executing job", "job", name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
-	res, err := local.Execute(ctx, plan, local.Options{
+	j, err := local.Start(ctx, plan, opts)
+	if err != nil {
+		return nil, fmt.Errorf("stream: starting job %q: %w", name, err)
+	}
+	return &JobClient{name: name, job: j}, nil
+}
+
+// localOptions turns the configuration into the local runtime's options.
+func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error) {
+	c := e.config
+	opts := local.Options{
 		Clock: e.clock, Log: e.log, Mode: mode, BatchSize: e.batchSize,
 		BufferTimeout: e.bufferTimeout, AutoWatermarkInterval: e.autoWatermark.Milliseconds(),
-	})
-	jr := &JobResult{Name: name}
+		RestoreFrom:           conf.Get(c, conf.StateRecoveryPath),
+		AllowNonRestoredState: conf.Get(c, conf.StateRecoveryIgnoreUnclaimedState),
+	}
+	var problems []error
+	if mode == task.StreamingMode && conf.Get(c, conf.CheckpointingInterval) > 0 || conf.IsSet(c, conf.CheckpointingDir) {
+		co, err := checkpoint.OptionsFromConfig(c)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		opts.Checkpoints = &local.CheckpointOptions{
+			Coordinator:          co,
+			Dir:                  conf.Get(c, conf.CheckpointingDir),
+			SavepointDir:         conf.Get(c, conf.CheckpointingSavepointDir),
+			NumRetained:          conf.Get(c, conf.CheckpointingNumRetained),
+			RetainOnCancellation: conf.Get(c, conf.CheckpointingExternalizedRetention) == conf.RetainOnCancellation,
+		}
+	}
+	strategy, err := e.restart, error(nil)
+	if strategy == nil {
+		strategy, err = restart.FromConfig(c)
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
+	opts.Restart = strategy
+	if len(problems) > 0 {
+		return opts, errors.Join(problems...)
+	}
+	return opts, nil
+}
+
+// Wait blocks until the job ends.
+func (c *JobClient) Wait() (*JobResult, error) {
+	res, err := c.job.Wait()
+	jr := &JobResult{Name: c.name, JobID: c.job.ID()}
 	if res != nil {
-		jr.Duration, jr.Subtasks = res.Duration, res.Subtasks
+		jr.Duration, jr.Subtasks, jr.Restarts, jr.Checkpoints, jr.Savepoint = res.Duration, res.Subtasks, res.Restarts, res.Checkpoints, res.Savepoint
 	}
 	if err != nil {
-		return jr, fmt.Errorf("stream: job %q failed: %w", name, err)
+		return jr, fmt.Errorf("stream: job %q failed: %w", c.name, err)
 	}
 	return jr, nil
+}
+
+// JobID is the job's identifier.
+func (c *JobClient) JobID() string { return c.job.ID() }
+
+// Cancel stops the job.
+func (c *JobClient) Cancel() { c.job.Cancel() }
+
+// TriggerSavepoint writes a savepoint into dir (empty: the configured
+// execution.checkpointing.savepoint-dir) and returns its path.
+func (c *JobClient) TriggerSavepoint(dir string) (string, error) { return c.job.TriggerSavepoint(dir) }
+
+// StopWithSavepoint writes a savepoint and stops the job. With drain, event
+// time is ended first, so every window and timer fires (Flink's stop --drain).
+func (c *JobClient) StopWithSavepoint(dir string, drain bool) (string, error) {
+	return c.job.StopWithSavepoint(dir, drain)
 }
 
 func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
