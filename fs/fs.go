@@ -39,6 +39,9 @@ type FileSystem interface {
 	// filesystem allows it (local and HDFS do). It fails with an error
 	// matching fs.ErrNotExist if src does not exist, else with fs.ErrExist
 	// if dst exists: it never replaces dst. The parent of dst must exist.
+	// Local and HDFS check dst before renaming (neither offers a rename
+	// that refuses an existing dst atomically), so two writers racing onto
+	// the same dst are not told apart.
 	Rename(src, dst string) error
 	// Stat describes the file or directory at path.
 	Stat(path string) (iofs.FileInfo, error)

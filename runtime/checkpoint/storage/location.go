@@ -25,6 +25,7 @@ type Location struct {
 	taskOwnedDir string // == dir for savepoints
 	storage      *Storage
 
+	// Lock order: l.mu before storage.mu.
 	mu struct {
 		sync.Mutex
 		done bool

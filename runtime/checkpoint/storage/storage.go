@@ -480,7 +480,7 @@ func (s *Storage) syncLocked(ids []int64) error {
 // Cleanup says what Retain deleted.
 type Cleanup struct {
 	Discarded []int64  // checkpoints deleted, ascending
-	Shared    []string // handles of the shared files deleted, sorted
+	Shared    []string // handles of the shared files deleted (or found gone), sorted
 }
 
 // Retain applies execution.checkpointing.num-retained: it keeps the

@@ -1,0 +1,233 @@
+package hdfs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+)
+
+// Hadoop configuration keys read here (hdfs-default.xml names).
+const (
+	KeyNameservices        = "dfs.nameservices"
+	KeyHANameNodesPrefix   = "dfs.ha.namenodes."        // + <nameservice>
+	KeyNameNodeRPCAddress  = "dfs.namenode.rpc-address" // [.<nameservice>.<namenode id>]
+	KeyUseDatanodeHostname = "dfs.client.use.datanode.hostname"
+)
+
+// DefaultNameNodePort is the NameNode RPC port used when a URI or
+// fs.defaultFS names a host without one.
+const DefaultNameNodePort = 8020
+
+// Errors of this package.
+var (
+	// ErrKerberosUnsupported: the cluster requires Kerberos, which this
+	// package does not speak yet.
+	ErrKerberosUnsupported = errors.New("hdfs: Kerberos authentication is not supported yet")
+	// ErrNoNameNode: no NameNode address could be determined.
+	ErrNoNameNode = errors.New("hdfs: no NameNode address")
+)
+
+// Options configures a connection to one HDFS cluster (one nameservice).
+type Options struct {
+	// Addresses are the NameNode RPC addresses, host:port. With HA, all
+	// NameNodes of the nameservice: a standby is skipped and the next one
+	// tried. Required.
+	Addresses []string
+	// User is the user HDFS checks permissions for (SIMPLE
+	// authentication). Required.
+	//
+	// Kerberos goes here later: a login (keytab or ticket cache, via
+	// github.com/jcmturner/gokrb5/v8) passed on as
+	// ClientOptions.KerberosClient with the NameNode principal from
+	// dfs.namenode.kerberos.principal, both in clientOptions. Note that
+	// colinmarc/hdfs v2.4.0 cannot authenticate with HDFS delegation
+	// tokens, which is what YARN containers get.
+	User string
+	// UseDatanodeHostname connects to DataNodes by host name rather than
+	// IP address (dfs.client.use.datanode.hostname). Default false.
+	UseDatanodeHostname bool
+	// DialTimeout bounds each connection attempt to a NameNode or
+	// DataNode. Default 20 s.
+	DialTimeout time.Duration
+	// CloseRetries is how many times closing a file is retried while the
+	// NameNode reports the last block not yet minimally replicated, with a
+	// delay starting at CloseBackoff and doubling. Defaults 8 and 50 ms:
+	// about 12.7 s in all, as long as the Java client waits (5 retries from
+	// 400 ms, dfs.client.block.write.locateFollowingBlock.*), but a small
+	// file usually completes after the first, short wait.
+	CloseRetries int
+	CloseBackoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 20 * time.Second
+	}
+	if o.CloseRetries == 0 {
+		o.CloseRetries = 8
+	}
+	if o.CloseBackoff == 0 {
+		o.CloseBackoff = 50 * time.Millisecond
+	}
+	return o
+}
+
+// Validate reports every problem of o at once.
+func (o Options) Validate() error {
+	var errs []error
+	if len(o.Addresses) == 0 {
+		errs = append(errs, fmt.Errorf("%w: Options.Addresses is empty", ErrNoNameNode))
+	}
+	for _, a := range o.Addresses {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("hdfs: NameNode address %q is not host:port", a))
+		}
+	}
+	if strings.TrimSpace(o.User) == "" {
+		errs = append(errs, errors.New("hdfs: Options.User is empty (set HADOOP_USER_NAME or run as a named user)"))
+	}
+	if o.DialTimeout < 0 || o.CloseRetries < 0 || o.CloseBackoff < 0 {
+		errs = append(errs, errors.New("hdfs: Options.DialTimeout, CloseRetries and CloseBackoff must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is what Register and OptionsFor need to reach HDFS.
+type Config struct {
+	// Hadoop is the Hadoop client configuration (core-site.xml,
+	// hdfs-site.xml), e.g. from hadoop.LoadFromEnvironment. Nil means an
+	// empty configuration: every hdfs:// URI must then name its NameNode.
+	Hadoop *hadoop.Configuration
+	// Getenv reads the environment (HADOOP_USER_NAME); nil means none.
+	Getenv func(string) string
+	// User overrides the user; "" takes it from hadoop.CurrentUser.
+	User string
+	// Tune is applied to the Options built for each cluster, to set
+	// timeouts and retries; nil leaves the defaults.
+	Tune func(*Options)
+}
+
+// OptionsFor returns the options to reach the cluster that authority (the
+// host[:port] of an hdfs:// URI; "" for hdfs:///path, meaning
+// fs.defaultFS) names, per NameNodes.
+func OptionsFor(c Config, authority string) (Options, error) {
+	conf := c.Hadoop
+	if conf == nil {
+		conf = hadoop.NewConfiguration(c.Getenv)
+	}
+	auth, err := conf.SecurityAuthentication()
+	if err != nil {
+		return Options{}, err
+	}
+	if auth == hadoop.AuthKerberos {
+		return Options{}, fmt.Errorf("%w (%s=kerberos in %s)", ErrKerberosUnsupported, hadoop.KeySecurityAuthentication, conf.Source(hadoop.KeySecurityAuthentication))
+	}
+	addrs, err := NameNodes(conf, authority)
+	if err != nil {
+		return Options{}, err
+	}
+	user := c.User
+	if user == "" {
+		if user, err = hadoop.CurrentUser(c.Getenv); err != nil {
+			return Options{}, err
+		}
+	}
+	byHost, err := conf.Bool(KeyUseDatanodeHostname, false)
+	if err != nil {
+		return Options{}, err
+	}
+	o := Options{Addresses: addrs, User: user, UseDatanodeHostname: byHost}
+	if c.Tune != nil {
+		c.Tune(&o)
+	}
+	return o, nil
+}
+
+// NameNodes returns the NameNode RPC addresses for authority, the
+// host[:port] part of an hdfs:// URI:
+//
+//   - "" (hdfs:///path) stands for the authority of fs.defaultFS, which
+//     must then be an hdfs:// URI;
+//   - a name without a port that is an HA nameservice (listed in
+//     dfs.nameservices, or having dfs.ha.namenodes.<name>) gives
+//     dfs.namenode.rpc-address.<name>.<id> for each id of
+//     dfs.ha.namenodes.<name>, in that order;
+//   - otherwise host:port, the port defaulting to 8020.
+func NameNodes(conf *hadoop.Configuration, authority string) ([]string, error) {
+	if authority == "" {
+		def := conf.DefaultFS()
+		u, err := url.Parse(def)
+		if err != nil || !strings.EqualFold(u.Scheme, "hdfs") || u.Host == "" {
+			return nil, fmt.Errorf("%w: an hdfs:/// URI without a NameNode needs %s to name one (hdfs://host:port or hdfs://nameservice), but it is %q (from %s)",
+				ErrNoNameNode, hadoop.KeyDefaultFS, def, sourceOf(conf, hadoop.KeyDefaultFS))
+		}
+		authority = u.Host
+	}
+	host, port := authority, ""
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		host, port = h, p
+	}
+	if host == "" {
+		return nil, fmt.Errorf("%w: %q has no host", ErrNoNameNode, authority)
+	}
+	if port == "" {
+		ids, isNS, err := nameservice(conf, host)
+		if err != nil {
+			return nil, err
+		}
+		if isNS {
+			addrs := make([]string, 0, len(ids))
+			for _, id := range ids {
+				key := KeyNameNodeRPCAddress + "." + host + "." + id
+				a := conf.Get(key, "")
+				if a == "" {
+					return nil, fmt.Errorf("%w: nameservice %q lists NameNode %q but %s is not set", ErrNoNameNode, host, id, key)
+				}
+				if _, p, err := net.SplitHostPort(a); err != nil || p == "" {
+					return nil, fmt.Errorf("%w: %s=%q (from %s) is not host:port", hadoop.ErrBadConfig, key, a, sourceOf(conf, key))
+				}
+				addrs = append(addrs, a)
+			}
+			return addrs, nil
+		}
+		port = strconv.Itoa(DefaultNameNodePort)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return nil, fmt.Errorf("%w: %q has a bad port", ErrNoNameNode, authority)
+	}
+	return []string{net.JoinHostPort(host, port)}, nil
+}
+
+// nameservice reports whether name is an HA nameservice and its NameNode IDs.
+func nameservice(conf *hadoop.Configuration, name string) ([]string, bool, error) {
+	nss, err := conf.Strings(KeyNameservices)
+	if err != nil {
+		return nil, false, err
+	}
+	ids, err := conf.Strings(KeyHANameNodesPrefix + name)
+	if err != nil {
+		return nil, false, err
+	}
+	listed := slices.Contains(nss, name)
+	if !listed && len(ids) == 0 {
+		return nil, false, nil
+	}
+	if len(ids) == 0 {
+		return nil, false, fmt.Errorf("%w: %s lists nameservice %q but %s%s names no NameNode", ErrNoNameNode, KeyNameservices, name, KeyHANameNodesPrefix, name)
+	}
+	return ids, true, nil
+}
+
+func sourceOf(conf *hadoop.Configuration, key string) string {
+	if s := conf.Source(key); s != "" {
+		return s
+	}
+	return "defaults"
+}
