@@ -229,9 +229,13 @@ func (c *checkpoints) uploader(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case u := <-c.j.uploads:
-			handle, err := c.write(u)
+			var ev any = taskFinished{attempt: u.attempt, task: u.task}
+			if !u.finished {
+				handle, err := c.write(u)
+				ev = uploaded{attempt: u.attempt, task: u.task, id: checkpoint.ID(u.snap.ID), handle: handle, err: err}
+			}
 			select {
-			case c.j.events <- uploaded{attempt: u.attempt, task: u.task, id: checkpoint.ID(u.snap.ID), handle: handle, err: err}:
+			case c.j.events <- ev:
 			case <-ctx.Done():
 				return
 			}

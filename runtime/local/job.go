@@ -52,6 +52,8 @@ type (
 		attempt int
 		task    checkpoint.TaskID
 		snap    *task.Snapshot
+		// finished marks the task's end instead of a snapshot.
+		finished bool
 	}
 	uploaded struct {
 		attempt int

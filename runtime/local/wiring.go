@@ -153,7 +153,9 @@ func (j *Job) taskCheckpointing(a *attempt, id checkpoint.TaskID) *task.Checkpoi
 			j.send(a.ctx, declined{attempt: a.n, task: id, id: checkpoint.ID(cid), err: err})
 		},
 		OnFinished: func() {
-			j.send(a.ctx, taskFinished{attempt: a.n, task: id})
+			// Through the uploader, so the acknowledgements of snapshots
+			// the task took before finishing are counted first.
+			j.send(a.ctx, uploadReq{attempt: a.n, task: id, finished: true})
 		},
 		FinalCommit: a.finalCommit,
 	}

@@ -1,0 +1,147 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/stream"
+)
+
+type keyCount struct {
+	Key   int64
+	Count int64
+}
+
+// countingJob is a bounded generator → per-key counter with keyed state →
+// collect sink. progress counts records the counter processed.
+func countingJob(par int, n, keys int64, progress *atomic.Int64, opts ...stream.Option) (*stream.Environment, *stream.Collected[keyCount]) {
+	opts = append([]stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	env := stream.NewEnvironment(opts...)
+	src := stream.DataGen(env, n, 20000, func(i int64) int64 { return i }).UID("numbers")
+	count := stream.NewValueDescriptor[int64]("count")
+	counted := stream.KeyedProcess(stream.KeyBy(src, func(i int64) int64 { return i % keys }),
+		stream.KeyedProcessFuncs[int64, int64, keyCount]{Element: func(ctx *stream.KeyedContext[int64], v int64, out stream.Collector[keyCount]) error {
+			st := stream.Value(ctx, count)
+			c, err := st.Value()
+			if err != nil {
+				return err
+			}
+			c++
+			progress.Add(1)
+			out.Collect(keyCount{ctx.CurrentKey(), c})
+			return st.Update(c)
+		}}).UID("counter")
+	return env, stream.Collect(counted)
+}
+
+func waitProgress(t *testing.T, p *atomic.Int64, atLeast int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Load() < atLeast {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job processed only %d records", p.Load())
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+}
+
+// TestStopWithSavepointAndRescale2To3To1 stops a job with a savepoint,
+// resumes it at another parallelism twice, and checks that every key's
+// count runs 1..n/keys exactly once over the three runs: keyed state moved
+// by key group, and source positions resumed.
+func TestStopWithSavepointAndRescale2To3To1(t *testing.T) {
+	const n, keys = 30000, 50
+	dir := t.TempDir()
+	all := map[int64][]int64{}
+	collect := func(c *stream.Collected[keyCount]) {
+		for _, kc := range c.Values() {
+			all[kc.Key] = append(all[kc.Key], kc.Count)
+		}
+	}
+	savepoint := ""
+	for i, par := range []int{2, 3, 1} {
+		var progress atomic.Int64
+		opts := []stream.Option{stream.WithCheckpointing(time.Hour, filepath.Join(dir, "checkpoints"))}
+		if savepoint != "" {
+			opts = append(opts, stream.WithSavepoint(savepoint, false))
+		}
+		env, got := countingJob(par, n, keys, &progress, opts...)
+		client, err := env.ExecuteAsync(context.Background(), fmt.Sprintf("run %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			waitProgress(t, &progress, 3000)
+			savepoint, err = client.StopWithSavepoint(filepath.Join(dir, "savepoints"), false)
+			if err != nil {
+				t.Fatalf("run %d: stop with savepoint: %v", i, err)
+			}
+			if _, err := os.Stat(filepath.Join(savepoint, "_metadata")); err != nil {
+				t.Fatalf("savepoint %s has no metadata: %v", savepoint, err)
+			}
+		}
+		res, err := client.Wait()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if i < 2 && res.Savepoint != savepoint {
+			t.Fatalf("run %d: result names savepoint %q, want %q", i, res.Savepoint, savepoint)
+		}
+		collect(got)
+	}
+	for k := int64(0); k < keys; k++ {
+		cs := all[k]
+		if int64(len(cs)) != n/keys {
+			t.Fatalf("key %d: %d counts over three runs, want %d", k, len(cs), n/keys)
+		}
+		seen := map[int64]bool{}
+		for _, c := range cs {
+			if c < 1 || c > n/keys || seen[c] {
+				t.Fatalf("key %d: count %d duplicated or out of range", k, c)
+			}
+			seen[c] = true
+		}
+	}
+}
+
+func TestRestoreRejectsStateOfMissingOperators(t *testing.T) {
+	dir := t.TempDir()
+	var progress atomic.Int64
+	env, _ := countingJob(2, 1_000_000, 10, &progress, stream.WithCheckpointing(time.Hour, filepath.Join(dir, "checkpoints")))
+	client, err := env.ExecuteAsync(context.Background(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgress(t, &progress, 100)
+	sp, err := client.StopWithSavepoint(filepath.Join(dir, "savepoints"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The same job without the counter (its UID is gone).
+	build := func(allow bool) error {
+		env := stream.NewEnvironment(stream.WithParallelism(2), stream.WithLogger(slog.New(slog.DiscardHandler)), stream.WithSavepoint(sp, allow))
+		src := stream.DataGen(env, 100, 0, func(i int64) int64 { return i }).UID("numbers")
+		stream.Discard(stream.Map(src, func(i int64) int64 { return i }).UID("something-else"))
+		_, err := env.Execute("second")
+		return err
+	}
+	err = build(false)
+	if !errors.Is(err, local.ErrUnmatchedState) || !strings.Contains(err.Error(), "uid:counter") {
+		t.Fatalf("want an error naming the unmatched operator uid:counter, got %v", err)
+	}
+	if err := build(true); err != nil {
+		t.Fatalf("with allowNonRestoredState the restore must drop the state: %v", err)
+	}
+}
