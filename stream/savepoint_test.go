@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/stream"
 )
@@ -24,6 +27,11 @@ type keyCount struct {
 // countingJob is a bounded generator → per-key counter with keyed state →
 // collect sink. progress counts records the counter processed.
 func countingJob(par int, n, keys int64, progress *atomic.Int64, opts ...stream.Option) (*stream.Environment, *stream.Collected[keyCount]) {
+	env, counted := countingStream(par, n, keys, progress, opts...)
+	return env, stream.Collect(counted)
+}
+
+func countingStream(par int, n, keys int64, progress *atomic.Int64, opts ...stream.Option) (*stream.Environment, stream.DataStream[keyCount]) {
 	opts = append([]stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	env := stream.NewEnvironment(opts...)
 	src := stream.DataGen(env, n, 20000, func(i int64) int64 { return i }).UID("numbers")
@@ -40,7 +48,7 @@ func countingJob(par int, n, keys int64, progress *atomic.Int64, opts ...stream.
 			out.Collect(keyCount{ctx.CurrentKey(), c})
 			return st.Update(c)
 		}}).UID("counter")
-	return env, stream.Collect(counted)
+	return env, counted
 }
 
 func waitProgress(t *testing.T, p *atomic.Int64, atLeast int64) {
@@ -144,4 +152,81 @@ func TestRestoreRejectsStateOfMissingOperators(t *testing.T) {
 	if err := build(true); err != nil {
 		t.Fatalf("with allowNonRestoredState the restore must drop the state: %v", err)
 	}
+}
+
+// TestCorruptCheckpointFallsBackToThePreviousOne corrupts the newest
+// checkpoint just before a failure: recovery must skip it (naming the
+// file) and restore the one before, so the final state is still exact.
+func TestCorruptCheckpointFallsBackToThePreviousOne(t *testing.T) {
+	const n, keys = 20000, 5
+	dir := t.TempDir()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg := conf.New().Set("execution.checkpointing.num-retained", "3").Set("restart-strategy.type", "fixed-delay").
+		Set("restart-strategy.fixed-delay.attempts", "3").Set("restart-strategy.fixed-delay.delay", "0 ms")
+	var progress atomic.Int64
+	var corrupted atomic.Bool
+	var corruptedFile atomic.Value
+	env, counted := countingStream(2, n, keys, &progress, stream.WithConfiguration(cfg), stream.WithLogger(logger),
+		stream.WithCheckpointing(10*time.Millisecond, filepath.Join(dir, "checkpoints")))
+	// Fail once, after at least two checkpoints exist, corrupting the newest.
+	got := stream.Collect(stream.Map(counted, func(kc keyCount) keyCount {
+		if progress.Load() > n/2 && !corrupted.Load() {
+			chks, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "chk-*", "_metadata"))
+			if len(chks) >= 2 && corrupted.CompareAndSwap(false, true) {
+				sort.Strings(chks)
+				newest := chks[len(chks)-1]
+				for _, c := range chks {
+					if chkNum(c) > chkNum(newest) {
+						newest = c
+					}
+				}
+				files, _ := filepath.Glob(filepath.Join(filepath.Dir(newest), "task-*"))
+				os.WriteFile(files[0], []byte("garbage"), 0o644)
+				corruptedFile.Store(files[0])
+				panic("injected failure after corrupting " + files[0])
+			}
+		}
+		return kc
+	}))
+	res, err := env.Execute("fallback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !corrupted.Load() || res.Restarts != 1 {
+		t.Fatalf("corrupted=%v restarts=%d; the test did not exercise recovery", corrupted.Load(), res.Restarts)
+	}
+	logMu.Lock()
+	l := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(l, "skipping an unusable checkpoint") || !strings.Contains(l, corruptedFile.Load().(string)) {
+		t.Fatalf("recovery did not report skipping the corrupt file %v:\n%s", corruptedFile.Load(), l)
+	}
+	final := map[int64]int64{}
+	for _, kc := range got.Values() {
+		final[kc.Key] = max(final[kc.Key], kc.Count)
+	}
+	for k := int64(0); k < keys; k++ {
+		if final[k] != n/keys {
+			t.Errorf("key %d: final count %d, want %d", k, final[k], n/keys)
+		}
+	}
+}
+
+func chkNum(p string) int {
+	var n int
+	fmt.Sscanf(filepath.Base(filepath.Dir(p)), "chk-%d", &n)
+	return n
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
