@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
@@ -62,6 +63,7 @@ type Environment struct {
 	config         *conf.Configuration
 	presets        []func(*conf.Configuration) *conf.Configuration
 	restart        restart.Strategy
+	fileSystems    *fs.Resolver
 	errs           []error
 }
 
@@ -138,6 +140,11 @@ func WithSavepoint(path string, allowNonRestored bool) Option {
 		})
 	}
 }
+
+// WithFileSystems sets the resolver of checkpoint and savepoint URIs
+// (default: local paths and file://). Register hdfs:// on it with
+// hdfs.Register to checkpoint to HDFS.
+func WithFileSystems(r *fs.Resolver) Option { return func(e *Environment) { e.fileSystems = r } }
 
 // WithBatchSize sets the records per exchange buffer (default 512).
 func WithBatchSize(n int) Option { return func(e *Environment) { e.batchSize = n } }
@@ -317,6 +324,7 @@ func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error)
 		BufferTimeout: e.bufferTimeout, AutoWatermarkInterval: e.autoWatermark.Milliseconds(),
 		RestoreFrom:           conf.Get(c, conf.StateRecoveryPath),
 		AllowNonRestoredState: conf.Get(c, conf.StateRecoveryIgnoreUnclaimedState),
+		FileSystems:           e.fileSystems,
 	}
 	var problems []error
 	if mode == task.StreamingMode && conf.Get(c, conf.CheckpointingInterval) > 0 || conf.IsSet(c, conf.CheckpointingDir) {

@@ -46,7 +46,7 @@ func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 		}
 		dir, c.tempDir = tmp, tmp
 	}
-	fsys, p, err := fs.NewResolver().For(dir)
+	fsys, p, err := c.j.opts.FileSystems.For(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: execution.checkpointing.dir %q: %w", dir, err)
 	}
@@ -172,7 +172,7 @@ func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
 	if dir == "" {
 		return errors.New("local: no savepoint directory: pass one or set execution.checkpointing.savepoint-dir")
 	}
-	fsys, p, err := fs.NewResolver().For(dir)
+	fsys, p, err := c.j.opts.FileSystems.For(dir)
 	if err != nil {
 		return fmt.Errorf("local: savepoint directory %q: %w", dir, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
@@ -53,6 +54,9 @@ type Options struct {
 	// AllowNonRestoredState lets a restore drop state of operators the job
 	// no longer has (Flink's --allowNonRestoredState).
 	AllowNonRestoredState bool
+	// FileSystems resolves checkpoint, savepoint and restore URIs (default:
+	// local paths and file://; register hdfs:// with hdfs.Register).
+	FileSystems *fs.Resolver
 }
 
 // CheckpointOptions configure checkpoints.
@@ -115,6 +119,9 @@ func (o *Options) defaults() {
 	}
 	if o.AutoWatermarkInterval <= 0 {
 		o.AutoWatermarkInterval = 200
+	}
+	if o.FileSystems == nil {
+		o.FileSystems = fs.NewResolver()
 	}
 	if o.Restart == nil {
 		o.Restart = restart.NoRestart{}

@@ -67,7 +67,7 @@ func (j *Job) initialRestore() (*restoreState, error) {
 	if j.opts.RestoreFrom == "" {
 		return nil, nil
 	}
-	fsys, p, err := fs.NewResolver().For(j.opts.RestoreFrom)
+	fsys, p, err := j.opts.FileSystems.For(j.opts.RestoreFrom)
 	if err != nil {
 		return nil, fmt.Errorf("local: restoring from %q: %w", j.opts.RestoreFrom, err)
 	}
