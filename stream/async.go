@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -172,6 +173,11 @@ type asyncOp[I, O any] struct {
 	// chained before this one) waits in backlog, so it keeps its order.
 	yielding bool
 	backlog  []asyncInput[I]
+	// unemitted lists, in input order, the requests whose results have not
+	// been emitted (compacted at checkpoints); restored holds the inputs of
+	// such requests from a checkpoint, re-run at Open.
+	unemitted []*asyncRequest[I, O]
+	restored  []asyncInput[I]
 }
 
 type asyncEntry[I, O any] struct {
@@ -206,6 +212,7 @@ type asyncRequest[I, O any] struct {
 	completed atomic.Bool
 
 	// Task goroutine only.
+	emitted bool
 	done    bool
 	results []O
 	seg     *asyncSegment[I, O]
@@ -237,7 +244,70 @@ func (a *asyncOp[I, O]) Open() error {
 	if !a.ordered {
 		a.segs.push(&asyncSegment[I, O]{})
 	}
+	// Requests in flight at the checkpoint are sent again, as in Flink.
+	restored := a.restored
+	a.restored = nil
+	for _, in := range restored {
+		if err := a.ProcessElement(in.v, in.ts); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// SnapshotOperatorState implements task.OperatorStateful: the inputs of
+// every request whose results have not been emitted, and of input waiting
+// in the backlog, in order.
+func (a *asyncOp[I, O]) SnapshotOperatorState(int64) ([][]byte, bool, error) {
+	c, err := codec.For[asyncRecord[I]]()
+	if err != nil {
+		return nil, false, fmt.Errorf("async I/O in-flight records: %w", err)
+	}
+	a.compactUnemitted()
+	var entries [][]byte
+	for _, r := range a.unemitted {
+		entries = append(entries, c.Append(nil, asyncRecord[I]{V: r.v, Ts: r.ts}))
+	}
+	for _, in := range a.backlog {
+		if !in.isWM {
+			entries = append(entries, c.Append(nil, asyncRecord[I]{V: in.v, Ts: in.ts}))
+		}
+	}
+	return entries, false, nil
+}
+
+// compactUnemitted drops the requests whose results were emitted.
+func (a *asyncOp[I, O]) compactUnemitted() {
+	kept := a.unemitted[:0]
+	for _, r := range a.unemitted {
+		if !r.emitted {
+			kept = append(kept, r)
+		}
+	}
+	clear(a.unemitted[len(kept):])
+	a.unemitted = kept
+}
+
+// RestoreOperatorState implements task.OperatorStateful.
+func (a *asyncOp[I, O]) RestoreOperatorState(entries [][]byte) error {
+	c, err := codec.For[asyncRecord[I]]()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		r, _, err := c.Decode(e)
+		if err != nil {
+			return fmt.Errorf("async I/O in-flight record: %w", err)
+		}
+		a.restored = append(a.restored, asyncInput[I]{v: r.V, ts: r.Ts})
+	}
+	return nil
+}
+
+// asyncRecord is an in-flight input in a checkpoint.
+type asyncRecord[I any] struct {
+	V  I
+	Ts int64
 }
 
 func (a *asyncOp[I, O]) ProcessElement(v I, ts int64) error {
@@ -298,6 +368,10 @@ func (a *asyncOp[I, O]) add(v I, ts int64) error {
 	ctx, cancel := context.WithCancel(a.reqCtx)
 	r.cancel = cancel
 	a.inFlight++
+	if len(a.unemitted) >= 2*a.capacity+16 {
+		a.compactUnemitted()
+	}
+	a.unemitted = append(a.unemitted, r)
 	if a.ordered {
 		a.queue.push(asyncEntry[I, O]{r: r})
 	} else {
@@ -396,6 +470,7 @@ func (a *asyncOp[I, O]) onResult(r *asyncRequest[I, O], results []O) error {
 
 func (a *asyncOp[I, O]) emit(r *asyncRequest[I, O]) error {
 	a.inFlight--
+	r.emitted = true
 	results := r.results
 	r.results = nil
 	for _, o := range results {

@@ -1,11 +1,14 @@
 package stream
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"reflect"
+	"sort"
 
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
@@ -531,4 +534,98 @@ func KeyedBroadcastProcess[K comparable, IN, BC, O any](c KeyedBroadcastConnecte
 	// input reaches every subtask (graph validation allows that pairing).
 	out.node.Keyed = true
 	return out
+}
+
+// Broadcast state in checkpoints: every subtask holds the same maps, so
+// they are union operator state; a restoring subtask takes the first copy
+// of each state it is given.
+
+func (s *bcState[UK, UV]) encode() ([]byte, error) {
+	c, err := codec.For[map[UK]UV]()
+	if err != nil {
+		return nil, err
+	}
+	return c.Append(nil, s.m), nil
+}
+
+func (s *bcState[UK, UV]) decode(b []byte) error {
+	c, err := codec.For[map[UK]UV]()
+	if err != nil {
+		return err
+	}
+	m, _, err := c.Decode(b)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		m = map[UK]UV{}
+	}
+	s.m = m
+	return nil
+}
+
+type bcCodec interface {
+	encode() ([]byte, error)
+	decode([]byte) error
+}
+
+func (s *broadcastStates) snapshot() ([][]byte, bool, error) {
+	names := make([]string, 0, len(s.maps))
+	for n := range s.maps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var entries [][]byte
+	for _, n := range names {
+		b, err := s.maps[n].(bcCodec).encode()
+		if err != nil {
+			return nil, false, fmt.Errorf("broadcast state %q: %w", n, err)
+		}
+		e := binary.AppendUvarint(nil, uint64(len(n)))
+		entries = append(entries, append(append(e, n...), b...))
+	}
+	return entries, true, nil
+}
+
+func (s *broadcastStates) restore(entries [][]byte) error {
+	done := map[string]bool{}
+	for _, e := range entries {
+		l, k := binary.Uvarint(e)
+		if k <= 0 || l > uint64(len(e)-k) {
+			return fmt.Errorf("broadcast state: corrupt entry")
+		}
+		name := string(e[k : k+int(l)])
+		if done[name] {
+			continue
+		}
+		st, ok := s.maps[name]
+		if !ok {
+			return fmt.Errorf("broadcast state %q is in the checkpoint but not declared on the operator", name)
+		}
+		if err := st.(bcCodec).decode(e[k+int(l):]); err != nil {
+			return fmt.Errorf("broadcast state %q: %w", name, err)
+		}
+		done[name] = true
+	}
+	return nil
+}
+
+// SnapshotOperatorState implements task.OperatorStateful.
+func (p *broadcastOp[IN, BC, O]) SnapshotOperatorState(int64) ([][]byte, bool, error) {
+	return p.bc.snapshot()
+}
+
+// RestoreOperatorState implements task.OperatorStateful.
+func (p *broadcastOp[IN, BC, O]) RestoreOperatorState(entries [][]byte) error {
+	return p.bc.restore(entries)
+}
+
+// SnapshotOperatorState implements task.OperatorStateful.
+func (p *keyedBroadcastOp[K, IN, BC, O]) SnapshotOperatorState(int64) ([][]byte, bool, error) {
+	return p.bc.snapshot()
+}
+
+// RestoreOperatorState implements task.OperatorStateful.
+func (p *keyedBroadcastOp[K, IN, BC, O]) RestoreOperatorState(entries [][]byte) error {
+	return p.bc.restore(entries)
 }

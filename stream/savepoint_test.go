@@ -272,3 +272,62 @@ func TestStopWithDrainFiresWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestBroadcastStateSurvivesARescaledRestore: the rules arrive once, are
+// kept in broadcast state, and after a stop-with-savepoint and a restore at
+// another parallelism (the rules source has finished and sends nothing
+// again) every element still sees them.
+func TestBroadcastStateSurvivesARescaledRestore(t *testing.T) {
+	dir := t.TempDir()
+	rules := stream.NewMapDescriptor[string, int64]("factors")
+	sp := ""
+	for i, par := range []int{2, 3} {
+		var progress atomic.Int64
+		opts := []stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler)),
+			stream.WithCheckpointing(time.Hour, filepath.Join(dir, "checkpoints"))}
+		if sp != "" {
+			opts = append(opts, stream.WithSavepoint(sp, false))
+		}
+		env := stream.NewEnvironment(opts...)
+		factors := stream.Broadcast(stream.FromElements(env, "x10").UID("rules").SetParallelism(1), rules)
+		elems := stream.DataGen(env, 40000, 20000, func(i int64) int64 { return i }).UID("elements")
+		out := stream.KeyedBroadcastProcess(stream.ConnectKeyedBroadcast(stream.KeyBy(elems, func(i int64) int64 { return i % 7 }), factors),
+			stream.KeyedBroadcastProcessFuncs[int64, int64, string, int64]{
+				Broadcast: func(ctx *stream.KeyedBroadcastContext[int64], r string, _ stream.Collector[int64]) error {
+					stream.BroadcastStateOf(ctx, rules).Put("factor", 10)
+					return nil
+				},
+				Element: func(ctx *stream.KeyedBroadcastReadOnlyContext[int64], v int64, out stream.Collector[int64]) error {
+					f, _ := stream.ReadOnlyBroadcastStateOf(ctx, rules).Get("factor")
+					progress.Add(1)
+					out.Collect(f)
+					return nil
+				},
+			}).UID("apply-rules")
+		got := stream.Collect(out)
+		client, err := env.ExecuteAsync(context.Background(), fmt.Sprintf("run %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitProgress(t, &progress, 2000)
+			if sp, err = client.StopWithSavepoint(filepath.Join(dir, "sp"), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := client.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			vals := got.Values()
+			if len(vals) == 0 {
+				t.Fatal("the restored job processed nothing")
+			}
+			for _, f := range vals {
+				if f != 10 {
+					t.Fatalf("after the restore an element saw factor %d: the broadcast state was lost", f)
+				}
+			}
+		}
+	}
+}

@@ -189,6 +189,11 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 	if cp == nil {
 		return fmt.Errorf("task: checkpoint %d triggered but checkpointing is off", id)
 	}
+	if kind == checkpoint.SavepointSuspend {
+		// Stop without drain: the job is suspended at this savepoint, to be
+		// resumed from it; operators must not emit final results after it.
+		t.suspended = true
+	}
 	snap := &Snapshot{ID: id, Kind: kind, Operators: map[graph.NodeID]*OperatorSnapshot{}}
 	for i, h := range t.ops {
 		t.current = i

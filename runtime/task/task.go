@@ -144,6 +144,10 @@ type Task struct {
 	stash    map[int][]exchange.Buffer
 	replay   []exchange.Buffer
 	stopping bool // a source stopped by stop-with-savepoint
+	// suspended is set by a stop-with-savepoint without drain: the end of
+	// input then does not finish the operators (no final results, no
+	// final pre-commits), as in Flink.
+	suspended bool
 }
 
 // New builds the chain's operators for one subtask.
@@ -362,6 +366,9 @@ func (t *Task) closeOp(i int) (err error) {
 // every output ends.
 func (t *Task) finish() error {
 	for i, h := range t.ops {
+		if t.suspended {
+			break
+		}
 		t.current = i
 		if err := h.op.Finish(); err != nil {
 			return t.wrapErr(err, i)
