@@ -29,6 +29,7 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
@@ -428,3 +429,17 @@ func (e *BuildError) Error() string { return e.msg }
 
 // Unwrap returns the individual errors.
 func (e *BuildError) Unwrap() []error { return e.Errs }
+
+// DisposeSavepoint deletes the savepoint at path (Flink's savepoint
+// --dispose). It refuses paths that are not savepoints. fileSystems may be
+// nil (local paths and file:// only).
+func DisposeSavepoint(path string, fileSystems *fs.Resolver) error {
+	if fileSystems == nil {
+		fileSystems = fs.NewResolver()
+	}
+	fsys, p, err := fileSystems.For(path)
+	if err != nil {
+		return fmt.Errorf("stream: disposing savepoint %q: %w", path, err)
+	}
+	return storage.DisposeSavepoint(fsys, p)
+}

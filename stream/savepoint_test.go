@@ -331,3 +331,81 @@ func TestBroadcastStateSurvivesARescaledRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainedCheckpointOnCancellationResumesTheJob: with
+// RETAIN_ON_CANCELLATION a cancelled job's checkpoints stay, and a new job
+// started from the latest one continues its state; without it they are
+// removed. A savepoint can be disposed, and a checkpoint cannot.
+func TestRetainedCheckpointOnCancellationResumesTheJob(t *testing.T) {
+	for _, retain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retain=%v", retain), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := conf.New()
+			if retain {
+				cfg = cfg.Set("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+			}
+			var progress atomic.Int64
+			env, first := countingJob(2, 1_000_000, 10, &progress, stream.WithConfiguration(cfg),
+				stream.WithCheckpointing(20*time.Millisecond, filepath.Join(dir, "chk")))
+			client, err := env.ExecuteAsync(context.Background(), "cancelled")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chks []string
+			deadline := time.Now().Add(20 * time.Second)
+			for len(chks) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no checkpoint completed")
+				}
+				chks, _ = filepath.Glob(filepath.Join(dir, "chk", "*", "chk-*", "_metadata"))
+				time.Sleep(5 * time.Millisecond) // polling interval
+			}
+			client.Cancel()
+			if _, err := client.Wait(); err == nil {
+				t.Fatal("a cancelled job reported success")
+			}
+			chks, _ = filepath.Glob(filepath.Join(dir, "chk", "*", "chk-*", "_metadata"))
+			if !retain {
+				if len(chks) != 0 {
+					t.Fatalf("checkpoints %v outlived the cancelled job", chks)
+				}
+				return
+			}
+			if len(chks) != 1 {
+				t.Fatalf("retained checkpoints %v, want the one latest", chks)
+			}
+			if err := stream.DisposeSavepoint(filepath.Dir(chks[0]), nil); err == nil {
+				t.Fatal("disposing a checkpoint as a savepoint must be refused")
+			}
+			if len(first.Values()) == 0 {
+				t.Fatal("the first run processed nothing")
+			}
+			var progress2 atomic.Int64
+			env2, second := countingJob(2, 1_000_000, 10, &progress2, stream.WithSavepoint(filepath.Dir(chks[0]), false),
+				stream.WithCheckpointing(time.Hour, filepath.Join(dir, "chk2")))
+			c2, err := env2.ExecuteAsync(context.Background(), "resumed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitProgress(t, &progress2, 100)
+			sp, err := c2.StopWithSavepoint(filepath.Join(dir, "sp"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2.Wait()
+			// The resumed counts continue from the checkpoint: the smallest
+			// count per key in the second run is above 1.
+			for _, kc := range second.Values() {
+				if kc.Count == 1 {
+					t.Fatalf("key %d started again from 1: the checkpoint's state was not restored", kc.Key)
+				}
+			}
+			if err := stream.DisposeSavepoint(sp, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(sp); !os.IsNotExist(err) {
+				t.Fatalf("savepoint %s still exists after dispose: %v", sp, err)
+			}
+		})
+	}
+}
