@@ -75,7 +75,7 @@ type windowTotal struct {
 func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64), opts ...stream.Option) *stream.Environment {
 	env := stream.NewEnvironment(append([]stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	type ev struct{ Key, Ts, V int64 }
-	strategy := stream.ForBoundedOutOfOrderness[ev](50*time.Millisecond).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.Ts })
+	strategy := stream.ForBoundedOutOfOrderness[ev](50 * time.Millisecond).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.Ts })
 	src := stream.DataGenWithWatermarks(env, 40000, 40000, func(i int64) ev {
 		return ev{Key: i % 11, Ts: i - (i*7919)%40, V: i % 97}
 	}, strategy).UID("events")
