@@ -309,6 +309,14 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 	if err != nil {
 		return nil, err
 	}
+	if opts.Checkpoints != nil || opts.RestoreFrom != "" {
+		for _, n := range g.Nodes {
+			if n.UID == "" && (n.Keyed || n.Inputs == 0) {
+				e.log.Warn("stateful operator without a UID: its state is matched by a generated ID that changes when the job's shape changes; set one with UID(...) to restore savepoints across job versions",
+					"operator", n.Name, "id", n.ID)
+			}
+		}
+	}
 	e.log.Info("executing job", "job", name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
 	j, err := local.Start(ctx, plan, opts)
 	if err != nil {
