@@ -234,19 +234,24 @@ func (r *Reader[T]) failed() error {
 	return nil
 }
 
-// AddSplits starts reading the splits at their offsets.
+// AddSplits starts reading the splits at their offsets. A bad batch (a
+// negative offset, a split this reader already reads) is refused whole.
 func (r *Reader[T]) AddSplits(splits []PartitionSplit) error {
-	if r.cl == nil {
-		return fmt.Errorf("%w: reader not started", ErrClosed)
+	if r.cl == nil || r.closed {
+		return fmt.Errorf("%w: reader not running", ErrClosed)
 	}
-	add := map[string]map[int32]kgo.Offset{}
+	batch := map[TopicPartition]bool{}
 	for _, s := range splits {
 		if s.Offset < 0 {
 			return fmt.Errorf("kafka: split %s has a negative offset %d", s.SplitID(), s.Offset)
 		}
-		if _, dup := r.splits[s.TopicPartition]; dup {
+		if _, dup := r.splits[s.TopicPartition]; dup || batch[s.TopicPartition] {
 			return fmt.Errorf("kafka: split %s assigned twice to reader %d", s.SplitID(), r.ctx.Subtask())
 		}
+		batch[s.TopicPartition] = true
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for _, s := range splits {
 		if s.Finished() {
 			r.log.Debug("split has nothing to read", "split", s.SplitID(), "offset", s.Offset, "stop", s.StoppingOffset)
 			continue

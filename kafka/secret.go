@@ -65,7 +65,7 @@ func SecretValue(v string) Secret {
 // IsZero reports whether no secret was configured.
 func (s Secret) IsZero() bool { return s.load == nil }
 
-// Reveal returns the secret's value. Only the client setup calls it.
+// reveal returns the secret's value. Only the client setup calls it.
 func (s Secret) reveal() (string, error) {
 	if s.load == nil {
 		return "", errors.New("no secret configured")

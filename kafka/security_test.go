@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -294,5 +295,22 @@ func TestGSSAPIConfiguration(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.startErr)
 			}
 		})
+	}
+}
+
+func TestKerberosFromTheJobConfiguration(t *testing.T) {
+	c := conf.New().Set("security.kerberos.login.principal", "sluice/h@EXAMPLE.COM").
+		Set("security.kerberos.login.keytab", "/etc/sluice.keytab").Set("security.kerberos.krb5-conf.path", "/etc/krb5.conf")
+	got := kafka.KerberosFromConfiguration(c)
+	want := kafka.KerberosConfig{Principal: "sluice/h@EXAMPLE.COM", KeytabFile: "/etc/sluice.keytab", Krb5ConfFile: "/etc/krb5.conf"}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestDeadLetterTopicMatchedByThePatternIsRejected(t *testing.T) {
+	_, err := kafka.NewSource(kafka.StringValues(), kafka.BootstrapServers("h:1"), kafka.TopicPattern("orders.*"), kafka.DeadLetterTopic("orders-dlq"))
+	if err == nil || !strings.Contains(err.Error(), `dead-letter topic "orders-dlq" is also a source topic`) {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -261,7 +261,7 @@ func (c *sourceConfig) validate() error {
 	if c.deadLetterTopic == "\x00" {
 		p.add("empty dead-letter topic name")
 	}
-	if c.deadLetterTopic != "" && seen[c.deadLetterTopic] {
+	if c.deadLetterTopic != "" && (seen[c.deadLetterTopic] || (c.re != nil && c.re.MatchString(c.deadLetterTopic))) {
 		p.add("dead-letter topic %q is also a source topic", c.deadLetterTopic)
 	}
 	return p.err("source")

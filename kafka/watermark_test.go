@@ -137,3 +137,29 @@ func TestIdlePartitionReleasesTheWatermark(t *testing.T) {
 		t.Fatal("window [4000,5000) fired before its end")
 	}
 }
+
+// TestReaderWithoutPartitionsDoesNotHoldBackWindows: at parallelism 2 on a
+// one-partition topic, one reader subtask gets no partition; it must not
+// hold back the windows downstream.
+func TestReaderWithoutPartitionsDoesNotHoldBackWindows(t *testing.T) {
+	c := newCluster(t)
+	c.createTopic(t, "wm", 1)
+	for ts := int64(0); ts < 3000; ts += 500 {
+		c.produce(t, wmRecord(0, ts))
+	}
+	clk := clock.NewManual(0)
+	env := newEnv(t, 2, stream.WithClock(clk), stream.WithAutoWatermarkInterval(100*time.Millisecond))
+	src := mustSource(t, kafka.StringValues(), kafka.BootstrapServers(c.addrs...), kafka.Topics("wm"),
+		kafka.PartitionDiscoveryInterval(time.Hour), kafka.WithLogger(testLogger(t)))
+	in := stream.Map(stream.FromSource[string, kafka.PartitionSplit](env, src, stream.ForMonotonousTimestamps[string](), "kafka"),
+		func(s string) windowCount { return windowCount{"all", 1} })
+	counts := stream.Window(stream.KeyBy(in, func(w windowCount) string { return w.Key }), stream.TumblingEventTimeWindows(time.Second)).
+		Reduce(func(a, b windowCount) windowCount { return windowCount{a.Key, a.N + b.N} })
+	sink := newLiveSink[windowCount]()
+	stream.SinkTo(counts, sink)
+	done, _ := runJob(t, env)
+	advance(t, "window [1000,2000)", clk, done, sink.notify, func() bool { return slices.Contains(fired(sink), "2000:2") })
+	if f, want := fired(sink), []string{"1000:2", "2000:2"}; !slices.Equal(f, want) {
+		t.Fatalf("fired %v, want %v", f, want)
+	}
+}

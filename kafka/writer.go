@@ -182,7 +182,6 @@ type TxnWriter[T any] struct {
 	pool      int
 	timeout   time.Duration
 	log       *slog.Logger
-	baseOpts  []kgo.Opt
 	next      int // the pool index to try first
 	cur       *openTxn
 	ps        *produceState
@@ -199,13 +198,8 @@ type openTxn struct {
 
 func newTxnWriter[T any](s *Sink[T], sc stream.SinkContext) (*TxnWriter[T], error) {
 	log := s.cfg.client.log.With("component", "kafka-writer", "subtask", sc.Subtask())
-	opts, err := s.cfg.client.kgoOpts()
-	if err != nil {
-		return nil, err
-	}
 	w := &TxnWriter[T]{
 		s: s, subtask: sc.Subtask(), pool: s.cfg.pool(), log: log,
-		baseOpts:  append(opts, s.cfg.producerOpts()...),
 		ps:        newProduceState(true, s.metrics, log),
 		committed: func() bool { return s.committers.Load() > 0 },
 	}
@@ -301,8 +295,10 @@ func (w *TxnWriter[T]) begin() error {
 		return fmt.Errorf("%w: all %d ids of subtask %d hold a transaction that is open or awaits commit; "+
 			"raise kafka.TransactionalIDPoolSize", ErrPoolExhausted, w.pool, w.subtask)
 	}
-	opts := append(w.baseOpts[:len(w.baseOpts):len(w.baseOpts)], kgo.TransactionalID(id), kgo.TransactionTimeout(w.timeout))
-	cl, err := kgo.NewClient(opts...)
+	// A client of its own per transaction (its transactional id is fixed
+	// at creation), with fresh credentials: a Kerberos login belongs to
+	// one client and ends with it.
+	cl, err := w.s.cfg.client.newClient(append(w.s.cfg.producerOpts(), kgo.TransactionalID(id), kgo.TransactionTimeout(w.timeout))...)
 	if err != nil {
 		w.s.ids.release(id)
 		return fmt.Errorf("kafka: creating the producer of %s: %w", id, err)
