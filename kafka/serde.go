@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Deserializer turns a Kafka record into a value of the stream. It sees
+// the whole record: key, value, headers, timestamp, topic, partition and
+// offset. An error makes the record malformed (see MalformedRecords).
+type Deserializer[T any] interface {
+	Deserialize(r *kgo.Record) (T, error)
+}
+
+// DeserializerFunc adapts a function to a Deserializer.
+type DeserializerFunc[T any] func(r *kgo.Record) (T, error)
+
+// Deserialize implements Deserializer.
+func (f DeserializerFunc[T]) Deserialize(r *kgo.Record) (T, error) { return f(r) }
+
+// RecordDeserializer deserialises with access to the whole record.
+func RecordDeserializer[T any](fn func(r *kgo.Record) (T, error)) Deserializer[T] {
+	return DeserializerFunc[T](fn)
+}
+
+type valueOnly[T any] struct{ fn func([]byte) (T, error) }
+
+func (v valueOnly[T]) Deserialize(r *kgo.Record) (T, error) { return v.fn(r.Value) }
+
+// ValueOnly deserialises the record's value alone (a tombstone's value is nil).
+func ValueOnly[T any](fn func(value []byte) (T, error)) Deserializer[T] {
+	return valueOnly[T]{fn}
+}
+
+// StringValues reads each value as a string, bytes as they are (Flink's
+// SimpleStringSchema; no UTF-8 check).
+func StringValues() Deserializer[string] {
+	return ValueOnly(func(b []byte) (string, error) { return string(b), nil })
+}
+
+// ErrNoValue is the error of JSONValues for a record without a value (a
+// tombstone).
+var ErrNoValue = errors.New("kafka: record has no value")
+
+// JSONValues decodes each value as JSON into a T (encoding/json rules:
+// unknown fields are ignored). A record without a value is malformed.
+func JSONValues[T any]() Deserializer[T] {
+	return ValueOnly(decodeJSON[T])
+}
+
+func decodeJSON[T any](b []byte) (T, error) {
+	var v T
+	if b == nil {
+		return v, ErrNoValue
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("decoding JSON: %w", err)
+	}
+	return v, nil
+}
+
+// recordTimestamp is the record's timestamp as the stream's source
+// timestamp: epoch ms, or stream.NoTimestamp when Kafka has none (-1).
+func recordTimestamp(r *kgo.Record) int64 {
+	ms := r.Timestamp.UnixMilli()
+	if ms < 0 || r.Timestamp.IsZero() {
+		return noTimestamp
+	}
+	return ms
+}
+
+// Serializer turns a value of the stream into the record to produce: it
+// chooses the topic, key, value, headers and timestamp; the partition is
+// chosen by franz-go's default partitioner (murmur2 of the key, as Kafka's
+// Java producer; keyless records stick to a partition per batch). ts is
+// the value's event timestamp (or stream.NoTimestamp); a record left
+// without a timestamp gets ts, or the time of producing when there is
+// none. A nil record is skipped.
+type Serializer[T any] interface {
+	Serialize(v T, ts int64) (*kgo.Record, error)
+}
+
+// SerializerFunc adapts a function to a Serializer.
+type SerializerFunc[T any] func(v T, ts int64) (*kgo.Record, error)
+
+// Serialize implements Serializer.
+func (f SerializerFunc[T]) Serialize(v T, ts int64) (*kgo.Record, error) { return f(v, ts) }
+
+// ValueSerializer writes fn(v) as the value of a record to topic, without a key.
+func ValueSerializer[T any](topic string, fn func(v T) ([]byte, error)) Serializer[T] {
+	return SerializerFunc[T](func(v T, _ int64) (*kgo.Record, error) {
+		b, err := fn(v)
+		if err != nil {
+			return nil, err
+		}
+		return &kgo.Record{Topic: topic, Value: b}, nil
+	})
+}
+
+// StringSerializer writes each string as a value to topic.
+func StringSerializer(topic string) Serializer[string] {
+	return ValueSerializer(topic, func(s string) ([]byte, error) { return []byte(s), nil })
+}
+
+// JSONSerializer writes each value as JSON to topic.
+func JSONSerializer[T any](topic string) Serializer[T] {
+	return ValueSerializer(topic, func(v T) ([]byte, error) { return json.Marshal(v) })
+}
+
+// millisToTime converts an event timestamp for a record.
+func millisToTime(ms int64) time.Time { return time.UnixMilli(ms) }
