@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -325,4 +326,18 @@ func (e *Enumerator) Close() error {
 		e.cl.Close()
 	}
 	return nil
+}
+
+// SnapshotEnumerator implements stream.CheckpointedEnumerator: the
+// enumerator's state in the canonical encoding.
+func (e *Enumerator) SnapshotEnumerator(checkpointID int64) ([]byte, error) {
+	st, err := e.SnapshotState(checkpointID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := codec.For[EnumeratorState]()
+	if err != nil {
+		return nil, err
+	}
+	return c.Append(nil, st), nil
 }

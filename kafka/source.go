@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -390,3 +391,16 @@ func (s *Source[T]) CreateReader(ctx stream.SourceReaderContext) (stream.SourceR
 }
 
 var _ stream.Source[string, PartitionSplit] = (*Source[string])(nil)
+
+// RestoreEnumeratorState implements stream.RestorableSource.
+func (s *Source[T]) RestoreEnumeratorState(ctx stream.SplitEnumeratorContext[PartitionSplit], state []byte) (stream.SplitEnumerator[PartitionSplit], error) {
+	c, err := codec.For[EnumeratorState]()
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := c.Decode(state)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: restoring the enumerator: %w", err)
+	}
+	return s.RestoreEnumerator(ctx, st)
+}

@@ -112,12 +112,10 @@ func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) erro
 	return s.ctx.RegisterProcessingTimer(at, fn)
 }
 
+// Open commits the pre-commits of the restored checkpoint first: a new
+// writer may fence what it finds lingering (a Kafka transactional producer
+// aborts the open transactions of its ids).
 func (s *sinkOp[T, C]) Open() error {
-	w, err := s.sink.CreateWriter(s)
-	if err != nil {
-		return err
-	}
-	s.w = w
 	if s.newCommitter != nil {
 		c, err := s.newCommitter()
 		if err != nil {
@@ -131,6 +129,11 @@ func (s *sinkOp[T, C]) Open() error {
 			s.restored = nil
 		}
 	}
+	w, err := s.sink.CreateWriter(s)
+	if err != nil {
+		return err
+	}
+	s.w = w
 	return nil
 }
 

@@ -132,17 +132,18 @@ type sourceFactory[T any, S Split] struct {
 func (f *sourceFactory[T, S]) OutType() task.TypeOps                { return task.TypeOf[T]() }
 func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil }
 
-// CheckpointedEnumerator is implemented by enumerators whose state (the
-// splits not assigned yet) is part of checkpoints.
-type CheckpointedEnumerator[S Split] interface {
-	SnapshotState(checkpointID int64) ([]S, error)
+// CheckpointedEnumerator is implemented by enumerators whose state (e.g.
+// the splits not assigned yet) is part of checkpoints, encoded by the
+// enumerator (runtime/codec is the canonical choice).
+type CheckpointedEnumerator interface {
+	SnapshotEnumerator(checkpointID int64) ([]byte, error)
 }
 
-// RestorableSource creates an enumerator from checkpointed state: the
-// splits it had not assigned. Splits that readers held are restored into
+// RestorableSource creates an enumerator from the state its
+// CheckpointedEnumerator wrote. Splits that readers held are restored into
 // the readers.
-type RestorableSource[T any, S Split] interface {
-	RestoreEnumerator(ctx SplitEnumeratorContext[S], pending []S) (SplitEnumerator[S], error)
+type RestorableSource[S Split] interface {
+	RestoreEnumeratorState(ctx SplitEnumeratorContext[S], state []byte) (SplitEnumerator[S], error)
 }
 
 func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (task.Coordinator, error) {
@@ -150,17 +151,13 @@ func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (
 	var enum SplitEnumerator[S]
 	var err error
 	if restored != nil {
-		rs, ok := f.src.(RestorableSource[T, S])
+		rs, ok := f.src.(RestorableSource[S])
 		if !ok {
 			return nil, fmt.Errorf("source %T cannot restore its enumerator (it does not implement RestorableSource)", f.src)
 		}
-		pending, err := decodeAll[S](restored)
+		enum, err = rs.RestoreEnumeratorState(c, restored)
 		if err != nil {
 			return nil, fmt.Errorf("restoring the split enumerator: %w", err)
-		}
-		enum, err = rs.RestoreEnumerator(c, pending)
-		if err != nil {
-			return nil, err
 		}
 	} else if enum, err = f.src.CreateEnumerator(c); err != nil {
 		return nil, err
@@ -254,15 +251,11 @@ func (c *sourceCoordinator[S]) requestSplit(subtask int) error {
 func (c *sourceCoordinator[S]) Checkpoint(id int64, trigger func()) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ce, ok := c.enum.(CheckpointedEnumerator[S])
+	ce, ok := c.enum.(CheckpointedEnumerator)
 	if !ok {
 		return nil, fmt.Errorf("split enumerator %T cannot be checkpointed (it does not implement CheckpointedEnumerator)", c.enum)
 	}
-	pending, err := ce.SnapshotState(id)
-	if err != nil {
-		return nil, err
-	}
-	b, err := encodeAll(pending)
+	b, err := ce.SnapshotEnumerator(id)
 	if err != nil {
 		return nil, err
 	}
@@ -370,14 +363,14 @@ func (s *sourceOp[T, S]) SendSplitRequest() {
 
 func (s *sourceOp[T, S]) Open() error {
 	s.splits = map[string]*splitOut[T, S]{}
+	if err := s.reader.Start(); err != nil {
+		return err
+	}
 	if len(s.restored) > 0 {
 		if err := s.reader.AddSplits(s.restored); err != nil {
 			return err
 		}
 		s.restored = nil
-	}
-	if err := s.reader.Start(); err != nil {
-		return err
 	}
 	if s.strategy.generatesWatermarks() && !s.batch {
 		s.schedulePeriodic()

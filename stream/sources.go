@@ -64,9 +64,9 @@ func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]
 	return e, nil
 }
 
-// RestoreEnumerator implements RestorableSource.
-func (s *indexSource[T]) RestoreEnumerator(ctx SplitEnumeratorContext[IndexSplit], pending []IndexSplit) (SplitEnumerator[IndexSplit], error) {
-	return &staticEnumerator[IndexSplit]{ctx: ctx, pending: pending}, nil
+// RestoreEnumeratorState implements RestorableSource.
+func (s *indexSource[T]) RestoreEnumeratorState(ctx SplitEnumeratorContext[IndexSplit], state []byte) (SplitEnumerator[IndexSplit], error) {
+	return restoreStatic(ctx, state)
 }
 
 func (s *indexSource[T]) CreateReader(ctx SourceReaderContext) (SourceReader[T, IndexSplit], error) {
@@ -93,9 +93,16 @@ func (e *staticEnumerator[S]) HandleSplitRequest(subtask int) error {
 	return nil
 }
 
-// SnapshotState implements CheckpointedEnumerator.
-func (e *staticEnumerator[S]) SnapshotState(int64) ([]S, error) {
-	return append([]S(nil), e.pending...), nil
+// SnapshotEnumerator implements CheckpointedEnumerator: the splits not
+// assigned yet.
+func (e *staticEnumerator[S]) SnapshotEnumerator(int64) ([]byte, error) { return encodeAll(e.pending) }
+
+func restoreStatic[S Split](ctx SplitEnumeratorContext[S], state []byte) (SplitEnumerator[S], error) {
+	pending, err := decodeAll[S](state)
+	if err != nil {
+		return nil, err
+	}
+	return &staticEnumerator[S]{ctx: ctx, pending: pending}, nil
 }
 
 func (e *staticEnumerator[S]) AddSplitsBack(splits []S, _ int) error {
@@ -235,9 +242,9 @@ func (s *textFileSource) CreateEnumerator(ctx SplitEnumeratorContext[FileSplit])
 	return e, nil
 }
 
-// RestoreEnumerator implements RestorableSource.
-func (s *textFileSource) RestoreEnumerator(ctx SplitEnumeratorContext[FileSplit], pending []FileSplit) (SplitEnumerator[FileSplit], error) {
-	return &staticEnumerator[FileSplit]{ctx: ctx, pending: pending}, nil
+// RestoreEnumeratorState implements RestorableSource.
+func (s *textFileSource) RestoreEnumeratorState(ctx SplitEnumeratorContext[FileSplit], state []byte) (SplitEnumerator[FileSplit], error) {
+	return restoreStatic(ctx, state)
 }
 
 func (s *textFileSource) CreateReader(ctx SourceReaderContext) (SourceReader[string, FileSplit], error) {
