@@ -288,3 +288,10 @@ func TestIntegrationCommitIsIdempotentAcrossRestarts(t *testing.T) {
 		t.Fatalf("read_committed: %v", got)
 	}
 }
+
+// TestIntegrationEndToEndExactlyOnceAcrossJobFailures is the end-to-end
+// exactly-once pipeline, failed three times, on the real broker.
+func TestIntegrationEndToEndExactlyOnceAcrossJobFailures(t *testing.T) {
+	c, name := realCluster(t)
+	runEndToEnd(t, c.addrs, c, 3, name, func(topic string) { c.waitStable(t, topic) })
+}
