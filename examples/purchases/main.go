@@ -94,23 +94,38 @@ func Strategy() stream.WatermarkStrategy[Purchase] {
 
 func main() {
 	n := flag.Int64("n", 12000, "number of purchases to generate")
-	rate := flag.Float64("rate", 2000, "purchases per second (0: as fast as possible; watermarks are periodic, so late purchases are then found late only by chance)")
+	rate := flag.Float64("rate", 4000, "purchases per second written to Kafka")
 	par := flag.Int("p", 0, "parallelism (default: number of CPUs)")
+	bootstrap := flag.String("bootstrap", "", "Kafka bootstrap servers (default: an embedded in-process broker)")
+	generator := flag.Bool("generator", false, "read purchases from the data generator instead of Kafka")
 	flag.Parse()
 	var opts []stream.Option
 	if *par > 0 {
 		opts = append(opts, stream.WithParallelism(*par))
 	}
+	var err error
+	if *generator {
+		err = runFromGenerator(*n, *rate, opts)
+	} else {
+		err = runWithKafka(*bootstrap, *n, *rate, opts)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// runFromGenerator is the pipeline fed by the data generator, printing
+// totals and late purchases.
+func runFromGenerator(n int64, rate float64, opts []stream.Option) error {
 	env := stream.NewEnvironment(opts...)
-	purchases := stream.DataGenWithWatermarks(env, *n, *rate, Generate, Strategy()).Name("Purchases").UID("purchases")
+	purchases := stream.DataGenWithWatermarks(env, n, rate, Generate, Strategy()).Name("Purchases").UID("purchases")
 	totals := Build(purchases)
 	stream.Print(totals)
 	stream.Print(stream.Map(stream.SideOutput(totals, Late), func(p Purchase) string {
 		return fmt.Sprintf("LATE %s %d.%02d at %s", p.Customer, p.AmountCents/100, p.AmountCents%100,
 			time.UnixMilli(p.Time).UTC().Format("15:04:05.000"))
 	}))
-	if _, err := env.Execute("Purchase totals"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	_, err := env.Execute("Purchase totals")
+	return err
 }

@@ -100,3 +100,13 @@ func diff(a, b map[key][2]int64) string {
 	}
 	return s
 }
+
+// TestKafkaPipelineAccountsForEveryPurchaseOnce runs the Kafka version on
+// an embedded broker: every purchase must be counted in exactly one
+// committed window total or appear once among the late purchases.
+func TestKafkaPipelineAccountsForEveryPurchaseOnce(t *testing.T) {
+	const n = 3000
+	if err := runWithKafkaTo(t, n); err != nil {
+		t.Fatal(err)
+	}
+}
