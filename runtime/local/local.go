@@ -19,6 +19,7 @@ import (
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// AllowNonRestoredState lets a restore drop state of operators the job
 	// no longer has (Flink's --allowNonRestoredState).
 	AllowNonRestoredState bool
+	// StateBackend keeps keyed state (state.backend.type; default: in
+	// memory).
+	StateBackend state.Backend
 }
 
 // CheckpointOptions configure checkpoints.
