@@ -2,12 +2,14 @@ package stream
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"testing"
 
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -66,6 +68,7 @@ type harnessOpts struct {
 	start       int64 // the manual clock's start
 	sides       map[string]any
 	wmInterval  int64 // default 200
+	backend     state.Backend
 }
 
 func newHarness[O any](t *testing.T, s DataStream[O], o harnessOpts) *opHarness[O] {
@@ -91,6 +94,16 @@ func newHarness[O any](t *testing.T, s DataStream[O], o harnessOpts) *opHarness[
 		batch: o.batch, clock: h.clock, log: slog.New(slog.DiscardHandler),
 		schedule: h.schedule, autoWatermark: o.wmInterval,
 		emitIdle: func(idle bool) error { h.idle = append(h.idle, idle); return nil },
+		backend:  o.backend,
+		// The task closes keyed state with its operator; so does the harness.
+		registerKeyed: func(k task.KeyedState) error {
+			t.Cleanup(func() {
+				if err := k.(io.Closer).Close(); err != nil {
+					t.Errorf("closing keyed state: %v", err)
+				}
+			})
+			return nil
+		},
 	}
 	op, ins, err := f.build(h.env, h.out, o.sides)
 	if err != nil {
@@ -192,6 +205,12 @@ func mustOK(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// onEveryBackend runs a test with the keyed state in memory and in pebble.
+func onEveryBackend(t *testing.T, test func(t *testing.T, backend state.Backend)) {
+	t.Run("hashmap", func(t *testing.T) { test(t, nil) })
+	t.Run("pebble", func(t *testing.T) { test(t, &state.PebbleBackend{Dir: t.TempDir()}) })
 }
 
 func procTestEnv() *Environment {

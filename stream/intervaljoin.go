@@ -142,7 +142,7 @@ type intervalJoinOp[L, R any, K comparable, O any] struct {
 
 func (j *intervalJoinOp[L, R, K, O]) Open() error {
 	j.time = opTime{wm: noWatermarkYet, clock: j.env.clock}
-	keyed, err := newKeyedState[K](j.env.maxParallelism, j.env.groups, j.env.clock, j.env.registerKeyed)
+	keyed, err := newKeyedState[K](j.env.maxParallelism, j.env.groups, j.env.clock, j.env.backend, j.env.registerKeyed)
 	if err != nil {
 		return err
 	}

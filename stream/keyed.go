@@ -53,7 +53,7 @@ func keyedOneInput[T any, K comparable, O any](in KeyedStream[T, K], kind, name 
 
 // newKeyed returns the keyed-state context of an operator subtask.
 func newKeyed[K comparable](ctx *task.Context) (*state.Keyed[K], error) {
-	return newKeyedState[K](ctx.MaxParallelism, ctx.KeyGroups, ctx.Clock, ctx.RegisterKeyedState)
+	return newKeyedState[K](ctx.MaxParallelism, ctx.KeyGroups, ctx.Clock, ctx.StateBackend, ctx.RegisterKeyedState)
 }
 
 type reduceOp[T any, K comparable] struct {

@@ -53,17 +53,21 @@ type procEnv struct {
 	emitIdle func(idle bool) error
 	// registerKeyed makes keyed state part of checkpoints (nil in harnesses).
 	registerKeyed func(task.KeyedState) error
+	// backend keeps keyed state (nil: in memory).
+	backend state.Backend
 }
 
 // newKeyedState creates the keyed state of an operator subtask and
-// registers it for checkpoints and restore.
-func newKeyedState[K comparable](maxPar int, groups keygroup.Range, clk clock.Clock, register func(task.KeyedState) error) (*state.Keyed[K], error) {
-	keyed, err := state.NewKeyed[K](maxPar, groups, clk)
+// registers it for checkpoints and restore (the task closes it with the
+// operator).
+func newKeyedState[K comparable](maxPar int, groups keygroup.Range, clk clock.Clock, backend state.Backend, register func(task.KeyedState) error) (*state.Keyed[K], error) {
+	keyed, err := state.NewKeyedWithBackend[K](maxPar, groups, clk, backend)
 	if err != nil {
 		return nil, err
 	}
 	if register != nil {
 		if err := register(keyed); err != nil {
+			keyed.Close()
 			return nil, err
 		}
 	}
@@ -85,6 +89,7 @@ func procEnvOf(ctx *task.Context) *procEnv {
 		autoWatermark:  ctx.AutoWatermarkInterval,
 		emitIdle:       ctx.EmitIdle,
 		registerKeyed:  ctx.RegisterKeyedState,
+		backend:        ctx.StateBackend,
 	}
 }
 
@@ -419,7 +424,7 @@ type keyedRuntime[K comparable] struct {
 func (r *keyedRuntime[K]) init(env *procEnv, onTimer func(ts int64, domain TimeDomain) error) error {
 	r.env = env
 	r.time = opTime{wm: noWatermarkYet, clock: env.clock}
-	keyed, err := newKeyedState[K](env.maxParallelism, env.groups, env.clock, env.registerKeyed)
+	keyed, err := newKeyedState[K](env.maxParallelism, env.groups, env.clock, env.backend, env.registerKeyed)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,13 @@ type scriptStep struct {
 	fn  func(ctx *KeyedContext[string], out Collector[string]) error
 }
 
-func newScriptHarness(t *testing.T) *opHarness[string] {
+func newScriptHarness(t *testing.T, backend state.Backend) *opHarness[string] {
 	env := procTestEnv()
 	ks := KeyBy(FromElements(env, scriptStep{}), func(s scriptStep) string { return s.key })
 	fn := KeyedProcessFuncs[string, scriptStep, string]{
 		Element: func(ctx *KeyedContext[string], s scriptStep, out Collector[string]) error { return s.fn(ctx, out) },
 	}
-	return newHarness(t, KeyedProcess(ks, fn), harnessOpts{start: 0})
+	return newHarness(t, KeyedProcess(ks, fn), harnessOpts{start: 0, backend: backend})
 }
 
 // at runs fn for key "k" at processing time ms (the clock only moves forward).
@@ -47,7 +47,9 @@ func ttl(d time.Duration, onRead, returnExpired bool) StateTTL {
 	return StateTTL{TTL: d, UpdateOnRead: onRead, ReturnExpiredIfNotCleanedUp: returnExpired}
 }
 
-func TestTTLValueState(t *testing.T) {
+func TestTTLValueState(t *testing.T) { onEveryBackend(t, testTTLValueState) }
+
+func testTTLValueState(t *testing.T, backend state.Backend) {
 	tests := []struct {
 		name  string
 		ttl   StateTTL
@@ -63,7 +65,7 @@ func TestTTLValueState(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NewValueDescriptor[string]("v").WithTTL(tc.ttl)
-			h := newScriptHarness(t)
+			h := newScriptHarness(t, backend)
 			atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return Value(ctx, d).Update("v") })
 			for _, ms := range tc.reads {
 				atTime(t, h, ms, func(ctx *KeyedContext[string], out Collector[string]) error {
@@ -80,7 +82,9 @@ func TestTTLValueState(t *testing.T) {
 	}
 }
 
-func TestTTLListStatePerElement(t *testing.T) {
+func TestTTLListStatePerElement(t *testing.T) { onEveryBackend(t, testTTLListStatePerElement) }
+
+func testTTLListStatePerElement(t *testing.T, backend state.Backend) {
 	get := func(d *ListDescriptor[string]) func(ctx *KeyedContext[string], out Collector[string]) error {
 		return func(ctx *KeyedContext[string], out Collector[string]) error {
 			l, err := List(ctx, d).Get()
@@ -93,7 +97,7 @@ func TestTTLListStatePerElement(t *testing.T) {
 	}
 	t.Run("elements expire one by one", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, add(d, "a"))
 		atTime(t, h, 500, add(d, "b"))
 		atTime(t, h, 999, get(d))
@@ -105,7 +109,7 @@ func TestTTLListStatePerElement(t *testing.T) {
 	})
 	t.Run("reads refresh with UpdateOnRead", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, true, false))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, add(d, "a"))
 		atTime(t, h, 500, add(d, "b"))
 		atTime(t, h, 900, get(d))
@@ -116,7 +120,7 @@ func TestTTLListStatePerElement(t *testing.T) {
 	})
 	t.Run("update and addAll stamp every element", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
 			return List(ctx, d).Update([]string{"x", "y"})
 		})
@@ -128,14 +132,14 @@ func TestTTLListStatePerElement(t *testing.T) {
 	})
 	t.Run("expired elements returned if not cleaned up", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, true))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, add(d, "a"))
 		atTime(t, h, 5000, get(d))
 		expectValues(t, h, "[a]")
 	})
 	t.Run("adding drops the expired head", func(t *testing.T) {
 		d := NewListDescriptor[string]("l").WithTTL(ttl(time.Second, false, false))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, add(d, "a"))
 		atTime(t, h, 100, add(d, "b"))
 		atTime(t, h, 700, add(d, "c"))
@@ -153,9 +157,11 @@ func TestTTLListStatePerElement(t *testing.T) {
 	})
 }
 
-func TestTTLMapStatePerEntry(t *testing.T) {
+func TestTTLMapStatePerEntry(t *testing.T) { onEveryBackend(t, testTTLMapStatePerEntry) }
+
+func testTTLMapStatePerEntry(t *testing.T, backend state.Backend) {
 	d := NewMapDescriptor[string, int]("m").WithTTL(ttl(time.Second, false, false))
-	h := newScriptHarness(t)
+	h := newScriptHarness(t, backend)
 	atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("x", 1) })
 	atTime(t, h, 500, func(ctx *KeyedContext[string], _ Collector[string]) error { return MapOf(ctx, d).Put("y", 2) })
 	show := func(ctx *KeyedContext[string], out Collector[string]) error {
@@ -191,7 +197,7 @@ func TestTTLMapStatePerEntry(t *testing.T) {
 	)
 	t.Run("UpdateOnRead refreshes read entries only", func(t *testing.T) {
 		d := NewMapDescriptor[string, int]("m").WithTTL(ttl(time.Second, true, false))
-		h := newScriptHarness(t)
+		h := newScriptHarness(t, backend)
 		atTime(t, h, 0, func(ctx *KeyedContext[string], _ Collector[string]) error {
 			if err := MapOf(ctx, d).Put("x", 1); err != nil {
 				return err
@@ -212,12 +218,16 @@ func TestTTLMapStatePerEntry(t *testing.T) {
 }
 
 func TestTTLReducingAndAggregatingState(t *testing.T) {
+	onEveryBackend(t, testTTLReducingAndAggregatingState)
+}
+
+func testTTLReducingAndAggregatingState(t *testing.T, backend state.Backend) {
 	sum := NewReducingDescriptor("sum", func(a, b int) int { return a + b }).WithTTL(ttl(time.Second, false, false))
 	avg := NewAggregatingDescriptor("avg", AggregateFunction[int, [2]int, float64](AggregateFuncs[int, [2]int, float64]{
 		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
 		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	})).WithTTL(ttl(time.Second, false, false))
-	h := newScriptHarness(t)
+	h := newScriptHarness(t, backend)
 	add := func(v int) func(ctx *KeyedContext[string], out Collector[string]) error {
 		return func(ctx *KeyedContext[string], _ Collector[string]) error {
 			if err := Reducing(ctx, sum).Add(v); err != nil {
@@ -244,7 +254,9 @@ func TestTTLReducingAndAggregatingState(t *testing.T) {
 	expectValues(t, h, "3 true 1.5 true", "0 false 0 false", "5 true 5 true")
 }
 
-func TestKeyedStateKindsPerKey(t *testing.T) {
+func TestKeyedStateKindsPerKey(t *testing.T) { onEveryBackend(t, testKeyedStateKindsPerKey) }
+
+func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 	// Every state kind, for two keys, without TTL: each key sees only its own.
 	cnt := NewValueDescriptor[int]("count")
 	seen := NewListDescriptor[int]("seen")
@@ -254,7 +266,7 @@ func TestKeyedStateKindsPerKey(t *testing.T) {
 		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
 		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	}))
-	h := newScriptHarness(t)
+	h := newScriptHarness(t, backend)
 	put := func(key string, v int) {
 		mustOK(t, feed(h, scriptStep{key, func(ctx *KeyedContext[string], out Collector[string]) error {
 			c, err := Value(ctx, cnt).Value()

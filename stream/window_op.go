@@ -58,6 +58,8 @@ type opDeps struct {
 	groups   keygroup.Range
 	// registerKeyed makes keyed state part of checkpoints (nil in harnesses).
 	registerKeyed func(task.KeyedState) error
+	// backend keeps keyed state (nil: in memory).
+	backend state.Backend
 }
 
 func depsOf(ctx *task.Context) opDeps {
@@ -69,6 +71,7 @@ func depsOf(ctx *task.Context) opDeps {
 		groups:   ctx.KeyGroups,
 
 		registerKeyed: ctx.RegisterKeyedState,
+		backend:       ctx.StateBackend,
 	}
 }
 
@@ -264,7 +267,7 @@ type windowOp[T any, K comparable, W AnyWindow, ACC any] struct {
 func (op *windowOp[T, K, W, ACC]) CurrentProcessingTime() int64 { return op.deps.clock.NowMillis() }
 
 func (op *windowOp[T, K, W, ACC]) Open() error {
-	keyed, err := newKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.registerKeyed)
+	keyed, err := newKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.backend, op.deps.registerKeyed)
 	if err != nil {
 		return err
 	}
@@ -441,12 +444,13 @@ func (op *windowOp[T, K, W, ACC]) addToMergingWindows(key K, v T, ts int64) (ski
 	return skipped, op.persistSet(set)
 }
 
-// persistSet drops a key's merging window set once it is empty.
+// persistSet writes a key's merging window set back (backends other than
+// the hashmap do not share the pointer) or drops it once it is empty.
 func (op *windowOp[T, K, W, ACC]) persistSet(set *window.Set[W]) error {
 	if set.Len() == 0 {
 		return op.sets.Delete(state.Void{})
 	}
-	return nil
+	return op.sets.Put(state.Void{}, set)
 }
 
 // mergeWindows is called when windows merge into result: the trigger

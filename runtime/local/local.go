@@ -20,6 +20,7 @@ import (
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// FileSystems resolves checkpoint, savepoint and restore URIs (default:
 	// local paths and file://; register hdfs:// with hdfs.Register).
 	FileSystems *fs.Resolver
+	// StateBackend keeps keyed state (state.backend.type; default: in
+	// memory).
+	StateBackend state.Backend
 }
 
 // CheckpointOptions configure checkpoints.

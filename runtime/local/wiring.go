@@ -119,6 +119,7 @@ func (j *Job) build(n int, restore *restoreState) (*attempt, error) {
 				Inbox: inboxes[k], Channels: nchans[k], Outputs: outputs[k],
 				Coordinators: a.coords, BatchSize: opts.BatchSize,
 				BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
+				StateBackend: opts.StateBackend,
 			}
 			if restore != nil {
 				spec.Restore = restore.forTask(j, c, s)

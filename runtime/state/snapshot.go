@@ -23,30 +23,64 @@ type Snapshotter interface {
 }
 
 // SnapshotKeyGroups encodes every registered table, per key group owned
-// by this subtask. Key groups without state are left out.
+// by this subtask, with restored state no table has claimed yet (so it
+// survives until its operator registers it). Key groups without state are
+// left out.
 func (s *Keyed[K]) SnapshotKeyGroups() (map[int][]byte, error) {
-	tables := append([]Table(nil), s.ordered...)
-	sort.Slice(tables, func(i, j int) bool { return tables[i].Name() < tables[j].Name() })
+	return s.snapshotSections(func(Table) bool { return true }, true)
+}
+
+// section is one state's part of a key group in a snapshot.
+type section struct {
+	name string
+	// snapshot appends the state's entries of key group kg.
+	snapshot func(b []byte, kg int) ([]byte, error)
+}
+
+// snapshotSections encodes, per key group, the registered tables that
+// include selects and the state restored but not claimed yet; restored
+// pebble tables not registered yet are included when raw is set.
+func (s *Keyed[K]) snapshotSections(include func(Table) bool, raw bool) (map[int][]byte, error) {
+	var sections []section
+	for _, t := range s.ordered {
+		if !include(t) {
+			continue
+		}
+		sn, ok := t.(Snapshotter)
+		if !ok {
+			return nil, fmt.Errorf("state: table %q (%T) cannot be checkpointed", t.Name(), t)
+		}
+		sections = append(sections, section{t.Name(), sn.SnapshotKeyGroup})
+	}
+	for name, groups := range s.pending {
+		sections = append(sections, section{name, func(b []byte, kg int) ([]byte, error) { return append(b, groups[kg]...), nil }})
+	}
+	if raw && s.store != nil {
+		for name, mt := range s.store.restored {
+			if _, ok := s.tables[name]; !ok {
+				id := mt.ID
+				sections = append(sections, section{name, func(b []byte, kg int) ([]byte, error) { return s.store.snapshotRaw(b, kg, id) }})
+			}
+		}
+	}
+	sort.Slice(sections, func(i, j int) bool { return sections[i].name < sections[j].name })
 	out := map[int][]byte{}
+	var buf []byte
 	for kg := s.groups.Start; kg <= s.groups.End; kg++ {
 		var b []byte
-		for _, t := range tables {
-			sn, ok := t.(Snapshotter)
-			if !ok {
-				return nil, fmt.Errorf("state: table %q (%T) cannot be checkpointed", t.Name(), t)
-			}
-			var section []byte
-			section, err := sn.SnapshotKeyGroup(section, kg)
+		for _, sec := range sections {
+			var err error
+			buf, err = sec.snapshot(buf[:0], kg)
 			if err != nil {
-				return nil, fmt.Errorf("state: snapshotting %q: %w", t.Name(), err)
+				return nil, fmt.Errorf("state: snapshotting %q: %w", sec.name, err)
 			}
-			if len(section) == 0 {
+			if len(buf) == 0 {
 				continue
 			}
-			b = binary.AppendUvarint(b, uint64(len(t.Name())))
-			b = append(b, t.Name()...)
-			b = binary.AppendUvarint(b, uint64(len(section)))
-			b = append(b, section...)
+			b = binary.AppendUvarint(b, uint64(len(sec.name)))
+			b = append(b, sec.name...)
+			b = binary.AppendUvarint(b, uint64(len(buf)))
+			b = append(b, buf...)
 		}
 		if len(b) > 0 {
 			out[kg] = b
@@ -99,6 +133,13 @@ func (s *Keyed[K]) PendingRestore() []string {
 	var names []string
 	for n := range s.pending {
 		names = append(names, n)
+	}
+	if s.store != nil {
+		for n := range s.store.restored {
+			if _, ok := s.tables[n]; !ok {
+				names = append(names, n)
+			}
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -162,6 +203,9 @@ func (t *ValueTable[K, N, V]) codecs() (*tableCodecs[K, N, V], error) {
 // SnapshotKeyGroup implements Snapshotter: a count, then key, namespace,
 // value and TTL timestamp of each entry.
 func (t *ValueTable[K, N, V]) SnapshotKeyGroup(b []byte, kg int) ([]byte, error) {
+	if t.p != nil {
+		return t.p.snapshotKeyGroup(b, kg)
+	}
 	m := t.m[kg-t.s.groups.Start]
 	if len(m) == 0 {
 		return b, nil
@@ -182,6 +226,9 @@ func (t *ValueTable[K, N, V]) SnapshotKeyGroup(b []byte, kg int) ([]byte, error)
 
 // RestoreKeyGroup implements Snapshotter.
 func (t *ValueTable[K, N, V]) RestoreKeyGroup(kg int, data []byte) error {
+	if t.p != nil {
+		return t.p.restoreKeyGroup(kg, data)
+	}
 	cs, err := t.codecs()
 	if err != nil {
 		return err

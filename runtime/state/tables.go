@@ -18,27 +18,49 @@ type cell[V any] struct {
 	at int64 // last access time for TTL
 }
 
-// ValueTable stores one value per (key, namespace).
+// ValueTable stores one value per (key, namespace). With the pebble
+// backend, values are stored encoded: a value read and changed must be
+// written back with Put (as with Flink's RocksDB backend).
 type ValueTable[K, N comparable, V any] struct {
 	name string
 	s    *Keyed[K]
 	ttl  TTL
-	m    []map[entryKey[K, N]]cell[V] // per local key group
+	m    []map[entryKey[K, N]]cell[V] // per local key group (hashmap)
 	cs   *tableCodecs[K, N, V]
+	p    *pebbleTable[K, N, V] // the pebble backend's table, or nil
 }
 
 // NewValueTable registers (or returns) the value state called name.
+//
+// With the pebble backend, a table whose key, namespace or value type has
+// no canonical encoding (runtime/codec: interfaces, channels, funcs) is
+// kept in memory, as with the hashmap backend, and cannot be checkpointed.
 func NewValueTable[K, N comparable, V any](s *Keyed[K], name string, ttl TTL) (*ValueTable[K, N, V], error) {
-	return register(s, name, func() *ValueTable[K, N, V] {
-		return &ValueTable[K, N, V]{name: name, s: s, ttl: ttl, m: make([]map[entryKey[K, N]]cell[V], s.groups.Len())}
+	return register(s, name, func() (*ValueTable[K, N, V], error) {
+		t := &ValueTable[K, N, V]{name: name, s: s, ttl: ttl}
+		if s.store != nil {
+			if cs, err := t.codecs(); err == nil {
+				p, err := newPebbleTable(s.store, name, typeName[K, N, V](), cs)
+				if err != nil {
+					return nil, err
+				}
+				t.p = p
+				return t, nil
+			}
+		}
+		t.m = make([]map[entryKey[K, N]]cell[V], s.groups.Len())
+		return t, nil
 	})
 }
 
 // Name implements Table.
 func (t *ValueTable[K, N, V]) Name() string { return t.name }
 
-// Len implements Table.
+// Len implements Table. With the pebble backend it counts by scanning.
 func (t *ValueTable[K, N, V]) Len() int {
+	if t.p != nil {
+		return t.p.len(t)
+	}
 	n := 0
 	for _, m := range t.m {
 		n += len(m)
@@ -61,6 +83,9 @@ func (t *ValueTable[K, N, V]) group() (map[entryKey[K, N]]cell[V], error) {
 
 // Get returns the value of the current key in namespace ns.
 func (t *ValueTable[K, N, V]) Get(ns N) (v V, ok bool, err error) {
+	if t.p != nil {
+		return t.p.get(t, ns)
+	}
 	m, err := t.group()
 	if err != nil {
 		return v, false, err
@@ -87,6 +112,9 @@ func (t *ValueTable[K, N, V]) Get(ns N) (v V, ok bool, err error) {
 
 // Put sets the value of the current key in namespace ns.
 func (t *ValueTable[K, N, V]) Put(ns N, v V) error {
+	if t.p != nil {
+		return t.p.put(t, ns, v)
+	}
 	m, err := t.group()
 	if err != nil {
 		return err
@@ -101,6 +129,9 @@ func (t *ValueTable[K, N, V]) Put(ns N, v V) error {
 
 // Delete removes the value of the current key in namespace ns.
 func (t *ValueTable[K, N, V]) Delete(ns N) error {
+	if t.p != nil {
+		return t.p.delete(t, ns)
+	}
 	m, err := t.group()
 	if err != nil {
 		return err
@@ -111,6 +142,9 @@ func (t *ValueTable[K, N, V]) Delete(ns N) error {
 
 // Keys calls fn for every key with a value in namespace ns (any order).
 func (t *ValueTable[K, N, V]) Keys(ns N, fn func(K) error) error {
+	if t.p != nil {
+		return t.p.keys(t, ns, fn)
+	}
 	for _, m := range t.m {
 		for ek := range m {
 			if ek.ns == ns {
@@ -123,8 +157,12 @@ func (t *ValueTable[K, N, V]) Keys(ns N, fn func(K) error) error {
 	return nil
 }
 
-// Entries calls fn for every entry (for snapshots and BATCH-mode flushes).
+// Entries calls fn for every entry (for snapshots and BATCH-mode flushes),
+// expired or not; the pebble backend calls it in key order.
 func (t *ValueTable[K, N, V]) Entries(fn func(k K, ns N, v V) error) error {
+	if t.p != nil {
+		return t.p.entries(t, fn)
+	}
 	for _, m := range t.m {
 		for ek, c := range m {
 			if err := fn(ek.key, ek.ns, c.v); err != nil {
@@ -134,3 +172,9 @@ func (t *ValueTable[K, N, V]) Entries(fn func(k K, ns N, v V) error) error {
 	}
 	return nil
 }
+
+// onPebble reports whether the table's entries are in the pebble backend.
+func (t *ValueTable[K, N, V]) onPebble() bool { return t.p != nil }
+
+// typeName is the table's types, as recorded in snapshot manifests.
+func (t *ValueTable[K, N, V]) typeName() string { return typeName[K, N, V]() }

@@ -7,6 +7,7 @@ import (
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/watermark"
 )
 
@@ -29,6 +30,11 @@ type Checkpointing struct {
 	// FinalCommit is closed once every task of the job has finished; the
 	// task then notifies its operators of FinalCheckpoint and ends.
 	FinalCommit <-chan struct{}
+	// Incremental takes the keyed state of checkpoints (not savepoints) as
+	// files where the backend can (execution.checkpointing.incremental with
+	// the pebble backend): OperatorSnapshot.Files and Manifests instead of
+	// KeyGroups.
+	Incremental bool
 }
 
 // Snapshot is the synchronous part of one task's checkpoint.
@@ -47,6 +53,14 @@ type OperatorSnapshot struct {
 	// otherwise entries are spread over the subtasks.
 	State [][]byte
 	Union bool
+	// Files of incremental keyed-state snapshots: upload those whose Name
+	// was not uploaded before, then call ReleaseFiles (from any goroutine).
+	Files []LocalFile
+	// Manifests of the incremental snapshots, one per keyed state: small,
+	// stored with the task's snapshot; restore hands them back with the
+	// files they name.
+	Manifests    [][]byte
+	ReleaseFiles func()
 }
 
 // Restore is the state a task starts from.
@@ -60,6 +74,11 @@ type OperatorRestore struct {
 	// KeyGroups may hold more groups than the subtask owns; the others are
 	// ignored.
 	KeyGroups map[int][]byte
+	// Manifests of incremental snapshots whose key groups overlap the
+	// subtask's (several when rescaling), and Files, the local copies of
+	// the files they name, by name.
+	Manifests [][]byte
+	Files     map[string]string
 	// State is this subtask's share of the operator state.
 	State [][]byte
 }
@@ -69,6 +88,28 @@ type OperatorRestore struct {
 type KeyedState interface {
 	SnapshotKeyGroups() (map[int][]byte, error)
 	RestoreKeyGroups(groups map[int][]byte) error
+}
+
+// LocalFile is a file of an incremental snapshot on local disk.
+type LocalFile = state.LocalFile
+
+// IncrementalKeyedState is keyed state that can take incremental snapshots
+// (*state.Keyed with the pebble backend).
+type IncrementalKeyedState interface {
+	KeyedState
+	// IncrementalSnapshots reports whether SnapshotFiles is available.
+	IncrementalSnapshots() bool
+	// SnapshotFiles returns the files of an incremental snapshot (immutable,
+	// each with a Name unique across subtasks and checkpoints, the same in
+	// every checkpoint that has the file) and a manifest to restore from.
+	SnapshotFiles(checkpointID int64) (files []LocalFile, manifest []byte, err error)
+	// ReleaseSnapshotFiles removes the local files of a snapshot once
+	// uploaded; it may be called from any goroutine.
+	ReleaseSnapshotFiles(checkpointID int64) error
+	// RestoreFiles restores from the files (name → local path of a
+	// downloaded copy) and manifests of one or more snapshots (several when
+	// rescaling merges subtasks), keeping this subtask's key groups.
+	RestoreFiles(files map[string]string, manifests [][]byte) error
 }
 
 // OperatorStateful is implemented by operators with operator state: source
@@ -91,7 +132,20 @@ type CheckpointListener interface {
 func (c *Context) RegisterKeyedState(s KeyedState) error {
 	h := c.t.handleOf(c.Node.ID)
 	h.keyed = append(h.keyed, s)
-	if r := c.t.restoreOf(c.Node.ID); r != nil && r.KeyGroups != nil {
+	r := c.t.restoreOf(c.Node.ID)
+	if r == nil {
+		return nil
+	}
+	if r.Manifests != nil {
+		inc, ok := s.(IncrementalKeyedState)
+		if !ok {
+			return fmt.Errorf("task: operator %s restores from an incremental snapshot, which its keyed state (%T) cannot read", c.Node.Label(), s)
+		}
+		if err := inc.RestoreFiles(r.Files, r.Manifests); err != nil {
+			return err
+		}
+	}
+	if r.KeyGroups != nil {
 		return s.RestoreKeyGroups(r.KeyGroups)
 	}
 	return nil
@@ -199,6 +253,23 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 		t.current = i
 		os := &OperatorSnapshot{}
 		for _, k := range h.keyed {
+			if inc, ok := k.(IncrementalKeyedState); ok && cp.Incremental && !kind.IsSavepoint() && inc.IncrementalSnapshots() {
+				files, manifest, err := inc.SnapshotFiles(id)
+				if err != nil {
+					cp.OnDecline(id, t.wrapErr(err, i))
+					return t.forwardBarrier(id, kind)
+				}
+				os.Files = append(os.Files, files...)
+				os.Manifests = append(os.Manifests, manifest)
+				prev := os.ReleaseFiles
+				os.ReleaseFiles = func() {
+					if prev != nil {
+						prev()
+					}
+					inc.ReleaseSnapshotFiles(id)
+				}
+				continue
+			}
 			groups, err := k.SnapshotKeyGroups()
 			if err != nil {
 				cp.OnDecline(id, t.wrapErr(err, i))
@@ -215,12 +286,15 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 		if st, ok := h.op.(OperatorStateful); ok {
 			entries, union, err := st.SnapshotOperatorState(id)
 			if err != nil {
+				if os.ReleaseFiles != nil {
+					os.ReleaseFiles()
+				}
 				cp.OnDecline(id, t.wrapErr(err, i))
 				return t.forwardBarrier(id, kind)
 			}
 			os.State, os.Union = entries, union
 		}
-		if os.KeyGroups != nil || os.State != nil {
+		if os.KeyGroups != nil || os.State != nil || os.Manifests != nil {
 			snap.Operators[h.node.ID] = os
 		}
 	}

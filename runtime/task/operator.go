@@ -18,6 +18,7 @@ import (
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/runtime/state"
 )
 
 // NoTimestamp marks a record without an event timestamp.
@@ -140,6 +141,9 @@ type Context struct {
 	Log                   *slog.Logger
 	// Coordinator is the node's shared coordinator, if it has one.
 	Coordinator Coordinator
+	// StateBackend is where keyed operators keep their state (pass it to
+	// state.NewKeyedWithBackend); nil: in memory.
+	StateBackend state.Backend
 
 	t *Task
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/watermark"
 )
 
@@ -47,6 +49,9 @@ type Spec struct {
 	Checkpointing *Checkpointing
 	// Restore is the state to start from (nil: a fresh start).
 	Restore *Restore
+	// StateBackend keeps the keyed state of the chain's operators
+	// (state.backend.type); nil keeps it in memory.
+	StateBackend state.Backend
 }
 
 // Metrics of one subtask. Fields are updated by the task goroutine and may
@@ -206,6 +211,7 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 			AutoWatermarkInterval: spec.AutoWatermarkInterval,
 			Log:                   t.log.With("operator", n.Name),
 			Coordinator:           spec.Coordinators[n.ID],
+			StateBackend:          spec.StateBackend,
 			t:                     t,
 		}
 		op, ins, err := fac.Create(octx, main, sides)
@@ -356,7 +362,17 @@ func (t *Task) closeOp(i int) (err error) {
 	if t.ops[i].op == nil {
 		return nil
 	}
-	if cerr := t.ops[i].op.Close(); cerr != nil {
+	cerr := t.ops[i].op.Close()
+	// Keyed state ends with its operator (the pebble backend removes its
+	// working directory).
+	for _, k := range t.ops[i].keyed {
+		if c, ok := k.(io.Closer); ok {
+			if err := c.Close(); err != nil && cerr == nil {
+				cerr = err
+			}
+		}
+	}
+	if cerr != nil {
 		return t.wrapErr(cerr, i)
 	}
 	return nil
