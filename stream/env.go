@@ -34,6 +34,7 @@ import (
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -335,6 +336,13 @@ func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error)
 		AllowNonRestoredState: conf.Get(c, conf.StateRecoveryIgnoreUnclaimedState),
 		FileSystems:           e.fileSystems,
 	}
+	if conf.Get(c, conf.StateBackendType) == conf.StateBackendPebble {
+		opts.StateBackend = &state.PebbleBackend{
+			Dir:          conf.Get(c, conf.StatePebbleLocalDir),
+			CacheSize:    int64(conf.Get(c, conf.StatePebbleBlockCacheSize).Bytes()),
+			MemTableSize: uint64(conf.Get(c, conf.StatePebbleWriteBufferSize).Bytes()),
+		}
+	}
 	var problems []error
 	if mode == task.StreamingMode && conf.Get(c, conf.CheckpointingInterval) > 0 || conf.IsSet(c, conf.CheckpointingDir) {
 		co, err := checkpoint.OptionsFromConfig(c)
@@ -342,6 +350,7 @@ func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error)
 			problems = append(problems, err)
 		}
 		opts.Checkpoints = &local.CheckpointOptions{
+			Incremental:          conf.Get(c, conf.CheckpointingIncremental),
 			Coordinator:          co,
 			Dir:                  conf.Get(c, conf.CheckpointingDir),
 			SavepointDir:         conf.Get(c, conf.CheckpointingSavepointDir),

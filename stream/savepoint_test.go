@@ -409,3 +409,94 @@ func TestRetainedCheckpointOnCancellationResumesTheJob(t *testing.T) {
 		})
 	}
 }
+
+// TestSavepointRestoresAcrossStateBackends: a savepoint taken with the
+// hashmap backend restores into pebble, and a savepoint of that job back
+// into the hashmap, with every key's count continuing exactly.
+func TestSavepointRestoresAcrossStateBackends(t *testing.T) {
+	const n, keys = 24000, 20
+	dir := t.TempDir()
+	all := map[int64][]int64{}
+	sp := ""
+	for i, backend := range []string{"hashmap", "pebble", "hashmap"} {
+		var progress atomic.Int64
+		cfg := conf.New().Set("state.backend.type", backend).Set("state.backend.pebble.localdir", filepath.Join(dir, "pebble"))
+		opts := []stream.Option{stream.WithConfiguration(cfg), stream.WithCheckpointing(time.Hour, filepath.Join(dir, "chk"))}
+		if sp != "" {
+			opts = append(opts, stream.WithSavepoint(sp, false))
+		}
+		env, got := countingJob(2, n, keys, &progress, opts...)
+		client, err := env.ExecuteAsync(context.Background(), backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			waitProgress(t, &progress, 2000)
+			if sp, err = client.StopWithSavepoint(filepath.Join(dir, "sp"), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := client.Wait(); err != nil {
+			t.Fatalf("%s: %v", backend, err)
+		}
+		for _, kc := range got.Values() {
+			all[kc.Key] = append(all[kc.Key], kc.Count)
+		}
+	}
+	for k := int64(0); k < keys; k++ {
+		seen := map[int64]bool{}
+		for _, c := range all[k] {
+			if seen[c] {
+				t.Fatalf("key %d: count %d twice", k, c)
+			}
+			seen[c] = true
+		}
+		if int64(len(seen)) != n/keys {
+			t.Fatalf("key %d: %d counts, want %d", k, len(seen), n/keys)
+		}
+	}
+}
+
+// TestIncrementalPebbleCheckpointsRecoverExactly is the failure test on
+// the pebble backend with incremental checkpoints.
+func TestIncrementalPebbleCheckpointsRecoverExactly(t *testing.T) {
+	const n, keys = 20000, 6
+	dir := t.TempDir()
+	cfg := conf.New().Set("state.backend.type", "pebble").Set("state.backend.pebble.localdir", filepath.Join(dir, "pebble")).
+		Set("execution.checkpointing.incremental", "true").Set("restart-strategy.type", "fixed-delay").
+		Set("restart-strategy.fixed-delay.delay", "0 ms").Set("restart-strategy.fixed-delay.attempts", "3").
+		Set("execution.checkpointing.num-retained", "2")
+	var progress atomic.Int64
+	var failed atomic.Bool
+	var sharedAtFailure atomic.Int64
+	env, counted := countingStream(2, n, keys, &progress, stream.WithConfiguration(cfg),
+		stream.WithCheckpointing(20*time.Millisecond, filepath.Join(dir, "chk")))
+	got := stream.Collect(stream.Map(counted, func(kc keyCount) keyCount {
+		if progress.Load() > n/2 {
+			shared, _ := filepath.Glob(filepath.Join(dir, "chk", "*", "shared", "*.sst"))
+			if len(shared) > 0 && failed.CompareAndSwap(false, true) {
+				sharedAtFailure.Store(int64(len(shared)))
+				panic("injected failure")
+			}
+		}
+		return kc
+	}))
+	res, err := env.Execute("incremental")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The failure waits for SST files in shared storage: the recovery
+	// restores from an incremental checkpoint.
+	if res.Restarts != 1 || sharedAtFailure.Load() == 0 {
+		t.Fatalf("restarts %d, shared SST files at the failure %d: the job did not recover from an incremental checkpoint", res.Restarts, sharedAtFailure.Load())
+	}
+	final := map[int64]int64{}
+	for _, kc := range got.Values() {
+		final[kc.Key] = max(final[kc.Key], kc.Count)
+	}
+	for k := int64(0); k < keys; k++ {
+		if want := int64((n - int(k) + keys - 1) / keys); final[k] != want {
+			t.Errorf("key %d: final count %d, want %d", k, final[k], want)
+		}
+	}
+}

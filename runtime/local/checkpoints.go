@@ -13,6 +13,7 @@ import (
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/runtime/task"
 )
 
 // checkpoints is the job's checkpointing side: storage, the locations of
@@ -30,11 +31,54 @@ type checkpoints struct {
 	locs      *locations
 	savepoint map[checkpoint.ID]savepointReq
 	completed int
+	// shared maps the names of incremental snapshot files already uploaded
+	// (or restored) to their handles, so each is uploaded once; the
+	// uploader and the owner loop share it.
+	shared *sharedFiles
+	// sharedOf lists, per checkpoint in progress, the shared handles its
+	// task snapshots reference.
+	sharedOf map[checkpoint.ID][]string
+}
+
+type sharedFiles struct {
+	mu struct{ syncMutex }
+	m  map[string]string
+	// byCheckpoint collects the handles referenced per checkpoint.
+	byCheckpoint map[checkpoint.ID][]string
+}
+
+func (s *sharedFiles) get(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.m[name]
+	return h, ok
+}
+
+func (s *sharedFiles) put(id checkpoint.ID, name, handle string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[name] = handle
+	s.byCheckpoint[id] = append(s.byCheckpoint[id], handle)
+}
+
+func (s *sharedFiles) seed(name, handle string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[name] = handle
+}
+
+func (s *sharedFiles) take(id checkpoint.ID) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.byCheckpoint[id]
+	delete(s.byCheckpoint, id)
+	return hs
 }
 
 func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 	c := &checkpoints{j: j, opts: *o, fs: fs.Local{}, nextID: 1, coordState: map[checkpoint.ID]map[string][]byte{},
-		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{}}
+		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{},
+		shared: &sharedFiles{m: map[string]string{}, byCheckpoint: map[checkpoint.ID][]string{}}}
 	if err := o.Coordinator.Validate(); err != nil {
 		return nil, err
 	}
@@ -214,6 +258,10 @@ type operatorFile struct {
 	KeyGroups map[int][]byte
 	State     [][]byte
 	Union     bool
+	// Manifests and Files (name → handle of a shared file) of incremental
+	// keyed-state snapshots.
+	Manifests [][]byte
+	Files     map[string]string
 }
 
 var (
@@ -250,7 +298,18 @@ func (c *checkpoints) write(u uploadReq) (string, error) {
 	}
 	tf := taskFile{Operators: map[string]operatorFile{}}
 	for node, os := range u.snap.Operators {
-		tf.Operators[c.j.opIDs[node]] = operatorFile{Subtask: u.task.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union}
+		of := operatorFile{Subtask: u.task.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
+		if len(os.Files) > 0 {
+			files, err := c.uploadShared(loc, checkpoint.ID(u.snap.ID), os.Files)
+			if os.ReleaseFiles != nil {
+				os.ReleaseFiles()
+			}
+			if err != nil {
+				return "", err
+			}
+			of.Files = files
+		}
+		tf.Operators[c.j.opIDs[node]] = of
 	}
 	f, handle, err := loc.CreateFile(fmt.Sprintf("task-%d-%d", u.task.Vertex, u.task.Subtask))
 	if err != nil {
@@ -261,6 +320,37 @@ func (c *checkpoints) write(u uploadReq) (string, error) {
 		return "", err
 	}
 	return handle, f.Close()
+}
+
+// uploadShared uploads the files of an incremental snapshot that are not
+// in shared storage yet, and returns every file's handle.
+func (c *checkpoints) uploadShared(loc *storage.Location, id checkpoint.ID, files []task.LocalFile) (map[string]string, error) {
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		if h, ok := c.shared.get(f.Name); ok {
+			out[f.Name] = h
+			c.shared.put(id, f.Name, h)
+			continue
+		}
+		src, err := os.Open(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", f.Path, err)
+		}
+		dst, handle, err := loc.CreateSharedFile(f.Name)
+		if err == nil {
+			_, err = io.Copy(dst, src)
+			if cerr := dst.Close(); err == nil {
+				err = cerr
+			}
+		}
+		src.Close()
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", f.Name, err)
+		}
+		out[f.Name] = handle
+		c.shared.put(id, f.Name, handle)
+	}
+	return out, nil
 }
 
 // complete writes the metadata of a checkpoint every task acknowledged.
@@ -283,7 +373,7 @@ func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkp
 	for _, id := range ids {
 		m.Tasks = append(m.Tasks, cp.Snapshots[id].(string))
 	}
-	path, err := loc.WriteMetadata(metaCodec.Append(nil, m), nil)
+	path, err := loc.WriteMetadata(metaCodec.Append(nil, m), dedupe(c.shared.take(cp.ID)))
 	delete(c.coordState, cp.ID)
 	c.locs.del(cp.ID)
 	if err != nil {
@@ -314,6 +404,7 @@ func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkp
 
 func (c *checkpoints) aborted(ab checkpoint.Abort) {
 	delete(c.coordState, ab.ID)
+	c.shared.take(ab.ID)
 	if req, ok := c.savepoint[ab.ID]; ok {
 		delete(c.savepoint, ab.ID)
 		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}
@@ -341,6 +432,19 @@ func (c *checkpoints) jobEnded(finished, cancelled bool) {
 			c.j.opts.Log.Warn("removing the job's checkpoints failed", "err", err)
 		}
 	}
+}
+
+func dedupe(hs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range hs {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // locations maps checkpoints in progress to their storage locations; the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sluice/sluice/runtime/checkpoint"
@@ -187,6 +188,9 @@ func (j *Job) run() {
 		res.Subtasks = a.metrics
 		err = j.runAttempt(a, res)
 		a.close()
+		if restore != nil && restore.localDir != "" {
+			os.RemoveAll(restore.localDir) // restored state was copied or linked into the tasks' stores
+		}
 		res.Duration = time.Since(start)
 		if err == nil {
 			j.result = res

@@ -75,6 +75,9 @@ type CheckpointOptions struct {
 	NumRetained int
 	// RetainOnCancellation keeps the checkpoints of a cancelled job.
 	RetainOnCancellation bool
+	// Incremental takes incremental checkpoints where the state backend
+	// can (execution.checkpointing.incremental).
+	Incremental bool
 }
 
 // SubtaskMetrics are the final metrics of one subtask.

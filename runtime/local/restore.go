@@ -3,6 +3,8 @@ package local
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +31,47 @@ type restoreState struct {
 	keyGroups    map[string]map[int][]byte
 	opState      map[string][]operatorFile
 	maxPar       map[string]int
+	// Incremental keyed state: manifests per operator, and the files they
+	// name (name → handle) with their local copies once downloaded.
+	manifests map[string][][]byte
+	files     map[string]map[string]string
+	fsys      fs.FileSystem
+	local     map[string]string
+	localDir  string
+	err       error
+}
+
+// download fetches the shared files of op's incremental snapshots.
+func (r *restoreState) download(op string) (map[string]string, error) {
+	out := map[string]string{}
+	for name, handle := range r.files[op] {
+		if p, ok := r.local[name]; ok {
+			out[name] = p
+			continue
+		}
+		if r.localDir == "" {
+			d, err := os.MkdirTemp("", "sluice-restore-")
+			if err != nil {
+				return nil, err
+			}
+			r.localDir = d
+		}
+		src, err := storage.ResolveHandle(r.path, handle)
+		if err != nil {
+			return nil, err
+		}
+		data, err := readAll(r.fsys, src)
+		if err != nil {
+			return nil, &storage.MissingFileError{Metadata: r.path, Handle: handle, Path: src, Err: err}
+		}
+		dst := filepath.Join(r.localDir, name)
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return nil, err
+		}
+		r.local[name] = dst
+		out[name] = dst
+	}
+	return out, nil
 }
 
 // forTask is the share of task (chain c, subtask s).
@@ -38,6 +81,13 @@ func (r *restoreState) forTask(j *Job, c *graph.Chain, s int) *task.Restore {
 		op := j.opIDs[id]
 		n := j.plan.Graph.Node(id)
 		or := &task.OperatorRestore{KeyGroups: r.keyGroups[op]}
+		if ms := r.manifests[op]; len(ms) > 0 {
+			files, err := r.download(op)
+			if err != nil && r.err == nil {
+				r.err = fmt.Errorf("local: restoring incremental state of %s: %w", n.Label(), err)
+			}
+			or.Manifests, or.Files = ms, files
+		}
 		// Operator state: union state goes to every subtask; list state
 		// entries are spread round-robin in subtask order.
 		var entries [][]byte
@@ -55,7 +105,7 @@ func (r *restoreState) forTask(j *Job, c *graph.Chain, s int) *task.Restore {
 				}
 			}
 		}
-		if or.KeyGroups != nil || or.State != nil {
+		if or.KeyGroups != nil || or.State != nil || or.Manifests != nil {
 			out.Operators[id] = or
 		}
 	}
@@ -117,6 +167,13 @@ func (j *Job) recoveryRestore() (*restoreState, error) {
 		return nil, err
 	}
 	j.opts.Log.Info("recovering from checkpoint", "job", j.id, "checkpoint", cp.ID)
+	// The restored checkpoint's shared files are in this job's storage:
+	// later checkpoints reference them instead of uploading them again.
+	for _, fs := range got.files {
+		for name, h := range fs {
+			j.ckpt.shared.seed(name, h)
+		}
+	}
 	return got, nil
 }
 
@@ -130,7 +187,8 @@ func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, e
 		return nil, fmt.Errorf("local: %s: %w", metaPath, err)
 	}
 	r := &restoreState{path: metaPath, id: m.ID, coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
-		opState: map[string][]operatorFile{}, maxPar: map[string]int{}}
+		opState: map[string][]operatorFile{}, maxPar: map[string]int{},
+		manifests: map[string][][]byte{}, files: map[string]map[string]string{}, fsys: fsys, local: map[string]string{}}
 	for _, op := range m.Operators {
 		r.maxPar[op.ID] = op.MaxParallelism
 		if op.Coordinator != nil {
@@ -167,6 +225,15 @@ func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, e
 			if f.State != nil {
 				r.opState[op] = append(r.opState[op], f)
 			}
+			if len(f.Manifests) > 0 {
+				r.manifests[op] = append(r.manifests[op], f.Manifests...)
+				if r.files[op] == nil {
+					r.files[op] = map[string]string{}
+				}
+				for name, h := range f.Files {
+					r.files[op][name] = h
+				}
+			}
 		}
 	}
 	for op, fs := range r.opState {
@@ -186,7 +253,7 @@ func (j *Job) match(r *restoreState) error {
 	}
 	var unmatched []string
 	seen := map[string]bool{}
-	for _, set := range []map[string]bool{keys(r.keyGroups), keysF(r.opState), keys(r.coordinators)} {
+	for _, set := range []map[string]bool{keys(r.keyGroups), keysF(r.opState), keys(r.coordinators), keys(r.manifests)} {
 		for op := range set {
 			if seen[op] {
 				continue
@@ -197,7 +264,9 @@ func (j *Job) match(r *restoreState) error {
 				unmatched = append(unmatched, op)
 				continue
 			}
-			if _, keyed := r.keyGroups[op]; keyed && r.maxPar[op] != n.EffectiveMaxParallelism() {
+			_, keyed := r.keyGroups[op]
+			_, inc := r.manifests[op]
+			if (keyed || inc) && r.maxPar[op] != n.EffectiveMaxParallelism() {
 				return fmt.Errorf("local: restoring %s: operator %s had max parallelism %d, now %d; keyed state can only be redistributed within the same max parallelism (set it explicitly to keep it)",
 					r.path, n.Label(), r.maxPar[op], n.EffectiveMaxParallelism())
 			}
@@ -210,6 +279,8 @@ func (j *Job) match(r *restoreState) error {
 	}
 	for _, op := range unmatched {
 		j.opts.Log.Warn("dropping state of an operator the job no longer has", "operator", op)
+		delete(r.manifests, op)
+		delete(r.files, op)
 		delete(r.keyGroups, op)
 		delete(r.opState, op)
 		delete(r.coordinators, op)

@@ -139,6 +139,9 @@ func (j *Job) build(n int, restore *restoreState) (*attempt, error) {
 			a.metrics = append(a.metrics, SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: t.Metrics()})
 		}
 	}
+	if restore != nil && restore.err != nil {
+		return nil, restore.err
+	}
 	ok = true
 	return a, nil
 }
@@ -146,7 +149,8 @@ func (j *Job) build(n int, restore *restoreState) (*attempt, error) {
 // taskCheckpointing connects a task to the job's coordinator loop.
 func (j *Job) taskCheckpointing(a *attempt, id checkpoint.TaskID) *task.Checkpointing {
 	return &task.Checkpointing{
-		Mode: j.ckpt.opts.Coordinator.Mode,
+		Mode:        j.ckpt.opts.Coordinator.Mode,
+		Incremental: j.ckpt.opts.Incremental,
 		OnSnapshot: func(s *task.Snapshot) {
 			j.send(a.ctx, uploadReq{attempt: a.n, task: id, snap: s})
 		},
