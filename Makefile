@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble generate check-generated demo deps
 
 all: build
 
@@ -35,6 +35,13 @@ test: deps fmt-check vet integration ## Everything CI runs.
 bench: deps ## Engine benchmarks: records/s and allocations per record.
 	$(GO) test -run '^$$' -bench 'Stateless|Rebalance|KeyedWindow' -benchtime 20000000x -count 1 ./bench/ | tee bench.out
 	$(GO) test -run '^$$' -bench 'KeyedValueState' -benchtime 60000000x -count 1 ./bench/ | tee -a bench.out
+
+bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real broker (started from Maven Central artefacts).
+	integration/scripts/kafka.sh build
+	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
+
+bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
+	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out
 
 generate:
 	$(GO) generate ./...
