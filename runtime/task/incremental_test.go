@@ -23,6 +23,9 @@ type keyedSource struct {
 	restored chan map[int]string
 	keyed    *state.Keyed[int]
 	wrote    bool
+	// written is closed once the state is written: checkpoints triggered
+	// earlier would find it empty.
+	written chan struct{}
 }
 
 func (s *keyedSource) Open() error {
@@ -58,6 +61,7 @@ func (s *keyedSource) EmitNext() (SourceStatus, error) {
 			}
 		}
 		s.keyed.ClearCurrentKey()
+		close(s.written)
 	}
 	select {
 	case <-s.end:
@@ -86,7 +90,7 @@ func (f keyedSourceFactory) Create(ctx *Context, _ any, _ map[string]any) (Opera
 // goroutine (the uploader's side), and returns what Open restored.
 func runKeyedSource(t *testing.T, backend state.Backend, n int, restore *Restore, kinds []checkpoint.Kind, onSnapshot func(*Snapshot)) map[int]string {
 	t.Helper()
-	src := &keyedSource{n: n, end: make(chan struct{}), restored: make(chan map[int]string, 1)}
+	src := &keyedSource{n: n, end: make(chan struct{}), restored: make(chan map[int]string, 1), written: make(chan struct{})}
 	g := &graph.JobGraph{Name: "job", Nodes: []*graph.Node{{ID: 0, Kind: "source", Name: "src", Parallelism: 1, Impl: keyedSourceFactory{src}}}}
 	plan, err := graph.BuildPlan(g)
 	if err != nil {
@@ -108,6 +112,7 @@ func runKeyedSource(t *testing.T, backend state.Backend, n int, restore *Restore
 	done := make(chan error, 1)
 	go func() { done <- tk.Run() }()
 	got := <-src.restored
+	<-src.written
 	for i, kind := range kinds {
 		tk.TriggerCheckpoint(int64(i+1), kind)
 		if err := <-snapped; err != nil {
