@@ -298,6 +298,11 @@ func (c *checkpoints) write(u uploadReq) (string, error) {
 	}
 	tf := taskFile{Operators: map[string]operatorFile{}}
 	for node, os := range u.snap.Operators {
+		// The asynchronous part of the snapshot: encode the keyed state
+		// the task froze at the barrier.
+		if err := os.ResolveKeyGroups(); err != nil {
+			return "", err
+		}
 		of := operatorFile{Subtask: u.task.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
 		if len(os.Files) > 0 {
 			files, err := c.uploadShared(loc, checkpoint.ID(u.snap.ID), os.Files)

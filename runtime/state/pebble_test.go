@@ -475,8 +475,10 @@ func TestIncrementalSnapshotSharesUnchangedFiles(t *testing.T) {
 	if firstBytes < 1<<20 {
 		t.Fatalf("the first snapshot has %d bytes: too little state for the test", firstBytes)
 	}
-	if newFiles != 1 || newSST != 1 {
-		t.Errorf("the second snapshot has %d new files, %d SSTs; want 1 SST (the flushed change)", newFiles, newSST)
+	// The flushed change is one new SST; a background compaction may add
+	// more, but what is new stays a small fraction of the state.
+	if newSST < 1 || newBytes > firstBytes/4 {
+		t.Errorf("the second snapshot has %d new files (%d SSTs, %d bytes of %d); want only the delta", newFiles, newSST, newBytes, firstBytes)
 	}
 	if newBytes*20 > firstBytes {
 		t.Errorf("the second snapshot has %d new bytes of %d: not incremental", newBytes, firstBytes)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/sluice/sluice/runtime/codec"
@@ -63,10 +64,15 @@ func (s *Keyed[K]) snapshotSections(include func(Table) bool, raw bool) (map[int
 			}
 		}
 	}
+	return assemble(sections, s.groups.Start, s.groups.End)
+}
+
+// assemble builds the per-key-group snapshot of sections, in name order.
+func assemble(sections []section, start, end int) (map[int][]byte, error) {
 	sort.Slice(sections, func(i, j int) bool { return sections[i].name < sections[j].name })
 	out := map[int][]byte{}
 	var buf []byte
-	for kg := s.groups.Start; kg <= s.groups.End; kg++ {
+	for kg := start; kg <= end; kg++ {
 		var b []byte
 		for _, sec := range sections {
 			var err error
@@ -206,13 +212,17 @@ func (t *ValueTable[K, N, V]) SnapshotKeyGroup(b []byte, kg int) ([]byte, error)
 	if t.p != nil {
 		return t.p.snapshotKeyGroup(b, kg)
 	}
-	m := t.m[kg-t.s.groups.Start]
-	if len(m) == 0 {
-		return b, nil
-	}
 	cs, err := t.codecs()
 	if err != nil {
 		return nil, err
+	}
+	return encodeGroup(b, t.m[kg-t.s.groups.Start], cs), nil
+}
+
+// encodeGroup appends the entries of one key group's map.
+func encodeGroup[K, N comparable, V any](b []byte, m map[entryKey[K, N]]cell[V], cs *tableCodecs[K, N, V]) []byte {
+	if len(m) == 0 {
+		return b
 	}
 	b = binary.AppendUvarint(b, uint64(len(m)))
 	for ek, c := range m {
@@ -221,7 +231,160 @@ func (t *ValueTable[K, N, V]) SnapshotKeyGroup(b []byte, kg int) ([]byte, error)
 		b = cs.v.Append(b, c.v)
 		b = binary.AppendVarint(b, c.at)
 	}
-	return b, nil
+	return b
+}
+
+// freezer is a table that snapshots by copy-on-write: freezeSnapshot
+// marks its current contents as shared with a snapshot and returns an
+// encoder of them that may run on another goroutine while the task goes
+// on (the task copies a key group before changing it). ok is false when
+// the table cannot (the pebble backend).
+type freezer interface {
+	freezeSnapshot() (enc func(b []byte, kg int) ([]byte, error), ok bool, err error)
+}
+
+// freezeSnapshot implements freezer for heap tables.
+func (t *ValueTable[K, N, V]) freezeSnapshot() (func(b []byte, kg int) ([]byte, error), bool, error) {
+	if t.p != nil {
+		return nil, false, nil
+	}
+	cs, err := t.codecs()
+	if err != nil {
+		return nil, true, err
+	}
+	if t.shared == nil {
+		t.shared = make([]bool, len(t.m))
+	}
+	frozen := append([]map[entryKey[K, N]]cell[V](nil), t.m...)
+	for i, m := range frozen {
+		if len(m) > 0 {
+			t.shared[i] = true
+		}
+	}
+	start := t.s.groups.Start
+	return func(b []byte, kg int) ([]byte, error) { return encodeGroup(b, frozen[kg-start], cs), nil }, true, nil
+}
+
+// unshare gives local key group i a map of its own before the task
+// changes it, so a snapshot encoding the old map on another goroutine is
+// not disturbed. Values holding references (slices, maps, pointers) are
+// copied deeply, as the task may change them in place.
+func (t *ValueTable[K, N, V]) unshare(i int) {
+	src := t.m[i]
+	dst := make(map[entryKey[K, N]]cell[V], len(src))
+	deep := t.valuesHoldReferences()
+	for k, c := range src {
+		if deep {
+			c.v = t.deepCopy(c.v)
+		}
+		dst[k] = c
+	}
+	t.m[i] = dst
+	t.shared[i] = false
+}
+
+func (t *ValueTable[K, N, V]) valuesHoldReferences() bool {
+	if t.refs == 0 {
+		t.refs = 1
+		if holdsReferences(reflect.TypeFor[V]()) {
+			t.refs = 2
+		}
+	}
+	return t.refs == 2
+}
+
+// deepCopy copies v through its canonical encoding; the codec exists:
+// the table was frozen with it.
+func (t *ValueTable[K, N, V]) deepCopy(v V) V {
+	cs := t.cs
+	c, _, err := cs.v.Decode(cs.v.Append(nil, v))
+	if err != nil {
+		panic(fmt.Sprintf("state: copying a %T through its own encoding failed: %v", v, err)) // codec invariant
+	}
+	return c
+}
+
+func holdsReferences(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return holdsReferences(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if holdsReferences(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SnapshotKeyGroupsAsync takes a snapshot in two parts: the synchronous
+// part, on the task goroutine, freezes the heap tables (constant work per
+// key group) and encodes the small rest (timers, pebble-backed tables);
+// the returned function encodes the frozen tables and may run on another
+// goroutine while the task processes records.
+func (s *Keyed[K]) SnapshotKeyGroupsAsync() (func() (map[int][]byte, error), error) {
+	var sections []section
+	for _, t := range s.ordered {
+		if fz, ok := t.(freezer); ok {
+			enc, ok, err := fz.freezeSnapshot()
+			if err != nil {
+				return nil, fmt.Errorf("state: snapshotting %q: %w", t.Name(), err)
+			}
+			if ok {
+				sections = append(sections, section{t.Name(), enc})
+				continue
+			}
+		}
+		sn, ok := t.(Snapshotter)
+		if !ok {
+			return nil, fmt.Errorf("state: table %q (%T) cannot be checkpointed", t.Name(), t)
+		}
+		pre, err := s.precompute(sn.SnapshotKeyGroup)
+		if err != nil {
+			return nil, fmt.Errorf("state: snapshotting %q: %w", t.Name(), err)
+		}
+		sections = append(sections, pre.section(t.Name()))
+	}
+	for name, groups := range s.pending {
+		sections = append(sections, precomputed(groups).section(name))
+	}
+	if s.store != nil {
+		for name, mt := range s.store.restored {
+			if _, ok := s.tables[name]; !ok {
+				id := mt.ID
+				pre, err := s.precompute(func(b []byte, kg int) ([]byte, error) { return s.store.snapshotRaw(b, kg, id) })
+				if err != nil {
+					return nil, err
+				}
+				sections = append(sections, pre.section(name))
+			}
+		}
+	}
+	groups := s.groups
+	return func() (map[int][]byte, error) { return assemble(sections, groups.Start, groups.End) }, nil
+}
+
+type precomputed map[int][]byte
+
+func (p precomputed) section(name string) section {
+	return section{name, func(b []byte, kg int) ([]byte, error) { return append(b, p[kg]...), nil }}
+}
+
+func (s *Keyed[K]) precompute(enc func(b []byte, kg int) ([]byte, error)) (precomputed, error) {
+	out := precomputed{}
+	for kg := s.groups.Start; kg <= s.groups.End; kg++ {
+		b, err := enc(nil, kg)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			out[kg] = b
+		}
+	}
+	return out, nil
 }
 
 // RestoreKeyGroup implements Snapshotter.

@@ -86,3 +86,64 @@ func BenchmarkHeapSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// TestAsyncSnapshotSeesTheStateAtTheBarrier freezes the state, changes it
+// (puts, deletes, and in-place changes of map values) while the encoder
+// runs on another goroutine, and checks that the snapshot holds exactly
+// the state at the freeze and the live table the changes.
+func TestAsyncSnapshotSeesTheStateAtTheBarrier(t *testing.T) {
+	clk := clock.NewManual(0)
+	k, _ := NewKeyed[int](128, keygroup.RangeFor(128, 1, 0), clk)
+	counts, _ := NewValueTable[int, Void, int64](k, "counts", TTL{})
+	maps, _ := NewValueTable[int, Void, map[string]int](k, "maps", TTL{})
+	for i := 0; i < 2000; i++ {
+		k.SetCurrentKey(i)
+		counts.Put(Void{}, int64(i))
+		maps.Put(Void{}, map[string]int{"v": i})
+	}
+	encode, err := k.SnapshotKeyGroupsAsync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan map[int][]byte)
+	go func() {
+		snap, err := encode()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- snap
+	}()
+	// Meanwhile the task goes on.
+	for i := 0; i < 2000; i++ {
+		k.SetCurrentKey(i)
+		switch i % 3 {
+		case 0:
+			counts.Put(Void{}, -1)
+		case 1:
+			counts.Delete(Void{})
+		}
+		m, _, _ := maps.Get(Void{})
+		m["v"] = -1 // an in-place change, as map state makes
+		maps.Put(Void{}, m)
+	}
+	snap := <-done
+	k2, _ := NewKeyed[int](128, keygroup.RangeFor(128, 1, 0), clk)
+	if err := k2.RestoreKeyGroups(snap); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := NewValueTable[int, Void, int64](k2, "counts", TTL{})
+	m2, _ := NewValueTable[int, Void, map[string]int](k2, "maps", TTL{})
+	for i := 0; i < 2000; i++ {
+		k2.SetCurrentKey(i)
+		if v, ok, _ := c2.Get(Void{}); !ok || v != int64(i) {
+			t.Fatalf("key %d: snapshot count %d (%v), want %d as at the freeze", i, v, ok, i)
+		}
+		if m, _, _ := m2.Get(Void{}); m["v"] != i {
+			t.Fatalf("key %d: snapshot map value %d, want %d as at the freeze", i, m["v"], i)
+		}
+		k.SetCurrentKey(i)
+		if m, _, _ := maps.Get(Void{}); m["v"] != -1 {
+			t.Fatalf("key %d: the live state lost the change", i)
+		}
+	}
+}

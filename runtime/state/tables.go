@@ -28,6 +28,10 @@ type ValueTable[K, N comparable, V any] struct {
 	m    []map[entryKey[K, N]]cell[V] // per local key group (hashmap)
 	cs   *tableCodecs[K, N, V]
 	p    *pebbleTable[K, N, V] // the pebble backend's table, or nil
+	// shared marks the key groups whose maps a snapshot in progress is
+	// encoding (copy-on-write); refs caches whether V holds references.
+	shared []bool
+	refs   int8
 }
 
 // NewValueTable registers (or returns) the value state called name.
@@ -68,11 +72,16 @@ func (t *ValueTable[K, N, V]) Len() int {
 	return n
 }
 
-func (t *ValueTable[K, N, V]) group() (map[entryKey[K, N]]cell[V], error) {
+// group returns the current key's key-group map; write says the caller
+// may change the map or a value in it.
+func (t *ValueTable[K, N, V]) group(write bool) (map[entryKey[K, N]]cell[V], error) {
 	if !t.s.hasKey {
 		return nil, ErrNoKey
 	}
 	i := t.s.kg - t.s.groups.Start
+	if t.shared != nil && t.shared[i] && (write || t.valuesHoldReferences()) {
+		t.unshare(i)
+	}
 	m := t.m[i]
 	if m == nil {
 		m = map[entryKey[K, N]]cell[V]{}
@@ -86,7 +95,7 @@ func (t *ValueTable[K, N, V]) Get(ns N) (v V, ok bool, err error) {
 	if t.p != nil {
 		return t.p.get(t, ns)
 	}
-	m, err := t.group()
+	m, err := t.group(t.ttl.Millis > 0)
 	if err != nil {
 		return v, false, err
 	}
@@ -115,7 +124,7 @@ func (t *ValueTable[K, N, V]) Put(ns N, v V) error {
 	if t.p != nil {
 		return t.p.put(t, ns, v)
 	}
-	m, err := t.group()
+	m, err := t.group(true)
 	if err != nil {
 		return err
 	}
@@ -132,7 +141,7 @@ func (t *ValueTable[K, N, V]) Delete(ns N) error {
 	if t.p != nil {
 		return t.p.delete(t, ns)
 	}
-	m, err := t.group()
+	m, err := t.group(true)
 	if err != nil {
 		return err
 	}

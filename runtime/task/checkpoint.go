@@ -61,6 +61,10 @@ type OperatorSnapshot struct {
 	// files they name.
 	Manifests    [][]byte
 	ReleaseFiles func()
+	// KeyGroupsAsync encode keyed state frozen at the barrier
+	// (copy-on-write); the uploader runs them and merges their key groups
+	// into KeyGroups.
+	KeyGroupsAsync []func() (map[int][]byte, error)
 }
 
 // Restore is the state a task starts from.
@@ -110,6 +114,31 @@ type IncrementalKeyedState interface {
 	// downloaded copy) and manifests of one or more snapshots (several when
 	// rescaling merges subtasks), keeping this subtask's key groups.
 	RestoreFiles(files map[string]string, manifests [][]byte) error
+}
+
+// AsyncKeyedState is keyed state whose snapshot's synchronous part only
+// freezes it; the returned function encodes it off the task goroutine.
+type AsyncKeyedState interface {
+	SnapshotKeyGroupsAsync() (func() (map[int][]byte, error), error)
+}
+
+// ResolveKeyGroups runs the asynchronous parts of an operator snapshot and
+// merges them into KeyGroups.
+func (os *OperatorSnapshot) ResolveKeyGroups() error {
+	for _, fn := range os.KeyGroupsAsync {
+		groups, err := fn()
+		if err != nil {
+			return err
+		}
+		if os.KeyGroups == nil {
+			os.KeyGroups = map[int][]byte{}
+		}
+		for kg, b := range groups {
+			os.KeyGroups[kg] = append(os.KeyGroups[kg], b...)
+		}
+	}
+	os.KeyGroupsAsync = nil
+	return nil
 }
 
 // OperatorStateful is implemented by operators with operator state: source
@@ -270,6 +299,15 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 				}
 				continue
 			}
+			if as, ok := k.(AsyncKeyedState); ok {
+				fn, err := as.SnapshotKeyGroupsAsync()
+				if err != nil {
+					cp.OnDecline(id, t.wrapErr(err, i))
+					return t.forwardBarrier(id, kind)
+				}
+				os.KeyGroupsAsync = append(os.KeyGroupsAsync, fn)
+				continue
+			}
 			groups, err := k.SnapshotKeyGroups()
 			if err != nil {
 				cp.OnDecline(id, t.wrapErr(err, i))
@@ -294,7 +332,7 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 			}
 			os.State, os.Union = entries, union
 		}
-		if os.KeyGroups != nil || os.State != nil || os.Manifests != nil {
+		if os.KeyGroups != nil || os.State != nil || os.Manifests != nil || os.KeyGroupsAsync != nil {
 			snap.Operators[h.node.ID] = os
 		}
 	}
