@@ -275,7 +275,17 @@ func (c *checkpoints) uploader(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			// Free what queued snapshots hold (pebble snapshots, files).
+			for {
+				select {
+				case u := <-c.j.uploads:
+					if u.snap != nil {
+						u.snap.Discard()
+					}
+				default:
+					return
+				}
+			}
 		case u := <-c.j.uploads:
 			var ev any = taskFinished{attempt: u.attempt, task: u.task}
 			if !u.finished {
@@ -291,7 +301,12 @@ func (c *checkpoints) uploader(ctx context.Context) {
 	}
 }
 
-func (c *checkpoints) write(u uploadReq) (string, error) {
+func (c *checkpoints) write(u uploadReq) (handle string, err error) {
+	defer func() {
+		if err != nil {
+			u.snap.Discard()
+		}
+	}()
 	loc, ok := c.locs.get(checkpoint.ID(u.snap.ID))
 	if !ok {
 		return "", fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID)

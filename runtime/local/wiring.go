@@ -152,7 +152,11 @@ func (j *Job) taskCheckpointing(a *attempt, id checkpoint.TaskID) *task.Checkpoi
 		Mode:        j.ckpt.opts.Coordinator.Mode,
 		Incremental: j.ckpt.opts.Incremental,
 		OnSnapshot: func(s *task.Snapshot) {
-			j.send(a.ctx, uploadReq{attempt: a.n, task: id, snap: s})
+			select {
+			case j.uploads <- uploadReq{attempt: a.n, task: id, snap: s}:
+			case <-a.ctx.Done():
+				s.Discard() // the attempt is over: nobody will upload it
+			}
 		},
 		OnDecline: func(cid int64, err error) {
 			j.send(a.ctx, declined{attempt: a.n, task: id, id: checkpoint.ID(cid), err: err})

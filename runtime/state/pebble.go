@@ -95,13 +95,21 @@ func appendCanonical(b, tail, val []byte) ([]byte, error) {
 // forEachEntry calls fn with the tail and value of every stored entry of
 // table id in the key groups of r, key group by key group.
 func (p *pebbleKeyed) forEachEntry(r keygroup.Range, id uint32, fn func(kg int, tail, val []byte) error) error {
+	return forEachEntryIn(p.st.NewIter, r, id, fn)
+}
+
+// iterFunc opens an iterator over [lower, upper) of the database or of a
+// snapshot of it.
+type iterFunc func(lower, upper []byte) (*pebble.Iterator, error)
+
+func forEachEntryIn(newIter iterFunc, r keygroup.Range, id uint32, fn func(kg int, tail, val []byte) error) error {
 	var it *pebble.Iterator
 	for kg := r.Start; kg <= r.End; kg++ {
 		lower := appendTablePrefix(nil, kg, id)
 		upper := prefixEnd(lower)
 		if it == nil {
 			var err error
-			if it, err = p.st.NewIter(lower, upper); err != nil {
+			if it, err = newIter(lower, upper); err != nil {
 				return err
 			}
 		} else {
@@ -129,9 +137,14 @@ func (p *pebbleKeyed) forEachEntry(r keygroup.Range, id uint32, fn func(kg int, 
 // (empty: no entries) without decoding: for tables restored but not
 // registered yet.
 func (p *pebbleKeyed) snapshotRaw(b []byte, kg int, id uint32) ([]byte, error) {
+	return snapshotRawIn(p.st.NewIter, b, kg, id)
+}
+
+// snapshotRawIn is snapshotRaw over the database or a snapshot of it.
+func snapshotRawIn(newIter iterFunc, b []byte, kg int, id uint32) ([]byte, error) {
 	var entries []byte
 	n := 0
-	err := p.forEachEntry(keygroup.Range{Start: kg, End: kg}, id, func(_ int, tail, val []byte) error {
+	err := forEachEntryIn(newIter, keygroup.Range{Start: kg, End: kg}, id, func(_ int, tail, val []byte) error {
 		var err error
 		entries, err = appendCanonical(entries, tail, val)
 		n++

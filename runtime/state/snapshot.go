@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble"
 	"reflect"
 	"sort"
 
@@ -325,26 +326,52 @@ func holdsReferences(t reflect.Type) bool {
 // key group) and encodes the small rest (timers, pebble-backed tables);
 // the returned function encodes the frozen tables and may run on another
 // goroutine while the task processes records.
-func (s *Keyed[K]) SnapshotKeyGroupsAsync() (func() (map[int][]byte, error), error) {
+//
+// With the pebble backend the tables are read from a pebble snapshot taken
+// at the barrier; release frees it (encode releases it too), and must be
+// called if encode never runs.
+func (s *Keyed[K]) SnapshotKeyGroupsAsync() (encode func() (map[int][]byte, error), release func(), err error) {
+	release = func() {}
+	var newIter iterFunc
+	if s.store != nil {
+		snap, rel, err := s.store.st.NewSnapshot()
+		if err != nil {
+			return nil, nil, fmt.Errorf("state: snapshotting: %w", err)
+		}
+		release = rel
+		newIter = func(lower, upper []byte) (*pebble.Iterator, error) {
+			return snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		}
+	}
+	fail := func(err error) (func() (map[int][]byte, error), func(), error) {
+		release()
+		return nil, nil, err
+	}
 	var sections []section
 	for _, t := range s.ordered {
 		if fz, ok := t.(freezer); ok {
 			enc, ok, err := fz.freezeSnapshot()
 			if err != nil {
-				return nil, fmt.Errorf("state: snapshotting %q: %w", t.Name(), err)
+				return fail(fmt.Errorf("state: snapshotting %q: %w", t.Name(), err))
 			}
 			if ok {
 				sections = append(sections, section{t.Name(), enc})
 				continue
 			}
 		}
+		if pt, ok := t.(interface{ pebbleID() (uint32, bool) }); ok && newIter != nil {
+			if id, ok := pt.pebbleID(); ok {
+				sections = append(sections, section{t.Name(), func(b []byte, kg int) ([]byte, error) { return snapshotRawIn(newIter, b, kg, id) }})
+				continue
+			}
+		}
 		sn, ok := t.(Snapshotter)
 		if !ok {
-			return nil, fmt.Errorf("state: table %q (%T) cannot be checkpointed", t.Name(), t)
+			return fail(fmt.Errorf("state: table %q (%T) cannot be checkpointed", t.Name(), t))
 		}
 		pre, err := s.precompute(sn.SnapshotKeyGroup)
 		if err != nil {
-			return nil, fmt.Errorf("state: snapshotting %q: %w", t.Name(), err)
+			return fail(fmt.Errorf("state: snapshotting %q: %w", t.Name(), err))
 		}
 		sections = append(sections, pre.section(t.Name()))
 	}
@@ -355,16 +382,15 @@ func (s *Keyed[K]) SnapshotKeyGroupsAsync() (func() (map[int][]byte, error), err
 		for name, mt := range s.store.restored {
 			if _, ok := s.tables[name]; !ok {
 				id := mt.ID
-				pre, err := s.precompute(func(b []byte, kg int) ([]byte, error) { return s.store.snapshotRaw(b, kg, id) })
-				if err != nil {
-					return nil, err
-				}
-				sections = append(sections, pre.section(name))
+				sections = append(sections, section{name, func(b []byte, kg int) ([]byte, error) { return snapshotRawIn(newIter, b, kg, id) }})
 			}
 		}
 	}
 	groups := s.groups
-	return func() (map[int][]byte, error) { return assemble(sections, groups.Start, groups.End) }, nil
+	return func() (map[int][]byte, error) {
+		defer release()
+		return assemble(sections, groups.Start, groups.End)
+	}, release, nil
 }
 
 type precomputed map[int][]byte

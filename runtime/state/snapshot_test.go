@@ -92,8 +92,24 @@ func BenchmarkHeapSnapshot(b *testing.B) {
 // runs on another goroutine, and checks that the snapshot holds exactly
 // the state at the freeze and the live table the changes.
 func TestAsyncSnapshotSeesTheStateAtTheBarrier(t *testing.T) {
+	for _, name := range []string{"hashmap", "pebble"} {
+		t.Run(name, func(t *testing.T) {
+			var b Backend
+			if name == "pebble" {
+				b = &PebbleBackend{Dir: t.TempDir()}
+			}
+			testAsyncSnapshot(t, b)
+		})
+	}
+}
+
+func testAsyncSnapshot(t *testing.T, backend Backend) {
 	clk := clock.NewManual(0)
-	k, _ := NewKeyed[int](128, keygroup.RangeFor(128, 1, 0), clk)
+	k, err := NewKeyedWithBackend[int](128, keygroup.RangeFor(128, 1, 0), clk, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
 	counts, _ := NewValueTable[int, Void, int64](k, "counts", TTL{})
 	maps, _ := NewValueTable[int, Void, map[string]int](k, "maps", TTL{})
 	for i := 0; i < 2000; i++ {
@@ -101,7 +117,9 @@ func TestAsyncSnapshotSeesTheStateAtTheBarrier(t *testing.T) {
 		counts.Put(Void{}, int64(i))
 		maps.Put(Void{}, map[string]int{"v": i})
 	}
-	encode, err := k.SnapshotKeyGroupsAsync()
+	encode, _, err := k.SnapshotKeyGroupsAsync()
+	// Closing the store while the snapshot is encoded must wait for it.
+	defer k.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +178,7 @@ func BenchmarkHeapSnapshotBarrier(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := k.SnapshotKeyGroupsAsync(); err != nil {
+		if _, _, err := k.SnapshotKeyGroupsAsync(); err != nil {
 			b.Fatal(err)
 		}
 	}

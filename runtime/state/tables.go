@@ -187,3 +187,11 @@ func (t *ValueTable[K, N, V]) onPebble() bool { return t.p != nil }
 
 // typeName is the table's types, as recorded in snapshot manifests.
 func (t *ValueTable[K, N, V]) typeName() string { return typeName[K, N, V]() }
+
+// pebbleID is the table's ID in the pebble store (ok false on the heap).
+func (t *ValueTable[K, N, V]) pebbleID() (uint32, bool) {
+	if t.p == nil {
+		return 0, false
+	}
+	return t.p.id, true
+}

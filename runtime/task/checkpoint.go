@@ -65,6 +65,7 @@ type OperatorSnapshot struct {
 	// (copy-on-write); the uploader runs them and merges their key groups
 	// into KeyGroups.
 	KeyGroupsAsync []func() (map[int][]byte, error)
+	releaseAsync   []func()
 }
 
 // Restore is the state a task starts from.
@@ -119,12 +120,15 @@ type IncrementalKeyedState interface {
 // AsyncKeyedState is keyed state whose snapshot's synchronous part only
 // freezes it; the returned function encodes it off the task goroutine.
 type AsyncKeyedState interface {
-	SnapshotKeyGroupsAsync() (func() (map[int][]byte, error), error)
+	// SnapshotKeyGroupsAsync returns the encoder and a release for when
+	// the encoder will not run (an abandoned upload).
+	SnapshotKeyGroupsAsync() (encode func() (map[int][]byte, error), release func(), err error)
 }
 
 // ResolveKeyGroups runs the asynchronous parts of an operator snapshot and
 // merges them into KeyGroups.
 func (os *OperatorSnapshot) ResolveKeyGroups() error {
+	defer os.releaseAll()
 	for _, fn := range os.KeyGroupsAsync {
 		groups, err := fn()
 		if err != nil {
@@ -139,6 +143,26 @@ func (os *OperatorSnapshot) ResolveKeyGroups() error {
 	}
 	os.KeyGroupsAsync = nil
 	return nil
+}
+
+func (os *OperatorSnapshot) releaseAll() {
+	for _, r := range os.releaseAsync {
+		r()
+	}
+	os.releaseAsync = nil
+}
+
+// Discard frees what a snapshot that will not be uploaded holds (pebble
+// snapshots, local files).
+func (s *Snapshot) Discard() {
+	for _, os := range s.Operators {
+		os.releaseAll()
+		os.KeyGroupsAsync = nil
+		if os.ReleaseFiles != nil {
+			os.ReleaseFiles()
+			os.ReleaseFiles = nil
+		}
+	}
 }
 
 // OperatorStateful is implemented by operators with operator state: source
@@ -300,12 +324,13 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 				continue
 			}
 			if as, ok := k.(AsyncKeyedState); ok {
-				fn, err := as.SnapshotKeyGroupsAsync()
+				fn, release, err := as.SnapshotKeyGroupsAsync()
 				if err != nil {
 					cp.OnDecline(id, t.wrapErr(err, i))
 					return t.forwardBarrier(id, kind)
 				}
 				os.KeyGroupsAsync = append(os.KeyGroupsAsync, fn)
+				os.releaseAsync = append(os.releaseAsync, release)
 				continue
 			}
 			groups, err := k.SnapshotKeyGroups()

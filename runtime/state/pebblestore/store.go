@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble"
 
@@ -66,6 +67,11 @@ var writeOpts = pebble.NoSync
 // goroutine (the task's), except Release, which the checkpoint uploader may
 // call from another.
 type Store struct {
+	// snapMu guards the open-snapshot count, closed and closePending.
+	snapMu       sync.Mutex
+	snaps        int
+	closePending bool
+
 	opts  Options
 	root  string // working directory: db/ and the checkpoint directories
 	uid   string // unique per opened store: prefixes the names of its files
@@ -157,13 +163,52 @@ func (s *Store) Dir() string { return s.root }
 // DB is the Pebble database (nil after Close).
 func (s *Store) DB() *pebble.DB { return s.db }
 
+// NewSnapshot returns a consistent view of the database for an
+// asynchronous snapshot, and its release (idempotent, from any goroutine).
+// A Close while snapshots are open closes the database at the last release.
+func (s *Store) NewSnapshot() (*pebble.Snapshot, func(), error) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if s.db == nil || s.closed {
+		return nil, nil, ErrClosed
+	}
+	snap := s.db.NewSnapshot()
+	s.snaps++
+	var once sync.Once
+	return snap, func() {
+		once.Do(func() {
+			snap.Close()
+			s.snapMu.Lock()
+			s.snaps--
+			last := s.snaps == 0 && s.closePending
+			s.snapMu.Unlock()
+			if last {
+				s.finishClose()
+			}
+		})
+	}, nil
+}
+
 // Close closes the database and removes the working directory, with every
-// checkpoint directory not released yet.
+// checkpoint directory not released yet (after the last open snapshot is
+// released).
 func (s *Store) Close() error {
+	s.snapMu.Lock()
 	if s.closed {
+		s.snapMu.Unlock()
 		return nil
 	}
 	s.closed = true
+	if s.snaps > 0 {
+		s.closePending = true
+		s.snapMu.Unlock()
+		return nil
+	}
+	s.snapMu.Unlock()
+	return s.finishClose()
+}
+
+func (s *Store) finishClose() error {
 	var err error
 	if s.db != nil { // nil after a failed Restore
 		err = s.db.Close()
