@@ -122,8 +122,10 @@ func TestExactlyOnceStateAndOutputAcrossFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Restarts != 3 {
-				t.Fatalf("%d restarts, want 3", res.Restarts)
+			// Two parallel subtasks may both fail in one attempt, so restarts
+			// may be fewer than the failures injected.
+			if failures.Load() != 3 || res.Restarts < 1 || res.Restarts > 3 {
+				t.Fatalf("%d failures injected, %d restarts; want 3 failures", failures.Load(), res.Restarts)
 			}
 			got := sink.records()
 			byKey := map[int64][]countEvent{}
