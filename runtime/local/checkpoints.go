@@ -35,9 +35,6 @@ type checkpoints struct {
 	// (or restored) to their handles, so each is uploaded once; the
 	// uploader and the owner loop share it.
 	shared *sharedFiles
-	// sharedOf lists, per checkpoint in progress, the shared handles its
-	// task snapshots reference.
-	sharedOf map[checkpoint.ID][]string
 }
 
 type sharedFiles struct {

@@ -71,20 +71,7 @@ func (p *procTimers) c() <-chan struct{} {
 }
 
 // fireDue runs every timer whose deadline has passed, in deadline order.
-func (p *procTimers) fireDue() error {
-	p.ch = nil
-	now := p.clock.NowMillis()
-	for len(p.h) > 0 && p.h[0].at <= now {
-		tm := heap.Pop(&p.h).(*procTimer)
-		if tm.cancelled {
-			continue
-		}
-		if err := tm.fn(now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (p *procTimers) fireDue() error { return p.fireDueFrom(0) }
 
 // earliestFrom is the earliest live deadline of timers owned by operators
 // at chain index minOwner or later.

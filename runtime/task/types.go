@@ -123,8 +123,8 @@ type opHandle struct {
 	index int // position in the chain
 	node  *graph.Node
 	op    Operator
-	// sides receive watermarks after the operator has processed them.
-	sides []Output[any]
+	// sideW forward watermarks to the side outputs after the operator has
+	// processed them.
 	sideW []func(int64) error
 	// keyed are the operator's keyed states, for checkpoints.
 	keyed []KeyedState

@@ -18,8 +18,7 @@ type DigestMD5Server struct {
 	Password func(username string) (string, bool)
 	Rand     io.Reader
 
-	nonce    string
-	username string
+	nonce string
 }
 
 // Challenge returns the server's first challenge.
