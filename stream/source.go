@@ -146,8 +146,8 @@ type RestorableSource[S Split] interface {
 	RestoreEnumeratorState(ctx SplitEnumeratorContext[S], state []byte) (SplitEnumerator[S], error)
 }
 
-func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (task.Coordinator, error) {
-	c := &sourceCoordinator[S]{parallelism: parallelism, readers: map[int]*sourceCoordReader[S]{}}
+func (f *sourceFactory[T, S]) NewCoordinator(ctx task.CoordinatorContext, parallelism int, restored []byte) (task.Coordinator, error) {
+	c := &sourceCoordinator[S]{ctx: ctx, parallelism: parallelism, readers: map[int]bool{}}
 	var enum SplitEnumerator[S]
 	var err error
 	if restored != nil {
@@ -163,6 +163,8 @@ func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (
 		return nil, err
 	}
 	c.enum = enum
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := enum.Start(); err != nil {
 		return nil, err
 	}
@@ -170,11 +172,10 @@ func (f *sourceFactory[T, S]) NewCoordinator(parallelism int, restored []byte) (
 }
 
 func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]any) (task.Operator, []any, error) {
-	coord, ok := ctx.Coordinator.(*sourceCoordinator[S])
-	if !ok {
+	if ctx.SendToCoordinator == nil {
 		return nil, nil, fmt.Errorf("stream: source %s has no split coordinator", ctx.Node.Label())
 	}
-	op := &sourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), coord: coord, batch: ctx.Mode == task.BatchMode}
+	op := &sourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), batch: ctx.Mode == task.BatchMode}
 	op.wm = newWMMultiplexer(f.wm)
 	op.strategy = f.wm
 	reader, err := f.src.CreateReader(op)
@@ -185,19 +186,24 @@ func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]an
 	return op, nil, nil
 }
 
+// The events between a source's coordinator and its readers: the first
+// byte is the kind; splits carry the canonical encoding of []S.
+const (
+	evRegister byte = iota + 1
+	evSplitRequest
+	evSplits
+	evNoMoreSplits
+)
+
 // sourceCoordinator runs a source's enumerator for the job. Enumerator
-// calls are serialised by mu; split assignments reach readers through
-// their task mailboxes.
+// calls are serialised by mu; split assignments reach the readers as
+// events, which may cross processes.
 type sourceCoordinator[S Split] struct {
+	ctx         task.CoordinatorContext
 	parallelism int
 	mu          struct{ sync.Mutex }
 	enum        SplitEnumerator[S]
-	readers     map[int]*sourceCoordReader[S]
-}
-
-type sourceCoordReader[S Split] struct {
-	post    func(fn func() error)
-	deliver func(splits []S, noMore bool) error
+	readers     map[int]bool
 }
 
 func (c *sourceCoordinator[S]) Parallelism() int { return c.parallelism }
@@ -206,7 +212,7 @@ func (c *sourceCoordinator[S]) Parallelism() int { return c.parallelism }
 func (c *sourceCoordinator[S]) RegisteredReaders() []int {
 	var out []int
 	for i := 0; i < c.parallelism; i++ {
-		if _, ok := c.readers[i]; ok {
+		if c.readers[i] {
 			out = append(out, i)
 		}
 	}
@@ -215,34 +221,39 @@ func (c *sourceCoordinator[S]) RegisteredReaders() []int {
 
 // REQUIRES: c.mu held (called by the enumerator).
 func (c *sourceCoordinator[S]) AssignSplits(subtask int, splits []S) {
-	r, ok := c.readers[subtask]
-	if !ok {
+	if !c.readers[subtask] {
 		panic(fmt.Sprintf("stream: enumerator assigned splits to unregistered reader %d", subtask)) // enumerator bug
 	}
-	splits = append([]S(nil), splits...)
-	r.post(func() error { return r.deliver(splits, false) })
+	b, err := encodeAll(splits)
+	if err != nil {
+		panic(fmt.Sprintf("stream: encoding splits: %v", err)) // the split type was checked when the job was built
+	}
+	c.ctx.SendEvent(subtask, append([]byte{evSplits}, b...))
 }
 
 // REQUIRES: c.mu held (called by the enumerator).
 func (c *sourceCoordinator[S]) SignalNoMoreSplits(subtask int) {
-	r, ok := c.readers[subtask]
-	if !ok {
+	if !c.readers[subtask] {
 		return
 	}
-	r.post(func() error { return r.deliver(nil, true) })
+	c.ctx.SendEvent(subtask, []byte{evNoMoreSplits})
 }
 
-func (c *sourceCoordinator[S]) register(subtask int, r *sourceCoordReader[S]) error {
+// HandleOperatorEvent implements task.Coordinator.
+func (c *sourceCoordinator[S]) HandleOperatorEvent(subtask int, ev []byte) error {
+	if subtask < 0 || subtask >= c.parallelism {
+		return fmt.Errorf("stream: a split event from subtask %d of %d", subtask, c.parallelism)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.readers[subtask] = r
-	return c.enum.AddReader(subtask)
-}
-
-func (c *sourceCoordinator[S]) requestSplit(subtask int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.enum.HandleSplitRequest(subtask)
+	switch {
+	case len(ev) == 1 && ev[0] == evRegister:
+		c.readers[subtask] = true
+		return c.enum.AddReader(subtask)
+	case len(ev) == 1 && ev[0] == evSplitRequest:
+		return c.enum.HandleSplitRequest(subtask)
+	}
+	return fmt.Errorf("stream: malformed split event from subtask %d (%d bytes)", subtask, len(ev))
 }
 
 // Checkpoint implements task.Coordinator: the enumerator's unassigned
@@ -274,7 +285,6 @@ func (c *sourceCoordinator[S]) Close() error {
 type sourceOp[T any, S Split] struct {
 	ctx      *task.Context
 	out      task.Output[T]
-	coord    *sourceCoordinator[S]
 	reader   SourceReader[T, S]
 	strategy WatermarkStrategy[T]
 	wm       *wmMultiplexer[T]
@@ -358,7 +368,25 @@ func (s *sourceOp[T, S]) Subtask() int       { return s.ctx.Subtask }
 func (s *sourceOp[T, S]) Parallelism() int   { return s.ctx.Parallelism }
 func (s *sourceOp[T, S]) Clock() clock.Clock { return s.ctx.Clock }
 func (s *sourceOp[T, S]) SendSplitRequest() {
-	s.ctx.Post(func() error { return s.coord.requestSplit(s.ctx.Subtask) })
+	s.ctx.Post(func() error { return s.ctx.SendToCoordinator([]byte{evSplitRequest}) })
+}
+
+// HandleCoordinatorEvent implements task.CoordinatorEventHandler: splits
+// assigned by the enumerator, or the end of them.
+func (s *sourceOp[T, S]) HandleCoordinatorEvent(ev []byte) error {
+	switch {
+	case len(ev) == 1 && ev[0] == evNoMoreSplits:
+		s.noMore = true
+		s.reader.NotifyNoMoreSplits()
+		return nil
+	case len(ev) > 0 && ev[0] == evSplits:
+		splits, err := decodeAll[S](ev[1:])
+		if err != nil {
+			return fmt.Errorf("stream: decoding assigned splits: %w", err)
+		}
+		return s.reader.AddSplits(splits)
+	}
+	return fmt.Errorf("stream: malformed coordinator event (%d bytes)", len(ev))
 }
 
 func (s *sourceOp[T, S]) Open() error {
@@ -375,17 +403,7 @@ func (s *sourceOp[T, S]) Open() error {
 	if s.strategy.generatesWatermarks() && !s.batch {
 		s.schedulePeriodic()
 	}
-	return s.coord.register(s.ctx.Subtask, &sourceCoordReader[S]{
-		post: s.ctx.Post,
-		deliver: func(splits []S, noMore bool) error {
-			if noMore {
-				s.noMore = true
-				s.reader.NotifyNoMoreSplits()
-				return nil
-			}
-			return s.reader.AddSplits(splits)
-		},
-	})
+	return s.ctx.SendToCoordinator([]byte{evRegister})
 }
 
 func (s *sourceOp[T, S]) schedulePeriodic() {

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/task"
 )
 
 // checkpoints is the job's checkpointing side: storage, the locations of
@@ -31,51 +28,15 @@ type checkpoints struct {
 	locs      *locations
 	savepoint map[checkpoint.ID]savepointReq
 	completed int
-	// shared maps the names of incremental snapshot files already uploaded
-	// (or restored) to their handles, so each is uploaded once; the
-	// uploader and the owner loop share it.
-	shared *sharedFiles
-}
-
-type sharedFiles struct {
-	mu struct{ syncMutex }
-	m  map[string]string
-	// byCheckpoint collects the handles referenced per checkpoint.
-	byCheckpoint map[checkpoint.ID][]string
-}
-
-func (s *sharedFiles) get(name string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.m[name]
-	return h, ok
-}
-
-func (s *sharedFiles) put(id checkpoint.ID, name, handle string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[name] = handle
-	s.byCheckpoint[id] = append(s.byCheckpoint[id], handle)
-}
-
-func (s *sharedFiles) seed(name, handle string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[name] = handle
-}
-
-func (s *sharedFiles) take(id checkpoint.ID) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	hs := s.byCheckpoint[id]
-	delete(s.byCheckpoint, id)
-	return hs
+	// shared collects the handles of the shared files each checkpoint in
+	// progress references, from the tasks' acknowledgements.
+	shared map[checkpoint.ID][]string
 }
 
 func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 	c := &checkpoints{j: j, opts: *o, fs: fs.Local{}, nextID: 1, coordState: map[checkpoint.ID]map[string][]byte{},
 		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{},
-		shared: &sharedFiles{m: map[string]string{}, byCheckpoint: map[checkpoint.ID][]string{}}}
+		shared: map[checkpoint.ID][]string{}}
 	if err := o.Coordinator.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,16 +62,19 @@ func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 	return c, nil
 }
 
-func (c *checkpoints) newCoordinator(a *attempt) *checkpoint.Coordinator {
-	all := append([]checkpoint.TaskID(nil), a.order...)
-	co := checkpoint.NewCoordinator(c.opts.Coordinator, a.sources, all, c.j.opts.Clock.NowMillis(), c.nextID)
-	a.coordinator = co
-	return co
+func (c *checkpoints) newCoordinator(r *running) *checkpoint.Coordinator {
+	all := append([]checkpoint.TaskID(nil), r.tasks...)
+	var sources []checkpoint.TaskID
+	for _, t := range all {
+		if c.j.plan.Graph.Node(c.j.plan.Chains[t.Vertex].Nodes[0]).Inputs == 0 {
+			sources = append(sources, t)
+		}
+	}
+	return checkpoint.NewCoordinator(c.opts.Coordinator, sources, all, c.j.opts.Clock.NowMillis(), c.nextID)
 }
 
 // abortAll ends the coordinator of an attempt that is over.
-func (c *checkpoints) abortAll(a *attempt) {
-	co := a.coordinator
+func (c *checkpoints) abortAll(co *checkpoint.Coordinator) {
 	c.nextID = co.NextID()
 	for _, act := range co.Shutdown(errors.New("the job attempt ended")) {
 		if ab, ok := act.(checkpoint.Abort); ok {
@@ -120,25 +84,19 @@ func (c *checkpoints) abortAll(a *attempt) {
 }
 
 // apply carries out the coordinator's decisions.
-func (c *checkpoints) apply(a *attempt, co *checkpoint.Coordinator, actions []checkpoint.Action, res *Result, fail func(error)) {
+func (c *checkpoints) apply(r *running, co *checkpoint.Coordinator, actions []checkpoint.Action, res *Result, fail func(error)) {
 	for len(actions) > 0 {
 		act := actions[0]
 		actions = actions[1:]
 		switch act := act.(type) {
 		case checkpoint.TriggerBarrier:
-			actions = append(actions, c.trigger(a, co, act)...)
+			actions = append(actions, c.trigger(r, co, act)...)
 		case checkpoint.Complete:
-			actions = append(actions, c.complete(a, co, act, res)...)
+			actions = append(actions, c.complete(co, act, res)...)
 		case checkpoint.NotifyComplete:
-			for _, id := range a.order {
-				if !a.finished[id] {
-					a.tasks[id].NotifyCheckpointComplete(int64(act.ID))
-				}
-			}
+			r.a.NotifyComplete(int64(act.ID))
 		case checkpoint.Abort:
-			for _, id := range a.order {
-				a.tasks[id].AbortCheckpoint(int64(act.ID))
-			}
+			r.a.Abort(int64(act.ID))
 			c.aborted(act)
 		case checkpoint.FailJob:
 			fail(act.Reason)
@@ -146,53 +104,46 @@ func (c *checkpoints) apply(a *attempt, co *checkpoint.Coordinator, actions []ch
 	}
 }
 
-// trigger snapshots the source coordinators and injects the barrier at the
-// sources (atomically with each coordinator's snapshot).
-func (c *checkpoints) trigger(a *attempt, co *checkpoint.Coordinator, t checkpoint.TriggerBarrier) []checkpoint.Action {
-	if _, ok := c.locs.get(t.ID); !ok {
-		loc, err := c.store.NewCheckpointWriter(int64(t.ID))
-		if err != nil {
+// trigger starts a checkpoint at the attempt's tasks; the attempt
+// snapshots the source coordinators and injects the barrier at the sources
+// (atomically with each coordinator's snapshot).
+func (c *checkpoints) trigger(r *running, co *checkpoint.Coordinator, t checkpoint.TriggerBarrier) []checkpoint.Action {
+	loc, ok := c.locs.get(t.ID)
+	if !ok {
+		var err error
+		if loc, err = c.store.NewCheckpointWriter(int64(t.ID)); err != nil {
 			return c.declineAll(co, t, err)
 		}
 		c.locs.put(t.ID, loc)
 	}
-	states := map[string][]byte{}
-	byChain := map[int][]checkpoint.TaskID{}
-	for _, id := range t.Tasks {
-		byChain[id.Vertex] = append(byChain[id.Vertex], id)
-	}
-	chains := make([]int, 0, len(byChain))
-	for ch := range byChain {
-		chains = append(chains, ch)
-	}
-	sort.Ints(chains)
+	c.coordState[t.ID] = map[string][]byte{}
 	var out []checkpoint.Action
-	for _, ch := range chains {
-		head := c.j.plan.Chains[ch].Nodes[0]
-		tasks := byChain[ch]
-		trigger := func() {
-			for _, id := range tasks {
-				a.tasks[id].TriggerCheckpoint(int64(t.ID), t.Kind)
-			}
-		}
-		coord, ok := a.coords[head]
-		if !ok {
-			trigger()
-			continue
-		}
-		st, err := coord.Checkpoint(int64(t.ID), trigger)
-		if err != nil {
-			err = fmt.Errorf("checkpointing the coordinator of %s: %w", c.j.plan.Graph.Node(head).Label(), err)
-			now := c.j.opts.Clock.NowMillis()
-			for _, id := range tasks {
-				out = append(out, co.Decline(now, t.ID, id, err)...)
-			}
-			continue
-		}
-		states[c.j.opIDs[head]] = st
+	for _, s := range r.a.TriggerCheckpoint(int64(t.ID), t.Kind, t.Tasks, loc) {
+		out = append(out, c.coordinatorSnapshot(co, t.ID, s)...)
 	}
-	c.coordState[t.ID] = states
 	return out
+}
+
+// coordinatorSnapshot keeps a coordinator's state for the metadata of
+// checkpoint id, or declines the checkpoint if the coordinator failed.
+func (c *checkpoints) coordinatorSnapshot(co *checkpoint.Coordinator, id checkpoint.ID, s CoordinatorSnapshot) []checkpoint.Action {
+	states, ok := c.coordState[id]
+	if !ok {
+		return nil // no longer in progress
+	}
+	if s.Err != nil {
+		return co.Decline(c.j.opts.Clock.NowMillis(), id, checkpoint.TaskID{Vertex: s.Chain}, s.Err)
+	}
+	states[c.j.opIDs[c.j.plan.Chains[s.Chain].Nodes[0]]] = s.State
+	return nil
+}
+
+// addShared records shared files a task's snapshot for checkpoint id
+// references.
+func (c *checkpoints) addShared(id checkpoint.ID, handles []string) {
+	if len(handles) > 0 {
+		c.shared[id] = append(c.shared[id], handles...)
+	}
 }
 
 func (c *checkpoints) declineAll(co *checkpoint.Coordinator, t checkpoint.TriggerBarrier, err error) []checkpoint.Action {
@@ -226,152 +177,8 @@ func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
 	return nil
 }
 
-// metadata is the payload of a checkpoint's _metadata file.
-type metadata struct {
-	JobID     string
-	ID        int64
-	Kind      int
-	Timestamp int64
-	Operators []operatorMeta
-	// Tasks are the task snapshot files (handles relative to the metadata).
-	Tasks []string
-}
-
-type operatorMeta struct {
-	ID             string
-	Name           string
-	Parallelism    int
-	MaxParallelism int
-	Coordinator    []byte
-}
-
-// taskFile is the content of one task snapshot file.
-type taskFile struct {
-	Operators map[string]operatorFile
-}
-
-type operatorFile struct {
-	Subtask   int
-	KeyGroups map[int][]byte
-	State     [][]byte
-	Union     bool
-	// Manifests and Files (name → handle of a shared file) of incremental
-	// keyed-state snapshots.
-	Manifests [][]byte
-	Files     map[string]string
-}
-
-var (
-	metaCodec = codec.MustFor[metadata]()
-	taskCodec = codec.MustFor[taskFile]()
-)
-
-// uploader writes task snapshots (the asynchronous part of checkpoints)
-// and reports them to the owner loop.
-func (c *checkpoints) uploader(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			// Free what queued snapshots hold (pebble snapshots, files).
-			for {
-				select {
-				case u := <-c.j.uploads:
-					if u.snap != nil {
-						u.snap.Discard()
-					}
-				default:
-					return
-				}
-			}
-		case u := <-c.j.uploads:
-			var ev any = taskFinished{attempt: u.attempt, task: u.task}
-			if !u.finished {
-				handle, err := c.write(u)
-				ev = uploaded{attempt: u.attempt, task: u.task, id: checkpoint.ID(u.snap.ID), handle: handle, err: err}
-			}
-			select {
-			case c.j.events <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
-}
-
-func (c *checkpoints) write(u uploadReq) (handle string, err error) {
-	defer func() {
-		if err != nil {
-			u.snap.Discard()
-		}
-	}()
-	loc, ok := c.locs.get(checkpoint.ID(u.snap.ID))
-	if !ok {
-		return "", fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID)
-	}
-	tf := taskFile{Operators: map[string]operatorFile{}}
-	for node, os := range u.snap.Operators {
-		// The asynchronous part of the snapshot: encode the keyed state
-		// the task froze at the barrier.
-		if err := os.ResolveKeyGroups(); err != nil {
-			return "", err
-		}
-		of := operatorFile{Subtask: u.task.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
-		if len(os.Files) > 0 {
-			files, err := c.uploadShared(loc, checkpoint.ID(u.snap.ID), os.Files)
-			if os.ReleaseFiles != nil {
-				os.ReleaseFiles()
-			}
-			if err != nil {
-				return "", err
-			}
-			of.Files = files
-		}
-		tf.Operators[c.j.opIDs[node]] = of
-	}
-	f, handle, err := loc.CreateFile(fmt.Sprintf("task-%d-%d", u.task.Vertex, u.task.Subtask))
-	if err != nil {
-		return "", err
-	}
-	if _, err := f.Write(taskCodec.Append(nil, tf)); err != nil {
-		f.Close()
-		return "", err
-	}
-	return handle, f.Close()
-}
-
-// uploadShared uploads the files of an incremental snapshot that are not
-// in shared storage yet, and returns every file's handle.
-func (c *checkpoints) uploadShared(loc *storage.Location, id checkpoint.ID, files []task.LocalFile) (map[string]string, error) {
-	out := make(map[string]string, len(files))
-	for _, f := range files {
-		if h, ok := c.shared.get(f.Name); ok {
-			out[f.Name] = h
-			c.shared.put(id, f.Name, h)
-			continue
-		}
-		src, err := os.Open(f.Path)
-		if err != nil {
-			return nil, fmt.Errorf("uploading %s: %w", f.Path, err)
-		}
-		dst, handle, err := loc.CreateSharedFile(f.Name)
-		if err == nil {
-			_, err = io.Copy(dst, src)
-			if cerr := dst.Close(); err == nil {
-				err = cerr
-			}
-		}
-		src.Close()
-		if err != nil {
-			return nil, fmt.Errorf("uploading %s: %w", f.Name, err)
-		}
-		out[f.Name] = handle
-		c.shared.put(id, f.Name, handle)
-	}
-	return out, nil
-}
-
 // complete writes the metadata of a checkpoint every task acknowledged.
-func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkpoint.Complete, res *Result) []checkpoint.Action {
+func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complete, res *Result) []checkpoint.Action {
 	loc, ok := c.locs.get(cp.ID)
 	if !ok {
 		return co.PersistFailed(cp.ID, errors.New("no location"))
@@ -390,7 +197,8 @@ func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkp
 	for _, id := range ids {
 		m.Tasks = append(m.Tasks, cp.Snapshots[id].(string))
 	}
-	path, err := loc.WriteMetadata(metaCodec.Append(nil, m), dedupe(c.shared.take(cp.ID)))
+	path, err := loc.WriteMetadata(metaCodec.Append(nil, m), dedupe(c.shared[cp.ID]))
+	delete(c.shared, cp.ID)
 	delete(c.coordState, cp.ID)
 	c.locs.del(cp.ID)
 	if err != nil {
@@ -421,7 +229,7 @@ func (c *checkpoints) complete(a *attempt, co *checkpoint.Coordinator, cp checkp
 
 func (c *checkpoints) aborted(ab checkpoint.Abort) {
 	delete(c.coordState, ab.ID)
-	c.shared.take(ab.ID)
+	delete(c.shared, ab.ID)
 	if req, ok := c.savepoint[ab.ID]; ok {
 		delete(c.savepoint, ab.ID)
 		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/task"
 )
 
 // Job is a running local job and its JobMaster.
@@ -24,8 +22,8 @@ type Job struct {
 
 	events   chan any
 	requests chan savepointReq
-	uploads  chan uploadReq
 	ckpt     *checkpoints // nil without checkpointing
+	exec     Executor
 
 	done   chan struct{}
 	result *Result
@@ -49,19 +47,17 @@ type (
 		id      checkpoint.ID
 		err     error
 	}
-	uploadReq struct {
-		attempt int
-		task    checkpoint.TaskID
-		snap    *task.Snapshot
-		// finished marks the task's end instead of a snapshot.
-		finished bool
-	}
 	uploaded struct {
 		attempt int
 		task    checkpoint.TaskID
 		id      checkpoint.ID
 		handle  string
-		err     error
+		shared  []string
+	}
+	coordState struct {
+		attempt int
+		id      checkpoint.ID
+		snap    CoordinatorSnapshot
 	}
 	savepointReq struct {
 		kind  checkpoint.Kind
@@ -84,7 +80,6 @@ func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
 		opIDs:    plan.Graph.OperatorIDs(),
 		events:   make(chan any, 256),
 		requests: make(chan savepointReq),
-		uploads:  make(chan uploadReq, 64),
 		done:     make(chan struct{}),
 	}
 	if j.id == "" {
@@ -96,6 +91,10 @@ func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
 			return nil, err
 		}
 		j.ckpt = c
+	}
+	j.exec = opts.Executor
+	if j.exec == nil {
+		j.exec = &inProcess{j: j, writer: NewSnapshotWriter(plan.Graph)}
 	}
 	j.ctx, j.cancel = context.WithCancel(ctx)
 	go j.run()
@@ -149,17 +148,11 @@ func (j *Job) savepoint(kind checkpoint.Kind, dir string) (string, error) {
 	}
 }
 
-func (j *Job) send(ctx context.Context, ev any) {
-	if u, ok := ev.(uploadReq); ok {
-		select {
-		case j.uploads <- u:
-		case <-ctx.Done():
-		}
-		return
-	}
+// send delivers an event to the owner loop, unless the job has ended.
+func (j *Job) send(ev any) {
 	select {
 	case j.events <- ev:
-	case <-ctx.Done():
+	case <-j.done:
 	}
 }
 
@@ -168,29 +161,25 @@ func (j *Job) run() {
 	start := time.Now()
 	res := &Result{JobID: j.id}
 	defer close(j.done)
-	if j.ckpt != nil {
-		upCtx, stopUploads := context.WithCancel(context.Background())
-		defer stopUploads()
-		go j.ckpt.uploader(upCtx)
-	}
 	restore, err := j.initialRestore()
 	if err != nil {
 		j.result, j.err = res, err
 		return
 	}
 	for n := 0; ; n++ {
-		a, err := j.build(n, restore)
+		actx, cancel := context.WithCancelCause(j.ctx)
+		a, err := j.exec.Deploy(actx, Deployment{Attempt: n, Restore: restore, Events: Events{j: j, attempt: n}})
 		if err != nil {
+			cancel(err)
+			restore.Close()
 			j.result, j.err = res, err
 			j.cleanup(false)
 			return
 		}
-		res.Subtasks = a.metrics
-		err = j.runAttempt(a, res)
-		a.close()
-		if restore != nil && restore.localDir != "" {
-			os.RemoveAll(restore.localDir) // restored state was copied or linked into the tasks' stores
-		}
+		res.Subtasks = a.Metrics()
+		err = j.runAttempt(n, a, res)
+		a.Close()
+		cancel(errors.New("the attempt ended"))
 		res.Duration = time.Since(start)
 		if err == nil {
 			j.result = res
@@ -232,22 +221,33 @@ func (j *Job) run() {
 	}
 }
 
+// running is the owner loop's view of the attempt it runs.
+type running struct {
+	n        int
+	a        Attempt
+	tasks    []checkpoint.TaskID
+	finished map[checkpoint.TaskID]bool
+	alive    int
+}
+
 // runAttempt runs one attempt to its end: nil when every task finished.
-func (j *Job) runAttempt(a *attempt, res *Result) error {
+func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
+	r := &running{n: n, a: a, tasks: a.Tasks(), finished: map[checkpoint.TaskID]bool{}}
 	var coord *checkpoint.Coordinator
 	if j.ckpt != nil {
-		coord = j.ckpt.newCoordinator(a)
-		defer j.ckpt.abortAll(a)
+		coord = j.ckpt.newCoordinator(r)
+		defer j.ckpt.abortAll(coord)
 	}
-	j.start(a)
+	a.Start()
+	r.alive = len(r.tasks)
 	var failure error
 	fail := func(err error) {
 		if failure == nil {
 			failure = err
-			a.cancel()
+			a.Cancel(err)
 		}
 	}
-	for a.alive > 0 {
+	for r.alive > 0 {
 		var tick <-chan struct{}
 		var stopTick func()
 		if coord != nil && failure == nil {
@@ -263,40 +263,44 @@ func (j *Job) runAttempt(a *attempt, res *Result) error {
 		case ev := <-j.events:
 			switch ev := ev.(type) {
 			case taskEnded:
-				if ev.attempt != a.n {
+				if ev.attempt != n {
 					break
 				}
-				a.alive--
+				r.alive--
 				if ev.err != nil && !(failure != nil && errors.Is(ev.err, context.Canceled)) {
 					fail(ev.err)
 				}
 			case taskFinished:
-				if ev.attempt != a.n || failure != nil {
+				if ev.attempt != n || failure != nil {
 					break
 				}
-				a.finished[ev.task] = true
+				r.finished[ev.task] = true
 				if coord != nil {
-					j.ckpt.apply(a, coord, coord.TaskFinished(ev.task), res, fail)
+					j.ckpt.apply(r, coord, coord.TaskFinished(ev.task), res, fail)
 				}
-				if len(a.finished) == len(a.tasks) {
-					close(a.finalCommit)
+				if len(r.finished) == len(r.tasks) {
+					a.AllFinished()
 				}
 			case declined:
-				if ev.attempt == a.n && coord != nil && failure == nil {
-					j.ckpt.apply(a, coord, coord.Decline(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.err), res, fail)
+				if ev.attempt == n && coord != nil && failure == nil {
+					j.ckpt.apply(r, coord, coord.Decline(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.err), res, fail)
+				}
+			case coordState:
+				if ev.attempt == n && coord != nil && failure == nil {
+					j.ckpt.apply(r, coord, j.ckpt.coordinatorSnapshot(coord, ev.id, ev.snap), res, fail)
 				}
 			case uploaded:
-				if ev.attempt != a.n || coord == nil || failure != nil {
+				if ev.attempt != n || coord == nil || failure != nil {
 					break
 				}
-				now := j.opts.Clock.NowMillis()
-				if ev.err != nil {
-					j.ckpt.apply(a, coord, coord.Decline(now, ev.id, ev.task, ev.err), res, fail)
-				} else {
-					j.ckpt.apply(a, coord, coord.Ack(now, ev.id, ev.task, ev.handle), res, fail)
-				}
+				j.ckpt.addShared(ev.id, ev.shared)
+				j.ckpt.apply(r, coord, coord.Ack(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.handle), res, fail)
 			}
 		case req := <-reqs:
+			if coord == nil {
+				req.reply <- savepointReply{err: ErrNotCheckpointing}
+				break
+			}
 			id, actions, err := coord.TriggerSavepoint(j.opts.Clock.NowMillis(), req.kind)
 			if err != nil {
 				req.reply <- savepointReply{err: err}
@@ -305,9 +309,9 @@ func (j *Job) runAttempt(a *attempt, res *Result) error {
 			if err := j.ckpt.startSavepoint(id, req); err != nil {
 				req.reply <- savepointReply{err: err}
 			}
-			j.ckpt.apply(a, coord, actions, res, fail)
+			j.ckpt.apply(r, coord, actions, res, fail)
 		case <-tick:
-			j.ckpt.apply(a, coord, coord.Tick(j.opts.Clock.NowMillis()), res, fail)
+			j.ckpt.apply(r, coord, coord.Tick(j.opts.Clock.NowMillis()), res, fail)
 		case <-j.ctx.Done():
 			fail(context.Cause(j.ctx))
 		}

@@ -61,6 +61,9 @@ type Options struct {
 	// StateBackend keeps keyed state (state.backend.type; default: in
 	// memory).
 	StateBackend state.Backend
+	// Executor deploys the job's attempts (default: every task in this
+	// process).
+	Executor Executor
 }
 
 // CheckpointOptions configure checkpoints.

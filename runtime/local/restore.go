@@ -3,6 +3,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,9 +23,11 @@ type syncMutex = sync.Mutex
 // the state of operators the job no longer has.
 var ErrUnmatchedState = errors.New("local: the snapshot has state for operators the job does not have")
 
-// restoreState is a checkpoint or savepoint read back and merged per
-// operator.
-type restoreState struct {
+// Restore is a checkpoint or savepoint read back and merged per operator:
+// what every task of a job restores from. A JobMaster reads it to check it
+// against the job; each process that runs tasks reads it again for its
+// tasks' share (ReadRestore, ForTask).
+type Restore struct {
 	path         string
 	id           int64
 	coordinators map[string][]byte
@@ -42,7 +45,7 @@ type restoreState struct {
 }
 
 // download fetches the shared files of op's incremental snapshots.
-func (r *restoreState) download(op string) (map[string]string, error) {
+func (r *Restore) download(op string) (map[string]string, error) {
 	out := map[string]string{}
 	for name, handle := range r.files[op] {
 		if p, ok := r.local[name]; ok {
@@ -74,12 +77,38 @@ func (r *restoreState) download(op string) (map[string]string, error) {
 	return out, nil
 }
 
+// Path is the metadata file the state was read from.
+func (r *Restore) Path() string { return r.path }
+
+// ID is the restored checkpoint's ID.
+func (r *Restore) ID() int64 { return r.id }
+
+// CoordinatorState is the checkpointed state of the coordinator of the
+// operator with the given ID (nil if none).
+func (r *Restore) CoordinatorState(operatorID string) []byte { return r.coordinators[operatorID] }
+
+// Close removes the local copies of downloaded state files (once the tasks
+// restored from them).
+func (r *Restore) Close() {
+	if r != nil && r.localDir != "" {
+		os.RemoveAll(r.localDir)
+		r.localDir = ""
+		r.local = map[string]string{}
+	}
+}
+
+// ForTask is the share of task (chain c, subtask s) of plan.
+func (r *Restore) ForTask(plan *graph.Plan, c *graph.Chain, s int) (*task.Restore, error) {
+	tr := r.forTask(plan, plan.Graph.OperatorIDs(), c, s)
+	return tr, r.err
+}
+
 // forTask is the share of task (chain c, subtask s).
-func (r *restoreState) forTask(j *Job, c *graph.Chain, s int) *task.Restore {
+func (r *Restore) forTask(plan *graph.Plan, opIDs map[graph.NodeID]string, c *graph.Chain, s int) *task.Restore {
 	out := &task.Restore{Operators: map[graph.NodeID]*task.OperatorRestore{}}
 	for _, id := range c.Nodes {
-		op := j.opIDs[id]
-		n := j.plan.Graph.Node(id)
+		op := opIDs[id]
+		n := plan.Graph.Node(id)
 		or := &task.OperatorRestore{KeyGroups: r.keyGroups[op]}
 		if ms := r.manifests[op]; len(ms) > 0 {
 			files, err := r.download(op)
@@ -113,7 +142,7 @@ func (r *restoreState) forTask(j *Job, c *graph.Chain, s int) *task.Restore {
 }
 
 // initialRestore reads the savepoint or checkpoint the job starts from.
-func (j *Job) initialRestore() (*restoreState, error) {
+func (j *Job) initialRestore() (*Restore, error) {
 	if j.opts.RestoreFrom == "" {
 		return nil, nil
 	}
@@ -125,11 +154,8 @@ func (j *Job) initialRestore() (*restoreState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: restoring from %q: %w", j.opts.RestoreFrom, err)
 	}
-	r, err := j.readRestore(fsys, meta)
+	r, err := ReadRestore(j.plan, fsys, meta, j.opts.AllowNonRestoredState, j.opts.Log)
 	if err != nil {
-		return nil, err
-	}
-	if err := j.match(r); err != nil {
 		return nil, err
 	}
 	j.opts.Log.Info("restoring job", "job", j.id, "from", meta)
@@ -144,13 +170,13 @@ func (j *Job) initialRestore() (*restoreState, error) {
 // recoveryRestore finds the latest usable completed checkpoint of this
 // job, falling back past corrupt ones; without any, the job restarts from
 // its initial savepoint (or empty).
-func (j *Job) recoveryRestore() (*restoreState, error) {
+func (j *Job) recoveryRestore() (*Restore, error) {
 	if j.ckpt == nil {
 		return j.initialRestore()
 	}
-	var got *restoreState
+	var got *Restore
 	cp, skipped, err := j.ckpt.store.LatestCompleted(func(c storage.Checkpoint) error {
-		r, err := j.readRestore(j.ckpt.fs, c.MetadataPath)
+		r, err := readRestore(j.ckpt.fs, c.MetadataPath)
 		if err != nil {
 			return err
 		}
@@ -167,17 +193,25 @@ func (j *Job) recoveryRestore() (*restoreState, error) {
 		return nil, err
 	}
 	j.opts.Log.Info("recovering from checkpoint", "job", j.id, "checkpoint", cp.ID)
-	// The restored checkpoint's shared files are in this job's storage:
-	// later checkpoints reference them instead of uploading them again.
-	for _, fs := range got.files {
-		for name, h := range fs {
-			j.ckpt.shared.seed(name, h)
-		}
-	}
 	return got, nil
 }
 
-func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, error) {
+// ReadRestore reads the checkpoint or savepoint whose metadata is at
+// metaPath and checks it against plan: every piece of state must find its
+// operator (unless allowNonRestored, when the rest is dropped with a
+// warning), and keyed state needs the same max parallelism.
+func ReadRestore(plan *graph.Plan, fsys fs.FileSystem, metaPath string, allowNonRestored bool, log *slog.Logger) (*Restore, error) {
+	r, err := readRestore(fsys, metaPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := match(plan, r, allowNonRestored, log); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func readRestore(fsys fs.FileSystem, metaPath string) (*Restore, error) {
 	md, err := storage.ReadMetadata(fsys, metaPath)
 	if err != nil {
 		return nil, err
@@ -186,7 +220,7 @@ func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, e
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", metaPath, err)
 	}
-	r := &restoreState{path: metaPath, id: m.ID, coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
+	r := &Restore{path: metaPath, id: m.ID, coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
 		opState: map[string][]operatorFile{}, maxPar: map[string]int{},
 		manifests: map[string][][]byte{}, files: map[string]map[string]string{}, fsys: fsys, local: map[string]string{}}
 	for _, op := range m.Operators {
@@ -246,10 +280,11 @@ func (j *Job) readRestore(fsys fs.FileSystem, metaPath string) (*restoreState, e
 // match checks the snapshot against the job: every piece of state must
 // find its operator (unless allowed to be dropped), and keyed state needs
 // the same max parallelism.
-func (j *Job) match(r *restoreState) error {
+func match(plan *graph.Plan, r *Restore, allowNonRestored bool, log *slog.Logger) error {
 	have := map[string]*graph.Node{}
-	for _, n := range j.plan.Graph.Nodes {
-		have[j.opIDs[n.ID]] = n
+	opIDs := plan.Graph.OperatorIDs()
+	for _, n := range plan.Graph.Nodes {
+		have[opIDs[n.ID]] = n
 	}
 	var unmatched []string
 	seen := map[string]bool{}
@@ -272,13 +307,13 @@ func (j *Job) match(r *restoreState) error {
 			}
 		}
 	}
-	if len(unmatched) > 0 && !j.opts.AllowNonRestoredState {
+	if len(unmatched) > 0 && !allowNonRestored {
 		sort.Strings(unmatched)
 		return fmt.Errorf("%w: restoring %s: no operator has the ID of %s; set UIDs on stateful operators, or allow non-restored state (execution.state-recovery.ignore-unclaimed-state) to drop it",
 			ErrUnmatchedState, r.path, strings.Join(unmatched, ", "))
 	}
 	for _, op := range unmatched {
-		j.opts.Log.Warn("dropping state of an operator the job no longer has", "operator", op)
+		log.Warn("dropping state of an operator the job no longer has", "operator", op)
 		delete(r.manifests, op)
 		delete(r.files, op)
 		delete(r.keyGroups, op)

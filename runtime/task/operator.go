@@ -92,11 +92,20 @@ type Factory interface {
 
 // Coordinated is implemented by factories whose subtasks share one
 // job-wide coordinator (a source's split enumerator). The runtime creates
-// the coordinator once per node and hands it to every subtask in
-// Context.Coordinator; restored is the coordinator's checkpointed state
-// (nil on a fresh start).
+// the coordinator once per node, wherever it likes (in the JobMaster's
+// process or in one worker's); coordinator and subtasks talk only through
+// byte events, so they need not share a process. restored is the
+// coordinator's checkpointed state (nil on a fresh start).
 type Coordinated interface {
-	NewCoordinator(parallelism int, restored []byte) (Coordinator, error)
+	NewCoordinator(ctx CoordinatorContext, parallelism int, restored []byte) (Coordinator, error)
+}
+
+// CoordinatorContext is what the runtime gives a coordinator.
+type CoordinatorContext interface {
+	// SendEvent sends ev to the operator of the node's subtask; events to
+	// one subtask arrive in the order sent, on the subtask's goroutine
+	// (CoordinatorEventHandler). It never blocks.
+	SendEvent(subtask int, ev []byte)
 }
 
 // Coordinator is a job-wide object shared by the subtasks of one node.
@@ -107,6 +116,15 @@ type Coordinator interface {
 	// node's subtasks: whatever the coordinator sent its subtasks before the
 	// snapshot reaches them before the barrier.
 	Checkpoint(id int64, trigger func()) ([]byte, error)
+	// HandleOperatorEvent handles an event the operator of subtask sent
+	// (Context.SendToCoordinator). It may be called from any goroutine.
+	HandleOperatorEvent(subtask int, ev []byte) error
+}
+
+// CoordinatorEventHandler is implemented by the operators of coordinated
+// nodes to receive their coordinator's events.
+type CoordinatorEventHandler interface {
+	HandleCoordinatorEvent(ev []byte) error
 }
 
 // RuntimeMode is STREAMING or BATCH execution.
@@ -139,8 +157,10 @@ type Context struct {
 	// AutoWatermarkInterval is the period of periodic watermark generation (ms).
 	AutoWatermarkInterval int64
 	Log                   *slog.Logger
-	// Coordinator is the node's shared coordinator, if it has one.
-	Coordinator Coordinator
+	// SendToCoordinator sends an event to the node's coordinator (nil for
+	// nodes without one). An error means the coordinator failed or is
+	// gone.
+	SendToCoordinator func(ev []byte) error
 	// StateBackend is where keyed operators keep their state (pass it to
 	// state.NewKeyedWithBackend); nil: in memory.
 	StateBackend state.Backend

@@ -36,8 +36,9 @@ type Spec struct {
 	// Outputs holds, per exchange edge leaving the chain, the senders to
 	// the downstream subtasks (one sender for a forward edge).
 	Outputs map[*graph.Edge][]exchange.Sender
-	// Coordinators of the chain's nodes, if they have any.
-	Coordinators map[graph.NodeID]Coordinator
+	// ToCoordinator sends an operator's event to its node's coordinator,
+	// for the chain's nodes that have one.
+	ToCoordinator map[graph.NodeID]func(ev []byte) error
 	// BatchSize is the number of records per buffer (default DefaultBatchSize).
 	BatchSize int
 	// BufferTimeout flushes partly filled buffers (0: flush only when full
@@ -210,7 +211,7 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 			Clock:                 spec.Clock,
 			AutoWatermarkInterval: spec.AutoWatermarkInterval,
 			Log:                   t.log.With("operator", n.Name),
-			Coordinator:           spec.Coordinators[n.ID],
+			SendToCoordinator:     spec.ToCoordinator[n.ID],
 			StateBackend:          spec.StateBackend,
 			t:                     t,
 		}
@@ -303,6 +304,34 @@ func (t *Task) opIndex(id graph.NodeID) int {
 
 // Metrics of this subtask.
 func (t *Task) Metrics() *Metrics { return t.metrics }
+
+// DeliverCoordinatorEvent hands a coordinator's event to the operator of
+// node on the task goroutine (in the order of calls). It never blocks.
+func (t *Task) DeliverCoordinatorEvent(node graph.NodeID, ev []byte) {
+	i := -1
+	for k, h := range t.ops {
+		if h.node.ID == node {
+			i = k
+		}
+	}
+	t.mail.post(mail{node: max(i, 0), fn: func() error {
+		if i < 0 {
+			return fmt.Errorf("task: a coordinator event for node %d, which is not in the chain", node)
+		}
+		h, ok := t.ops[i].op.(CoordinatorEventHandler)
+		if !ok {
+			return fmt.Errorf("task: operator %s got a coordinator event but does not handle them", t.ops[i].node.Label())
+		}
+		prev := t.current
+		t.current = i
+		err := h.HandleCoordinatorEvent(ev)
+		t.current = prev
+		if err != nil {
+			return t.wrapErr(err, i)
+		}
+		return nil
+	}})
+}
 
 func (t *Task) wrapErr(err error, index int) error {
 	var oe *OperatorError

@@ -1,0 +1,167 @@
+package local
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// metadata is the payload of a checkpoint's _metadata file.
+type metadata struct {
+	JobID     string
+	ID        int64
+	Kind      int
+	Timestamp int64
+	Operators []operatorMeta
+	// Tasks are the task snapshot files (handles relative to the metadata).
+	Tasks []string
+}
+
+type operatorMeta struct {
+	ID             string
+	Name           string
+	Parallelism    int
+	MaxParallelism int
+	Coordinator    []byte
+}
+
+// taskFile is the content of one task snapshot file.
+type taskFile struct {
+	Operators map[string]operatorFile
+}
+
+type operatorFile struct {
+	Subtask   int
+	KeyGroups map[int][]byte
+	State     [][]byte
+	Union     bool
+	// Manifests and Files (name → handle of a shared file) of incremental
+	// keyed-state snapshots.
+	Manifests [][]byte
+	Files     map[string]string
+}
+
+var (
+	metaCodec = codec.MustFor[metadata]()
+	taskCodec = codec.MustFor[taskFile]()
+)
+
+// SnapshotWriter writes task snapshots into checkpoint and savepoint
+// locations: the asynchronous part of a checkpoint, done by the process
+// that runs the tasks. It uploads each shared (incremental) file once and
+// references it afterwards. It is safe for concurrent use.
+type SnapshotWriter struct {
+	opIDs map[graph.NodeID]string
+	mu    sync.Mutex
+	// shared maps the names of shared files already uploaded (or restored)
+	// to their handles.
+	shared map[string]string
+}
+
+// NewSnapshotWriter returns a writer for the tasks of g.
+func NewSnapshotWriter(g *graph.JobGraph) *SnapshotWriter {
+	return &SnapshotWriter{opIDs: g.OperatorIDs(), shared: map[string]string{}}
+}
+
+// Seed records the shared files of a restored checkpoint, which are in the
+// job's storage already: later checkpoints reference them.
+func (w *SnapshotWriter) Seed(r *Restore) {
+	if r == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, files := range r.files {
+		for name, h := range files {
+			w.shared[name] = h
+		}
+	}
+}
+
+// Write encodes snap (resolving the keyed state frozen at the barrier),
+// uploads its new shared files and writes the task's snapshot file into
+// loc. It returns the file's handle and the handles of every shared file
+// the snapshot references. The snapshot is discarded on failure.
+func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap *task.Snapshot) (handle string, shared []string, err error) {
+	defer func() {
+		if err != nil {
+			snap.Discard()
+		}
+	}()
+	tf := taskFile{Operators: map[string]operatorFile{}}
+	for node, os := range snap.Operators {
+		if err := os.ResolveKeyGroups(); err != nil {
+			return "", nil, err
+		}
+		of := operatorFile{Subtask: id.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
+		if len(os.Files) > 0 {
+			files, err := w.uploadShared(loc, os.Files)
+			if os.ReleaseFiles != nil {
+				os.ReleaseFiles()
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			of.Files = files
+			for _, h := range files {
+				shared = append(shared, h)
+			}
+		}
+		tf.Operators[w.opIDs[node]] = of
+	}
+	sort.Strings(shared)
+	f, handle, err := loc.CreateFile(fmt.Sprintf("task-%d-%d", id.Vertex, id.Subtask))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := f.Write(taskCodec.Append(nil, tf)); err != nil {
+		f.Close()
+		return "", nil, err
+	}
+	return handle, shared, f.Close()
+}
+
+// uploadShared uploads the files of an incremental snapshot that are not
+// in shared storage yet, and returns every file's handle.
+func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalFile) (map[string]string, error) {
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		w.mu.Lock()
+		h, ok := w.shared[f.Name]
+		w.mu.Unlock()
+		if ok && loc.Kind() != storage.KindSavepoint {
+			out[f.Name] = h
+			continue
+		}
+		src, err := os.Open(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", f.Path, err)
+		}
+		dst, handle, err := loc.CreateSharedFile(f.Name)
+		if err == nil {
+			_, err = io.Copy(dst, src)
+			if cerr := dst.Close(); err == nil {
+				err = cerr
+			}
+		}
+		src.Close()
+		if err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", f.Name, err)
+		}
+		out[f.Name] = handle
+		if loc.Kind() != storage.KindSavepoint {
+			w.mu.Lock()
+			w.shared[f.Name] = handle
+			w.mu.Unlock()
+		}
+	}
+	return out, nil
+}
