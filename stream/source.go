@@ -259,19 +259,19 @@ func (c *sourceCoordinator[S]) HandleOperatorEvent(subtask int, ev []byte) error
 // Checkpoint implements task.Coordinator: the enumerator's unassigned
 // splits, taken under the same lock that serialises assignments, and the
 // trigger of the source subtasks' checkpoint.
-func (c *sourceCoordinator[S]) Checkpoint(id int64, trigger func()) ([]byte, error) {
+func (c *sourceCoordinator[S]) Checkpoint(id int64, trigger func(state []byte)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ce, ok := c.enum.(CheckpointedEnumerator)
 	if !ok {
-		return nil, fmt.Errorf("split enumerator %T cannot be checkpointed (it does not implement CheckpointedEnumerator)", c.enum)
+		return fmt.Errorf("split enumerator %T cannot be checkpointed (it does not implement CheckpointedEnumerator)", c.enum)
 	}
 	b, err := ce.SnapshotEnumerator(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	trigger()
-	return b, nil
+	trigger(b)
+	return nil
 }
 
 func (c *sourceCoordinator[S]) Close() error {

@@ -1649,6 +1649,7 @@ type JobMasterMessage struct {
 	//	*JobMasterMessage_OperatorEvent
 	//	*JobMasterMessage_CoordinatorEvent
 	//	*JobMasterMessage_Cancel
+	//	*JobMasterMessage_AllFinished
 	Msg           isJobMasterMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1772,6 +1773,15 @@ func (x *JobMasterMessage) GetCancel() *Cancel {
 	return nil
 }
 
+func (x *JobMasterMessage) GetAllFinished() *AllFinished {
+	if x != nil {
+		if x, ok := x.Msg.(*JobMasterMessage_AllFinished); ok {
+			return x.AllFinished
+		}
+	}
+	return nil
+}
+
 type isJobMasterMessage_Msg interface {
 	isJobMasterMessage_Msg()
 }
@@ -1812,6 +1822,12 @@ type JobMasterMessage_Cancel struct {
 	Cancel *Cancel `protobuf:"bytes,9,opt,name=cancel,proto3,oneof"`
 }
 
+type JobMasterMessage_AllFinished struct {
+	// all_finished tells the workers that every task of the attempt has
+	// finished (sinks then make their final commit).
+	AllFinished *AllFinished `protobuf:"bytes,10,opt,name=all_finished,json=allFinished,proto3,oneof"`
+}
+
 func (*JobMasterMessage_Deploy) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_Start) isJobMasterMessage_Msg() {}
@@ -1829,6 +1845,44 @@ func (*JobMasterMessage_OperatorEvent) isJobMasterMessage_Msg() {}
 func (*JobMasterMessage_CoordinatorEvent) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_Cancel) isJobMasterMessage_Msg() {}
+
+func (*JobMasterMessage_AllFinished) isJobMasterMessage_Msg() {}
+
+type AllFinished struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllFinished) Reset() {
+	*x = AllFinished{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllFinished) ProtoMessage() {}
+
+func (x *AllFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
+func (*AllFinished) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+}
 
 type Hello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1848,7 +1902,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1914,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1927,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1952,7 +2006,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2018,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2031,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2054,7 +2108,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2120,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2133,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2111,7 +2165,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2177,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2190,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 type Start struct {
@@ -2147,7 +2201,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2213,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,24 +2226,27 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 type TriggerCheckpoint struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Kind         int32                  `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Timestamp    int64                  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Tasks        []*TaskKey             `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
-	// location is the directory the task snapshot files go to.
+	// kind is the runtime/checkpoint Kind (checkpoint, savepoint, ...).
+	Kind      int32      `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Timestamp int64      `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Tasks     []*TaskKey `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// location is the directory the task snapshot files go to (chk-<id>/ or
+	// the savepoint's directory); location_kind is its storage kind.
 	Location      string `protobuf:"bytes,5,opt,name=location,proto3" json:"location,omitempty"`
+	LocationKind  int32  `protobuf:"varint,6,opt,name=location_kind,json=locationKind,proto3" json:"location_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2258,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2271,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2252,6 +2309,13 @@ func (x *TriggerCheckpoint) GetLocation() string {
 	return ""
 }
 
+func (x *TriggerCheckpoint) GetLocationKind() int32 {
+	if x != nil {
+		return x.LocationKind
+	}
+	return 0
+}
+
 type CheckpointCoordinators struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Trigger *TriggerCheckpoint     `protobuf:"bytes,1,opt,name=trigger,proto3" json:"trigger,omitempty"`
@@ -2264,7 +2328,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2340,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2353,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2318,7 +2382,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2394,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2407,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2390,7 +2454,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2466,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2479,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2457,7 +2521,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2533,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2546,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2515,7 +2579,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2591,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2604,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2559,7 +2623,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2635,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2648,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -2604,7 +2668,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2680,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2693,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -2660,7 +2724,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2736,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2749,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -2725,7 +2789,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2801,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2814,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2769,7 +2833,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2845,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2858,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -2821,7 +2885,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2897,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2910,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3030,7 +3094,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\atrigger\x18\n" +
 	" \x01(\v2$.sluice.cluster.v1.TriggerCheckpointH\x00R\atrigger\x12<\n" +
 	"\ametrics\x18\v \x01(\v2 .sluice.cluster.v1.MetricsReportH\x00R\ametricsB\x05\n" +
-	"\x03msg\"\x89\x05\n" +
+	"\x03msg\"\xce\x05\n" +
 	"\x10JobMasterMessage\x127\n" +
 	"\x06deploy\x18\x01 \x01(\v2\x1d.sluice.cluster.v1.DeploymentH\x00R\x06deploy\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x18.sluice.cluster.v1.StartH\x00R\x05start\x12@\n" +
@@ -3040,8 +3104,11 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x05abort\x18\x06 \x01(\v2).sluice.cluster.v1.CheckpointNotificationH\x00R\x05abort\x12I\n" +
 	"\x0eoperator_event\x18\a \x01(\v2 .sluice.cluster.v1.OperatorEventH\x00R\roperatorEvent\x12O\n" +
 	"\x11coordinator_event\x18\b \x01(\v2 .sluice.cluster.v1.OperatorEventH\x00R\x10coordinatorEvent\x123\n" +
-	"\x06cancel\x18\t \x01(\v2\x19.sluice.cluster.v1.CancelH\x00R\x06cancelB\x05\n" +
-	"\x03msg\"\xd4\x01\n" +
+	"\x06cancel\x18\t \x01(\v2\x19.sluice.cluster.v1.CancelH\x00R\x06cancel\x12C\n" +
+	"\fall_finished\x18\n" +
+	" \x01(\v2\x1e.sluice.cluster.v1.AllFinishedH\x00R\vallFinishedB\x05\n" +
+	"\x03msg\"\r\n" +
+	"\vAllFinished\"\xd4\x01\n" +
 	"\x05Hello\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1b\n" +
@@ -3067,13 +3134,14 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\"\n" +
 	"\n" +
 	"\bDeployed\"\a\n" +
-	"\x05Start\"\xb8\x01\n" +
+	"\x05Start\"\xdd\x01\n" +
 	"\x11TriggerCheckpoint\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x120\n" +
 	"\x05tasks\x18\x04 \x03(\v2\x1a.sluice.cluster.v1.TaskKeyR\x05tasks\x12\x1a\n" +
-	"\blocation\x18\x05 \x01(\tR\blocation\"p\n" +
+	"\blocation\x18\x05 \x01(\tR\blocation\x12#\n" +
+	"\rlocation_kind\x18\x06 \x01(\x05R\flocationKind\"p\n" +
 	"\x16CheckpointCoordinators\x12>\n" +
 	"\atrigger\x18\x01 \x01(\v2$.sluice.cluster.v1.TriggerCheckpointR\atrigger\x12\x16\n" +
 	"\x06chains\x18\x02 \x03(\x05R\x06chains\"y\n" +
@@ -3145,7 +3213,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
@@ -3172,25 +3240,26 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*TaskKey)(nil),                // 22: sluice.cluster.v1.TaskKey
 	(*WorkerMessage)(nil),          // 23: sluice.cluster.v1.WorkerMessage
 	(*JobMasterMessage)(nil),       // 24: sluice.cluster.v1.JobMasterMessage
-	(*Hello)(nil),                  // 25: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 26: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 27: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 28: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 29: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 30: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 31: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 32: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 33: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 34: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 35: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 36: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 37: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 38: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 39: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 40: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 41: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 42: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 43: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*AllFinished)(nil),            // 25: sluice.cluster.v1.AllFinished
+	(*Hello)(nil),                  // 26: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 27: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 28: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 29: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 30: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 31: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 32: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 33: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 34: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 35: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 36: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 37: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 38: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 39: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 40: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 41: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 42: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 43: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 44: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
@@ -3202,61 +3271,62 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	0,  // 6: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
 	6,  // 7: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
 	12, // 8: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	42, // 9: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	43, // 10: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	25, // 11: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	28, // 12: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	38, // 13: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	33, // 14: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	34, // 15: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	35, // 16: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	32, // 17: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	37, // 18: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	37, // 19: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	30, // 20: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	40, // 21: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	26, // 22: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	29, // 23: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	30, // 24: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	31, // 25: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	36, // 26: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	36, // 27: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	37, // 28: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	37, // 29: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	39, // 30: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	22, // 31: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	27, // 32: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	22, // 33: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 34: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	30, // 35: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	22, // 36: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 37: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 38: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 39: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 40: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	41, // 41: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	22, // 42: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 43: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	9,  // 44: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	14, // 45: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	16, // 46: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	18, // 47: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	11, // 48: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	23, // 49: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	20, // 50: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 51: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	10, // 52: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	15, // 53: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	17, // 54: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	19, // 55: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	13, // 56: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	24, // 57: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	21, // 58: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	51, // [51:59] is the sub-list for method output_type
-	43, // [43:51] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	43, // 9: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	44, // 10: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	26, // 11: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	29, // 12: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	39, // 13: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	34, // 14: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	35, // 15: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	36, // 16: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	33, // 17: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	38, // 18: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	38, // 19: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	31, // 20: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	41, // 21: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	27, // 22: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	30, // 23: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	31, // 24: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	32, // 25: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	37, // 26: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	37, // 27: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	38, // 28: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	38, // 29: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 30: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	25, // 31: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	22, // 32: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	28, // 33: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	22, // 34: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 35: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	31, // 36: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	22, // 37: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 38: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 39: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 40: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 41: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	42, // 42: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	22, // 43: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 44: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	9,  // 45: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	14, // 46: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	16, // 47: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	18, // 48: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	11, // 49: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	23, // 50: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	20, // 51: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 52: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	10, // 53: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	15, // 54: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	17, // 55: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	19, // 56: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	13, // 57: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	24, // 58: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	21, // 59: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	52, // [52:60] is the sub-list for method output_type
+	44, // [44:52] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3297,6 +3367,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*JobMasterMessage_OperatorEvent)(nil),
 		(*JobMasterMessage_CoordinatorEvent)(nil),
 		(*JobMasterMessage_Cancel)(nil),
+		(*JobMasterMessage_AllFinished)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3304,7 +3375,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -120,6 +120,12 @@ func (x *inProcess) Deploy(ctx context.Context, d Deployment) (Attempt, error) {
 
 type hostAttempt struct{ *Host }
 
+func (a hostAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []CoordinatorSnapshot {
+	var out []CoordinatorSnapshot
+	a.Host.TriggerCheckpoint(id, kind, tasks, loc, func(s CoordinatorSnapshot) { out = append(out, s) })
+	return out
+}
+
 func (a hostAttempt) Close() {
 	a.Host.Close()
 	if a.cfg.Restore != nil {

@@ -326,14 +326,12 @@ func (h *Host) uploader() {
 }
 
 // TriggerCheckpoint starts checkpoint id at tasks, writing into loc. For
-// the chains whose coordinator runs here it snapshots the coordinator and,
-// atomically with it, triggers the chain's subtasks (here, or elsewhere
-// through Remote); it returns those snapshots. tasks not here are skipped
-// unless their coordinator is here.
-func (h *Host) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []CoordinatorSnapshot {
-	h.locs.Lock()
-	h.locs.m[id] = loc
-	h.locs.Unlock()
+// the chains whose coordinator runs here it snapshots the coordinator,
+// hands the snapshot to onState and then, atomically with the snapshot,
+// triggers the chain's subtasks (here, or elsewhere through Remote). Other
+// tasks not here are skipped.
+func (h *Host) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location, onState func(CoordinatorSnapshot)) {
+	h.AddLocation(id, loc)
 	byChain := map[int][]checkpoint.TaskID{}
 	for _, t := range tasks {
 		byChain[t.Vertex] = append(byChain[t.Vertex], t)
@@ -343,7 +341,6 @@ func (h *Host) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpo
 		chains = append(chains, ch)
 	}
 	sort.Ints(chains)
-	var out []CoordinatorSnapshot
 	for _, ch := range chains {
 		ts := byChain[ch]
 		trigger := func() {
@@ -364,14 +361,15 @@ func (h *Host) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpo
 			trigger()
 			continue
 		}
-		st, err := co.Checkpoint(id, trigger)
+		err := co.Checkpoint(id, func(state []byte) {
+			onState(CoordinatorSnapshot{Chain: ch, State: state})
+			trigger()
+		})
 		if err != nil {
 			head := h.cfg.Plan.Graph.Node(h.cfg.Plan.Chains[ch].Nodes[0])
-			err = fmt.Errorf("checkpointing the coordinator of %s: %w", head.Label(), err)
+			onState(CoordinatorSnapshot{Chain: ch, Err: fmt.Errorf("checkpointing the coordinator of %s: %w", head.Label(), err)})
 		}
-		out = append(out, CoordinatorSnapshot{Chain: ch, State: st, Err: err})
 	}
-	return out
 }
 
 // AddLocation registers where checkpoint id is written, for tasks

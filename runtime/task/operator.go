@@ -112,10 +112,10 @@ type CoordinatorContext interface {
 type Coordinator interface {
 	Close() error
 	// Checkpoint snapshots the coordinator for checkpoint id and, atomically
-	// with the snapshot, calls trigger, which starts the checkpoint at the
-	// node's subtasks: whatever the coordinator sent its subtasks before the
-	// snapshot reaches them before the barrier.
-	Checkpoint(id int64, trigger func()) ([]byte, error)
+	// with the snapshot, calls trigger with the state, which records it and
+	// starts the checkpoint at the node's subtasks: whatever the coordinator
+	// sent its subtasks before the snapshot reaches them before the barrier.
+	Checkpoint(id int64, trigger func(state []byte)) error
 	// HandleOperatorEvent handles an event the operator of subtask sent
 	// (Context.SendToCoordinator). It may be called from any goroutine.
 	HandleOperatorEvent(subtask int, ev []byte) error

@@ -158,3 +158,26 @@ func writeFile(fsys fs.FileSystem, p string, data []byte) error {
 	}
 	return nil
 }
+
+// OpenLocation returns, without any I/O, the location of the checkpoint or
+// savepoint id whose directory (chk-<id>/ or the savepoint's) another
+// process created, so that a process running tasks writes their files into
+// it. Only the files are written through it, never the metadata.
+func OpenLocation(fsys fs.FileSystem, kind Kind, id int64, dir string) (*Location, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if !path.IsAbs(dir) {
+		return nil, fmt.Errorf("%w: the %s directory %q is not an absolute path", ErrBadName, kind, dir)
+	}
+	l := &Location{fs: fsys, kind: kind, id: id, dir: dir, sharedDir: dir, taskOwnedDir: dir}
+	switch kind {
+	case KindCheckpoint:
+		jobDir := path.Dir(dir)
+		l.sharedDir, l.taskOwnedDir = path.Join(jobDir, SharedDirName), path.Join(jobDir, TaskOwnedDirName)
+	case KindSavepoint:
+	default:
+		return nil, fmt.Errorf("%w: unknown snapshot kind %d", ErrBadName, kind)
+	}
+	return l, nil
+}
