@@ -19,7 +19,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,13 +27,11 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -228,6 +225,7 @@ func (e *Environment) addNode(kind, name string, inputs int, impl task.Factory) 
 		Impl:           impl,
 		OutType:        impl.OutType().TypeName(),
 	}
+	_, n.Coordinated = impl.(task.Coordinated)
 	e.graph.Nodes = append(e.graph.Nodes, n)
 	return n
 }
@@ -328,48 +326,11 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 
 // localOptions turns the configuration into the local runtime's options.
 func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error) {
-	c := e.config
-	opts := local.Options{
-		Clock: e.clock, Log: e.log, Mode: mode, BatchSize: e.batchSize,
-		BufferTimeout: e.bufferTimeout, AutoWatermarkInterval: e.autoWatermark.Milliseconds(),
-		RestoreFrom:           conf.Get(c, conf.StateRecoveryPath),
-		AllowNonRestoredState: conf.Get(c, conf.StateRecoveryIgnoreUnclaimedState),
-		FileSystems:           e.fileSystems,
-	}
-	if conf.Get(c, conf.StateBackendType) == conf.StateBackendPebble {
-		opts.StateBackend = &state.PebbleBackend{
-			Dir:          conf.Get(c, conf.StatePebbleLocalDir),
-			CacheSize:    int64(conf.Get(c, conf.StatePebbleBlockCacheSize).Bytes()),
-			MemTableSize: uint64(conf.Get(c, conf.StatePebbleWriteBufferSize).Bytes()),
-		}
-	}
-	var problems []error
-	if mode == task.StreamingMode && conf.Get(c, conf.CheckpointingInterval) > 0 || conf.IsSet(c, conf.CheckpointingDir) {
-		co, err := checkpoint.OptionsFromConfig(c)
-		if err != nil {
-			problems = append(problems, err)
-		}
-		opts.Checkpoints = &local.CheckpointOptions{
-			Incremental:          conf.Get(c, conf.CheckpointingIncremental),
-			Coordinator:          co,
-			Dir:                  conf.Get(c, conf.CheckpointingDir),
-			SavepointDir:         conf.Get(c, conf.CheckpointingSavepointDir),
-			NumRetained:          conf.Get(c, conf.CheckpointingNumRetained),
-			RetainOnCancellation: conf.Get(c, conf.CheckpointingExternalizedRetention) == conf.RetainOnCancellation,
-		}
-	}
-	strategy, err := e.restart, error(nil)
-	if strategy == nil {
-		strategy, err = restart.FromConfig(c)
-		if err != nil {
-			problems = append(problems, err)
-		}
-	}
-	opts.Restart = strategy
-	if len(problems) > 0 {
-		return opts, errors.Join(problems...)
-	}
-	return opts, nil
+	opts, err := local.OptionsFromConfig(e.config, mode, e.restart)
+	opts.Clock, opts.Log, opts.BatchSize = e.clock, e.log, e.batchSize
+	opts.BufferTimeout, opts.AutoWatermarkInterval = e.bufferTimeout, e.autoWatermark.Milliseconds()
+	opts.FileSystems = e.fileSystems
+	return opts, err
 }
 
 // Wait blocks until the job ends.

@@ -258,6 +258,22 @@ func (c *Coordinator) TriggerSavepoint(now int64, kind Kind) (ID, []Action, erro
 	return act.ID, []Action{act}, nil
 }
 
+// TriggerCheckpoint triggers a checkpoint now, outside the periodic
+// schedule (a user's request); it counts as a periodic one once complete.
+func (c *Coordinator) TriggerCheckpoint(now int64) (ID, []Action, error) {
+	c.advance(now)
+	switch {
+	case c.stopped != nil:
+		return 0, nil, c.stopped
+	case c.stop != 0:
+		return 0, nil, fmt.Errorf("%w: %d (%s)", ErrStopInProgress, c.stop, c.pending[c.stop].kind)
+	case c.runningSources == 0:
+		return 0, nil, ErrSourcesFinished
+	}
+	act := c.trigger(Checkpoint)
+	return act.ID, []Action{act}, nil
+}
+
 func (c *Coordinator) trigger(kind Kind) TriggerBarrier {
 	p := &pending{
 		id:      c.nextID,

@@ -84,6 +84,9 @@ type Node struct {
 	NeedsWatermarks bool `json:"needs_watermarks,omitempty"`
 	// Props describe the operator's configuration (window size, ...) in text.
 	Props map[string]string `json:"props,omitempty"`
+	// Coordinated marks a node with a job-wide coordinator (a source's split
+	// enumerator): a chain head whose Impl implements task.Coordinated.
+	Coordinated bool `json:"coordinated,omitempty"`
 	// Impl is the engine-facing operator factory. It is not serialised.
 	Impl any `json:"-"`
 }

@@ -209,13 +209,18 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 		}
 		return co.PersistFailed(cp.ID, err)
 	}
-	if req, ok := c.savepoint[cp.ID]; ok {
+	dir := filepath.Dir(path)
+	c.j.opts.Listener.CheckpointCompleted(CheckpointStats{ID: int64(cp.ID), Kind: cp.Kind, TriggerMillis: cp.Timestamp,
+		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir})
+	req, isReq := c.savepoint[cp.ID]
+	if isReq {
 		delete(c.savepoint, cp.ID)
-		dir := filepath.Dir(path)
+		req.reply <- savepointReply{path: dir}
+	}
+	if cp.Kind.IsSavepoint() {
 		if cp.Kind.IsStop() {
 			res.Savepoint = dir
 		}
-		req.reply <- savepointReply{path: dir}
 	} else {
 		c.completed++
 		res.Checkpoints++
@@ -228,9 +233,10 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 }
 
 func (c *checkpoints) aborted(ab checkpoint.Abort) {
+	c.j.opts.Listener.CheckpointFailed(CheckpointStats{ID: int64(ab.ID), EndMillis: c.j.opts.Clock.NowMillis(), Err: ab.Reason})
 	delete(c.coordState, ab.ID)
 	delete(c.shared, ab.ID)
-	if req, ok := c.savepoint[ab.ID]; ok {
+	if req, ok := c.savepoint[ab.ID]; ok && req.kind != checkpoint.Checkpoint {
 		delete(c.savepoint, ab.ID)
 		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}
 		if loc, ok := c.locs.get(ab.ID); ok {
@@ -238,6 +244,10 @@ func (c *checkpoints) aborted(ab checkpoint.Abort) {
 		}
 		c.locs.del(ab.ID)
 		return
+	}
+	if req, ok := c.savepoint[ab.ID]; ok {
+		delete(c.savepoint, ab.ID)
+		req.reply <- savepointReply{err: fmt.Errorf("checkpoint aborted: %w", ab.Reason)}
 	}
 	if _, ok := c.locs.get(ab.ID); ok {
 		c.locs.del(ab.ID)

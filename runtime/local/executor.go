@@ -7,7 +7,6 @@ import (
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
 )
 
 // Executor deploys the attempts of a job. The default runs every task in
@@ -135,8 +134,7 @@ func (a hostAttempt) Close() {
 
 // IsCoordinated says whether chain c's head has a coordinator.
 func IsCoordinated(plan *graph.Plan, c *graph.Chain) bool {
-	_, ok := plan.Graph.Node(c.Nodes[0]).Impl.(task.Coordinated)
-	return ok
+	return plan.Graph.Node(c.Nodes[0]).Coordinated
 }
 
 // LocalWiring wires every task of plan through in-process channels with

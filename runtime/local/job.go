@@ -113,6 +113,11 @@ func (j *Job) Wait() (*Result, error) {
 // Cancel stops the job; Wait then reports it cancelled.
 func (j *Job) Cancel() { j.cancel() }
 
+// TriggerCheckpoint takes a checkpoint now and returns its path.
+func (j *Job) TriggerCheckpoint() (string, error) {
+	return j.savepoint(checkpoint.Checkpoint, "")
+}
+
 // TriggerSavepoint takes a savepoint into dir (default: the configured
 // savepoint directory) and returns its path; the job keeps running.
 func (j *Job) TriggerSavepoint(dir string) (string, error) {
@@ -161,9 +166,16 @@ func (j *Job) run() {
 	start := time.Now()
 	res := &Result{JobID: j.id}
 	defer close(j.done)
-	restore, err := j.initialRestore()
+	var restore *Restore
+	var err error
+	if j.opts.Recover {
+		restore, err = j.recoveryRestore()
+	} else {
+		restore, err = j.initialRestore()
+	}
 	if err != nil {
 		j.result, j.err = res, err
+		j.opts.Listener.StatusChanged(StatusFailed, j.opts.Clock.NowMillis(), err)
 		return
 	}
 	for n := 0; ; n++ {
@@ -172,10 +184,15 @@ func (j *Job) run() {
 		if err != nil {
 			cancel(err)
 			restore.Close()
+			if j.ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
+			}
 			j.result, j.err = res, err
 			j.cleanup(false)
+			j.ended(err)
 			return
 		}
+		j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
 		res.Subtasks = a.Metrics()
 		err = j.runAttempt(n, a, res)
 		a.Close()
@@ -184,11 +201,13 @@ func (j *Job) run() {
 		if err == nil {
 			j.result = res
 			j.cleanup(true)
+			j.ended(nil)
 			return
 		}
 		if j.ctx.Err() != nil {
 			j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
 			j.cleanup(false)
+			j.ended(j.err)
 			return
 		}
 		now := j.opts.Clock.NowMillis()
@@ -196,8 +215,10 @@ func (j *Job) run() {
 		if !restart.Recoverable(err) || !d.Restart {
 			j.result, j.err = res, jobError(err)
 			j.cleanup(false)
+			j.ended(j.err)
 			return
 		}
+		j.opts.Listener.StatusChanged(StatusRestarting, now, err)
 		j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
 		if d.Delay > 0 {
 			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
@@ -209,6 +230,7 @@ func (j *Job) run() {
 			if j.ctx.Err() != nil {
 				j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
 				j.cleanup(false)
+				j.ended(j.err)
 				return
 			}
 		}
@@ -216,6 +238,7 @@ func (j *Job) run() {
 		if restore, err = j.recoveryRestore(); err != nil {
 			j.result, j.err = res, err
 			j.cleanup(false)
+			j.ended(err)
 			return
 		}
 	}
@@ -301,12 +324,21 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 				req.reply <- savepointReply{err: ErrNotCheckpointing}
 				break
 			}
-			id, actions, err := coord.TriggerSavepoint(j.opts.Clock.NowMillis(), req.kind)
+			var id checkpoint.ID
+			var actions []checkpoint.Action
+			var err error
+			if req.kind == checkpoint.Checkpoint {
+				id, actions, err = coord.TriggerCheckpoint(j.opts.Clock.NowMillis())
+			} else {
+				id, actions, err = coord.TriggerSavepoint(j.opts.Clock.NowMillis(), req.kind)
+			}
 			if err != nil {
 				req.reply <- savepointReply{err: err}
 				break
 			}
-			if err := j.ckpt.startSavepoint(id, req); err != nil {
+			if req.kind == checkpoint.Checkpoint {
+				j.ckpt.savepoint[id] = req
+			} else if err := j.ckpt.startSavepoint(id, req); err != nil {
 				req.reply <- savepointReply{err: err}
 			}
 			j.ckpt.apply(r, coord, actions, res, fail)
@@ -321,6 +353,21 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 	}
 	return failure
 }
+
+// ended reports the job's final status.
+func (j *Job) ended(err error) {
+	st := StatusFinished
+	switch {
+	case err != nil && errors.Is(err, errCancelled):
+		st = StatusCanceled
+	case err != nil:
+		st = StatusFailed
+	}
+	j.opts.Listener.StatusChanged(st, j.opts.Clock.NowMillis(), err)
+}
+
+// IsCancelled reports whether err is the error of a cancelled job.
+func IsCancelled(err error) bool { return errors.Is(err, errCancelled) }
 
 // cleanup removes what the job's end makes obsolete.
 func (j *Job) cleanup(finished bool) {

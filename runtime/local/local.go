@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
@@ -64,7 +65,58 @@ type Options struct {
 	// Executor deploys the job's attempts (default: every task in this
 	// process).
 	Executor Executor
+	// Recover starts the job from the latest completed checkpoint in its
+	// checkpoint storage (a JobMaster taking over a job after a failover);
+	// without one it starts from RestoreFrom.
+	Recover bool
+	// Listener hears of the job's status and checkpoints (default: none).
+	Listener Listener
 }
+
+// Status is a job's status, named as in Flink.
+type Status string
+
+// Job statuses.
+const (
+	StatusCreated    Status = "CREATED"
+	StatusRunning    Status = "RUNNING"
+	StatusRestarting Status = "RESTARTING"
+	StatusFinished   Status = "FINISHED"
+	StatusFailed     Status = "FAILED"
+	StatusCanceled   Status = "CANCELED"
+)
+
+// Terminal reports whether s is a final status.
+func (s Status) Terminal() bool {
+	return s == StatusFinished || s == StatusFailed || s == StatusCanceled
+}
+
+// CheckpointStats describes a checkpoint or savepoint that completed or
+// failed.
+type CheckpointStats struct {
+	ID   int64
+	Kind checkpoint.Kind
+	// TriggerMillis and EndMillis are on the job's clock.
+	TriggerMillis, EndMillis int64
+	// Path is the completed checkpoint's directory.
+	Path string
+	// Err is why it failed.
+	Err error
+}
+
+// Listener hears of a job's progress, on the job's owner goroutine: it
+// must not block or call back into the job.
+type Listener interface {
+	StatusChanged(s Status, atMillis int64, cause error)
+	CheckpointCompleted(c CheckpointStats)
+	CheckpointFailed(c CheckpointStats)
+}
+
+type noListener struct{}
+
+func (noListener) StatusChanged(Status, int64, error)  {}
+func (noListener) CheckpointCompleted(CheckpointStats) {}
+func (noListener) CheckpointFailed(CheckpointStats)    {}
 
 // CheckpointOptions configure checkpoints.
 type CheckpointOptions struct {
@@ -136,6 +188,9 @@ func (o *Options) defaults() {
 	if o.Restart == nil {
 		o.Restart = restart.NoRestart{}
 	}
+	if o.Listener == nil {
+		o.Listener = noListener{}
+	}
 }
 
 // errCancelled ends a job cancelled by its user.
@@ -151,4 +206,46 @@ func jobError(err error) error {
 		return err
 	}
 	return fmt.Errorf("local: %w", err)
+}
+
+// OptionsFromConfig turns a job's configuration (Flink's keys) into
+// options: restore, state backend, checkpointing and the restart strategy
+// (unless custom is given). Every problem is reported at once.
+func OptionsFromConfig(c *conf.Configuration, mode task.RuntimeMode, custom restart.Strategy) (Options, error) {
+	opts := Options{
+		Mode:                  mode,
+		RestoreFrom:           conf.Get(c, conf.StateRecoveryPath),
+		AllowNonRestoredState: conf.Get(c, conf.StateRecoveryIgnoreUnclaimedState),
+	}
+	if conf.Get(c, conf.StateBackendType) == conf.StateBackendPebble {
+		opts.StateBackend = &state.PebbleBackend{
+			Dir:          conf.Get(c, conf.StatePebbleLocalDir),
+			CacheSize:    int64(conf.Get(c, conf.StatePebbleBlockCacheSize).Bytes()),
+			MemTableSize: uint64(conf.Get(c, conf.StatePebbleWriteBufferSize).Bytes()),
+		}
+	}
+	var problems []error
+	if mode == task.StreamingMode && conf.Get(c, conf.CheckpointingInterval) > 0 || conf.IsSet(c, conf.CheckpointingDir) {
+		co, err := checkpoint.OptionsFromConfig(c)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		opts.Checkpoints = &CheckpointOptions{
+			Incremental:          conf.Get(c, conf.CheckpointingIncremental),
+			Coordinator:          co,
+			Dir:                  conf.Get(c, conf.CheckpointingDir),
+			SavepointDir:         conf.Get(c, conf.CheckpointingSavepointDir),
+			NumRetained:          conf.Get(c, conf.CheckpointingNumRetained),
+			RetainOnCancellation: conf.Get(c, conf.CheckpointingExternalizedRetention) == conf.RetainOnCancellation,
+		}
+	}
+	opts.Restart = custom
+	if custom == nil {
+		s, err := restart.FromConfig(c)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		opts.Restart = s
+	}
+	return opts, errors.Join(problems...)
 }
