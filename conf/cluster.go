@@ -11,6 +11,10 @@ import (
 const (
 	HighAvailabilityNone      = "NONE"
 	HighAvailabilityZooKeeper = "ZOOKEEPER"
+	// HighAvailabilityFileSystem keeps job metadata in
+	// high-availability.storageDir for a restarted JobManager (one
+	// JobManager at a time, restarted by its supervisor or by YARN).
+	HighAvailabilityFileSystem = "FILESYSTEM"
 )
 
 func positiveDuration(d time.Duration) error {
@@ -96,8 +100,9 @@ var (
 
 	// HighAvailabilityType selects the high-availability service.
 	HighAvailabilityType = Enum("high-availability.type", HighAvailabilityNone,
-		[]string{HighAvailabilityNone, HighAvailabilityZooKeeper},
-		"High-availability service used to elect the JobManager leader and keep job metadata: NONE or ZOOKEEPER.").
+		[]string{HighAvailabilityNone, HighAvailabilityFileSystem, HighAvailabilityZooKeeper},
+		"High-availability service that keeps job metadata for a restarted JobManager: NONE, or FILESYSTEM "+
+			"(job graphs, binaries and checkpoint pointers in high-availability.storageDir). ZOOKEEPER is reserved for leader election among standby JobManagers.").
 		WithDeprecatedKeys("high-availability")
 
 	// HighAvailabilityStorageDir is where job metadata is kept for recovery.
@@ -106,6 +111,16 @@ var (
 			"required when high availability is enabled.").
 		WithDefaultDoc("(none)").
 		WithDeprecatedKeys("high-availability.zookeeper.storageDir")
+
+	// HighAvailabilityClusterID separates the metadata of clusters sharing
+	// a storage directory.
+	HighAvailabilityClusterID = String("high-availability.cluster-id", "default",
+		"ID of the cluster in high-availability.storageDir; on YARN it defaults to the application id.")
+
+	// SlotRequestTimeout bounds how long a job waits for its slots.
+	SlotRequestTimeout = Duration("slot.request.timeout", 5*time.Minute,
+		"Time a JobMaster waits for the slots of an attempt before it fails the attempt.").
+		WithCheck(positiveDuration)
 
 	// HighAvailabilityZooKeeperQuorum lists the ZooKeeper servers.
 	HighAvailabilityZooKeeperQuorum = String("high-availability.zookeeper.quorum", "",
@@ -120,5 +135,6 @@ func clusterOptions() []AnyOption {
 		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerRPCPort, TaskManagerDataPort,
 		RESTPort, RESTAddress, RESTBindAddress,
 		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,
+		HighAvailabilityClusterID, SlotRequestTimeout,
 	}
 }

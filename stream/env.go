@@ -363,30 +363,11 @@ func (c *JobClient) StopWithSavepoint(dir string, drain bool) (string, error) {
 }
 
 func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
-	allBounded := true
-	var unbounded []*graph.Node
-	for _, n := range g.Nodes {
-		if n.Inputs == 0 && !n.Bounded {
-			allBounded = false
-			unbounded = append(unbounded, n)
-		}
+	mode := string(e.mode)
+	if mode == "" {
+		mode = conf.RuntimeModeStreaming
 	}
-	switch e.mode {
-	case Batch:
-		if !allBounded {
-			return 0, fmt.Errorf("%w:\n  - operator %s: BATCH execution needs bounded sources; this source is unbounded (use STREAMING or AUTOMATIC)", graph.ErrInvalidGraph, unbounded[0].Label())
-		}
-		return task.BatchMode, nil
-	case Automatic:
-		if allBounded {
-			return task.BatchMode, nil
-		}
-		return task.StreamingMode, nil
-	case Streaming, "":
-		return task.StreamingMode, nil
-	default:
-		return 0, fmt.Errorf("stream: unknown runtime mode %q (want STREAMING, BATCH or AUTOMATIC)", e.mode)
-	}
+	return local.ResolveMode(g, mode)
 }
 
 func joinBuildErrors(errs []error) error {

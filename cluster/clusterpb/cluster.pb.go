@@ -2158,7 +2158,9 @@ func (x *TaskPlacement) GetDataAddress() string {
 }
 
 type Deployed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// error says why the worker could not build its tasks.
+	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2191,6 +2193,13 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
 	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Deployed) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 type Start struct {
@@ -3131,9 +3140,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rTaskPlacement\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\"\n" +
-	"\n" +
-	"\bDeployed\"\a\n" +
+	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\" \n" +
+	"\bDeployed\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\a\n" +
 	"\x05Start\"\xdd\x01\n" +
 	"\x11TriggerCheckpoint\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x12\n" +

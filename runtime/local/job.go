@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/runtime/checkpoint"
@@ -28,6 +29,8 @@ type Job struct {
 	done   chan struct{}
 	result *Result
 	err    error
+	// metrics of the current attempt's subtasks.
+	metrics atomic.Pointer[[]SubtaskMetrics]
 }
 
 // Events of the owner loop.
@@ -99,6 +102,14 @@ func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
 	j.ctx, j.cancel = context.WithCancel(ctx)
 	go j.run()
 	return j, nil
+}
+
+// Metrics are the metrics of the current attempt's subtasks.
+func (j *Job) Metrics() []SubtaskMetrics {
+	if m := j.metrics.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // ID is the job's identifier.
@@ -194,6 +205,7 @@ func (j *Job) run() {
 		}
 		j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
 		res.Subtasks = a.Metrics()
+		j.metrics.Store(&res.Subtasks)
 		err = j.runAttempt(n, a, res)
 		a.Close()
 		cancel(errors.New("the attempt ended"))

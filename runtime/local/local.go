@@ -249,3 +249,32 @@ func OptionsFromConfig(c *conf.Configuration, mode task.RuntimeMode, custom rest
 	}
 	return opts, errors.Join(problems...)
 }
+
+// ResolveMode turns execution.runtime-mode (STREAMING, BATCH or
+// AUTOMATIC) into the mode g runs in: AUTOMATIC is BATCH when every source
+// is bounded.
+func ResolveMode(g *graph.JobGraph, mode string) (task.RuntimeMode, error) {
+	allBounded := true
+	var unbounded []*graph.Node
+	for _, n := range g.Nodes {
+		if n.Inputs == 0 && !n.Bounded {
+			allBounded = false
+			unbounded = append(unbounded, n)
+		}
+	}
+	switch mode {
+	case conf.RuntimeModeBatch:
+		if !allBounded {
+			return 0, fmt.Errorf("%w:\n  - operator %s: BATCH execution needs bounded sources; this source is unbounded (use STREAMING or AUTOMATIC)", graph.ErrInvalidGraph, unbounded[0].Label())
+		}
+		return task.BatchMode, nil
+	case conf.RuntimeModeAutomatic:
+		if allBounded {
+			return task.BatchMode, nil
+		}
+		return task.StreamingMode, nil
+	case conf.RuntimeModeStreaming:
+		return task.StreamingMode, nil
+	}
+	return 0, fmt.Errorf("unknown runtime mode %q (want STREAMING, BATCH or AUTOMATIC)", mode)
+}

@@ -1,0 +1,468 @@
+package jobmanager
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+)
+
+// Errors of the Dispatcher.
+var (
+	// ErrNoJob is returned for an unknown job id.
+	ErrNoJob = errors.New("jobmanager: no such job")
+	// ErrJobEnded is returned for requests to a job that has ended.
+	ErrJobEnded = errors.New("jobmanager: the job has ended")
+	// ErrBadSubmission is wrapped by the errors of invalid submissions.
+	ErrBadSubmission = errors.New("jobmanager: invalid job submission")
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Conf is the cluster's configuration; a job's own configuration (from
+	// its graph and submission) is applied over it.
+	Conf *conf.Configuration
+	Log  *slog.Logger
+	// RPCAddress is the host:port TaskManagers and workers reach the
+	// JobMaster service at.
+	RPCAddress string
+	// ResourceManager takes the JobMasters' slot demands.
+	ResourceManager clusterpb.ResourceManagerClient
+	// FileSystems resolves checkpoint, savepoint and HA storage URIs.
+	FileSystems *fs.Resolver
+	// WorkDir holds the job binaries when HA is off.
+	WorkDir string
+	// Timeouts (defaults: slot.request.timeout 5 min, workers 2 min,
+	// cancellation grace 30 s).
+	SlotRequestTimeout, WorkerStartTimeout, CancelGrace time.Duration
+}
+
+type dispatcherConfig struct {
+	Config
+	rpcAddress                                          string
+	slotRequestTimeout, workerStartTimeout, cancelGrace time.Duration
+}
+
+// Dispatcher accepts jobs, runs a JobMaster for each, and keeps them in the
+// HA store so that a new JobManager recovers them.
+type Dispatcher struct {
+	cfg    dispatcherConfig
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	blobs  *blobStore
+	ha     *haStore
+
+	mu    sync.Mutex
+	jobs  map[string]*jobMaster
+	order []string
+	conns map[string]*grpc.ClientConn
+}
+
+// NewDispatcher returns a Dispatcher; Recover then restarts the jobs of
+// the HA store.
+func NewDispatcher(cfg Config) (*Dispatcher, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Conf == nil {
+		cfg.Conf = conf.New()
+	}
+	if cfg.FileSystems == nil {
+		cfg.FileSystems = fs.NewResolver()
+	}
+	dc := dispatcherConfig{Config: cfg, rpcAddress: cfg.RPCAddress,
+		slotRequestTimeout: conf.Get(cfg.Conf, conf.SlotRequestTimeout), workerStartTimeout: 2 * time.Minute, cancelGrace: 30 * time.Second}
+	if cfg.SlotRequestTimeout > 0 {
+		dc.slotRequestTimeout = cfg.SlotRequestTimeout
+	}
+	if cfg.WorkerStartTimeout > 0 {
+		dc.workerStartTimeout = cfg.WorkerStartTimeout
+	}
+	if cfg.CancelGrace > 0 {
+		dc.cancelGrace = cfg.CancelGrace
+	}
+	d := &Dispatcher{cfg: dc, log: cfg.Log, jobs: map[string]*jobMaster{}, conns: map[string]*grpc.ClientConn{}}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.ha = &haStore{log: cfg.Log, records: map[string]*jobRecord{}}
+	switch conf.Get(cfg.Conf, conf.HighAvailabilityType) {
+	case conf.HighAvailabilityZooKeeper:
+		return nil, errors.New("jobmanager: high-availability.type ZOOKEEPER is not supported; use FILESYSTEM with high-availability.storageDir")
+	case conf.HighAvailabilityFileSystem:
+		dir := conf.Get(cfg.Conf, conf.HighAvailabilityStorageDir)
+		if dir == "" {
+			return nil, fmt.Errorf("jobmanager: high-availability.type is %s but high-availability.storageDir is not set", conf.Get(cfg.Conf, conf.HighAvailabilityType))
+		}
+		fsys, p, err := cfg.FileSystems.For(dir)
+		if err != nil {
+			return nil, fmt.Errorf("jobmanager: high-availability.storageDir %q: %w", dir, err)
+		}
+		clusterDir := p + "/" + conf.Get(cfg.Conf, conf.HighAvailabilityClusterID)
+		d.ha.fs, d.ha.dir = fsys, clusterDir
+		d.blobs = &blobStore{fs: fsys, dir: clusterDir + "/blobs"}
+	default:
+		wd := cfg.WorkDir
+		if wd == "" {
+			return nil, errors.New("jobmanager: a working directory is needed to keep job binaries")
+		}
+		abs, err := filepath.Abs(localBlobDir(wd))
+		if err != nil {
+			return nil, err
+		}
+		d.blobs = &blobStore{fs: fs.Local{}, dir: abs}
+	}
+	return d, nil
+}
+
+// Close cancels every job (their checkpoints stay for a new JobManager
+// when HA is on) and closes connections.
+func (d *Dispatcher) Close() {
+	d.cancel()
+	d.mu.Lock()
+	jobs := slices.Collect(maps.Values(d.jobs))
+	d.mu.Unlock()
+	for _, jm := range jobs {
+		<-jm.done
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = map[string]*grpc.ClientConn{}
+}
+
+// Submission is a job to run.
+type Submission struct {
+	// GraphJSON is the job graph (runtime/graph JSON) built by the job
+	// program.
+	GraphJSON []byte
+	// BinaryPath is a local file holding the job binary.
+	BinaryPath string
+	// Args are the program's arguments; Env extra environment for workers.
+	Args []string
+	Env  map[string]string
+	// Dynamic are configuration overrides (-D), applied over the graph's
+	// configuration here and passed to the workers.
+	Dynamic map[string]string
+	// JobID is the id to use (default: a new random one).
+	JobID string
+}
+
+func newJobID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Submit starts a job and returns its id.
+func (d *Dispatcher) Submit(s Submission) (string, error) {
+	g, err := graph.Unmarshal(s.GraphJSON)
+	if err != nil {
+		return "", fmt.Errorf("%w: the job graph: %w", ErrBadSubmission, err)
+	}
+	if s.BinaryPath == "" {
+		return "", fmt.Errorf("%w: no job binary", ErrBadSubmission)
+	}
+	bl, err := d.blobs.put(s.BinaryPath)
+	if err != nil {
+		return "", err
+	}
+	id := s.JobID
+	if id == "" {
+		id = newJobID()
+	}
+	rec := &jobRecord{ID: id, Name: g.Name, BinarySHA256: bl.sha256, BinarySize: bl.size, Args: s.Args, Env: s.Env,
+		Dynamic: s.Dynamic, SubmittedAtMS: time.Now().UnixMilli()}
+	jm, err := d.newJobMaster(rec, g, s.GraphJSON)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	if _, dup := d.jobs[id]; dup {
+		d.mu.Unlock()
+		return "", fmt.Errorf("%w: job %s exists", ErrBadSubmission, id)
+	}
+	d.jobs[id] = jm
+	d.order = append(d.order, id)
+	d.mu.Unlock()
+	if err := d.ha.put(rec, s.GraphJSON); err != nil {
+		d.forget(id)
+		return "", err
+	}
+	if err := jm.start(d.ctx, false); err != nil {
+		d.ha.remove(id)
+		d.forget(id)
+		return "", fmt.Errorf("%w: %w", ErrBadSubmission, err)
+	}
+	d.log.Info("job submitted", "job", id, "name", g.Name, "binary", bl.sha256[:12], "slots", slotsNeeded(jm.plan))
+	return id, nil
+}
+
+func (d *Dispatcher) forget(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.jobs, id)
+	d.order = slices.DeleteFunc(d.order, func(s string) bool { return s == id })
+}
+
+// newJobMaster prepares the JobMaster of a job.
+func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON []byte) (*jobMaster, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
+	}
+	plan, err := graph.BuildPlan(g)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
+	}
+	cfg := d.cfg.Conf.Merge(conf.FromMap(g.Config, conf.Source{Name: "job " + rec.ID})).Merge(conf.FromMap(rec.Dynamic, conf.Source{Name: conf.SourceDynamic}))
+	mode, err := local.ResolveMode(g, conf.Get(cfg, conf.ExecutionRuntimeMode))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
+	}
+	opts, err := local.OptionsFromConfig(cfg, mode, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
+	}
+	if opts.Checkpoints != nil && opts.Checkpoints.Dir == "" {
+		return nil, fmt.Errorf("%w: job %q checkpoints, but execution.checkpointing.dir is not set: a cluster needs a checkpoint directory every TaskManager can reach (hdfs://… or a shared path)", ErrBadSubmission, g.Name)
+	}
+	jm := &jobMaster{d: d, id: rec.ID, name: g.Name, graph: g, plan: plan, graphJSON: graphJSON,
+		binary: blob{sha256: rec.BinarySHA256, size: rec.BinarySize}, args: rec.Args, env: rec.Env, dynamic: rec.Dynamic,
+		cfg: cfg, opts: opts, log: d.log.With("job", rec.ID), pool: newSlotPool(), done: make(chan struct{})}
+	jm.exec = newRemoteExecutor(jm)
+	return jm, nil
+}
+
+// Recover restarts the jobs a previous JobManager left in the HA store,
+// each from its latest completed checkpoint.
+func (d *Dispatcher) Recover() error {
+	recs, graphs, err := d.ha.load()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		g, err := graph.Unmarshal(graphs[rec.ID])
+		if err != nil {
+			d.log.Error("cannot recover job: its stored graph is unreadable", "job", rec.ID, "err", err)
+			continue
+		}
+		jm, err := d.newJobMaster(rec, g, graphs[rec.ID])
+		if err != nil {
+			d.log.Error("cannot recover job", "job", rec.ID, "err", err)
+			continue
+		}
+		d.mu.Lock()
+		d.jobs[rec.ID] = jm
+		d.order = append(d.order, rec.ID)
+		d.mu.Unlock()
+		if err := jm.start(d.ctx, true); err != nil {
+			d.log.Error("cannot recover job", "job", rec.ID, "err", err)
+			continue
+		}
+		d.log.Info("recovering job", "job", rec.ID, "name", rec.Name, "latest_checkpoint", rec.LatestCheckpoint)
+	}
+	return nil
+}
+
+// jobEnded is called by a JobMaster whose job reached a terminal status.
+func (d *Dispatcher) jobEnded(jm *jobMaster, err error) {
+	if d.ctx.Err() != nil && local.IsCancelled(err) {
+		return // the JobManager is shutting down: a new one recovers the job
+	}
+	d.ha.remove(jm.id)
+}
+
+func (d *Dispatcher) job(id string) (*jobMaster, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	jm, ok := d.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoJob, id)
+	}
+	return jm, nil
+}
+
+// Jobs lists every job, in submission order.
+func (d *Dispatcher) Jobs() []Info {
+	d.mu.Lock()
+	jms := make([]*jobMaster, 0, len(d.order))
+	for _, id := range d.order {
+		jms = append(jms, d.jobs[id])
+	}
+	d.mu.Unlock()
+	out := make([]Info, len(jms))
+	for i, jm := range jms {
+		out[i] = jm.info()
+	}
+	return out
+}
+
+// Job describes one job.
+func (d *Dispatcher) Job(id string) (Info, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return jm.info(), nil
+}
+
+// Cancel cancels a job.
+func (d *Dispatcher) Cancel(id string) error {
+	jm, err := d.job(id)
+	if err != nil {
+		return err
+	}
+	if jm.info().Status.Terminal() {
+		return fmt.Errorf("%w: %s", ErrJobEnded, id)
+	}
+	jm.job.Cancel()
+	return nil
+}
+
+// Savepoint takes a savepoint into dir (default: the configured savepoint
+// directory); with stop the job stops after it (stop), with drain too it
+// first ends event time (stop --drain). It returns the savepoint's path.
+func (d *Dispatcher) Savepoint(ctx context.Context, id, dir string, stop, drain bool) (string, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return "", err
+	}
+	type result struct {
+		p   string
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var p string
+		var err error
+		switch kindOf(stop, drain) {
+		case checkpoint.Savepoint:
+			p, err = jm.job.TriggerSavepoint(dir)
+		default:
+			p, err = jm.job.StopWithSavepoint(dir, drain)
+		}
+		ch <- result{p, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.p, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Checkpoint takes a checkpoint now and returns its path.
+func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (string, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return "", err
+	}
+	type result struct {
+		p   string
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := jm.job.TriggerCheckpoint()
+		ch <- result{p, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.p, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Wait blocks until job id ends and returns its final status and error.
+func (d *Dispatcher) Wait(ctx context.Context, id string) (Info, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return Info{}, err
+	}
+	select {
+	case <-jm.done:
+		return jm.info(), nil
+	case <-ctx.Done():
+		return Info{}, ctx.Err()
+	}
+}
+
+// TaskManagerLost drops the slots of a TaskManager that is gone.
+func (d *Dispatcher) TaskManagerLost(tm string) {
+	d.mu.Lock()
+	jms := slices.Collect(maps.Values(d.jobs))
+	d.mu.Unlock()
+	for _, jm := range jms {
+		if jm.pool.dropTaskManager(tm) {
+			jm.log.Info("TaskManager lost; its slots are gone", "taskmanager", tm)
+		}
+	}
+}
+
+// taskManager returns a client of the TaskManager at addr.
+func (d *Dispatcher) taskManager(addr string) (clusterpb.TaskManagerClient, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.conns[addr]
+	if !ok {
+		var err error
+		c, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		d.conns[addr] = c
+	}
+	return clusterpb.NewTaskManagerClient(c), nil
+}
+
+func (d *Dispatcher) submitTasks(ctx context.Context, addr string, req *clusterpb.SubmitTasksRequest) error {
+	c, err := d.taskManager(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err = c.SubmitTasks(ctx, req)
+	return err
+}
+
+func (d *Dispatcher) cancelJob(ctx context.Context, addr, job string, attempt int) error {
+	c, err := d.taskManager(addr)
+	if err != nil {
+		return err
+	}
+	_, err = c.CancelJob(ctx, &clusterpb.CancelJobRequest{JobId: job, UpToAttempt: int32(attempt)})
+	return err
+}
+
+// offer handles a TaskManager's slot offer.
+func (d *Dispatcher) offer(o *clusterpb.SlotOffer) []string {
+	jm, err := d.job(o.JobId)
+	if err != nil {
+		return nil
+	}
+	ss := make([]slot, len(o.Slots))
+	for i, s := range o.Slots {
+		ss[i] = slot{allocation: s.AllocationId, tm: o.TaskManagerId, tmAddr: o.TaskManagerAddress, index: s.Index}
+	}
+	return jm.pool.offer(ss)
+}

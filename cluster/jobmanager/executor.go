@@ -1,0 +1,521 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// ErrGraphMismatch is wrapped by the error of a deployment whose worker
+// built a different job graph than the one submitted.
+var ErrGraphMismatch = errors.New("jobmanager: the worker's program built a different job graph than the one submitted")
+
+// remoteExecutor deploys a job's attempts to workers on TaskManagers.
+type remoteExecutor struct {
+	jm *jobMaster
+
+	mu sync.Mutex
+	// pending are the workers of the attempt being deployed, by worker id,
+	// waiting for their Hello.
+	pending map[string]chan *session
+}
+
+func newRemoteExecutor(jm *jobMaster) *remoteExecutor {
+	return &remoteExecutor{jm: jm, pending: map[string]chan *session{}}
+}
+
+// slotsNeeded is the number of slots an attempt takes: every chain shares
+// the slots, subtask i of each chain in slot i (Flink's default slot
+// sharing group).
+func slotsNeeded(p *graph.Plan) int {
+	n := 0
+	for _, c := range p.Chains {
+		n = max(n, c.Parallelism)
+	}
+	return n
+}
+
+// attach hands a worker's session to the deployment waiting for it.
+func (x *remoteExecutor) attach(s *session) error {
+	x.mu.Lock()
+	ch, ok := x.pending[s.hello.WorkerId]
+	delete(x.pending, s.hello.WorkerId)
+	x.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("jobmanager: job %s expects no worker %q (attempt %d)", x.jm.id, s.hello.WorkerId, s.hello.Attempt)
+	}
+	ch <- s
+	return nil
+}
+
+func workerID(job string, attempt int, tm string) string {
+	return fmt.Sprintf("%s-%d-%s", job, attempt, tm)
+}
+
+// Deploy implements local.Executor.
+func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.Attempt, error) {
+	jm := x.jm
+	plan := jm.plan
+	need := slotsNeeded(plan)
+	if err := jm.declareSlots(ctx, need); err != nil {
+		return nil, err
+	}
+	timeout := jm.d.cfg.slotRequestTimeout
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var slots []slot
+	for {
+		s, changed, ok := jm.pool.take(need)
+		if ok {
+			slots = s
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-deadline.C:
+			return nil, fmt.Errorf("jobmanager: job %s needs %d slots but got %d within slot.request.timeout (%s): start more TaskManagers or lower the parallelism",
+				jm.id, need, jm.pool.size(), timeout)
+		}
+	}
+
+	// Slot k runs subtask k of every chain; one worker per TaskManager.
+	type workerPlan struct {
+		id, tm, tmAddr string
+		allocations    []string
+		tasks          []checkpoint.TaskID
+	}
+	byTM := map[string]*workerPlan{}
+	var workers []*workerPlan
+	for k, s := range slots {
+		w, ok := byTM[s.tm]
+		if !ok {
+			w = &workerPlan{id: workerID(jm.id, d.Attempt, s.tm), tm: s.tm, tmAddr: s.tmAddr}
+			byTM[s.tm] = w
+			workers = append(workers, w)
+		}
+		w.allocations = append(w.allocations, s.allocation)
+		for _, c := range plan.Chains {
+			if k < c.Parallelism {
+				w.tasks = append(w.tasks, checkpoint.TaskID{Vertex: c.ID, Subtask: k})
+			}
+		}
+	}
+	a := &remoteAttempt{x: x, n: d.Attempt, events: d.Events, where: map[checkpoint.TaskID]*session{},
+		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{}}
+	for _, c := range plan.Chains {
+		for s := 0; s < c.Parallelism; s++ {
+			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
+			a.order = append(a.order, id)
+			m := &task.Metrics{}
+			a.metrics[id] = m
+			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
+		}
+	}
+	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+
+	ok := false
+	defer func() {
+		if !ok {
+			a.abandon()
+		}
+	}()
+	// Start the workers.
+	waits := map[string]chan *session{}
+	x.mu.Lock()
+	for _, w := range workers {
+		ch := make(chan *session, 1)
+		x.pending[w.id] = ch
+		waits[w.id] = ch
+	}
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		for _, w := range workers {
+			delete(x.pending, w.id)
+		}
+		x.mu.Unlock()
+	}()
+	for _, w := range workers {
+		a.tms = append(a.tms, w.tmAddr)
+		req := &clusterpb.SubmitTasksRequest{
+			JobId: jm.id, Attempt: int32(d.Attempt), WorkerId: w.id,
+			BinarySha256: jm.binary.sha256, BinarySize: jm.binary.size,
+			JobMasterAddress: jm.d.cfg.rpcAddress, AllocationIds: w.allocations,
+			Args: jm.args, Env: jm.env, Configuration: jm.dynamic,
+		}
+		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
+			jm.pool.dropTaskManager(w.tm)
+			return nil, fmt.Errorf("jobmanager: starting worker %s on TaskManager %s (%s): %w", w.id, w.tm, w.tmAddr, err)
+		}
+	}
+	// Wait for every worker's Hello.
+	helloTimeout := time.NewTimer(jm.d.cfg.workerStartTimeout)
+	defer helloTimeout.Stop()
+	sessions := map[string]*session{}
+	for _, w := range workers {
+		select {
+		case s := <-waits[w.id]:
+			sessions[w.id] = s
+			a.sessions = append(a.sessions, s)
+			if s.hello.Fingerprint != jm.graph.Fingerprint() {
+				return nil, &restart.Unrecoverable{Err: fmt.Errorf("%w: worker %s has graph fingerprint %s, the job %s: the job program must build the same graph on every run (check that main does not depend on the time, randomness or its environment)",
+					ErrGraphMismatch, w.id, s.hello.Fingerprint, jm.graph.Fingerprint())}
+			}
+		case <-helloTimeout.C:
+			return nil, fmt.Errorf("jobmanager: worker %s on TaskManager %s did not connect within %s (see the TaskManager's log of the worker)", w.id, w.tm, jm.d.cfg.workerStartTimeout)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	// Place every task, and each chain's coordinator with its subtask 0.
+	var placement []*clusterpb.TaskPlacement
+	for _, w := range workers {
+		s := sessions[w.id]
+		for _, t := range w.tasks {
+			a.where[t] = s
+			placement = append(placement, &clusterpb.TaskPlacement{Task: key(t), WorkerId: w.id, DataAddress: s.hello.DataAddress})
+		}
+	}
+	for _, c := range plan.Chains {
+		if local.IsCoordinated(plan, c) {
+			a.coordAt[c.ID] = a.where[checkpoint.TaskID{Vertex: c.ID}]
+		}
+	}
+	deployed := make(chan error, len(workers))
+	for _, w := range workers {
+		s := sessions[w.id]
+		dep := &clusterpb.Deployment{Placement: placement, RuntimeMode: jm.opts.Mode.String()}
+		for _, t := range w.tasks {
+			dep.Tasks = append(dep.Tasks, key(t))
+		}
+		for ch, cs := range a.coordAt {
+			if cs == s {
+				dep.Coordinators = append(dep.Coordinators, int32(ch))
+			}
+		}
+		sort.Slice(dep.Coordinators, func(i, k int) bool { return dep.Coordinators[i] < dep.Coordinators[k] })
+		if d.Restore != nil {
+			dep.RestorePath = d.Restore.Path()
+			dep.AllowNonRestoredState = jm.opts.AllowNonRestoredState
+		}
+		if c := jm.opts.Checkpoints; c != nil {
+			dep.CheckpointingMode = c.Coordinator.Mode.String()
+			dep.Incremental = c.Incremental
+		}
+		s.setHandler(a.handler(s, deployed))
+		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Deploy{Deploy: dep}})
+	}
+	for range workers {
+		select {
+		case err := <-deployed:
+			if err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	ok = true
+	return a, nil
+}
+
+func key(t checkpoint.TaskID) *clusterpb.TaskKey {
+	return &clusterpb.TaskKey{Chain: int32(t.Vertex), Subtask: int32(t.Subtask)}
+}
+
+func taskID(k *clusterpb.TaskKey) checkpoint.TaskID {
+	return checkpoint.TaskID{Vertex: int(k.GetChain()), Subtask: int(k.GetSubtask())}
+}
+
+// remoteAttempt is an attempt whose tasks run in workers.
+type remoteAttempt struct {
+	x        *remoteExecutor
+	n        int
+	events   local.Events
+	order    []checkpoint.TaskID
+	where    map[checkpoint.TaskID]*session
+	coordAt  map[int]*session // by chain
+	sessions []*session
+	tms      []string
+	subtasks []local.SubtaskMetrics
+	metrics  map[checkpoint.TaskID]*task.Metrics
+
+	mu      sync.Mutex
+	started bool
+	ended   map[checkpoint.TaskID]bool
+	wg      sync.WaitGroup
+}
+
+// handler processes one worker's messages, in order, on its session's
+// receiving goroutine.
+func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*clusterpb.WorkerMessage) {
+	go func() {
+		<-s.done
+		a.lost(s)
+	}()
+	return func(m *clusterpb.WorkerMessage) {
+		switch m := m.Msg.(type) {
+		case *clusterpb.WorkerMessage_Deployed:
+			var err error
+			if e := m.Deployed.GetError(); e != "" {
+				err = fmt.Errorf("jobmanager: %s could not deploy its tasks: %s", s, e)
+			}
+			deployed <- err
+		case *clusterpb.WorkerMessage_TaskEnded:
+			te := m.TaskEnded
+			var err error
+			switch {
+			case te.GetCanceled():
+				err = context.Canceled
+			case te.GetError() != "":
+				err = &remoteError{msg: te.GetError(), where: s.String()}
+				if !te.GetRecoverable() {
+					err = &restart.Unrecoverable{Err: err}
+				}
+			}
+			a.taskEnded(taskID(te.Task), err)
+		case *clusterpb.WorkerMessage_Ack:
+			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, m.Ack.Handle, m.Ack.Shared)
+		case *clusterpb.WorkerMessage_Decline:
+			a.events.Declined(taskID(m.Decline.Task), m.Decline.CheckpointId, errors.New(m.Decline.Reason))
+		case *clusterpb.WorkerMessage_Finished:
+			a.events.TaskFinished(taskID(m.Finished.Task))
+		case *clusterpb.WorkerMessage_CoordinatorState:
+			cs := m.CoordinatorState
+			snap := local.CoordinatorSnapshot{Chain: int(cs.Chain), State: cs.State}
+			if cs.Error != "" {
+				snap.Err = errors.New(cs.Error)
+			}
+			a.events.CoordinatorState(cs.CheckpointId, snap)
+		case *clusterpb.WorkerMessage_OperatorEvent:
+			ev := m.OperatorEvent
+			if to := a.coordAt[int(ev.Task.GetChain())]; to != nil {
+				to.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_OperatorEvent{OperatorEvent: ev}})
+			}
+		case *clusterpb.WorkerMessage_CoordinatorEvent:
+			ev := m.CoordinatorEvent
+			if to := a.where[taskID(ev.Task)]; to != nil {
+				to.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_CoordinatorEvent{CoordinatorEvent: ev}})
+			}
+		case *clusterpb.WorkerMessage_Trigger:
+			a.forwardTrigger(m.Trigger)
+		case *clusterpb.WorkerMessage_Metrics:
+			for _, sm := range m.Metrics.Subtasks {
+				if tm := a.metrics[taskID(sm.Task)]; tm != nil {
+					tm.RecordsIn.Store(sm.RecordsIn)
+					tm.RecordsOut.Store(sm.RecordsOut)
+					tm.BusyNanos.Store(sm.BusyMs * 1e6)
+					tm.BackpressuredNanos.Store(sm.BackpressuredMs * 1e6)
+					tm.IdleNanos.Store(sm.IdleMs * 1e6)
+					tm.Watermark.Store(sm.Watermark)
+				}
+			}
+		}
+	}
+}
+
+// remoteError is a task failure reported by a worker.
+type remoteError struct{ msg, where string }
+
+func (e *remoteError) Error() string { return e.msg + " (in " + e.where + ")" }
+
+// forwardTrigger sends a trigger to the workers of its tasks.
+func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
+	by := map[*session][]*clusterpb.TaskKey{}
+	var order []*session
+	for _, k := range t.Tasks {
+		s := a.where[taskID(k)]
+		if s == nil {
+			continue
+		}
+		if _, ok := by[s]; !ok {
+			order = append(order, s)
+		}
+		by[s] = append(by[s], k)
+	}
+	for _, s := range order {
+		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Trigger{Trigger: &clusterpb.TriggerCheckpoint{
+			CheckpointId: t.CheckpointId, Kind: t.Kind, Timestamp: t.Timestamp, Tasks: by[s],
+			Location: t.Location, LocationKind: t.LocationKind,
+		}}})
+	}
+}
+
+// taskEnded reports a task's end once.
+func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
+	a.mu.Lock()
+	if !a.started || a.ended[t] {
+		a.mu.Unlock()
+		return
+	}
+	a.ended[t] = true
+	a.mu.Unlock()
+	a.events.TaskEnded(t, err)
+}
+
+// lost ends the tasks of a worker whose session ended.
+func (a *remoteAttempt) lost(s *session) {
+	err := fmt.Errorf("jobmanager: %w", s.err)
+	for _, t := range a.order {
+		if a.where[t] == s {
+			a.taskEnded(t, err)
+		}
+	}
+}
+
+// Tasks implements local.Attempt.
+func (a *remoteAttempt) Tasks() []checkpoint.TaskID { return a.order }
+
+// Metrics implements local.Attempt.
+func (a *remoteAttempt) Metrics() []local.SubtaskMetrics { return a.subtasks }
+
+// Start implements local.Attempt.
+func (a *remoteAttempt) Start() {
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
+	for _, s := range a.sessions {
+		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Start{Start: &clusterpb.Start{}}})
+	}
+	// A worker lost before Start has not reported its tasks yet.
+	for _, s := range a.sessions {
+		select {
+		case <-s.done:
+			a.lost(s)
+		default:
+		}
+	}
+}
+
+// TriggerCheckpoint implements local.Attempt: coordinated chains through
+// the worker hosting their coordinator, the others to their workers.
+func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []local.CoordinatorSnapshot {
+	base := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: loc.Dir(), LocationKind: int32(loc.Kind())}
+	coordinated := map[*session]*clusterpb.CheckpointCoordinators{}
+	plain := map[*session][]*clusterpb.TaskKey{}
+	var order []*session
+	for _, t := range tasks {
+		if s := a.coordAt[t.Vertex]; s != nil {
+			cc, ok := coordinated[s]
+			if !ok {
+				cc = &clusterpb.CheckpointCoordinators{Trigger: &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: base.Kind, Location: base.Location, LocationKind: base.LocationKind}}
+				coordinated[s] = cc
+			}
+			if len(cc.Chains) == 0 || cc.Chains[len(cc.Chains)-1] != int32(t.Vertex) {
+				cc.Chains = append(cc.Chains, int32(t.Vertex))
+			}
+			cc.Trigger.Tasks = append(cc.Trigger.Tasks, key(t))
+			continue
+		}
+		s := a.where[t]
+		if _, ok := plain[s]; !ok {
+			order = append(order, s)
+		}
+		plain[s] = append(plain[s], key(t))
+	}
+	for _, s := range a.sessions {
+		if cc, ok := coordinated[s]; ok {
+			s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_CheckpointCoordinators{CheckpointCoordinators: cc}})
+		}
+	}
+	for _, s := range order {
+		t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: base.Kind, Location: base.Location, LocationKind: base.LocationKind, Tasks: plain[s]}
+		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Trigger{Trigger: t}})
+	}
+	return nil
+}
+
+func (a *remoteAttempt) broadcast(m *clusterpb.JobMasterMessage) {
+	for _, s := range a.sessions {
+		s.send(m)
+	}
+}
+
+// NotifyComplete implements local.Attempt.
+func (a *remoteAttempt) NotifyComplete(id int64) {
+	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Complete{Complete: &clusterpb.CheckpointNotification{CheckpointId: id}}})
+}
+
+// Abort implements local.Attempt.
+func (a *remoteAttempt) Abort(id int64) {
+	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Abort{Abort: &clusterpb.CheckpointNotification{CheckpointId: id}}})
+}
+
+// AllFinished implements local.Attempt.
+func (a *remoteAttempt) AllFinished() {
+	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_AllFinished{AllFinished: &clusterpb.AllFinished{}}})
+}
+
+// Cancel implements local.Attempt: the workers cancel their tasks; the
+// TaskManagers kill workers that have not ended within the grace period.
+func (a *remoteAttempt) Cancel(cause error) {
+	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Cancel{Cancel: &clusterpb.Cancel{Reason: cause.Error()}}})
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		t := time.NewTimer(a.x.jm.d.cfg.cancelGrace)
+		defer t.Stop()
+		for _, s := range a.sessions {
+			select {
+			case <-s.done:
+			case <-t.C:
+				a.killWorkers()
+				return
+			}
+		}
+	}()
+}
+
+func (a *remoteAttempt) killWorkers() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, addr := range a.tms {
+		if seen[addr] {
+			continue
+		}
+		seen[addr] = true
+		if err := a.x.jm.d.cancelJob(ctx, addr, a.x.jm.id, a.n); err != nil {
+			a.x.jm.log.Warn("stopping workers failed", "taskmanager", addr, "err", err)
+		}
+	}
+}
+
+// abandon stops the workers of an attempt that failed to deploy.
+func (a *remoteAttempt) abandon() {
+	for _, s := range a.sessions {
+		s.close()
+	}
+	a.killWorkers()
+}
+
+// Close implements local.Attempt: the sessions end (the workers exit) and
+// stragglers are killed.
+func (a *remoteAttempt) Close() {
+	for _, s := range a.sessions {
+		s.close()
+	}
+	a.wg.Wait()
+	t := time.NewTimer(a.x.jm.d.cfg.cancelGrace)
+	defer t.Stop()
+	for _, s := range a.sessions {
+		select {
+		case <-s.done:
+		case <-t.C:
+		}
+	}
+	a.killWorkers()
+}

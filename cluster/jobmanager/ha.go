@@ -1,0 +1,183 @@
+package jobmanager
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"path"
+	"sync"
+
+	"github.com/sluice/sluice/fs"
+)
+
+// jobRecord is what the HA store keeps of a submitted job: enough for a new
+// JobManager to run it again from its latest checkpoint.
+type jobRecord struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	BinarySHA256  string            `json:"binary_sha256"`
+	BinarySize    int64             `json:"binary_size"`
+	Args          []string          `json:"args,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Dynamic       map[string]string `json:"dynamic,omitempty"`
+	SubmittedAtMS int64             `json:"submitted_at_ms"`
+	// LatestCheckpoint is the pointer to the job's latest completed
+	// checkpoint (informational: recovery lists the checkpoint storage,
+	// which also holds checkpoints completed after the pointer was written).
+	LatestCheckpoint string `json:"latest_checkpoint,omitempty"`
+}
+
+// haStore keeps job graphs, records and binaries under
+// high-availability.storageDir/<cluster-id>/ (FILESYSTEM HA); with HA off
+// it keeps nothing but the binaries, in the JobManager's working
+// directory.
+type haStore struct {
+	fs      fs.FileSystem
+	dir     string // "" when HA is off
+	log     *slog.Logger
+	mu      sync.Mutex
+	records map[string]*jobRecord
+}
+
+func (h *haStore) enabled() bool { return h.dir != "" }
+
+func (h *haStore) jobDir(id string) string { return path.Join(h.dir, "jobs", id) }
+
+func (h *haStore) writeFile(p string, data []byte) error {
+	tmp := p + ".tmp"
+	h.fs.Remove(tmp)
+	w, err := h.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := h.fs.Remove(p); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	return h.fs.Rename(tmp, p)
+}
+
+// put stores a job before it runs.
+func (h *haStore) put(rec *jobRecord, graphJSON []byte) error {
+	if !h.enabled() {
+		return nil
+	}
+	d := h.jobDir(rec.ID)
+	if err := h.fs.MkdirAll(d); err != nil {
+		return fmt.Errorf("jobmanager: HA store %s: %w", d, err)
+	}
+	if err := h.writeFile(path.Join(d, "graph.json"), graphJSON); err != nil {
+		return fmt.Errorf("jobmanager: HA store: writing the job graph of %s: %w", rec.ID, err)
+	}
+	if err := h.writeRecord(rec); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.records[rec.ID] = rec
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *haStore) writeRecord(rec *jobRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := h.writeFile(path.Join(h.jobDir(rec.ID), "job.json"), b); err != nil {
+		return fmt.Errorf("jobmanager: HA store: writing the record of job %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// checkpointCompleted moves the job's checkpoint pointer.
+func (h *haStore) checkpointCompleted(id, p string) {
+	if !h.enabled() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec, ok := h.records[id]
+	if !ok {
+		return
+	}
+	r := *rec
+	r.LatestCheckpoint = p
+	h.records[id] = &r
+	if err := h.writeRecord(&r); err != nil {
+		h.log.Warn("updating the HA checkpoint pointer failed", "job", id, "err", err)
+	}
+}
+
+// remove forgets a job that reached a terminal status.
+func (h *haStore) remove(id string) {
+	if !h.enabled() {
+		return
+	}
+	h.mu.Lock()
+	delete(h.records, id)
+	h.mu.Unlock()
+	if err := h.fs.RemoveAll(h.jobDir(id)); err != nil {
+		h.log.Warn("removing a finished job from the HA store failed", "job", id, "err", err)
+	}
+}
+
+// load reads the jobs a previous JobManager left running.
+func (h *haStore) load() ([]*jobRecord, map[string][]byte, error) {
+	if !h.enabled() {
+		return nil, nil, nil
+	}
+	entries, err := h.fs.ReadDir(path.Join(h.dir, "jobs"))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("jobmanager: HA store %s: %w", h.dir, err)
+	}
+	var recs []*jobRecord
+	graphs := map[string][]byte{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		d := h.jobDir(e.Name())
+		rb, err := readFile(h.fs, path.Join(d, "job.json"))
+		if err != nil {
+			h.log.Warn("skipping an unreadable job in the HA store", "dir", d, "err", err)
+			continue
+		}
+		var rec jobRecord
+		if err := json.Unmarshal(rb, &rec); err != nil || rec.ID != e.Name() {
+			h.log.Warn("skipping a corrupt job record in the HA store", "dir", d, "err", err)
+			continue
+		}
+		gb, err := readFile(h.fs, path.Join(d, "graph.json"))
+		if err != nil {
+			h.log.Warn("skipping a job without its graph in the HA store", "dir", d, "err", err)
+			continue
+		}
+		recs = append(recs, &rec)
+		graphs[rec.ID] = gb
+		h.mu.Lock()
+		h.records[rec.ID] = &rec
+		h.mu.Unlock()
+	}
+	return recs, graphs, nil
+}
+
+func readFile(fsys fs.FileSystem, p string) ([]byte, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}

@@ -1,0 +1,237 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+)
+
+// jobMaster is the JobMaster of one job: runtime/local's owner loop with
+// an executor whose tasks run in workers, and what the REST API shows of
+// the job.
+type jobMaster struct {
+	d         *Dispatcher
+	id        string
+	name      string
+	graph     *graph.JobGraph
+	plan      *graph.Plan
+	graphJSON []byte
+	binary    blob
+	args      []string
+	env       map[string]string
+	// dynamic are the configuration overrides the job was submitted with,
+	// passed on to its workers.
+	dynamic map[string]string
+	cfg     *conf.Configuration
+	opts    local.Options
+	log     *slog.Logger
+	pool    *slotPool
+	exec    *remoteExecutor
+	job     *local.Job
+	done    chan struct{}
+
+	mu    sync.Mutex
+	stats jobStats
+}
+
+// jobStats is what the REST API reports of a job.
+type jobStats struct {
+	status     local.Status
+	timestamps map[local.Status]int64
+	start, end int64
+	exceptions []JobException
+	ckpt       CheckpointCounts
+	history    []local.CheckpointStats // newest last, bounded
+	latest     *local.CheckpointStats
+	latestSave *local.CheckpointStats
+	latestFail *local.CheckpointStats
+	restored   string
+	err        error
+}
+
+// JobException is a failure of the job, with the time it happened.
+type JobException struct {
+	Millis  int64
+	Message string
+}
+
+// CheckpointCounts count a job's checkpoints.
+type CheckpointCounts struct {
+	Completed, Failed int
+}
+
+const maxHistory = 10
+
+func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
+	jm.mu.Lock()
+	jm.stats.status = s
+	jm.stats.timestamps[s] = at
+	if cause != nil && !local.IsCancelled(cause) {
+		jm.stats.exceptions = append(jm.stats.exceptions, JobException{Millis: at, Message: cause.Error()})
+		if len(jm.stats.exceptions) > maxHistory {
+			jm.stats.exceptions = jm.stats.exceptions[1:]
+		}
+	}
+	if s.Terminal() {
+		jm.stats.end = at
+		jm.stats.err = cause
+	}
+	jm.mu.Unlock()
+	jm.log.Info("job status", "job", jm.id, "status", string(s))
+}
+
+func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
+	jm.mu.Lock()
+	jm.stats.ckpt.Completed++
+	jm.stats.history = appendBounded(jm.stats.history, c)
+	cc := c
+	if c.Kind.IsSavepoint() {
+		jm.stats.latestSave = &cc
+	} else {
+		jm.stats.latest = &cc
+	}
+	jm.mu.Unlock()
+	if !c.Kind.IsSavepoint() {
+		jm.d.ha.checkpointCompleted(jm.id, c.Path)
+	}
+}
+
+func (jm *jobMaster) CheckpointFailed(c local.CheckpointStats) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	jm.stats.ckpt.Failed++
+	jm.stats.history = appendBounded(jm.stats.history, c)
+	cc := c
+	jm.stats.latestFail = &cc
+}
+
+func appendBounded(h []local.CheckpointStats, c local.CheckpointStats) []local.CheckpointStats {
+	h = append(h, c)
+	if len(h) > maxHistory {
+		h = h[1:]
+	}
+	return h
+}
+
+// start runs the job.
+func (jm *jobMaster) start(ctx context.Context, recover bool) error {
+	jm.opts.Executor = jm.exec
+	jm.opts.Listener = jm
+	jm.opts.JobID = jm.id
+	jm.opts.Recover = recover
+	jm.opts.Log = jm.log
+	jm.opts.FileSystems = jm.d.cfg.FileSystems
+	jm.mu.Lock()
+	jm.stats.status = local.StatusCreated
+	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: time.Now().UnixMilli()}
+	jm.stats.start = time.Now().UnixMilli()
+	jm.mu.Unlock()
+	j, err := local.Start(ctx, jm.plan, jm.opts)
+	if err != nil {
+		return err
+	}
+	jm.job = j
+	go func() {
+		_, err := j.Wait()
+		jm.finish(err)
+	}()
+	return nil
+}
+
+// finish releases the job's slots once it has ended.
+func (jm *jobMaster) finish(err error) {
+	slots := jm.pool.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if derr := jm.declareSlots(ctx, 0); derr != nil {
+		jm.log.Debug("ending the slot demand failed", "job", jm.id, "err", derr)
+	}
+	byTM := map[string][]string{}
+	for _, s := range slots {
+		byTM[s.tmAddr] = append(byTM[s.tmAddr], s.allocation)
+	}
+	for addr, ids := range byTM {
+		if c, cerr := jm.d.taskManager(addr); cerr == nil {
+			if _, ferr := c.FreeSlots(ctx, &clusterpb.FreeSlotsRequest{JobId: jm.id, AllocationIds: ids}); ferr != nil {
+				jm.log.Debug("freeing slots failed", "taskmanager", addr, "err", ferr)
+			}
+		}
+	}
+	jm.d.jobEnded(jm, err)
+	close(jm.done)
+}
+
+// declareSlots tells the ResourceManager how many slots the job needs.
+func (jm *jobMaster) declareSlots(ctx context.Context, n int) error {
+	if jm.d.cfg.ResourceManager == nil {
+		return errors.New("jobmanager: no ResourceManager")
+	}
+	_, err := jm.d.cfg.ResourceManager.DeclareSlots(ctx, &clusterpb.SlotDemand{JobId: jm.id, JobMasterAddress: jm.d.cfg.RPCAddress, Slots: int32(n)})
+	if err != nil {
+		return fmt.Errorf("jobmanager: declaring %d slots for job %s: %w", n, jm.id, err)
+	}
+	return nil
+}
+
+// Info is a snapshot of a job for the REST API.
+type Info struct {
+	ID, Name   string
+	Status     local.Status
+	Timestamps map[local.Status]int64
+	// StartMillis and EndMillis (0 while running) are wall-clock times.
+	StartMillis, EndMillis int64
+	Plan                   *graph.Plan
+	Graph                  *graph.JobGraph
+	Exceptions             []JobException
+	Checkpoints            CheckpointCounts
+	History                []local.CheckpointStats
+	LatestCheckpoint       *local.CheckpointStats
+	LatestSavepoint        *local.CheckpointStats
+	LatestFailed           *local.CheckpointStats
+	// Subtasks are the metrics of the current attempt.
+	Subtasks []local.SubtaskMetrics
+	Err      error
+	// CheckpointInterval is 0 without checkpointing.
+	CheckpointInterval time.Duration
+}
+
+func (jm *jobMaster) info() Info {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	st := jm.stats
+	in := Info{ID: jm.id, Name: jm.name, Status: st.status, Timestamps: map[local.Status]int64{},
+		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
+		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
+		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
+		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err}
+	for k, v := range st.timestamps {
+		in.Timestamps[k] = v
+	}
+	if c := jm.opts.Checkpoints; c != nil {
+		in.CheckpointInterval = c.Coordinator.Interval
+	}
+	if jm.job != nil {
+		in.Subtasks = jm.job.Metrics()
+	}
+	return in
+}
+
+// kindOf maps savepoint requests to checkpoint kinds.
+func kindOf(stop, drain bool) checkpoint.Kind {
+	switch {
+	case stop && drain:
+		return checkpoint.SavepointTerminate
+	case stop:
+		return checkpoint.SavepointSuspend
+	}
+	return checkpoint.Savepoint
+}
