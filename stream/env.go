@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
@@ -52,6 +53,8 @@ const (
 type Environment struct {
 	graph          graph.JobGraph
 	parallelism    int
+	// workerDep is set in a worker process (SLUICE_EXECUTION_TARGET=worker).
+	workerDep *worker.Deployment
 	maxParallelism int
 	mode           RuntimeMode
 	clock          clock.Clock
@@ -178,6 +181,17 @@ func NewEnvironment(opts ...Option) *Environment {
 			e.fail(err)
 		}
 	}
+	if dyn, dep, err := dynamicProperties(); err != nil {
+		e.fail(err)
+	} else {
+		e.workerDep = dep
+		if dyn != nil {
+			e.config = e.config.Merge(dyn)
+			if _, err := e.config.Validate(); err != nil {
+				e.fail(err)
+			}
+		}
+	}
 	for _, p := range e.presets {
 		e.config = p(e.config)
 	}
@@ -296,6 +310,21 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 		return nil, joinBuildErrors(e.errs)
 	}
 	g := e.Graph(name)
+	tgt, err := target()
+	if err != nil {
+		return nil, err
+	}
+	switch tgt {
+	case targetPlan:
+		if err := g.Validate(); err != nil {
+			return nil, err
+		}
+		return nil, writePlan(g)
+	case targetWorker:
+		return nil, e.runWorker(ctx, g)
+	case targetRemote:
+		return e.submitRemote(ctx, g)
+	}
 	mode, err := e.resolveMode(g)
 	if err != nil {
 		return nil, err

@@ -44,7 +44,7 @@ type Config struct {
 	// JobMaster service at.
 	RPCAddress string
 	// ResourceManager takes the JobMasters' slot demands.
-	ResourceManager clusterpb.ResourceManagerClient
+	ResourceManager SlotDeclarer
 	// FileSystems resolves checkpoint, savepoint and HA storage URIs.
 	FileSystems *fs.Resolver
 	// WorkDir holds the job binaries when HA is off.
@@ -58,6 +58,12 @@ type dispatcherConfig struct {
 	Config
 	rpcAddress                                          string
 	slotRequestTimeout, workerStartTimeout, cancelGrace time.Duration
+}
+
+// SlotDeclarer takes a job's slot demand: the ResourceManager, in the
+// JobManager's process.
+type SlotDeclarer interface {
+	DeclareSlots(ctx context.Context, d *clusterpb.SlotDemand) (*clusterpb.SlotDemandAck, error)
 }
 
 // Dispatcher accepts jobs, runs a JobMaster for each, and keeps them in the

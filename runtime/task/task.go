@@ -246,6 +246,9 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 }
 
 // typeOfEdge is the record type carried by e.
+// EdgeType is the TypeOps of the records on edge e.
+func EdgeType(g *graph.JobGraph, e *graph.Edge) TypeOps { return typeOfEdge(g, e) }
+
 func typeOfEdge(g *graph.JobGraph, e *graph.Edge) TypeOps {
 	fac := g.Node(e.From).Impl.(Factory)
 	if e.SideOutput != "" {

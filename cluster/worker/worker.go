@@ -1,0 +1,478 @@
+// Package worker runs a job's tasks inside the job binary, on a
+// TaskManager. A TaskManager starts the binary with
+// SLUICE_EXECUTION_TARGET=worker; the program builds its job graph as
+// always, and stream.Execute hands it to Run instead of running it
+// locally. The worker connects to the JobMaster, shows it the graph's
+// fingerprint, and runs the subtasks it is given: the records of an
+// operator chain stay in this process; exchanges with subtasks in other
+// workers go over runtime/netexchange.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/runtime/netexchange"
+	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// Deployment is what the TaskManager tells a worker it starts (the JSON
+// file named by SLUICE_WORKER_DEPLOYMENT).
+type Deployment struct {
+	TaskManagerID    string            `json:"task_manager_id"`
+	JobID            string            `json:"job_id"`
+	Attempt          int32             `json:"attempt"`
+	WorkerID         string            `json:"worker_id"`
+	JobMasterAddress string            `json:"job_master_address"`
+	Configuration    map[string]string `json:"configuration,omitempty"`
+	// DataHost is the host the data endpoint listens on and advertises
+	// (taskmanager.host); DataPort its port (0: any).
+	DataHost string `json:"data_host,omitempty"`
+	DataPort int    `json:"data_port,omitempty"`
+}
+
+// ReadDeployment reads a worker's deployment file.
+func ReadDeployment(path string) (*Deployment, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("worker: reading the deployment: %w", err)
+	}
+	var d Deployment
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("worker: the deployment %s: %w", path, err)
+	}
+	var missing []string
+	for name, v := range map[string]string{"job_id": d.JobID, "worker_id": d.WorkerID, "job_master_address": d.JobMasterAddress} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("worker: the deployment %s lacks %s", path, strings.Join(missing, ", "))
+	}
+	return &d, nil
+}
+
+// Run runs the worker until the JobMaster ends its session. opts carry the
+// program's own settings (clock, logger, batching, file systems, state
+// backend); the JobMaster decides the rest.
+func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deployment) error {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("job", dep.JobID, "worker", dep.WorkerID)
+	host := dep.DataHost
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ep, err := netexchange.Listen(netexchange.Config{Address: fmt.Sprintf("%s:%d", host, dep.DataPort), Log: log})
+	if err != nil {
+		return fmt.Errorf("worker: opening the data endpoint: %w", err)
+	}
+	defer ep.Close()
+	conn, err := grpc.NewClient(dep.JobMasterAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("worker: JobMaster address %q: %w", dep.JobMasterAddress, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := clusterpb.NewJobMasterClient(conn).ConnectWorker(ctx)
+	if err != nil {
+		return fmt.Errorf("worker: connecting to the JobMaster at %s: %w", dep.JobMasterAddress, err)
+	}
+	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream,
+		writer: local.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1)}
+	go func() { w.sendDone <- w.sender() }()
+	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{
+		JobId: dep.JobID, Attempt: dep.Attempt, WorkerId: dep.WorkerID, TaskManagerId: dep.TaskManagerID,
+		Fingerprint: plan.Graph.Fingerprint(), DataAddress: ep.Addr(), Pid: int64(os.Getpid()),
+	}}})
+	err = w.receive(ctx)
+	w.shutdown()
+	if errors.Is(err, errSessionEnded) {
+		return nil
+	}
+	return err
+}
+
+var errSessionEnded = errors.New("worker: the JobMaster ended the session")
+
+type worker struct {
+	plan   *graph.Plan
+	opts   local.Options
+	dep    *Deployment
+	log    *slog.Logger
+	ep     *netexchange.Endpoint
+	stream clusterpb.JobMaster_ConnectWorkerClient
+	writer *local.SnapshotWriter
+
+	host    *local.Host
+	here    map[checkpoint.TaskID]bool
+	closers []func()
+	stopMx  chan struct{}
+	mxDone  chan struct{}
+
+	mu       sync.Mutex
+	queue    []*clusterpb.WorkerMessage
+	closed   bool
+	wake     chan struct{}
+	sendDone chan error
+	// failure is a worker-side error that cancelled the tasks.
+	failure error
+}
+
+// send queues a message to the JobMaster; it never blocks.
+func (w *worker) send(m *clusterpb.WorkerMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.queue = append(w.queue, m)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) sender() error {
+	for {
+		w.mu.Lock()
+		q, closed := w.queue, w.closed
+		w.queue = nil
+		w.mu.Unlock()
+		for _, m := range q {
+			if err := w.stream.Send(m); err != nil {
+				return err
+			}
+		}
+		if closed && len(q) == 0 {
+			return w.stream.CloseSend()
+		}
+		if len(q) == 0 {
+			select {
+			case <-w.wake:
+			case <-w.stream.Context().Done():
+				return w.stream.Context().Err()
+			}
+		}
+	}
+}
+
+// receive handles the JobMaster's messages until the session ends.
+func (w *worker) receive(ctx context.Context) error {
+	for {
+		m, err := w.stream.Recv()
+		if err != nil {
+			if ctx.Err() == nil && isEOF(err) {
+				return errSessionEnded
+			}
+			return fmt.Errorf("worker: the JobMaster session ended: %w", err)
+		}
+		switch m := m.Msg.(type) {
+		case *clusterpb.JobMasterMessage_Deploy:
+			err := w.deploy(ctx, m.Deploy)
+			d := &clusterpb.Deployed{}
+			if err != nil {
+				w.log.Error("deploying the tasks failed", "err", err)
+				d.Error = err.Error()
+			}
+			w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Deployed{Deployed: d}})
+		case *clusterpb.JobMasterMessage_Start:
+			if w.host != nil {
+				w.host.Start()
+				w.startMetrics()
+			}
+		case *clusterpb.JobMasterMessage_Trigger:
+			w.trigger(m.Trigger)
+		case *clusterpb.JobMasterMessage_CheckpointCoordinators:
+			w.trigger(m.CheckpointCoordinators.Trigger)
+		case *clusterpb.JobMasterMessage_Complete:
+			if w.host != nil {
+				w.host.NotifyComplete(m.Complete.CheckpointId)
+			}
+		case *clusterpb.JobMasterMessage_Abort:
+			if w.host != nil {
+				w.host.Abort(m.Abort.CheckpointId)
+			}
+		case *clusterpb.JobMasterMessage_OperatorEvent:
+			if w.host != nil {
+				ev := m.OperatorEvent
+				if err := w.host.HandleOperatorEvent(taskID(ev.Task), ev.Payload); err != nil {
+					w.fail(fmt.Errorf("worker: a coordinator failed: %w", err))
+				}
+			}
+		case *clusterpb.JobMasterMessage_CoordinatorEvent:
+			if w.host != nil {
+				w.host.DeliverCoordinatorEvent(taskID(m.CoordinatorEvent.Task), m.CoordinatorEvent.Payload)
+			}
+		case *clusterpb.JobMasterMessage_AllFinished:
+			if w.host != nil {
+				w.host.AllFinished()
+			}
+		case *clusterpb.JobMasterMessage_Cancel:
+			if w.host != nil {
+				w.host.Cancel(errors.New(m.Cancel.Reason))
+			}
+		}
+	}
+}
+
+func isEOF(err error) bool {
+	return err != nil && (err.Error() == "EOF" || strings.HasSuffix(err.Error(), "EOF"))
+}
+
+// fail cancels the tasks because of a worker-side error, which they then
+// report as their failure.
+func (w *worker) fail(err error) {
+	w.mu.Lock()
+	if w.failure == nil {
+		w.failure = err
+	}
+	w.mu.Unlock()
+	w.host.Cancel(err)
+}
+
+func taskID(k *clusterpb.TaskKey) checkpoint.TaskID {
+	return checkpoint.TaskID{Vertex: int(k.GetChain()), Subtask: int(k.GetSubtask())}
+}
+
+func key(t checkpoint.TaskID) *clusterpb.TaskKey {
+	return &clusterpb.TaskKey{Chain: int32(t.Vertex), Subtask: int32(t.Subtask)}
+}
+
+// deploy builds the tasks of the deployment.
+func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
+	if w.host != nil {
+		return errors.New("worker: deployed twice")
+	}
+	opts := w.opts
+	switch d.RuntimeMode {
+	case task.BatchMode.String():
+		opts.Mode = task.BatchMode
+	case task.StreamingMode.String(), "":
+		opts.Mode = task.StreamingMode
+	default:
+		return fmt.Errorf("worker: unknown runtime mode %q", d.RuntimeMode)
+	}
+	w.here = map[checkpoint.TaskID]bool{}
+	var tasks []checkpoint.TaskID
+	for _, k := range d.Tasks {
+		t := taskID(k)
+		if t.Vertex < 0 || t.Vertex >= len(w.plan.Chains) || t.Subtask < 0 || t.Subtask >= w.plan.Chains[t.Vertex].Parallelism {
+			return fmt.Errorf("worker: the deployment names task %s, which the job does not have", t)
+		}
+		w.here[t] = true
+		tasks = append(tasks, t)
+	}
+	peers := map[checkpoint.TaskID]string{}
+	for _, p := range d.Placement {
+		peers[taskID(p.Task)] = p.DataAddress
+	}
+	var restore *local.Restore
+	if d.RestorePath != "" {
+		fsys, p, err := opts.FileSystems.For(d.RestorePath)
+		if err != nil {
+			return fmt.Errorf("worker: restoring from %q: %w", d.RestorePath, err)
+		}
+		if restore, err = local.ReadRestore(w.plan, fsys, p, d.AllowNonRestoredState, w.log); err != nil {
+			return err
+		}
+	}
+	wire, closers, err := w.wiring(ctx, peers)
+	w.closers = closers
+	if err != nil {
+		return err
+	}
+	cfg := local.HostConfig{
+		Plan: w.plan, Tasks: tasks, Wire: wire, Remote: remote{w}, Reporter: reporter{w}, Restore: restore,
+		Mode: opts.Mode, Clock: opts.Clock, Log: w.log, BatchSize: opts.BatchSize,
+		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
+		StateBackend: opts.StateBackend, Writer: w.writer,
+	}
+	for _, ch := range d.Coordinators {
+		cfg.Coordinators = append(cfg.Coordinators, int(ch))
+	}
+	if d.CheckpointingMode != "" {
+		mode, err := checkpoint.ParseMode(d.CheckpointingMode)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		cfg.Checkpointing = &local.HostCheckpointing{Mode: mode, Incremental: d.Incremental}
+	}
+	h, err := local.NewHost(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w.host = h
+	return nil
+}
+
+// trigger starts a checkpoint at tasks here (and, through their
+// coordinators here, elsewhere).
+func (w *worker) trigger(t *clusterpb.TriggerCheckpoint) {
+	if w.host == nil {
+		return
+	}
+	var tasks []checkpoint.TaskID
+	for _, k := range t.Tasks {
+		tasks = append(tasks, taskID(k))
+	}
+	loc, err := w.location(t.CheckpointId, storage.Kind(t.LocationKind), t.Location)
+	if err != nil {
+		for _, id := range tasks {
+			if w.here[id] {
+				w.send(declineMsg(id, t.CheckpointId, err))
+			}
+		}
+		return
+	}
+	w.host.TriggerCheckpoint(t.CheckpointId, checkpoint.Kind(t.Kind), tasks, loc, func(s local.CoordinatorSnapshot) {
+		cs := &clusterpb.CoordinatorState{CheckpointId: t.CheckpointId, Chain: int32(s.Chain), State: s.State}
+		if s.Err != nil {
+			cs.Error = s.Err.Error()
+		}
+		w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_CoordinatorState{CoordinatorState: cs}})
+	})
+}
+
+func (w *worker) location(id int64, kind storage.Kind, dir string) (*storage.Location, error) {
+	fsys, p, err := w.opts.FileSystems.For(dir)
+	if err != nil {
+		return nil, fmt.Errorf("worker: checkpoint location %q: %w", dir, err)
+	}
+	return storage.OpenLocation(fsys, kind, id, p)
+}
+
+func declineMsg(id checkpoint.TaskID, cp int64, err error) *clusterpb.WorkerMessage {
+	return &clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Decline{Decline: &clusterpb.CheckpointDecline{Task: key(id), CheckpointId: cp, Reason: err.Error()}}}
+}
+
+// startMetrics reports the subtasks' metrics every second.
+func (w *worker) startMetrics() {
+	w.stopMx, w.mxDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.mxDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopMx:
+				w.reportMetrics()
+				return
+			case <-t.C:
+				w.reportMetrics()
+			}
+		}
+	}()
+}
+
+func (w *worker) reportMetrics() {
+	r := &clusterpb.MetricsReport{}
+	for i, m := range w.host.Metrics() {
+		id := w.host.Tasks()[i]
+		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
+			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+			BusyMs: m.BusyNanos.Load() / 1e6, BackpressuredMs: m.BackpressuredNanos.Load() / 1e6, IdleMs: m.IdleNanos.Load() / 1e6,
+			Watermark: m.Watermark.Load()})
+	}
+	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: r}})
+}
+
+// shutdown stops the tasks, flushes what is queued for the JobMaster and
+// closes the exchanges.
+func (w *worker) shutdown() {
+	if w.host != nil {
+		w.host.Cancel(errors.New("the worker is shutting down"))
+		w.host.Close()
+	}
+	if w.stopMx != nil {
+		close(w.stopMx)
+		<-w.mxDone
+	}
+	for _, c := range w.closers {
+		c()
+	}
+	w.mu.Lock()
+	w.closed = true
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.sendDone:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// reporter sends the tasks' reports to the JobMaster.
+type reporter struct{ w *worker }
+
+func (r reporter) TaskEnded(id checkpoint.TaskID, err error) {
+	te := &clusterpb.TaskEnded{Task: key(id)}
+	r.w.mu.Lock()
+	failure := r.w.failure
+	r.w.mu.Unlock()
+	switch {
+	case err == nil:
+	case failure != nil:
+		te.Error, te.Recoverable = failure.Error(), restart.Recoverable(failure)
+	case errors.Is(err, context.Canceled):
+		te.Canceled = true
+	default:
+		te.Error, te.Recoverable = err.Error(), restart.Recoverable(err)
+	}
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_TaskEnded{TaskEnded: te}})
+}
+
+func (r reporter) TaskFinished(id checkpoint.TaskID) {
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Finished{Finished: &clusterpb.TaskFinished{Task: key(id)}}})
+}
+
+func (r reporter) Acknowledged(id checkpoint.TaskID, cp int64, handle string, shared []string) {
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Ack{Ack: &clusterpb.CheckpointAck{Task: key(id), CheckpointId: cp, Handle: handle, Shared: shared}}})
+}
+
+func (r reporter) Declined(id checkpoint.TaskID, cp int64, err error) {
+	r.w.send(declineMsg(id, cp, err))
+}
+
+// remote reaches tasks and coordinators in other workers through the
+// JobMaster.
+type remote struct{ w *worker }
+
+func (r remote) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) {
+	t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: loc.Dir(), LocationKind: int32(loc.Kind())}
+	for _, id := range tasks {
+		t.Tasks = append(t.Tasks, key(id))
+	}
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Trigger{Trigger: t}})
+}
+
+func (r remote) CoordinatorEvent(to checkpoint.TaskID, ev []byte) {
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_CoordinatorEvent{CoordinatorEvent: &clusterpb.OperatorEvent{Task: key(to), Payload: ev}}})
+}
+
+func (r remote) OperatorEvent(from checkpoint.TaskID, ev []byte) error {
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_OperatorEvent{OperatorEvent: &clusterpb.OperatorEvent{Task: key(from), Payload: ev}}})
+	return nil
+}
