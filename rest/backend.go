@@ -39,9 +39,10 @@ var (
 // implements it. Methods are called concurrently from request goroutines;
 // ctx ends when the client goes away or the server shuts down.
 //
-// Job IDs are 32 lower-case hexadecimal characters (NewID, ValidID), as in
-// Flink: the server answers 400 to any other job ID before calling the
-// Backend, and 404 for a job the Backend reports as ErrNotFound.
+// Job IDs are 32 hexadecimal characters, as in Flink (NewID makes them):
+// the server reads them in either case and passes them on in lower case,
+// answers 400 to any other job ID before calling the Backend, and 404 for
+// a job the Backend reports as ErrNotFound.
 type Backend interface {
 	// Jobs lists every job the cluster knows, running and ended. It serves
 	// GET /jobs, /jobs/overview and the job counts of /overview, and the

@@ -31,7 +31,8 @@
 //	POST  /jobs/:jobid/stop                          {"targetDirectory", "drain", "formatType"} → 202 {"request-id"}
 //	GET   /jobs/:jobid/savepoints/:triggerid         savepoint and stop status: {"status", "operation": {"location"|"failure-cause"}}
 //
-// Job and trigger IDs are 32 lower-case hexadecimal characters. Errors are
+// Job and trigger IDs are 32 hexadecimal characters (read in either case,
+// written in lower case). Errors are
 // answered as Flink answers them, {"errors": ["..."]}: 400 for a malformed
 // ID, parameter or body (JSON bodies are decoded strictly: an unknown
 // member is an error naming it), 404 for an unknown path, job or trigger,

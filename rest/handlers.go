@@ -27,18 +27,20 @@ func (s *Server) backendCtx(r *http.Request) (context.Context, context.CancelFun
 // jobID reads and checks the {jobid} path parameter; on failure it has
 // answered 400.
 func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id := r.PathValue("jobid")
-	if !ValidID(id) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("job ID %q is malformed: a job ID is 32 lower-case hexadecimal characters (see GET /jobs)", id))
+	raw := r.PathValue("jobid")
+	id, ok := ParseID(raw)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("job ID %q is malformed: a job ID is 32 hexadecimal characters (see GET /jobs)", raw))
 		return "", false
 	}
 	return id, true
 }
 
 func triggerID(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id := r.PathValue("triggerid")
-	if !ValidID(id) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("trigger ID %q is malformed: a trigger ID is the 32 hexadecimal characters of the \"request-id\" the trigger answered", id))
+	raw := r.PathValue("triggerid")
+	id, ok := ParseID(raw)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("trigger ID %q is malformed: a trigger ID is the 32 hexadecimal characters of the \"request-id\" the trigger answered", raw))
 		return "", false
 	}
 	return id, true
@@ -531,11 +533,12 @@ func checkTriggerID(w http.ResponseWriter, id string) (string, bool) {
 	if id == "" {
 		return NewID(), true
 	}
-	if !ValidID(id) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("triggerId %q is malformed: a trigger ID is 32 lower-case hexadecimal characters", id))
+	canon, ok := ParseID(id)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("triggerId %q is malformed: a trigger ID is 32 hexadecimal characters", id))
 		return "", false
 	}
-	return id, true
+	return canon, true
 }
 
 func (s *Server) postSavepoint(w http.ResponseWriter, r *http.Request) {

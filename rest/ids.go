@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // IDs on the REST API (job, vertex, trigger and TaskManager resource IDs)
@@ -27,6 +28,13 @@ func DeriveID(parts ...string) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// ParseID returns s in the canonical lower-case form if it is an ID: 32
+// hexadecimal characters of either case.
+func ParseID(s string) (string, bool) {
+	id := strings.ToLower(s)
+	return id, ValidID(id)
 }
 
 // ValidID reports whether s is 32 lower-case hexadecimal characters.

@@ -242,7 +242,7 @@ func TestEndpoints(t *testing.T) {
 		{"job-plan", "GET", "/jobs/" + jobRunning + "/plan", "", 200},
 		{"job-unknown", "GET", "/jobs/" + jobUnknown, "", 404},
 		{"job-malformed-id", "GET", "/jobs/word-count", "", 400},
-		{"job-upper-case-id", "GET", "/jobs/" + strings.ToUpper(jobRunning), "", 400},
+		{"job", "GET", "/jobs/" + strings.ToUpper(jobRunning), "", 200}, // IDs are read in either case
 		{"exceptions", "GET", "/jobs/" + jobFinished + "/exceptions", "", 200},
 		{"exceptions-max1", "GET", "/jobs/" + jobFinished + "/exceptions?maxExceptions=1", "", 200},
 		{"exceptions-none", "GET", "/jobs/" + jobRunning + "/exceptions", "", 200},

@@ -54,9 +54,9 @@ func jobArg(c *cli.Context, maxArgs int) (string, error) {
 	if c.NArg() > maxArgs {
 		return "", usagef(c, "too many arguments %q: %s", c.Args().Slice()[maxArgs:], c.Command.UsageText)
 	}
-	id := c.Args().First()
-	if !rest.ValidID(id) {
-		return "", usagef(c, "%q is not a job ID: a job ID is 32 hexadecimal characters, as 'sluice list' shows", id)
+	id, ok := rest.ParseID(c.Args().First())
+	if !ok {
+		return "", usagef(c, "%q is not a job ID: a job ID is 32 hexadecimal characters, as 'sluice list' shows", c.Args().First())
 	}
 	return id, nil
 }

@@ -190,12 +190,14 @@ func (c *Client) send(req *http.Request, out any) error {
 	return nil
 }
 
-// checkID rejects a malformed job ID before asking the server, with advice.
-func checkID(what, id string) error {
-	if !rest.ValidID(id) {
-		return fmt.Errorf("restclient: %s %q is not 32 lower-case hexadecimal characters; list jobs with `sluice list`: %w", what, id, rest.ErrBadRequest)
+// checkID rejects a malformed job or trigger ID before asking the server,
+// with advice, and returns its canonical form.
+func checkID(what, id string) (string, error) {
+	canon, ok := rest.ParseID(id)
+	if !ok {
+		return "", fmt.Errorf("restclient: %s %q is not 32 hexadecimal characters; list jobs with `sluice list`: %w", what, id, rest.ErrBadRequest)
 	}
-	return nil
+	return canon, nil
 }
 
 // Config returns the endpoint's dashboard configuration (GET /config).
@@ -231,7 +233,8 @@ func (c *Client) JobsOverview(ctx context.Context) ([]rest.JobOverview, error) {
 
 // Job returns a job's details (GET /jobs/:jobid).
 func (c *Client) Job(ctx context.Context, jobID string) (*rest.JobDetails, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
 	var out rest.JobDetails
@@ -241,7 +244,8 @@ func (c *Client) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 // JobExceptions returns a job's failure history, at most maxExceptions
 // entries (< 0: all the server keeps).
 func (c *Client) JobExceptions(ctx context.Context, jobID string, maxExceptions int) (*rest.JobExceptions, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
 	path := "/jobs/" + jobID + "/exceptions"
@@ -254,7 +258,8 @@ func (c *Client) JobExceptions(ctx context.Context, jobID string, maxExceptions 
 
 // JobCheckpoints returns a job's checkpoint statistics.
 func (c *Client) JobCheckpoints(ctx context.Context, jobID string) (*rest.CheckpointingStatistics, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
 	var out rest.CheckpointingStatistics
@@ -273,7 +278,8 @@ func (c *Client) TaskManagers(ctx context.Context) ([]rest.TaskManagerInfo, erro
 // Cancel asks the cluster to cancel a job (PATCH /jobs/:jobid?mode=cancel)
 // and returns once it accepted; the job is CANCELED shortly after.
 func (c *Client) Cancel(ctx context.Context, jobID string) error {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return err
 	}
 	return c.do(ctx, http.MethodPatch, "/jobs/"+jobID+"?mode=cancel", nil, nil)
@@ -281,7 +287,8 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 
 // JobResult asks once for a job's result: nil while the job has not ended.
 func (c *Client) JobResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
 	var out rest.JobExecutionResult
@@ -352,7 +359,8 @@ func (c *Client) TriggerCheckpoint(ctx context.Context, jobID string, req rest.C
 }
 
 func (c *Client) trigger(ctx context.Context, jobID, path string, req any) (string, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return "", err
 	}
 	var out rest.TriggerResponse
@@ -367,10 +375,12 @@ func (c *Client) trigger(ctx context.Context, jobID, path string, req any) (stri
 
 // SavepointStatus asks once for a savepoint's or stop's status.
 func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (*rest.SavepointStatus, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkID("trigger ID", triggerID); err != nil {
+	triggerID, err = checkID("trigger ID", triggerID)
+	if err != nil {
 		return nil, err
 	}
 	var out rest.SavepointStatus
@@ -379,10 +389,12 @@ func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (
 
 // CheckpointStatus asks once for a checkpoint's status.
 func (c *Client) CheckpointStatus(ctx context.Context, jobID, triggerID string) (*rest.CheckpointStatus, error) {
-	if err := checkID("job ID", jobID); err != nil {
+	jobID, err := checkID("job ID", jobID)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkID("trigger ID", triggerID); err != nil {
+	triggerID, err = checkID("trigger ID", triggerID)
+	if err != nil {
 		return nil, err
 	}
 	var out rest.CheckpointStatus
