@@ -98,6 +98,20 @@ var (
 		"Address the REST endpoint binds to, e.g. 0.0.0.0 for all interfaces.").
 		WithDefaultDoc("(none): the host's address")
 
+	// RESTServerMaxContentLength bounds the size of a request to the REST
+	// endpoint, such as a job submission carrying the job binary.
+	RESTServerMaxContentLength = Memory("rest.server.max-content-length", 256*MiB,
+		"Maximum size of a request to the REST endpoint; a job submission carries the job binary. "+
+			"Larger than Flink's 100 mb because Go job binaries are statically linked.").
+		WithCheck(AtLeast(MemorySize(64 * KiB)))
+
+	// RESTAsyncStoreDuration is how long the outcome of a savepoint, stop or
+	// checkpoint request stays available for status polls.
+	RESTAsyncStoreDuration = Duration("rest.async.store-duration", 5*time.Minute,
+		"How long the REST endpoint keeps the outcome of a completed asynchronous operation "+
+			"(savepoint, stop-with-savepoint, checkpoint) for clients to poll.").
+		WithCheck(positiveDuration)
+
 	// HighAvailabilityType selects the high-availability service.
 	HighAvailabilityType = Enum("high-availability.type", HighAvailabilityNone,
 		[]string{HighAvailabilityNone, HighAvailabilityFileSystem, HighAvailabilityZooKeeper},
@@ -133,7 +147,7 @@ func clusterOptions() []AnyOption {
 		HeartbeatInterval, HeartbeatTimeout,
 		JobManagerRPCAddress, JobManagerRPCPort, JobManagerProcessMemory,
 		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerRPCPort, TaskManagerDataPort,
-		RESTPort, RESTAddress, RESTBindAddress,
+		RESTPort, RESTAddress, RESTBindAddress, RESTServerMaxContentLength, RESTAsyncStoreDuration,
 		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,
 		HighAvailabilityClusterID, SlotRequestTimeout,
 	}

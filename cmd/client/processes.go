@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sluice/sluice/conf"
+)
+
+// Cluster holds what the cluster packages provide to the CLI: the
+// processes of a standalone cluster and the YARN deployment. A nil field
+// makes its command fail with a message saying it is not available.
+type Cluster struct {
+	// JobManager runs a JobManager (Dispatcher, ResourceManager,
+	// JobMasters, REST endpoint) with configuration c until ctx ends
+	// (SIGINT, SIGTERM): cluster/jobmanager.Run.
+	JobManager func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error
+	// TaskManager runs a TaskManager with configuration c until ctx ends:
+	// cluster/taskmanager.Run.
+	TaskManager func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error
+	// YarnCluster returns the REST address (host:port) of the YARN cluster
+	// a job runs on for target yarn-session (the session named by
+	// yarn.application.id) or yarn-application (a new application deployed
+	// for binary); run then submits the job there.
+	YarnCluster func(ctx context.Context, target string, c *conf.Configuration, binary string) (restAddress string, err error)
+}
+
+// clusterProcesses is the wiring of the cluster packages into the CLI.
+//
+// TODO(lead, issue #5): set JobManager to cluster/jobmanager.Run,
+// TaskManager to cluster/taskmanager.Run and, with the YARN work,
+// YarnCluster. Until then those commands report that they are not built in.
+func clusterProcesses() Cluster {
+	return Cluster{}
+}
+
+// errNotBuiltIn reports a cluster process missing from this build.
+var errNotBuiltIn = errors.New("not built into this sluice yet")
+
+func jobManagerCommand(cl Cluster) *cli.Command {
+	return &cli.Command{
+		Name:      "jobmanager",
+		Usage:     "run the JobManager of a standalone cluster",
+		UsageText: "sluice jobmanager [OPTIONS]",
+		Description: "Runs a JobManager in the foreground until interrupted: it accepts jobs on its REST endpoint\n" +
+			"(rest.port, default 8081) and TaskManagers on its RPC port (jobmanager.rpc.port, default 6123).",
+		Flags: append(configFlags(),
+			&cli.StringFlag{Name: "host", Usage: "`HOST` (address) to run on: jobmanager.rpc.address"},
+			&cli.IntFlag{Name: "webui-port", Usage: "`PORT` of the REST endpoint", DefaultText: "rest.port"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef(c, "jobmanager takes no arguments, got %q; use --host and --webui-port", c.Args().Slice())
+			}
+			var extra []string
+			if h := c.String("host"); h != "" {
+				extra = append(extra, conf.DynamicProperty(conf.JobManagerRPCAddress.Key(), h))
+			}
+			if c.IsSet("webui-port") {
+				extra = append(extra, conf.DynamicProperty(conf.RESTPort.Key(), strconv.Itoa(c.Int("webui-port"))))
+			}
+			cfg, err := loadConfig(c, extra...)
+			if err != nil {
+				return err
+			}
+			if cl.JobManager == nil {
+				return fmt.Errorf("sluice jobmanager: the JobManager (cluster/jobmanager, issue #5) is %w", errNotBuiltIn)
+			}
+			return cl.JobManager(c.Context, cfg, processLogger(c, "jobmanager"))
+		},
+	}
+}
+
+func taskManagerCommand(cl Cluster) *cli.Command {
+	return &cli.Command{
+		Name:      "taskmanager",
+		Usage:     "run a TaskManager of a standalone cluster",
+		UsageText: "sluice taskmanager [OPTIONS]",
+		Description: "Runs a TaskManager in the foreground until interrupted: it registers with the JobManager\n" +
+			"(jobmanager.rpc.address:jobmanager.rpc.port) and offers taskmanager.numberOfTaskSlots slots.",
+		Flags: append(configFlags(),
+			&cli.StringFlag{Name: "jobmanager", Aliases: []string{"m"}, Usage: "`host:port` of the JobManager's RPC endpoint: jobmanager.rpc.address and jobmanager.rpc.port"},
+			&cli.StringFlag{Name: "host", Usage: "`HOST` (address) other processes reach this TaskManager at: taskmanager.host"},
+			&cli.IntFlag{Name: "slots", Usage: "number of task slots", DefaultText: "taskmanager.numberOfTaskSlots"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef(c, "taskmanager takes no arguments, got %q; use --jobmanager, --host and --slots", c.Args().Slice())
+			}
+			var extra []string
+			if jm := c.String("jobmanager"); jm != "" {
+				host, port, err := net.SplitHostPort(jm)
+				if _, perr := strconv.Atoi(port); err != nil || perr != nil || host == "" {
+					return usagef(c, "--jobmanager %q is not host:port; give the JobManager's RPC address, e.g. --jobmanager localhost:6123", jm)
+				}
+				extra = append(extra, conf.DynamicProperty(conf.JobManagerRPCAddress.Key(), host),
+					conf.DynamicProperty(conf.JobManagerRPCPort.Key(), port))
+			}
+			if h := c.String("host"); h != "" {
+				extra = append(extra, conf.DynamicProperty("taskmanager.host", h))
+			}
+			if c.IsSet("slots") {
+				extra = append(extra, conf.DynamicProperty(conf.TaskManagerNumberOfTaskSlots.Key(), strconv.Itoa(c.Int("slots"))))
+			}
+			cfg, err := loadConfig(c, extra...)
+			if err != nil {
+				return err
+			}
+			if cl.TaskManager == nil {
+				return fmt.Errorf("sluice taskmanager: the TaskManager (cluster/taskmanager, issue #5) is %w", errNotBuiltIn)
+			}
+			return cl.TaskManager(c.Context, cfg, processLogger(c, "taskmanager"))
+		},
+	}
+}
+
+// processLogger logs a cluster process to stderr.
+func processLogger(c *cli.Context, process string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo})).With("process", process)
+}

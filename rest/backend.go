@@ -1,0 +1,138 @@
+package rest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sluice/sluice/runtime/graph"
+)
+
+// Errors a Backend returns to choose the HTTP status of the answer; wrap
+// them with a message for the user (fmt.Errorf("%w: job %s is not
+// running", rest.ErrConflict, id)): the message is what the client sees in
+// {"errors": [...]}. Any other error answers 500.
+//
+// The client (package restclient) maps the statuses back, so errors.Is
+// works on both sides of the wire.
+var (
+	// ErrNotFound: no such job (404).
+	ErrNotFound = errors.New("rest: not found")
+	// ErrBadRequest: the request cannot be served as asked (400), e.g. a
+	// job graph that does not validate.
+	ErrBadRequest = errors.New("rest: bad request")
+	// ErrConflict: the job is not in a state that allows the operation
+	// (409), e.g. a savepoint of a finished job.
+	ErrConflict = errors.New("rest: conflict with the job's state")
+	// ErrUnavailable: the cluster cannot serve the request now (503), e.g.
+	// it is shutting down or not the leader.
+	ErrUnavailable = errors.New("rest: service unavailable")
+)
+
+// Errors of JobResult.Err.
+var (
+	ErrJobFailed   = errors.New("rest: job failed")
+	ErrJobCanceled = errors.New("rest: job was cancelled")
+	ErrJobUnknown  = errors.New("rest: job ended in an unknown state")
+)
+
+// Backend is what the REST server serves: the JobManager's Dispatcher
+// implements it. Methods are called concurrently from request goroutines;
+// ctx ends when the client goes away or the server shuts down.
+//
+// Job IDs are 32 hexadecimal characters, as in Flink (NewID makes them):
+// the server reads them in either case and passes them on in lower case,
+// answers 400 to any other job ID before calling the Backend, and 404 for
+// a job the Backend reports as ErrNotFound.
+type Backend interface {
+	// Jobs lists every job the cluster knows, running and ended. It serves
+	// GET /jobs, /jobs/overview and the job counts of /overview, and the
+	// server checks with it that a job exists (and has not ended) before
+	// triggering a savepoint, stop or checkpoint.
+	Jobs(ctx context.Context) ([]JobOverview, error)
+
+	// Job returns a job's details (GET /jobs/:jobid and /jobs/:jobid/plan).
+	// The server sets Now.
+	Job(ctx context.Context, jobID string) (*JobDetails, error)
+
+	// JobExceptions returns the job's failure history, newest first
+	// (GET /jobs/:jobid/exceptions); the server applies maxExceptions and
+	// derives Flink's deprecated members from the newest entry.
+	JobExceptions(ctx context.Context, jobID string) ([]RootExceptionInfo, error)
+
+	// JobCheckpoints returns the job's checkpoint statistics (GET
+	// /jobs/:jobid/checkpoints), built with NewCheckpointingStatistics. A
+	// job without checkpointing answers an error wrapping ErrNotFound that
+	// says so.
+	JobCheckpoints(ctx context.Context, jobID string) (*CheckpointingStatistics, error)
+
+	// JobResult returns how the job ended, or nil while it has not ended
+	// for good (GET /jobs/:jobid/execution-result).
+	JobResult(ctx context.Context, jobID string) (*JobResult, error)
+
+	// SubmitJob accepts a job and returns its ID (POST /jobs). It returns
+	// once the job is accepted, not when it runs. s.BinaryPath is a file
+	// the server received and deletes after SubmitJob returns: keep a copy
+	// (e.g. in the blob store). A job the cluster cannot run (bad
+	// configuration, unusable graph) is an error wrapping ErrBadRequest.
+	SubmitJob(ctx context.Context, s *Submission) (jobID string, err error)
+
+	// CancelJob starts cancelling the job and returns (PATCH
+	// /jobs/:jobid?mode=cancel). A job that has ended is ErrConflict.
+	CancelJob(ctx context.Context, jobID string) error
+
+	// TriggerSavepoint takes a savepoint and returns its location, blocking
+	// until it is complete or fails (POST /jobs/:jobid/savepoints). The
+	// server calls it on a goroutine of its own and serves the outcome to
+	// status polls; ctx ends when the server shuts down.
+	TriggerSavepoint(ctx context.Context, jobID string, req SavepointRequest) (location string, err error)
+
+	// StopWithSavepoint takes a savepoint, stops the job (after ending
+	// event time if req.Drain) and returns the savepoint's location,
+	// blocking like TriggerSavepoint (POST /jobs/:jobid/stop).
+	StopWithSavepoint(ctx context.Context, jobID string, req SavepointRequest) (location string, err error)
+
+	// TriggerCheckpoint takes a checkpoint and returns its ID, blocking
+	// like TriggerSavepoint (POST /jobs/:jobid/checkpoints).
+	TriggerCheckpoint(ctx context.Context, jobID string, full bool) (checkpointID int64, err error)
+
+	// TaskManagers lists the registered TaskManagers (GET /taskmanagers and
+	// the TaskManager and slot counts of /overview and /metrics).
+	TaskManagers(ctx context.Context) ([]TaskManagerInfo, error)
+
+	// Metrics returns the current metrics of the jobs for GET /metrics.
+	Metrics(ctx context.Context) (*MetricsSnapshot, error)
+}
+
+// Submission is a job received by POST /jobs.
+type Submission struct {
+	// Graph is the job graph, decoded and validated (graph.Validate).
+	Graph *graph.JobGraph
+	// GraphJSON is the job graph as received.
+	GraphJSON []byte
+	// BinaryPath is the received job binary; it exists only during
+	// Backend.SubmitJob.
+	BinaryPath string
+	// BinarySHA256 is the hex SHA-256 of the binary.
+	BinarySHA256 string
+	// BinaryName is the file name the client gave the binary.
+	BinaryName string
+	// Args are the job program's arguments.
+	Args []string
+	// SavepointPath, AllowNonRestoredState: restore from this savepoint.
+	SavepointPath         string
+	AllowNonRestoredState bool
+	// Configuration overrides Graph.Config, key to value.
+	Configuration map[string]string
+}
+
+// SavepointRequest says how to take a savepoint.
+type SavepointRequest struct {
+	// TargetDirectory: "" means the job's configured savepoint directory.
+	TargetDirectory string
+	// CancelJob cancels the job after the savepoint (savepoints only).
+	CancelJob bool
+	// Drain ends event time before the savepoint (stop only).
+	Drain bool
+	// Format is FormatCanonical or FormatNative.
+	Format string
+}

@@ -1,0 +1,59 @@
+// Package rest is the REST endpoint of a Sluice JobManager: Apache Flink's
+// REST API (paths, methods, JSON shapes and status codes), so that Flink
+// users' tools and habits work, and Prometheus metrics.
+//
+// The JobManager's Dispatcher implements Backend; New serves it on
+// rest.bind-address:rest.port (ConfigFrom reads the settings). Package
+// restclient is the matching client.
+//
+// # Endpoints
+//
+// Every path is also served under Flink's version prefix, /v1/....
+//
+//	GET   /config                                    web UI configuration: version, time zone, features
+//	GET   /overview                                  TaskManagers, slots, jobs per state
+//	GET   /jobmanager/config                         cluster configuration [{key, value}], secrets masked
+//	GET   /taskmanagers                              registered TaskManagers
+//	GET   /metrics                                   Prometheus metrics (see below)
+//	GET   /jobs                                      {"jobs": [{id, status}]}
+//	POST  /jobs                                      submit a job (multipart; see SubmitRequest) → 202 {"jobUrl"}
+//	GET   /jobs/overview                             {"jobs": [JobOverview]}
+//	GET   /jobs/:jobid                               JobDetails: vertices, status, timestamps, plan
+//	PATCH /jobs/:jobid?mode=cancel                   cancel → 202
+//	GET   /jobs/:jobid/plan                          {"plan": JobPlan}
+//	GET   /jobs/:jobid/exceptions[?maxExceptions=N]  failure history
+//	GET   /jobs/:jobid/execution-result              {"status": {"id": IN_PROGRESS|COMPLETED}, "job-execution-result"}
+//	GET   /jobs/:jobid/checkpoints                   checkpoint counts, summary, latest, history
+//	GET   /jobs/:jobid/checkpoints/details/:id       one checkpoint of the history
+//	POST  /jobs/:jobid/checkpoints                   {"checkpointType": CONFIGURED|FULL} → 202 {"request-id"}
+//	GET   /jobs/:jobid/checkpoints/:triggerid        {"status", "operation": {"checkpointId"|"failure-cause"}}
+//	POST  /jobs/:jobid/savepoints                    {"target-directory", "cancel-job", "formatType"} → 202 {"request-id"}
+//	POST  /jobs/:jobid/stop                          {"targetDirectory", "drain", "formatType"} → 202 {"request-id"}
+//	GET   /jobs/:jobid/savepoints/:triggerid         savepoint and stop status: {"status", "operation": {"location"|"failure-cause"}}
+//
+// Job and trigger IDs are 32 hexadecimal characters (read in either case,
+// written in lower case). Errors are
+// answered as Flink answers them, {"errors": ["..."]}: 400 for a malformed
+// ID, parameter or body (JSON bodies are decoded strictly: an unknown
+// member is an error naming it), 404 for an unknown path, job or trigger,
+// 405 (with Allow) for a method a path does not serve, 409 for an operation
+// the job's state does not allow, 413 for a body over
+// rest.server.max-content-length, 500 for a failure of the server, which is
+// logged; a panic in a handler is recovered, logged and answered 500.
+//
+// Savepoints, stop-with-savepoint and checkpoints are asynchronous: the
+// POST answers a trigger ID at once and the server runs the Backend's
+// blocking call on a goroutine it owns; GET .../:triggerid answers
+// IN_PROGRESS until it completes, then its outcome for
+// rest.async.store-duration. A request carrying a "triggerId" already in use
+// for the job is answered with that operation rather than starting another,
+// so clients may retry a trigger safely.
+//
+// # Metrics
+//
+// GET /metrics serves the cluster's metrics in the Prometheus text format,
+// from a registry of the server's own (never the global one) whose
+// collector asks the Backend at each scrape. Metric names and labels are
+// those of Flink's Prometheus reporter; see the list at the metric
+// declarations in metrics.go.
+package rest

@@ -1,0 +1,172 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/resttest"
+)
+
+// scrape reads /metrics and parses it as Prometheus would.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	r := do(t, "GET", url+"/metrics", "", nil)
+	if r.status != 200 {
+		t.Fatalf("GET /metrics: %d %s", r.status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v\n%s", err, r.body)
+	}
+	return fams
+}
+
+// sample returns the value of the series of family name with the given
+// labels (a subset of the series' labels).
+func sample(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	t.Helper()
+	f, ok := fams[name]
+	if !ok {
+		t.Fatalf("metric %s missing", name)
+	}
+	var found []float64
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range labels {
+			if have[k] != v {
+				match = false
+			}
+		}
+		if match {
+			found = append(found, m.GetGauge().GetValue())
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s%v: %d series match", name, labels, len(found))
+	}
+	return found[0]
+}
+
+func TestMetrics(t *testing.T) {
+	b, clk := fixture(t)
+	b.SetMetrics(&rest.MetricsSnapshot{Jobs: []rest.JobMetrics{{
+		JobID: jobRunning, JobName: "word count", Restarts: 2,
+		Checkpoints: rest.CheckpointMetrics{Completed: 7, Failed: 1, InProgress: 1, LastDuration: 350, LastSize: 4096, LastFullSize: 65536, LastRestoreTimestamp: -1},
+		Subtasks: []rest.SubtaskMetrics{
+			{VertexID: vertexA, VertexName: "Source: lines -> Flat Map", Subtask: 0, Attempt: 2, TaskManagerID: "tm-1", Host: "127.0.0.1",
+				RecordsIn: 0, RecordsOut: 1000, BytesOut: 8192, BusyMillis: 1500, BackpressuredMillis: 250, IdleMillis: 10, Watermark: math.MinInt64},
+			{VertexID: vertexB, VertexName: "Count -> Sink: print", Subtask: 1, Attempt: 2, TaskManagerID: "tm-2", Host: "127.0.0.1",
+				RecordsIn: 480, RecordsOut: 12, BytesIn: 4000, BusyMillis: 90, IdleMillis: 3000, Watermark: 1_700_000_000_123},
+		},
+	}}})
+	s := serve(t, b, clk, nil)
+	fams := scrape(t, s.URL())
+	job := map[string]string{"job_id": jobRunning, "job_name": "word count"}
+	src := map[string]string{"job_id": jobRunning, "job_name": "word count", "task_id": vertexA, "task_name": "Source: lines -> Flat Map",
+		"subtask_index": "0", "task_attempt_num": "2", "tm_id": "tm-1", "host": "127.0.0.1"}
+	sink := map[string]string{"task_id": vertexB, "subtask_index": "1", "tm_id": "tm-2"}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"flink_jobmanager_numRegisteredTaskManagers", nil, 2},
+		{"flink_jobmanager_taskSlotsTotal", nil, 4},
+		{"flink_jobmanager_taskSlotsAvailable", nil, 1},
+		{"flink_jobmanager_numRunningJobs", nil, 2},
+		{"flink_jobmanager_job_numRestarts", job, 2},
+		{"flink_jobmanager_job_numberOfCompletedCheckpoints", job, 7},
+		{"flink_jobmanager_job_numberOfFailedCheckpoints", job, 1},
+		{"flink_jobmanager_job_numberOfInProgressCheckpoints", job, 1},
+		{"flink_jobmanager_job_totalNumberOfCheckpoints", job, 9},
+		{"flink_jobmanager_job_lastCheckpointDuration", job, 350},
+		{"flink_jobmanager_job_lastCheckpointSize", job, 4096},
+		{"flink_jobmanager_job_lastCheckpointFullSize", job, 65536},
+		{"flink_jobmanager_job_lastCheckpointRestoreTimestamp", job, -1},
+		{"flink_taskmanager_job_task_numRecordsIn", src, 0},
+		{"flink_taskmanager_job_task_numRecordsOut", src, 1000},
+		{"flink_taskmanager_job_task_numBytesOut", src, 8192},
+		{"flink_taskmanager_job_task_accumulatedBusyTime", src, 1500},
+		{"flink_taskmanager_job_task_accumulatedBackpressuredTime", src, 250},
+		{"flink_taskmanager_job_task_accumulatedIdleTime", src, 10},
+		{"flink_taskmanager_job_task_currentInputWatermark", src, math.MinInt64},
+		{"flink_taskmanager_job_task_numRecordsIn", sink, 480},
+		{"flink_taskmanager_job_task_numBytesIn", sink, 4000},
+		{"flink_taskmanager_job_task_currentInputWatermark", sink, 1_700_000_000_123},
+	} {
+		if got := sample(t, fams, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "process_open_fds"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("runtime metric %s missing", name)
+		}
+	}
+	if f := fams["flink_taskmanager_job_task_numRecordsIn"]; f.GetType() != dto.MetricType_GAUGE {
+		t.Errorf("type %v, want gauge as in Flink's reporter", f.GetType())
+	}
+	// The label names are Flink's, in full.
+	var names []string
+	for _, l := range fams["flink_taskmanager_job_task_numRecordsOut"].Metric[0].Label {
+		names = append(names, l.GetName())
+	}
+	sort.Strings(names)
+	if got, want := strings.Join(names, ","), "host,job_id,job_name,subtask_index,task_attempt_num,task_id,task_name,tm_id"; got != want {
+		t.Errorf("labels %s, want %s", got, want)
+	}
+}
+
+// A failing backend still serves what it can: the runtime's metrics.
+func TestMetricsBackendFailure(t *testing.T) {
+	b, clk := fixture(t)
+	b.Err = rest.ErrUnavailable
+	s := serve(t, b, clk, nil)
+	fams := scrape(t, s.URL())
+	if _, ok := fams["go_goroutines"]; !ok {
+		t.Error("runtime metrics missing")
+	}
+	if _, ok := fams["flink_jobmanager_numRunningJobs"]; ok {
+		t.Error("a cluster metric was served from a failing backend")
+	}
+}
+
+// A label value that is not UTF-8 drops that series only; a panicking
+// backend drops the cluster's metrics only.
+func TestMetricsBadInput(t *testing.T) {
+	b, clk := fixture(t)
+	b.SetMetrics(&rest.MetricsSnapshot{Jobs: []rest.JobMetrics{
+		{JobID: jobRunning, JobName: "bad \xff name", Restarts: 1},
+		{JobID: jobFinished, JobName: "good", Restarts: 3},
+	}})
+	s := serve(t, b, clk, nil)
+	fams := scrape(t, s.URL())
+	if got := sample(t, fams, "flink_jobmanager_job_numRestarts", map[string]string{"job_id": jobFinished}); got != 3 {
+		t.Errorf("numRestarts of the good job = %v", got)
+	}
+	s2 := serve(t, metricsPanic{b}, clk, nil)
+	if fams := scrape(t, s2.URL()); fams["go_goroutines"] == nil {
+		t.Error("runtime metrics missing after a backend panic")
+	}
+}
+
+type metricsPanic struct{ *resttest.Backend }
+
+func (metricsPanic) Metrics(context.Context) (*rest.MetricsSnapshot, error) { panic("metrics boom") }

@@ -1,0 +1,393 @@
+// Package resttest provides an in-memory rest.Backend for tests of the REST
+// server, its client and the CLI: a working fake cluster whose jobs are
+// records that tests add, submit, and move between states.
+package resttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/graph"
+)
+
+// Job is one job of the fake cluster.
+type Job struct {
+	Overview    rest.JobOverview
+	Details     rest.JobDetails
+	Exceptions  []rest.RootExceptionInfo
+	Checkpoints *rest.CheckpointingStatistics // nil: checkpointing not enabled
+	Result      *rest.JobResult               // nil while the job runs
+}
+
+// Received is a submission as the fake received it.
+type Received struct {
+	JobID      string
+	Submission rest.Submission
+	// Binary is the content of the binary; BinaryPath is gone after
+	// SubmitJob returned.
+	Binary []byte
+}
+
+// Backend is an in-memory rest.Backend. The zero value is not usable; call
+// New. Set the hook fields before serving requests.
+type Backend struct {
+	// Clock gives start and end times. Default: a manual clock at 1 000 000.
+	Clock clock.Clock
+	// Savepoint, Stop and Checkpoint run the operations when set. By
+	// default a savepoint completes at once at
+	// <target>/savepoint-<job prefix>-<n> ("" target: an ErrBadRequest
+	// error), a stop also ends the job FINISHED, and a checkpoint completes
+	// with the next checkpoint ID.
+	Savepoint  func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
+	Stop       func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
+	Checkpoint func(ctx context.Context, jobID string, full bool) (int64, error)
+	// AutoFinish, when set, ends every submitted job at once with this
+	// application status (SUCCEEDED, FAILED or CANCELED).
+	AutoFinish string
+	// Err, when set, is returned by every call (e.g. rest.ErrUnavailable).
+	Err error
+
+	mu struct {
+		sync.Mutex
+		jobs        map[string]*Job
+		order       []string
+		tms         []rest.TaskManagerInfo
+		metrics     *rest.MetricsSnapshot
+		received    []Received
+		savepoints  int
+		checkpoints int64
+	}
+}
+
+var _ rest.Backend = (*Backend)(nil)
+
+// New returns an empty fake cluster.
+func New() *Backend {
+	b := &Backend{Clock: clock.NewManual(1_000_000)}
+	b.mu.jobs = map[string]*Job{}
+	return b
+}
+
+// AddJob adds a job (its Overview.ID must be set).
+func (b *Backend) AddJob(j Job) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.mu.jobs[j.Overview.ID]; !ok {
+		b.mu.order = append(b.mu.order, j.Overview.ID)
+	}
+	jj := j
+	b.mu.jobs[j.Overview.ID] = &jj
+}
+
+// SetState moves a job to state s.
+func (b *Backend) SetState(id string, s rest.JobState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j, ok := b.mu.jobs[id]; ok {
+		b.setStateLocked(j, s)
+	}
+}
+
+// REQUIRES: b.mu held.
+func (b *Backend) setStateLocked(j *Job, s rest.JobState) {
+	now := b.Clock.NowMillis()
+	j.Overview.State, j.Details.State = s, s
+	j.Overview.LastModification = now
+	if j.Details.Timestamps == nil {
+		j.Details.Timestamps = map[rest.JobState]int64{}
+	}
+	j.Details.Timestamps[s] = now
+	if s.IsGloballyTerminal() {
+		j.Overview.EndTime, j.Details.EndTime = now, now
+		j.Overview.Duration = now - j.Overview.StartTime
+		j.Details.Duration = j.Overview.Duration
+		if j.Result == nil {
+			status := map[rest.JobState]string{rest.JobFinished: rest.AppSucceeded, rest.JobFailed: rest.AppFailed, rest.JobCanceled: rest.AppCanceled}[s]
+			j.Result = &rest.JobResult{ID: j.Overview.ID, ApplicationStatus: status, NetRuntime: j.Overview.Duration}
+		}
+	}
+}
+
+// Finish ends a job with result r (its state follows r.ApplicationStatus).
+func (b *Backend) Finish(id string, r rest.JobResult) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, ok := b.mu.jobs[id]
+	if !ok {
+		return
+	}
+	r.ID = id
+	j.Result = &r
+	switch r.ApplicationStatus {
+	case rest.AppSucceeded:
+		b.setStateLocked(j, rest.JobFinished)
+	case rest.AppCanceled:
+		b.setStateLocked(j, rest.JobCanceled)
+	default:
+		b.setStateLocked(j, rest.JobFailed)
+	}
+}
+
+// SetTaskManagers sets the registered TaskManagers.
+func (b *Backend) SetTaskManagers(tms []rest.TaskManagerInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.tms = slices.Clone(tms)
+}
+
+// SetMetrics sets what Metrics returns.
+func (b *Backend) SetMetrics(m *rest.MetricsSnapshot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.metrics = m
+}
+
+// Received returns the submissions received so far.
+func (b *Backend) Received() []Received {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.mu.received)
+}
+
+// State returns a job's state.
+func (b *Backend) State(id string) (rest.JobState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, ok := b.mu.jobs[id]
+	if !ok {
+		return "", false
+	}
+	return j.Overview.State, true
+}
+
+func (b *Backend) job(id string) (*Job, error) {
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	j, ok := b.mu.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: job %s", rest.ErrNotFound, id)
+	}
+	return j, nil
+}
+
+// Jobs implements rest.Backend.
+func (b *Backend) Jobs(context.Context) ([]rest.JobOverview, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	out := make([]rest.JobOverview, 0, len(b.mu.order))
+	for _, id := range b.mu.order {
+		out = append(out, b.mu.jobs[id].Overview)
+	}
+	return out, nil
+}
+
+// Job implements rest.Backend.
+func (b *Backend) Job(_ context.Context, id string) (*rest.JobDetails, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, err := b.job(id)
+	if err != nil {
+		return nil, err
+	}
+	d := j.Details
+	return &d, nil
+}
+
+// JobExceptions implements rest.Backend.
+func (b *Backend) JobExceptions(_ context.Context, id string) ([]rest.RootExceptionInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, err := b.job(id)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(j.Exceptions), nil
+}
+
+// JobCheckpoints implements rest.Backend.
+func (b *Backend) JobCheckpoints(_ context.Context, id string) (*rest.CheckpointingStatistics, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, err := b.job(id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Checkpoints == nil {
+		return nil, fmt.Errorf("%w: checkpointing is not enabled for job %s", rest.ErrNotFound, id)
+	}
+	c := *j.Checkpoints
+	return &c, nil
+}
+
+// JobResult implements rest.Backend.
+func (b *Backend) JobResult(_ context.Context, id string) (*rest.JobResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, err := b.job(id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Result == nil {
+		return nil, nil
+	}
+	r := *j.Result
+	return &r, nil
+}
+
+// SubmitJob implements rest.Backend: the job starts RUNNING with one vertex
+// per chain of its graph.
+func (b *Backend) SubmitJob(_ context.Context, s *rest.Submission) (string, error) {
+	if b.Err != nil {
+		return "", b.Err
+	}
+	bin, err := os.ReadFile(s.BinaryPath)
+	if err != nil {
+		return "", fmt.Errorf("resttest: reading the received binary: %w", err)
+	}
+	plan, err := graph.BuildPlan(s.Graph)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", rest.ErrBadRequest, err)
+	}
+	id := rest.NewID()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.Clock.NowMillis()
+	vid := func(c *graph.Chain) string { return rest.DeriveID(id, strconv.Itoa(c.ID)) }
+	j := &Job{
+		Overview: rest.JobOverview{ID: id, Name: s.Graph.Name, StartTime: now, EndTime: -1, LastModification: now},
+		Details: rest.JobDetails{ID: id, Name: s.Graph.Name, JobType: "STREAMING", StartTime: now, EndTime: -1,
+			MaxParallelism: -1, Plan: rest.NewJobPlan(id, "STREAMING", plan, vid)},
+	}
+	var counts rest.StateCounts
+	for _, c := range plan.Chains {
+		var tasks rest.StateCounts
+		tasks.Add(rest.TaskRunning, c.Parallelism)
+		counts.Add(rest.TaskRunning, c.Parallelism)
+		j.Details.Vertices = append(j.Details.Vertices, rest.Vertex{
+			ID: vid(c), Name: c.Name, Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism,
+			Status: rest.TaskRunning, StartTime: now, EndTime: -1, Tasks: tasks,
+		})
+	}
+	j.Details.StatusCounts = counts
+	j.Overview.Tasks = counts.Overview()
+	b.mu.jobs[id] = j
+	b.mu.order = append(b.mu.order, id)
+	b.setStateLocked(j, rest.JobRunning)
+	sub := *s
+	sub.BinaryPath = ""
+	b.mu.received = append(b.mu.received, Received{JobID: id, Submission: sub, Binary: bin})
+	if b.AutoFinish != "" {
+		j.Result = &rest.JobResult{ID: id, ApplicationStatus: b.AutoFinish}
+		switch b.AutoFinish {
+		case rest.AppSucceeded:
+			b.setStateLocked(j, rest.JobFinished)
+		case rest.AppCanceled:
+			b.setStateLocked(j, rest.JobCanceled)
+		default:
+			j.Result.FailureCause = &rest.SerializedThrowable{Class: "resttest.failure", StackTrace: "the job failed as the test asked"}
+			b.setStateLocked(j, rest.JobFailed)
+		}
+	}
+	return id, nil
+}
+
+// CancelJob implements rest.Backend.
+func (b *Backend) CancelJob(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, err := b.job(id)
+	if err != nil {
+		return err
+	}
+	if j.Overview.State.IsGloballyTerminal() {
+		return fmt.Errorf("%w: job %s has already ended (%s)", rest.ErrConflict, id, j.Overview.State)
+	}
+	b.setStateLocked(j, rest.JobCanceled)
+	return nil
+}
+
+// TriggerSavepoint implements rest.Backend.
+func (b *Backend) TriggerSavepoint(ctx context.Context, id string, req rest.SavepointRequest) (string, error) {
+	if b.Savepoint != nil {
+		return b.Savepoint(ctx, id, req)
+	}
+	loc, err := b.savepoint(id, req)
+	if err == nil && req.CancelJob {
+		b.SetState(id, rest.JobCanceled)
+	}
+	return loc, err
+}
+
+func (b *Backend) savepoint(id string, req rest.SavepointRequest) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := b.job(id); err != nil {
+		return "", err
+	}
+	if req.TargetDirectory == "" {
+		return "", fmt.Errorf("%w: no target directory given and execution.checkpointing.savepoint-dir is not set", rest.ErrBadRequest)
+	}
+	b.mu.savepoints++
+	return path.Join(req.TargetDirectory, fmt.Sprintf("savepoint-%s-%d", id[:6], b.mu.savepoints)), nil
+}
+
+// StopWithSavepoint implements rest.Backend.
+func (b *Backend) StopWithSavepoint(ctx context.Context, id string, req rest.SavepointRequest) (string, error) {
+	if b.Stop != nil {
+		return b.Stop(ctx, id, req)
+	}
+	loc, err := b.savepoint(id, req)
+	if err == nil {
+		b.SetState(id, rest.JobFinished)
+	}
+	return loc, err
+}
+
+// TriggerCheckpoint implements rest.Backend.
+func (b *Backend) TriggerCheckpoint(ctx context.Context, id string, full bool) (int64, error) {
+	if b.Checkpoint != nil {
+		return b.Checkpoint(ctx, id, full)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := b.job(id); err != nil {
+		return 0, err
+	}
+	b.mu.checkpoints++
+	return b.mu.checkpoints, nil
+}
+
+// TaskManagers implements rest.Backend.
+func (b *Backend) TaskManagers(context.Context) ([]rest.TaskManagerInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	return slices.Clone(b.mu.tms), nil
+}
+
+// Metrics implements rest.Backend.
+func (b *Backend) Metrics(context.Context) (*rest.MetricsSnapshot, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	if b.mu.metrics == nil {
+		return &rest.MetricsSnapshot{}, nil
+	}
+	m := *b.mu.metrics
+	return &m, nil
+}
