@@ -300,8 +300,9 @@ func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResu
 
 // JobClient controls a job started with ExecuteAsync.
 type JobClient struct {
-	name string
-	job  *local.Job
+	name   string
+	job    *local.Job
+	remote *remoteJob // a job on a cluster
 }
 
 // ExecuteAsync starts the job and returns at once.
@@ -364,6 +365,9 @@ func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error)
 
 // Wait blocks until the job ends.
 func (c *JobClient) Wait() (*JobResult, error) {
+	if c.remote != nil {
+		return c.remote.wait()
+	}
 	res, err := c.job.Wait()
 	jr := &JobResult{Name: c.name, JobID: c.job.ID()}
 	if res != nil {
@@ -376,18 +380,37 @@ func (c *JobClient) Wait() (*JobResult, error) {
 }
 
 // JobID is the job's identifier.
-func (c *JobClient) JobID() string { return c.job.ID() }
+func (c *JobClient) JobID() string {
+	if c.remote != nil {
+		return c.remote.id
+	}
+	return c.job.ID()
+}
 
 // Cancel stops the job.
-func (c *JobClient) Cancel() { c.job.Cancel() }
+func (c *JobClient) Cancel() {
+	if c.remote != nil {
+		c.remote.cancel()
+		return
+	}
+	c.job.Cancel()
+}
 
 // TriggerSavepoint writes a savepoint into dir (empty: the configured
 // execution.checkpointing.savepoint-dir) and returns its path.
-func (c *JobClient) TriggerSavepoint(dir string) (string, error) { return c.job.TriggerSavepoint(dir) }
+func (c *JobClient) TriggerSavepoint(dir string) (string, error) {
+	if c.remote != nil {
+		return c.remote.savepoint(dir, false, false)
+	}
+	return c.job.TriggerSavepoint(dir)
+}
 
 // StopWithSavepoint writes a savepoint and stops the job. With drain, event
 // time is ended first, so every window and timer fires (Flink's stop --drain).
 func (c *JobClient) StopWithSavepoint(dir string, drain bool) (string, error) {
+	if c.remote != nil {
+		return c.remote.savepoint(dir, true, drain)
+	}
 	return c.job.StopWithSavepoint(dir, drain)
 }
 

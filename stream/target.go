@@ -4,36 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"strings"
+	"strconv"
+	"time"
+
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/restclient"
 
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/graph"
 )
 
-// The environment of a job binary started by the CLI or a TaskManager:
-// where Execute runs the job (the client's --target, or a worker), and the
-// dynamic properties (-D) that override the configuration.
+// Execution targets of a job binary (conf.conf.EnvExecutionTarget).
 const (
-	// EnvExecutionTarget is local (default), plan, remote or worker.
-	EnvExecutionTarget = "SLUICE_EXECUTION_TARGET"
-	// EnvPlanOut is the file the plan target writes the job graph to.
-	EnvPlanOut = "SLUICE_PLAN_OUT"
-	// EnvJobManager is the REST address (host:port) of the remote target.
-	EnvJobManager = "SLUICE_JOBMANAGER"
-	// EnvDynamicProperties holds key=value lines.
-	EnvDynamicProperties = "SLUICE_DYNAMIC_PROPERTIES"
-	// EnvWorkerDeployment is the deployment file of a worker.
-	EnvWorkerDeployment = "SLUICE_WORKER_DEPLOYMENT"
-)
-
-// Execution targets.
-const (
-	targetLocal  = "local"
-	targetPlan   = "plan"
-	targetRemote = "remote"
-	targetWorker = "worker"
+	targetLocal  = conf.TargetLocal
+	targetPlan   = conf.BinaryModePlan
+	targetRemote = conf.TargetRemote
+	targetWorker = conf.BinaryModeWorker
 )
 
 // ErrPlanWritten ends Execute in a program run for its plan (sluice info):
@@ -44,16 +33,10 @@ var ErrPlanWritten = errors.New("stream: the job graph was written for the clien
 // started with: the CLI's -D, or a worker's deployment.
 func dynamicProperties() (*conf.Configuration, *worker.Deployment, error) {
 	var props []string
-	if s := os.Getenv(EnvDynamicProperties); s != "" {
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				props = append(props, l)
-			}
-		}
-	}
+	props = conf.SplitDynamicProperties(os.Getenv(conf.EnvDynamicProperties))
 	var dep *worker.Deployment
-	if os.Getenv(EnvExecutionTarget) == targetWorker {
-		d, err := worker.ReadDeployment(os.Getenv(EnvWorkerDeployment))
+	if os.Getenv(conf.EnvExecutionTarget) == targetWorker {
+		d, err := worker.ReadDeployment(os.Getenv(conf.EnvWorkerDeployment))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -70,21 +53,21 @@ func dynamicProperties() (*conf.Configuration, *worker.Deployment, error) {
 
 // target is where this process runs its jobs.
 func target() (string, error) {
-	switch t := os.Getenv(EnvExecutionTarget); t {
+	switch t := os.Getenv(conf.EnvExecutionTarget); t {
 	case "", targetLocal:
 		return targetLocal, nil
 	case targetPlan, targetRemote, targetWorker:
 		return t, nil
 	default:
-		return "", fmt.Errorf("stream: %s=%q: want local, plan, remote or worker", EnvExecutionTarget, t)
+		return "", fmt.Errorf("stream: %s=%q: want local, plan, remote or worker", conf.EnvExecutionTarget, t)
 	}
 }
 
 // writePlan writes the job graph for the client.
 func writePlan(g *graph.JobGraph) error {
-	out := os.Getenv(EnvPlanOut)
+	out := os.Getenv(conf.EnvPlanOut)
 	if out == "" {
-		return fmt.Errorf("stream: %s=plan needs %s, the file to write the job graph to", EnvExecutionTarget, EnvPlanOut)
+		return fmt.Errorf("stream: %s=plan needs %s, the file to write the job graph to", conf.EnvExecutionTarget, conf.EnvPlanOut)
 	}
 	b, err := g.Marshal()
 	if err != nil {
@@ -121,7 +104,86 @@ func (e *Environment) runWorker(ctx context.Context, g *graph.JobGraph) error {
 	return nil
 }
 
-// submitRemote submits the job to a JobManager (SLUICE_JOBMANAGER).
+// submitRemote submits the job and this binary to the JobManager at
+// SLUICE_JOBMANAGER; unless execution.attached is false, Wait then follows
+// the job to its end.
 func (e *Environment) submitRemote(ctx context.Context, g *graph.JobGraph) (*JobClient, error) {
-	return nil, errors.New("stream: remote submission is being wired to the REST client")
+	addr := os.Getenv(conf.EnvJobManager)
+	if addr == "" {
+		return nil, fmt.Errorf("stream: %s=remote needs %s, the JobManager's REST address (host:port)", conf.EnvExecutionTarget, conf.EnvJobManager)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := restclient.New(addr)
+	if err != nil {
+		return nil, fmt.Errorf("stream: JobManager %q: %w", addr, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("stream: finding this job binary to submit: %w", err)
+	}
+	b, err := g.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	overrides := map[string]string{}
+	for _, p := range conf.SplitDynamicProperties(os.Getenv(conf.EnvDynamicProperties)) {
+		if k, v, err := conf.ParseDynamicProperty(p); err == nil {
+			overrides[k] = v
+		}
+	}
+	id, err := c.Submit(ctx, restclient.Submission{Graph: b, BinaryPath: self, Args: os.Args[1:],
+		SavepointPath: conf.Get(e.config, conf.StateRecoveryPath), AllowNonRestoredState: conf.Get(e.config, conf.StateRecoveryIgnoreUnclaimedState),
+		Configuration: overrides})
+	if err != nil {
+		return nil, fmt.Errorf("stream: submitting job %q to %s: %w", g.Name, addr, err)
+	}
+	fmt.Fprintf(os.Stdout, "Job has been submitted with JobID %s\n", id)
+	rj := &remoteJob{c: c, id: id, name: g.Name, ctx: ctx, detached: !conf.Get(e.config, conf.ExecutionAttached)}
+	return &JobClient{name: g.Name, remote: rj}, nil
+}
+
+// remoteJob is a job running on a cluster, followed through its REST API.
+type remoteJob struct {
+	c        *restclient.Client
+	ctx      context.Context
+	id, name string
+	detached bool
+}
+
+func (r *remoteJob) wait() (*JobResult, error) {
+	jr := &JobResult{Name: r.name, JobID: r.id}
+	if r.detached {
+		return jr, nil
+	}
+	res, err := r.c.WaitForResult(r.ctx, r.id)
+	if err != nil {
+		return jr, fmt.Errorf("stream: following job %q (%s): %w", r.name, r.id, err)
+	}
+	jr.Duration = time.Duration(res.NetRuntime) * time.Millisecond
+	if n, err := strconv.Atoi(res.AccumulatorResults["restarts"]); err == nil {
+		jr.Restarts = n
+	}
+	if n, err := strconv.Atoi(res.AccumulatorResults["checkpoints"]); err == nil {
+		jr.Checkpoints = n
+	}
+	jr.Savepoint = res.AccumulatorResults["savepoint"]
+	if err := res.Err(); err != nil {
+		return jr, fmt.Errorf("stream: job %q failed: %w", r.name, err)
+	}
+	return jr, nil
+}
+
+func (r *remoteJob) cancel() {
+	if err := r.c.Cancel(r.ctx, r.id); err != nil {
+		slog.Default().Warn("cancelling the job failed", "job", r.id, "err", err)
+	}
+}
+
+func (r *remoteJob) savepoint(dir string, stop, drain bool) (string, error) {
+	if stop {
+		return r.c.StopWithSavepoint(r.ctx, r.id, rest.StopRequest{TargetDirectory: dir, Drain: drain})
+	}
+	return r.c.Savepoint(r.ctx, r.id, rest.SavepointTriggerRequest{TargetDirectory: dir})
 }

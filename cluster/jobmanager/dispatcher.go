@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"slices"
 	"sync"
 	"time"
@@ -250,8 +253,15 @@ func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON [
 	if opts.Checkpoints != nil && opts.Checkpoints.Dir == "" {
 		return nil, fmt.Errorf("%w: job %q checkpoints, but execution.checkpointing.dir is not set: a cluster needs a checkpoint directory every TaskManager can reach (hdfs://… or a shared path)", ErrBadSubmission, g.Name)
 	}
+	// Workers run the program with the job's whole configuration, so that
+	// they build the same graph whatever their own environment.
+	workerConf := maps.Clone(g.Config)
+	if workerConf == nil {
+		workerConf = map[string]string{}
+	}
+	maps.Copy(workerConf, rec.Dynamic)
 	jm := &jobMaster{d: d, id: rec.ID, name: g.Name, graph: g, plan: plan, graphJSON: graphJSON,
-		binary: blob{sha256: rec.BinarySHA256, size: rec.BinarySize}, args: rec.Args, env: rec.Env, dynamic: rec.Dynamic,
+		binary: blob{sha256: rec.BinarySHA256, size: rec.BinarySize}, args: rec.Args, env: rec.Env, dynamic: workerConf,
 		cfg: cfg, opts: opts, log: d.log.With("job", rec.ID), pool: newSlotPool(), done: make(chan struct{})}
 	jm.exec = newRemoteExecutor(jm)
 	return jm, nil
@@ -375,11 +385,11 @@ func (d *Dispatcher) Savepoint(ctx context.Context, id, dir string, stop, drain 
 	}
 }
 
-// Checkpoint takes a checkpoint now and returns its path.
-func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (string, error) {
+// Checkpoint takes a checkpoint now and returns its ID.
+func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (int64, error) {
 	jm, err := d.job(id)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	type result struct {
 		p   string
@@ -392,9 +402,17 @@ func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (string, error) 
 	}()
 	select {
 	case r := <-ch:
-		return r.p, r.err
+		if r.err != nil {
+			return 0, r.err
+		}
+		n, ok := strings.CutPrefix(path.Base(r.p), "chk-")
+		cid, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("jobmanager: checkpoint path %q has no checkpoint ID", r.p)
+		}
+		return cid, nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 

@@ -56,6 +56,8 @@ type jobStats struct {
 	latestFail *local.CheckpointStats
 	restored   string
 	err        error
+	restarts   int
+	stopSave   string
 }
 
 // JobException is a failure of the job, with the time it happened.
@@ -75,6 +77,9 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.mu.Lock()
 	jm.stats.status = s
 	jm.stats.timestamps[s] = at
+	if s == local.StatusRestarting {
+		jm.stats.restarts++
+	}
 	if cause != nil && !local.IsCancelled(cause) {
 		jm.stats.exceptions = append(jm.stats.exceptions, JobException{Millis: at, Message: cause.Error()})
 		if len(jm.stats.exceptions) > maxHistory {
@@ -94,6 +99,9 @@ func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 	jm.stats.ckpt.Completed++
 	jm.stats.history = appendBounded(jm.stats.history, c)
 	cc := c
+	if c.Kind.IsStop() {
+		jm.stats.stopSave = c.Path
+	}
 	if c.Kind.IsSavepoint() {
 		jm.stats.latestSave = &cc
 	} else {
@@ -200,8 +208,14 @@ type Info struct {
 	// Subtasks are the metrics of the current attempt.
 	Subtasks []local.SubtaskMetrics
 	Err      error
-	// CheckpointInterval is 0 without checkpointing.
+	// Checkpointing says whether the job takes checkpoints, every
+	// CheckpointInterval (0: only on request).
+	Checkpointing      bool
 	CheckpointInterval time.Duration
+	// Restarts counts the job's restarts; StopSavepoint is the savepoint
+	// of a stop-with-savepoint.
+	Restarts      int
+	StopSavepoint string
 }
 
 func (jm *jobMaster) info() Info {
@@ -212,12 +226,12 @@ func (jm *jobMaster) info() Info {
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
 		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
-		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err}
+		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave}
 	for k, v := range st.timestamps {
 		in.Timestamps[k] = v
 	}
 	if c := jm.opts.Checkpoints; c != nil {
-		in.CheckpointInterval = c.Coordinator.Interval
+		in.Checkpointing, in.CheckpointInterval = true, c.Coordinator.Interval
 	}
 	if jm.job != nil {
 		in.Subtasks = jm.job.Metrics()

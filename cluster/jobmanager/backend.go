@@ -1,0 +1,322 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+)
+
+// TaskManagerLister lists the registered TaskManagers for the REST API
+// (the ResourceManager).
+type TaskManagerLister interface {
+	TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error)
+}
+
+// Backend serves the REST API from the Dispatcher.
+type Backend struct {
+	D   *Dispatcher
+	TMs TaskManagerLister
+}
+
+var _ rest.Backend = Backend{}
+
+func restErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoJob):
+		return fmt.Errorf("%w: %w", rest.ErrNotFound, err)
+	case errors.Is(err, ErrJobEnded):
+		return fmt.Errorf("%w: %w", rest.ErrConflict, err)
+	case errors.Is(err, ErrBadSubmission):
+		return fmt.Errorf("%w: %w", rest.ErrBadRequest, err)
+	}
+	return err
+}
+
+func jobState(s local.Status) rest.JobState { return rest.JobState(s) }
+
+func taskState(s local.Status) rest.ExecutionState {
+	switch s {
+	case local.StatusRunning:
+		return rest.TaskRunning
+	case local.StatusFinished:
+		return rest.TaskFinished
+	case local.StatusCanceled:
+		return rest.TaskCanceled
+	case local.StatusFailed:
+		return rest.TaskFailed
+	case local.StatusRestarting:
+		return rest.TaskCanceling
+	}
+	return rest.TaskCreated
+}
+
+func endTime(in Info) int64 {
+	if in.EndMillis == 0 {
+		return -1
+	}
+	return in.EndMillis
+}
+
+func duration(in Info) int64 {
+	end := in.EndMillis
+	if end == 0 {
+		end = time.Now().UnixMilli()
+	}
+	return end - in.StartMillis
+}
+
+func lastModification(in Info) int64 {
+	var m int64
+	for _, t := range in.Timestamps {
+		m = max(m, t)
+	}
+	return m
+}
+
+func subtaskCount(p *graph.Plan) int {
+	n := 0
+	for _, c := range p.Chains {
+		n += c.Parallelism
+	}
+	return n
+}
+
+func overview(in Info) rest.JobOverview {
+	var sc rest.StateCounts
+	sc.Add(taskState(in.Status), subtaskCount(in.Plan))
+	return rest.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
+		EndTime: endTime(in), Duration: duration(in), LastModification: lastModification(in), Tasks: sc.Overview()}
+}
+
+// Jobs implements rest.Backend.
+func (b Backend) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
+	var out []rest.JobOverview
+	for _, in := range b.D.Jobs() {
+		out = append(out, overview(in))
+	}
+	return out, nil
+}
+
+func vertexID(jobID string) func(c *graph.Chain) string {
+	return func(c *graph.Chain) string { return rest.DeriveID(jobID, strconv.Itoa(c.ID)) }
+}
+
+func jobType(in Info) string {
+	if conf.Get(conf.FromMap(in.Graph.Config, conf.Source{}), conf.ExecutionRuntimeMode) == conf.RuntimeModeBatch {
+		return "BATCH"
+	}
+	return "STREAMING"
+}
+
+// Job implements rest.Backend.
+func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error) {
+	in, err := b.D.Job(jobID)
+	if err != nil {
+		return nil, restErr(err)
+	}
+	d := &rest.JobDetails{ID: in.ID, Name: in.Name, IsStoppable: false, State: jobState(in.Status), JobType: jobType(in),
+		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in), MaxParallelism: -1,
+		Timestamps: map[rest.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
+	for _, s := range []rest.JobState{rest.JobInitializing, rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed,
+		rest.JobCancelling, rest.JobCanceled, rest.JobFinished, rest.JobRestarting, rest.JobSuspended, rest.JobReconciling} {
+		d.Timestamps[s] = in.Timestamps[local.Status(s)]
+	}
+	byVertex := map[string][]local.SubtaskMetrics{}
+	for _, m := range in.Subtasks {
+		byVertex[m.Vertex] = append(byVertex[m.Vertex], m)
+	}
+	maxPar := -1
+	for _, c := range in.Plan.Chains {
+		mp := in.Plan.Graph.Node(c.Nodes[0]).EffectiveMaxParallelism()
+		if maxPar == -1 {
+			maxPar = mp
+		} else if maxPar != mp {
+			maxPar = -2
+		}
+		v := rest.Vertex{ID: vertexID(in.ID)(c), Name: c.Name, MaxParallelism: mp, Parallelism: c.Parallelism,
+			Status: taskState(in.Status), StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in)}
+		v.Tasks.Add(taskState(in.Status), c.Parallelism)
+		d.StatusCounts.Add(taskState(in.Status), c.Parallelism)
+		ms := byVertex[c.Name]
+		complete := len(ms) == c.Parallelism
+		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete}
+		for _, m := range ms {
+			v.Metrics.ReadRecords += m.RecordsIn.Load()
+			v.Metrics.WriteRecords += m.RecordsOut.Load()
+			v.Metrics.AccumulatedBusyTime = math.Max(v.Metrics.AccumulatedBusyTime, float64(m.BusyNanos.Load()/1e6))
+			v.Metrics.AccumulatedBackpressuredTime = max(v.Metrics.AccumulatedBackpressuredTime, m.BackpressuredNanos.Load()/1e6)
+			v.Metrics.AccumulatedIdleTime = max(v.Metrics.AccumulatedIdleTime, m.IdleNanos.Load()/1e6)
+		}
+		d.Vertices = append(d.Vertices, v)
+	}
+	if maxPar >= 0 {
+		d.MaxParallelism = int64(maxPar)
+	}
+	d.IsStoppable = in.Status == local.StatusRunning && in.CheckpointInterval >= 0 && in.Checkpointing
+	return d, nil
+}
+
+// JobExceptions implements rest.Backend.
+func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootExceptionInfo, error) {
+	in, err := b.D.Job(jobID)
+	if err != nil {
+		return nil, restErr(err)
+	}
+	var out []rest.RootExceptionInfo
+	for i := len(in.Exceptions) - 1; i >= 0; i-- {
+		e := in.Exceptions[i]
+		out = append(out, rest.RootExceptionInfo{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "error", Stacktrace: e.Message,
+			Timestamp: e.Millis, FailureLabels: map[string]string{}}, ConcurrentExceptions: []rest.ExceptionInfo{}})
+	}
+	return out, nil
+}
+
+func checkpointStats(c local.CheckpointStats) rest.CheckpointStatistics {
+	s := rest.CheckpointStatistics{ID: c.ID, Status: rest.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
+		TriggerTimestamp: c.TriggerMillis, LatestAckTimestamp: c.EndMillis, EndToEndDuration: c.EndMillis - c.TriggerMillis,
+		CheckpointType: rest.TypeCheckpoint, ExternalPath: c.Path}
+	switch {
+	case c.Kind.IsStop():
+		s.CheckpointType = rest.TypeSyncSavepoint
+	case c.Kind.IsSavepoint():
+		s.CheckpointType = rest.TypeSavepoint
+	}
+	if s.IsSavepoint {
+		s.SavepointFormat = "CANONICAL"
+	}
+	if c.Err != nil {
+		s.Status, s.FailureTimestamp, s.FailureMessage = rest.CheckpointFailed, c.EndMillis, c.Err.Error()
+		s.EndToEndDuration = 0
+	}
+	return s
+}
+
+// JobCheckpoints implements rest.Backend.
+func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.CheckpointingStatistics, error) {
+	in, err := b.D.Job(jobID)
+	if err != nil {
+		return nil, restErr(err)
+	}
+	if !in.Checkpointing {
+		return nil, fmt.Errorf("%w: job %s does not take checkpoints (set execution.checkpointing.interval)", rest.ErrNotFound, jobID)
+	}
+	var hist []rest.CheckpointStatistics
+	for i := len(in.History) - 1; i >= 0; i-- {
+		hist = append(hist, checkpointStats(in.History[i]))
+	}
+	counts := rest.CheckpointCounts{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed),
+		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed)}
+	return rest.NewCheckpointingStatistics(counts, hist, nil), nil
+}
+
+// JobResult implements rest.Backend.
+func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
+	in, err := b.D.Job(jobID)
+	if err != nil {
+		return nil, restErr(err)
+	}
+	if !in.Status.Terminal() {
+		return nil, nil
+	}
+	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in), AccumulatorResults: map[string]string{
+		"restarts": strconv.Itoa(in.Restarts), "checkpoints": strconv.Itoa(in.Checkpoints.Completed)}}
+	if in.StopSavepoint != "" {
+		r.AccumulatorResults["savepoint"] = in.StopSavepoint
+	}
+	switch in.Status {
+	case local.StatusFinished:
+		r.ApplicationStatus = rest.AppSucceeded
+	case local.StatusCanceled:
+		r.ApplicationStatus = rest.AppCanceled
+	default:
+		r.ApplicationStatus = rest.AppFailed
+		r.FailureCause = rest.ThrowableOf(in.Err)
+	}
+	return r, nil
+}
+
+// SubmitJob implements rest.Backend.
+func (b Backend) SubmitJob(ctx context.Context, s *rest.Submission) (string, error) {
+	dyn := map[string]string{}
+	for k, v := range s.Configuration {
+		dyn[k] = v
+	}
+	if s.SavepointPath != "" {
+		dyn[conf.StateRecoveryPath.Key()] = s.SavepointPath
+	}
+	if s.AllowNonRestoredState {
+		dyn[conf.StateRecoveryIgnoreUnclaimedState.Key()] = "true"
+	}
+	id, err := b.D.Submit(Submission{GraphJSON: s.GraphJSON, BinaryPath: s.BinaryPath, Args: s.Args, Dynamic: dyn})
+	return id, restErr(err)
+}
+
+// CancelJob implements rest.Backend.
+func (b Backend) CancelJob(ctx context.Context, jobID string) error { return restErr(b.D.Cancel(jobID)) }
+
+// TriggerSavepoint implements rest.Backend.
+func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, req.CancelJob, false)
+	return p, restErr(err)
+}
+
+// StopWithSavepoint implements rest.Backend.
+func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, true, req.Drain)
+	return p, restErr(err)
+}
+
+// TriggerCheckpoint implements rest.Backend.
+func (b Backend) TriggerCheckpoint(ctx context.Context, jobID string, full bool) (int64, error) {
+	id, err := b.D.Checkpoint(ctx, jobID)
+	return id, restErr(err)
+}
+
+// TaskManagers implements rest.Backend.
+func (b Backend) TaskManagers(ctx context.Context) ([]rest.TaskManagerInfo, error) {
+	if b.TMs == nil {
+		return nil, nil
+	}
+	return b.TMs.TaskManagerInfos(ctx)
+}
+
+// Metrics implements rest.Backend.
+func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
+	s := &rest.MetricsSnapshot{}
+	for _, in := range b.D.Jobs() {
+		jm := rest.JobMetrics{JobID: in.ID, JobName: in.Name, Restarts: int64(in.Restarts)}
+		jm.Checkpoints = rest.CheckpointMetrics{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed), LastRestoreTimestamp: -1}
+		if c := in.LatestCheckpoint; c != nil {
+			jm.Checkpoints.LastDuration = c.EndMillis - c.TriggerMillis
+		}
+		ids := map[string]string{}
+		for _, c := range in.Plan.Chains {
+			ids[c.Name] = vertexID(in.ID)(c)
+		}
+		for _, m := range in.Subtasks {
+			jm.Subtasks = append(jm.Subtasks, rest.SubtaskMetrics{VertexID: ids[m.Vertex], VertexName: m.Vertex, Subtask: m.Subtask,
+				Attempt: in.Restarts, RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+				BusyMillis: m.BusyNanos.Load() / 1e6, BackpressuredMillis: m.BackpressuredNanos.Load() / 1e6, IdleMillis: m.IdleNanos.Load() / 1e6,
+				Watermark: m.Watermark.Load()})
+		}
+		s.Jobs = append(s.Jobs, jm)
+	}
+	slices.SortFunc(s.Jobs, func(a, b rest.JobMetrics) int {
+		if a.JobID < b.JobID {
+			return -1
+		}
+		return 1
+	})
+	return s, nil
+}
