@@ -213,7 +213,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 	var (
 		book       scheduler.Containers
 		ev         scheduler.ContainerEvents
-		containers = make(map[string]yarn.Container)  // allocated and not completed
+		containers = make(map[string]yarn.Container) // allocated and not completed
 		completed  = make(map[string]yarn.ContainerStatus)
 		lostNodes  = make(map[yarn.NodeID]yarn.NodeState) // nodes reported lost or unhealthy
 		send       yarn.AllocateRequest
