@@ -191,6 +191,7 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 		Scheduler: am,
 		Launcher:  nm,
 		Resource:  TaskManagerResource(env.Conf),
+		NodeLabel: TaskManagerNodeLabel(env.Conf),
 		TaskManager: yarndriver.TaskManagerLaunch{
 			LocalResources:    env.TaskManagerFiles,
 			Program:           FileTaskManager,

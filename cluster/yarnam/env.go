@@ -194,6 +194,15 @@ func TaskManagerResource(c *conf.Configuration) yarn.Resource {
 	return yarn.Resource{MemoryMB: mib(conf.Get(c, conf.TaskManagerProcessMemory)), VCores: int32(vcores)}
 }
 
+// TaskManagerNodeLabel is the node label expression of the TaskManager
+// containers: yarn.taskmanager.node-label, else yarn.application.node-label.
+func TaskManagerNodeLabel(c *conf.Configuration) string {
+	if l := conf.Get(c, conf.YarnTaskManagerNodeLabel); l != "" {
+		return l
+	}
+	return conf.Get(c, conf.YarnApplicationNodeLabel)
+}
+
 // ContainerEnvironment is the environment of every TaskManager (and of
 // the ApplicationMaster, with prefix containerized.master.env.): the Sluice
 // and Hadoop configuration in the working directory, the HDFS user, and the

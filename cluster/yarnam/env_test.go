@@ -156,3 +156,18 @@ func TestRemoveStagingDirGuard(t *testing.T) {
 		t.Fatalf("removing /user/alice: %v, want ErrNotStagingDir", err)
 	}
 }
+
+func TestTaskManagerNodeLabel(t *testing.T) {
+	for _, tt := range []struct {
+		props map[string]string
+		want  string
+	}{
+		{nil, ""},
+		{map[string]string{"yarn.application.node-label": "gpu"}, "gpu"},
+		{map[string]string{"yarn.application.node-label": "gpu", "yarn.taskmanager.node-label": "big"}, "big"},
+	} {
+		if got := TaskManagerNodeLabel(conf.FromMap(tt.props, conf.Source{Name: "test"})); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.props, got, tt.want)
+		}
+	}
+}

@@ -344,6 +344,10 @@ func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Res
 		Type:           conf.Get(c, conf.YarnApplicationType),
 		Tags:           conf.Get(c, conf.YarnTags),
 	}
+	if v := conf.Get(c, conf.YarnApplicationAttemptFailuresValidityInterval); v > 0 {
+		sub.AttemptFailuresValidityInterval = time.Duration(v) * time.Millisecond
+	}
+	sub.NodeLabelExpression = conf.Get(c, conf.YarnApplicationNodeLabel)
 	if p := conf.Get(c, conf.YarnApplicationPriority); p >= 0 {
 		sub.Priority = yarn.Priority(p)
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	Resource yarn.Resource
 	// Priority of the TaskManager container requests. Default 1.
 	Priority yarn.Priority
+	// NodeLabel is the node label expression of the TaskManager container
+	// requests (yarn.taskmanager.node-label). Default none.
+	NodeLabel string
 	// TaskManager describes the process launched in each container.
 	// Required.
 	TaskManager TaskManagerLaunch
@@ -274,6 +277,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 			for p, n := range asks {
 				send.Asks = append(send.Asks, yarn.ResourceRequest{
 					Priority: yarn.Priority(p), ResourceName: yarn.AnyResource, Capability: d.cfg.Resource, NumContainers: int32(n),
+					NodeLabelExpression: d.cfg.NodeLabel,
 				})
 				if n > 0 {
 					d.log.Info("yarndriver: requesting TaskManager containers", "count", n, "resource", d.cfg.Resource.String(), "priority", p)
