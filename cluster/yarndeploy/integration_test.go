@@ -491,3 +491,41 @@ func TestAppMasterCommand(t *testing.T) {
 	}
 	waitGone(t, r.fs, dir.Path, 30*time.Second)
 }
+
+// TestAppMasterReportsBrokenEnvironment: an ApplicationMaster that cannot
+// read its configuration still registers to end the application FAILED
+// with the reason, so the user sees it in the report, and deletes the
+// staging directory.
+func TestAppMasterReportsBrokenEnvironment(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d := r.deployer(t, map[string]string{
+		"jobmanager.memory.process.size":           "256m",
+		"containerized.master.env.SLUICE_CONF_DIR": "/nonexistent/sluice-conf",
+	}, bins.am, &lines{t: t}, nil)
+	app, err := d.Deploy(ctx)
+	var id yarn.ApplicationID
+	var ae *yarn.ApplicationError
+	switch {
+	case err == nil:
+		id = app.ID
+	case errors.As(err, &ae):
+		id = ae.ID
+	default:
+		t.Fatal(err)
+	}
+	rep, err := d.YARN().WaitForState(ctx, id, 100*time.Millisecond, yarn.StateFinished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FinalStatus != yarn.FinalFailed || !strings.Contains(rep.Diagnostics, "/nonexistent/sluice-conf/config.yaml") {
+		t.Errorf("final status %s: %q", rep.FinalStatus, rep.Diagnostics)
+	}
+	t.Logf("as the user sees it: %s", rep.Diagnostics)
+	dir, err := d.StagingDir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, r.fs, dir.Path, 30*time.Second)
+}
