@@ -330,7 +330,8 @@ func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 	r := startDriver(t, map[int64]bool{3: true})
 	r.d.SetRequired(2)
 	eventually(t, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
-	started := r.nm.startedIDs()
+	started := r.nm.startedIDs() // launched concurrently: in any order
+	slices.SortFunc(started, func(a, b yarn.ContainerID) int { return int(a.ID - b.ID) })
 	if started[0].ID != 1 || started[1].ID != 2 {
 		t.Fatalf("started %v", started)
 	}
