@@ -72,6 +72,12 @@ var (
 			"The default is that of Flink's shipped config.yaml.").
 		WithCheck(AtLeast(64 * MiB))
 
+	// TaskManagerResourceID is the TaskManager's resource id.
+	TaskManagerResourceID = String("taskmanager.resource-id", "",
+		"Resource id of the TaskManager, by which the ResourceManager knows it. On YARN it is the container id, "+
+			"set by the ApplicationMaster.").
+		WithDefaultDoc("(none): generated from the TaskManager's address and a random suffix")
+
 	// TaskManagerRPCPort is the TaskManager's RPC port or port range.
 	TaskManagerRPCPort = String("taskmanager.rpc.port", "0",
 		"RPC port of a TaskManager: a port, a range such as 50100-50200, or a comma-separated list of both. "+
@@ -146,7 +152,7 @@ func clusterOptions() []AnyOption {
 	return []AnyOption{
 		HeartbeatInterval, HeartbeatTimeout,
 		JobManagerRPCAddress, JobManagerRPCPort, JobManagerProcessMemory,
-		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerRPCPort, TaskManagerDataPort,
+		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerResourceID, TaskManagerRPCPort, TaskManagerDataPort,
 		RESTPort, RESTAddress, RESTBindAddress, RESTServerMaxContentLength, RESTAsyncStoreDuration,
 		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,
 		HighAvailabilityClusterID, SlotRequestTimeout,

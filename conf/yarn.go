@@ -44,6 +44,28 @@ var (
 		WithDefaultDoc("(none): 1, or 2 when high availability is enabled").
 		WithCheck(AtLeast(1))
 
+	// YarnApplicationAttemptFailuresValidityInterval is the window in which failed attempts count.
+	YarnApplicationAttemptFailuresValidityInterval = Int("yarn.application-attempt-failures-validity-interval", 10000,
+		"Time window, in milliseconds, in which failed ApplicationMaster attempts count towards yarn.application-attempts; "+
+			"older failures are forgotten. -1 counts every failure (as in Flink).").
+		WithCheck(func(v int) error {
+			if v == -1 || v >= 0 {
+				return nil
+			}
+			return errors.New("must be -1 (count every failure) or a number of milliseconds >= 0")
+		})
+
+	// YarnApplicationNodeLabel restricts the application's containers to nodes with a label.
+	YarnApplicationNodeLabel = String("yarn.application.node-label", "",
+		"YARN node label expression for the application's containers (the ApplicationMaster, and the TaskManagers "+
+			"unless yarn.taskmanager.node-label is set).").
+		WithDefaultDoc("(none)")
+
+	// YarnTaskManagerNodeLabel restricts the TaskManager containers to nodes with a label.
+	YarnTaskManagerNodeLabel = String("yarn.taskmanager.node-label", "",
+		"YARN node label expression for the TaskManager containers.").
+		WithDefaultDoc("(none): yarn.application.node-label")
+
 	// YarnApplicationID is the id of a running YARN application to submit to (yarn-session target).
 	YarnApplicationID = String("yarn.application.id", "",
 		"Id of the running YARN application (session cluster) jobs are submitted to, e.g. application_1700000000000_0001.").
@@ -116,7 +138,8 @@ var (
 func yarnOptions() []AnyOption {
 	return []AnyOption{
 		YarnApplicationName, YarnApplicationType, YarnApplicationQueue, YarnTags, YarnApplicationPriority,
-		YarnApplicationAttempts, YarnApplicationID,
+		YarnApplicationAttempts, YarnApplicationAttemptFailuresValidityInterval, YarnApplicationNodeLabel,
+		YarnTaskManagerNodeLabel, YarnApplicationID,
 		YarnProvidedLibDirs, YarnStagingDirectory, YarnShipFiles, YarnAppMasterVcores, YarnContainersVcores,
 		YarnHeartbeatInterval, YarnContainerRequestHeartbeatInterval, YarnShipLocalKeytab, YarnLocalizedKeytabPath,
 	}

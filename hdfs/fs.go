@@ -261,6 +261,19 @@ func (f *FileSystem) MkdirAll(p string) error {
 	return nil
 }
 
+// Mkdir creates the directory p with permissions perm (less the NameNode's
+// umask), e.g. 0o700 for a directory only its owner may read. The parent
+// must exist; an existing p is an error matching fs.ErrExist.
+func (f *FileSystem) Mkdir(p string, perm iofs.FileMode) error {
+	if err := checkPath("mkdir", p); err != nil {
+		return err
+	}
+	if err := f.client.Mkdir(p, perm.Perm()); err != nil {
+		return f.translate("mkdir", p, err)
+	}
+	return nil
+}
+
 // Java exception classes colinmarc/hdfs leaves untranslated.
 const (
 	classFileNotFound      = "java.io.FileNotFoundException"

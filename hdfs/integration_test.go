@@ -376,3 +376,31 @@ func TestCheckpointStorage(t *testing.T) {
 		t.Errorf("disposed savepoint: %v", err)
 	}
 }
+
+// TestMkdirMode: Mkdir creates a directory with the given permissions, which
+// keep other users out; an existing directory is fs.ErrExist.
+func TestMkdirMode(t *testing.T) {
+	c := minicluster.Shared(t)
+	f := dialAs(t, c, alice)
+	dir := path.Join(scratch(t, f), "private")
+	if err := f.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v, want drwx------", fi.Mode())
+	}
+	if err := f.Mkdir(dir, 0o700); !errors.Is(err, iofs.ErrExist) {
+		t.Errorf("Mkdir of an existing directory: %v, want fs.ErrExist", err)
+	}
+	if err := fstest.WriteFile(f, path.Join(dir, "secret"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	other := dialAs(t, c, bob)
+	if _, err := other.ReadDir(dir); !errors.Is(err, iofs.ErrPermission) {
+		t.Errorf("another user listed a 0700 directory: %v", err)
+	}
+}

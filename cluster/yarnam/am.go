@@ -1,0 +1,310 @@
+package yarnam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/cluster/yarndriver"
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/yarn"
+)
+
+// Final is how the application ends: the final status and diagnostics the
+// ApplicationMaster reports to YARN when it unregisters.
+type Final struct {
+	Status      yarn.FinalStatus
+	Diagnostics string
+}
+
+// Host runs the JobManager components of the application (Dispatcher,
+// ResourceManager, JobMasters, REST endpoint) on the session's listeners,
+// with the session's Driver as the ResourceManager's driver, and returns
+// when the application ends, with its final status. The ResourceManager must
+// run the driver (Driver.Run): it is what heartbeats to YARN. When ctx ends
+// (the ApplicationMaster is stopped, or YARN is lost) Host must return
+// promptly; its Final is then not reported.
+type Host func(ctx context.Context, s *Session) Final
+
+// Session is what the JobManager components get from the ApplicationMaster.
+type Session struct {
+	// Env is the container's environment: configuration, credentials, the
+	// job binary's path in application mode.
+	Env *Environment
+	// Driver acquires TaskManager containers (resourcemanager.Driver).
+	Driver *Driver
+	// RPC is the listener of the JobManager's RPC endpoint; TaskManagers
+	// are given Env.Host and its port as jobmanager.rpc.address and
+	// jobmanager.rpc.port.
+	RPC net.Listener
+	// REST is the listener of the REST endpoint, registered with YARN as the
+	// application's tracking URL (RESTURL).
+	REST    net.Listener
+	RESTURL string
+	// Logger is scoped to the application attempt.
+	Logger *slog.Logger
+}
+
+// Driver is the session's resource driver: a yarndriver.Driver whose
+// failures (the ResourceManager ordered a shutdown, or cannot be reached)
+// end the session. It implements the ResourceManager's Driver.
+type Driver struct {
+	d    *yarndriver.Driver
+	fail func(error)
+
+	mu struct {
+		sync.Mutex
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+}
+
+// Run runs the YARN driver (see yarndriver.Driver.Run).
+func (d *Driver) Run(ctx context.Context, events yarndriver.DriverEvents) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	d.mu.Lock()
+	if d.mu.done != nil {
+		d.mu.Unlock()
+		cancel()
+		return errors.New("yarnam: the driver is already running")
+	}
+	d.mu.cancel, d.mu.done = cancel, done
+	d.mu.Unlock()
+	defer close(done)
+	defer cancel()
+	err := d.d.Run(ctx, events)
+	if err != nil && ctx.Err() == nil {
+		d.fail(err)
+	}
+	return err
+}
+
+// SetRequired declares how many TaskManagers the cluster needs.
+func (d *Driver) SetRequired(n int) { d.d.SetRequired(n) }
+
+// Release stops the TaskManager in this container.
+func (d *Driver) Release(resourceID string) { d.d.Release(resourceID) }
+
+// stop ends a running Run and waits for it.
+func (d *Driver) stop() {
+	d.mu.Lock()
+	cancel, done := d.mu.cancel, d.mu.done
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Config configures Run. Every field documents its default.
+type Config struct {
+	// Getenv reads the container's environment, usually os.Getenv.
+	// Required.
+	Getenv func(string) string
+	// Logger; default discards.
+	Logger *slog.Logger
+	// FinishTimeout bounds unregistering and deleting the staging
+	// directory. Default 1 min.
+	FinishTimeout time.Duration
+	// TaskManagerProperties are extra dynamic properties for every
+	// TaskManager, besides jobmanager.rpc.address, jobmanager.rpc.port and
+	// taskmanager.resource-id. Optional.
+	TaskManagerProperties map[string]string
+}
+
+// Run is the ApplicationMaster: it reads its environment, opens the
+// JobManager's listeners, registers with the ResourceManager (host, REST
+// port, tracking URL), runs host, and then unregisters with host's final
+// status and deletes the staging directory.
+//
+// If ctx ends first (the container is being stopped) or the ResourceManager
+// orders a shutdown, Run returns without unregistering: YARN then decides
+// whether another attempt runs, and the staging directory stays for it. If
+// the resource driver fails, the application is unregistered as FAILED.
+func Run(ctx context.Context, cfg Config, host Host) error {
+	if cfg.Getenv == nil {
+		return errors.New("yarnam: Config.Getenv is nil")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FinishTimeout <= 0 {
+		cfg.FinishTimeout = time.Minute
+	}
+	env, err := ReadEnvironment(cfg.Getenv)
+	if err != nil {
+		reportBrokenEnvironment(ctx, cfg, log, env, err)
+		return err
+	}
+	log = log.With("application", env.Container.Attempt.Application.String(), "attempt", env.Container.Attempt.Attempt)
+	for _, w := range env.Warnings {
+		log.Warn("yarnam: configuration", "warning", w.String())
+	}
+
+	rpcLn, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return fmt.Errorf("yarnam: opening the JobManager RPC listener: %w", err)
+	}
+	defer rpcLn.Close()
+	restLn, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return fmt.Errorf("yarnam: opening the REST listener: %w", err)
+	}
+	defer restLn.Close()
+	rpcPort, restPort := rpcLn.Addr().(*net.TCPAddr).Port, restLn.Addr().(*net.TCPAddr).Port
+	restURL := "http://" + net.JoinHostPort(env.Host, strconv.Itoa(restPort))
+
+	am, err := newAMClient(env, log)
+	if err != nil {
+		return err
+	}
+	defer am.Close()
+	reg, err := am.Register(ctx, yarn.RegisterRequest{Host: env.Host, RPCPort: int32(restPort), TrackingURL: restURL})
+	if err != nil {
+		return fmt.Errorf("yarnam: registering with the ResourceManager: %w", err)
+	}
+	log.Info("yarnam: registered with the ResourceManager", "host", env.Host, "rest", restURL, "rpc_port", rpcPort,
+		"queue", reg.Queue, "max_container", reg.MaxCapability.String())
+
+	nm, err := yarn.NewNMClient(yarn.NMClientConfig{Tokens: am, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer nm.Close()
+	tmProps := maps.Clone(cfg.TaskManagerProperties)
+	if tmProps == nil {
+		tmProps = make(map[string]string)
+	}
+	tmProps[conf.JobManagerRPCAddress.Key()] = env.Host
+	tmProps[conf.JobManagerRPCPort.Key()] = strconv.Itoa(rpcPort)
+	drv, err := yarndriver.New(yarndriver.Config{
+		Scheduler: am,
+		Launcher:  nm,
+		Resource:  TaskManagerResource(env.Conf),
+		NodeLabel: TaskManagerNodeLabel(env.Conf),
+		TaskManager: yarndriver.TaskManagerLaunch{
+			LocalResources:    env.TaskManagerFiles,
+			Program:           FileTaskManager,
+			DynamicProperties: tmProps,
+			Environment:       ContainerEnvironment(env.Conf, env.User, PrefixTaskManagerEnv),
+			Credentials:       env.Credentials,
+		},
+		HeartbeatInterval:                 time.Duration(conf.Get(env.Conf, conf.YarnHeartbeatInterval)) * time.Second,
+		ContainerRequestHeartbeatInterval: conf.Get(env.Conf, conf.YarnContainerRequestHeartbeatInterval),
+		Logger:                            log,
+	})
+	if err != nil {
+		return err
+	}
+
+	hostCtx, cancelHost := context.WithCancelCause(ctx)
+	defer cancelHost(nil)
+	driver := &Driver{d: drv, fail: cancelHost}
+	final := host(hostCtx, &Session{Env: env, Driver: driver, RPC: rpcLn, REST: restLn, RESTURL: restURL, Logger: log})
+	driver.stop()
+
+	if ctx.Err() != nil {
+		log.Warn("yarnam: stopped before the application ended; not unregistering", "cause", context.Cause(ctx))
+		return ctx.Err()
+	}
+	if cause := context.Cause(hostCtx); cause != nil {
+		if errors.Is(cause, yarndriver.ErrShutdown) {
+			log.Error("yarnam: the ResourceManager ordered a shutdown; not unregistering")
+			return cause
+		}
+		final = Final{Status: yarn.FinalFailed, Diagnostics: fmt.Sprintf("the YARN resource driver failed: %v", cause)}
+	}
+
+	fctx, cancel := context.WithTimeout(context.Background(), cfg.FinishTimeout)
+	defer cancel()
+	log.Info("yarnam: unregistering", "final_status", final.Status.String(), "diagnostics", final.Diagnostics)
+	if err := am.Finish(fctx, yarn.FinishRequest{FinalStatus: final.Status, Diagnostics: final.Diagnostics, TrackingURL: restURL}); err != nil {
+		return fmt.Errorf("yarnam: unregistering: %w", err)
+	}
+	if err := RemoveStagingDir(env); err != nil {
+		log.Error("yarnam: could not delete the staging directory", "dir", env.StagingDir.String(), "err", err)
+	} else {
+		log.Info("yarnam: deleted the staging directory", "dir", env.StagingDir.String())
+	}
+	return nil
+}
+
+func newAMClient(env *Environment, log *slog.Logger) (*yarn.AMClient, error) {
+	rms, err := env.Hadoop.SchedulerAddresses()
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(rms))
+	for i, r := range rms {
+		addrs[i] = r.Address
+	}
+	return yarn.NewAMClient(yarn.AMClientConfig{Schedulers: addrs, AMRMToken: env.AMRMToken, Attempt: env.Container.Attempt, Logger: log})
+}
+
+// reportBrokenEnvironment tells YARN (and so the user, in the application
+// report) why the ApplicationMaster cannot run, when it knows enough to
+// register: it registers and unregisters as FAILED, and deletes the staging
+// directory.
+func reportBrokenEnvironment(ctx context.Context, cfg Config, log *slog.Logger, env *Environment, problem error) {
+	log.Error("yarnam: cannot start", "err", problem)
+	if env == nil || env.AMRMToken == nil || env.Hadoop == nil || env.Host == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.FinishTimeout)
+	defer cancel()
+	am, err := newAMClient(env, log)
+	if err != nil {
+		return
+	}
+	defer am.Close()
+	if _, err := am.Register(ctx, yarn.RegisterRequest{Host: env.Host}); err != nil {
+		log.Error("yarnam: cannot register to report the problem", "err", err)
+		return
+	}
+	if err := am.Finish(ctx, yarn.FinishRequest{FinalStatus: yarn.FinalFailed, Diagnostics: "Sluice ApplicationMaster: " + problem.Error()}); err != nil {
+		log.Error("yarnam: cannot unregister to report the problem", "err", err)
+		return
+	}
+	if env.StagingDir != nil && env.User != "" {
+		if err := RemoveStagingDir(env); err != nil {
+			log.Error("yarnam: could not delete the staging directory", "err", err)
+		}
+	}
+}
+
+// ErrNotStagingDir: the directory to delete is not an application's
+// staging directory (its name must be the application id).
+var ErrNotStagingDir = errors.New("yarnam: not a staging directory")
+
+// RemoveStagingDir deletes the application's staging directory. As a guard
+// against deleting anything else, the directory's name must be the
+// application id.
+func RemoveStagingDir(env *Environment) error {
+	u := env.StagingDir
+	if u == nil || path.Base(u.Path) != env.Container.Attempt.Application.String() {
+		return fmt.Errorf("%w: %v is not named %s", ErrNotStagingDir, u, env.Container.Attempt.Application)
+	}
+	if u.Scheme != "hdfs" {
+		return fmt.Errorf("yarnam: staging directory %s: only hdfs:// is supported", u)
+	}
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: env.Hadoop, User: env.User}, u.Host)
+	if err != nil {
+		return err
+	}
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		return err
+	}
+	defer fsys.Close()
+	return fsys.RemoveAll(u.Path)
+}

@@ -1,0 +1,173 @@
+package yarnam
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/yarn"
+)
+
+// containerDir lays out a working directory as the client and YARN leave
+// it: config.yaml, core-site.xml and a token file.
+func containerDir(t *testing.T, withAMRM bool) (dir string, env map[string]string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileConfig), []byte("taskmanager.numberOfTaskSlots: 3\ntaskmanager.memory.process.size: 1000m\nno.such.key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileHadoopConf), []byte(`<configuration><property><name>yarn.resourcemanager.scheduler.address</name><value>rm:8030</value></property></configuration>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var creds hadoop.Credentials
+	if withAMRM {
+		creds.AddToken("amrm", &hadoop.Token{Identifier: []byte("id"), Password: []byte("pw"), Kind: hadoop.KindAMRMToken, Service: "rm:8030"})
+	}
+	creds.AddToken("hdfs", &hadoop.Token{Identifier: []byte("h"), Kind: hadoop.KindHDFSDelegation})
+	tokens := filepath.Join(dir, "container_tokens")
+	if err := creds.WriteTokenFile(tokens, hadoop.FormatWritable); err != nil {
+		t.Fatal(err)
+	}
+	files, err := EncodeTaskManagerFiles(map[string]yarn.LocalResource{FileTaskManager: {
+		URL: yarn.URL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.sluice/application_1700000000000_0042/taskmanager"}, Size: 5, Timestamp: 9,
+		Type: yarn.ResourceFile, Visibility: yarn.VisibilityApplication,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, map[string]string{
+		"CONTAINER_ID":      "container_e03_1700000000000_0042_02_000001",
+		"NM_HOST":           "node7",
+		"LOG_DIRS":          "/logs/a,/logs/b",
+		hadoop.EnvTokenFile: tokens,
+		EnvHadoopUser:       "alice",
+		EnvStagingDir:       "hdfs://nn:8020/user/alice/.sluice/application_1700000000000_0042",
+		EnvTaskManagerFiles: files,
+		EnvJob:              FileJob,
+		conf.EnvConfDir:     dir,
+		EnvHadoopConfDir:    dir,
+	}
+}
+
+func TestReadEnvironment(t *testing.T) {
+	_, vars := containerDir(t, true)
+	env, err := ReadEnvironment(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 42}
+	if env.Container.Attempt != (yarn.ApplicationAttemptID{Application: app, Attempt: 2}) || env.Container.Epoch() != 3 {
+		t.Errorf("container %v", env.Container)
+	}
+	if env.Host != "node7" || env.User != "alice" || env.LogDir != "/logs/a" || env.Job != "./job" {
+		t.Errorf("env %+v", env)
+	}
+	if env.AMRMToken == nil || string(env.AMRMToken.Identifier) != "id" || env.Credentials.NumTokens() != 2 {
+		t.Errorf("tokens %v %v", env.AMRMToken, env.Credentials.TokenAliases())
+	}
+	if env.StagingDir.Host != "nn:8020" || env.StagingDir.Path != "/user/alice/.sluice/application_1700000000000_0042" {
+		t.Errorf("staging %v", env.StagingDir)
+	}
+	if r := env.TaskManagerFiles[FileTaskManager]; r.Size != 5 || r.Timestamp != 9 || r.URL.File == "" {
+		t.Errorf("TaskManager files %+v", env.TaskManagerFiles)
+	}
+	if got := TaskManagerResource(env.Conf); got != (yarn.Resource{MemoryMB: 1000, VCores: 3}) {
+		t.Errorf("TaskManager resource %v, want one vcore per slot", got)
+	}
+	if len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0].String(), "no.such.key") {
+		t.Errorf("warnings %v", env.Warnings)
+	}
+	if rms, err := env.Hadoop.SchedulerAddresses(); err != nil || len(rms) != 1 || rms[0].Address != "rm:8030" {
+		t.Errorf("scheduler addresses %v, %v", rms, err)
+	}
+}
+
+func TestReadEnvironmentReportsEveryProblem(t *testing.T) {
+	_, vars := containerDir(t, false)
+	delete(vars, "NM_HOST")
+	vars["CONTAINER_ID"] = "container_bad"
+	vars[EnvStagingDir] = "relative/dir"
+	vars[EnvTaskManagerFiles] = "{not json"
+	_, err := ReadEnvironment(func(k string) string { return vars[k] })
+	if !errors.Is(err, ErrEnvironment) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"CONTAINER_ID", "NM_HOST is not set", "holds no YARN_AM_RM_TOKEN", EnvStagingDir + `="relative/dir"`, EnvTaskManagerFiles} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestResources(t *testing.T) {
+	tests := []struct {
+		name   string
+		props  map[string]string
+		am, tm yarn.Resource
+	}{
+		{"defaults", nil, yarn.Resource{MemoryMB: 1600, VCores: 1}, yarn.Resource{MemoryMB: 1728, VCores: 1}},
+		{"explicit", map[string]string{"jobmanager.memory.process.size": "2g", "yarn.appmaster.vcores": "2",
+			"taskmanager.memory.process.size": "4096 mb", "yarn.containers.vcores": "3", "taskmanager.numberOfTaskSlots": "8"},
+			yarn.Resource{MemoryMB: 2048, VCores: 2}, yarn.Resource{MemoryMB: 4096, VCores: 3}},
+		{"vcores per slot, memory rounded up", map[string]string{"taskmanager.numberOfTaskSlots": "4", "taskmanager.memory.process.size": "65537k"},
+			yarn.Resource{MemoryMB: 1600, VCores: 1}, yarn.Resource{MemoryMB: 65, VCores: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := conf.FromMap(tt.props, conf.Source{Name: "test"})
+			if got := AppMasterResource(c); got != tt.am {
+				t.Errorf("AM %v, want %v", got, tt.am)
+			}
+			if got := TaskManagerResource(c); got != tt.tm {
+				t.Errorf("TM %v, want %v", got, tt.tm)
+			}
+		})
+	}
+}
+
+func TestContainerEnvironment(t *testing.T) {
+	c := conf.FromMap(map[string]string{
+		"containerized.taskmanager.env.JAVA_HOME": "/jdk", "containerized.master.env.AM_ONLY": "1",
+	}, conf.Source{Name: "test"})
+	got := ContainerEnvironment(c, "alice", PrefixTaskManagerEnv)
+	want := map[string]string{"SLUICE_CONF_DIR": "$PWD", "HADOOP_CONF_DIR": "$PWD", "HADOOP_USER_NAME": "alice", "JAVA_HOME": "/jdk"}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestRemoveStagingDirGuard(t *testing.T) {
+	app := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 42}
+	env := &Environment{
+		Container:  yarn.ContainerID{Attempt: yarn.ApplicationAttemptID{Application: app, Attempt: 1}, ID: 1},
+		StagingDir: &url.URL{Scheme: "hdfs", Host: "nn:8020", Path: "/user/alice"},
+	}
+	if err := RemoveStagingDir(env); !errors.Is(err, ErrNotStagingDir) {
+		t.Fatalf("removing /user/alice: %v, want ErrNotStagingDir", err)
+	}
+}
+
+func TestTaskManagerNodeLabel(t *testing.T) {
+	for _, tt := range []struct {
+		props map[string]string
+		want  string
+	}{
+		{nil, ""},
+		{map[string]string{"yarn.application.node-label": "gpu"}, "gpu"},
+		{map[string]string{"yarn.application.node-label": "gpu", "yarn.taskmanager.node-label": "big"}, "big"},
+	} {
+		if got := TaskManagerNodeLabel(conf.FromMap(tt.props, conf.Source{Name: "test"})); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.props, got, tt.want)
+		}
+	}
+}

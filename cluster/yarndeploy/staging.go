@@ -1,0 +1,304 @@
+package yarndeploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/sluice/sluice/cluster/yarnam"
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/yarn"
+)
+
+// stagingDirName is the directory under the staging base (the user's home
+// by default) holding one directory per application.
+const stagingDirName = ".sluice"
+
+// staging is an application's staging directory and the files in it (or
+// taken from yarn.provided.lib.dirs).
+type staging struct {
+	fs    *hdfs.FileSystem
+	dir   *url.URL
+	files map[string]yarn.LocalResource // link name → resource
+}
+
+func (s *staging) close() { s.fs.Close() }
+
+// remove deletes the staging directory; a missing one is no error.
+func (s *staging) remove() error { return s.fs.RemoveAll(s.dir.Path) }
+
+func (s *staging) pick(names ...string) map[string]yarn.LocalResource {
+	out := make(map[string]yarn.LocalResource)
+	for _, n := range names {
+		if r, ok := s.files[n]; ok {
+			out[n] = r
+		}
+	}
+	return out
+}
+
+func (s *staging) appMasterFiles() map[string]yarn.LocalResource {
+	return s.pick(yarnam.FileAppMaster, yarnam.FileConfig, yarnam.FileHadoopConf, yarnam.FileJob)
+}
+
+func (s *staging) taskManagerFiles() map[string]yarn.LocalResource {
+	return s.pick(yarnam.FileTaskManager, yarnam.FileConfig, yarnam.FileHadoopConf)
+}
+
+// StagingDir is the application's staging directory:
+// <yarn.staging-directory, or the user's HDFS home>/.sluice/<application id>.
+func (d *Deployer) StagingDir(id yarn.ApplicationID) (*url.URL, error) {
+	def, err := url.Parse(d.hadoop.DefaultFS())
+	if err != nil {
+		return nil, fmt.Errorf("%w: fs.defaultFS %q: %v", ErrStaging, d.hadoop.DefaultFS(), err)
+	}
+	var u *url.URL
+	base := conf.Get(d.opts.Conf, conf.YarnStagingDirectory)
+	if base == "" {
+		u = &url.URL{Scheme: def.Scheme, Host: def.Host, Path: "/user/" + d.user}
+	} else {
+		if u, err = url.Parse(base); err != nil || !path.IsAbs(u.Path) {
+			return nil, fmt.Errorf("%w: %s %q is not an absolute path or URI", ErrStaging, conf.YarnStagingDirectory.Key(), base)
+		}
+		if u.Scheme == "" {
+			u.Scheme, u.Host = def.Scheme, def.Host
+		}
+	}
+	if u.Scheme != "hdfs" {
+		return nil, fmt.Errorf("%w: the staging directory %s must be on HDFS (set %s or fs.defaultFS to an hdfs:// URI)",
+			ErrStaging, u, conf.YarnStagingDirectory.Key())
+	}
+	u.Path = path.Join(u.Path, stagingDirName, id.String())
+	return u, nil
+}
+
+// dial connects to the HDFS cluster of an hdfs:// URI's authority.
+func (d *Deployer) dial(authority string) (*hdfs.FileSystem, error) {
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: d.hadoop, Getenv: d.opts.Getenv, User: d.user}, authority)
+	if err != nil {
+		return nil, err
+	}
+	return hdfs.Dial(o)
+}
+
+func (d *Deployer) openStaging(dir *url.URL) (*staging, error) {
+	fsys, err := d.dial(dir.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	return &staging{fs: fsys, dir: dir, files: make(map[string]yarn.LocalResource)}, nil
+}
+
+// localResource describes an HDFS file for YARN: its URL, exact size and
+// modification time, which the NodeManager checks before localizing it.
+func localResource(u *url.URL, p string, fi iofs.FileInfo, vis yarn.LocalResourceVisibility) yarn.LocalResource {
+	ru := yarn.URL{Scheme: u.Scheme, Host: u.Host, Port: -1, File: p}
+	if h, port, err := net.SplitHostPort(u.Host); err == nil {
+		if n, err := strconv.Atoi(port); err == nil {
+			ru.Host, ru.Port = h, int32(n)
+		}
+	}
+	return yarn.LocalResource{URL: ru, Size: fi.Size(), Timestamp: fi.ModTime().UnixMilli(), Type: yarn.ResourceFile, Visibility: vis}
+}
+
+// stage creates the staging directory (mode 700) and fills it: the
+// binaries not found in yarn.provided.lib.dirs (a binary found there is
+// used rather than the local one), config.yaml and core-site.xml. On
+// failure the directory is deleted.
+func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, error) {
+	began := time.Now()
+	provided, err := d.providedFiles()
+	if err != nil {
+		return nil, err
+	}
+	binaries := []struct{ name, local string }{
+		{yarnam.FileAppMaster, d.opts.AppMaster}, {yarnam.FileTaskManager, d.opts.TaskManager}, {yarnam.FileJob, d.opts.Job},
+	}
+	var missing []error
+	for _, b := range binaries {
+		if _, ok := provided[b.name]; b.local == "" && !ok && b.name != yarnam.FileJob {
+			missing = append(missing, fmt.Errorf("no %s binary: give its path, or put it in a directory of %s", b.name, conf.YarnProvidedLibDirs.Key()))
+		}
+	}
+	if err := errors.Join(missing...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+
+	dir, err := d.StagingDir(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.openStaging(dir)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*staging, error) {
+		if rmErr := st.remove(); rmErr != nil {
+			d.log.Warn("yarndeploy: could not delete the staging directory", "dir", dir.String(), "err", rmErr)
+		}
+		st.close()
+		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	if err := st.fs.MkdirAll(path.Dir(dir.Path)); err != nil {
+		st.close()
+		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	if err := st.fs.Mkdir(dir.Path, 0o700); err != nil {
+		st.close()
+		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	d.progress("Staging directory %s (mode 700)", dir)
+
+	for _, b := range binaries {
+		if r, ok := provided[b.name]; ok {
+			st.files[b.name] = r
+			d.progress("Using the pre-uploaded %s %s://%s:%d%s", b.name, r.URL.Scheme, r.URL.Host, r.URL.Port, r.URL.File)
+			continue
+		}
+		if b.local == "" {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := st.uploadFile(d, b.name, b.local); err != nil {
+			return fail(err)
+		}
+	}
+	cfg, err := configYAML(d.opts.Conf)
+	if err != nil {
+		return fail(err)
+	}
+	if err := st.upload(d, yarnam.FileConfig, bytes.NewReader(cfg), int64(len(cfg))); err != nil {
+		return fail(err)
+	}
+	hx, err := hadoopXML(d.hadoop)
+	if err != nil {
+		return fail(err)
+	}
+	if err := st.upload(d, yarnam.FileHadoopConf, bytes.NewReader(hx), int64(len(hx))); err != nil {
+		return fail(err)
+	}
+	d.log.Info("yarndeploy: staged", "dir", dir.String(), "files", len(st.files), "took", time.Since(began))
+	return st, nil
+}
+
+func (s *staging) uploadFile(d *Deployer, name, local string) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return s.upload(d, name, f, fi.Size())
+}
+
+// upload writes r to the staging directory as name and records it with
+// the size and timestamp HDFS reports.
+func (s *staging) upload(d *Deployer, name string, r io.Reader, size int64) error {
+	p := path.Join(s.dir.Path, name)
+	if size > 1<<20 {
+		d.progress("Uploading %s (%.1f MiB) to %s", name, float64(size)/(1<<20), s.dir)
+	}
+	w, err := s.fs.Create(p)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		w.Close()
+		return fmt.Errorf("uploading %s: %w", p, err)
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fi, err := s.fs.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Size() != size {
+		return fmt.Errorf("uploaded %s has %d bytes, want %d", p, fi.Size(), size)
+	}
+	s.files[name] = localResource(s.dir, p, fi, yarn.VisibilityApplication)
+	return nil
+}
+
+// providedFiles lists the binaries found in yarn.provided.lib.dirs, as
+// PUBLIC local resources (YARN caches them across applications, and
+// requires them to be world-readable).
+func (d *Deployer) providedFiles() (map[string]yarn.LocalResource, error) {
+	dirs := conf.Get(d.opts.Conf, conf.YarnProvidedLibDirs)
+	out := make(map[string]yarn.LocalResource)
+	if len(dirs) == 0 {
+		return out, nil
+	}
+	def, err := url.Parse(d.hadoop.DefaultFS())
+	if err != nil {
+		return nil, fmt.Errorf("%w: fs.defaultFS: %v", ErrStaging, err)
+	}
+	var errs []error
+	for _, dir := range dirs {
+		u, err := url.Parse(dir)
+		if err != nil || !path.IsAbs(u.Path) {
+			errs = append(errs, fmt.Errorf("%s: %q is not an absolute path or URI", conf.YarnProvidedLibDirs.Key(), dir))
+			continue
+		}
+		if u.Scheme == "" {
+			u.Scheme, u.Host = def.Scheme, def.Host
+		}
+		if u.Scheme != "hdfs" {
+			errs = append(errs, fmt.Errorf("%s: %s is not on HDFS", conf.YarnProvidedLibDirs.Key(), u))
+			continue
+		}
+		found, err := d.listProvided(u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", conf.YarnProvidedLibDirs.Key(), u, err))
+			continue
+		}
+		for name, r := range found {
+			if _, dup := out[name]; !dup { // the first directory listing a name wins
+				out[name] = r
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	return out, nil
+}
+
+func (d *Deployer) listProvided(u *url.URL) (map[string]yarn.LocalResource, error) {
+	fsys, err := d.dial(u.Host)
+	if err != nil {
+		return nil, err
+	}
+	defer fsys.Close()
+	infos, err := fsys.ReadDir(u.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]yarn.LocalResource)
+	for _, fi := range infos {
+		name := fi.Name()
+		if name != yarnam.FileAppMaster && name != yarnam.FileTaskManager {
+			continue
+		}
+		if fi.IsDir() || fi.Mode().Perm()&0o004 == 0 {
+			return nil, fmt.Errorf("%s must be a world-readable file (YARN shares it between users as a PUBLIC resource); it is %v", path.Join(u.Path, name), fi.Mode())
+		}
+		out[name] = localResource(u, path.Join(u.Path, name), fi, yarn.VisibilityPublic)
+	}
+	return out, nil
+}

@@ -1,0 +1,431 @@
+// Package yarndriver is the ResourceManager driver of the YARN
+// ApplicationMaster: it turns the number of TaskManagers the cluster needs
+// into YARN container requests, launches a TaskManager in every container
+// it keeps, gives back the containers it does not need, and reports the
+// TaskManagers that YARN took away (exit, preemption, lost node).
+//
+// The decisions (what to ask, launch and release) are made by
+// scheduler.PlanContainers; this package carries them out through package
+// yarn: the allocate heartbeat to the ResourceManager (AMClient, which keeps
+// the response ids, re-sends after a ResourceManager restart and rolls the
+// AMRMToken over) and container starts on the NodeManagers (NMClient, with
+// the NMTokens the allocate responses carry).
+package yarndriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/scheduler"
+	"github.com/sluice/sluice/yarn"
+)
+
+// Errors of this package.
+var (
+	// ErrShutdown: the YARN ResourceManager ordered the ApplicationMaster to
+	// shut down (AM_SHUTDOWN, e.g. the application was killed or the
+	// attempt is no longer current).
+	ErrShutdown = errors.New("yarndriver: the YARN ResourceManager ordered the ApplicationMaster to shut down")
+	// ErrAllocate wraps a failed allocate heartbeat (after package yarn's
+	// retries and ResourceManager failover).
+	ErrAllocate = errors.New("yarndriver: allocate heartbeat failed")
+	// ErrInvalidConfig wraps every configuration problem.
+	ErrInvalidConfig = errors.New("yarndriver: invalid config")
+)
+
+// Scheduler is the ResourceManager's ApplicationMasterProtocol as the
+// driver uses it; *yarn.AMClient (registered) implements it.
+type Scheduler interface {
+	Allocate(ctx context.Context, r yarn.AllocateRequest) (*yarn.AllocateResponse, error)
+}
+
+// Launcher starts containers on their NodeManagers; *yarn.NMClient
+// implements it.
+type Launcher interface {
+	StartContainer(ctx context.Context, c yarn.Container, launch yarn.ContainerLaunchContext) error
+}
+
+// Config configures a Driver. Every field documents its default.
+type Config struct {
+	// Scheduler heartbeats to the ResourceManager. Required.
+	Scheduler Scheduler
+	// Launcher starts TaskManager containers. Required.
+	Launcher Launcher
+	// Resource is the size of each TaskManager container
+	// (taskmanager.memory.process.size, yarn.containers.vcores). Required.
+	Resource yarn.Resource
+	// Priority of the TaskManager container requests. Default 1.
+	Priority yarn.Priority
+	// NodeLabel is the node label expression of the TaskManager container
+	// requests (yarn.taskmanager.node-label). Default none.
+	NodeLabel string
+	// TaskManager describes the process launched in each container.
+	// Required.
+	TaskManager TaskManagerLaunch
+	// HeartbeatInterval between allocate calls while no container is
+	// requested (yarn.heartbeat.interval). Default 5 s.
+	HeartbeatInterval time.Duration
+	// ContainerRequestHeartbeatInterval between allocate calls while
+	// containers are requested (yarn.heartbeat.container-request-interval).
+	// Default 500 ms.
+	ContainerRequestHeartbeatInterval time.Duration
+	// LaunchTimeout bounds one StartContainer call. Default 1 min.
+	LaunchTimeout time.Duration
+	// Logger; default discards.
+	Logger *slog.Logger
+}
+
+// Validate reports every problem with the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Scheduler == nil {
+		errs = append(errs, errors.New("Scheduler is nil"))
+	}
+	if c.Launcher == nil {
+		errs = append(errs, errors.New("Launcher is nil"))
+	}
+	if c.Resource.MemoryMB <= 0 || c.Resource.VCores <= 0 {
+		errs = append(errs, fmt.Errorf("Resource %v must have positive memory and vcores", c.Resource))
+	}
+	if c.Priority < 0 {
+		errs = append(errs, fmt.Errorf("Priority is %d, want >= 0", c.Priority))
+	}
+	if c.HeartbeatInterval < 0 || c.ContainerRequestHeartbeatInterval < 0 || c.LaunchTimeout < 0 {
+		errs = append(errs, errors.New("intervals and timeouts must not be negative"))
+	}
+	if err := c.TaskManager.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// Driver acquires TaskManager containers from YARN. It implements the
+// ResourceManager's Driver: SetRequired and Release may be called from any
+// goroutine, before or while Run runs.
+type Driver struct {
+	cfg    Config
+	log    *slog.Logger
+	tokens []byte        // the TaskManagers' credentials document
+	wake   chan struct{} // capacity 1: SetRequired or Release happened
+
+	mu struct {
+		sync.Mutex
+		required int
+		stop     []string
+		running  bool
+	}
+}
+
+// New returns a driver; nothing happens until Run.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Priority == 0 {
+		cfg.Priority = 1
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 5 * time.Second
+	}
+	if cfg.ContainerRequestHeartbeatInterval == 0 {
+		cfg.ContainerRequestHeartbeatInterval = 500 * time.Millisecond
+	}
+	if cfg.LaunchTimeout == 0 {
+		cfg.LaunchTimeout = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tokens, err := taskManagerTokens(cfg.TaskManager.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, log: cfg.Logger, tokens: tokens, wake: make(chan struct{}, 1)}, nil
+}
+
+// SetRequired declares how many TaskManagers the cluster needs in total.
+func (d *Driver) SetRequired(n int) {
+	d.mu.Lock()
+	d.mu.required = max(0, n)
+	d.mu.Unlock()
+	d.poke()
+}
+
+// Release stops the TaskManager in the container with this id: the
+// container is given back to YARN, which kills it. Unless the required
+// count is lowered too, a replacement is requested.
+func (d *Driver) Release(resourceID string) {
+	d.mu.Lock()
+	d.mu.stop = append(d.mu.stop, resourceID)
+	d.mu.Unlock()
+	d.poke()
+}
+
+func (d *Driver) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Driver) take() (required int, stop []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	required, stop = d.mu.required, d.mu.stop
+	d.mu.stop = nil
+	return required, stop
+}
+
+type launchResult struct {
+	id  string
+	err error
+}
+
+// Run heartbeats to the ResourceManager and manages the TaskManager
+// containers until ctx ends (it then returns ctx's error) or the
+// ResourceManager orders a shutdown (ErrShutdown) or cannot be reached
+// (ErrAllocate). Completed TaskManager containers are reported to events
+// from Run's goroutine. Run may be called once.
+func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
+	d.mu.Lock()
+	if d.mu.running {
+		d.mu.Unlock()
+		return errors.New("yarndriver: Run called twice")
+	}
+	d.mu.running = true
+	d.mu.Unlock()
+
+	lctx, cancel := context.WithCancel(ctx)
+	var launches sync.WaitGroup
+	defer func() {
+		cancel()
+		launches.Wait()
+	}()
+	results := make(chan launchResult)
+
+	prio := int32(d.cfg.Priority)
+	var (
+		book       scheduler.Containers
+		ev         scheduler.ContainerEvents
+		containers = make(map[string]yarn.Container) // allocated and not completed
+		completed  = make(map[string]yarn.ContainerStatus)
+		lostNodes  = make(map[yarn.NodeID]yarn.NodeState) // nodes reported lost or unhealthy
+		send       yarn.AllocateRequest
+		asks       = make(map[int32]int)
+		fast       bool
+		last       time.Time // zero: heartbeat at once
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		required, stop := d.take()
+		ev.Required = map[int32]int{prio: required}
+		ev.Stop = stop
+		var plan scheduler.ContainerPlan
+		book, plan = scheduler.PlanContainers(book, ev)
+		ev = scheduler.ContainerEvents{}
+
+		for _, id := range plan.Stopped {
+			st := completed[id]
+			c := containers[id]
+			diag := describeCompletion(st, c.Node, lostNodes[c.Node])
+			d.log.Warn("yarndriver: TaskManager container completed", "container", id, "node", c.Node.String(), "diagnostics", diag)
+			events.WorkerStopped(id, diag)
+		}
+		for id := range completed {
+			delete(containers, id)
+		}
+		clear(completed)
+		for _, a := range plan.Launch {
+			c := containers[a.ID]
+			d.log.Info("yarndriver: launching TaskManager", "container", a.ID, "node", c.Node.String(), "resource", c.Resource.String())
+			launches.Go(func() {
+				err := d.launch(lctx, c)
+				select {
+				case results <- launchResult{id: a.ID, err: err}:
+				case <-lctx.Done():
+				}
+			})
+		}
+		maps.Copy(asks, plan.Asks)
+		for _, id := range plan.Release {
+			c, ok := containers[id]
+			if !ok {
+				continue
+			}
+			d.log.Info("yarndriver: releasing container", "container", id, "node", c.Node.String())
+			send.Releases = append(send.Releases, c.ID)
+		}
+		fast = plan.FastHeartbeat
+
+		interval := d.cfg.HeartbeatInterval
+		if fast {
+			interval = d.cfg.ContainerRequestHeartbeatInterval
+		}
+		due := last.Add(interval)
+		if len(plan.Asks) > 0 || len(plan.Release) > 0 || !time.Now().Before(due) {
+			for p, n := range asks {
+				send.Asks = append(send.Asks, yarn.ResourceRequest{
+					Priority: yarn.Priority(p), ResourceName: yarn.AnyResource, Capability: d.cfg.Resource, NumContainers: int32(n),
+					NodeLabelExpression: d.cfg.NodeLabel,
+				})
+				if n > 0 {
+					d.log.Info("yarndriver: requesting TaskManager containers", "count", n, "resource", d.cfg.Resource.String(), "priority", p)
+				}
+			}
+			clear(asks)
+			resp, err := d.cfg.Scheduler.Allocate(ctx, send)
+			last = time.Now()
+			send = yarn.AllocateRequest{}
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("%w: %w", ErrAllocate, err)
+			}
+			if resp.Command == yarn.AMCommandShutdown {
+				return ErrShutdown
+			}
+			ev.Resynced = resp.Resynced
+			if resp.Resynced {
+				d.log.Warn("yarndriver: the ResourceManager lost the application's state; asks sent again")
+			}
+			for _, n := range resp.UpdatedNodes {
+				switch n.State {
+				case yarn.NodeLost, yarn.NodeUnhealthy, yarn.NodeDecommissioned, yarn.NodeShutdown, yarn.NodeDecommissioning:
+					lostNodes[n.ID] = n.State
+					d.log.Warn("yarndriver: node is no longer usable", "node", n.ID.String(), "state", n.State.String(), "health", n.HealthReport)
+				case yarn.NodeRunning:
+					delete(lostNodes, n.ID)
+				}
+			}
+			for _, id := range resp.PreemptContainers {
+				d.log.Warn("yarndriver: the YARN scheduler will preempt a container", "container", id.String())
+			}
+			for _, c := range resp.Allocated {
+				id := c.ID.String()
+				if _, dup := containers[id]; !dup {
+					containers[id] = c
+				}
+				ev.Allocated = append(ev.Allocated, scheduler.AllocatedContainer{ID: id, Priority: int32(c.Priority)})
+			}
+			for _, st := range resp.Completed {
+				id := st.ID.String()
+				completed[id] = st
+				ev.Completed = append(ev.Completed, id)
+			}
+			continue
+		}
+
+		timer.Reset(time.Until(due))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case <-d.wake:
+		case r := <-results:
+			d.applyLaunch(&ev, r)
+		}
+		timer.Stop() // Reset discards a value it left (Go 1.23 timers)
+		// Collect every other launch result that is ready.
+		for more := true; more; {
+			select {
+			case r := <-results:
+				d.applyLaunch(&ev, r)
+			default:
+				more = false
+			}
+		}
+	}
+}
+
+func (d *Driver) applyLaunch(ev *scheduler.ContainerEvents, r launchResult) {
+	if r.err != nil {
+		d.log.Error("yarndriver: the NodeManager did not start the TaskManager; releasing the container", "container", r.id, "err", r.err)
+		ev.LaunchFailed = append(ev.LaunchFailed, r.id)
+		return
+	}
+	d.log.Info("yarndriver: TaskManager container started", "container", r.id)
+	ev.Launched = append(ev.Launched, r.id)
+}
+
+func (d *Driver) launch(ctx context.Context, c yarn.Container) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.LaunchTimeout)
+	defer cancel()
+	return d.cfg.Launcher.StartContainer(ctx, c, d.cfg.TaskManager.context(c.ID.String(), d.tokens))
+}
+
+// taskManagerTokens is the AM's credentials without its AMRMToken (which
+// only the AM may hold), as a token storage document.
+func taskManagerTokens(creds *hadoop.Credentials) ([]byte, error) {
+	if creds == nil {
+		return nil, nil
+	}
+	var out hadoop.Credentials
+	out.Merge(creds)
+	for _, alias := range out.TokenAliases() {
+		if t, _ := out.Token(alias); t.Kind == hadoop.KindAMRMToken {
+			out.RemoveToken(alias)
+		}
+	}
+	if out.NumTokens() == 0 && len(out.SecretAliases()) == 0 {
+		return nil, nil
+	}
+	b, err := out.Marshal(hadoop.FormatWritable)
+	if err != nil {
+		return nil, fmt.Errorf("yarndriver: encoding the TaskManagers' credentials: %w", err)
+	}
+	return b, nil
+}
+
+// describeCompletion explains why a TaskManager container ended, for logs
+// and for the ResourceManager of the cluster.
+func describeCompletion(st yarn.ContainerStatus, node yarn.NodeID, nodeState yarn.NodeState) string {
+	where := ""
+	if node.Host != "" {
+		where = " on " + node.String()
+	}
+	var why string
+	switch st.ExitStatus {
+	case yarn.ExitPreempted:
+		why = "was preempted by the YARN scheduler"
+	case yarn.ExitAborted:
+		if nodeState != 0 {
+			why = fmt.Sprintf("was lost with its node (node %s)", nodeState)
+		} else {
+			why = "was aborted by YARN (released, or lost with its node)"
+		}
+	case yarn.ExitDisksFailed:
+		why = "failed: the node's disks failed"
+	case yarn.ExitKilledExceededPMem:
+		why = "was killed by YARN for exceeding its physical memory limit (raise taskmanager.memory.process.size)"
+	case yarn.ExitKilledExceededVMem:
+		why = "was killed by YARN for exceeding its virtual memory limit"
+	case yarn.ExitSuccess:
+		why = "exited with status 0"
+	default:
+		if st.ExitStatus < 0 {
+			why = "was ended by YARN (" + yarn.ExitStatusName(st.ExitStatus) + ")"
+		} else {
+			why = fmt.Sprintf("exited with code %d", st.ExitStatus)
+		}
+	}
+	s := fmt.Sprintf("TaskManager container %s%s %s", st.ID, where, why)
+	if st.ExitStatus < 0 {
+		s += fmt.Sprintf(" [exit status %d %s]", st.ExitStatus, yarn.ExitStatusName(st.ExitStatus))
+	}
+	if st.Diagnostics != "" {
+		s += ": " + st.Diagnostics
+	}
+	return s
+}

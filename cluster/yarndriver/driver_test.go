@@ -1,0 +1,470 @@
+package yarndriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/yarn"
+)
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// TestShellCommand runs the command the way a NodeManager's launch script
+// does (exec /bin/bash -c "<command>", <LOG_DIR> replaced first) and checks
+// that the program receives every argument unchanged.
+func TestShellCommand(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed to check the container command line:", err)
+	}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done\necho to-stderr >&2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(dir, "logs")
+	if err := os.Mkdir(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"plain", "-Djobmanager.rpc.address=host.example.com", "two words", `quote"double`, "quote'single",
+		"dollar $HOME and ${PATH}", "back`tick`", `back\slash`, "semi;colon && true", "", "new\nline", "glob *", "<angle>",
+	}
+	cmd := ShellCommand(append([]string{prog}, args...), LogDirExpansion+"/p.out", LogDirExpansion+"/p.err")
+	script := "exec /bin/bash -c \"" + strings.ReplaceAll(cmd, LogDirExpansion, logDir) + "\"\n"
+	out, err := exec.Command("bash", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s\nscript: %s", err, out, script)
+	}
+	got, err := os.ReadFile(filepath.Join(logDir, "p.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotArgs := strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00")
+	if !slices.Equal(gotArgs, args) {
+		t.Errorf("program got\n %q\nwant\n %q\ncommand: %s", gotArgs, args, cmd)
+	}
+	if e, _ := os.ReadFile(filepath.Join(logDir, "p.err")); string(e) != "to-stderr\n" {
+		t.Errorf("stderr file holds %q", e)
+	}
+}
+
+func TestTaskManagerCommand(t *testing.T) {
+	l := TaskManagerLaunch{
+		Args:              []string{"run"},
+		DynamicProperties: map[string]string{"jobmanager.rpc.port": "6123", "jobmanager.rpc.address": "am-host"},
+	}
+	got := l.command("container_1_0001_01_000002")
+	want := "./taskmanager run -Djobmanager.rpc.address=am-host -Djobmanager.rpc.port=6123 " +
+		"-Dtaskmanager.resource-id=container_1_0001_01_000002 1>'<LOG_DIR>/taskmanager.out' 2>'<LOG_DIR>/taskmanager.err'"
+	if got != want {
+		t.Errorf("command\n got  %s\n want %s", got, want)
+	}
+}
+
+func TestTaskManagerTokensDropAMRMToken(t *testing.T) {
+	var c hadoop.Credentials
+	c.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Password: []byte("p"), Kind: hadoop.KindAMRMToken, Service: "rm:8030"})
+	c.AddToken("hdfs", &hadoop.Token{Identifier: []byte("h"), Password: []byte("q"), Kind: hadoop.KindHDFSDelegation, Service: "nn:8020"})
+	c.AddSecret("s", []byte("secret"))
+	b, err := taskManagerTokens(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := hadoop.ParseCredentials(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NumTokens() != 1 {
+		t.Fatalf("tokens %v, want only the HDFS one", got.TokenAliases())
+	}
+	if tok, ok := got.Token("hdfs"); !ok || tok.Kind != hadoop.KindHDFSDelegation {
+		t.Errorf("hdfs token %v", tok)
+	}
+	if s, ok := got.Secret("s"); !ok || string(s) != "secret" {
+		t.Errorf("secret %q", s)
+	}
+	if _, ok := c.Token("amrm"); !ok {
+		t.Error("the AM's own credentials lost their AMRMToken")
+	}
+	var only hadoop.Credentials
+	only.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Kind: hadoop.KindAMRMToken})
+	if b, err := taskManagerTokens(&only); err != nil || b != nil {
+		t.Errorf("only an AMRMToken: %q, %v; want no document", b, err)
+	}
+}
+
+func TestDescribeCompletion(t *testing.T) {
+	id := yarn.ContainerID{Attempt: yarn.ApplicationAttemptID{Application: yarn.ApplicationID{ClusterTimestamp: 17, ID: 3}, Attempt: 1}, ID: 5}
+	node := yarn.NodeID{Host: "nm1", Port: 4545}
+	tests := []struct {
+		name   string
+		st     yarn.ContainerStatus
+		node   yarn.NodeID
+		ns     yarn.NodeState
+		wanted []string
+	}{
+		{"process exit", yarn.ContainerStatus{ID: id, ExitStatus: 3, Diagnostics: "Exception from container-launch"}, node, 0,
+			[]string{"container_17_0003_01_000005 on nm1:4545 exited with code 3: Exception from container-launch"}},
+		{"preempted", yarn.ContainerStatus{ID: id, ExitStatus: yarn.ExitPreempted, Diagnostics: "Container preempted by scheduler"}, node, 0,
+			[]string{"was preempted by the YARN scheduler", "[exit status -102 PREEMPTED]", "Container preempted by scheduler"}},
+		{"lost node", yarn.ContainerStatus{ID: id, ExitStatus: yarn.ExitAborted, Diagnostics: "Container released on a *lost* node"}, node, yarn.NodeLost,
+			[]string{"was lost with its node (node LOST)", "ABORTED", "*lost* node"}},
+		{"aborted", yarn.ContainerStatus{ID: id, ExitStatus: yarn.ExitAborted}, node, 0,
+			[]string{"aborted by YARN"}},
+		{"memory", yarn.ContainerStatus{ID: id, ExitStatus: yarn.ExitKilledExceededPMem}, yarn.NodeID{}, 0,
+			[]string{"container_17_0003_01_000005 was killed by YARN for exceeding its physical memory limit (raise taskmanager.memory.process.size)"}},
+		{"other YARN status", yarn.ContainerStatus{ID: id, ExitStatus: yarn.ExitKilledByResourceManager}, node, 0,
+			[]string{"was ended by YARN (KILLED_BY_RESOURCEMANAGER)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := describeCompletion(tt.st, tt.node, tt.ns)
+			for _, w := range tt.wanted {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q does not contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+// fakeScheduler is a ResourceManager's scheduler of our own for the
+// driver's loop: absolute asks, allocation of everything outstanding (plus
+// `extra` surplus containers once), completion on release, and scripted
+// completions and commands.
+type fakeScheduler struct {
+	mu          sync.Mutex
+	outstanding map[yarn.Priority]int
+	asks        []yarn.ResourceRequest // every ask received, in order
+	seq         int64
+	live        map[yarn.ContainerID]yarn.Container
+	released    []yarn.ContainerID
+	pending     []yarn.ContainerStatus // completions to report
+	extra       int
+	shutdown    bool
+	calls       int
+}
+
+func newFakeScheduler() *fakeScheduler {
+	return &fakeScheduler{outstanding: map[yarn.Priority]int{}, live: map[yarn.ContainerID]yarn.Container{}}
+}
+
+var testAttempt = yarn.ApplicationAttemptID{Application: yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 7}, Attempt: 1}
+
+func (f *fakeScheduler) Allocate(ctx context.Context, r yarn.AllocateRequest) (*yarn.AllocateResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	resp := &yarn.AllocateResponse{}
+	if f.shutdown {
+		resp.Command = yarn.AMCommandShutdown
+		return resp, nil
+	}
+	for _, a := range r.Asks {
+		if a.ResourceName != yarn.AnyResource || a.Capability != (yarn.Resource{MemoryMB: 256, VCores: 1}) {
+			return nil, fmt.Errorf("fake: unexpected ask %+v", a)
+		}
+		f.asks = append(f.asks, a)
+		f.outstanding[a.Priority] = int(a.NumContainers)
+	}
+	for _, id := range r.Releases {
+		if _, ok := f.live[id]; ok {
+			delete(f.live, id)
+			f.released = append(f.released, id)
+			f.pending = append(f.pending, yarn.ContainerStatus{ID: id, State: yarn.ContainerComplete, ExitStatus: yarn.ExitAborted, Diagnostics: "Container released by application"})
+		}
+	}
+	resp.Completed, f.pending = f.pending, nil
+	for p, n := range f.outstanding {
+		if n > 0 {
+			n += f.extra
+			f.extra = 0
+		}
+		for range n {
+			f.seq++
+			c := yarn.Container{
+				ID: yarn.ContainerID{Attempt: testAttempt, ID: f.seq}, Node: yarn.NodeID{Host: "nm", Port: 4545 + int32(f.seq%2)},
+				Resource: yarn.Resource{MemoryMB: 256, VCores: 1}, Priority: p, Token: &hadoop.Token{Identifier: []byte("ct")},
+			}
+			f.live[c.ID] = c
+			resp.Allocated = append(resp.Allocated, c)
+		}
+		f.outstanding[p] = 0
+	}
+	return resp, nil
+}
+
+// complete makes a live container complete with the given exit status.
+func (f *fakeScheduler) complete(id yarn.ContainerID, exit int32, diag string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.live, id)
+	f.pending = append(f.pending, yarn.ContainerStatus{ID: id, State: yarn.ContainerComplete, ExitStatus: exit, Diagnostics: diag})
+}
+
+func (f *fakeScheduler) snapshot() (live int, released []yarn.ContainerID, asks []yarn.ResourceRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.live), slices.Clone(f.released), slices.Clone(f.asks)
+}
+
+type fakeLauncher struct {
+	mu       sync.Mutex
+	started  []yarn.ContainerID
+	contexts map[yarn.ContainerID]yarn.ContainerLaunchContext
+	fail     map[int64]bool // container sequence numbers whose launch fails
+}
+
+func (l *fakeLauncher) StartContainer(ctx context.Context, c yarn.Container, launch yarn.ContainerLaunchContext) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail[c.ID.ID] {
+		return errors.New("fake: NodeManager refused the container")
+	}
+	l.started = append(l.started, c.ID)
+	l.contexts[c.ID] = launch
+	return nil
+}
+
+func (l *fakeLauncher) startedIDs() []yarn.ContainerID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.started)
+}
+
+type stopRecorder struct {
+	mu      sync.Mutex
+	stopped map[string]string
+}
+
+func (r *stopRecorder) WorkerStopped(id, diag string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped[id] = diag
+}
+
+func (r *stopRecorder) get(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.stopped[id]
+	return d, ok
+}
+
+// eventually polls cond every millisecond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+type driverRig struct {
+	rm     *fakeScheduler
+	nm     *fakeLauncher
+	events *stopRecorder
+	d      *Driver
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
+	t.Helper()
+	var creds hadoop.Credentials
+	creds.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Kind: hadoop.KindAMRMToken})
+	creds.AddToken("hdfs", &hadoop.Token{Identifier: []byte("h"), Kind: hadoop.KindHDFSDelegation})
+	r := &driverRig{rm: newFakeScheduler(), nm: &fakeLauncher{contexts: map[yarn.ContainerID]yarn.ContainerLaunchContext{}, fail: fail}, events: &stopRecorder{stopped: map[string]string{}}}
+	d, err := New(Config{
+		Scheduler: r.rm, Launcher: r.nm, Resource: yarn.Resource{MemoryMB: 256, VCores: 1},
+		TaskManager: TaskManagerLaunch{
+			LocalResources: map[string]yarn.LocalResource{"taskmanager": {
+				URL: yarn.URL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/u/.sluice/app/taskmanager"}, Size: 10, Timestamp: 1234,
+				Type: yarn.ResourceFile, Visibility: yarn.VisibilityApplication,
+			}},
+			DynamicProperties: map[string]string{"jobmanager.rpc.address": "am", "jobmanager.rpc.port": "6123"},
+			Environment:       map[string]string{"SLUICE_CONF_DIR": "$PWD"},
+			Credentials:       &creds,
+		},
+		HeartbeatInterval: 50 * time.Millisecond, ContainerRequestHeartbeatInterval: 5 * time.Millisecond,
+		Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d = d
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan error, 1)
+	go func() { r.done <- d.Run(ctx, r.events) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
+	r := startDriver(t, map[int64]bool{3: true})
+	r.d.SetRequired(2)
+	eventually(t, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
+	started := r.nm.startedIDs() // launched concurrently: in any order
+	slices.SortFunc(started, func(a, b yarn.ContainerID) int { return int(a.ID - b.ID) })
+	if started[0].ID != 1 || started[1].ID != 2 {
+		t.Fatalf("started %v", started)
+	}
+
+	// The launch context: program, properties, log files, tokens without the AMRMToken.
+	r.nm.mu.Lock()
+	lc := r.nm.contexts[started[0]]
+	r.nm.mu.Unlock()
+	if len(lc.Commands) != 1 || !strings.Contains(lc.Commands[0], "-Dtaskmanager.resource-id="+started[0].String()) ||
+		!strings.HasPrefix(lc.Commands[0], "./taskmanager -Djobmanager.rpc.address=am -Djobmanager.rpc.port=6123 ") {
+		t.Errorf("command %q", lc.Commands)
+	}
+	if lc.Environment[EnvLogDir] != LogDirExpansion || lc.Environment["SLUICE_CONF_DIR"] != "$PWD" {
+		t.Errorf("environment %v", lc.Environment)
+	}
+	if lr := lc.LocalResources["taskmanager"]; lr.Size != 10 || lr.Timestamp != 1234 {
+		t.Errorf("local resources %v", lc.LocalResources)
+	}
+	creds, err := hadoop.ParseCredentials(lc.Tokens)
+	if err != nil || creds.NumTokens() != 1 {
+		t.Fatalf("tokens %v, %v", creds, err)
+	}
+
+	// A TaskManager exits: reported with diagnostics and replaced. The
+	// replacement (container 3) fails to launch, is released and replaced
+	// by container 4.
+	r.rm.complete(started[1], 3, "Exception from container-launch")
+	eventually(t, "the exit reported", func() bool { _, ok := r.events.get(started[1].String()); return ok })
+	diag, _ := r.events.get(started[1].String())
+	if !strings.Contains(diag, "exited with code 3") || !strings.Contains(diag, "Exception from container-launch") {
+		t.Errorf("diagnostics %q", diag)
+	}
+	eventually(t, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
+	if got := r.nm.startedIDs()[2].ID; got != 4 {
+		t.Errorf("replacement is container %d, want 4 (3 failed to launch)", got)
+	}
+	eventually(t, "the failed launch released", func() bool {
+		_, rel, _ := r.rm.snapshot()
+		return len(rel) == 1 && rel[0].ID == 3
+	})
+	if _, ok := r.events.get(yarn.ContainerID{Attempt: testAttempt, ID: 3}.String()); ok {
+		t.Error("a container whose launch failed was reported as a stopped worker")
+	}
+
+	// The ResourceManager of the cluster stops an idle TaskManager and
+	// lowers the demand: released, not replaced.
+	r.d.SetRequired(1)
+	r.d.Release(started[0].String())
+	eventually(t, "the stopped TaskManager released", func() bool {
+		live, rel, _ := r.rm.snapshot()
+		return len(rel) == 2 && rel[1] == started[0] && live == 1
+	})
+	_, _, asks := r.rm.snapshot()
+	var counts []int32
+	for _, a := range asks {
+		counts = append(counts, a.NumContainers)
+	}
+	// 2 at first; 1 after the exit; 1 after the failed launch.
+	if !slices.Equal(counts, []int32{2, 1, 1}) {
+		t.Errorf("asks sent %v, want [2 1 1]", counts)
+	}
+	if len(r.nm.startedIDs()) != 3 {
+		t.Errorf("started %v after the release, want no new launch", r.nm.startedIDs())
+	}
+}
+
+func TestDriverReleasesSurplus(t *testing.T) {
+	r := startDriver(t, nil)
+	r.rm.mu.Lock()
+	r.rm.extra = 2
+	r.rm.mu.Unlock()
+	r.d.SetRequired(1)
+	eventually(t, "surplus released", func() bool {
+		_, rel, _ := r.rm.snapshot()
+		return len(rel) == 2
+	})
+	if got := r.nm.startedIDs(); len(got) != 1 {
+		t.Errorf("started %v, want one TaskManager", got)
+	}
+	live, _, _ := r.rm.snapshot()
+	if live != 1 {
+		t.Errorf("%d live containers, want 1", live)
+	}
+}
+
+func TestDriverShutdownCommand(t *testing.T) {
+	r := startDriver(t, nil)
+	r.rm.mu.Lock()
+	r.rm.shutdown = true
+	r.rm.mu.Unlock()
+	r.d.SetRequired(1) // wake the loop
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		if !errors.Is(err, ErrShutdown) {
+			t.Fatalf("Run returned %v, want ErrShutdown", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return on AM_SHUTDOWN")
+	}
+}
+
+func TestDriverHeartbeatsSlowlyWhenIdle(t *testing.T) {
+	r := startDriver(t, nil)
+	r.d.SetRequired(1)
+	eventually(t, "one TaskManager", func() bool { return len(r.nm.startedIDs()) == 1 })
+	r.rm.mu.Lock()
+	before := r.rm.calls
+	r.rm.mu.Unlock()
+	began := time.Now()
+	eventually(t, "two more heartbeats", func() bool {
+		r.rm.mu.Lock()
+		defer r.rm.mu.Unlock()
+		return r.rm.calls >= before+2
+	})
+	// Two idle heartbeats take at least one full 50 ms interval; at the
+	// 5 ms request interval they would take ~10 ms.
+	if el := time.Since(began); el < 50*time.Millisecond {
+		t.Errorf("two idle heartbeats in %v; the fast interval is still in use", el)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	_, err := New(Config{TaskManager: TaskManagerLaunch{
+		LocalResources:    map[string]yarn.LocalResource{"bin/tm": {}},
+		DynamicProperties: map[string]string{"a b": "c"},
+	}})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"Scheduler is nil", "Launcher is nil", "Resource", `no "taskmanager"`, `"bin/tm" must be a plain file name`, `dynamic property key "a b"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
