@@ -124,13 +124,18 @@ type Server struct {
 // New listens on cfg.BindAddress:cfg.Port and serves b until Shutdown or
 // Close. A failure to listen is returned, naming the address.
 func New(cfg Config, b Backend) (*Server, error) {
-	s := newServer(cfg, b)
-	addr := net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.Port))
+	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		s.cancel()
 		return nil, fmt.Errorf("rest: listening on %s (rest.bind-address, rest.port): %w", addr, err)
 	}
+	return Serve(cfg, b, ln), nil
+}
+
+// Serve serves b on ln (which it closes) until Shutdown or Close; a YARN
+// ApplicationMaster opens its listener before it registers.
+func Serve(cfg Config, b Backend, ln net.Listener) *Server {
+	s := newServer(cfg, b)
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -147,7 +152,7 @@ func New(cfg Config, b Backend) (*Server, error) {
 		}
 	}()
 	s.log.Info("REST endpoint listening", "address", ln.Addr().String())
-	return s, nil
+	return s
 }
 
 // NewHandler returns the server's HTTP handler without listening, for
