@@ -43,7 +43,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/netexchange/netpb"
+	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -301,9 +301,12 @@ func (ep *Endpoint) session(ctx context.Context, peer string) (*session, error) 
 	s, err := ep.dial(ctx, peer)
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	if err == nil && ep.mu.closed {
-		err = ErrClosed
-		s.fail(&PeerError{Peer: peer, Err: err})
+	if err == nil {
+		// A session that failed already is not kept for the next sender
+		// (sessionEnded, which forgets it, may have run before p.s is set).
+		if ferr := s.err(); ferr != nil {
+			s, err = nil, ferr
+		}
 	}
 	if err != nil {
 		p.err = err
@@ -312,7 +315,6 @@ func (ep *Endpoint) session(ctx context.Context, peer string) (*session, error) 
 		}
 	} else {
 		p.s = s
-		ep.mu.sessions[s] = struct{}{}
 	}
 	close(p.ready)
 	return s, err
@@ -363,7 +365,14 @@ func (ep *Endpoint) dial(ctx context.Context, peer string) (*session, error) {
 		return fail(ctx.Err())
 	}
 	s := newSession(ep, peer, stream, false)
-	ep.wg.Add(1)
+	ep.mu.Lock()
+	if ep.mu.closed {
+		ep.mu.Unlock()
+		return fail(&PeerError{Peer: peer, Err: ErrClosed})
+	}
+	ep.mu.sessions[s] = struct{}{}
+	ep.wg.Add(1) // under ep.mu: Close waits only once no more can start
+	ep.mu.Unlock()
 	go func() {
 		defer ep.wg.Done()
 		s.run(func() {
@@ -422,10 +431,10 @@ func (sv *service) Connect(stream netpb.DataExchange_ConnectServer) error {
 		close(p.ready)
 		ep.mu.peers[peer] = p
 	}
-	ep.mu.Unlock()
 	// The reader outlives the handler by a moment: its Recv returns once
 	// the handler has returned.
 	ep.wg.Add(1)
+	ep.mu.Unlock()
 	go func() {
 		defer ep.wg.Done()
 		s.readLoop()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/netpb"
+	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
 	"github.com/sluice/sluice/runtime/task"
 )
 

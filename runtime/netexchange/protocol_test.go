@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/netpb"
+	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
 	"github.com/sluice/sluice/runtime/task"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/netpb"
+	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
 )
 
 // msgStream is either end of a Connect stream.
@@ -88,6 +88,13 @@ func (s *session) run(cleanup func()) {
 	<-s.readerDone
 }
 
+// err is the session's failure, nil while it works.
+func (s *session) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.err
+}
+
 func (s *session) report() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,20 +168,22 @@ func (s *session) writeLoop() {
 		select {
 		case <-s.kick:
 		case <-s.done:
-			if r := s.report(); r != "" {
-				_ = s.stream.Send(&netpb.Message{Error: r})
+		}
+		s.mu.Lock()
+		failed, report := s.mu.err != nil, s.mu.reportMsg
+		batch, s.mu.pending = s.mu.pending, batch[:0]
+		s.mu.Unlock()
+		if failed {
+			if report != "" {
+				_ = s.stream.Send(&netpb.Message{Error: report})
 			}
 			return
 		}
-		s.mu.Lock()
-		batch, s.mu.pending = s.mu.pending, batch[:0]
-		s.mu.Unlock()
 		for _, c := range batch {
 			msg.Frames = c
 			if err := s.stream.Send(msg); err != nil {
 				s.fail(s.lost(err))
-				break // the next round tells the peer of a violation, if any
-
+				break
 			}
 		}
 		msg.Frames = nil

@@ -15,7 +15,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: runtime/netexchange/netpb/netexchange.proto
+// source: runtime/netexchange/internal/netpb/netexchange.proto
 
 package netpb
 
@@ -128,5 +128,5 @@ var DataExchange_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "runtime/netexchange/netpb/netexchange.proto",
+	Metadata: "runtime/netexchange/internal/netpb/netexchange.proto",
 }
