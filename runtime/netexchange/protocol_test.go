@@ -2,6 +2,7 @@ package netexchange
 
 import (
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,5 +211,68 @@ func TestCorruptBatchFailsTheChannel(t *testing.T) {
 	}
 	if b := <-gate.C(); b.Channel != 1 || b.Event.Kind != exchange.EndOfPartition {
 		t.Fatalf("the other channel must go on: %+v", b)
+	}
+}
+
+// rogue is a data service of our own that answers the hello and then sends
+// the given frames.
+type rogue struct {
+	netpb.UnimplementedDataExchangeServer
+	frames []byte
+	report chan string
+}
+
+func (r *rogue) Connect(st netpb.DataExchange_ConnectServer) error {
+	if _, err := st.Recv(); err != nil {
+		return err
+	}
+	if err := st.Send(&netpb.Message{Hello: &netpb.Hello{Version: frameVersion, Address: "rogue:1"}}); err != nil {
+		return err
+	}
+	if err := st.Send(&netpb.Message{Frames: r.frames}); err != nil {
+		return err
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			r.report <- "no report: " + err.Error()
+			return nil
+		}
+		if m.Error != "" {
+			r.report <- m.Error
+			return nil
+		}
+	}
+}
+
+// The dialling side checks its peer's frames too: a violation fails its
+// senders and is reported to the peer.
+func TestPeerViolationFailsTheDiallingSide(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	// A credit for the sender's channel (id 1), then garbage.
+	r := &rogue{frames: append(appendCredit(nil, 1, 1), 0xee), report: make(chan string, 1)}
+	netpb.RegisterDataExchangeServer(srv, r)
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	ctx := testCtx(t)
+	ep := newEndpoint(t)
+	s, err := ep.Sender(ctx, lis.Addr().String(), GateKey{Scope: "r"}, 0, codecOf[int64](t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Send(ctx, exchange.Buffer{Event: exchange.Event{Kind: exchange.Idle}})
+	if err == nil {
+		err = s.Send(ctx, exchange.Buffer{Event: exchange.Event{Kind: exchange.Idle}})
+	}
+	if !errors.Is(err, ErrMalformedFrame) || !strings.Contains(err.Error(), "type-238 frame at byte") {
+		t.Fatalf("sender: %v", err)
+	}
+	if got := <-r.report; !strings.Contains(got, "malformed frame: type-238") {
+		t.Fatalf("the peer was told %q", got)
 	}
 }

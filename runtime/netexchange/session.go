@@ -15,8 +15,8 @@ type msgStream interface {
 	Recv() (*netpb.Message, error)
 }
 
-// closeSender is the dialling end's CloseSend.
-type closeSender interface{ CloseSend() error }
+// sendCloser is the dialling end's CloseSend.
+type sendCloser interface{ CloseSend() error }
 
 // Free chunks kept per session for reuse, and the largest kept.
 const (
@@ -74,7 +74,7 @@ func (s *session) run(cleanup func()) {
 	s.writeLoop()
 	if s.report() != "" {
 		// Let the peer read why before the stream is torn down.
-		if cs, ok := s.stream.(closeSender); ok {
+		if cs, ok := s.stream.(sendCloser); ok {
 			_ = cs.CloseSend()
 		}
 		t := time.NewTimer(reportGrace)
