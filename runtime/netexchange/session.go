@@ -215,11 +215,23 @@ func (s *session) readLoop() {
 		}
 		if m.Hello != nil {
 			s.failProtocol(fmt.Errorf("%w: a second hello", ErrProtocol))
+			s.drain()
 			return
 		}
 		if err := s.handleFrames(m.Frames); err != nil {
 			s.ep.log.Error("netexchange: protocol violation", "peer", s.peer, "err", err)
 			s.failProtocol(err)
+			s.drain()
+			return
+		}
+	}
+}
+
+// drain reads until the stream ends, so the dialling side knows when the
+// peer has read the report (or gives up after reportGrace).
+func (s *session) drain() {
+	for {
+		if _, err := s.stream.Recv(); err != nil {
 			return
 		}
 	}
