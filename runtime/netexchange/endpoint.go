@@ -275,24 +275,37 @@ func (ep *Endpoint) Close() error {
 	return nil
 }
 
-// session returns the session to send to peer, dialling it if need be.
+// session returns the session to send to peer, dialling it if need be. A
+// session that has failed is not reused, even before sessionEnded forgot
+// it.
 func (ep *Endpoint) session(ctx context.Context, peer string) (*session, error) {
-	ep.mu.Lock()
-	if ep.mu.closed {
-		ep.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if p := ep.mu.peers[peer]; p != nil {
+	for {
+		ep.mu.Lock()
+		if ep.mu.closed {
+			ep.mu.Unlock()
+			return nil, ErrClosed
+		}
+		p := ep.mu.peers[peer]
+		if p == nil {
+			break // dial, with ep.mu held
+		}
 		ep.mu.Unlock()
 		select {
 		case <-p.ready:
-			if p.err != nil {
-				return nil, p.err
-			}
-			return p.s, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		if p.s.err() == nil {
+			return p.s, nil
+		}
+		ep.mu.Lock()
+		if ep.mu.peers[peer] == p {
+			delete(ep.mu.peers, peer)
+		}
+		ep.mu.Unlock()
 	}
 	p := &peerConn{ready: make(chan struct{})}
 	ep.mu.peers[peer] = p

@@ -215,7 +215,7 @@ func TestCorruptBatchFailsTheChannel(t *testing.T) {
 }
 
 // rogue is a data service of our own that answers the hello and then sends
-// the given frames.
+// the given frames once the dialler has opened a channel.
 type rogue struct {
 	netpb.UnimplementedDataExchangeServer
 	frames []byte
@@ -227,6 +227,9 @@ func (r *rogue) Connect(st netpb.DataExchange_ConnectServer) error {
 		return err
 	}
 	if err := st.Send(&netpb.Message{Hello: &netpb.Hello{Version: frameVersion, Address: "rogue:1"}}); err != nil {
+		return err
+	}
+	if _, err := st.Recv(); err != nil { // the open of the sender's channel
 		return err
 	}
 	if err := st.Send(&netpb.Message{Frames: r.frames}); err != nil {
