@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble bench-network generate check-generated demo deps
 
 all: build
 
@@ -42,6 +42,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
 	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out
+
+bench-network: deps ## Records between two worker endpoints over loopback gRPC (int64 and a small struct): records/s, MB/s, allocations per record.
+	$(GO) test -run '^$$' -bench NetworkExchange -benchtime 20000000x -count 1 ./runtime/netexchange/ | tee bench-network.out
 
 generate:
 	$(GO) generate ./...

@@ -26,6 +26,8 @@ var rules = []rule{
 	{"runtime/clock", []string{"runtime/graph", "runtime/task", "runtime/exchange", "runtime/local", "runtime/state", "runtime/timer"}, "the clock is a leaf of the engine"},
 	{"runtime/keygroup", []string{"runtime/graph", "runtime/task", "runtime/exchange", "runtime/local", "runtime/state", "runtime/timer"}, "key groups are a leaf of the engine"},
 	{"runtime/watermark", []string{"runtime/graph", "runtime/task", "runtime/exchange", "runtime/local", "runtime/state", "runtime/timer", "runtime/clock"}, "the watermark valve is a pure state machine"},
+	{"runtime/task", []string{"google.golang.org/grpc", "runtime/netexchange"}, "tasks see only the exchange contract, whatever the transport"},
+	{"runtime/exchange", []string{"google.golang.org/grpc", "runtime/netexchange", "net"}, "the exchange contract knows no transport"},
 	{"runtime/graph", []string{"runtime/task", "runtime/exchange", "runtime/local", "runtime/state", "runtime/timer"}, "the job graph is plain data"},
 	{"scheduler", []string{"google.golang.org/grpc", "net/http", "net", "yarn", "runtime/local", "cmd"}, "scheduling decisions import no transport"},
 	{"stream", []string{"yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the user API does not depend on deployments or connectors"},

@@ -75,6 +75,35 @@ func (c *Codec[T]) Decode(b []byte) (T, []byte, error) {
 	return v, b[d.off:], nil
 }
 
+// AppendValues appends the encodings of vs one after another (no count) to
+// b. Unlike calling Append per value it allocates nothing per value.
+func (c *Codec[T]) AppendValues(b []byte, vs []T) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	rv := reflect.ValueOf(vs)
+	for i := range vs {
+		b = c.enc(b, rv.Index(i))
+	}
+	return b
+}
+
+// DecodeValues decodes len(dst) values from the front of b into dst,
+// overwriting them, and returns the rest of b.
+func (c *Codec[T]) DecodeValues(b []byte, dst []T) ([]byte, error) {
+	if len(dst) == 0 {
+		return b, nil
+	}
+	d := decoder{b: b}
+	rv := reflect.ValueOf(dst)
+	for i := range dst {
+		if err := c.dec(&d, rv.Index(i)); err != nil {
+			return nil, fmt.Errorf("decoding %s (value %d of %d): %w", c.typ, i, len(dst), err)
+		}
+	}
+	return b[d.off:], nil
+}
+
 // lazy breaks recursion for self-referential types.
 type lazy struct {
 	enc encFn

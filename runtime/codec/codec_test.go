@@ -118,3 +118,44 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestValuesRoundTripWithoutPerValueAllocations(t *testing.T) {
+	vs := []sample{{A: 1, C: "a"}, {A: 2, D: []int{4}}, {Next: &sample{A: 3}}}
+	c := MustFor[sample]()
+	b := c.AppendValues(nil, vs)
+	var concat []byte
+	for _, v := range vs {
+		concat = c.Append(concat, v)
+	}
+	if !bytes.Equal(b, concat) {
+		t.Fatal("AppendValues must equal the concatenation of Append")
+	}
+	got := make([]sample, len(vs))
+	rest, err := c.DecodeValues(append(b, 0xAB), got)
+	if err != nil || !bytes.Equal(rest, []byte{0xAB}) || !reflect.DeepEqual(got, vs) {
+		t.Fatalf("got %+v rest %x err %v", got, rest, err)
+	}
+	if _, err := c.DecodeValues(b[:len(b)-1], got); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncated: %v", err)
+	}
+
+	ints := make([]int64, 512)
+	for i := range ints {
+		ints[i] = int64(i * 1000)
+	}
+	ic := MustFor[int64]()
+	buf := make([]byte, 0, 8192)
+	dst := make([]int64, len(ints))
+	allocs := testing.AllocsPerRun(20, func() {
+		buf = ic.AppendValues(buf[:0], ints)
+		if _, err := ic.DecodeValues(buf, dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 3 { // per call, never per value
+		t.Fatalf("%v allocations for 512 values", allocs)
+	}
+	if !reflect.DeepEqual(dst, ints) {
+		t.Fatal("int64 values differ")
+	}
+}

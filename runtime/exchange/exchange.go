@@ -57,9 +57,25 @@ type Buffer struct {
 	// Data is a typed batch; nil for events.
 	Data  any
 	Event Event
+	// Err, when set, reports that the exchange failed (a remote channel's
+	// connection broke): the receiver fails with it. Such a buffer carries
+	// neither data nor an event and needs no Release.
+	Err error
 
-	credit chan struct{}
+	credit   chan struct{}
+	returner CreditReturner
 }
+
+// CreditReturner takes back the credit of a released buffer for an exchange
+// whose credits are not a local channel (the network exchange grants the
+// remote sender a new credit).
+type CreditReturner interface {
+	// ReturnCredit is called once per released buffer and must not block.
+	ReturnCredit()
+}
+
+// SetCreditReturner makes Release hand the buffer's credit to r.
+func (b *Buffer) SetCreditReturner(r CreditReturner) { b.returner = r }
 
 // Release returns the buffer's credit to its sender. The receiver calls it
 // once it has processed the buffer.
@@ -67,6 +83,10 @@ func (b *Buffer) Release() {
 	if b.credit != nil {
 		b.credit <- struct{}{}
 		b.credit = nil
+	}
+	if r := b.returner; r != nil {
+		b.returner = nil
+		r.ReturnCredit()
 	}
 }
 

@@ -36,3 +36,18 @@ func TestCreditsBoundTheChannel(t *testing.T) {
 		t.Fatalf("blocked send must end with the context: %v", err)
 	}
 }
+
+type countingReturner struct{ n int }
+
+func (c *countingReturner) ReturnCredit() { c.n++ }
+
+func TestReleaseHandsTheCreditToItsReturnerOnce(t *testing.T) {
+	var r countingReturner
+	b := Buffer{Data: 1}
+	b.SetCreditReturner(&r)
+	b.Release()
+	b.Release()
+	if r.n != 1 {
+		t.Fatalf("credit returned %d times, want once", r.n)
+	}
+}

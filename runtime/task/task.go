@@ -584,6 +584,9 @@ func (t *Task) runInputs() error {
 }
 
 func (t *Task) handleBuffer(b exchange.Buffer) error {
+	if b.Err != nil {
+		return b.Err // the exchange failed (a remote channel's connection broke)
+	}
 	if t.aligner != nil && t.aligner.Blocked(b.Channel) {
 		// Held until the channel's barrier is aligned; its credit stays
 		// spent, so the blocked sender stops after its credits.

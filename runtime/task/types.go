@@ -19,6 +19,9 @@ const DefaultBatchSize = 512
 type TypeOps interface {
 	// TypeName is the Go type's name.
 	TypeName() string
+	// BatchCodec returns the network encoding of this type's batches (see
+	// BatchCodec); it fails, naming the type, if the type has none.
+	BatchCodec() (BatchCodec, error)
 	fanOut(outs []any) any
 	chained(in any, h *opHandle) any
 	newWriter(cfg writerConfig) (recordWriter, any)

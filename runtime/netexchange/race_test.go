@@ -1,0 +1,5 @@
+//go:build race
+
+package netexchange
+
+const raceEnabled = true
