@@ -2159,8 +2159,11 @@ func (x *TaskPlacement) GetDataAddress() string {
 
 type Deployed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// error says why the worker could not build its tasks.
+	// error says why the worker could not build its tasks; unrecoverable
+	// when a restart cannot help (e.g. a record type that cannot cross the
+	// network).
 	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Unrecoverable bool   `protobuf:"varint,2,opt,name=unrecoverable,proto3" json:"unrecoverable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2200,6 +2203,13 @@ func (x *Deployed) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *Deployed) GetUnrecoverable() bool {
+	if x != nil {
+		return x.Unrecoverable
+	}
+	return false
 }
 
 type Start struct {
@@ -3140,9 +3150,10 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rTaskPlacement\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\" \n" +
+	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\"F\n" +
 	"\bDeployed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\a\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\x12$\n" +
+	"\runrecoverable\x18\x02 \x01(\bR\runrecoverable\"\a\n" +
 	"\x05Start\"\xdd\x01\n" +
 	"\x11TriggerCheckpoint\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x12\n" +

@@ -272,6 +272,9 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			var err error
 			if e := m.Deployed.GetError(); e != "" {
 				err = fmt.Errorf("jobmanager: %s could not deploy its tasks: %s", s, e)
+				if m.Deployed.GetUnrecoverable() {
+					err = &restart.Unrecoverable{Err: err}
+				}
 			}
 			deployed <- err
 		case *clusterpb.WorkerMessage_TaskEnded:

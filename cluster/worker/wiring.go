@@ -9,6 +9,7 @@ import (
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/netexchange"
+	"github.com/sluice/sluice/runtime/restart"
 	"github.com/sluice/sluice/runtime/task"
 )
 
@@ -56,8 +57,8 @@ func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string)
 		}
 		c, err := task.EdgeType(g, e).BatchCodec()
 		if err != nil {
-			return nil, fmt.Errorf("worker: the records from %s to %s cannot cross the network: %w",
-				g.Node(e.From).Label(), g.Node(e.To).Label(), err)
+			return nil, &restart.Unrecoverable{Err: fmt.Errorf("worker: the records from %s to %s cannot cross the network: %w",
+				g.Node(e.From).Label(), g.Node(e.To).Label(), err)}
 		}
 		codecs[e] = c
 		return c, nil

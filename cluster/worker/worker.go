@@ -193,7 +193,7 @@ func (w *worker) receive(ctx context.Context) error {
 			d := &clusterpb.Deployed{}
 			if err != nil {
 				w.log.Error("deploying the tasks failed", "err", err)
-				d.Error = err.Error()
+				d.Error, d.Unrecoverable = err.Error(), !restart.Recoverable(err)
 			}
 			w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Deployed{Deployed: d}})
 		case *clusterpb.JobMasterMessage_Start:
