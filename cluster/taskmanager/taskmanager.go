@@ -770,17 +770,19 @@ const (
 )
 
 type worker struct {
-	key        workerKey
-	allocs     []string
-	phase      workerPhase
-	cancelled  string // why it was stopped while starting
-	cmd        *exec.Cmd
-	stopReason string
-	killAt     int64
-	killed     bool
-	exited     chan struct{} // closed when it has exited or never started
-	stderr     string
-	log        *slog.Logger
+	key       workerKey
+	allocs    []string
+	phase     workerPhase
+	cancelled string // why it was stopped while starting
+	// cancelStart cancels the fetch of the binary while starting.
+	cancelStart context.CancelFunc
+	cmd         *exec.Cmd
+	stopReason  string
+	killAt      int64
+	killed      bool
+	exited      chan struct{} // closed when it has exited or never started
+	stderr      string
+	log         *slog.Logger
 }
 
 func (tm *TaskManager) stop(w *worker, reason string, now int64) {
@@ -788,6 +790,7 @@ func (tm *TaskManager) stop(w *worker, reason string, now int64) {
 	case workerStarting:
 		if w.cancelled == "" {
 			w.cancelled = reason
+			w.cancelStart()
 		}
 	case workerRunning:
 		w.phase, w.stopReason, w.killAt = workerStopping, reason, now+tm.cfg.StopGrace.Milliseconds()
@@ -812,9 +815,12 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(tm.stopping, cancel)()
+	// Stopping the worker while it starts cancels the fetch.
+	ctx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
 	var w *worker
 	var err error
-	if cerr := tm.call(ctx, func() { w, err = tm.reserve(req) }); cerr != nil {
+	if cerr := tm.call(ctx, func() { w, err = tm.reserve(req, cancelStart) }); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
@@ -826,6 +832,11 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 	}
 	bin, err := tm.blobs.get(ctx, req.GetJobMasterAddress(), req.GetBinarySha256(), req.GetBinarySize())
 	if err != nil {
+		var stopped string
+		_ = tm.call(context.Background(), func() { stopped = w.cancelled })
+		if stopped != "" {
+			return nil, abort(withCode(codes.Aborted, fmt.Errorf("%w: %s", ErrWorkerStopped, stopped)))
+		}
 		w.log.Warn("could not fetch the job binary", "err", err)
 		if errors.Is(err, ErrBinaryMismatch) {
 			return nil, abort(withCode(codes.DataLoss, err))
@@ -928,7 +939,7 @@ func (tm *TaskManager) checkHeld(job string, allocs []string) error {
 	return nil
 }
 
-func (tm *TaskManager) reserve(r *clusterpb.SubmitTasksRequest) (*worker, error) {
+func (tm *TaskManager) reserve(r *clusterpb.SubmitTasksRequest, cancelStart context.CancelFunc) (*worker, error) {
 	st := &tm.st
 	if st.closing {
 		return nil, withCode(codes.Unavailable, ErrStopped)
@@ -943,7 +954,7 @@ func (tm *TaskManager) reserve(r *clusterpb.SubmitTasksRequest) (*worker, error)
 	if err := tm.checkHeld(key.job, r.GetAllocationIds()); err != nil {
 		return nil, err
 	}
-	w := &worker{key: key, allocs: slices.Clone(r.GetAllocationIds()), exited: make(chan struct{}),
+	w := &worker{key: key, allocs: slices.Clone(r.GetAllocationIds()), exited: make(chan struct{}), cancelStart: cancelStart,
 		log: tm.log.With("job", key.job, "attempt", key.attempt, "worker", key.id)}
 	st.workers[key] = w
 	return w, nil
