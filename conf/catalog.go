@@ -10,12 +10,13 @@ import (
 
 // Catalog returns every option Sluice itself understands, sorted by key.
 // The declarations live in one file per concern: core.go, pipeline.go,
-// checkpointing.go, state.go, restart.go, cluster.go, yarn.go, security.go.
+// checkpointing.go, state.go, restart.go, cluster.go, resources.go, yarn.go,
+// security.go.
 func Catalog() []AnyOption {
 	var all []AnyOption
 	for _, group := range [][]AnyOption{
 		coreOptions(), pipelineOptions(), checkpointingOptions(), stateOptions(),
-		restartOptions(), clusterOptions(), yarnOptions(), securityOptions(),
+		restartOptions(), clusterOptions(), resourceOptions(), yarnOptions(), securityOptions(),
 	} {
 		all = append(all, group...)
 	}

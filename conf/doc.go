@@ -6,8 +6,8 @@
 //
 // Each option is declared once, as a typed Option with its key, default and
 // description, in a file per concern: core.go, pipeline.go,
-// checkpointing.go, state.go, restart.go, cluster.go, yarn.go and
-// security.go. Catalog lists them all. Keys, defaults and value formats are
+// checkpointing.go, state.go, restart.go, cluster.go, resources.go, yarn.go
+// and security.go. Catalog lists them all. Keys, defaults and value formats are
 // Apache Flink's wherever Flink has the concept, so a Flink user's
 // config.yaml reads the same here; where Flink 2 renamed a key (for example
 // state.checkpoints.dir to execution.checkpointing.dir) both names are

@@ -51,10 +51,10 @@ const (
 
 // Environment collects the dataflow of one job and executes it.
 type Environment struct {
-	graph          graph.JobGraph
-	parallelism    int
+	graph       graph.JobGraph
+	parallelism int
 	// workerDep is set in a worker process (SLUICE_EXECUTION_TARGET=worker).
-	workerDep *worker.Deployment
+	workerDep      *worker.Deployment
 	maxParallelism int
 	mode           RuntimeMode
 	clock          clock.Clock

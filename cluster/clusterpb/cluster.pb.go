@@ -168,6 +168,7 @@ type ResourceManagerMessage struct {
 	//	*ResourceManagerMessage_Heartbeat
 	//	*ResourceManagerMessage_AllocateSlot
 	//	*ResourceManagerMessage_Disconnect
+	//	*ResourceManagerMessage_FreeSlots
 	Msg           isResourceManagerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -246,6 +247,15 @@ func (x *ResourceManagerMessage) GetDisconnect() *Disconnect {
 	return nil
 }
 
+func (x *ResourceManagerMessage) GetFreeSlots() *FreeSlotsRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*ResourceManagerMessage_FreeSlots); ok {
+			return x.FreeSlots
+		}
+	}
+	return nil
+}
+
 type isResourceManagerMessage_Msg interface {
 	isResourceManagerMessage_Msg()
 }
@@ -267,6 +277,14 @@ type ResourceManagerMessage_Disconnect struct {
 	Disconnect *Disconnect `protobuf:"bytes,4,opt,name=disconnect,proto3,oneof"`
 }
 
+type ResourceManagerMessage_FreeSlots struct {
+	// free_slots takes slots back from a job whose demand ended (the
+	// ResourceManager's cleanup; JobMasters free slots with
+	// TaskManager.FreeSlots). Empty allocation_ids frees all of the job's
+	// slots on the TaskManager.
+	FreeSlots *FreeSlotsRequest `protobuf:"bytes,5,opt,name=free_slots,json=freeSlots,proto3,oneof"`
+}
+
 func (*ResourceManagerMessage_Registered) isResourceManagerMessage_Msg() {}
 
 func (*ResourceManagerMessage_Heartbeat) isResourceManagerMessage_Msg() {}
@@ -274,6 +292,8 @@ func (*ResourceManagerMessage_Heartbeat) isResourceManagerMessage_Msg() {}
 func (*ResourceManagerMessage_AllocateSlot) isResourceManagerMessage_Msg() {}
 
 func (*ResourceManagerMessage_Disconnect) isResourceManagerMessage_Msg() {}
+
+func (*ResourceManagerMessage_FreeSlots) isResourceManagerMessage_Msg() {}
 
 type Register struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1177,9 +1197,11 @@ func (*CancelJobResponse) Descriptor() ([]byte, []int) {
 }
 
 type FreeSlotsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	AllocationIds []string               `protobuf:"bytes,2,rep,name=allocation_ids,json=allocationIds,proto3" json:"allocation_ids,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// allocation_ids are the slots to free; empty frees all of the job's
+	// slots on the TaskManager.
+	AllocationIds []string `protobuf:"bytes,2,rep,name=allocation_ids,json=allocationIds,proto3" json:"allocation_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3006,7 +3028,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x12TaskManagerMessage\x129\n" +
 	"\bregister\x18\x01 \x01(\v2\x1b.sluice.cluster.v1.RegisterH\x00R\bregister\x12<\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeatB\x05\n" +
-	"\x03msg\"\xa7\x02\n" +
+	"\x03msg\"\xed\x02\n" +
 	"\x16ResourceManagerMessage\x12?\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x1d.sluice.cluster.v1.RegisteredH\x00R\n" +
@@ -3015,7 +3037,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rallocate_slot\x18\x03 \x01(\v2\x1f.sluice.cluster.v1.AllocateSlotH\x00R\fallocateSlot\x12?\n" +
 	"\n" +
 	"disconnect\x18\x04 \x01(\v2\x1d.sluice.cluster.v1.DisconnectH\x00R\n" +
-	"disconnectB\x05\n" +
+	"disconnect\x12D\n" +
+	"\n" +
+	"free_slots\x18\x05 \x01(\v2#.sluice.cluster.v1.FreeSlotsRequestH\x00R\tfreeSlotsB\x05\n" +
 	"\x03msg\"\xf8\x01\n" +
 	"\bRegister\x12&\n" +
 	"\x0ftask_manager_id\x18\x01 \x01(\tR\rtaskManagerId\x12\x18\n" +
@@ -3288,65 +3312,66 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	5,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
 	7,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
 	8,  // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	0,  // 6: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	6,  // 7: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	12, // 8: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	43, // 9: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	44, // 10: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	26, // 11: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	29, // 12: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	39, // 13: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	34, // 14: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	35, // 15: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	36, // 16: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	33, // 17: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	38, // 18: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	38, // 19: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	31, // 20: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	41, // 21: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	27, // 22: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	30, // 23: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	31, // 24: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	32, // 25: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	37, // 26: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	37, // 27: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	38, // 28: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	38, // 29: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	40, // 30: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	25, // 31: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	22, // 32: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	28, // 33: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	22, // 34: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 35: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	31, // 36: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	22, // 37: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 38: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 39: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 40: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 41: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	42, // 42: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	22, // 43: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 44: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	9,  // 45: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	14, // 46: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	16, // 47: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	18, // 48: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	11, // 49: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	23, // 50: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	20, // 51: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 52: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	10, // 53: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	15, // 54: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	17, // 55: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	19, // 56: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	13, // 57: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	24, // 58: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	21, // 59: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	52, // [52:60] is the sub-list for method output_type
-	44, // [44:52] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	18, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	0,  // 7: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
+	6,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	12, // 9: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	43, // 10: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	44, // 11: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	26, // 12: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	29, // 13: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	39, // 14: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	34, // 15: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	35, // 16: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	36, // 17: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	33, // 18: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	38, // 19: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	38, // 20: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	31, // 21: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	41, // 22: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	27, // 23: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	30, // 24: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	31, // 25: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	32, // 26: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	37, // 27: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	37, // 28: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	38, // 29: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	38, // 30: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 31: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	25, // 32: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	22, // 33: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	28, // 34: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	22, // 35: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 36: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	31, // 37: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	22, // 38: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 39: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 40: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 41: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	22, // 42: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	42, // 43: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	22, // 44: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 45: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	9,  // 46: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	14, // 47: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	16, // 48: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	18, // 49: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	11, // 50: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	23, // 51: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	20, // 52: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 53: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	10, // 54: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	15, // 55: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	17, // 56: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	19, // 57: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	13, // 58: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	24, // 59: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	21, // 60: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	53, // [53:61] is the sub-list for method output_type
+	45, // [45:53] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3363,6 +3388,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*ResourceManagerMessage_Heartbeat)(nil),
 		(*ResourceManagerMessage_AllocateSlot)(nil),
 		(*ResourceManagerMessage_Disconnect)(nil),
+		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
 	file_cluster_clusterpb_cluster_proto_msgTypes[23].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),

@@ -263,7 +263,9 @@ func (b Backend) SubmitJob(ctx context.Context, s *rest.Submission) (string, err
 }
 
 // CancelJob implements rest.Backend.
-func (b Backend) CancelJob(ctx context.Context, jobID string) error { return restErr(b.D.Cancel(jobID)) }
+func (b Backend) CancelJob(ctx context.Context, jobID string) error {
+	return restErr(b.D.Cancel(jobID))
+}
 
 // TriggerSavepoint implements rest.Backend.
 func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {

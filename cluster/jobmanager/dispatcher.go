@@ -10,9 +10,9 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"sync"
 	"time"
 

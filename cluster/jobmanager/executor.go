@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +60,16 @@ func (x *remoteExecutor) attach(s *session) error {
 	return nil
 }
 
+// workerID names the worker of an attempt on a TaskManager: letters,
+// digits, '.', '_' and '-' only.
 func workerID(job string, attempt int, tm string) string {
-	return fmt.Sprintf("%s-%d-%s", job, attempt, tm)
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, tm)
+	return fmt.Sprintf("%s-%d-%s", job, attempt, safe)
 }
 
 // Deploy implements local.Executor.

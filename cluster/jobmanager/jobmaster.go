@@ -91,7 +91,7 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 		jm.stats.err = cause
 	}
 	jm.mu.Unlock()
-	jm.log.Info("job status", "job", jm.id, "status", string(s))
+	jm.log.Info("job status", "status", string(s))
 }
 
 func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {

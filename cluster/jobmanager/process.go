@@ -132,7 +132,7 @@ func RunWith(ctx context.Context, o Options) error {
 	}
 	log.Info("JobManager running", "rpc", o.RPCAddress, "rest", rs.Addr())
 	if o.Ready != nil {
-		o.Ready(rs.Addr())
+		o.Ready(rs.Addr().String())
 	}
 	select {
 	case <-ctx.Done():
@@ -155,7 +155,9 @@ func RunWith(ctx context.Context, o Options) error {
 }
 
 // rmLister lists the ResourceManager's TaskManagers for the REST API.
-type rmLister struct{ rm *resourcemanager.ResourceManager }
+type rmLister struct {
+	rm *resourcemanager.ResourceManager
+}
 
 func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error) {
 	tms, err := l.rm.TaskManagers(ctx)

@@ -73,6 +73,7 @@ func ReadDeployment(path string) (*Deployment, error) {
 // program's own settings (clock, logger, batching, file systems, state
 // backend); the JobMaster decides the rest.
 func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deployment) error {
+	opts.Defaults()
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sluice/sluice/cluster/jobmanager"
+	"github.com/sluice/sluice/cluster/taskmanager"
 	"github.com/sluice/sluice/conf"
 )
 
@@ -33,11 +35,20 @@ type Cluster struct {
 
 // clusterProcesses is the wiring of the cluster packages into the CLI.
 //
-// TODO(lead, issue #5): set JobManager to cluster/jobmanager.Run,
-// TaskManager to cluster/taskmanager.Run and, with the YARN work,
-// YarnCluster. Until then those commands report that they are not built in.
+// YarnCluster is set by the YARN deployment.
 func clusterProcesses() Cluster {
-	return Cluster{}
+	return Cluster{
+		JobManager: jobmanager.Run,
+		TaskManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
+			cfg := taskmanager.ConfigFrom(c)
+			cfg.Logger = log
+			tm, err := taskmanager.New(cfg)
+			if err != nil {
+				return err
+			}
+			return tm.Run(ctx)
+		},
+	}
 }
 
 // errNotBuiltIn reports a cluster process missing from this build.

@@ -29,7 +29,9 @@ var rules = []rule{
 	{"runtime/task", []string{"google.golang.org/grpc", "runtime/netexchange"}, "tasks see only the exchange contract, whatever the transport"},
 	{"runtime/exchange", []string{"google.golang.org/grpc", "runtime/netexchange", "net"}, "the exchange contract knows no transport"},
 	{"runtime/graph", []string{"runtime/task", "runtime/exchange", "runtime/local", "runtime/state", "runtime/timer"}, "the job graph is plain data"},
-	{"scheduler", []string{"google.golang.org/grpc", "net/http", "net", "yarn", "runtime/local", "cmd"}, "scheduling decisions import no transport"},
+	{"scheduler", []string{"google.golang.org/grpc", "net/http", "net", "os", "yarn", "runtime/local", "cmd", "cluster"}, "scheduling decisions import no transport and do no I/O"},
+	{"cluster/resourcemanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/taskmanager"}, "the ResourceManager reaches platforms only through its Driver"},
+	{"cluster/taskmanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/resourcemanager"}, "the TaskManager runs job binaries; it links no user code, connectors or platforms"},
 	{"stream", []string{"yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the user API does not depend on deployments or connectors"},
 	{"kafka", []string{"yarn", "cmd", "hadoop"}, "connectors do not depend on deployments"},
 	{"yarn", []string{"stream", "runtime", "kafka", "cmd"}, "the YARN client is a protocol library"},
@@ -76,7 +78,7 @@ func listPackages(t *testing.T) []pkg {
 }
 
 func abs(p string) string {
-	if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") || p == "net" || p == "net/http" {
+	if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") || p == "net" || p == "net/http" || p == "os" {
 		return p
 	}
 	return module + "/" + p

@@ -166,6 +166,9 @@ func Execute(ctx context.Context, plan *graph.Plan, opts Options) (*Result, erro
 	return j.Wait()
 }
 
+// Defaults fills in the defaults of unset options.
+func (o *Options) Defaults() { o.defaults() }
+
 func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.System{}

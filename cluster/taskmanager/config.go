@@ -1,0 +1,172 @@
+package taskmanager
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/runtime/clock"
+)
+
+// Config configures a TaskManager. The zero value of a field takes the
+// default it documents.
+type Config struct {
+	// ID names the TaskManager to the ResourceManager and JobMasters.
+	// Default: its RPC address and a random suffix, "host:port-1a2b3c".
+	ID string
+	// ResourceID is the TaskManager's id on its platform (the YARN
+	// container id). Default: ID.
+	ResourceID string
+	// ResourceManagerAddress is the ResourceManager's gRPC address,
+	// jobmanager.rpc.address:jobmanager.rpc.port. Required.
+	ResourceManagerAddress string
+	// Host is the address the RPC endpoint binds to and advertises, and
+	// workers' data endpoints too (taskmanager.host). Default: the host's
+	// name is advertised and all interfaces are bound.
+	Host string
+	// RPCPort is the port, range or list of both the RPC endpoint binds
+	// to, the first free one (taskmanager.rpc.port). Default: "0", any free
+	// port.
+	RPCPort string
+	// DataPort is handed to workers for their data endpoints
+	// (taskmanager.data.port). Default: 0, any free port.
+	DataPort int
+	// Slots is the number of task slots (taskmanager.numberOfTaskSlots).
+	// Default: 1.
+	Slots int
+	// CPUCores is the CPU the TaskManager declares, shared equally by its
+	// slots (taskmanager.cpu.cores). Default: one per slot.
+	CPUCores float64
+	// MemoryBytes is the memory the TaskManager declares, shared equally by
+	// its slots (taskmanager.memory.process.size). Default: 1728 MiB.
+	MemoryBytes int64
+	// WorkDir holds cached job binaries and worker deployment files
+	// (process.taskmanager.working-dir). Default: a new directory under the
+	// system's temporary directory.
+	WorkDir string
+	// LogDir receives each worker's stdout and stderr (env.log.dir).
+	// Default: WorkDir/log.
+	LogDir string
+	// HeartbeatTimeout bounds the wait for Registered after connecting and
+	// an offer to a JobMaster; once registered, the ResourceManager's
+	// heartbeat settings apply. Default: heartbeat.timeout's (5 s).
+	HeartbeatTimeout time.Duration
+	// StopGrace is how long a worker has to exit after SIGTERM before it is
+	// killed with SIGKILL. Default: 5 s.
+	StopGrace time.Duration
+	// ReconnectBackoff is the wait before connecting to the
+	// ResourceManager again after a session failed, doubling up to
+	// ReconnectBackoffMax after each failure and reset by a registration.
+	// Defaults: 100 ms and 5 s.
+	ReconnectBackoff, ReconnectBackoffMax time.Duration
+	// DialOptions are used for connections to the ResourceManager and
+	// JobMasters. Default: insecure transport credentials.
+	DialOptions []grpc.DialOption
+	// ServerOptions are used for the TaskManager's gRPC server.
+	ServerOptions []grpc.ServerOption
+	// Clock drives heartbeats and timeouts. Default: clock.System{}.
+	Clock clock.Clock
+	// Logger receives the TaskManager's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+// ConfigFrom reads a Config from a configuration: jobmanager.rpc.address
+// (default localhost) and jobmanager.rpc.port, taskmanager.host,
+// taskmanager.rpc.port, taskmanager.data.port,
+// taskmanager.numberOfTaskSlots, taskmanager.cpu.cores,
+// taskmanager.memory.process.size, process.taskmanager.working-dir,
+// env.log.dir and heartbeat.timeout.
+func ConfigFrom(c *conf.Configuration) Config {
+	cfg := Config{
+		ResourceManagerAddress: net.JoinHostPort(cmp.Or(conf.Get(c, conf.JobManagerRPCAddress), "localhost"),
+			strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort))),
+		Host:             conf.Get(c, conf.TaskManagerHost),
+		RPCPort:          conf.Get(c, conf.TaskManagerRPCPort),
+		DataPort:         conf.Get(c, conf.TaskManagerDataPort),
+		Slots:            conf.Get(c, conf.TaskManagerNumberOfTaskSlots),
+		MemoryBytes:      int64(conf.Get(c, conf.TaskManagerProcessMemory)),
+		WorkDir:          conf.Get(c, conf.TaskManagerWorkingDir),
+		LogDir:           conf.Get(c, conf.LogDir),
+		HeartbeatTimeout: conf.Get(c, conf.HeartbeatTimeout),
+	}
+	if conf.IsSet(c, conf.TaskManagerCPUCores) {
+		cfg.CPUCores = conf.Get(c, conf.TaskManagerCPUCores)
+	}
+	return cfg
+}
+
+func (c Config) withDefaults() Config {
+	c.RPCPort = cmp.Or(c.RPCPort, "0")
+	c.Slots = cmp.Or(c.Slots, conf.TaskManagerNumberOfTaskSlots.Default())
+	if c.CPUCores == 0 {
+		c.CPUCores = float64(c.Slots)
+	}
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, int64(conf.TaskManagerProcessMemory.Default()))
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, conf.HeartbeatTimeout.Default())
+	c.StopGrace = cmp.Or(c.StopGrace, 5*time.Second)
+	c.ReconnectBackoff = cmp.Or(c.ReconnectBackoff, 100*time.Millisecond)
+	c.ReconnectBackoffMax = cmp.Or(c.ReconnectBackoffMax, 5*time.Second)
+	if c.DialOptions == nil {
+		c.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// ErrInvalidConfig is matched by the error of Validate.
+var ErrInvalidConfig = errors.New("taskmanager: invalid configuration")
+
+// Validate reports every problem of c (after defaults) at once.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var problems []string
+	if c.ResourceManagerAddress == "" {
+		problems = append(problems, "ResourceManagerAddress is empty")
+	} else if _, _, err := net.SplitHostPort(c.ResourceManagerAddress); err != nil {
+		problems = append(problems, fmt.Sprintf("ResourceManagerAddress %q is not host:port", c.ResourceManagerAddress))
+	}
+	if _, err := conf.Ports(c.RPCPort); err != nil {
+		problems = append(problems, "RPCPort: "+err.Error())
+	}
+	if c.DataPort < 0 || c.DataPort > 65535 {
+		problems = append(problems, fmt.Sprintf("DataPort %d is not a port", c.DataPort))
+	}
+	if c.Slots < 1 {
+		problems = append(problems, fmt.Sprintf("Slots %d: must be at least 1", c.Slots))
+	}
+	if c.CPUCores < 0 {
+		problems = append(problems, fmt.Sprintf("CPUCores %v: must not be negative", c.CPUCores))
+	}
+	if c.MemoryBytes < 0 {
+		problems = append(problems, fmt.Sprintf("MemoryBytes %d: must not be negative", c.MemoryBytes))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"HeartbeatTimeout", c.HeartbeatTimeout}, {"StopGrace", c.StopGrace}, {"ReconnectBackoff", c.ReconnectBackoff}, {"ReconnectBackoffMax", c.ReconnectBackoffMax}} {
+		if d.v < 0 {
+			problems = append(problems, fmt.Sprintf("%s %v: must not be negative", d.name, d.v))
+		}
+	}
+	if c.ReconnectBackoffMax < c.ReconnectBackoff {
+		problems = append(problems, fmt.Sprintf("ReconnectBackoffMax %v: must be at least ReconnectBackoff %v", c.ReconnectBackoffMax, c.ReconnectBackoff))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+}

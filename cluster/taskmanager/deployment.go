@@ -1,0 +1,161 @@
+package taskmanager
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The environment a TaskManager starts a worker with.
+const (
+	// EnvExecutionTarget tells the job binary how to run; a TaskManager
+	// sets it to ExecutionTargetWorker.
+	EnvExecutionTarget = "SLUICE_EXECUTION_TARGET"
+	// ExecutionTargetWorker makes the job binary run as a worker.
+	ExecutionTargetWorker = "worker"
+	// EnvWorkerDeployment names the worker's deployment file (JSON, see
+	// WorkerDeployment).
+	EnvWorkerDeployment = "SLUICE_WORKER_DEPLOYMENT"
+)
+
+// DeploymentFormat is the version of the deployment file format written by
+// this package.
+const DeploymentFormat = 1
+
+// maxDeploymentSize bounds the deployment file ReadWorkerDeployment reads.
+const maxDeploymentSize = 16 << 20
+
+// ErrBadDeployment is matched by errors of ReadWorkerDeployment and
+// ParseWorkerDeployment.
+var ErrBadDeployment = errors.New("taskmanager: bad worker deployment file")
+
+// WorkerDeployment is the content of the file a worker reads at start (named
+// by EnvWorkerDeployment): the TaskManager's SubmitTasksRequest and where
+// the worker runs.
+type WorkerDeployment struct {
+	// Format is DeploymentFormat.
+	Format int `json:"format"`
+	// TaskManagerID and TaskManagerAddress (gRPC host:port) name the
+	// TaskManager that started the worker.
+	TaskManagerID      string `json:"task_manager_id"`
+	TaskManagerAddress string `json:"task_manager_address"`
+	JobID              string `json:"job_id"`
+	Attempt            int32  `json:"attempt"`
+	WorkerID           string `json:"worker_id"`
+	// BinarySHA256 (hex) and BinarySize describe the job binary running.
+	BinarySHA256 string `json:"binary_sha256"`
+	BinarySize   int64  `json:"binary_size"`
+	// JobMasterAddress is the JobMaster the worker connects to (host:port).
+	JobMasterAddress string `json:"job_master_address"`
+	// AllocationIDs are the slots the worker's tasks run in.
+	AllocationIDs []string `json:"allocation_ids"`
+	// Args and Env are the program arguments and extra environment the
+	// worker was started with (also given to the process itself).
+	Args []string          `json:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+	// Configuration is the job's effective configuration (Flink keys).
+	Configuration map[string]string `json:"configuration"`
+	// DataHost is the address the worker's data endpoint binds to and
+	// advertises (the TaskManager's host); DataPort its port
+	// (taskmanager.data.port, 0 for any free port).
+	DataHost string `json:"data_host"`
+	DataPort int    `json:"data_port"`
+}
+
+// Validate reports every missing or malformed field at once.
+func (d *WorkerDeployment) Validate() error {
+	var problems []string
+	if d.Format != DeploymentFormat {
+		problems = append(problems, fmt.Sprintf("format %d: this program reads format %d", d.Format, DeploymentFormat))
+	}
+	for _, f := range []struct{ name, v string }{
+		{"task_manager_id", d.TaskManagerID}, {"job_id", d.JobID}, {"worker_id", d.WorkerID},
+		{"job_master_address", d.JobMasterAddress}, {"data_host", d.DataHost},
+	} {
+		if f.v == "" {
+			problems = append(problems, f.name+" is empty")
+		}
+	}
+	if d.Attempt < 0 {
+		problems = append(problems, fmt.Sprintf("attempt %d is negative", d.Attempt))
+	}
+	if len(d.AllocationIDs) == 0 {
+		problems = append(problems, "allocation_ids is empty")
+	}
+	if d.DataPort < 0 || d.DataPort > 65535 {
+		problems = append(problems, fmt.Sprintf("data_port %d is not a port", d.DataPort))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrBadDeployment, strings.Join(problems, "; "))
+}
+
+// ParseWorkerDeployment decodes and validates a deployment file's content.
+// Unknown fields are refused, so a file from a newer format is not
+// half-read.
+func ParseWorkerDeployment(data []byte) (*WorkerDeployment, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var d WorkerDeployment
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadDeployment, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrBadDeployment)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// ReadWorkerDeployment reads the deployment file at path.
+func ReadWorkerDeployment(path string) (*WorkerDeployment, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("taskmanager: worker deployment file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDeploymentSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("taskmanager: worker deployment file %s: %w", path, err)
+	}
+	if len(data) > maxDeploymentSize {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrBadDeployment, path, maxDeploymentSize)
+	}
+	d, err := ParseWorkerDeployment(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, path)
+	}
+	return d, nil
+}
+
+// writeWorkerDeployment writes d to path atomically (a temporary file
+// renamed into place), readable by the owner only.
+func writeWorkerDeployment(path string, d *WorkerDeployment) error {
+	data, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return fmt.Errorf("taskmanager: encode worker deployment: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".deployment-*")
+	if err != nil {
+		return fmt.Errorf("taskmanager: write worker deployment: %w", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("taskmanager: write worker deployment: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("taskmanager: write worker deployment: %w", err)
+	}
+	return nil
+}

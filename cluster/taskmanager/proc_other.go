@@ -1,0 +1,12 @@
+//go:build !linux
+
+package taskmanager
+
+import "syscall"
+
+// workerAttr puts a worker in a process group of its own, so that a signal
+// to the group reaches the processes it starts. Only Linux also kills
+// workers when the TaskManager dies.
+func workerAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,91 @@
+// Command taskmanager runs a Sluice TaskManager: it registers its task
+// slots (taskmanager.numberOfTaskSlots) with the ResourceManager at
+// jobmanager.rpc.address:jobmanager.rpc.port and runs the tasks the
+// JobMasters deploy to it, each job's in a worker process executing the job
+// binary.
+//
+//	taskmanager [--configDir DIR] [-D key=value]... [--log-level LEVEL]
+//
+// The configuration is config.yaml in --configDir (default
+// $SLUICE_CONF_DIR), overridden by -D settings, which may also be written
+// attached as in Flink: -Dtaskmanager.numberOfTaskSlots=4. It stops on
+// SIGINT or SIGTERM, stopping its workers first.
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sluice/sluice/cluster/taskmanager"
+	"github.com/sluice/sluice/conf"
+)
+
+func main() {
+	if err := newApp(os.Stderr).Run(expandDynamic(os.Args)); err != nil {
+		fmt.Fprintln(os.Stderr, "taskmanager:", err)
+		os.Exit(1)
+	}
+}
+
+// expandDynamic splits Flink's attached form -Dkey=value into -D key=value.
+func expandDynamic(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if i > 0 && len(a) > 2 && strings.HasPrefix(a, "-D") && a[2] != '=' {
+			out = append(out, "-D", a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// newApp builds the command, logging to logOut.
+func newApp(logOut io.Writer) *cli.App {
+	return &cli.App{
+		Name:                      "taskmanager",
+		Usage:                     "run a Sluice TaskManager",
+		Writer:                    logOut,
+		ErrWriter:                 logOut,
+		DisableSliceFlagSeparator: true, // values may hold commas (port lists)
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "configDir", Aliases: []string{"c"}, EnvVars: []string{conf.EnvConfDir},
+				Usage: "directory of config.yaml"},
+			&cli.StringSliceFlag{Name: "D", Usage: "set a configuration option, key=value (repeatable)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unexpected arguments %q", c.Args().Slice())
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+			cfg, warnings, err := conf.Load(conf.Sources{ConfDir: c.String("configDir"), Dynamic: c.StringSlice("D")})
+			for _, w := range warnings {
+				log.Warn(w.String())
+			}
+			if err != nil {
+				return err
+			}
+			tmCfg := taskmanager.ConfigFrom(cfg)
+			tmCfg.Logger = log
+			tm, err := taskmanager.New(tmCfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return tm.Run(ctx)
+		},
+	}
+}

@@ -1,0 +1,81 @@
+package conf
+
+import (
+	"errors"
+	"strings"
+	"time"
+)
+
+// Resource options: a TaskManager's host, resources and directories, and how
+// the ResourceManager places slots and releases idle TaskManagers.
+
+var (
+	// TaskManagerHost is the address a TaskManager binds to and advertises.
+	TaskManagerHost = String("taskmanager.host", "",
+		"Address (host name or IP) a TaskManager binds its RPC endpoint to and advertises to the JobManager "+
+			"and to other TaskManagers' workers. Set it where the host name does not resolve to a reachable address.").
+		WithDefaultDoc("(none): the host's name, binding all interfaces")
+
+	// TaskManagerCPUCores is the CPU a TaskManager declares.
+	TaskManagerCPUCores = Float("taskmanager.cpu.cores", 0,
+		"Number of CPU cores a TaskManager declares to the ResourceManager (fractions allowed); "+
+			"each slot is given an equal share.").
+		WithDefaultDoc("(none): taskmanager.numberOfTaskSlots").
+		WithCheck(func(v float64) error {
+			if v <= 0 {
+				return errors.New("must be greater than 0")
+			}
+			return nil
+		})
+
+	// TaskManagerWorkingDir is a TaskManager's working directory.
+	TaskManagerWorkingDir = String("process.taskmanager.working-dir", "",
+		"Working directory of a TaskManager process: job binaries are cached and worker deployment files "+
+			"are written there.").
+		WithDefaultDoc("(none): a directory under the system's temporary directory")
+
+	// LogDir is where a process writes its log files and its workers' output.
+	LogDir = String("env.log.dir", "",
+		"Directory of log files. A TaskManager writes each worker's stdout and stderr there.").
+		WithDefaultDoc("(none): log/ under the working directory")
+
+	// EvenlySpreadOutSlots chooses how the ResourceManager places slots.
+	EvenlySpreadOutSlots = Bool("cluster.evenly-spread-out-slots", false,
+		"Whether the ResourceManager spreads each job's slots evenly over all TaskManagers (true) "+
+			"or fills TaskManagers one after the other, leaving others idle (false).")
+
+	// ResourceManagerTaskManagerTimeout is how long a TaskManager may stay idle before it is released.
+	ResourceManagerTaskManagerTimeout = Duration("resourcemanager.taskmanager-timeout", 30*time.Second,
+		"Time a TaskManager may hold no slot, while the demand does not need it, before the ResourceManager "+
+			"releases it (stops its container on YARN; standalone TaskManagers are never released).").
+		WithCheck(positiveDuration)
+)
+
+func resourceOptions() []AnyOption {
+	return []AnyOption{
+		TaskManagerHost, TaskManagerCPUCores, TaskManagerWorkingDir, LogDir,
+		EvenlySpreadOutSlots, ResourceManagerTaskManagerTimeout,
+	}
+}
+
+// Ports lists the ports a port specification allows, in order: a port, a
+// range such as "50100-50200", or a comma-separated list of both, as
+// taskmanager.rpc.port takes. 0 stands for any free port.
+func Ports(spec string) ([]int, error) {
+	if err := checkPortRange(spec); err != nil {
+		return nil, &ValueError{Type: "port specification", Value: spec, Reason: err.Error()}
+	}
+	var ports []int
+	for part := range strings.SplitSeq(spec, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, _ := parseInt(lo)
+		b := a
+		if isRange {
+			b, _ = parseInt(hi)
+		}
+		for p := a; p <= b; p++ {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
