@@ -174,6 +174,15 @@ func (j *Job) recoveryRestore() (*Restore, error) {
 	if j.ckpt == nil {
 		return j.initialRestore()
 	}
+	// Checkpoint IDs keep growing past every checkpoint a previous
+	// JobMaster of the job started (sinks and transactions saw them).
+	high, err := j.ckpt.store.HighestID()
+	if err != nil {
+		return nil, err
+	}
+	if checkpoint.ID(high) >= j.ckpt.nextID {
+		j.ckpt.nextID = checkpoint.ID(high + 1)
+	}
 	var got *Restore
 	cp, skipped, err := j.ckpt.store.LatestCompleted(func(c storage.Checkpoint) error {
 		r, err := readRestore(j.ckpt.fs, c.MetadataPath)

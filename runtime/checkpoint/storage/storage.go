@@ -233,6 +233,18 @@ func (s *Storage) checkpointIDs() ([]int64, error) {
 	return ids, nil
 }
 
+// HighestID returns the highest checkpoint ID that has a directory,
+// complete or not (0 without any): a JobMaster taking over a job continues
+// after it, so that it never writes into a directory an earlier
+// JobMaster started.
+func (s *Storage) HighestID() (int64, error) {
+	ids, err := s.checkpointIDs()
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[len(ids)-1], nil
+}
+
 // Completed returns, ascending, the IDs of the checkpoints whose metadata
 // file exists (whether or not it is intact; see Verify).
 func (s *Storage) Completed() ([]int64, error) {
