@@ -1,0 +1,478 @@
+package clustertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binaries built once for the package's tests.
+var sluiceBin, jobBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-clustertest-")
+	if err != nil {
+		panic(err)
+	}
+	sluiceBin, jobBin = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob")
+	for bin, pkg := range map[string]string{sluiceBin: "../../cmd/client", jobBin: "../testdata/clusterjob"} {
+		args := []string{"build", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a process of the cluster, logging to a file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.kill()
+	}
+}
+
+// cluster is a JobManager and TaskManagers.
+type cluster struct {
+	t        *testing.T
+	dir      string
+	rpcPort  int
+	restPort int
+	jmProps  []string
+	mu       sync.Mutex
+	jm       *proc
+	tms      []*proc
+}
+
+func (c *cluster) rest() string { return "127.0.0.1:" + strconv.Itoa(c.restPort) }
+
+func (c *cluster) start(name string, args ...string) *proc {
+	c.t.Helper()
+	logPath := filepath.Join(c.dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p
+}
+
+func newCluster(t *testing.T, taskManagers int, jmProps ...string) *cluster {
+	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t), jmProps: jmProps}
+	c.startJobManager()
+	for i := 0; i < taskManagers; i++ {
+		c.startTaskManager()
+	}
+	t.Cleanup(func() {
+		for _, tm := range c.tms {
+			tm.stop()
+		}
+		c.jm.stop()
+		// A race in any process of the cluster fails the test.
+		filepath.Walk(c.dir, func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && (strings.HasSuffix(p, ".log") || strings.HasSuffix(p, ".err")) {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("WARNING: DATA RACE")) {
+					t.Errorf("a data race in %s:\n%s", p, tail(string(b), 60))
+				}
+			}
+			return nil
+		})
+		if t.Failed() {
+			for _, p := range append([]*proc{c.jm}, c.tms...) {
+				b, _ := os.ReadFile(p.log)
+				t.Logf("---- %s (%s), last lines:\n%s", p.name, p.log, tail(string(b), 40))
+			}
+		}
+	})
+	c.waitTaskManagers(taskManagers)
+	return c
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *cluster) startJobManager() {
+	args := []string{"jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port=" + strconv.Itoa(c.rpcPort),
+		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port=" + strconv.Itoa(c.restPort)}
+	for _, p := range c.jmProps {
+		args = append(args, "-D", p)
+	}
+	c.jm = c.start("jobmanager", args...)
+}
+
+func (c *cluster) startTaskManager() *proc {
+	n := len(c.tms)
+	tm := c.start(fmt.Sprintf("taskmanager-%d", n), "taskmanager", "-D", "jobmanager.rpc.address=127.0.0.1",
+		"-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort), "-D", "taskmanager.numberOfTaskSlots=1",
+		"-D", "taskmanager.host=127.0.0.1", "-D", "process.taskmanager.working-dir="+filepath.Join(c.dir, fmt.Sprintf("tm%d", n)))
+	c.tms = append(c.tms, tm)
+	return tm
+}
+
+// sluice runs the CLI and returns its output.
+func (c *cluster) sluice(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sluiceBin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (c *cluster) mustSluice(args ...string) string {
+	c.t.Helper()
+	out, err := c.sluice(args...)
+	if err != nil {
+		c.t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// waitTaskManagers waits until n TaskManagers are registered.
+func (c *cluster) waitTaskManagers(n int) {
+	c.t.Helper()
+	re := regexp.MustCompile(`"taskmanagers":(\d+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := httpGet(c.rest() + "/overview"); err == nil {
+			if m := re.FindSubmatch(b); m != nil {
+				if got, _ := strconv.Atoi(string(m[1])); got == n {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("%d TaskManagers did not register within 30 s", n)
+}
+
+// workerTaskManagers are the TaskManagers running a worker now.
+func (c *cluster) workerTaskManagers() []*proc {
+	var out []*proc
+	for _, tm := range c.tms {
+		select {
+		case <-tm.done:
+			continue
+		default:
+		}
+		if hasChildren(tm.cmd.Process.Pid) {
+			out = append(out, tm)
+		}
+	}
+	return out
+}
+
+// hasChildren reports whether a process has a child (a TaskManager's
+// worker), from the parent pids in /proc/*/stat.
+func hasChildren(pid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; it ends at the
+		// last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExactlyOnce checks the committed output of clusterjob: each key's
+// counts 1..n/keys exactly once.
+func checkExactlyOnce(t *testing.T, dir string, n, keys int) {
+	t.Helper()
+	seen := map[string]int{}
+	total := 0
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			seen[sc.Text()]++
+			total++
+		}
+		fh.Close()
+	}
+	var dups []string
+	for l, k := range seen {
+		if k > 1 {
+			dups = append(dups, fmt.Sprintf("%q ×%d", l, k))
+		}
+	}
+	sort.Strings(dups)
+	if len(dups) > 0 {
+		t.Errorf("duplicated output lines (%d), e.g. %v", len(dups), dups[:min(5, len(dups))])
+	}
+	var missing []string
+	for k := 0; k < keys; k++ {
+		for v := 1; v <= n/keys; v++ {
+			if l := fmt.Sprintf("%d %d", k, v); seen[l] == 0 {
+				missing = append(missing, l)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("missing output lines (%d), e.g. %q", len(missing), missing[:min(5, len(missing))])
+	}
+	if total != n {
+		t.Errorf("%d output lines, want %d", total, n)
+	}
+}
+
+func readSorted(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.Split(strings.TrimRight(string(b), "\n"), "\n")...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var checkpointed = []string{"-D", "execution.checkpointing.interval=300ms", "-D", "restart-strategy.type=fixed-delay",
+	"-D", "restart-strategy.fixed-delay.attempts=10", "-D", "restart-strategy.fixed-delay.delay=100ms"}
+
+func TestJobSpanningTaskManagersMatchesLocalMode(t *testing.T) {
+	c := newCluster(t, 3)
+	out := filepath.Join(c.dir, "cluster-out")
+	res := c.mustSluice("run", "-m", c.rest(), "-p", "3", jobBin, "-out", out, "-n", "3000", "-keys", "7")
+	if !strings.Contains(res, "done: 0 restarts") {
+		t.Fatalf("unexpected output of sluice run:\n%s", res)
+	}
+	localOut := filepath.Join(c.dir, "local-out")
+	c.mustSluice("run", "--target", "local", "-p", "3", jobBin, "-out", localOut, "-n", "3000", "-keys", "7")
+	got, want := readSorted(t, out), readSorted(t, localOut)
+	if len(want) != 3000 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the cluster wrote %d lines, local mode %d; they differ", len(got), len(want))
+	}
+	// The job's subtasks ran in workers on three TaskManagers.
+	started := 0
+	for _, tm := range c.tms {
+		b, _ := os.ReadFile(tm.log)
+		if strings.Contains(string(b), "worker started") {
+			started++
+		}
+	}
+	if started != 3 {
+		t.Errorf("workers ran on %d TaskManagers, want 3", started)
+	}
+	list := c.mustSluice("list", "-a", "-m", c.rest())
+	if !strings.Contains(list, "FINISHED") {
+		t.Errorf("sluice list -a does not show the finished job:\n%s", list)
+	}
+}
+
+func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
+	c := newCluster(t, 3)
+	out := filepath.Join(c.dir, "out")
+	const n, keys = 12000, 6
+	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := c.sluice(args...)
+		done <- result{o, err}
+	}()
+	// Wait for the first checkpoints, then kill a TaskManager running a
+	// worker.
+	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
+		return len(m) > 0
+	})
+	victims := c.workerTaskManagers()
+	if len(victims) == 0 {
+		t.Fatal("no TaskManager runs a worker")
+	}
+	victims[0].kill()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("sluice run: %v\n%s", r.err, r.out)
+	}
+	if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
+		t.Errorf("the job did not restart:\n%s", r.out)
+	}
+	checkExactlyOnce(t, out, n, keys)
+}
+
+func TestJobManagerRestartRecoversTheJob(t *testing.T) {
+	c := newCluster(t, 2, "high-availability.type=FILESYSTEM", "high-availability.storageDir=file://"+filepath.Join(t.TempDir(), "ha"))
+	out := filepath.Join(c.dir, "out")
+	const n, keys = 12000, 4
+	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
+	done := make(chan error, 1)
+	var runOut string
+	go func() {
+		o, err := c.sluice(args...)
+		runOut = o
+		done <- err
+	}()
+	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
+		return len(m) > 0
+	})
+	c.jm.kill()
+	c.startJobManager()
+	if err := <-done; err != nil {
+		t.Fatalf("sluice run: %v\n%s", err, runOut)
+	}
+	b, _ := os.ReadFile(c.jm.log)
+	if !strings.Contains(string(b), "recovering job") {
+		t.Errorf("the new JobManager did not recover the job")
+	}
+	checkExactlyOnce(t, out, n, keys)
+}
+
+func TestCLILifecycle(t *testing.T) {
+	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
+	out := filepath.Join(c.dir, "out")
+	const n, keys = 9000, 3
+	common := append([]string{"-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+	run := func(extra ...string) string {
+		args := append(append([]string{"run", "-d"}, common...), extra...)
+		args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+		o := c.mustSluice(args...)
+		m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+		if m == nil {
+			t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+		}
+		return m[1]
+	}
+	job := run()
+	waitFor(t, 30*time.Second, "the job to run", func() bool {
+		o, _ := c.sluice("list", "-r", "-m", c.rest())
+		return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
+	})
+	sp := c.mustSluice("savepoint", "-m", c.rest(), job)
+	if !strings.Contains(sp, "savepoint-") {
+		t.Fatalf("sluice savepoint did not name a savepoint:\n%s", sp)
+	}
+	stop := c.mustSluice("stop", "-m", c.rest(), "--savepointPath", filepath.Join(c.dir, "stopped"), job)
+	m := regexp.MustCompile(`(/\S*savepoint-[0-9a-f-]+)`).FindStringSubmatch(stop)
+	if m == nil {
+		t.Fatalf("sluice stop did not name its savepoint:\n%s", stop)
+	}
+	waitFor(t, 30*time.Second, "the stopped job to end", func() bool {
+		o, _ := c.sluice("list", "-a", "-m", c.rest())
+		return regexp.MustCompile(job + `.*FINISHED|FINISHED.*` + job).MatchString(o)
+	})
+	// Resume from the stop's savepoint and let it finish: the output is
+	// exactly once over both runs.
+	job2 := run("-s", m[1])
+	waitFor(t, 60*time.Second, "the resumed job to finish", func() bool {
+		o, _ := c.sluice("list", "-a", "-m", c.rest())
+		return regexp.MustCompile(job2 + `.*FINISHED|FINISHED.*` + job2).MatchString(o)
+	})
+	checkExactlyOnce(t, out, n, keys)
+
+	// Cancel.
+	job3 := run()
+	waitFor(t, 30*time.Second, "the third job to run", func() bool {
+		o, _ := c.sluice("list", "-r", "-m", c.rest())
+		return strings.Contains(o, job3)
+	})
+	c.mustSluice("cancel", "-m", c.rest(), job3)
+	waitFor(t, 30*time.Second, "the job to be cancelled", func() bool {
+		o, _ := c.sluice("list", "-a", "-m", c.rest())
+		return regexp.MustCompile(job3 + `.*CANCELED|CANCELED.*` + job3).MatchString(o)
+	})
+	if o, err := c.sluice("cancel", "-m", c.rest(), job3); err == nil {
+		t.Errorf("cancelling a cancelled job succeeded:\n%s", o)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
