@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble bench-network generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble bench-network bench-cluster generate check-generated demo deps
 
 all: build
 
@@ -39,6 +39,9 @@ bench: deps ## Engine benchmarks: records/s and allocations per record.
 bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real broker (started from Maven Central artefacts).
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
+
+bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
+	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
 	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out

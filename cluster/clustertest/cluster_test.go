@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,7 +84,7 @@ func (p *proc) stop() {
 
 // cluster is a JobManager and TaskManagers.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	rpcPort  int
 	restPort int
@@ -116,7 +117,7 @@ func (c *cluster) start(name string, args ...string) *proc {
 	return p
 }
 
-func newCluster(t *testing.T, taskManagers int, jmProps ...string) *cluster {
+func newCluster(t testing.TB, taskManagers int, jmProps ...string) *cluster {
 	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t), jmProps: jmProps}
 	c.startJobManager()
 	for i := 0; i < taskManagers; i++ {
@@ -209,6 +210,19 @@ func (c *cluster) waitTaskManagers(n int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	c.t.Fatalf("%d TaskManagers did not register within 30 s", n)
+}
+
+// live are the TaskManagers that run.
+func (c *cluster) live() []*proc {
+	var out []*proc
+	for _, tm := range c.tms {
+		select {
+		case <-tm.done:
+		default:
+			out = append(out, tm)
+		}
+	}
+	return out
 }
 
 // workerTaskManagers are the TaskManagers running a worker now.
@@ -466,7 +480,7 @@ func TestCLILifecycle(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !ok() {
@@ -474,5 +488,96 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rssKB is a process's resident set size.
+func rssKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// workerPids are the pids of the TaskManagers' workers.
+func (c *cluster) workerPids() []int {
+	tms := map[string]bool{}
+	for _, tm := range c.tms {
+		tms[strconv.Itoa(tm.cmd.Process.Pid)] = true
+	}
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 1 && tms[f[1]] {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
+	c := newCluster(t, 2)
+	// An unthrottled source (millions of records a second) feeding, over
+	// the network, a sink side that takes 1 ms a record: without
+	// credit-based flow control the senders would queue hundreds of MB a
+	// second.
+	o := c.mustSluice("run", "-d", "-m", c.rest(), "-p", "2", jobBin, "-out", filepath.Join(c.dir, "out"),
+		"-n", "100000000", "-keys", "1000", "-slow", "1ms")
+	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+	}
+	waitFor(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
+	// Let the job run into backpressure, then watch memory for 3 s.
+	time.Sleep(2 * time.Second)
+	var peak int64
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for _, pid := range c.workerPids() {
+			peak = max(peak, rssKB(pid))
+		}
+	}
+	c.mustSluice("cancel", "-m", c.rest(), m[1])
+	limit := int64(150 << 10)
+	if raceEnabled {
+		limit *= 4 // the race detector's shadow memory
+	}
+	t.Logf("peak worker RSS under backpressure: %d MB", peak>>10)
+	if peak == 0 || peak > limit {
+		t.Fatalf("peak worker RSS %d MB, want at most %d MB", peak>>10, limit>>10)
+	}
+	// The job was backpressured: the source emitted a small part of what it
+	// could have (it makes millions a second unthrottled).
+	b, err := httpGet(c.rest() + "/jobs/" + m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details struct {
+		Vertices []struct {
+			Name    string
+			Metrics struct {
+				WriteRecords int64 `json:"write-records"`
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &details); err != nil || len(details.Vertices) == 0 {
+		t.Fatalf("job details %s: %v", b, err)
+	}
+	src := details.Vertices[0]
+	t.Logf("records the source %q emitted in about 5 s: %d", src.Name, src.Metrics.WriteRecords)
+	if src.Metrics.WriteRecords <= 0 || src.Metrics.WriteRecords > 1_000_000 {
+		t.Fatalf("the source emitted %d records; backpressure should hold it well below 1 000 000", src.Metrics.WriteRecords)
 	}
 }

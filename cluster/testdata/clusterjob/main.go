@@ -4,7 +4,7 @@
 // as "key count". Exactly-once shows in the committed output: for each key
 // the counts 1..n/keys appear exactly once, however often the job failed.
 //
-//	clusterjob -out DIR [-n N] [-keys K] [-rate R]
+//	clusterjob -out DIR [-n N] [-keys K] [-rate R] [-slow D]
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sluice/sluice/stream"
 )
@@ -27,6 +28,7 @@ func main() {
 	n := flag.Int64("n", 10000, "records")
 	keys := flag.Int64("keys", 10, "keys")
 	rate := flag.Float64("rate", 0, "records per second over the job (0: unthrottled)")
+	slow := flag.Duration("slow", 0, "time the sink side spends per record (backpressure)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "clusterjob: -out is required")
@@ -38,6 +40,13 @@ func main() {
 		a.Count += b.Count
 		return a
 	}).UID("counts")
+	if *slow > 0 {
+		d := *slow
+		counts = stream.Map(counts, func(r Rec) Rec {
+			time.Sleep(d)
+			return r
+		})
+	}
 	sink := stream.FileSink(*out, func(r Rec, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%d %d\n", r.Key, r.Count)
 		return err
