@@ -581,3 +581,36 @@ func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
 		t.Fatalf("the source emitted %d records; backpressure should hold it well below 1 000 000", src.Metrics.WriteRecords)
 	}
 }
+
+func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
+	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t)}
+	out := filepath.Join(c.dir, "out")
+	c.jm = c.start("jobmanager", "jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort),
+		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port="+strconv.Itoa(c.restPort),
+		"-D", "parallelism.default=2", jobBin, "-out", out, "-n", "3000", "-keys", "3")
+	c.startTaskManager()
+	c.startTaskManager()
+	t.Cleanup(func() {
+		for _, tm := range c.tms {
+			tm.stop()
+		}
+		c.jm.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(c.jm.log)
+			t.Logf("---- jobmanager:\n%s", tail(string(b), 40))
+		}
+	})
+	select {
+	case <-c.jm.done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the application-mode JobManager did not end with its program")
+	}
+	if code := c.jm.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("the JobManager exited with status %d", code)
+	}
+	b, _ := os.ReadFile(c.jm.log)
+	if !strings.Contains(string(b), "done: 0 restarts") {
+		t.Errorf("the program's output is not in the JobManager's log")
+	}
+	checkExactlyOnce(t, out, 3000, 3)
+}

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +21,7 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/runtime/local"
 )
 
 // Options configure a JobManager process.
@@ -41,7 +46,39 @@ type Options struct {
 	// Ready, if set, is called once the JobManager serves, with the REST
 	// address.
 	Ready func(restAddr string)
+	// Application, if set, runs in application mode: the JobManager runs
+	// the job program's main itself (it submits its jobs to this
+	// JobManager) and ends when the program has ended; RunWith then
+	// returns nil if the program succeeded, else an *ApplicationError.
+	Application *Application
 }
+
+// Application is a job program run by the JobManager (application mode).
+type Application struct {
+	// Binary is the job binary; Args its arguments.
+	Binary string
+	Args   []string
+	// Dynamic are configuration overrides (key=value) for the program.
+	Dynamic []string
+	// Stdout and Stderr receive the program's output (default: the log).
+	Stdout, Stderr io.Writer
+}
+
+// ApplicationError is the failure of a program in application mode.
+type ApplicationError struct {
+	Err error
+	// Tail is the end of the program's standard error.
+	Tail string
+}
+
+func (e *ApplicationError) Error() string {
+	if e.Tail == "" {
+		return fmt.Sprintf("jobmanager: the application failed: %v", e.Err)
+	}
+	return fmt.Sprintf("jobmanager: the application failed: %v: %s", e.Err, e.Tail)
+}
+
+func (e *ApplicationError) Unwrap() error { return e.Err }
 
 // Run runs a standalone JobManager until ctx ends.
 func Run(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
@@ -134,6 +171,11 @@ func RunWith(ctx context.Context, o Options) error {
 	if o.Ready != nil {
 		o.Ready(rs.Addr().String())
 	}
+	var appDone chan error
+	if o.Application != nil {
+		appDone = make(chan error, 1)
+		go func() { appDone <- runApplication(ctx, o.Application, rs.Addr().String(), d, log) }()
+	}
 	select {
 	case <-ctx.Done():
 		err = nil
@@ -141,6 +183,7 @@ func RunWith(ctx context.Context, o Options) error {
 		if err != nil {
 			err = fmt.Errorf("jobmanager: %w", err)
 		}
+	case err = <-appDone:
 	}
 	shut, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
@@ -152,6 +195,80 @@ func RunWith(ctx context.Context, o Options) error {
 		err = nil
 	}
 	return err
+}
+
+// runApplication runs the job program with this JobManager as its target,
+// and then waits for every job it submitted to end.
+func runApplication(ctx context.Context, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
+	props, err := conf.JoinDynamicProperties(app.Dynamic)
+	if err != nil {
+		return &ApplicationError{Err: err}
+	}
+	cmd := exec.CommandContext(ctx, app.Binary, app.Args...)
+	cmd.Env = append(os.Environ(), conf.EnvExecutionTarget+"="+conf.TargetRemote, conf.EnvJobManager+"="+restAddr,
+		conf.EnvDynamicProperties+"="+props)
+	var stderr tailBuffer
+	cmd.Stdout = app.Stdout
+	if cmd.Stdout == nil {
+		cmd.Stdout = logWriter{log: log, stream: "stdout"}
+	}
+	errOut := app.Stderr
+	if errOut == nil {
+		errOut = logWriter{log: log, stream: "stderr"}
+	}
+	cmd.Stderr = io.MultiWriter(errOut, &stderr)
+	log.Info("running the application", "binary", app.Binary, "args", app.Args)
+	if err := cmd.Run(); err != nil {
+		return &ApplicationError{Err: err, Tail: stderr.String()}
+	}
+	// The program has returned; jobs it left running detached end the
+	// application when they end.
+	for _, in := range d.Jobs() {
+		res, err := d.Wait(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		if res.Status != local.StatusFinished {
+			return &ApplicationError{Err: fmt.Errorf("job %s (%s) ended %s: %v", in.ID, in.Name, res.Status, res.Err)}
+		}
+	}
+	log.Info("the application has ended")
+	return nil
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// logWriter logs what a program writes, line by line.
+type logWriter struct {
+	log    *slog.Logger
+	stream string
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.log.Info("application output", "stream", w.stream, "line", l)
+	}
+	return len(p), nil
 }
 
 // rmLister lists the ResourceManager's TaskManagers for the REST API.

@@ -111,7 +111,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"savepoint", "--dispose", "/sp/savepoint-1", jobA}, []string{"--dispose takes the savepoint path alone"}, "sluice savepoint"},
 		{[]string{"stop", "--drian", jobA}, []string{"did you mean --drain?"}, "sluice stop"},
 		{[]string{"checkpoint"}, []string{"give the job's ID: sluice checkpoint [OPTIONS] JOB_ID"}, "sluice checkpoint"},
-		{[]string{"jobmanager", "localhost"}, []string{`jobmanager takes no arguments, got ["localhost"]`}, "sluice jobmanager"},
+		{[]string{"jobmanager", "./no-such-binary"}, []string{`the job binary "./no-such-binary"`}, "sluice jobmanager"},
 		{[]string{"taskmanager", "-m", "nope"}, []string{`--jobmanager "nope" is not host:port`, "localhost:6123"}, "sluice taskmanager"},
 		{[]string{"kafka"}, []string{`"kafka" needs a subcommand: transactions`}, "sluice kafka"},
 		{[]string{"kafka", "transactions", "lsit"}, []string{`"lsit" is not a subcommand of "kafka transactions"; the subcommands are: list, abort`}, "sluice kafka transactions"},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -23,6 +25,9 @@ type Cluster struct {
 	// JobMasters, REST endpoint) with configuration c until ctx ends
 	// (SIGINT, SIGTERM): cluster/jobmanager.Run.
 	JobManager func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error
+	// Application runs a JobManager in application mode: it runs the job
+	// program binary (with args) itself and ends with it.
+	Application func(ctx context.Context, c *conf.Configuration, log *slog.Logger, binary string, args []string) error
 	// TaskManager runs a TaskManager with configuration c until ctx ends:
 	// cluster/taskmanager.Run.
 	TaskManager func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error
@@ -39,6 +44,10 @@ type Cluster struct {
 func clusterProcesses() Cluster {
 	return Cluster{
 		JobManager: jobmanager.Run,
+		Application: func(ctx context.Context, c *conf.Configuration, log *slog.Logger, binary string, args []string) error {
+			return jobmanager.RunWith(ctx, jobmanager.Options{Conf: c, Log: log,
+				Application: &jobmanager.Application{Binary: binary, Args: args}})
+		},
 		TaskManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
 			cfg := taskmanager.ConfigFrom(c)
 			cfg.Logger = log
@@ -58,20 +67,36 @@ func jobManagerCommand(cl Cluster) *cli.Command {
 	return &cli.Command{
 		Name:      "jobmanager",
 		Usage:     "run the JobManager of a standalone cluster",
-		UsageText: "sluice jobmanager [OPTIONS]",
+		UsageText: "sluice jobmanager [OPTIONS] [BINARY [ARGUMENTS...]]",
 		Description: "Runs a JobManager in the foreground until interrupted: it accepts jobs on its REST endpoint\n" +
-			"(rest.port, default 8081) and TaskManagers on its RPC port (jobmanager.rpc.port, default 6123).",
+			"(rest.port, default 8081) and TaskManagers on its RPC port (jobmanager.rpc.port, default 6123).\n" +
+			"Given a job BINARY, it runs in application mode: it runs the program's main itself, which submits\n" +
+			"its jobs to this JobManager, and exits when the program and its jobs have ended (status 0 on success).",
 		Flags: append(configFlags(),
 			&cli.StringFlag{Name: "host", Usage: "`HOST` (address) to run on: jobmanager.rpc.address"},
 			&cli.IntFlag{Name: "webui-port", Usage: "`PORT` of the REST endpoint", DefaultText: "rest.port"},
 		),
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usagef(c, "jobmanager takes no arguments, got %q; use --host and --webui-port", c.Args().Slice())
-			}
 			var extra []string
 			if h := c.String("host"); h != "" {
 				extra = append(extra, conf.DynamicProperty(conf.JobManagerRPCAddress.Key(), h))
+			}
+			if c.Args().Present() {
+				bin, err := exec.LookPath(c.Args().First())
+				if err != nil {
+					return usagef(c, "the job binary %q: %v; give the path of a job program built with the stream package", c.Args().First(), err)
+				}
+				if abs, err := filepath.Abs(bin); err == nil {
+					bin = abs
+				}
+				cfg, err := loadConfig(c, extra...)
+				if err != nil {
+					return err
+				}
+				if cl.Application == nil {
+					return fmt.Errorf("sluice jobmanager: application mode is %w", errNotBuiltIn)
+				}
+				return cl.Application(c.Context, cfg, processLogger(c, "jobmanager"), bin, c.Args().Tail())
 			}
 			if c.IsSet("webui-port") {
 				extra = append(extra, conf.DynamicProperty(conf.RESTPort.Key(), strconv.Itoa(c.Int("webui-port"))))
