@@ -76,4 +76,3 @@ func BenchmarkTaskManagerLossToRunning(b *testing.B) {
 	b.ReportMetric(samples[len(samples)-1], "ms-to-running(max)")
 	c.sluice("cancel", "-m", c.rest(), job)
 }
-
