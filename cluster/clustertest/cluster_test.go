@@ -614,3 +614,16 @@ func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
 	}
 	checkExactlyOnce(t, out, 3000, 3)
 }
+
+func TestWorkerBuildingAnotherGraphIsRejected(t *testing.T) {
+	c := newCluster(t, 1)
+	o, err := c.sluice("run", "-m", c.rest(), "-p", "1", jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "100", "-vary")
+	if err == nil {
+		t.Fatalf("a job whose workers build another graph ran:\n%s", o)
+	}
+	for _, want := range []string{"different job graph than the one submitted", "fingerprint", "must build the same graph on every run"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("the error does not say %q:\n%s", want, o)
+		}
+	}
+}

@@ -29,6 +29,7 @@ func main() {
 	keys := flag.Int64("keys", 10, "keys")
 	rate := flag.Float64("rate", 0, "records per second over the job (0: unthrottled)")
 	slow := flag.Duration("slow", 0, "time the sink side spends per record (backpressure)")
+	vary := flag.Bool("vary", false, "build a different graph in workers than in the client (a broken job program)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "clusterjob: -out is required")
@@ -40,6 +41,9 @@ func main() {
 		a.Count += b.Count
 		return a
 	}).UID("counts")
+	if *vary && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
+		counts = stream.Filter(counts, func(Rec) bool { return true })
+	}
 	if *slow > 0 {
 		d := *slow
 		counts = stream.Map(counts, func(r Rec) Rec {
