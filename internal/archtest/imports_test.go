@@ -32,6 +32,8 @@ var rules = []rule{
 	{"scheduler", []string{"google.golang.org/grpc", "net/http", "net", "os", "yarn", "runtime/local", "cmd", "cluster"}, "scheduling decisions import no transport and do no I/O"},
 	{"cluster/resourcemanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/taskmanager"}, "the ResourceManager reaches platforms only through its Driver"},
 	{"cluster/taskmanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/resourcemanager"}, "the TaskManager runs job binaries; it links no user code, connectors or platforms"},
+	{"cluster/jobmanager", []string{"stream", "yarn", "kafka", "cmd", "cluster/taskmanager", "cluster/worker"}, "the JobManager links no user code: it runs job binaries through TaskManagers"},
+	{"cluster/worker", []string{"cluster/jobmanager", "cluster/resourcemanager", "cluster/taskmanager", "yarn", "kafka", "cmd", "stream"}, "a worker speaks only to its JobMaster and its peers"},
 	{"stream", []string{"yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the user API does not depend on deployments or connectors"},
 	{"kafka", []string{"yarn", "cmd", "hadoop"}, "connectors do not depend on deployments"},
 	{"yarn", []string{"stream", "runtime", "kafka", "cmd"}, "the YARN client is a protocol library"},
