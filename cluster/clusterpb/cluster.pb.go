@@ -2488,7 +2488,9 @@ type CheckpointAck struct {
 	Handle string `protobuf:"bytes,3,opt,name=handle,proto3" json:"handle,omitempty"`
 	// shared are the handles of shared (incremental) files the snapshot
 	// references.
-	Shared        []string `protobuf:"bytes,4,rep,name=shared,proto3" json:"shared,omitempty"`
+	Shared []string `protobuf:"bytes,4,rep,name=shared,proto3" json:"shared,omitempty"`
+	// bytes is what the snapshot wrote.
+	Bytes         int64 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2549,6 +2551,13 @@ func (x *CheckpointAck) GetShared() []string {
 		return x.Shared
 	}
 	return nil
+}
+
+func (x *CheckpointAck) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
 }
 
 type CheckpointDecline struct {
@@ -3193,12 +3202,13 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05chain\x18\x02 \x01(\x05R\x05chain\x12\x14\n" +
 	"\x05state\x18\x03 \x01(\fR\x05state\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\x94\x01\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xaa\x01\n" +
 	"\rCheckpointAck\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x03R\fcheckpointId\x12\x16\n" +
 	"\x06handle\x18\x03 \x01(\tR\x06handle\x12\x16\n" +
-	"\x06shared\x18\x04 \x03(\tR\x06shared\"\x80\x01\n" +
+	"\x06shared\x18\x04 \x03(\tR\x06shared\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\"\x80\x01\n" +
 	"\x11CheckpointDecline\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x03R\fcheckpointId\x12\x16\n" +

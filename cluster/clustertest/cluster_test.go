@@ -442,6 +442,22 @@ func TestCLILifecycle(t *testing.T) {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
 	})
+	// The JobManager exports the job's metrics for Prometheus: per subtask
+	// from the workers' reports, and its checkpoints.
+	waitFor(t, 30*time.Second, "metrics of the running job", func() bool {
+		b, err := httpGet(c.rest() + "/metrics")
+		if err != nil {
+			return false
+		}
+		records := regexp.MustCompile(`flink_taskmanager_job_task_numRecordsOut\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
+		size := regexp.MustCompile(`flink_jobmanager_job_lastCheckpointSize\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
+		if records == nil || size == nil {
+			return false
+		}
+		r, _ := strconv.ParseFloat(string(records[1]), 64)
+		z, _ := strconv.ParseFloat(string(size[1]), 64)
+		return r > 0 && z > 0
+	})
 	sp := c.mustSluice("savepoint", "-m", c.rest(), job)
 	if !strings.Contains(sp, "savepoint-") {
 		t.Fatalf("sluice savepoint did not name a savepoint:\n%s", sp)

@@ -185,7 +185,7 @@ func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootEx
 func checkpointStats(c local.CheckpointStats) rest.CheckpointStatistics {
 	s := rest.CheckpointStatistics{ID: c.ID, Status: rest.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
 		TriggerTimestamp: c.TriggerMillis, LatestAckTimestamp: c.EndMillis, EndToEndDuration: c.EndMillis - c.TriggerMillis,
-		CheckpointType: rest.TypeCheckpoint, ExternalPath: c.Path}
+		CheckpointType: rest.TypeCheckpoint, ExternalPath: c.Path, CheckpointedSize: c.Bytes, StateSize: c.Bytes}
 	switch {
 	case c.Kind.IsStop():
 		s.CheckpointType = rest.TypeSyncSavepoint
@@ -301,6 +301,7 @@ func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
 		jm.Checkpoints = rest.CheckpointMetrics{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed), LastRestoreTimestamp: -1}
 		if c := in.LatestCheckpoint; c != nil {
 			jm.Checkpoints.LastDuration = c.EndMillis - c.TriggerMillis
+			jm.Checkpoints.LastSize, jm.Checkpoints.LastFullSize = c.Bytes, c.Bytes
 		}
 		ids := map[string]string{}
 		for _, c := range in.Plan.Chains {

@@ -300,7 +300,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			}
 			a.taskEnded(taskID(te.Task), err)
 		case *clusterpb.WorkerMessage_Ack:
-			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, m.Ack.Handle, m.Ack.Shared)
+			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, local.Ack{Handle: m.Ack.Handle, Shared: m.Ack.Shared, Bytes: m.Ack.Bytes})
 		case *clusterpb.WorkerMessage_Decline:
 			a.events.Declined(taskID(m.Decline.Task), m.Decline.CheckpointId, errors.New(m.Decline.Reason))
 		case *clusterpb.WorkerMessage_Finished:

@@ -449,8 +449,9 @@ func (r reporter) TaskFinished(id checkpoint.TaskID) {
 	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Finished{Finished: &clusterpb.TaskFinished{Task: key(id)}}})
 }
 
-func (r reporter) Acknowledged(id checkpoint.TaskID, cp int64, handle string, shared []string) {
-	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Ack{Ack: &clusterpb.CheckpointAck{Task: key(id), CheckpointId: cp, Handle: handle, Shared: shared}}})
+func (r reporter) Acknowledged(id checkpoint.TaskID, cp int64, ack local.Ack) {
+	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Ack{Ack: &clusterpb.CheckpointAck{Task: key(id), CheckpointId: cp,
+		Handle: ack.Handle, Shared: ack.Shared, Bytes: ack.Bytes}}})
 }
 
 func (r reporter) Declined(id checkpoint.TaskID, cp int64, err error) {

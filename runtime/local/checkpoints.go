@@ -31,12 +31,14 @@ type checkpoints struct {
 	// shared collects the handles of the shared files each checkpoint in
 	// progress references, from the tasks' acknowledgements.
 	shared map[checkpoint.ID][]string
+	// bytes counts what the tasks wrote for each checkpoint in progress.
+	bytes map[checkpoint.ID]int64
 }
 
 func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 	c := &checkpoints{j: j, opts: *o, fs: fs.Local{}, nextID: 1, coordState: map[checkpoint.ID]map[string][]byte{},
 		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{},
-		shared: map[checkpoint.ID][]string{}}
+		shared: map[checkpoint.ID][]string{}, bytes: map[checkpoint.ID]int64{}}
 	if err := o.Coordinator.Validate(); err != nil {
 		return nil, err
 	}
@@ -138,12 +140,13 @@ func (c *checkpoints) coordinatorSnapshot(co *checkpoint.Coordinator, id checkpo
 	return nil
 }
 
-// addShared records shared files a task's snapshot for checkpoint id
-// references.
-func (c *checkpoints) addShared(id checkpoint.ID, handles []string) {
-	if len(handles) > 0 {
-		c.shared[id] = append(c.shared[id], handles...)
+// acked records what a task's snapshot for checkpoint id wrote and the
+// shared files it references.
+func (c *checkpoints) acked(id checkpoint.ID, ack Ack) {
+	if len(ack.Shared) > 0 {
+		c.shared[id] = append(c.shared[id], ack.Shared...)
 	}
+	c.bytes[id] += ack.Bytes
 }
 
 func (c *checkpoints) declineAll(co *checkpoint.Coordinator, t checkpoint.TriggerBarrier, err error) []checkpoint.Action {
@@ -211,7 +214,8 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 	}
 	dir := filepath.Dir(path)
 	c.j.opts.Listener.CheckpointCompleted(CheckpointStats{ID: int64(cp.ID), Kind: cp.Kind, TriggerMillis: cp.Timestamp,
-		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir})
+		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir, Bytes: c.bytes[cp.ID]})
+	delete(c.bytes, cp.ID)
 	req, isReq := c.savepoint[cp.ID]
 	if isReq {
 		delete(c.savepoint, cp.ID)
@@ -236,6 +240,7 @@ func (c *checkpoints) aborted(ab checkpoint.Abort) {
 	c.j.opts.Listener.CheckpointFailed(CheckpointStats{ID: int64(ab.ID), EndMillis: c.j.opts.Clock.NowMillis(), Err: ab.Reason})
 	delete(c.coordState, ab.ID)
 	delete(c.shared, ab.ID)
+	delete(c.bytes, ab.ID)
 	if req, ok := c.savepoint[ab.ID]; ok && req.kind != checkpoint.Checkpoint {
 		delete(c.savepoint, ab.ID)
 		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}

@@ -67,8 +67,8 @@ func (e Events) TaskFinished(id checkpoint.TaskID) {
 }
 
 // Acknowledged reports a task's snapshot written for checkpoint cp.
-func (e Events) Acknowledged(id checkpoint.TaskID, cp int64, handle string, shared []string) {
-	e.j.send(uploaded{attempt: e.attempt, task: id, id: checkpoint.ID(cp), handle: handle, shared: shared})
+func (e Events) Acknowledged(id checkpoint.TaskID, cp int64, ack Ack) {
+	e.j.send(uploaded{attempt: e.attempt, task: id, id: checkpoint.ID(cp), ack: ack})
 }
 
 // Declined reports a checkpoint a task could not take.

@@ -24,7 +24,7 @@ import (
 type Reporter interface {
 	TaskEnded(id checkpoint.TaskID, err error)
 	TaskFinished(id checkpoint.TaskID)
-	Acknowledged(id checkpoint.TaskID, checkpointID int64, handle string, shared []string)
+	Acknowledged(id checkpoint.TaskID, checkpointID int64, ack Ack)
 	Declined(id checkpoint.TaskID, checkpointID int64, err error)
 }
 
@@ -315,12 +315,12 @@ func (h *Host) uploader() {
 				h.cfg.Reporter.Declined(u.task, u.snap.ID, fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID))
 				continue
 			}
-			handle, shared, err := h.cfg.Writer.Write(loc, u.task, u.snap)
+			ack, err := h.cfg.Writer.Write(loc, u.task, u.snap)
 			if err != nil {
 				h.cfg.Reporter.Declined(u.task, u.snap.ID, err)
 				continue
 			}
-			h.cfg.Reporter.Acknowledged(u.task, u.snap.ID, handle, shared)
+			h.cfg.Reporter.Acknowledged(u.task, u.snap.ID, ack)
 		}
 	}
 }

@@ -54,8 +54,7 @@ type (
 		attempt int
 		task    checkpoint.TaskID
 		id      checkpoint.ID
-		handle  string
-		shared  []string
+		ack     Ack
 	}
 	coordState struct {
 		attempt int
@@ -328,8 +327,8 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 				if ev.attempt != n || coord == nil || failure != nil {
 					break
 				}
-				j.ckpt.addShared(ev.id, ev.shared)
-				j.ckpt.apply(r, coord, coord.Ack(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.handle), res, fail)
+				j.ckpt.acked(ev.id, ev.ack)
+				j.ckpt.apply(r, coord, coord.Ack(j.opts.Clock.NowMillis(), ev.id, ev.task, ev.ack.Handle), res, fail)
 			}
 		case req := <-reqs:
 			if coord == nil {

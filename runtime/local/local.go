@@ -100,6 +100,9 @@ type CheckpointStats struct {
 	TriggerMillis, EndMillis int64
 	// Path is the completed checkpoint's directory.
 	Path string
+	// Bytes is what the checkpoint wrote (for an incremental one, only
+	// its new files).
+	Bytes int64
 	// Err is why it failed.
 	Err error
 }

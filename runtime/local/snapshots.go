@@ -86,11 +86,18 @@ func (w *SnapshotWriter) Seed(r *Restore) {
 	}
 }
 
+// Ack is what a task's snapshot wrote: the handle of its file, the
+// handles of every shared file it references, and the bytes written.
+type Ack struct {
+	Handle string
+	Shared []string
+	Bytes  int64
+}
+
 // Write encodes snap (resolving the keyed state frozen at the barrier),
 // uploads its new shared files and writes the task's snapshot file into
-// loc. It returns the file's handle and the handles of every shared file
-// the snapshot references. The snapshot is discarded on failure.
-func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap *task.Snapshot) (handle string, shared []string, err error) {
+// loc. The snapshot is discarded on failure.
+func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap *task.Snapshot) (ack Ack, err error) {
 	defer func() {
 		if err != nil {
 			snap.Discard()
@@ -99,40 +106,44 @@ func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap
 	tf := taskFile{Operators: map[string]operatorFile{}}
 	for node, os := range snap.Operators {
 		if err := os.ResolveKeyGroups(); err != nil {
-			return "", nil, err
+			return Ack{}, err
 		}
 		of := operatorFile{Subtask: id.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
 		if len(os.Files) > 0 {
-			files, err := w.uploadShared(loc, os.Files)
+			files, n, err := w.uploadShared(loc, os.Files)
 			if os.ReleaseFiles != nil {
 				os.ReleaseFiles()
 			}
 			if err != nil {
-				return "", nil, err
+				return Ack{}, err
 			}
 			of.Files = files
+			ack.Bytes += n
 			for _, h := range files {
-				shared = append(shared, h)
+				ack.Shared = append(ack.Shared, h)
 			}
 		}
 		tf.Operators[w.opIDs[node]] = of
 	}
-	sort.Strings(shared)
+	sort.Strings(ack.Shared)
 	f, handle, err := loc.CreateFile(fmt.Sprintf("task-%d-%d", id.Vertex, id.Subtask))
 	if err != nil {
-		return "", nil, err
+		return Ack{}, err
 	}
-	if _, err := f.Write(taskCodec.Append(nil, tf)); err != nil {
+	data := taskCodec.Append(nil, tf)
+	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return "", nil, err
+		return Ack{}, err
 	}
-	return handle, shared, f.Close()
+	ack.Handle, ack.Bytes = handle, ack.Bytes+int64(len(data))
+	return ack, f.Close()
 }
 
 // uploadShared uploads the files of an incremental snapshot that are not
 // in shared storage yet, and returns every file's handle.
-func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalFile) (map[string]string, error) {
+func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalFile) (map[string]string, int64, error) {
 	out := make(map[string]string, len(files))
+	var written int64
 	for _, f := range files {
 		w.mu.Lock()
 		h, ok := w.shared[f.Name]
@@ -143,18 +154,20 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalF
 		}
 		src, err := os.Open(f.Path)
 		if err != nil {
-			return nil, fmt.Errorf("uploading %s: %w", f.Path, err)
+			return nil, 0, fmt.Errorf("uploading %s: %w", f.Path, err)
 		}
 		dst, handle, err := loc.CreateSharedFile(f.Name)
 		if err == nil {
-			_, err = io.Copy(dst, src)
+			var n int64
+			n, err = io.Copy(dst, src)
+			written += n
 			if cerr := dst.Close(); err == nil {
 				err = cerr
 			}
 		}
 		src.Close()
 		if err != nil {
-			return nil, fmt.Errorf("uploading %s: %w", f.Name, err)
+			return nil, 0, fmt.Errorf("uploading %s: %w", f.Name, err)
 		}
 		out[f.Name] = handle
 		if loc.Kind() != storage.KindSavepoint {
@@ -163,5 +176,5 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalF
 			w.mu.Unlock()
 		}
 	}
-	return out, nil
+	return out, written, nil
 }
