@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,10 +23,6 @@ const (
 	targetRemote = conf.TargetRemote
 	targetWorker = conf.BinaryModeWorker
 )
-
-// ErrPlanWritten ends Execute in a program run for its plan (sluice info):
-// the job graph was written and the job does not run.
-var ErrPlanWritten = errors.New("stream: the job graph was written for the client; the job does not run in this process")
 
 // dynamicProperties are the configuration overrides the process was
 // started with: the CLI's -D, or a worker's deployment.
@@ -63,7 +58,9 @@ func target() (string, error) {
 	}
 }
 
-// writePlan writes the job graph for the client.
+// writePlan writes the job graph for the client (sluice info, or a
+// client building the graph) and ends the process: a program run for its
+// plan never continues past Execute.
 func writePlan(g *graph.JobGraph) error {
 	out := os.Getenv(conf.EnvPlanOut)
 	if out == "" {
@@ -76,7 +73,8 @@ func writePlan(g *graph.JobGraph) error {
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		return fmt.Errorf("stream: writing the job graph: %w", err)
 	}
-	return ErrPlanWritten
+	os.Exit(0)
+	return nil
 }
 
 // runWorker runs this process's share of a job deployed on a cluster, and

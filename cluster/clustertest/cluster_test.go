@@ -422,6 +422,18 @@ func TestJobManagerRestartRecoversTheJob(t *testing.T) {
 	checkExactlyOnce(t, out, n, keys)
 }
 
+func TestInfoPrintsThePlan(t *testing.T) {
+	out, err := exec.Command(sluiceBin, "info", "-p", "3", jobBin, "-out", t.TempDir()).Output()
+	if err != nil {
+		t.Fatalf("sluice info: %v", err)
+	}
+	for _, want := range []string{`"DataGen Source"`, `"parallelism": 3`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the plan lacks %s:\n%s", want, out)
+		}
+	}
+}
+
 func TestCLILifecycle(t *testing.T) {
 	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
 	out := filepath.Join(c.dir, "out")
@@ -458,6 +470,10 @@ func TestCLILifecycle(t *testing.T) {
 		z, _ := strconv.ParseFloat(string(size[1]), 64)
 		return r > 0 && z > 0
 	})
+	ck := c.mustSluice("checkpoint", "-m", c.rest(), job)
+	if !regexp.MustCompile(`(?i)checkpoint\D*\d+`).MatchString(ck) {
+		t.Errorf("sluice checkpoint did not name the checkpoint:\n%s", ck)
+	}
 	sp := c.mustSluice("savepoint", "-m", c.rest(), job)
 	if !strings.Contains(sp, "savepoint-") {
 		t.Fatalf("sluice savepoint did not name a savepoint:\n%s", sp)
