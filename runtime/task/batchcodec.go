@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/sluice/sluice/runtime/codec"
 )
@@ -18,7 +19,10 @@ var ErrCorruptBatch = errors.New("task: corrupt batch")
 // use.
 //
 // The encoding of a batch of n records is uvarint(n), the n timestamps as
-// zig-zag varint deltas (the first from 0), then the n values in the
+// zig-zag varint deltas (the first from 0), then the n values: for a type
+// without pointers (numbers, arrays and structs of them) their memory as
+// it is, since both ends run the same binary on the same architecture (the
+// workers of a job prove it by the binary's digest); otherwise in the
 // canonical encoding of runtime/codec.
 type BatchCodec interface {
 	// AppendBatch appends the encoding of data (a *Batch[T]) to dst.
@@ -37,14 +41,44 @@ func (typeOps[T]) BatchCodec() (BatchCodec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task: records of type %s cannot cross the network: %w", reflect.TypeFor[T](), err)
 	}
-	bc := &batchCodec[T]{c: c}
+	bc := &batchCodec[T]{c: c, flat: pointerFree(reflect.TypeFor[T]())}
 	bc.pool.New = func() any { return new(Batch[T]) }
 	return bc, nil
 }
 
 type batchCodec[T any] struct {
 	c    *codec.Codec[T]
+	flat bool // values are copied as memory
 	pool sync.Pool
+}
+
+// pointerFree reports whether values of t hold no pointers, so that their
+// memory is their whole value.
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return t.Kind() != reflect.Uintptr
+	case reflect.Array:
+		return pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// memory is the bytes of vs.
+func memory[T any](vs []T) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vs))), len(vs)*int(unsafe.Sizeof(vs[0])))
 }
 
 func (bc *batchCodec[T]) batch(data any) *Batch[T] {
@@ -62,6 +96,9 @@ func (bc *batchCodec[T]) AppendBatch(dst []byte, data any) []byte {
 	for _, ts := range b.Ts {
 		dst = binary.AppendVarint(dst, ts-prev) // wraps for NoTimestamp: the decoder wraps back
 		prev = ts
+	}
+	if bc.flat {
+		return append(dst, memory(b.Values)...)
 	}
 	return bc.c.AppendValues(dst, b.Values)
 }
@@ -91,6 +128,15 @@ func (bc *batchCodec[T]) DecodeBatch(data []byte) (any, error) {
 		data = data[k:]
 		prev += d
 		b.Ts[i] = prev
+	}
+	if bc.flat {
+		m := memory(b.Values)
+		if len(data) != len(m) {
+			b.release()
+			return nil, fmt.Errorf("%w of %s: %d bytes of values, want %d for %d records", ErrCorruptBatch, reflect.TypeFor[T](), len(data), len(m), n)
+		}
+		copy(m, data)
+		return b, nil
 	}
 	rest, err := bc.c.DecodeValues(data, b.Values)
 	if err != nil {
