@@ -40,9 +40,9 @@ var rules = []rule{
 	{"hdfs", []string{"runtime", "stream", "kafka", "cmd", "yarn"}, "the HDFS filesystem adapts colinmarc/hdfs to fs"},
 	{"fs", []string{"runtime", "stream", "yarn", "hdfs", "kafka", "cmd", "hadoop", "conf"}, "the filesystem interface is a leaf"},
 	{"hadoop", []string{"stream", "runtime", "kafka", "cmd", "yarn"}, "hadoop configuration and tokens are a leaf"},
-	{"cluster/yarndriver", []string{"stream", "runtime", "kafka", "cmd", "cluster/yarnam", "cluster/yarndeploy"}, "the YARN resource driver only carries out scheduler decisions through yarn"},
-	{"cluster/yarnam", []string{"stream", "runtime", "kafka", "cmd", "cluster/yarndeploy"}, "the ApplicationMaster's life is independent of the JobManager it hosts (injected by cmd/appmaster)"},
-	{"cluster/yarndeploy", []string{"stream", "runtime", "kafka", "cmd"}, "the YARN client deploys binaries; it does not run jobs"},
+	{"cluster/yarndriver", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarnam", "cluster/yarndeploy"}, "the YARN resource driver only carries out scheduler decisions through yarn"},
+	{"cluster/yarnam", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarndeploy"}, "the ApplicationMaster's life is independent of the JobManager it hosts (injected by cmd/appmaster)"},
+	{"cluster/yarndeploy", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd"}, "the YARN client deploys binaries; it does not run jobs"},
 }
 
 type pkg struct {
