@@ -79,6 +79,10 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deploym
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("job", dep.JobID, "worker", dep.WorkerID)
+	if err := registerHDFS(opts.FileSystems, os.Getenv); err != nil {
+		// Only hdfs:// URIs are affected; a job that uses none runs.
+		log.Warn("hdfs:// URIs will not resolve", "err", err)
+	}
 	host := dep.DataHost
 	if host == "" {
 		host = "127.0.0.1"
