@@ -466,7 +466,7 @@ func (r reporter) Declined(id checkpoint.TaskID, cp int64, err error) {
 type remote struct{ w *worker }
 
 func (r remote) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) {
-	t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: loc.Dir(), LocationKind: int32(loc.Kind())}
+	t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: r.w.opts.FileSystems.URI(loc.FileSystem(), loc.Dir()), LocationKind: int32(loc.Kind())}
 	for _, id := range tasks {
 		t.Tasks = append(t.Tasks, key(id))
 	}
