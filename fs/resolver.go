@@ -187,6 +187,20 @@ func (r *Resolver) For(uri string) (FileSystem, string, error) {
 	return fsys, p, nil
 }
 
+// URI returns the URI of path p in fsys for another process to resolve:
+// scheme://authority/p when fsys is a filesystem this resolver opened
+// (For), else p itself (a local path).
+func (r *Resolver) URI(fsys FileSystem, p string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, open := range r.mu.open {
+		if open == fsys && !strings.HasPrefix(key, "file://") {
+			return key + p
+		}
+	}
+	return p
+}
+
 // Close closes every filesystem the resolver opened that implements
 // io.Closer and makes later calls fail with ErrClosed. It returns the
 // errors of those Close calls, joined.

@@ -217,7 +217,8 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		}
 		sort.Slice(dep.Coordinators, func(i, k int) bool { return dep.Coordinators[i] < dep.Coordinators[k] })
 		if d.Restore != nil {
-			dep.RestorePath = d.Restore.Path()
+			// A URI: the workers resolve it with their own filesystems.
+			dep.RestorePath = jm.d.cfg.FileSystems.URI(d.Restore.FileSystem(), d.Restore.Path())
 			dep.AllowNonRestoredState = jm.opts.AllowNonRestoredState
 		}
 		if c := jm.opts.Checkpoints; c != nil {
@@ -415,7 +416,7 @@ func (a *remoteAttempt) Start() {
 // TriggerCheckpoint implements local.Attempt: coordinated chains through
 // the worker hosting their coordinator, the others to their workers.
 func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []local.CoordinatorSnapshot {
-	base := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: loc.Dir(), LocationKind: int32(loc.Kind())}
+	base := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: a.x.jm.d.cfg.FileSystems.URI(loc.FileSystem(), loc.Dir()), LocationKind: int32(loc.Kind())}
 	coordinated := map[*session]*clusterpb.CheckpointCoordinators{}
 	plain := map[*session][]*clusterpb.TaskKey{}
 	var order []*session

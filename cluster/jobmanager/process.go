@@ -69,6 +69,9 @@ type ApplicationError struct {
 	Err error
 	// Tail is the end of the program's standard error.
 	Tail string
+	// Canceled: a job of the program was cancelled (on YARN the
+	// application then ends KILLED, as in Flink).
+	Canceled bool
 }
 
 func (e *ApplicationError) Error() string {
@@ -217,9 +220,21 @@ func runApplication(ctx context.Context, app *Application, restAddr string, d *D
 		errOut = logWriter{log: log, stream: "stderr"}
 	}
 	cmd.Stderr = io.MultiWriter(errOut, &stderr)
-	log.Info("running the application", "binary", app.Binary, "args", app.Args)
-	if err := cmd.Run(); err != nil {
-		return &ApplicationError{Err: err, Tail: stderr.String()}
+	// Jobs recovered from the HA store were submitted by the program under
+	// an earlier JobManager (a new YARN ApplicationMaster attempt): the
+	// program's main is not run again, which would submit them twice; the
+	// application ends with those jobs.
+	if recovered := d.Jobs(); len(recovered) > 0 {
+		log.Info("the application's jobs were recovered; not running the program again", "jobs", len(recovered))
+	} else {
+		log.Info("running the application", "binary", app.Binary, "args", app.Args)
+		if err := cmd.Run(); err != nil {
+			canceled := false
+			for _, in := range d.Jobs() {
+				canceled = canceled || in.Status == local.StatusCanceled
+			}
+			return &ApplicationError{Err: err, Tail: stderr.String(), Canceled: canceled}
+		}
 	}
 	// The program has returned; jobs it left running detached end the
 	// application when they end.
@@ -229,7 +244,8 @@ func runApplication(ctx context.Context, app *Application, restAddr string, d *D
 			return err
 		}
 		if res.Status != local.StatusFinished {
-			return &ApplicationError{Err: fmt.Errorf("job %s (%s) ended %s: %v", in.ID, in.Name, res.Status, res.Err)}
+			return &ApplicationError{Err: fmt.Errorf("job %s (%s) ended %s: %v", in.ID, in.Name, res.Status, res.Err),
+				Canceled: res.Status == local.StatusCanceled}
 		}
 	}
 	log.Info("the application has ended")

@@ -79,6 +79,10 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deploym
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("job", dep.JobID, "worker", dep.WorkerID)
+	if err := registerHDFS(opts.FileSystems, os.Getenv); err != nil {
+		// Only hdfs:// URIs are affected; a job that uses none runs.
+		log.Warn("hdfs:// URIs will not resolve", "err", err)
+	}
 	host := dep.DataHost
 	if host == "" {
 		host = "127.0.0.1"
@@ -463,7 +467,7 @@ func (r reporter) Declined(id checkpoint.TaskID, cp int64, err error) {
 type remote struct{ w *worker }
 
 func (r remote) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) {
-	t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: loc.Dir(), LocationKind: int32(loc.Kind())}
+	t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: r.w.opts.FileSystems.URI(loc.FileSystem(), loc.Dir()), LocationKind: int32(loc.Kind())}
 	for _, id := range tasks {
 		t.Tasks = append(t.Tasks, key(id))
 	}

@@ -47,6 +47,9 @@ const (
 	// EnvJob is the link name of the job binary in the ApplicationMaster's
 	// working directory (application mode); empty for a session cluster.
 	EnvJob = "SLUICE_YARN_JOB"
+	// EnvJobProgram is the job program's arguments and dynamic properties
+	// (application mode), a JSON JobProgram in base64.
+	EnvJobProgram = "SLUICE_YARN_JOB_PROGRAM"
 	// EnvHadoopUser is the user the application's processes act as on HDFS
 	// (SIMPLE authentication), as in Hadoop.
 	EnvHadoopUser = "HADOOP_USER_NAME"
@@ -89,6 +92,8 @@ type Environment struct {
 	TaskManagerFiles map[string]yarn.LocalResource
 	// Job is the path of the job binary (application mode), or "".
 	Job string
+	// Program is how the job binary is run (application mode).
+	Program JobProgram
 	// LogDir is the container's (first) log directory.
 	LogDir string
 	// Conf is the Sluice configuration (config.yaml in SLUICE_CONF_DIR).
@@ -146,6 +151,13 @@ func ReadEnvironment(getenv func(string) string) (*Environment, error) {
 	if j := getenv(EnvJob); j != "" {
 		env.Job = "./" + j
 	}
+	if s := getenv(EnvJobProgram); s != "" {
+		if b, err := base64.StdEncoding.DecodeString(s); err != nil {
+			problem("%s is not base64: %v", EnvJobProgram, err)
+		} else if err := json.Unmarshal(b, &env.Program); err != nil {
+			problem("%s: %v", EnvJobProgram, err)
+		}
+	}
 	if dirs := getenv(envLogDirs); dirs != "" {
 		env.LogDir, _, _ = strings.Cut(dirs, ",")
 	}
@@ -163,6 +175,23 @@ func ReadEnvironment(getenv func(string) string) (*Environment, error) {
 		return env, fmt.Errorf("%w: %w", ErrEnvironment, err)
 	}
 	return env, nil
+}
+
+// JobProgram is how the ApplicationMaster runs the job program in
+// application mode: its arguments, and the dynamic properties (the CLI's
+// -D, key=value) it is given as SLUICE_DYNAMIC_PROPERTIES.
+type JobProgram struct {
+	Args    []string `json:"args,omitempty"`
+	Dynamic []string `json:"dynamic,omitempty"`
+}
+
+// Encode is the value of EnvJobProgram.
+func (p JobProgram) Encode() (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("yarnam: encoding the job program: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
 }
 
 // EncodeTaskManagerFiles is the value of EnvTaskManagerFiles.
@@ -224,3 +253,38 @@ const (
 	PrefixMasterEnv      = "containerized.master.env."
 	PrefixTaskManagerEnv = "containerized.taskmanager.env."
 )
+
+// HAStorageDirName is the directory of the application's high-availability
+// data in its staging directory (high-availability.storageDir by default).
+const HAStorageDirName = "ha"
+
+// JobManagerConf is the configuration of the JobManager the
+// ApplicationMaster hosts: env.Conf with YARN's high-availability defaults,
+// as Flink on YARN keeps HA data per application. Unless the configuration
+// says otherwise, high-availability.type is FILESYSTEM, its storageDir the
+// "ha" directory in the application's staging directory (deleted with it
+// when the application ends), and high-availability.cluster-id the
+// application id; so a new ApplicationMaster attempt recovers the running
+// jobs. high-availability.type: NONE turns this off.
+func JobManagerConf(env *Environment) *conf.Configuration {
+	c := env.Conf
+	if c == nil {
+		c = conf.New()
+	}
+	over := map[string]string{}
+	if _, set, _ := conf.Lookup(c, conf.HighAvailabilityType); !set {
+		over[conf.HighAvailabilityType.Key()] = conf.HighAvailabilityFileSystem
+	}
+	if _, set, _ := conf.Lookup(c, conf.HighAvailabilityStorageDir); !set && env.StagingDir != nil {
+		u := *env.StagingDir
+		u.Path = path.Join(u.Path, HAStorageDirName)
+		over[conf.HighAvailabilityStorageDir.Key()] = u.String()
+	}
+	if _, set, _ := conf.Lookup(c, conf.HighAvailabilityClusterID); !set {
+		over[conf.HighAvailabilityClusterID.Key()] = env.Container.Attempt.Application.String()
+	}
+	if len(over) == 0 {
+		return c
+	}
+	return c.Merge(conf.FromMap(over, conf.Source{Name: "YARN ApplicationMaster"}))
+}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,12 @@ func containerDir(t *testing.T, withAMRM bool) (dir string, env map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	prog, err := JobProgram{Args: []string{"-out", "dir with space"}, Dynamic: []string{"parallelism.default=2"}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return dir, map[string]string{
+		EnvJobProgram:       prog,
 		"CONTAINER_ID":      "container_e03_1700000000000_0042_02_000001",
 		"NM_HOST":           "node7",
 		"LOG_DIRS":          "/logs/a,/logs/b",
@@ -66,6 +72,9 @@ func TestReadEnvironment(t *testing.T) {
 	}
 	if env.Host != "node7" || env.User != "alice" || env.LogDir != "/logs/a" || env.Job != "./job" {
 		t.Errorf("env %+v", env)
+	}
+	if !slices.Equal(env.Program.Args, []string{"-out", "dir with space"}) || !slices.Equal(env.Program.Dynamic, []string{"parallelism.default=2"}) {
+		t.Errorf("job program %+v", env.Program)
 	}
 	if env.AMRMToken == nil || string(env.AMRMToken.Identifier) != "id" || env.Credentials.NumTokens() != 2 {
 		t.Errorf("tokens %v %v", env.AMRMToken, env.Credentials.TokenAliases())
@@ -93,11 +102,12 @@ func TestReadEnvironmentReportsEveryProblem(t *testing.T) {
 	vars["CONTAINER_ID"] = "container_bad"
 	vars[EnvStagingDir] = "relative/dir"
 	vars[EnvTaskManagerFiles] = "{not json"
+	vars[EnvJobProgram] = "!"
 	_, err := ReadEnvironment(func(k string) string { return vars[k] })
 	if !errors.Is(err, ErrEnvironment) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"CONTAINER_ID", "NM_HOST is not set", "holds no YARN_AM_RM_TOKEN", EnvStagingDir + `="relative/dir"`, EnvTaskManagerFiles} {
+	for _, want := range []string{"CONTAINER_ID", "NM_HOST is not set", "holds no YARN_AM_RM_TOKEN", EnvStagingDir + `="relative/dir"`, EnvTaskManagerFiles, EnvJobProgram} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
@@ -169,5 +179,40 @@ func TestTaskManagerNodeLabel(t *testing.T) {
 		if got := TaskManagerNodeLabel(conf.FromMap(tt.props, conf.Source{Name: "test"})); got != tt.want {
 			t.Errorf("%v: %q, want %q", tt.props, got, tt.want)
 		}
+	}
+}
+
+func TestJobManagerConfHADefaults(t *testing.T) {
+	staging, _ := url.Parse("hdfs://nn:8020/user/alice/.sluice/application_1700000000000_0042")
+	id := yarn.ContainerID{Attempt: yarn.ApplicationAttemptID{Application: yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 42}, Attempt: 1}, ID: 1}
+	tests := []struct {
+		name                  string
+		props                 map[string]string
+		wantType, wantDir, id string
+	}{
+		{"defaults: per-application HA in the staging directory", nil,
+			conf.HighAvailabilityFileSystem, staging.String() + "/ha", "application_1700000000000_0042"},
+		{"NONE turns HA off", map[string]string{"high-availability.type": "NONE"},
+			conf.HighAvailabilityNone, staging.String() + "/ha", "application_1700000000000_0042"},
+		{"the user's storageDir and cluster-id win", map[string]string{"high-availability.storageDir": "hdfs:///ha", "high-availability.cluster-id": "mine"},
+			conf.HighAvailabilityFileSystem, "hdfs:///ha", "mine"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &Environment{Container: id, StagingDir: staging, Conf: conf.FromMap(tc.props, conf.Source{Name: "test"})}
+			c := JobManagerConf(env)
+			if got := conf.Get(c, conf.HighAvailabilityType); got != tc.wantType {
+				t.Errorf("type %q, want %q", got, tc.wantType)
+			}
+			if got := conf.Get(c, conf.HighAvailabilityStorageDir); got != tc.wantDir {
+				t.Errorf("storageDir %q, want %q", got, tc.wantDir)
+			}
+			if got := conf.Get(c, conf.HighAvailabilityClusterID); got != tc.id {
+				t.Errorf("cluster-id %q, want %q", got, tc.id)
+			}
+			if _, err := c.Validate(); err != nil {
+				t.Errorf("invalid: %v", err)
+			}
+		})
 	}
 }

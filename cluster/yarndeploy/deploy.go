@@ -77,6 +77,9 @@ type Options struct {
 	// Job is the local path of the job binary (yarn-application); empty for
 	// a session cluster (yarn-session).
 	Job string
+	// JobArgs are the job program's arguments and JobDynamic the dynamic
+	// properties (key=value) it runs with (yarn-application); default none.
+	JobArgs, JobDynamic []string
 	// Credentials are tokens to hand to the application (e.g. HDFS
 	// delegation tokens); default: the token file HADOOP_TOKEN_FILE_LOCATION
 	// names, if any.
@@ -306,6 +309,11 @@ func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Res
 	env[yarnam.EnvTaskManagerFiles] = tmFiles
 	if _, ok := st.files[yarnam.FileJob]; ok {
 		env[yarnam.EnvJob] = yarnam.FileJob
+		prog, err := yarnam.JobProgram{Args: d.opts.JobArgs, Dynamic: d.opts.JobDynamic}.Encode()
+		if err != nil {
+			return nil, err
+		}
+		env[yarnam.EnvJobProgram] = prog
 	}
 	tokens, err := d.tokens()
 	if err != nil {
@@ -323,9 +331,11 @@ func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Res
 	}
 	attempts := conf.Get(c, conf.YarnApplicationAttempts)
 	if attempts == 0 {
-		attempts = 1
-		if conf.Get(c, conf.HighAvailabilityType) != conf.HighAvailabilityNone {
-			attempts = 2
+		// On YARN high availability is on unless turned off (see
+		// yarnam.JobManagerConf): a second attempt recovers the jobs.
+		attempts = 2
+		if ha, set, _ := conf.Lookup(c, conf.HighAvailabilityType); set && ha == conf.HighAvailabilityNone {
+			attempts = 1
 		}
 	}
 	sub := &yarn.SubmissionContext{

@@ -13,12 +13,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"github.com/sluice/sluice/cluster/jobmanager"
 	"github.com/sluice/sluice/cluster/yarnam"
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -36,24 +42,55 @@ func main() {
 	}
 }
 
-// hostJobManager is the seam for the JobManager components.
-//
-// LEAD: replace this function's body with the JobManager process of the
-// distributed runtime: the Dispatcher (application mode: run s.Env.Job, the
-// job binary, in plan mode and submit its graph), the ResourceManager with
-// s.Driver as its Driver (it must call s.Driver.Run(ctx, rm): that is the
-// heartbeat to YARN), the JobMasters and the gRPC services on s.RPC, the
-// REST endpoint on s.REST; return when the application ends (application
-// mode: the job finished, failed or was cancelled; session mode: the
-// cluster was shut down through REST), with the final status YARN should
-// record. The configuration is s.Env.Conf, the tokens s.Env.Credentials.
-//
-// Until then the ApplicationMaster ends the application at once, FAILED,
-// saying why: it does not pretend to run anything.
+// hostJobManager runs the JobManager (Dispatcher, ResourceManager with the
+// YARN driver, JobMasters, REST) on the session's listeners until the
+// application ends: in application mode (a staged job binary) when the
+// program and its jobs have ended; a session cluster runs until it is killed
+// (then ctx ends and the final status is not reported).
 func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
-	s.Logger.Error("appmaster: the JobManager components are not part of this build yet")
-	return yarnam.Final{
-		Status:      yarn.FinalFailed,
-		Diagnostics: "Sluice ApplicationMaster: the JobManager components (Dispatcher, ResourceManager, JobMasters, REST) are not part of this build yet",
+	env := s.Env
+	fss := fs.NewResolver()
+	defer fss.Close()
+	if err := hdfs.Register(fss, hdfs.Config{Hadoop: env.Hadoop, User: env.User}); err != nil {
+		return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: "Sluice ApplicationMaster: " + err.Error()}
+	}
+	workDir, err := os.MkdirTemp(".", "jobmanager-")
+	if err != nil {
+		return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: "Sluice ApplicationMaster: " + err.Error()}
+	}
+	defer os.RemoveAll(workDir)
+	_, rpcPort, _ := net.SplitHostPort(s.RPC.Addr().String())
+	opts := jobmanager.Options{
+		Conf:        yarnam.JobManagerConf(env),
+		Log:         s.Logger,
+		Driver:      s.Driver,
+		RPC:         s.RPC,
+		REST:        s.REST,
+		RPCAddress:  net.JoinHostPort(env.Host, rpcPort),
+		FileSystems: fss,
+		WorkDir:     workDir,
+	}
+	if env.Job != "" {
+		bin, err := filepath.Abs(env.Job)
+		if err != nil {
+			return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: "Sluice ApplicationMaster: " + err.Error()}
+		}
+		opts.Application = &jobmanager.Application{Binary: bin, Args: env.Program.Args, Dynamic: env.Program.Dynamic}
+	}
+	return finalStatus(jobmanager.RunWith(ctx, opts), opts.Application != nil)
+}
+
+// finalStatus maps the JobManager's end to the application's final status.
+func finalStatus(err error, application bool) yarnam.Final {
+	var appErr *jobmanager.ApplicationError
+	switch {
+	case err == nil && application:
+		return yarnam.Final{Status: yarn.FinalSucceeded, Diagnostics: "the application's jobs finished"}
+	case err == nil:
+		return yarnam.Final{Status: yarn.FinalSucceeded, Diagnostics: "the session cluster was shut down"}
+	case errors.As(err, &appErr) && appErr.Canceled:
+		return yarnam.Final{Status: yarn.FinalKilled, Diagnostics: "a job of the application was cancelled: " + err.Error()}
+	default:
+		return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: err.Error()}
 	}
 }

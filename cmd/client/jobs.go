@@ -31,17 +31,21 @@ func client(c *cli.Context) (*restclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	var addr string
 	switch t := strings.ToLower(c.String("target")); t {
 	case "", conf.TargetRemote:
+		if addr, err = restAddress(c, cfg); err != nil {
+			return nil, err
+		}
 	case conf.TargetYarnSession:
-		return nil, fmt.Errorf("--target yarn-session is not supported yet: YARN deployment (issue #5) is not built into this sluice; " +
-			"give the session's REST address with --jobmanager host:port")
+		if c.String("jobmanager") != "" {
+			return nil, usagef(c, "--jobmanager names a standalone cluster, but --target is yarn-session; drop one of them")
+		}
+		if addr, err = yarnSessionAddress(c, cfg); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, usagef(c, "--target %q: a running cluster is remote or yarn-session", c.String("target"))
-	}
-	addr, err := restAddress(c, cfg)
-	if err != nil {
-		return nil, err
 	}
 	return restclient.New(addr)
 }

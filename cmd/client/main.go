@@ -185,8 +185,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, cl Cluster) *cli.App {
 		},
 		Commands: []*cli.Command{
 			runCommand(cl), infoCommand(), listCommand(), savepointCommand(), checkpointCommand(),
-			stopCommand(), cancelCommand(), jobManagerCommand(cl), taskManagerCommand(cl), kafkaCommand(),
+			stopCommand(), cancelCommand(), jobManagerCommand(cl), taskManagerCommand(cl), yarnSessionCommand(cl), kafkaCommand(),
 		},
+		Metadata: map[string]any{metaCluster: cl},
 	}
 	setUsageErrors(app.Commands)
 	return app

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -304,24 +306,92 @@ func TestRunRemote(t *testing.T) {
 	}
 }
 
+// fakeYarn is a YarnCluster of our own for the CLI's wiring: sessions
+// resolve to a test REST server; deployments are recorded.
+type fakeYarn struct {
+	addr    string
+	app     *YarnApplication
+	started bool
+	killed  string
+}
+
+func (f *fakeYarn) SessionAddress(_ context.Context, c *conf.Configuration, _ io.Writer) (string, error) {
+	if conf.Get(c, conf.YarnApplicationID) != "application_1_0001" {
+		return "", errors.New("no such application")
+	}
+	return f.addr, nil
+}
+
+func (f *fakeYarn) RunApplication(_ context.Context, _ *conf.Configuration, out io.Writer, app YarnApplication) error {
+	f.app = &app
+	fmt.Fprintln(out, "Application id: application_1_0002")
+	return nil
+}
+
+func (f *fakeYarn) StartSession(_ context.Context, _ *conf.Configuration, out io.Writer) error {
+	f.started = true
+	fmt.Fprintln(out, "Application id: application_1_0001")
+	return nil
+}
+
+func (f *fakeYarn) Kill(_ context.Context, c *conf.Configuration, _ io.Writer) error {
+	f.killed = conf.Get(c, conf.YarnApplicationID)
+	return nil
+}
+
 func TestRunYarnHook(t *testing.T) {
 	b := resttest.New()
 	b.AutoFinish = rest.AppSucceeded
 	addr := cluster(t, b)
 	for _, target := range []string{"yarn-session", "yarn-application"} {
-		r := sluice(t, Cluster{}, "run", "-t", target, fakeJob)
+		r := sluice(t, Cluster{}, "run", "-t", target, "-Dyarn.application.id=application_1_0001", fakeJob)
 		if r.code != 1 || !strings.Contains(r.stderr, "--target "+target+" is not supported yet: YARN deployment (issue #5)") {
 			t.Errorf("without YARN\n%s", r)
 		}
-		var gotTarget, gotBinary string
-		cl := Cluster{YarnCluster: func(_ context.Context, target string, c *conf.Configuration, binary string) (string, error) {
-			gotTarget, gotBinary = target, binary
-			return addr, nil
-		}}
-		r = sluice(t, cl, "run", "-t", target, fakeJob, "on yarn")
-		if r.code != 0 || gotTarget != target || gotBinary != fakeJob || !strings.Contains(r.stdout, "ended: SUCCEEDED") {
-			t.Errorf("with the YARN hook (target %q, binary %q)\n%s", gotTarget, gotBinary, r)
-		}
+	}
+	y := &fakeYarn{addr: addr}
+	cl := Cluster{YarnCluster: y}
+
+	// yarn-session: the program runs here against the session's REST address.
+	r := sluice(t, cl, "run", "-t", "yarn-session", fakeJob, "on yarn")
+	if r.code != 2 || !strings.Contains(r.stderr, "-Dyarn.application.id=application_") {
+		t.Errorf("yarn-session without an application id\n%s", r)
+	}
+	r = sluice(t, cl, "run", "-t", "yarn-session", "-Dyarn.application.id=application_1_0001", fakeJob, "on yarn")
+	if r.code != 0 || !strings.Contains(r.stdout, "ended: SUCCEEDED") {
+		t.Errorf("run on a yarn-session\n%s", r)
+	}
+	r = sluice(t, cl, "list", "-t", "yarn-session", "-Dyarn.application.id=application_1_0009")
+	if r.code != 1 || !strings.Contains(r.stderr, "no such application") {
+		t.Errorf("list on an unknown session\n%s", r)
+	}
+
+	// yarn-application: the program, its arguments and properties go to YARN.
+	r = sluice(t, cl, "run", "-t", "yarn-application", "-p", "2", fakeJob, "on yarn", "-x")
+	if r.code != 0 || y.app == nil {
+		t.Fatalf("yarn-application\n%s", r)
+	}
+	if y.app.Binary != fakeJob || !slices.Equal(y.app.Args, []string{"on yarn", "-x"}) || !y.app.Attached ||
+		!slices.Contains(y.app.Dynamic, "parallelism.default=2") || slices.ContainsFunc(y.app.Dynamic, func(p string) bool { return strings.HasPrefix(p, "execution.target=") }) {
+		t.Errorf("deployed %+v", *y.app)
+	}
+	r = sluice(t, cl, "run", "-t", "yarn-application", "--detached", fakeJob)
+	if r.code != 0 || y.app.Attached {
+		t.Errorf("detached yarn-application %+v\n%s", *y.app, r)
+	}
+
+	// yarn-session: start and stop.
+	r = sluice(t, cl, "yarn-session")
+	if r.code != 0 || !y.started || !strings.Contains(r.stdout, "application_1_0001") {
+		t.Errorf("yarn-session\n%s", r)
+	}
+	r = sluice(t, cl, "yarn-session", "--stop")
+	if r.code != 2 || y.killed != "" {
+		t.Errorf("yarn-session --stop without an id\n%s", r)
+	}
+	r = sluice(t, cl, "yarn-session", "--kill", "-Dyarn.application.id=application_1_0001")
+	if r.code != 0 || y.killed != "application_1_0001" {
+		t.Errorf("yarn-session --kill\n%s", r)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -31,19 +32,16 @@ type Cluster struct {
 	// TaskManager runs a TaskManager with configuration c until ctx ends:
 	// cluster/taskmanager.Run.
 	TaskManager func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error
-	// YarnCluster returns the REST address (host:port) of the YARN cluster
-	// a job runs on for target yarn-session (the session named by
-	// yarn.application.id) or yarn-application (a new application deployed
-	// for binary); run then submits the job there.
-	YarnCluster func(ctx context.Context, target string, c *conf.Configuration, binary string) (restAddress string, err error)
+	// YarnCluster deploys on YARN (targets yarn-session and
+	// yarn-application, the yarn-session command).
+	YarnCluster YarnCluster
 }
 
 // clusterProcesses is the wiring of the cluster packages into the CLI.
-//
-// YarnCluster is set by the YARN deployment.
 func clusterProcesses() Cluster {
 	return Cluster{
-		JobManager: jobmanager.Run,
+		YarnCluster: yarnDeployment{getenv: os.Getenv},
+		JobManager:  jobmanager.Run,
 		Application: func(ctx context.Context, c *conf.Configuration, log *slog.Logger, binary string, args []string) error {
 			return jobmanager.RunWith(ctx, jobmanager.Options{Conf: c, Log: log,
 				Application: &jobmanager.Application{Binary: binary, Args: args}})

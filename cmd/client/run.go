@@ -145,14 +145,13 @@ func runJob(c *cli.Context, cl Cluster) error {
 		}
 		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
 		js.env[conf.EnvJobManager] = addr
-	default: // YARN
-		if cl.YarnCluster == nil {
-			return fmt.Errorf("--target %s is not supported yet: YARN deployment (issue #5) is not built into this sluice; "+
-				"start a standalone cluster (sluice jobmanager, sluice taskmanager) and use --target remote", target)
-		}
-		addr, err := cl.YarnCluster(c.Context, target, js.cfg, js.binary)
+	case conf.TargetYarnApplication:
+		// The program runs in the ApplicationMaster (application mode).
+		return runOnYarnApplication(c, cl, js)
+	default: // yarn-session: the program runs here and submits to the session
+		addr, err := yarnSessionAddress(c, js.cfg)
 		if err != nil {
-			return fmt.Errorf("deploying to YARN (%s): %w", target, err)
+			return err
 		}
 		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
 		js.env[conf.EnvJobManager] = addr

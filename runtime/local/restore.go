@@ -80,6 +80,9 @@ func (r *Restore) download(op string) (map[string]string, error) {
 // Path is the metadata file the state was read from.
 func (r *Restore) Path() string { return r.path }
 
+// FileSystem is the filesystem Path is on.
+func (r *Restore) FileSystem() fs.FileSystem { return r.fsys }
+
 // ID is the restored checkpoint's ID.
 func (r *Restore) ID() int64 { return r.id }
 

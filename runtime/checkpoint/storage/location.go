@@ -41,6 +41,9 @@ func (l *Location) ID() int64 { return l.id }
 // Dir is the directory holding the exclusive files and the metadata.
 func (l *Location) Dir() string { return l.dir }
 
+// FileSystem is the filesystem Dir is on.
+func (l *Location) FileSystem() fs.FileSystem { return l.fs }
+
 // MetadataPath is where WriteMetadata puts the metadata.
 func (l *Location) MetadataPath() string { return path.Join(l.dir, MetadataFileName) }
 

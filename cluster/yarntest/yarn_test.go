@@ -1,0 +1,497 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/rest/restclient"
+)
+
+// bins are the binaries, built once by TestMain: the CLI with the
+// ApplicationMaster and TaskManager beside it (where it looks for them),
+// and the job.
+var bins struct{ dir, sluice, job string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-yarntest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		bins.dir = dir
+		bins.sluice, bins.job = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob")
+		for _, b := range []struct{ out, pkg string }{
+			{bins.sluice, "../../cmd/client"}, {filepath.Join(dir, "appmaster"), "../../cmd/appmaster"},
+			{filepath.Join(dir, "taskmanager"), "../../cmd/taskmanager"}, {bins.job, "../testdata/clusterjob"},
+		} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b.pkg, err, out)
+				return 1
+			}
+		}
+		return minicluster.RunMain(m)
+	}()
+	os.Exit(code)
+}
+
+// small keeps the containers small enough for the mini cluster's
+// NodeManagers.
+var small = []string{"-Djobmanager.memory.process.size=512m", "-Dtaskmanager.memory.process.size=512m"}
+
+// checkpointed makes the job checkpoint every 300 ms and restart on
+// failure.
+var checkpointed = []string{"-Dexecution.checkpointing.interval=300ms", "-Drestart-strategy.type=fixed-delay",
+	"-Drestart-strategy.fixed-delay.attempts=10", "-Drestart-strategy.fixed-delay.delay=100ms"}
+
+type rig struct {
+	c    *minicluster.Cluster
+	fs   *hdfs.FileSystem
+	work string // local directory of the job's output
+	hdfs string // HDFS directory of the test (checkpoints)
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	c := minicluster.Shared(t)
+	h, err := hadoop.LoadFromEnvironment(func(k string) string {
+		if k == "HADOOP_CONF_DIR" {
+			return c.ConfDir
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: h, Getenv: os.Getenv}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	dir := "/tmp/sluice-yarntest-" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		fsys.RemoveAll(dir)
+		fsys.Close()
+	})
+	return &rig{c: c, fs: fsys, work: t.TempDir(), hdfs: dir}
+}
+
+// buffer is an output buffer safe for concurrent use.
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// run is a sluice command in progress.
+type run struct {
+	out  buffer
+	done chan struct{}
+	err  error
+}
+
+// start runs the sluice CLI with the mini cluster's Hadoop configuration.
+func (r *rig) start(ctx context.Context, args ...string) *run {
+	cmd := exec.CommandContext(ctx, bins.sluice, args...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLUICE_CONF_DIR=") && !strings.HasPrefix(kv, "HADOOP_CONF_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "HADOOP_CONF_DIR="+r.c.ConfDir)
+	p := &run{done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &p.out, &p.out
+	go func() {
+		p.err = cmd.Run()
+		close(p.done)
+	}()
+	return p
+}
+
+func (r *rig) sluice(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	p := r.start(ctx, args...)
+	<-p.done
+	t.Logf("sluice %s:\n%s", strings.Join(args, " "), p.out.String())
+	return p.out.String(), p.err
+}
+
+var (
+	reAppID = regexp.MustCompile(`Application id: (application_\d+_\d+)`)
+	reREST  = regexp.MustCompile(`REST endpoint: http://(\S+)`)
+)
+
+// match polls a running command's output for re until it matches.
+func match(t *testing.T, p *run, re *regexp.Regexp, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if m := re.FindStringSubmatch(p.out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("sluice ended (%v) without printing %v:\n%s", p.err, re, p.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %v within %v:\n%s", re, within, p.out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // polling output with a deadline
+	}
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// runningJob polls the REST endpoint until a job runs and returns its id.
+func runningJob(t *testing.T, ctx context.Context, rc *restclient.Client, within time.Duration) string {
+	t.Helper()
+	var id string
+	waitFor(t, within, "a RUNNING job", func() bool {
+		jobs, err := rc.Jobs(ctx)
+		if err != nil {
+			return false
+		}
+		for _, j := range jobs {
+			if string(j.Status) == "RUNNING" {
+				id = j.ID
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// checkExactlyOnce checks the committed output of clusterjob: each key's
+// counts 1..n/keys exactly once.
+func checkExactlyOnce(t *testing.T, dir string, n, keys int) {
+	t.Helper()
+	seen := map[string]int{}
+	total := 0
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			seen[sc.Text()]++
+			total++
+		}
+		fh.Close()
+	}
+	var dups []string
+	for l, k := range seen {
+		if k > 1 {
+			dups = append(dups, fmt.Sprintf("%q ×%d", l, k))
+		}
+	}
+	sort.Strings(dups)
+	if len(dups) > 0 {
+		t.Errorf("duplicated output lines (%d), e.g. %v", len(dups), dups[:min(5, len(dups))])
+	}
+	var missing []string
+	for k := 0; k < keys; k++ {
+		for v := 1; v <= n/keys; v++ {
+			if l := fmt.Sprintf("%d %d", k, v); seen[l] == 0 {
+				missing = append(missing, l)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("missing output lines (%d), e.g. %q", len(missing), missing[:min(5, len(missing))])
+	}
+	if total != n {
+		t.Errorf("%d output lines, want %d", total, n)
+	}
+}
+
+// stagingGone checks the application's staging directory was deleted.
+func (r *rig) stagingGone(t *testing.T, appID string) {
+	t.Helper()
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := path.Join("/user", user, ".sluice", appID)
+	waitFor(t, 30*time.Second, "the staging directory "+dir+" to be deleted", func() bool {
+		_, err := r.fs.Stat(dir)
+		return errors.Is(err, iofs.ErrNotExist)
+	})
+}
+
+// hasCompletedCheckpoint reports whether the job completed a checkpoint.
+func hasCompletedCheckpoint(ctx context.Context, rc *restclient.Client, job string) bool {
+	st, err := rc.JobCheckpoints(ctx, job)
+	return err == nil && st.Counts.Completed > 0
+}
+
+// TestApplicationModeExactlyOnce: sluice run --target yarn-application
+// deploys the job program; the ApplicationMaster runs its main, the job
+// runs with parallelism 2 in TaskManager containers, checkpointing to
+// HDFS; the committed output is exactly once, the application ends
+// SUCCEEDED and its staging directory is deleted.
+func TestApplicationModeExactlyOnce(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(r.work, "out")
+	const n, keys = 6000, 6
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+
+	began := time.Now()
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	addr := match(t, p, reREST, time.Second)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runningJob(t, ctx, rc, 2*time.Minute)
+	toJobRunning := time.Since(began)
+	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	<-p.done
+	toFinished := time.Since(began)
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application: %v", p.err)
+	}
+	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
+		t.Errorf("the CLI did not report the application's success")
+	}
+	checkExactlyOnce(t, out, n, keys)
+	r.stagingGone(t, appID)
+	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
+		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
+}
+
+// TestSessionLifecycle: sluice yarn-session starts a session cluster; a
+// job runs on it with --target yarn-session -Dyarn.application.id
+// (exactly once), list shows it, an unknown application id is a clear
+// error, and --stop ends the session.
+func TestSessionLifecycle(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	began := time.Now()
+	o, err := r.sluice(t, ctx, append([]string{"yarn-session", "-Dyarn.application.name=yarntest-session"}, small...)...)
+	if err != nil {
+		t.Fatalf("sluice yarn-session: %v", err)
+	}
+	m := reAppID.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("no application id printed")
+	}
+	appID := m[1]
+	t.Logf("TIMING yarn-session: submit → session RUNNING %v", time.Since(began).Round(time.Millisecond))
+	stopped := false
+	defer func() {
+		if !stopped {
+			r.sluice(t, context.Background(), "yarn-session", "--stop", "-Dyarn.application.id="+appID)
+		}
+	}()
+	session := "-Dyarn.application.id=" + appID
+
+	out := filepath.Join(r.work, "out")
+	const n, keys = 3000, 3
+	args := append([]string{"run", "--target", "yarn-session", session, "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt"}, checkpointed...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	runBegan := time.Now()
+	if _, err := r.sluice(t, ctx, args...); err != nil {
+		t.Fatalf("sluice run --target yarn-session: %v", err)
+	}
+	t.Logf("TIMING yarn-session: run → job FINISHED %v (TaskManager containers started for the job)", time.Since(runBegan).Round(time.Millisecond))
+	checkExactlyOnce(t, out, n, keys)
+
+	o, err = r.sluice(t, ctx, "list", "--all", "--target", "yarn-session", session)
+	if err != nil || !strings.Contains(o, "cluster test") || !strings.Contains(o, "FINISHED") {
+		t.Errorf("list on the session: %v", err)
+	}
+	o, err = r.sluice(t, ctx, "list", "--target", "yarn-session", "-Dyarn.application.id=application_1_9999")
+	if err == nil || !strings.Contains(o, "no application application_1_9999") {
+		t.Errorf("list on an unknown application: %v, want an error naming it", err)
+	}
+	o, err = r.sluice(t, ctx, "list", "--target", "yarn-session")
+	if err == nil || !strings.Contains(o, "yarn.application.id") {
+		t.Errorf("list without an application id: %v, want an error naming yarn.application.id", err)
+	}
+
+	if _, err := r.sluice(t, ctx, "yarn-session", "--stop", session); err != nil {
+		t.Fatalf("sluice yarn-session --stop: %v", err)
+	}
+	stopped = true
+	r.stagingGone(t, appID)
+	o, err = r.sluice(t, ctx, "list", "--target", "yarn-session", session)
+	if err == nil || !strings.Contains(o, "not running") {
+		t.Errorf("list on a stopped session: %v, want an error saying it is not running", err)
+	}
+}
+
+// taskManagers are the pids of the TaskManager processes of an
+// application (their working directory is a container's, under the
+// application's directory) that run a worker.
+func taskManagersWithWorkers(appID string) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range stats {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join(d, "exe"))
+		if err != nil || filepath.Base(exe) != "taskmanager" {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join(d, "cwd"))
+		if err != nil || !strings.Contains(cwd, appID) {
+			continue
+		}
+		if hasChildren(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// hasChildren reports whether a process has a child, from the parent pids
+// in /proc/*/stat.
+func hasChildren(pid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTaskManagerContainerKilled: kill -9 of a TaskManager container's
+// process mid-job; YARN reports the container completed, the driver asks
+// for a replacement, and the job recovers from its latest checkpoint on
+// HDFS with exactly-once output.
+func TestTaskManagerContainerKilled(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(r.work, "out")
+	const n, keys = 12000, 6
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-kill"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	addr := match(t, p, reREST, time.Second)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runningJob(t, ctx, rc, 2*time.Minute)
+	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	before := map[string]bool{}
+	tms, err := rc.TaskManagers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range tms {
+		before[tm.ID] = true
+	}
+	var victims []int
+	waitFor(t, 30*time.Second, "a TaskManager container running a worker", func() bool {
+		victims = taskManagersWithWorkers(appID)
+		return len(victims) > 0
+	})
+	killed := time.Now()
+	if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed TaskManager pid %d of %s", victims[0], appID)
+	// A replacement container registers as a new TaskManager.
+	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
+		tms, err := rc.TaskManagers(ctx)
+		if err != nil {
+			return false
+		}
+		for _, tm := range tms {
+			if !before[tm.ID] {
+				t.Logf("replacement TaskManager %s registered %v after the kill", tm.ID, time.Since(killed).Round(time.Millisecond))
+				return true
+			}
+		}
+		return false
+	})
+	<-p.done
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application: %v", p.err)
+	}
+	checkExactlyOnce(t, out, n, keys)
+	r.stagingGone(t, appID)
+}
