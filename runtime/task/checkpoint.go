@@ -270,8 +270,10 @@ func (t *Task) notifyComplete(id int64) error {
 }
 
 func (t *Task) sourceCheckpoint(id int64, kind checkpoint.Kind) error {
-	if t.stopping {
-		return nil // the source already ended; the checkpoint does not wait for it
+	if t.stopping || t.finished {
+		// The source already ended (its outputs are closed): the
+		// checkpoint does not wait for it, its finish is reported.
+		return nil
 	}
 	if kind == checkpoint.SavepointTerminate {
 		// stop --drain: end event time first so every window and timer fires

@@ -150,6 +150,7 @@ type Task struct {
 	stash    map[int][]exchange.Buffer
 	replay   []exchange.Buffer
 	stopping bool // a source stopped by stop-with-savepoint
+	finished bool // the chain finished and ended its outputs
 	// suspended is set by a stop-with-savepoint without drain: the end of
 	// input then does not finish the operators (no final results, no
 	// final pre-commits), as in Flink.
@@ -427,6 +428,7 @@ func (t *Task) finish() error {
 			return err
 		}
 	}
+	t.finished = true
 	return nil
 }
 
