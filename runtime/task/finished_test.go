@@ -47,7 +47,9 @@ func (s *recordingSender) Send(_ context.Context, b exchange.Buffer) error {
 	return nil
 }
 
-func (s *recordingSender) TrySend(b exchange.Buffer) bool { return s.Send(context.Background(), b) == nil }
+func (s *recordingSender) TrySend(b exchange.Buffer) bool {
+	return s.Send(context.Background(), b) == nil
+}
 
 // A source that has finished and waits for the job's final commit ignores
 // a checkpoint triggered meanwhile: its outputs have ended, and the
