@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-flink bench-pebble generate check-generated demo deps
 
 all: build
 
@@ -39,6 +39,9 @@ bench: deps ## Engine benchmarks: records/s and allocations per record.
 bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real broker (started from Maven Central artefacts).
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
+
+bench-flink: deps ## Sluice vs Apache Flink (local MiniCluster; Flink and Kafka fetched from Maven Central, broker started here) on the same workloads; writes bench-flink.json.
+	set -o pipefail; $(GO) run ./bench/flinkcmp/cmd/flinkcmp -json bench-flink.json | tee bench-flink.out
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
 	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out
