@@ -72,7 +72,8 @@ func WriteBids(ctx context.Context, bootstrap, topic string, g nexmark.Generator
 		return err
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic),
-		kgo.ProducerLinger(20*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+		kgo.ProducerLinger(20*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrKafka, err)
 	}

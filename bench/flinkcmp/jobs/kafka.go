@@ -131,7 +131,9 @@ func runRaw(ctx context.Context, cfg Config) (Result, error) {
 	cpu0 := processCPU()
 	start := time.Now()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Bootstrap), kgo.ConsumePartitions(offsets),
-		kgo.TransactionalID(cfg.TxnPrefix+"-raw"), kgo.DefaultProduceTopic(cfg.OutTopic))
+		kgo.TransactionalID(cfg.TxnPrefix+"-raw"), kgo.DefaultProduceTopic(cfg.OutTopic),
+		// Uncompressed, as the engines' sinks write by default.
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return Result{}, fmt.Errorf("jobs: raw loop: %w", err)
 	}
