@@ -166,7 +166,9 @@ type Measurement struct {
 	Wall time.Duration
 	// CPU is the process's user+sys time (rusage of the child).
 	CPU time.Duration
-	// MaxRSS is the process's peak resident set size in bytes (ru_maxrss).
+	// MaxRSS is the process's peak resident set size in bytes, as the
+	// process read its VmHWM at its end (jobs.PeakRSS says why not the
+	// child's ru_maxrss).
 	MaxRSS int64
 }
 
@@ -236,13 +238,16 @@ func (e Engines) Exec(ctx context.Context, s Spec) (Measurement, error) {
 	m := Measurement{Wall: wall}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		m.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	res, err := ParseResult(stdout.Bytes())
 	if err != nil {
 		return Measurement{}, fmt.Errorf("%s: %w\nstderr:\n%s", what, err, tail(stderr.Bytes(), 40))
 	}
+	if res.PeakRSSBytes <= 0 {
+		return Measurement{}, fmt.Errorf("%w: %s reported no peak RSS", ErrRun, what)
+	}
 	m.Result = res
+	m.MaxRSS = res.PeakRSSBytes
 	return m, nil
 }
 

@@ -30,8 +30,8 @@ type Run struct {
 	// JobMillis and JobCPUMillis span the job, submission to end.
 	JobMillis    int64 `json:"job_ms"`
 	JobCPUMillis int64 `json:"job_cpu_ms"`
-	// WallMillis, CPUMillis, MaxRSSBytes: of the whole process (start-up
-	// included), from the child's rusage.
+	// WallMillis and CPUMillis (the child's rusage, user+sys) and
+	// MaxRSSBytes (its VmHWM) are of the whole process, start-up included.
 	WallMillis  int64 `json:"wall_ms"`
 	CPUMillis   int64 `json:"cpu_ms"`
 	MaxRSSBytes int64 `json:"max_rss_bytes"`
@@ -240,7 +240,7 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(out, "\nMedians over %d repetitions; parallelism %d; exactly-once checkpoints every %s.\n"+
 		"records/s: over the processing (first input record to end of input at the sinks).\n"+
 		"CPU s: the whole process's user+sys (JVM, cluster start and final checkpoint included); proc CPU s: the processing's.\n"+
-		"peak RSS: the whole process's ru_maxrss.\n\n",
+		"peak RSS: the whole process's VmHWM.\n\n",
 		r.Repetitions, r.Parallelism, r.CheckpointInterval)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "workload\tratio\trecords/s\trecords/CPU-s\trecords/proc-CPU-s\tpeak RSS\t\n")

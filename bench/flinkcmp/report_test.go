@@ -101,13 +101,13 @@ func TestSummarise(t *testing.T) {
 
 func TestParseResult(t *testing.T) {
 	good := "log line\nRESULT {\"engine\":\"flink\",\"workload\":\"q1\",\"records\":10,\"outputs\":10,\"checksum\":-5," +
-		"\"processing_ms\":3,\"processing_cpu_ms\":2,\"job_ms\":4,\"job_cpu_ms\":3}\nmore\n"
+		"\"processing_ms\":3,\"processing_cpu_ms\":2,\"job_ms\":4,\"job_cpu_ms\":3,\"peak_rss_bytes\":1024}\nmore\n"
 	r, err := ParseResult([]byte(good))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := jobs.Result{Engine: "flink", Workload: "q1", Records: 10, Outputs: 10, Checksum: -5,
-		ProcessingMillis: 3, ProcessingCPUMillis: 2, JobMillis: 4, JobCPUMillis: 3}
+		ProcessingMillis: 3, ProcessingCPUMillis: 2, JobMillis: 4, JobCPUMillis: 3, PeakRSSBytes: 1024}
 	if r != want {
 		t.Fatalf("ParseResult = %+v, want %+v", r, want)
 	}

@@ -69,6 +69,9 @@ type Result struct {
 	// end.
 	JobMillis    int64 `json:"job_ms"`
 	JobCPUMillis int64 `json:"job_cpu_ms"`
+	// PeakRSSBytes is the process's peak resident set size (VmHWM), read
+	// by the process itself as it ends (see PeakRSS).
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 }
 
 // span records when (and at what process CPU time) the processing

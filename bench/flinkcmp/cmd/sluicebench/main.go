@@ -75,6 +75,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("%s after %v: %w", cfg.Workload, time.Since(began).Round(time.Millisecond), err)
 	}
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if res.PeakRSSBytes, err = jobs.PeakRSS(); err != nil {
+		return err
+	}
 	line, err := json.Marshal(res)
 	if err != nil {
 		return err

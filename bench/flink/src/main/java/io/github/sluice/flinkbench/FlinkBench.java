@@ -7,6 +7,8 @@ import io.github.sluice.flinkbench.Types.HighestBid;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -112,9 +114,10 @@ public final class FlinkBench {
         long cpu = Span.cpuNanos() - cpu0;
         System.out.printf(
                 "RESULT {\"engine\":\"flink\",\"workload\":\"%s\",\"records\":%d,\"outputs\":%d,\"checksum\":%d,"
-                        + "\"processing_ms\":%d,\"processing_cpu_ms\":%d,\"job_ms\":%d,\"job_cpu_ms\":%d}%n",
+                        + "\"processing_ms\":%d,\"processing_cpu_ms\":%d,\"job_ms\":%d,\"job_cpu_ms\":%d,"
+                        + "\"peak_rss_bytes\":%d}%n",
                 workload, records, DigestSink.COUNT.get(), DigestSink.SUM.get(), Span.millis(), Span.cpuMillis(),
-                (end - start) / 1_000_000, cpu / 1_000_000);
+                (end - start) / 1_000_000, cpu / 1_000_000, peakRss());
     }
 
     // ---------------------------------------------------------------- sources
@@ -457,6 +460,23 @@ public final class FlinkBench {
             byte[] value = ByteBuffer.allocate(24).putLong(t.auction).putLong(t.count).putLong(t.maxPrice).array();
             return new ProducerRecord<>(topic, null, timestamp, key, value);
         }
+    }
+
+    /**
+     * The process's peak resident set size in bytes: VmHWM of /proc/self/status (Go's
+     * jobs.PeakRSS says why the parent cannot use the child's ru_maxrss).
+     */
+    static long peakRss() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmHWM:")) {
+                String[] f = line.substring(6).trim().split("\\s+");
+                if (f.length != 2 || !f[1].equals("kB")) {
+                    throw new IOException("/proc/self/status: VmHWM line '" + line + "'");
+                }
+                return Long.parseLong(f[0]) * 1024;
+            }
+        }
+        throw new IOException("/proc/self/status has no VmHWM line");
     }
 
     // ---------------------------------------------------------------- arguments
