@@ -20,8 +20,8 @@ var DefaultRecords = map[string]int64{
 	nexmark.Q1:    40_000_000,
 	nexmark.Q2:    60_000_000,
 	nexmark.Q5:    1_000_000,
-	nexmark.Q7:    4_000_000,
-	nexmark.Kafka: 1_500_000,
+	nexmark.Q7:    8_000_000,
+	nexmark.Kafka: 4_000_000,
 }
 
 // Options configures Bench.

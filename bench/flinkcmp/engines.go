@@ -15,6 +15,24 @@
 // repetitions), as a table and as JSON. It never fails on a ratio; it
 // fails when an engine's output differs from nexmark.Reference (and so
 // from the other engine's).
+//
+// What is measured:
+//   - records/s: records over the processing, from the first input
+//     record entering the job (generated, or read from Kafka) to the end
+//     of input at the sinks, each engine timing itself the same way
+//     (jobs.Result); cluster start-up, the final checkpoint and the final
+//     commit are outside;
+//   - CPU s: the whole process's user+sys time (the child's rusage): JVM
+//     start, JIT, cluster start and shut-down included; proc CPU s: the
+//     process's CPU time over the processing only;
+//   - peak RSS: the process's VmHWM, read by the process as it ends.
+//
+// Both engines run at the same parallelism with the same settings:
+// exactly-once checkpoints every 10 s to a local directory, heap state
+// (Flink's hashmap backend, Sluice's hashmap), Flink's default memory
+// settings of a local MiniCluster in a JVM with -Xmx1g, and Flink's
+// pipeline.object-reuse on (as Flink's own Nexmark setup runs it). The
+// Kafka topics have Partitions partitions and no compression.
 package flinkcmp
 
 import (
