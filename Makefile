@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-pebble bench-network bench-cluster generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-flink bench-pebble bench-network bench-cluster generate check-generated demo deps
 
 all: build
 
@@ -42,6 +42,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out
+
+bench-flink: deps ## Sluice vs Apache Flink (local MiniCluster; Flink and Kafka fetched from Maven Central, broker started here) on the same workloads; writes bench-flink.json.
+	set -o pipefail; $(GO) run ./bench/flinkcmp/cmd/flinkcmp -json bench-flink.json | tee bench-flink.out
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
 	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out

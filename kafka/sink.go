@@ -196,7 +196,8 @@ func (c *sinkConfig) validate() error {
 func (c *sinkConfig) codec() ([]kgo.CompressionCodec, error) {
 	switch c.compression {
 	case "", "none":
-		return nil, nil
+		// Explicitly: franz-go's own default is snappy.
+		return []kgo.CompressionCodec{kgo.NoCompression()}, nil
 	case "gzip":
 		return []kgo.CompressionCodec{kgo.GzipCompression()}, nil
 	case "snappy":

@@ -1,0 +1,253 @@
+// Package nexmark is the deterministic input of the Sluice–Flink benchmark
+// (bench/flinkcmp): Nexmark-like Bid records, a pure function of a seed and
+// a record index, defined identically here and in the Java jobs
+// (bench/flink, class Generator). testdata/vector.txt holds the first
+// records of the default seed; both sides are tested against it.
+//
+// It also holds what both engines must agree on: the record encoding used
+// on Kafka, the order-independent checksum of a job's output, the window
+// and watermark parameters of the queries, and Reference, a plain
+// sequential computation of every query's expected result.
+package nexmark
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// DefaultSeed is the seed of the benchmark and of testdata/vector.txt.
+const DefaultSeed uint64 = 42
+
+// Epoch is the event time of record 0 before jitter: 2026-01-01T00:00:00Z in
+// epoch milliseconds.
+const Epoch int64 = 1767225600000
+
+// RecordsPerMilli is the event-time rate: record i belongs to millisecond
+// Epoch + i/RecordsPerMilli, minus its jitter.
+const RecordsPerMilli = 10
+
+// MaxJitter bounds how far a record's event time lies before its
+// millisecond: records are out of order by less than MaxJitter ms.
+const MaxJitter = 500
+
+// WatermarkDelay is the bounded out-of-orderness of the jobs' watermark
+// strategy. It exceeds MaxJitter, so no record is ever late, whatever the
+// interleaving of splits and channels: results do not depend on timing.
+const WatermarkDelay = time.Second
+
+// Window parameters of the stateful queries.
+const (
+	// Q5Size and Q5Slide: q5 counts bids per auction in sliding windows.
+	Q5Size  = 10 * time.Second
+	Q5Slide = 2 * time.Second
+	// Q7Size: q7 takes the highest bid of each tumbling window.
+	Q7Size = 10 * time.Second
+)
+
+// Q2Modulus: q2 keeps the bids whose auction is a multiple of it.
+const Q2Modulus = 123
+
+// Bid is one bid of the Nexmark benchmark's auction model.
+type Bid struct {
+	Auction  int64
+	Bidder   int64
+	Price    int64 // in cents
+	Channel  string
+	URL      string
+	DateTime int64 // event time, epoch ms
+}
+
+// Channels are the values of Bid.Channel.
+var channels = [4]string{"Google", "Facebook", "Baidu", "Apple"}
+
+// urls are the values of Bid.URL.
+var urls = func() [16]string {
+	var u [16]string
+	for n := range u {
+		u[n] = "https://www.nexmark.com/item.htm?query=1&channel_id=" + strconv.Itoa(1000+n*37)
+	}
+	return u
+}()
+
+const gamma = 0x9E3779B97F4A7C15
+
+// Mix is SplitMix64's finaliser.
+func Mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// Generator produces bids from a seed. Bid(i) depends on the seed and i
+// only (each field draws from SplitMix64 at position 4i+k), so any subtask
+// can produce any record.
+type Generator struct{ Seed uint64 }
+
+func (g Generator) draw(i int64, k uint64) uint64 {
+	return Mix(g.Seed + (uint64(i)*4+k+1)*gamma)
+}
+
+// Bid returns record i:
+//   - Auction: 1000 + u%100 for a quarter of the bids (hot auctions),
+//     otherwise 1000 + u%100000;
+//   - Bidder: 2000 + u%50000;
+//   - Price: 100 + u%99900 cents;
+//   - Channel and URL: one of 4 and of 16 fixed strings;
+//   - DateTime: Epoch + i/RecordsPerMilli - u%MaxJitter,
+//
+// where u is a fresh 53-bit draw for each field (the top bits of a
+// SplitMix64 output; channel and URL use the low bits of the price's draw).
+func (g Generator) Bid(i int64) Bid {
+	r0 := g.draw(i, 0)
+	var auction int64
+	if r0&0xff < 64 {
+		auction = 1000 + int64((r0>>11)%100)
+	} else {
+		auction = 1000 + int64((r0>>11)%100_000)
+	}
+	r1 := g.draw(i, 1)
+	r2 := g.draw(i, 2)
+	r3 := g.draw(i, 3)
+	return Bid{
+		Auction:  auction,
+		Bidder:   2000 + int64((r1>>11)%50_000),
+		Price:    100 + int64((r2>>11)%99_900),
+		Channel:  channels[r2&3],
+		URL:      urls[(r2>>2)&15],
+		DateTime: Epoch + i/RecordsPerMilli - int64((r3>>11)%MaxJitter),
+	}
+}
+
+// String is the record's line in testdata/vector.txt (and in the Java
+// generator's vector printer).
+func (b Bid) String() string {
+	return fmt.Sprintf("%d,%d,%d,%s,%s,%d", b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime)
+}
+
+// Q1Price is q1's currency conversion (dollars to euros at 0.908, in whole
+// cents, rounding down).
+func Q1Price(cents int64) int64 { return cents * 908 / 1000 }
+
+// Checksum is an order-independent digest of a job's output: the number of
+// records and the wrapping sum of a hash of each.
+type Checksum struct {
+	Count int64
+	Sum   uint64
+}
+
+// Add counts one output record with hash h.
+func (c *Checksum) Add(h uint64) {
+	c.Count++
+	c.Sum += h
+}
+
+// Merge adds another digest (of another subtask, say).
+func (c *Checksum) Merge(o Checksum) {
+	c.Count += o.Count
+	c.Sum += o.Sum
+}
+
+// SumInt64 is Sum as the signed value the Java side prints.
+func (c Checksum) SumInt64() int64 { return int64(c.Sum) }
+
+func fold(h uint64, v int64) uint64 { return Mix(h ^ (uint64(v) + gamma)) }
+
+// Hash2, Hash3 and Hash4 hash the fields of one output record.
+func Hash2(a, b int64) uint64       { return fold(fold(0, a), b) }
+func Hash3(a, b, c int64) uint64    { return fold(Hash2(a, b), c) }
+func Hash4(a, b, c, d int64) uint64 { return fold(Hash3(a, b, c), d) }
+
+// Output hashes of the queries, one per output record.
+
+// Q1Hash hashes a converted bid (its price already converted).
+func Q1Hash(b Bid) uint64 { return Hash4(b.Auction, b.Bidder, b.Price, b.DateTime) }
+
+// Q2Hash hashes a q2 output (auction, price).
+func Q2Hash(auction, price int64) uint64 { return Hash2(auction, price) }
+
+// Q5Hash hashes a q5 output: a window's hottest auction and its bid count.
+func Q5Hash(windowEnd, auction, count int64) uint64 { return Hash3(windowEnd, auction, count) }
+
+// Q7Hash hashes a q7 output: a window's highest bid.
+func Q7Hash(windowEnd, auction, bidder, price int64) uint64 {
+	return Hash4(windowEnd, auction, bidder, price)
+}
+
+// KafkaHash hashes an output of the Kafka pipeline: an auction's running
+// bid count and highest price after one of its bids.
+func KafkaHash(auction, count, maxPrice int64) uint64 { return Hash3(auction, count, maxPrice) }
+
+// Kafka encoding. A bid is a record with key Auction (8 bytes big-endian),
+// timestamp DateTime and value
+//
+//	Auction Bidder Price DateTime (int64 big-endian each)
+//	len(Channel) (1 byte) Channel  len(URL) (1 byte) URL
+//
+// An output of the Kafka pipeline has key Auction and value Auction Count
+// MaxPrice (int64 big-endian each).
+
+// ErrMalformed reports a Kafka value that is not an encoded bid or output.
+var ErrMalformed = errors.New("nexmark: malformed record")
+
+// AppendBid appends the encoding of b to dst.
+func AppendBid(dst []byte, b Bid) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(b.Auction))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(b.Bidder))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(b.Price))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(b.DateTime))
+	dst = append(dst, byte(len(b.Channel)))
+	dst = append(dst, b.Channel...)
+	dst = append(dst, byte(len(b.URL)))
+	return append(dst, b.URL...)
+}
+
+// DecodeBid decodes a value written by AppendBid.
+func DecodeBid(v []byte) (Bid, error) {
+	if len(v) < 34 {
+		return Bid{}, fmt.Errorf("%w: bid of %d bytes, want at least 34", ErrMalformed, len(v))
+	}
+	b := Bid{
+		Auction:  int64(binary.BigEndian.Uint64(v)),
+		Bidder:   int64(binary.BigEndian.Uint64(v[8:])),
+		Price:    int64(binary.BigEndian.Uint64(v[16:])),
+		DateTime: int64(binary.BigEndian.Uint64(v[24:])),
+	}
+	n := int(v[32])
+	rest := v[33:]
+	if len(rest) < n+1 {
+		return Bid{}, fmt.Errorf("%w: channel of %d bytes in %d remaining", ErrMalformed, n, len(rest))
+	}
+	b.Channel = string(rest[:n])
+	rest = rest[n:]
+	n = int(rest[0])
+	rest = rest[1:]
+	if len(rest) != n {
+		return Bid{}, fmt.Errorf("%w: url of %d bytes, %d remaining", ErrMalformed, n, len(rest))
+	}
+	b.URL = string(rest)
+	return b, nil
+}
+
+// AppendKey appends the key of a record about auction.
+func AppendKey(dst []byte, auction int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(auction))
+}
+
+// AppendOutput appends the value of a Kafka pipeline output.
+func AppendOutput(dst []byte, auction, count, maxPrice int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(auction))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(count))
+	return binary.BigEndian.AppendUint64(dst, uint64(maxPrice))
+}
+
+// DecodeOutput decodes a value written by AppendOutput.
+func DecodeOutput(v []byte) (auction, count, maxPrice int64, err error) {
+	if len(v) != 24 {
+		return 0, 0, 0, fmt.Errorf("%w: output of %d bytes, want 24", ErrMalformed, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:])),
+		int64(binary.BigEndian.Uint64(v[16:])), nil
+}
