@@ -36,6 +36,7 @@ var rules = []rule{
 	{"hdfs", []string{"runtime", "stream", "kafka", "cmd", "yarn"}, "the HDFS filesystem adapts colinmarc/hdfs to fs"},
 	{"fs", []string{"runtime", "stream", "yarn", "hdfs", "kafka", "cmd", "hadoop", "conf"}, "the filesystem interface is a leaf"},
 	{"hadoop", []string{"stream", "runtime", "kafka", "cmd", "yarn"}, "hadoop configuration and tokens are a leaf"},
+	{"security", []string{"stream", "runtime", "scheduler", "yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the Kerberos login is a leaf that Hadoop IPC, HDFS and Kafka share"},
 }
 
 type pkg struct {
