@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jcmturner/gokrb5/v8/iana/errorcode"
+	"github.com/jcmturner/gokrb5/v8/krberror"
 )
 
 // Kinds of Kerberos failure. Every error of this package is an *Error whose
@@ -187,20 +188,28 @@ func classify(err error, op, principal, spn string, fallback error) *Error {
 		return ke
 	}
 	e := &Error{Op: op, Principal: principal, SPN: spn, Err: err}
-	if code := KDCErrorCode(err); code != 0 {
+	var kerr krberror.Krberror
+	isKrb := errors.As(err, &kerr)
+	switch code := KDCErrorCode(err); {
+	case code != 0:
 		e.Code = code
 		e.Kind = KindOfCode(code)
-	} else if isNetworkFailure(err) {
+	case isKrb && kerr.RootCause == krberror.NetworkingError, isNetworkFailure(err):
 		e.Kind = ErrKDCUnreachable
-	} else {
+	case isKrb && kerr.RootCause == krberror.DecryptingError && strings.HasPrefix(op, "login"):
+		// The KDC answered but our key does not open its reply: the keytab's key is not the
+		// principal's current one.
+		e.Kind = ErrBadCredentials
+	default:
 		e.Kind = fallback
 	}
 	e.Hint = hints[e.Kind]
 	return e
 }
 
-// isNetworkFailure recognises gokrb5's "could not reach any KDC" errors,
-// which it builds as plain text around the dial errors.
+// isNetworkFailure recognises gokrb5's "could not reach any KDC" errors
+// that reach us without a Krberror around them, built as plain text around
+// the dial errors.
 func isNetworkFailure(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "Networking_Error") || strings.Contains(s, "communication error with KDC") ||

@@ -138,7 +138,10 @@ func (l *Login) Run(ctx context.Context) error {
 		}
 		l.install(s)
 		l.metrics.Refreshes.Add(1)
-		st = refreshState{Times: s.cred.times}
+		// LastAttempt stays: the next refresh comes no sooner than
+		// MinRefreshInterval from now, even if this clock runs ahead of the
+		// KDC's and the new ticket looks due already.
+		st = refreshState{Times: s.cred.times, LastAttempt: st.LastAttempt}
 		l.log.Info("kerberos: TGT refreshed", "principal", l.principal, "source", l.source.String(),
 			"expires", st.Times.End, "renewTill", st.Times.RenewTill,
 			"nextRefresh", nextRefresh(st, l.cfg.MinRefreshInterval))
