@@ -15,6 +15,9 @@
 // (ErrApplicationNotFound, ErrInvalidResourceRequest, ...) and in package
 // hadoop (hadoop.ErrStandby, hadoop.ErrAccessControl, ...).
 //
-// Kerberos is not supported yet (the IPC layer reports
-// ErrKerberosNotImplemented when a server requires it).
+// Kerberos: the IPC layer (internal/ipc) authenticates with SASL GSSAPI
+// given a login (package security/kerberos) in ipc.Options.Kerberos and the
+// server principal in ipc.Endpoint.ServerPrincipal, with integrity and
+// privacy; servers that require Kerberos from a client without a login are
+// refused with ipc.ErrKerberosNotConfigured.
 package yarn

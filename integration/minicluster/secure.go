@@ -45,7 +45,7 @@ type Kerberos struct {
 	Keytab    string // the client principal's keytab
 	ServiceKT string // keytab of hdfs/localhost, yarn/localhost and HTTP/localhost
 	NameNode  string // the NameNode's principal, hdfs/localhost@REALM
-	RM        string // the ResourceManager's principal, yarn/localhost@REALM
+	RM        string // the ResourceManager's principal: hdfs/localhost@REALM (one JVM, one Kerberos identity)
 	Kafka     string // a principal for a Kafka broker, kafka/localhost@REALM
 	KafkaKT   string // its keytab
 }

@@ -41,6 +41,10 @@ var (
 	// ErrServerPrincipal: the service principal is unknown to the KDC, or
 	// the server holding the connection is not the principal expected.
 	ErrServerPrincipal = errors.New("kerberos: server principal mismatch")
+	// ErrRejected: a server refused the Kerberos authentication without
+	// saying why (Hadoop servers answer "GSS initiate failed"; the reason is
+	// in the server's log).
+	ErrRejected = errors.New("kerberos: authentication rejected by the server")
 	// ErrKDC: any other error answered by the KDC.
 	ErrKDC = errors.New("kerberos: KDC error")
 	// ErrClosed: the Login was closed.
@@ -126,6 +130,8 @@ var hints = map[error]string{
 	ErrServerPrincipal: "check the server principal setting (e.g. dfs.namenode.kerberos.principal, yarn.resourcemanager.principal with _HOST) and that the server's host name resolves to the name in its principal",
 	ErrKeytab:          "check security.kerberos.login.keytab: the file must exist, be readable by this user, and hold a key of the principal",
 	ErrTicketCache:     "run kinit, or point KRB5CCNAME at a FILE: ticket cache readable by this user",
+	ErrRejected: "the server's log names the reason; the usual ones: this host's clock differs from the server's by more than 5 minutes (synchronise with NTP), " +
+		"the server's keytab does not hold the key the ticket was issued for (outdated keytab, or the server principal setting names another principal), or the ticket expired",
 }
 
 // kdcCode matches the code gokrb5 renders into its errors for a KRB-ERROR

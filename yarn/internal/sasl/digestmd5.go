@@ -1,14 +1,13 @@
 // Package sasl implements the SASL mechanisms Hadoop IPC uses between a
 // Sluice process and a Hadoop server: DIGEST-MD5 (RFC 2831) for token
-// authentication. The mechanisms are pure state machines over byte slices;
-// the ipc package carries their tokens in RpcSaslProto messages.
+// authentication and GSSAPI (RFC 4752, Kerberos V5 per RFC 4121) for
+// Kerberos. The mechanisms are state machines over byte slices; the ipc
+// package carries their tokens in RpcSaslProto messages.
 //
-// Only the "auth" quality of protection is implemented. "auth-int" and
-// "auth-conf" (hadoop.rpc.protection=integrity/privacy) need a security layer
-// that wraps every RPC frame; the SecurityLayer interface is the seam for it.
-//
-// KERBEROS (GSSAPI) is not implemented here yet: see the ipc package's
-// Kerberos seam.
+// GSSAPI implements all three qualities of protection ("auth", "auth-int",
+// "auth-conf": hadoop.rpc.protection authentication, integrity, privacy);
+// after integrity or privacy its SecurityLayer wraps every RPC frame.
+// DIGEST-MD5 implements "auth" only.
 package sasl
 
 import (
@@ -42,11 +41,19 @@ const (
 )
 
 // SecurityLayer wraps and unwraps RPC frames after a SASL exchange that
-// negotiated integrity or privacy. TODO(kerberos issue): implement for
-// auth-int/auth-conf; with qop=auth there is no layer.
+// negotiated integrity or privacy; with qop=auth there is no layer.
 type SecurityLayer interface {
 	Wrap(p []byte) ([]byte, error)
 	Unwrap(p []byte) ([]byte, error)
+	// MaxWrap is the largest plaintext one Wrap may take (the peer's
+	// buffer less the wrapping).
+	MaxWrap() int
+}
+
+// Layered is implemented by mechanisms that can negotiate a security layer.
+type Layered interface {
+	// SecurityLayer is the negotiated layer, nil for qop=auth.
+	SecurityLayer() SecurityLayer
 }
 
 // Mechanism is a client-side SASL mechanism.

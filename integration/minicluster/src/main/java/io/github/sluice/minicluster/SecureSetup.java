@@ -20,8 +20,11 @@ import org.slf4j.LoggerFactory;
  * principals with their keytabs, and the Hadoop settings that turn on Kerberos for HDFS and YARN.
  *
  * <p>Principals (realm EXAMPLE.COM, host part {@code localhost}, the name every published address
- * uses): {@code hdfs/localhost} (NameNode and DataNode), {@code yarn/localhost} (ResourceManager
- * and NodeManagers), {@code HTTP/localhost} (SPNEGO of the web UIs) in {@code service.keytab};
+ * uses): {@code hdfs/localhost} for every server, {@code HTTP/localhost} (SPNEGO of the web UIs)
+ * and {@code yarn/localhost} (unused by the servers) in {@code service.keytab}. A Hadoop server
+ * accepts SASL under the JVM's login user, which is JVM-wide: in this one JVM the
+ * ResourceManager and NodeManagers are hdfs/localhost too, and the client configuration says so
+ * (yarn.resourcemanager.principal=hdfs/_HOST@REALM);
  * the client {@code sluice} in {@code sluice.keytab}; the Kafka broker {@code kafka/localhost} in
  * {@code kafka.keytab}. Keytabs and a client krb5.conf go to {@code CONFDIR/kerberos/}.
  */
@@ -134,7 +137,8 @@ final class SecureSetup {
   /** Server-side settings: Kerberos for every HDFS and YARN server of this JVM. */
   void configureServers(Configuration c) {
     String hdfs = principal("hdfs/" + HOST);
-    String yarn = principal("yarn/" + HOST);
+    // One JVM, one login user: the YARN servers are hdfs/localhost too (see the class comment).
+    String yarn = hdfs;
     String http = principal("HTTP/" + HOST);
     String kt = serviceKeytab.getAbsolutePath();
     c.set("hadoop.security.authentication", "kerberos");
@@ -182,8 +186,8 @@ final class SecureSetup {
   }
 
   void configureYarn(Configuration yarn) {
-    yarn.set("yarn.resourcemanager.principal", "yarn/_HOST@" + realm);
-    yarn.set("yarn.nodemanager.principal", "yarn/_HOST@" + realm);
+    yarn.set("yarn.resourcemanager.principal", "hdfs/_HOST@" + realm);
+    yarn.set("yarn.nodemanager.principal", "hdfs/_HOST@" + realm);
   }
 
   /** key=value lines for READY and KDC_READY. */
@@ -197,7 +201,7 @@ final class SecureSetup {
     m.put("client_keytab", clientKeytab.getAbsolutePath());
     m.put("service_keytab", serviceKeytab.getAbsolutePath());
     m.put("namenode_principal", principal("hdfs/" + HOST));
-    m.put("resourcemanager_principal", principal("yarn/" + HOST));
+    m.put("resourcemanager_principal", principal("hdfs/" + HOST));
     m.put("kafka_principal", principal("kafka/" + HOST));
     m.put("kafka_keytab", kafkaKeytab.getAbsolutePath());
     return m;
