@@ -102,8 +102,8 @@ func TestOptionsFor(t *testing.T) {
 
 	krb := conf(t, map[string]string{"fs.defaultFS": "hdfs://nn:9000", "hadoop.security.authentication": "kerberos"})
 	_, err = hdfs.OptionsFor(hdfs.Config{Hadoop: krb, Getenv: getenv}, "")
-	if !errors.Is(err, hdfs.ErrKerberosUnsupported) || !strings.Contains(err.Error(), "test-site.xml") {
-		t.Errorf("a Kerberos cluster: %v; want ErrKerberosUnsupported naming the file that asks for it", err)
+	if !errors.Is(err, hdfs.ErrNoKerberosLogin) || !strings.Contains(err.Error(), "test-site.xml") {
+		t.Errorf("a Kerberos cluster: %v; want ErrNoKerberosLogin naming the file that asks for it", err)
 	}
 	bad := conf(t, map[string]string{"dfs.client.use.datanode.hostname": "maybe"})
 	if _, err := hdfs.OptionsFor(hdfs.Config{Hadoop: bad, Getenv: getenv}, "nn:1"); !errors.Is(err, hadoop.ErrBadConfig) {
