@@ -78,6 +78,11 @@ type Login struct {
 		// long is the self-renewing keytab client handed to libraries that
 		// keep a *client.Client (GokrbClient), created on first use.
 		long *client.Client
+		// retired is the client replaced by the last refresh: callers that
+		// took it just before may still be using it, so it is destroyed
+		// (stopping any goroutine gokrb5 started for cross-realm tickets)
+		// only at the next refresh, or at Close.
+		retired *client.Client
 	}
 }
 
@@ -177,11 +182,13 @@ func (l *Login) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	for _, c := range []*client.Client{l.mu.long, l.mu.retired} {
+		if c != nil {
+			c.Destroy()
+		}
+	}
 	if l.mu.cur != nil {
 		l.mu.cur.client.Destroy()
-	}
-	if l.mu.long != nil {
-		l.mu.long.Destroy()
 	}
 	return nil
 }
@@ -205,12 +212,16 @@ func (l *Login) current() (*session, error) {
 
 func (l *Login) install(s *session) {
 	l.mu.Lock()
-	old := l.mu.cur
+	gone := l.mu.retired
+	l.mu.retired = nil
+	if l.mu.cur != nil {
+		l.mu.retired = l.mu.cur.client
+	}
 	l.mu.cur = s
 	closed := l.mu.closed
 	l.mu.Unlock()
-	if old != nil {
-		old.client.Destroy()
+	if gone != nil {
+		gone.Destroy()
 	}
 	if closed {
 		s.client.Destroy()
@@ -250,8 +261,8 @@ func (l *Login) ClientPrincipal() types.PrincipalName {
 
 // CurrentClient returns the gokrb5 client of the current TGT, for a
 // library that authenticates once per connection and can ask again for
-// the next one (franz-go's kerberos.AuthFn). It must not be kept: after
-// a refresh it is destroyed.
+// the next one (franz-go's kerberos.AuthFn). It must not be kept: it is
+// destroyed at the refresh after the one that replaces it.
 func (l *Login) CurrentClient() (*client.Client, error) {
 	s, err := l.current()
 	if err != nil {
