@@ -142,3 +142,27 @@ func TestLoginErrorsNameWhatToCheck(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTicketCacheAndKeytabFiles: whatever a ticket cache or keytab file
+// holds, a login reports an error or succeeds; it never panics.
+func FuzzTicketCacheAndKeytabFiles(f *testing.F) {
+	dir := f.TempDir()
+	krb5 := writeKrb5Conf(&testing.T{}, dir)
+	cred := &tgtCred{realm: "EXAMPLE.COM", ticket: []byte{0x61, 0x03, 0x02, 0x01, 0x05}, times: Times{End: time.Now().Add(time.Hour)}}
+	cred.client.NameString = []string{"bob"}
+	f.Add(encodeCCache(cred))
+	f.Add([]byte{5, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1})
+	f.Add([]byte{5, 2, 0, 0, 0, 40, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := New(Config{UseTicketCache: true, TicketCache: p, Krb5Conf: krb5}); err == nil {
+			l.Close()
+		}
+		if _, err := loadKeytab(p, "bob@EXAMPLE.COM"); err != nil && !errors.Is(err, ErrKeytab) {
+			t.Fatalf("keytab error of another kind: %v", err)
+		}
+	})
+}

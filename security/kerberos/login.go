@@ -354,11 +354,11 @@ func (l *Login) loginError(err error) *Error {
 // sessionOf builds a gokrb5 client holding cred through an in-memory
 // ticket cache.
 func (l *Login) sessionOf(cred *tgtCred, op string) (*session, error) {
-	var cc credentials.CCache
-	if err := cc.Unmarshal(encodeCCache(cred)); err != nil {
+	cc, err := decodeCCache(encodeCCache(cred))
+	if err != nil {
 		return nil, newError(ErrKDC, op, l.principal, "", err, "re-reading the TGT")
 	}
-	cl, err := client.NewFromCCache(&cc, l.krb5, client.DisablePAFXFAST(l.cfg.DisableFAST))
+	cl, err := client.NewFromCCache(cc, l.krb5, client.DisablePAFXFAST(l.cfg.DisableFAST))
 	if err != nil {
 		return nil, newError(ErrKDC, op, l.principal, "", err, "re-reading the TGT")
 	}
@@ -375,11 +375,10 @@ func (l *Login) cacheLogin() (*session, error) {
 		}
 		return nil, newError(ErrTicketCache, op, l.cfg.Principal, l.ccPath, err, hint)
 	}
-	var cc credentials.CCache
-	if err := cc.Unmarshal(b); err != nil {
-		return nil, newError(ErrTicketCache, op, l.cfg.Principal, l.ccPath, err, "not an MIT ticket cache (version 4)")
+	cred, ok, err := decodeCCacheTGT(b)
+	if err != nil {
+		return nil, newError(ErrTicketCache, op, l.cfg.Principal, l.ccPath, err, "not an MIT ticket cache of the FILE type")
 	}
-	cred, ok := credFromCCache(&cc)
 	if !ok {
 		return nil, newError(ErrTicketCache, op, l.cfg.Principal, l.ccPath, nil,
 			"the cache holds no TGT of its default principal: run kinit")
@@ -489,8 +488,8 @@ func loadKeytab(path, principal string) (*keytab.Keytab, error) {
 		}
 		return nil, newError(ErrKeytab, op, principal, path, err, hint)
 	}
-	kt := keytab.New()
-	if err := kt.Unmarshal(b); err != nil {
+	kt, err := decodeKeytab(b)
+	if err != nil {
 		return nil, newError(ErrKeytab, op, principal, path, err, "the file is not a keytab")
 	}
 	var have []string
@@ -506,4 +505,34 @@ func loadKeytab(path, principal string) (*keytab.Keytab, error) {
 	return nil, newError(ErrKeytab, op, principal, path, nil,
 		fmt.Sprintf("the keytab holds no key of %s (it holds: %s): check security.kerberos.login.principal or use the principal's keytab",
 			principal, strings.Join(have, ", ")))
+}
+
+// decodeCCache parses a ticket cache that encodeCCache wrote (gokrb5's
+// parser trusts its input: files from disk go through decodeCCacheTGT).
+func decodeCCache(b []byte) (cc *credentials.CCache, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cc, err = nil, fmt.Errorf("corrupt ticket cache (%v)", r)
+		}
+	}()
+	cc = new(credentials.CCache)
+	if err := cc.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return cc, nil
+}
+
+// decodeKeytab parses a keytab, turning a panic of gokrb5's parser on a
+// corrupt file into an error.
+func decodeKeytab(b []byte) (kt *keytab.Keytab, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			kt, err = nil, fmt.Errorf("corrupt keytab (%v)", r)
+		}
+	}()
+	kt = keytab.New()
+	if err := kt.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return kt, nil
 }
