@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	iofs "io/fs"
-	"path"
 	"strings"
 	"testing"
 
@@ -30,9 +29,9 @@ func secureLogin(t *testing.T, c *minicluster.Cluster) *kerberos.Login {
 	return l
 }
 
-// TestKerberosHDFS writes and reads a file on the secure MiniDFSCluster:
-// Kerberos to the NameNode, SASL (dfs.data.transfer.protection) to the
-// DataNode, and the NameNode knows us as the principal's short name.
+// TestKerberosHDFS writes and reads a file on the secure MiniDFSCluster: Kerberos to the
+// NameNode, SASL with the block token to the DataNode (dfs.data.transfer.protection
+// authentication), and the NameNode knows us as the principal's short name.
 func TestKerberosHDFS(t *testing.T) {
 	c := minicluster.SharedSecure(t)
 	login := secureLogin(t, c)
@@ -45,10 +44,14 @@ func TestKerberosHDFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := bytes.Repeat([]byte("kerberized bytes "), 64<<10) // > 1 MB: several packets through the SASL data transfer
-	if err := fsys.MkdirAll(path.Dir(p)); err != nil {
+	if err := fsys.MkdirAll("/user/sluice/kerberos-test"); err != nil {
 		t.Fatal(err)
 	}
+	// The superuser's directory is not ours.
+	if err := fsys.MkdirAll("/kerberos-test-denied"); !errors.Is(err, iofs.ErrPermission) {
+		t.Errorf("mkdir at the root as sluice: %v, want ErrPermission", err)
+	}
+	data := bytes.Repeat([]byte("kerberized bytes "), 64<<10) // > 1 MB: several packets
 	w, err := fsys.Create(p)
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +81,6 @@ func TestKerberosHDFS(t *testing.T) {
 	}
 	if owner := hfi.Owner(); owner != "sluice" {
 		t.Errorf("file owned by %q, want the principal's short name sluice", owner)
-	}
-	// The superuser's directory is not ours.
-	if err := fsys.MkdirAll("/kerberos-test-denied"); !errors.Is(err, iofs.ErrPermission) {
-		t.Errorf("mkdir at the root as sluice: %v, want ErrPermission", err)
 	}
 }
 

@@ -34,6 +34,9 @@ var (
 	// ErrNoKerberosLogin: the cluster requires Kerberos and no login was
 	// given (Config.Kerberos).
 	ErrNoKerberosLogin = errors.New("hdfs: the cluster requires Kerberos and there is no Kerberos login (security.kerberos.login.keytab and security.kerberos.login.principal, or a ticket cache)")
+	// ErrDataTransferProtection: the cluster protects the DataNodes' data
+	// transfer in a way the HDFS client cannot speak.
+	ErrDataTransferProtection = errors.New("hdfs: unsupported data transfer protection")
 	// ErrNoNameNode: no NameNode address could be determined.
 	ErrNoNameNode = errors.New("hdfs: no NameNode address")
 )
@@ -58,8 +61,9 @@ type Options struct {
 	// for each NameNode's host. Required with Kerberos.
 	NameNodePrincipal string
 	// DataTransferProtection is the SASL protection of DataNode
-	// connections: "", "authentication", "integrity" or "privacy"
-	// (dfs.data.transfer.protection; privacy with dfs.encrypt.data.transfer).
+	// connections (dfs.data.transfer.protection): "" or "authentication"
+	// work; colinmarc/hdfs v2.4.0 also accepts "integrity" and "privacy"
+	// but fails reading blocks under them, so OptionsFor refuses those.
 	// Default "": none (a DataNode on a privileged port).
 	DataTransferProtection string
 	// UseDatanodeHostname connects to DataNodes by host name rather than
@@ -189,33 +193,33 @@ func OptionsFor(c Config, authority string) (Options, error) {
 	return o, nil
 }
 
-// dataTransferProtection reads the strongest of dfs.data.transfer.protection's
-// values, privacy if dfs.encrypt.data.transfer is on.
+// dataTransferProtection reads dfs.data.transfer.protection (and
+// dfs.encrypt.data.transfer). colinmarc/hdfs v2.4.0 speaks SASL to the
+// DataNodes only for "authentication": it refuses DataNodes that offer
+// several protections and fails reading blocks under integrity or privacy,
+// so anything else is refused here with an error that says so, rather than
+// failing on the first read.
 func dataTransferProtection(conf *hadoop.Configuration) (string, error) {
 	enc, err := conf.Bool(KeyEncryptDataTransfer, false)
 	if err != nil {
 		return "", err
 	}
 	if enc {
-		return "privacy", nil
+		return "", fmt.Errorf("%w: %s=true (from %s): encrypted data transfer is not supported by Sluice's HDFS client (colinmarc/hdfs v2.4.0)",
+			ErrDataTransferProtection, KeyEncryptDataTransfer, sourceOf(conf, KeyEncryptDataTransfer))
 	}
 	vals, err := conf.Strings(KeyDataTransferProt)
 	if err != nil {
 		return "", err
 	}
-	best := ""
-	rank := map[string]int{"": 0, "authentication": 1, "integrity": 2, "privacy": 3}
-	for _, v := range vals {
-		v = strings.ToLower(v)
-		r, ok := rank[v]
-		if !ok {
-			return "", fmt.Errorf("%w: %s=%q (from %s): %q is not authentication, integrity or privacy", hadoop.ErrBadConfig, KeyDataTransferProt, conf.Get(KeyDataTransferProt, ""), sourceOf(conf, KeyDataTransferProt), v)
-		}
-		if r > rank[best] {
-			best = v
-		}
+	switch {
+	case len(vals) == 0:
+		return "", nil
+	case len(vals) == 1 && strings.EqualFold(vals[0], "authentication"):
+		return "authentication", nil
 	}
-	return best, nil
+	return "", fmt.Errorf("%w: %s=%q (from %s): Sluice's HDFS client (colinmarc/hdfs v2.4.0) supports only \"authentication\" on the DataNodes' data transfer; integrity and privacy, or a list of several, are not supported",
+		ErrDataTransferProtection, KeyDataTransferProt, conf.Get(KeyDataTransferProt, ""), sourceOf(conf, KeyDataTransferProt))
 }
 
 // NameNodes returns the NameNode RPC addresses for authority, the

@@ -157,6 +157,8 @@ final class SecureSetup {
     c.setBoolean("dfs.block.access.token.enable", true);
     // SASL on the DataNode's data transfer port instead of privileged ports (which need root and
     // jsvc); HTTPS_ONLY would need a keystore, hence the testing switch Hadoop's own tests use.
+    // authentication only: colinmarc/hdfs v2.4.0 refuses a DataNode offering several protections
+    // ("invalid qop") and fails reading blocks under integrity or privacy.
     c.set("dfs.data.transfer.protection", "authentication");
     c.setBoolean("ignore.secure.ports.for.testing", true);
     c.set("dfs.http.policy", "HTTP_ONLY");
