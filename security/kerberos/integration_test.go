@@ -179,3 +179,120 @@ func TestKDCFailuresNameWhatToCheck(t *testing.T) {
 		})
 	}
 }
+
+// shortKrb5 is the cluster's krb5.conf asking for 30-second tickets (renewable for the KDC's
+// week), so that tests see tickets expire and get replaced in real time.
+func shortKrb5(t *testing.T, krb5 string) string {
+	t.Helper()
+	b, err := os.ReadFile(krb5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "ticket_lifetime = 10h", "ticket_lifetime = 30s", 1)
+	if s == string(b) {
+		t.Fatalf("%s has no ticket_lifetime = 10h line to shorten", krb5)
+	}
+	p := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runLogin(t *testing.T, l *Login) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// TestLoginsOutliveTheirTickets runs on the wall clock with 30 s tickets: a keytab login
+// re-logs in and a ticket cache login renews its TGT before expiry, so service tickets are
+// still had after the first TGT ended; a ticket cache login without its loop expires.
+func TestLoginsOutliveTheirTickets(t *testing.T) {
+	k := kdcOf(t)
+	krb5 := shortKrb5(t, k.Krb5Conf)
+	t.Run("keytab", func(t *testing.T) {
+		t.Parallel()
+		l, err := New(Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: krb5, MinRefreshInterval: 2 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		first := l.Times()
+		if first.Lifetime() > time.Minute {
+			t.Fatalf("TGT lifetime %s, want the 30s asked for", first.Lifetime())
+		}
+		runLogin(t, l)
+		waitPast(t, first.End)
+		if _, _, err := l.ServiceTicket("hdfs/localhost"); err != nil {
+			t.Fatalf("after the first TGT ended: %v", err)
+		}
+		if n := l.Metrics().Refreshes.Load(); n < 1 {
+			t.Errorf("%d re-logins", n)
+		}
+		if got := time.Unix(l.Metrics().TGTExpiry.Load(), 0); !got.After(first.End) {
+			t.Errorf("expiry gauge %s, not past the first TGT's %s", got, first.End)
+		}
+	})
+	t.Run("ticket cache", func(t *testing.T) {
+		t.Parallel()
+		cc := filepath.Join(t.TempDir(), "cc")
+		writeCacheFromKeytab(t, k, krb5, cc)
+		renewed, err := New(Config{UseTicketCache: true, TicketCache: cc, Krb5Conf: krb5, MinRefreshInterval: 2 * time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer renewed.Close()
+		left, err := New(Config{UseTicketCache: true, TicketCache: cc, Krb5Conf: krb5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer left.Close()
+		first := renewed.Times()
+		runLogin(t, renewed) // and none for left
+		waitPast(t, first.End)
+
+		// The cache file still holds the first TGT: the one in force was renewed at the KDC.
+		if _, _, err := renewed.ServiceTicket("hdfs/localhost"); err != nil {
+			t.Fatalf("after the cached TGT ended: %v", err)
+		}
+		if got := renewed.Times(); !got.End.After(first.End) || renewed.Metrics().Refreshes.Load() < 1 {
+			t.Errorf("TGT %+v after renewal of %+v", got, first)
+		}
+
+		_, _, err = left.ServiceTicket("hdfs/localhost")
+		if !errors.Is(err, ErrTicketExpired) || !strings.Contains(err.Error(), "kinit") {
+			t.Fatalf("an expired, unrenewed TGT: %v, want ErrTicketExpired saying what to do", err)
+		}
+		t.Log(err)
+	})
+}
+
+func writeCacheFromKeytab(t *testing.T, k *minicluster.Kerberos, krb5, path string) {
+	t.Helper()
+	l, err := New(Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: krb5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.WriteTicketCache(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPast waits on the wall clock until end has passed (plus a second for the KDC's
+// whole-second times): the test is about real expiry.
+func waitPast(t *testing.T, end time.Time) {
+	t.Helper()
+	d := time.Until(end) + time.Second
+	if d > time.Minute {
+		t.Fatalf("would wait %s", d)
+	}
+	time.Sleep(d) // waiting for a ticket to expire in real time, not for another goroutine
+}

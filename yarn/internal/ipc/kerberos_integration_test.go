@@ -273,3 +273,55 @@ func TestKerberosFailuresNameWhatToCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestKerberosConnectionsOutliveTickets: with 30-second tickets and the login's re-login loop
+// running, an open connection keeps working after the TGT it was made with ended, and a new
+// connection authenticates with the re-logged-in TGT.
+func TestKerberosConnectionsOutliveTickets(t *testing.T) {
+	env := secure(t)
+	k := env.c.Kerberos
+	b, err := os.ReadFile(k.Krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(short, []byte(strings.Replace(string(b), "ticket_lifetime = 10h", "ticket_lifetime = 30s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	login, err := kerberos.New(kerberos.Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: short, MinRefreshInterval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer login.Close()
+	first := login.Times()
+	if first.Lifetime() > time.Minute {
+		t.Fatalf("TGT lifetime %s, want 30s", first.Lifetime())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- login.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	c := newKerberosClient(t, KerberosLogin{Tickets: login}, hadoop.QOPPrivacy)
+	c.opts.IdleTimeout = -1 // keep the first connection open across the expiry
+	call := func() error {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		var fi hdfspb.GetFileInfoResponseProto
+		return c.Call(cctx, env.nn, "getFileInfo", &hdfspb.GetFileInfoRequestProto{Src: proto.String("/user/sluice")}, &fi)
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(first.End) + time.Second) // waiting for the ticket to expire in real time
+	if err := call(); err != nil {
+		t.Fatalf("the open connection after the TGT ended: %v", err)
+	}
+	c.CloseConnections(env.nn)
+	if err := call(); err != nil {
+		t.Fatalf("a new connection after the TGT ended: %v", err)
+	}
+	if login.Metrics().Refreshes.Load() < 1 {
+		t.Error("the login never re-logged in")
+	}
+}
