@@ -44,8 +44,9 @@ until [[ -f "$secure_dir/KDC_READY" ]]; do
   sleep 0.5
 done
 kdc_field() { sed -n "s/^$1=//p" "$secure_dir/KDC_READY"; }
-gssapi_port=${KAFKA_GSSAPI_PORT:-19094}
-bootstrap="$("$HERE/kafka.sh" start "$kafka_dir" --gssapi-port "$gssapi_port" --krb5-conf "$(kdc_field krb5_conf)" \
+# Ports: KAFKA_PORT, KAFKA_CONTROLLER_PORT and KAFKA_GSSAPI_PORT (defaults 19092, 19093, 19094).
+bootstrap="$("$HERE/kafka.sh" start "$kafka_dir" --port "${KAFKA_PORT:-19092}" --controller-port "${KAFKA_CONTROLLER_PORT:-19093}" \
+  --gssapi-port "${KAFKA_GSSAPI_PORT:-19094}" --krb5-conf "$(kdc_field krb5_conf)" \
   --keytab "$(kdc_field kafka_keytab)" --principal "$(kdc_field kafka_principal)" | tail -n 1)"
 wait "$secure_pid" || { echo "with-services: the secure mini cluster did not start" >&2; exit 1; }
 export SLUICE_HADOOP_CONF_DIR="$hadoop_dir"
