@@ -281,18 +281,32 @@ func (l *Login) GokrbClient() (*client.Client, error) {
 		return l.CurrentClient()
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.mu.closed {
+	c, closed := l.mu.long, l.mu.closed
+	l.mu.Unlock()
+	if closed {
 		return nil, ErrClosed
 	}
-	if l.mu.long == nil {
-		c := client.NewWithKeytab(l.name, l.realm, l.kt, l.krb5, client.DisablePAFXFAST(l.cfg.DisableFAST))
-		if err := c.Login(); err != nil {
-			return nil, l.loginError(err)
-		}
-		l.mu.long = c
+	if c != nil {
+		return c, nil
 	}
-	return l.mu.long, nil
+	// Log in outside the lock: it is a round trip to the KDC.
+	c = client.NewWithKeytab(l.name, l.realm, l.kt, l.krb5, client.DisablePAFXFAST(l.cfg.DisableFAST))
+	if err := c.Login(); err != nil {
+		c.Destroy()
+		return nil, l.loginError(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed || l.mu.long != nil {
+		// Closed meanwhile, or another caller won the race.
+		c.Destroy()
+		if l.mu.closed {
+			return nil, ErrClosed
+		}
+		return l.mu.long, nil
+	}
+	l.mu.long = c
+	return c, nil
 }
 
 // obtain gets a new TGT: an AS exchange for a keytab login; for a ticket
