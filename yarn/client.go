@@ -136,12 +136,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // KeyRMPrincipal names the ResourceManager's Kerberos principal.
 const KeyRMPrincipal = "yarn.resourcemanager.principal"
 
-// KerberosConfig fills cfg's Kerberos fields for a cluster with
+// ConfigureKerberos fills cfg's Kerberos fields for a cluster with
 // hadoop.security.authentication=kerberos: the login, the
 // ResourceManager's principal (yarn.resourcemanager.principal) and the
 // qualities of protection (hadoop.rpc.protection). For other clusters it
 // leaves cfg as it is.
-func KerberosConfig(cfg *ClientConfig, conf *hadoop.Configuration, login *kerberos.Login) error {
+func ConfigureKerberos(cfg *ClientConfig, conf *hadoop.Configuration, login *kerberos.Login) error {
 	auth, err := conf.SecurityAuthentication()
 	if err != nil || auth != hadoop.AuthKerberos {
 		return err

@@ -30,10 +30,10 @@ func TestKerberosResourceManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := yarn.ClientConfig{ResourceManagers: []string{c.ResourceManager}, User: "sluice", Logger: logger(t), ConnectAttempts: 2}
-	if err := yarn.KerberosConfig(&cfg, conf, nil); err == nil || !strings.Contains(err.Error(), "no Kerberos login") {
+	if err := yarn.ConfigureKerberos(&cfg, conf, nil); err == nil || !strings.Contains(err.Error(), "no Kerberos login") {
 		t.Fatalf("a secure cluster without a login: %v", err)
 	}
-	if err := yarn.KerberosConfig(&cfg, conf, login); err != nil {
+	if err := yarn.ConfigureKerberos(&cfg, conf, login); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ServerPrincipal != "hdfs/_HOST@"+k.Realm || len(cfg.QOP) != 3 {
