@@ -9,9 +9,10 @@
 // NMToken towards a NodeManager, an HDFS delegation token), or KERBEROS
 // through GSSAPI with a Kerberos login (Options.Kerberos). Under KERBEROS the
 // server's principal must be the one the Endpoint expects (ServerPrincipal,
-// with _HOST replaced by the address's host), and the quality of protection
-// is negotiated from Options.QOP: with integrity or privacy, every frame
-// after the exchange travels wrapped in RpcSaslProto WRAP messages.
+// with _HOST replaced by the address's host). Under KERBEROS and TOKEN the
+// quality of protection is negotiated from Options.QOP: with integrity or
+// privacy, every frame after the exchange travels wrapped in RpcSaslProto
+// WRAP messages.
 //
 // Idle connections send pings (call id -4) and are closed after IdleTimeout
 // without calls; a broken connection fails its outstanding calls with
@@ -135,8 +136,8 @@ type Options struct {
 	MaxCallRetries int
 	// QOP lists acceptable SASL qualities of protection, most preferred
 	// first (hadoop.rpc.protection). Default [authentication]. Integrity
-	// and privacy are implemented for KERBEROS; TOKEN (DIGEST-MD5)
-	// connections use authentication.
+	// and privacy apply to KERBEROS (GSSAPI) and TOKEN (DIGEST-MD5, with
+	// the rc4 cipher) connections alike.
 	QOP []hadoop.QOP
 	// Kerberos enables SASL KERBEROS. Default nil: no Kerberos.
 	Kerberos Kerberos

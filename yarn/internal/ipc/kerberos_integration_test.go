@@ -166,24 +166,36 @@ func TestDelegationTokenAuthenticatesDigest(t *testing.T) {
 		t.Fatal("no HDFS token in the credentials file")
 	}
 
-	// No Kerberos at all on this client: the token alone authenticates.
-	tc, err := NewClient(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	// No Kerberos at all on this client: the token alone authenticates, with each quality of
+	// protection (DIGEST-MD5's integrity and rc4 confidentiality layers).
 	ep := env.nn
 	ep.ServerPrincipal = ""
 	ep.Token = StaticToken{T: fromFile}
 	var fi hdfspb.GetFileInfoResponseProto
-	if err := tc.Call(ctx, ep, "getFileInfo", &hdfspb.GetFileInfoRequestProto{Src: proto.String("/user/sluice")}, &fi); err != nil {
-		t.Fatalf("getFileInfo with the delegation token: %v", err)
-	}
-	if auth, _ := tc.connQOP(ep); auth != AuthToken {
-		t.Errorf("connection authenticated with %s, want TOKEN", auth)
-	}
-	if fi.GetFs().GetOwner() != "sluice" {
-		t.Errorf("owner %q", fi.GetFs().GetOwner())
+	for _, q := range []hadoop.QOP{hadoop.QOPAuthentication, hadoop.QOPIntegrity, hadoop.QOPPrivacy} {
+		tc, err := NewClient(Options{QOP: []hadoop.QOP{q}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		if err := tc.Call(ctx, ep, "getFileInfo", &hdfspb.GetFileInfoRequestProto{Src: proto.String("/user/sluice")}, &fi); err != nil {
+			t.Fatalf("getFileInfo with the delegation token under %s: %v", q, err)
+		}
+		if auth, got := tc.connQOP(ep); auth != AuthToken || got != string(q) {
+			t.Errorf("connection authenticated with %s/%s, want TOKEN/%s", auth, got, q)
+		}
+		if fi.GetFs().GetOwner() != "sluice" {
+			t.Errorf("owner %q", fi.GetFs().GetOwner())
+		}
+		// Many frames, some spanning wrapped pieces, in both directions.
+		long := "/user/sluice/" + strings.Repeat("y", 100_000)
+		for i := 0; i < 20; i++ {
+			err := tc.Call(ctx, ep, "getFileInfo", &hdfspb.GetFileInfoRequestProto{Src: proto.String(long)}, &fi)
+			var re *hadoop.RemoteError
+			if err != nil && !errors.As(err, &re) {
+				t.Fatalf("call %d under %s: %v", i, q, err)
+			}
+		}
 	}
 
 	// Renew (we named ourselves renewer), then cancel: a cancelled token no longer authenticates.
