@@ -17,7 +17,10 @@
 //
 // Kerberos: the IPC layer (internal/ipc) authenticates with SASL GSSAPI
 // given a login (package security/kerberos) in ipc.Options.Kerberos and the
-// server principal in ipc.Endpoint.ServerPrincipal, with integrity and
-// privacy; servers that require Kerberos from a client without a login are
-// refused with ipc.ErrKerberosNotConfigured.
+// server principal in ipc.Endpoint.ServerPrincipal (ClientConfig.Kerberos,
+// ServerPrincipal; ConfigureKerberos), and token connections (AMRMToken,
+// NMTokens) with DIGEST-MD5; both negotiate hadoop.rpc.protection
+// (ClientConfig.QOP, AMClientConfig.QOP, NMClientConfig.QOP). Servers that
+// require Kerberos from a client without a login are refused with
+// ipc.ErrKerberosNotConfigured.
 package yarn
