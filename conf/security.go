@@ -1,6 +1,9 @@
 package conf
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Security options: Kerberos login and delegation tokens, as on a Kerberized
 // Hadoop cluster.
@@ -39,6 +42,22 @@ var (
 		"How often the login from a keytab is checked and renewed.").
 		WithCheck(positiveDuration)
 
+	// DelegationTokensRenewalTimeRatio is when new tokens are obtained.
+	DelegationTokensRenewalTimeRatio = Float("security.delegation.tokens.renewal.time-ratio", 0.75,
+		"Fraction of the delegation tokens' remaining lifetime after which new ones are obtained.").
+		WithCheck(func(v float64) error {
+			if v <= 0 || v >= 1 {
+				return fmt.Errorf("must be in (0, 1), got %v", v)
+			}
+			return nil
+		})
+
+	// DelegationTokensRenewalRetryBackoff is the pause after a failed attempt.
+	DelegationTokensRenewalRetryBackoff = Duration("security.delegation.tokens.renewal.retry.backoff", time.Hour,
+		"How long to wait before trying again to obtain delegation tokens after a failure "+
+			"(never later than halfway to the current tokens' expiry).").
+		WithCheck(positiveDuration)
+
 	// DelegationTokensEnabled turns the fetching of delegation tokens on or off.
 	DelegationTokensEnabled = Bool("security.delegation.tokens.enabled", true,
 		"Whether delegation tokens for HDFS (and YARN) are obtained and handed to the containers.")
@@ -48,5 +67,6 @@ func securityOptions() []AnyOption {
 	return []AnyOption{
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
+		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,
 	}
 }

@@ -14,7 +14,10 @@
 // *hadoop.RemoteError, so errors.Is(err, hadoop.ErrStandby) and the like
 // work as for the YARN client.
 //
-// Authentication is SIMPLE only for now: a cluster with
-// hadoop.security.authentication=kerberos is refused with
-// ErrKerberosUnsupported (see Options for where Kerberos will plug in).
+// Authentication is SIMPLE, or Kerberos for a cluster with
+// hadoop.security.authentication=kerberos: Config.Kerberos is the login
+// (package security/kerberos), the NameNode's principal comes from
+// dfs.namenode.kerberos.principal (_HOST per NameNode) and the DataNodes'
+// SASL protection from dfs.data.transfer.protection. Without a login such a
+// cluster is refused with ErrNoKerberosLogin.
 package hdfs

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // FileSystem is one HDFS cluster as an fs.FileSystem. Paths are absolute
@@ -39,25 +41,43 @@ func Dial(opts Options) (*FileSystem, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	c, err := colinmarc.NewClient(clientOptions(opts))
+	co, err := clientOptions(opts)
 	if err != nil {
+		return nil, err
+	}
+	c, err := colinmarc.NewClient(co)
+	if err != nil {
+		if code := kerberos.KDCErrorCode(err); code != 0 {
+			kind := kerberos.KindOfCode(code)
+			err = &kerberos.Error{Kind: kind, Op: "authenticate to the NameNode", Principal: opts.Kerberos.Principal(), SPN: co.KerberosServicePrincipleName,
+				Code: code, Hint: "check " + KeyNameNodePrincipal + " (" + opts.NameNodePrincipal + "): the KDC must know the NameNode's principal with _HOST replaced by its host", Err: err}
+		}
 		return nil, fmt.Errorf("hdfs: connecting to %v as %s: %w", opts.Addresses, opts.User, err)
 	}
 	return &FileSystem{client: c, opts: opts}, nil
 }
 
-// clientOptions is the one place that builds colinmarc's options; Kerberos
-// (KerberosClient, KerberosServicePrincipleName, DataTransferProtection)
-// is to be added here.
-func clientOptions(o Options) colinmarc.ClientOptions {
+// clientOptions is the one place that builds colinmarc's options.
+func clientOptions(o Options) (colinmarc.ClientOptions, error) {
 	dial := (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
-	return colinmarc.ClientOptions{
-		Addresses:           o.Addresses,
-		User:                o.User,
-		UseDatanodeHostname: o.UseDatanodeHostname,
-		NamenodeDialFunc:    dial,
-		DatanodeDialFunc:    dial,
+	co := colinmarc.ClientOptions{
+		Addresses:              o.Addresses,
+		User:                   o.User,
+		UseDatanodeHostname:    o.UseDatanodeHostname,
+		NamenodeDialFunc:       dial,
+		DatanodeDialFunc:       dial,
+		DataTransferProtection: o.DataTransferProtection,
 	}
+	if o.Kerberos != nil {
+		kc, err := o.Kerberos.GokrbClient()
+		if err != nil {
+			return co, fmt.Errorf("hdfs: %w", err)
+		}
+		co.KerberosClient = kc
+		// colinmarc takes service/_HOST without the realm.
+		co.KerberosServicePrincipleName, _, _ = strings.Cut(o.NameNodePrincipal, "@")
+	}
+	return co, nil
 }
 
 // Register makes r resolve hdfs:// URIs: each distinct authority

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Hadoop configuration keys read here (hdfs-default.xml names).
@@ -19,6 +20,9 @@ const (
 	KeyHANameNodesPrefix   = "dfs.ha.namenodes."        // + <nameservice>
 	KeyNameNodeRPCAddress  = "dfs.namenode.rpc-address" // [.<nameservice>.<namenode id>]
 	KeyUseDatanodeHostname = "dfs.client.use.datanode.hostname"
+	KeyNameNodePrincipal   = "dfs.namenode.kerberos.principal"
+	KeyDataTransferProt    = "dfs.data.transfer.protection"
+	KeyEncryptDataTransfer = "dfs.encrypt.data.transfer"
 )
 
 // DefaultNameNodePort is the NameNode RPC port used when a URI or
@@ -27,9 +31,12 @@ const DefaultNameNodePort = 8020
 
 // Errors of this package.
 var (
-	// ErrKerberosUnsupported: the cluster requires Kerberos, which this
-	// package does not speak yet.
-	ErrKerberosUnsupported = errors.New("hdfs: Kerberos authentication is not supported yet")
+	// ErrNoKerberosLogin: the cluster requires Kerberos and no login was
+	// given (Config.Kerberos).
+	ErrNoKerberosLogin = errors.New("hdfs: the cluster requires Kerberos and there is no Kerberos login (security.kerberos.login.keytab and security.kerberos.login.principal, or a ticket cache)")
+	// ErrDataTransferProtection: the cluster protects the DataNodes' data
+	// transfer in a way the HDFS client cannot speak.
+	ErrDataTransferProtection = errors.New("hdfs: unsupported data transfer protection")
 	// ErrNoNameNode: no NameNode address could be determined.
 	ErrNoNameNode = errors.New("hdfs: no NameNode address")
 )
@@ -41,15 +48,24 @@ type Options struct {
 	// tried. Required.
 	Addresses []string
 	// User is the user HDFS checks permissions for (SIMPLE
-	// authentication). Required.
-	//
-	// Kerberos goes here later: a login (keytab or ticket cache, via
-	// github.com/jcmturner/gokrb5/v8) passed on as
-	// ClientOptions.KerberosClient with the NameNode principal from
-	// dfs.namenode.kerberos.principal, both in clientOptions. Note that
-	// colinmarc/hdfs v2.4.0 cannot authenticate with HDFS delegation
-	// tokens, which is what YARN containers get.
+	// authentication). Required; with Kerberos it is only informative
+	// (the NameNode takes the user from the authenticated principal).
 	User string
+	// Kerberos authenticates to a secure cluster. Default nil: SIMPLE.
+	// colinmarc/hdfs v2.4.0 cannot authenticate with HDFS delegation
+	// tokens, so a process on YARN needs its own login (the shipped
+	// keytab) to use this package.
+	Kerberos *kerberos.Login
+	// NameNodePrincipal is the NameNode's principal, as
+	// dfs.namenode.kerberos.principal: service/_HOST@REALM, _HOST standing
+	// for each NameNode's host. Required with Kerberos.
+	NameNodePrincipal string
+	// DataTransferProtection is the SASL protection of DataNode
+	// connections (dfs.data.transfer.protection): "" or "authentication"
+	// work; colinmarc/hdfs v2.4.0 also accepts "integrity" and "privacy"
+	// but fails reading blocks under them, so OptionsFor refuses those.
+	// Default "": none (a DataNode on a privileged port).
+	DataTransferProtection string
 	// UseDatanodeHostname connects to DataNodes by host name rather than
 	// IP address (dfs.client.use.datanode.hostname). Default false.
 	UseDatanodeHostname bool
@@ -93,6 +109,14 @@ func (o Options) Validate() error {
 	if strings.TrimSpace(o.User) == "" {
 		errs = append(errs, errors.New("hdfs: Options.User is empty (set HADOOP_USER_NAME or run as a named user)"))
 	}
+	if o.Kerberos != nil && o.NameNodePrincipal == "" {
+		errs = append(errs, fmt.Errorf("hdfs: Options.NameNodePrincipal is empty: with Kerberos the NameNode's principal is needed (%s, e.g. hdfs/_HOST@REALM)", KeyNameNodePrincipal))
+	}
+	switch o.DataTransferProtection {
+	case "", "authentication", "integrity", "privacy":
+	default:
+		errs = append(errs, fmt.Errorf("hdfs: data transfer protection %q is not authentication, integrity or privacy (%s)", o.DataTransferProtection, KeyDataTransferProt))
+	}
 	if o.DialTimeout < 0 || o.CloseRetries < 0 || o.CloseBackoff < 0 {
 		errs = append(errs, errors.New("hdfs: Options.DialTimeout, CloseRetries and CloseBackoff must not be negative"))
 	}
@@ -112,6 +136,10 @@ type Config struct {
 	// Tune is applied to the Options built for each cluster, to set
 	// timeouts and retries; nil leaves the defaults.
 	Tune func(*Options)
+	// Kerberos is the login for clusters with
+	// hadoop.security.authentication=kerberos. Default nil: such clusters
+	// are refused with ErrNoKerberosLogin.
+	Kerberos *kerberos.Login
 }
 
 // OptionsFor returns the options to reach the cluster that authority (the
@@ -126,14 +154,29 @@ func OptionsFor(c Config, authority string) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
+	var o Options
 	if auth == hadoop.AuthKerberos {
-		return Options{}, fmt.Errorf("%w (%s=kerberos in %s)", ErrKerberosUnsupported, hadoop.KeySecurityAuthentication, conf.Source(hadoop.KeySecurityAuthentication))
+		if c.Kerberos == nil {
+			return Options{}, fmt.Errorf("%w (%s=kerberos in %s)", ErrNoKerberosLogin, hadoop.KeySecurityAuthentication, sourceOf(conf, hadoop.KeySecurityAuthentication))
+		}
+		o.Kerberos = c.Kerberos
+		if o.NameNodePrincipal = conf.Get(KeyNameNodePrincipal, ""); o.NameNodePrincipal == "" {
+			return Options{}, fmt.Errorf("hdfs: the cluster requires Kerberos but %s is not set: the NameNode's principal is needed (e.g. hdfs/_HOST@REALM)", KeyNameNodePrincipal)
+		}
+		if o.DataTransferProtection, err = dataTransferProtection(conf); err != nil {
+			return Options{}, err
+		}
 	}
 	addrs, err := NameNodes(conf, authority)
 	if err != nil {
 		return Options{}, err
 	}
 	user := c.User
+	if user == "" && c.Kerberos != nil && auth == hadoop.AuthKerberos {
+		// The NameNode knows the caller by the principal's short name.
+		user, _, _ = strings.Cut(c.Kerberos.Principal(), "@")
+		user, _, _ = strings.Cut(user, "/")
+	}
 	if user == "" {
 		if user, err = hadoop.CurrentUser(c.Getenv); err != nil {
 			return Options{}, err
@@ -143,11 +186,40 @@ func OptionsFor(c Config, authority string) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	o := Options{Addresses: addrs, User: user, UseDatanodeHostname: byHost}
+	o.Addresses, o.User, o.UseDatanodeHostname = addrs, user, byHost
 	if c.Tune != nil {
 		c.Tune(&o)
 	}
 	return o, nil
+}
+
+// dataTransferProtection reads dfs.data.transfer.protection (and
+// dfs.encrypt.data.transfer). colinmarc/hdfs v2.4.0 speaks SASL to the
+// DataNodes only for "authentication": it refuses DataNodes that offer
+// several protections and fails reading blocks under integrity or privacy,
+// so anything else is refused here with an error that says so, rather than
+// failing on the first read.
+func dataTransferProtection(conf *hadoop.Configuration) (string, error) {
+	enc, err := conf.Bool(KeyEncryptDataTransfer, false)
+	if err != nil {
+		return "", err
+	}
+	if enc {
+		return "", fmt.Errorf("%w: %s=true (from %s): encrypted data transfer is not supported by Sluice's HDFS client (colinmarc/hdfs v2.4.0)",
+			ErrDataTransferProtection, KeyEncryptDataTransfer, sourceOf(conf, KeyEncryptDataTransfer))
+	}
+	vals, err := conf.Strings(KeyDataTransferProt)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(vals) == 0:
+		return "", nil
+	case len(vals) == 1 && strings.EqualFold(vals[0], "authentication"):
+		return "authentication", nil
+	}
+	return "", fmt.Errorf("%w: %s=%q (from %s): Sluice's HDFS client (colinmarc/hdfs v2.4.0) supports only \"authentication\" on the DataNodes' data transfer; integrity and privacy, or a list of several, are not supported",
+		ErrDataTransferProtection, KeyDataTransferProt, conf.Get(KeyDataTransferProt, ""), sourceOf(conf, KeyDataTransferProt))
 }
 
 // NameNodes returns the NameNode RPC addresses for authority, the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 func conf(t *testing.T, props map[string]string) *hadoop.Configuration {
@@ -102,8 +103,16 @@ func TestOptionsFor(t *testing.T) {
 
 	krb := conf(t, map[string]string{"fs.defaultFS": "hdfs://nn:9000", "hadoop.security.authentication": "kerberos"})
 	_, err = hdfs.OptionsFor(hdfs.Config{Hadoop: krb, Getenv: getenv}, "")
-	if !errors.Is(err, hdfs.ErrKerberosUnsupported) || !strings.Contains(err.Error(), "test-site.xml") {
-		t.Errorf("a Kerberos cluster: %v; want ErrKerberosUnsupported naming the file that asks for it", err)
+	if !errors.Is(err, hdfs.ErrNoKerberosLogin) || !strings.Contains(err.Error(), "test-site.xml") {
+		t.Errorf("a Kerberos cluster: %v; want ErrNoKerberosLogin naming the file that asks for it", err)
+	}
+	for _, prot := range []string{"integrity", "privacy", "authentication,privacy"} {
+		c := conf(t, map[string]string{"fs.defaultFS": "hdfs://nn:9000", "hadoop.security.authentication": "kerberos",
+			"dfs.namenode.kerberos.principal": "hdfs/_HOST@EX.COM", "dfs.data.transfer.protection": prot})
+		_, err := hdfs.OptionsFor(hdfs.Config{Hadoop: c, Getenv: getenv, Kerberos: &kerberos.Login{}}, "")
+		if !errors.Is(err, hdfs.ErrDataTransferProtection) || !strings.Contains(err.Error(), "dfs.data.transfer.protection") {
+			t.Errorf("data transfer protection %s: %v; want ErrDataTransferProtection naming the key", prot, err)
+		}
 	}
 	bad := conf(t, map[string]string{"dfs.client.use.datanode.hostname": "maybe"})
 	if _, err := hdfs.OptionsFor(hdfs.Config{Hadoop: bad, Getenv: getenv}, "nn:1"); !errors.Is(err, hadoop.ErrBadConfig) {

@@ -42,8 +42,9 @@
 //
 // # Security
 //
-// TLS, SASL PLAIN, SCRAM-SHA-256/512 and GSSAPI (Kerberos, from a keytab)
-// are options of both. Passwords are Secrets read from files or the
+// TLS, SASL PLAIN, SCRAM-SHA-256/512 and GSSAPI (Kerberos: from a keytab of
+// its own with SASLGSSAPI, or from the job's shared login with
+// SASLGSSAPILogin) are options of both. Passwords are Secrets read from files or the
 // environment; no String, %v or log output shows them.
 //
 // # What the checkpointing engine must call

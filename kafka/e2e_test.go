@@ -18,8 +18,8 @@ import (
 // and 20 ms checkpoints, failing the job `failures` times mid-stream. A
 // read_committed consumer must then see exactly one output per input
 // record, "<key>:<running count>", and no transaction of the prefix may
-// stay open.
-func runEndToEnd(t *testing.T, addrs []string, c *cluster, failures int32, name func(string) string, settled func(topic string)) {
+// stay open. conn are connection options (security) of the job's clients.
+func runEndToEnd(t *testing.T, addrs []string, c *cluster, failures int32, name func(string) string, settled func(topic string), conn ...kafka.Opt) {
 	const partitions, perPartition, keys = 3, 400, 5
 	in, out, prefix := name("e2e-in"), name("e2e-out"), name("e2e")
 	c.createTopic(t, in, partitions)
@@ -33,9 +33,14 @@ func runEndToEnd(t *testing.T, addrs []string, c *cluster, failures int32, name 
 		t.Fatal(err)
 	}
 	env := newEnv(t, 3, stream.WithCheckpointing(20*time.Millisecond, ""), stream.WithRestartStrategy(strategy))
-	src := mustSource(t, kafka.StringValues(), kafka.BootstrapServers(addrs...), kafka.Topics(in), kafka.Bounded(kafka.Latest()))
-	sink := mustSink(t, kafka.StringSerializer(out), kafka.BootstrapServers(addrs...), kafka.Guarantee(kafka.ExactlyOnce),
-		kafka.TransactionalIDPrefix(prefix), kafka.Checkpointing(env.Configuration()))
+	srcOpts := []kafka.SourceOpt{kafka.BootstrapServers(addrs...), kafka.Topics(in), kafka.Bounded(kafka.Latest())}
+	sinkOpts := []kafka.SinkOpt{kafka.BootstrapServers(addrs...), kafka.Guarantee(kafka.ExactlyOnce),
+		kafka.TransactionalIDPrefix(prefix), kafka.Checkpointing(env.Configuration())}
+	for _, o := range conn {
+		srcOpts, sinkOpts = append(srcOpts, o), append(sinkOpts, o)
+	}
+	src := mustSource(t, kafka.StringValues(), srcOpts...)
+	sink := mustSink(t, kafka.StringSerializer(out), sinkOpts...)
 	records := stream.FromSource[string, kafka.PartitionSplit](env, src, stream.NoWatermarks[string](), "in").UID("kafka-in")
 	count := stream.NewValueDescriptor[int64]("count")
 	keyed := stream.KeyBy(records, func(v string) string {
@@ -80,7 +85,7 @@ func runEndToEnd(t *testing.T, addrs []string, c *cluster, failures int32, name 
 	if got := sorted(values(c.consume(t, out, true))); !slices.Equal(got, want) {
 		t.Fatalf("read_committed sees %d records, want exactly %d (no duplicates, no loss): %s", len(got), len(want), diff(got, want))
 	}
-	open, err := kafka.ListTransactions(ctxT(t), prefix, kafka.BootstrapServers(addrs...))
+	open, err := kafka.ListTransactions(ctxT(t), prefix, append([]kafka.Opt{kafka.BootstrapServers(addrs...)}, conn...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,13 @@ func TestMain(m *testing.M) { os.Exit(kafkabroker.RunMain(m)) }
 // test, as the broker outlives the tests.
 func realCluster(t *testing.T) (*cluster, func(string) string) {
 	t.Helper()
-	b := kafkabroker.Shared(t)
-	c := connect(t, nil, []string{b.Addr})
+	return realClusterAt(t, kafkabroker.Shared(t).Addr)
+}
+
+// realClusterAt is realCluster for the broker at addr.
+func realClusterAt(t *testing.T, addr string) (*cluster, func(string) string) {
+	t.Helper()
+	c := connect(t, nil, []string{addr})
 	suffix := fmt.Sprintf("%s-%d", strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()), time.Now().UnixNano())
 	return c, func(s string) string { return s + "-" + suffix }
 }

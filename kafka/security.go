@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/sluice/sluice/conf"
+	krb "github.com/sluice/sluice/security/kerberos"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/kerberos"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -99,11 +102,21 @@ type saslConfig struct {
 	user     string
 	password Secret
 	krb      *KerberosConfig
+	// login and service: SASL GSSAPI from a shared login.
+	login   *krb.Login
+	service string
 }
 
 func (s saslConfig) String() string {
 	if s.krb != nil {
 		return s.name + s.krb.String()
+	}
+	if s.name == MechanismGSSAPI {
+		p := "<nil login>"
+		if s.login != nil {
+			p = s.login.Principal()
+		}
+		return fmt.Sprintf("%s{login=%s service=%s}", s.name, p, serviceOrDefault(s.service))
 	}
 	return fmt.Sprintf("%s{user=%s password=%s}", s.name, s.user, s.password)
 }
@@ -189,6 +202,27 @@ func SASLGSSAPI(k KerberosConfig) Opt {
 	}}
 }
 
+// SASLGSSAPILogin authenticates with SASL/GSSAPI (Kerberos) from a shared
+// login (package security/kerberos), the one the job also uses for Hadoop:
+// every broker connection takes the login's current TGT, so the login's
+// re-logins carry over without re-creating the client, and the login is
+// not closed with the client. serviceName is the primary of the brokers'
+// principal (Kafka's sasl.kerberos.service.name); "" means "kafka". The
+// brokers' principal is serviceName/<broker host>, the host as the broker
+// advertises it. Default: no SASL.
+func SASLGSSAPILogin(login *krb.Login, serviceName string) Opt {
+	return clientOpt{func(c *clientConfig) {
+		c.sasl = append(c.sasl, saslConfig{name: MechanismGSSAPI, login: login, service: serviceName})
+	}}
+}
+
+func serviceOrDefault(s string) string {
+	if s == "" {
+		return "kafka"
+	}
+	return s
+}
+
 // KerberosFromConfiguration reads the Kerberos login of the job's
 // configuration (security.kerberos.login.principal,
 // security.kerberos.login.keytab, security.kerberos.krb5-conf.path), the
@@ -202,6 +236,12 @@ func KerberosFromConfiguration(c *conf.Configuration) KerberosConfig {
 }
 
 func (s saslConfig) validate(add func(string, ...any)) {
+	if s.name == MechanismGSSAPI && s.krb == nil {
+		if s.login == nil {
+			add("SASL GSSAPI: nil Kerberos login")
+		}
+		return
+	}
 	if s.krb != nil {
 		if s.krb.Principal == "" {
 			add("SASL GSSAPI: no principal")
@@ -224,6 +264,17 @@ func (s saslConfig) validate(add func(string, ...any)) {
 func (s saslConfig) mechanism() (sasl.Mechanism, error) {
 	if s.krb != nil {
 		return s.krb.mechanism()
+	}
+	if s.login != nil {
+		login, service := s.login, serviceOrDefault(s.service)
+		return gssapiLogin{login: login, service: service, inner: kerberos.Kerberos(func(context.Context) (kerberos.Auth, error) {
+			cl, err := login.CurrentClient()
+			if err != nil {
+				return kerberos.Auth{}, fmt.Errorf("kafka: SASL GSSAPI: %w", err)
+			}
+			// The client belongs to the login: never destroyed here.
+			return kerberos.Auth{Client: cl, Service: service, PersistAfterAuth: true}, nil
+		})}, nil
 	}
 	pw, err := s.password.reveal()
 	if err != nil {
@@ -258,4 +309,28 @@ func (k *KerberosConfig) mechanism() (sasl.Mechanism, error) {
 	}
 	cl := krbclient.NewWithKeytab(user, realm, kt, cfg, krbclient.DisablePAFXFAST(k.DisableFAST))
 	return kerberos.Auth{Client: cl, Service: k.service()}.AsMechanismWithClose(), nil
+}
+
+// gssapiLogin is franz-go's GSSAPI mechanism over a shared login, asking
+// the login for the broker's service ticket first, so that a failure (a
+// wrong sasl.kerberos.service.name, an expired login) comes back as a
+// classified kerberos error naming what to check. The ticket is cached by
+// the login's client, which the inner mechanism then uses.
+type gssapiLogin struct {
+	login   *krb.Login
+	service string
+	inner   sasl.Mechanism
+}
+
+func (g gssapiLogin) Name() string { return MechanismGSSAPI }
+
+func (g gssapiLogin) Authenticate(ctx context.Context, host string) (sasl.Session, []byte, error) {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	if _, _, err := g.login.ServiceTicket(g.service + "/" + h); err != nil {
+		return nil, nil, fmt.Errorf("kafka: SASL GSSAPI to broker %s (principal %s/%s; service name from sasl.kerberos.service.name): %w", host, g.service, h, err)
+	}
+	return g.inner.Authenticate(ctx, host)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/kafka"
+	krb "github.com/sluice/sluice/security/kerberos"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -312,5 +313,21 @@ func TestDeadLetterTopicMatchedByThePatternIsRejected(t *testing.T) {
 	_, err := kafka.NewSource(kafka.StringValues(), kafka.BootstrapServers("h:1"), kafka.TopicPattern("orders.*"), kafka.DeadLetterTopic("orders-dlq"))
 	if err == nil || !strings.Contains(err.Error(), `dead-letter topic "orders-dlq" is also a source topic`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestGSSAPILoginConfiguration(t *testing.T) {
+	_, err := kafka.NewSource(kafka.StringValues(), kafka.BootstrapServers("localhost:1"), kafka.Topics("t"),
+		kafka.SASLGSSAPILogin(nil, ""), kafka.WithLogger(quietLogger()))
+	if !errors.Is(err, kafka.ErrInvalidConfig) || !strings.Contains(err.Error(), "nil Kerberos login") {
+		t.Fatalf("a nil login: %v, want a configuration error", err)
+	}
+	src, err := kafka.NewSource(kafka.StringValues(), kafka.BootstrapServers("localhost:1"), kafka.Topics("t"),
+		kafka.SASLGSSAPILogin(&krb.Login{}, "kafka-svc"), kafka.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(src.String(), "GSSAPI{login=") || !strings.Contains(src.String(), "service=kafka-svc") {
+		t.Errorf("description %q", src)
 	}
 }

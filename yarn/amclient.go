@@ -40,6 +40,10 @@ type AMClientConfig struct {
 	// FinishPollInterval is the pause between FinishApplicationMaster calls
 	// while the RM has not yet unregistered the AM. Default 100ms.
 	FinishPollInterval time.Duration
+	// QOP lists the acceptable qualities of protection of the AMRMToken
+	// connection, most preferred first (hadoop.rpc.protection). Default
+	// [authentication].
+	QOP []hadoop.QOP
 }
 
 // Validate reports every problem with the configuration.
@@ -146,7 +150,7 @@ func NewAMClient(cfg AMClientConfig) (*AMClient, error) {
 	if cfg.FinishPollInterval <= 0 {
 		cfg.FinishPollInterval = 100 * time.Millisecond
 	}
-	ic, err := ipc.NewClient(ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts})
+	ic, err := ipc.NewClient(ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, QOP: cfg.QOP})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn/internal/ipc"
 	"github.com/sluice/sluice/yarn/internal/proto/yarnpb"
 )
@@ -40,6 +41,16 @@ type ClientConfig struct {
 	// SkipQueueCheck disables SubmitApplication's check that the queue
 	// exists (for schedulers that create queues on demand). Default false.
 	SkipQueueCheck bool
+	// Kerberos authenticates to a secure ResourceManager with SASL
+	// GSSAPI. Default nil: SIMPLE.
+	Kerberos *kerberos.Login
+	// ServerPrincipal is the ResourceManager's principal
+	// (yarn.resourcemanager.principal, e.g. yarn/_HOST@REALM); required
+	// with Kerberos.
+	ServerPrincipal string
+	// QOP lists the acceptable qualities of protection, most preferred
+	// first (hadoop.rpc.protection). Default [authentication].
+	QOP []hadoop.QOP
 }
 
 // Validate reports every problem with the configuration.
@@ -58,6 +69,9 @@ func (c *ClientConfig) Validate() error {
 	}
 	if c.MaxFailovers < 0 {
 		errs = append(errs, fmt.Errorf("MaxFailovers is %d, want >= 0", c.MaxFailovers))
+	}
+	if c.Kerberos != nil && c.ServerPrincipal == "" {
+		errs = append(errs, fmt.Errorf("ServerPrincipal is empty: with Kerberos the ResourceManager's principal is needed (%s, e.g. yarn/_HOST@REALM)", KeyRMPrincipal))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("yarn: invalid client config: %w", err)
@@ -103,16 +117,45 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			cfg.ConnectAttempts = 2
 		}
 	}
-	ic, err := ipc.NewClient(ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts})
+	io := ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, QOP: cfg.QOP}
+	if cfg.Kerberos != nil {
+		io.Kerberos = ipc.KerberosLogin{Tickets: cfg.Kerberos}
+	}
+	ic, err := ipc.NewClient(io)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger, ipc: ic}
 	c.rm = &failoverCaller{
-		ipc: ic, protocol: protocolClient, user: cfg.User, addrs: cfg.ResourceManagers, log: cfg.Logger,
+		ipc: ic, protocol: protocolClient, user: cfg.User, principal: cfg.ServerPrincipal, addrs: cfg.ResourceManagers, log: cfg.Logger,
 		maxFailovers: cfg.MaxFailovers, backoff: cfg.FailoverBackoff, maxBackoff: cfg.MaxFailoverBackoff,
 	}
 	return c, nil
+}
+
+// KeyRMPrincipal names the ResourceManager's Kerberos principal.
+const KeyRMPrincipal = "yarn.resourcemanager.principal"
+
+// ConfigureKerberos fills cfg's Kerberos fields for a cluster with
+// hadoop.security.authentication=kerberos: the login, the
+// ResourceManager's principal (yarn.resourcemanager.principal) and the
+// qualities of protection (hadoop.rpc.protection). For other clusters it
+// leaves cfg as it is.
+func ConfigureKerberos(cfg *ClientConfig, conf *hadoop.Configuration, login *kerberos.Login) error {
+	auth, err := conf.SecurityAuthentication()
+	if err != nil || auth != hadoop.AuthKerberos {
+		return err
+	}
+	if login == nil {
+		return fmt.Errorf("yarn: the cluster requires Kerberos (%s=kerberos in %s) and there is no Kerberos login (security.kerberos.login.keytab and security.kerberos.login.principal, or a ticket cache)",
+			hadoop.KeySecurityAuthentication, conf.Source(hadoop.KeySecurityAuthentication))
+	}
+	qop, err := conf.RPCProtection()
+	if err != nil {
+		return err
+	}
+	cfg.Kerberos, cfg.ServerPrincipal, cfg.QOP = login, conf.Get(KeyRMPrincipal, ""), qop
+	return nil
 }
 
 // NewClientFromConfiguration builds a client for the ResourceManagers the

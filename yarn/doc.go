@@ -15,6 +15,12 @@
 // (ErrApplicationNotFound, ErrInvalidResourceRequest, ...) and in package
 // hadoop (hadoop.ErrStandby, hadoop.ErrAccessControl, ...).
 //
-// Kerberos is not supported yet (the IPC layer reports
-// ErrKerberosNotImplemented when a server requires it).
+// Kerberos: the IPC layer (internal/ipc) authenticates with SASL GSSAPI
+// given a login (package security/kerberos) in ipc.Options.Kerberos and the
+// server principal in ipc.Endpoint.ServerPrincipal (ClientConfig.Kerberos,
+// ServerPrincipal; ConfigureKerberos), and token connections (AMRMToken,
+// NMTokens) with DIGEST-MD5; both negotiate hadoop.rpc.protection
+// (ClientConfig.QOP, AMClientConfig.QOP, NMClientConfig.QOP). Servers that
+// require Kerberos from a client without a login are refused with
+// ipc.ErrKerberosNotConfigured.
 package yarn

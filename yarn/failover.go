@@ -27,6 +27,7 @@ type failoverCaller struct {
 	ipc          *ipc.Client
 	protocol     string
 	user         string
+	principal    string // the servers' Kerberos principal (with _HOST), "" without Kerberos
 	token        ipc.TokenSource
 	addrs        []string
 	log          *slog.Logger
@@ -41,7 +42,7 @@ type failoverCaller struct {
 }
 
 func (f *failoverCaller) endpoint(i int) ipc.Endpoint {
-	return ipc.Endpoint{Addr: f.addrs[i], Protocol: f.protocol, User: f.user, Token: f.token}
+	return ipc.Endpoint{Addr: f.addrs[i], Protocol: f.protocol, User: f.user, Token: f.token, ServerPrincipal: f.principal}
 }
 
 // shouldFailover decides which failures are worth another try, possibly on

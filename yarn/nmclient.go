@@ -31,6 +31,10 @@ type NMClientConfig struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// IdleTimeout closes unused NodeManager connections. Default 10s.
 	IdleTimeout time.Duration
+	// QOP lists the acceptable qualities of protection of the NMToken
+	// connections, most preferred first (hadoop.rpc.protection). Default
+	// [authentication].
+	QOP []hadoop.QOP
 }
 
 // NMClient speaks ContainerManagementProtocol to NodeManagers: it starts,
@@ -53,7 +57,7 @@ func NewNMClient(cfg NMClientConfig) (*NMClient, error) {
 	if cfg.ConnectAttempts <= 0 {
 		cfg.ConnectAttempts = 3
 	}
-	ic, err := ipc.NewClient(ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, IdleTimeout: cfg.IdleTimeout})
+	ic, err := ipc.NewClient(ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, IdleTimeout: cfg.IdleTimeout, QOP: cfg.QOP})
 	if err != nil {
 		return nil, err
 	}

@@ -36,14 +36,27 @@ import (
 
 // Options configures [Start].
 type Options struct {
+	// GSSAPI adds a SASL_PLAINTEXT listener with GSSAPI (Kerberos) for the broker principal of
+	// GSSAPI.Principal, logged in from GSSAPI.Keytab against the KDC of GSSAPI.Krb5Conf.
+	// Default nil: PLAINTEXT only.
+	GSSAPI *GSSAPI
 	// Logf receives progress lines (build, start, stop); default: discarded.
 	Logf func(format string, args ...any)
+}
+
+// GSSAPI is the Kerberos identity of a broker's GSSAPI listener.
+type GSSAPI struct {
+	Krb5Conf  string // krb5.conf naming the KDC
+	Keytab    string // the broker principal's keytab
+	Principal string // kafka/localhost@REALM: clients ask for kafka/<advertised host>
 }
 
 // Broker is a running Kafka broker.
 type Broker struct {
 	// Addr is the bootstrap address, host:port.
 	Addr string
+	// GSSAPIAddr is the bootstrap address of the SASL_PLAINTEXT GSSAPI listener, "" without one.
+	GSSAPIAddr string
 	// Dir holds server.properties, the log dir (data/) and broker.log; empty for an external
 	// broker.
 	Dir string
@@ -101,7 +114,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	var lastErr error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		b, err := start(ctx, script, logf)
+		b, err := start(ctx, script, opts.GSSAPI, logf)
 		if err == nil {
 			return b, nil
 		}
@@ -114,19 +127,22 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context, script string, logf func(string, ...any)) (*Broker, error) {
-	ports, err := freePorts(2)
+func start(ctx context.Context, script string, g *GSSAPI, logf func(string, ...any)) (*Broker, error) {
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
+	}
+	args := []string{"run", "", "--port", strconv.Itoa(ports[0]), "--controller-port", strconv.Itoa(ports[1]), "--exit-on-stdin-eof"}
+	if g != nil {
+		args = append(args, "--gssapi-port", strconv.Itoa(ports[2]), "--krb5-conf", g.Krb5Conf, "--keytab", g.Keytab, "--principal", g.Principal)
 	}
 	dir, err := os.MkdirTemp("", "sluice-kafka-")
 	if err != nil {
 		return nil, fmt.Errorf("kafkabroker: %w", err)
 	}
 	began := time.Now()
-	hp, err := harness.Start(script, []string{"run", dir,
-		"--port", strconv.Itoa(ports[0]), "--controller-port", strconv.Itoa(ports[1]), "--exit-on-stdin-eof"},
-		filepath.Join(dir, "run.log"))
+	args[1] = dir
+	hp, err := harness.Start(script, args, filepath.Join(dir, "run.log"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -146,7 +162,10 @@ func start(ctx context.Context, script string, logf func(string, ...any)) (*Brok
 		if err != nil {
 			return false, err
 		}
-		b = &Broker{Addr: f["bootstrap"], Dir: dir, Fields: f}
+		b = &Broker{Addr: f["bootstrap"], GSSAPIAddr: f["gssapi_bootstrap"], Dir: dir, Fields: f}
+		if g != nil && b.GSSAPIAddr == "" {
+			return false, fmt.Errorf("%w: %s: no gssapi_bootstrap though a GSSAPI listener was asked for", ErrBadReady, readyPath)
+		}
 		return true, nil
 	})
 	if err != nil {
@@ -308,4 +327,58 @@ func stderrLogf(format string, args ...any) {
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, format+"\n", args...)
 	}
+}
+
+// EnvGSSAPIBootstrap names the environment variable that points tests at a running broker's
+// SASL_PLAINTEXT GSSAPI listener (host:port), on the KDC of the secure minicluster that
+// $SLUICE_HADOOP_SECURE_CONF_DIR names.
+const EnvGSSAPIBootstrap = "SLUICE_KAFKA_GSSAPI_BOOTSTRAP"
+
+var sharedGSSAPI struct {
+	once   sync.Once
+	broker *Broker
+	err    error
+}
+
+// SharedGSSAPI returns a broker with a GSSAPI listener for this test process: the one
+// $SLUICE_KAFKA_GSSAPI_BOOTSTRAP names (its PLAINTEXT address is then $SLUICE_KAFKA_BOOTSTRAP's),
+// otherwise one started on first use with g's identity and stopped by [RunMain]. A broker that
+// cannot be had fails the test.
+func SharedGSSAPI(t testing.TB, g GSSAPI) *Broker {
+	t.Helper()
+	if !harness.InMain() {
+		t.Fatal("kafkabroker: " + harness.NeedMainMessage)
+	}
+	sharedGSSAPI.once.Do(func() {
+		if addr := os.Getenv(EnvGSSAPIBootstrap); addr != "" {
+			plain := os.Getenv(EnvBootstrap)
+			for _, a := range []string{addr, plain} {
+				if err := checkAddr(a); err != nil {
+					sharedGSSAPI.err = fmt.Errorf("%w: %s / %s: %v", ErrBadReady, EnvGSSAPIBootstrap, EnvBootstrap, err)
+					return
+				}
+			}
+			sharedGSSAPI.broker = &Broker{Addr: plain, GSSAPIAddr: addr, Fields: map[string]string{"bootstrap": plain, "gssapi_bootstrap": addr}}
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
+		defer cancel()
+		b, err := Start(ctx, Options{GSSAPI: &g, Logf: stderrLogf})
+		if err != nil {
+			sharedGSSAPI.err = err
+			return
+		}
+		sharedGSSAPI.broker = b
+		harness.AtExit("kafkabroker (GSSAPI)", func(keep bool) error {
+			err := b.proc.stop(keep)
+			if keep && err == nil {
+				fmt.Fprintf(os.Stderr, "kafkabroker: a test failed; GSSAPI broker files kept in %s\n", b.proc.dir)
+			}
+			return err
+		})
+	})
+	if sharedGSSAPI.err != nil {
+		t.Fatalf("kafkabroker: no Kafka broker with a GSSAPI listener for this test: %v", sharedGSSAPI.err)
+	}
+	return sharedGSSAPI.broker
 }

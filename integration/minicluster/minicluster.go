@@ -41,6 +41,9 @@ type Options struct {
 	NodeManagers int
 	// Logf receives progress lines (build, start, stop); default: discarded.
 	Logf func(format string, args ...any)
+	// Secure starts the cluster in secure mode: a MiniKdc, principals and keytabs, and Kerberos
+	// authentication on every server (see [Kerberos]). Default false.
+	Secure bool
 }
 
 // Cluster is a running Hadoop cluster. Addresses are host:port.
@@ -56,6 +59,8 @@ type Cluster struct {
 	// Fields holds every key of the READY file (or, for an external cluster, the addresses above
 	// under the READY keys).
 	Fields map[string]string
+	// Kerberos describes the KDC, principals and keytabs of a secure cluster; nil otherwise.
+	Kerberos *Kerberos
 
 	proc *process // nil for a cluster this process does not own
 }
@@ -120,8 +125,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("minicluster: %w", err)
 	}
 	began := time.Now()
-	hp, err := harness.Start(script,
-		[]string{"run", confDir, "--exit-on-stdin-eof", "--nodemanagers", strconv.Itoa(opts.NodeManagers)},
+	args := []string{"run", confDir, "--exit-on-stdin-eof", "--nodemanagers", strconv.Itoa(opts.NodeManagers)}
+	if opts.Secure {
+		args = append(args, "--secure")
+	}
+	hp, err := harness.Start(script, args,
 		filepath.Join(harnessDir, "minicluster.log"))
 	if err != nil {
 		os.RemoveAll(root)

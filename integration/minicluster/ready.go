@@ -95,6 +95,13 @@ func ParseReady(path string, data []byte) (map[string]string, error) {
 			return nil, &ConfError{Path: path, Key: k, Reason: err.Error()}
 		}
 	}
+	if fields[KeySecure] == "true" {
+		for _, k := range secureKeys {
+			if fields[k] == "" {
+				return nil, &ConfError{Path: path, Key: k, Reason: "missing (required with secure=true)"}
+			}
+		}
+	}
 	if v, ok := fields[KeyPID]; ok {
 		if n, err := strconv.Atoi(v); err != nil || n <= 0 {
 			return nil, &ConfError{Path: path, Key: KeyPID, Reason: fmt.Sprintf("want a positive integer, got %q", v)}
@@ -132,6 +139,7 @@ func clusterFromReady(confDir string, f map[string]string) *Cluster {
 	if nms := f[KeyNodeManagers]; nms != "" {
 		c.NodeManagers = strings.Split(nms, ",")
 	}
+	c.Kerberos = kerberosFromReady(f)
 	return c
 }
 

@@ -224,3 +224,46 @@ func TestLoadDockerConfDir(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSecureReady(t *testing.T) {
+	secure := goodReady + `secure=true
+realm=EXAMPLE.COM
+kdc_address=localhost:37637
+krb5_conf=/c/kerberos/krb5.conf
+client_principal=sluice@EXAMPLE.COM
+client_keytab=/c/kerberos/sluice.keytab
+service_keytab=/c/kerberos/service.keytab
+namenode_principal=hdfs/localhost@EXAMPLE.COM
+resourcemanager_principal=hdfs/localhost@EXAMPLE.COM
+kafka_principal=kafka/localhost@EXAMPLE.COM
+kafka_keytab=/c/kerberos/kafka.keytab
+`
+	f, err := ParseReady("READY", []byte(secure))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := clusterFromReady("/c", f).Kerberos
+	want := Kerberos{Realm: "EXAMPLE.COM", KDC: "localhost:37637", Krb5Conf: "/c/kerberos/krb5.conf", Principal: "sluice@EXAMPLE.COM",
+		Keytab: "/c/kerberos/sluice.keytab", ServiceKT: "/c/kerberos/service.keytab", NameNode: "hdfs/localhost@EXAMPLE.COM",
+		RM: "hdfs/localhost@EXAMPLE.COM", Kafka: "kafka/localhost@EXAMPLE.COM", KafkaKT: "/c/kerberos/kafka.keytab"}
+	if k == nil || *k != want {
+		t.Fatalf("Kerberos = %+v, want %+v", k, want)
+	}
+	if k := clusterFromReady("/c", mustParse(t, goodReady)).Kerberos; k != nil {
+		t.Errorf("a cluster without secure=true has Kerberos %+v", k)
+	}
+	_, err = ParseReady("READY", []byte(strings.Replace(secure, "krb5_conf=/c/kerberos/krb5.conf\n", "", 1)))
+	var ce *ConfError
+	if !errors.As(err, &ce) || ce.Key != KeyKrb5Conf {
+		t.Fatalf("secure READY without krb5_conf: %v", err)
+	}
+}
+
+func mustParse(t *testing.T, s string) map[string]string {
+	t.Helper()
+	f, err := ParseReady("READY", []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -9,11 +9,15 @@
 #   kafka.sh run DIR [OPTS]          run in the foreground; used by the Go package kafkabroker
 #
 # OPTS: --port P (client listener, default 19092), --controller-port P (default 19093),
-#       --exit-on-stdin-eof (stop when standard input closes).
+#       --exit-on-stdin-eof (stop when standard input closes),
+#       --gssapi-port P --krb5-conf FILE --keytab FILE --principal kafka/HOST@REALM: a second client
+#       listener, SASL_PLAINTEXT with GSSAPI (Kerberos), whose broker principal is logged in from
+#       the keytab against the KDC of krb5.conf (all four together; e.g. the secure minicluster's).
 #
 # DIR receives server.properties, the log dir (DIR/data, formatted on first run), the broker log
 # (DIR/broker.log) and, once the broker has started, READY with key=value lines:
 #   bootstrap=localhost:P  controller=localhost:P  cluster_id=...  kafka_version=...  pid=...
+#   and, with a GSSAPI listener, gssapi_bootstrap=localhost:P  gssapi_principal=...
 #
 # Environment:
 #   JAVA_HOME                JDK to use (default: the one `java` on PATH belongs to)
@@ -76,17 +80,31 @@ kafka_version() {
 
 port_ok() { [[ "$1" =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 65535)); }
 
-# write_properties DIR PORT CONTROLLER_PORT
+# write_properties DIR PORT CONTROLLER_PORT [GSSAPI_PORT KEYTAB PRINCIPAL]
 write_properties() {
-  local dir=$1 port=$2 cport=$3
+  local dir=$1 port=$2 cport=$3 gport=${4:-} keytab=${5:-} principal=${6:-}
+  local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+  local advertised="PLAINTEXT://localhost:$port"
+  local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  local sasl=""
+  if [[ -n "$gport" ]]; then
+    listeners+=",SASL_PLAINTEXT://127.0.0.1:$gport"
+    # Clients ask for a ticket to kafka/<advertised host>: the principal's host part.
+    advertised+=",SASL_PLAINTEXT://localhost:$gport"
+    protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+    sasl="sasl.enabled.mechanisms=GSSAPI
+sasl.kerberos.service.name=${principal%%/*}
+listener.name.sasl_plaintext.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab=\"$keytab\" principal=\"$principal\";"
+  fi
   cat >"$dir/server.properties.tmp" <<EOF
 # Written by integration/scripts/kafka.sh: single-node KRaft broker for tests.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://localhost:$port
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners
+advertised.listeners=$advertised
+listener.security.protocol.map=$protocols
+$sasl
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 log.dirs=$dir/data
@@ -112,11 +130,15 @@ cmd_run() {
   local dir
   dir="$(cd "$1" && pwd)"
   shift
-  local port=19092 cport=19093 stdin_eof=0
+  local port=19092 cport=19093 stdin_eof=0 gport="" krb5="" keytab="" principal=""
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --port) port=$2; shift 2 ;;
       --controller-port) cport=$2; shift 2 ;;
+      --gssapi-port) gport=$2; shift 2 ;;
+      --krb5-conf) krb5=$2; shift 2 ;;
+      --keytab) keytab=$2; shift 2 ;;
+      --principal) principal=$2; shift 2 ;;
       --exit-on-stdin-eof) stdin_eof=1; shift ;;
       *) die "unknown option $1" ;;
     esac
@@ -124,15 +146,26 @@ cmd_run() {
   port_ok "$port" || die "--port $port is not a port number"
   port_ok "$cport" || die "--controller-port $cport is not a port number"
   [[ "$port" != "$cport" ]] || die "--port and --controller-port are both $port"
+  local krb_opts=()
+  if [[ -n "$gport$krb5$keytab$principal" ]]; then
+    [[ -n "$gport" && -n "$krb5" && -n "$keytab" && -n "$principal" ]] ||
+      die "--gssapi-port, --krb5-conf, --keytab and --principal go together"
+    port_ok "$gport" || die "--gssapi-port $gport is not a port number"
+    [[ "$gport" != "$port" && "$gport" != "$cport" ]] || die "--gssapi-port $gport is already taken by another listener"
+    [[ -r "$krb5" ]] || die "--krb5-conf $krb5 is not a readable file"
+    [[ -r "$keytab" ]] || die "--keytab $keytab is not a readable file"
+    [[ "$principal" =~ ^[^/@]+/[^/@]+@[^/@]+$ ]] || die "--principal $principal is not service/host@REALM"
+    krb_opts=("-Djava.security.krb5.conf=$krb5")
+  fi
   find_java
   local cp
   cp="$(classpath)"
   rm -f "$dir/READY"
-  write_properties "$dir" "$port" "$cport"
+  write_properties "$dir" "$port" "$cport" "$gport" "$keytab" "$principal"
 
   # shellcheck disable=SC2086
   local jvm=(${KAFKA_JAVA_OPTS:--Xmx512m -XX:+UseSerialGC} -Djava.net.preferIPv4Stack=true
-    "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties" -cp "$cp")
+    "${krb_opts[@]}" "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties" -cp "$cp")
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local id
     # The tool logs to stdout too; the id is its last line.
@@ -161,9 +194,13 @@ cmd_run() {
   (
     while kill -0 "$jpid" 2>/dev/null; do
       if grep -q "Kafka Server started" "$dir/broker.log" 2>/dev/null &&
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null &&
+        { [[ -z "$gport" ]] || (exec 3<>"/dev/tcp/127.0.0.1/$gport") 2>/dev/null; }; then
         printf 'bootstrap=localhost:%s\ncontroller=localhost:%s\ncluster_id=%s\nkafka_version=%s\npid=%s\nlog_dir=%s\n' \
           "$port" "$cport" "$cluster_id" "$(kafka_version)" "$jpid" "$dir/data" >"$dir/READY.tmp"
+        if [[ -n "$gport" ]]; then
+          printf 'gssapi_bootstrap=localhost:%s\ngssapi_principal=%s\n' "$gport" "$principal" >>"$dir/READY.tmp"
+        fi
         mv "$dir/READY.tmp" "$dir/READY"
         exit 0
       fi
@@ -266,7 +303,7 @@ case "${1:-}" in
   status) shift; cmd_status "$@" ;;
   run) shift; cmd_run "$@" ;;
   *)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

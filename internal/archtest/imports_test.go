@@ -53,6 +53,7 @@ var rules = []rule{
 	{"cluster/yarndriver", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarnam", "cluster/yarndeploy"}, "the YARN resource driver only carries out scheduler decisions through yarn", ""},
 	{"cluster/yarnam", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarndeploy"}, "the ApplicationMaster's life is independent of the JobManager it hosts (injected by cmd/appmaster)", ""},
 	{"cluster/yarndeploy", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd"}, "the YARN client deploys binaries; it does not run jobs", ""},
+	{"security", []string{"stream", "runtime", "scheduler", "yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the Kerberos login is a leaf that Hadoop IPC, HDFS and Kafka share", ""},
 }
 
 type pkg struct {

@@ -4,10 +4,15 @@
 // A Client multiplexes concurrent calls over one TCP connection per
 // (address, protocol, user), matching responses to calls by call id. A
 // connection authenticates either with no SASL (plain SIMPLE: the user name is
-// sent in the connection context) or with SASL: SIMPLE, or TOKEN through
+// sent in the connection context) or with SASL: SIMPLE, TOKEN through
 // DIGEST-MD5 with a Hadoop token (the AMRMToken towards the scheduler, an
-// NMToken towards a NodeManager). KERBEROS is a seam that reports
-// ErrKerberosNotImplemented.
+// NMToken towards a NodeManager, an HDFS delegation token), or KERBEROS
+// through GSSAPI with a Kerberos login (Options.Kerberos). Under KERBEROS the
+// server's principal must be the one the Endpoint expects (ServerPrincipal,
+// with _HOST replaced by the address's host). Under KERBEROS and TOKEN the
+// quality of protection is negotiated from Options.QOP: with integrity or
+// privacy, every frame after the exchange travels wrapped in RpcSaslProto
+// WRAP messages.
 //
 // Idle connections send pings (call id -4) and are closed after IdleTimeout
 // without calls; a broken connection fails its outstanding calls with
@@ -47,14 +52,31 @@ type StaticToken struct{ T *hadoop.Token }
 // Token returns the token.
 func (s StaticToken) Token() *hadoop.Token { return s.T }
 
-// Kerberos is the seam for SASL GSSAPI authentication. TODO(kerberos issue):
-// implement with github.com/jcmturner/gokrb5/v8 and pass it in Options; while
-// it is nil, servers that only accept KERBEROS are refused with
-// ErrKerberosNotImplemented.
+// Kerberos authenticates connections with SASL GSSAPI. While Options.Kerberos
+// is nil, servers that only accept KERBEROS are refused with
+// ErrKerberosNotConfigured.
 type Kerberos interface {
 	// NewMechanism starts a GSSAPI exchange with the service principal
-	// protocol/serverID offered by the server.
-	NewMechanism(protocol, serverID string) (sasl.Mechanism, error)
+	// service/host, accepting the qualities of protection qops (most
+	// preferred first).
+	NewMechanism(service, host string, qops []string) (sasl.Mechanism, error)
+}
+
+// KerberosLogin is the Kerberos of a login (a *kerberos.Login as the
+// TicketSource).
+type KerberosLogin struct {
+	// Tickets gives service tickets. Required.
+	Tickets sasl.TicketSource
+	// Now dates authenticators. Default time.Now.
+	Now func() time.Time
+}
+
+// NewMechanism implements Kerberos.
+func (k KerberosLogin) NewMechanism(service, host string, qops []string) (sasl.Mechanism, error) {
+	if k.Tickets == nil {
+		return nil, errors.New("ipc: KerberosLogin without Tickets")
+	}
+	return sasl.NewGSSAPI(k.Tickets, service, host, qops, k.Now), nil
 }
 
 // Endpoint identifies a connection: one TCP connection is kept per distinct
@@ -71,6 +93,12 @@ type Endpoint struct {
 	// Token, when set, makes the connection authenticate with SASL TOKEN
 	// (DIGEST-MD5).
 	Token TokenSource
+	// ServerPrincipal is the Kerberos principal the server must present
+	// under KERBEROS, as configured (dfs.namenode.kerberos.principal,
+	// yarn.resourcemanager.principal): service/host@REALM where host may be
+	// _HOST, replaced by the host of Addr. Required when the connection
+	// authenticates with Kerberos.
+	ServerPrincipal string
 }
 
 type connKey struct{ addr, protocol, user string }
@@ -106,10 +134,12 @@ type Options struct {
 	// MaxCallRetries is how often an idempotent call is re-sent after the
 	// connection broke under it. Default 3.
 	MaxCallRetries int
-	// QOP lists acceptable SASL qualities of protection. Default
-	// [authentication]; only authentication is implemented.
+	// QOP lists acceptable SASL qualities of protection, most preferred
+	// first (hadoop.rpc.protection). Default [authentication]. Integrity
+	// and privacy apply to KERBEROS (GSSAPI) and TOKEN (DIGEST-MD5, with
+	// the rc4 cipher) connections alike.
 	QOP []hadoop.QOP
-	// Kerberos enables SASL KERBEROS. Default nil (not implemented yet).
+	// Kerberos enables SASL KERBEROS. Default nil: no Kerberos.
 	Kerberos Kerberos
 	// Rand supplies SASL nonces. Default crypto/rand.Reader.
 	Rand io.Reader
@@ -400,16 +430,16 @@ func (c *Client) dialOnce(ctx context.Context, ep Endpoint) (_ *conn, retryable 
 	_ = nc.SetDeadline(deadline)
 	// Unblock handshake I/O if ctx ends early.
 	stop := context.AfterFunc(dctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-	authMethod, err := c.handshake(nc, ep)
+	hs, err := c.handshake(nc, ep)
 	stop()
 	if err != nil {
 		nc.Close()
 		var re *hadoop.RemoteError
-		retry := !errors.As(err, &re) && !errors.Is(err, ErrAuth) && !errors.Is(err, ErrKerberosNotImplemented)
+		retry := !errors.As(err, &re) && !errors.Is(err, ErrAuth) && !errors.Is(err, ErrKerberosNotConfigured)
 		return nil, retry, err
 	}
 	_ = nc.SetDeadline(time.Time{})
-	cn := newConn(c, ep, nc, authMethod)
-	c.log.Debug("ipc: connected", "addr", ep.Addr, "protocol", ep.Protocol, "user", ep.User, "auth", authMethod)
+	cn := newConn(c, ep, nc, hs)
+	c.log.Debug("ipc: connected", "addr", ep.Addr, "protocol", ep.Protocol, "user", ep.User, "auth", hs.method, "qop", hs.qop)
 	return cn, false, nil
 }

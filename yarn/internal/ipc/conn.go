@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -20,7 +21,10 @@ type conn struct {
 	client *Client
 	ep     Endpoint
 	nc     net.Conn
+	r      io.Reader // frames in: nc, or the unwrapped stream under a security layer
+	w      io.Writer // frames out: nc, or a wrapping writer (guarded by writeMu)
 	auth   string
+	qop    string        // negotiated SASL quality of protection, "" without SASL
 	done   chan struct{} // closed once the connection is dead
 
 	writeMu sync.Mutex // serialises frames on nc
@@ -45,8 +49,10 @@ type pendingCall struct {
 	err    error
 }
 
-func newConn(c *Client, ep Endpoint, nc net.Conn, auth string) *conn {
-	cn := &conn{client: c, ep: ep, nc: nc, auth: auth, done: make(chan struct{})}
+func newConn(c *Client, ep Endpoint, nc net.Conn, hs handshakeResult) *conn {
+	cn := &conn{client: c, ep: ep, nc: nc, auth: hs.method, qop: hs.qop, done: make(chan struct{}),
+		r: newFrameReader(nc, hs.layer, c.opts.MaxResponseSize),
+		w: newFrameWriter(nc, hs.layer, c.opts.ClientID)}
 	now := time.Now()
 	cn.mu.pending = make(map[int32]*pendingCall)
 	cn.mu.lastWrite = now
@@ -178,7 +184,7 @@ func (cn *conn) write(ctx context.Context, f []byte) error {
 		_ = cn.nc.SetWriteDeadline(d)
 		defer cn.nc.SetWriteDeadline(time.Time{})
 	}
-	_, err := cn.nc.Write(f)
+	_, err := cn.w.Write(f)
 	if err == nil {
 		cn.mu.Lock()
 		cn.mu.lastWrite = time.Now()
@@ -190,7 +196,7 @@ func (cn *conn) write(ctx context.Context, f []byte) error {
 // readLoop delivers response frames until the connection fails.
 func (cn *conn) readLoop() {
 	for {
-		f, err := readFrame(cn.nc, cn.client.opts.MaxResponseSize)
+		f, err := readFrame(cn.r, cn.client.opts.MaxResponseSize)
 		if err != nil {
 			cn.close(fmt.Errorf("%w: reading from %s: %v", ErrConnectionLost, cn.ep.Addr, err))
 			return

@@ -17,10 +17,9 @@ var (
 	// ErrAuth is wrapped when the SASL exchange fails on our side (no common
 	// mechanism, bad server proof, unsupported quality of protection).
 	ErrAuth = errors.New("ipc: authentication failed")
-	// ErrKerberosNotImplemented is returned when only Kerberos could
-	// authenticate a connection. TODO(kerberos issue): GSSAPI via
-	// github.com/jcmturner/gokrb5/v8 behind the Kerberos seam.
-	ErrKerberosNotImplemented = errors.New("ipc: Kerberos (GSSAPI) authentication is not implemented yet")
+	// ErrKerberosNotConfigured is returned when only Kerberos could
+	// authenticate a connection and the client has no Kerberos login.
+	ErrKerberosNotConfigured = errors.New("ipc: the server requires Kerberos and the client has no Kerberos login (security.kerberos.login.keytab/principal, or a ticket cache)")
 )
 
 // staleError reports that a call found its connection already dead before

@@ -3,6 +3,8 @@
 //
 //   - commonpb: Hadoop IPC framing (proto package sluice.hadoop.common)
 //   - yarnpb:   YARN records and protocol messages (proto package sluice.yarn)
+//   - hdfspb:   the few ClientNamenodeProtocol messages Sluice sends (proto
+//     package sluice.hadoop.hdfs)
 //
 // Field numbers and types follow Hadoop's public wire format; proto package
 // names and file paths are Sluice's own, so the descriptors never clash with
@@ -13,4 +15,4 @@
 // protoc-gen-go on PATH).
 package proto
 
-//go:generate protoc --proto_path=../../.. --go_out=../../.. --go_opt=paths=source_relative yarn/internal/proto/commonpb/rpc_header.proto yarn/internal/proto/commonpb/ipc_connection_context.proto yarn/internal/proto/commonpb/protobuf_rpc_engine.proto yarn/internal/proto/commonpb/security.proto yarn/internal/proto/yarnpb/yarn_protos.proto yarn/internal/proto/yarnpb/yarn_service_protos.proto
+//go:generate protoc --proto_path=../../.. --go_out=../../.. --go_opt=paths=source_relative yarn/internal/proto/commonpb/rpc_header.proto yarn/internal/proto/commonpb/ipc_connection_context.proto yarn/internal/proto/commonpb/protobuf_rpc_engine.proto yarn/internal/proto/commonpb/security.proto yarn/internal/proto/yarnpb/yarn_protos.proto yarn/internal/proto/yarnpb/yarn_service_protos.proto yarn/internal/proto/hdfspb/namenode.proto

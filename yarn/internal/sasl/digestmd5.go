@@ -1,14 +1,13 @@
 // Package sasl implements the SASL mechanisms Hadoop IPC uses between a
 // Sluice process and a Hadoop server: DIGEST-MD5 (RFC 2831) for token
-// authentication. The mechanisms are pure state machines over byte slices;
-// the ipc package carries their tokens in RpcSaslProto messages.
+// authentication and GSSAPI (RFC 4752, Kerberos V5 per RFC 4121) for
+// Kerberos. The mechanisms are state machines over byte slices; the ipc
+// package carries their tokens in RpcSaslProto messages.
 //
-// Only the "auth" quality of protection is implemented. "auth-int" and
-// "auth-conf" (hadoop.rpc.protection=integrity/privacy) need a security layer
-// that wraps every RPC frame; the SecurityLayer interface is the seam for it.
-//
-// KERBEROS (GSSAPI) is not implemented here yet: see the ipc package's
-// Kerberos seam.
+// Both implement all three qualities of protection ("auth", "auth-int",
+// "auth-conf": hadoop.rpc.protection authentication, integrity, privacy;
+// DIGEST-MD5's confidentiality with the rc4 cipher); after integrity or
+// privacy the mechanism's SecurityLayer wraps every RPC frame.
 package sasl
 
 import (
@@ -20,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,11 +43,19 @@ const (
 )
 
 // SecurityLayer wraps and unwraps RPC frames after a SASL exchange that
-// negotiated integrity or privacy. TODO(kerberos issue): implement for
-// auth-int/auth-conf; with qop=auth there is no layer.
+// negotiated integrity or privacy; with qop=auth there is no layer.
 type SecurityLayer interface {
 	Wrap(p []byte) ([]byte, error)
 	Unwrap(p []byte) ([]byte, error)
+	// MaxWrap is the largest plaintext one Wrap may take (the peer's
+	// buffer less the wrapping).
+	MaxWrap() int
+}
+
+// Layered is implemented by mechanisms that can negotiate a security layer.
+type Layered interface {
+	// SecurityLayer is the negotiated layer, nil for qop=auth.
+	SecurityLayer() SecurityLayer
 }
 
 // Mechanism is a client-side SASL mechanism.
@@ -74,19 +83,22 @@ type DigestMD5 struct {
 	allowed            []string
 	rand               io.Reader
 
-	step     int
-	qop      string
-	nonce    string
-	cnonce   string
-	realm    string
-	nc       string
-	uri      string
-	complete bool
+	step      int
+	qop       string
+	nonce     string
+	cnonce    string
+	realm     string
+	nc        string
+	uri       string
+	cipher    string // "rc4" under auth-conf
+	serverMax int    // the server's maxbuf
+	complete  bool
+	layer     *digestLayer
 }
 
 // NewDigestMD5 returns a DIGEST-MD5 client. allowed lists acceptable qop
-// values in preference order; only QOPAuth is supported today and an empty
-// list means QOPAuth. rand supplies the client nonce (crypto/rand.Reader in
+// values in preference order (QOPAuth, QOPAuthInt, QOPAuthConf with the rc4
+// cipher); an empty list means QOPAuth. rand supplies the client nonce (crypto/rand.Reader in
 // production).
 func NewDigestMD5(username, password, protocol, serverID string, allowed []string, rand io.Reader) *DigestMD5 {
 	if len(allowed) == 0 {
@@ -125,6 +137,9 @@ func (d *DigestMD5) Step(challenge []byte) ([]byte, bool, error) {
 			return nil, false, err
 		}
 		d.complete = true
+		if d.qop != QOPAuth {
+			d.layer = newDigestLayer(d.ha1(), d.qop, d.serverMax, true)
+		}
 		return nil, true, nil
 	}
 	return nil, false, fmt.Errorf("%w: DIGEST-MD5 exchange already finished", ErrProtocol)
@@ -136,7 +151,8 @@ func (d *DigestMD5) respond(challenge []byte) ([]byte, error) {
 		return nil, err
 	}
 	var realms []string
-	var qopOpts []string
+	var qopOpts, ciphers []string
+	d.serverMax = 65536
 	seen := map[string]bool{}
 	for _, kv := range dirs {
 		switch kv.Key {
@@ -158,6 +174,16 @@ func (d *DigestMD5) respond(challenge []byte) ([]byte, error) {
 					qopOpts = append(qopOpts, q)
 				}
 			}
+		case "cipher":
+			for _, c := range strings.Split(kv.Value, ",") {
+				ciphers = append(ciphers, strings.TrimSpace(c))
+			}
+		case "maxbuf":
+			n, err := strconv.Atoi(kv.Value)
+			if err != nil || n < 256 || n > 1<<24-1 {
+				return nil, fmt.Errorf("%w: DIGEST-MD5 maxbuf %q", ErrProtocol, kv.Value)
+			}
+			d.serverMax = n
 		case "algorithm":
 			if kv.Value != "md5-sess" {
 				return nil, fmt.Errorf("%w: DIGEST-MD5 algorithm %q, want md5-sess", ErrProtocol, kv.Value)
@@ -178,20 +204,21 @@ func (d *DigestMD5) respond(challenge []byte) ([]byte, error) {
 		qopOpts = []string{QOPAuth}
 	}
 	for _, want := range d.allowed {
-		if want != QOPAuth {
-			continue // TODO(kerberos issue): auth-int/auth-conf need a SecurityLayer.
+		if !slices.Contains(qopOpts, want) {
+			continue
 		}
-		for _, offered := range qopOpts {
-			if offered == want {
-				d.qop = want
+		if want == QOPAuthConf {
+			// Of RFC 2831's ciphers only rc4 (128 bits) is spoken here.
+			if !slices.Contains(ciphers, "rc4") {
+				continue
 			}
+			d.cipher = "rc4"
 		}
-		if d.qop != "" {
-			break
-		}
+		d.qop = want
+		break
 	}
 	if d.qop == "" {
-		return nil, fmt.Errorf("%w: server offers %v, client accepts %v (only auth is implemented)", ErrQOPUnsupported, qopOpts, d.allowed)
+		return nil, fmt.Errorf("%w: server offers %v (ciphers %v), client accepts %v (auth-conf needs the rc4 cipher)", ErrQOPUnsupported, qopOpts, ciphers, d.allowed)
 	}
 	if len(realms) > 0 {
 		d.realm = realms[0]
@@ -223,6 +250,10 @@ func (d *DigestMD5) respond(challenge []byte) ([]byte, error) {
 	b.WriteString(d.digest(true))
 	b.WriteString(",qop=")
 	b.WriteString(d.qop)
+	if d.cipher != "" {
+		b.WriteString(",cipher=")
+		b.WriteString(d.cipher)
+	}
 	if d.authzid != "" {
 		b.WriteString(",authzid=")
 		b.WriteString(quote(d.authzid))
@@ -247,6 +278,29 @@ func (d *DigestMD5) verifyRspAuth(msg []byte) error {
 	return fmt.Errorf("%w: DIGEST-MD5 final message has no rspauth", ErrProtocol)
 }
 
+// SecurityLayer implements Layered: nil under auth.
+func (d *DigestMD5) SecurityLayer() SecurityLayer {
+	if d.layer == nil {
+		return nil
+	}
+	return d.layer
+}
+
+// ha1 is H(A1), the session key the layer's keys derive from.
+func (d *DigestMD5) ha1() [16]byte {
+	return digestHA1(d.username, d.realm, d.password, d.nonce, d.cnonce, d.authzid)
+}
+
+func digestHA1(username, realm, password, nonce, cnonce, authzid string) [16]byte {
+	inner := md5.Sum([]byte(username + ":" + realm + ":" + password))
+	a1 := bytes.NewBuffer(inner[:])
+	a1.WriteString(":" + nonce + ":" + cnonce)
+	if authzid != "" {
+		a1.WriteString(":" + authzid)
+	}
+	return md5.Sum(a1.Bytes())
+}
+
 // digest computes the response value (client=true) or rspauth (false).
 func (d *DigestMD5) digest(client bool) string {
 	return DigestResponse(d.username, d.realm, d.password, d.nonce, d.cnonce, d.nc, d.qop, d.uri, d.authzid, client)
@@ -255,13 +309,7 @@ func (d *DigestMD5) digest(client bool) string {
 // DigestResponse computes RFC 2831's response-value (client=true, A2 starts
 // with "AUTHENTICATE") or rspauth (client=false) for algorithm md5-sess.
 func DigestResponse(username, realm, password, nonce, cnonce, nc, qop, digestURI, authzid string, client bool) string {
-	inner := md5.Sum([]byte(username + ":" + realm + ":" + password))
-	a1 := bytes.NewBuffer(inner[:])
-	a1.WriteString(":" + nonce + ":" + cnonce)
-	if authzid != "" {
-		a1.WriteString(":" + authzid)
-	}
-	ha1 := md5.Sum(a1.Bytes())
+	ha1 := digestHA1(username, realm, password, nonce, cnonce, authzid)
 	a2 := ":" + digestURI
 	if client {
 		a2 = "AUTHENTICATE" + a2

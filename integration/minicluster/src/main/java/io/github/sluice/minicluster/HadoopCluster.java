@@ -69,6 +69,8 @@ final class HadoopCluster {
     int minAllocationMb = 64;
     /** How long to wait for NodeManagers to register and turn RUNNING, ms (default 120000). */
     long nodeWaitMs = 120_000;
+    /** The started KDC of the secure mode; null (the default) for a cluster without Kerberos. */
+    SecureSetup secure;
   }
 
   HadoopCluster(Settings settings) {
@@ -147,12 +149,25 @@ final class HadoopCluster {
     c.setLong(YarnConfiguration.NM_PROCESS_KILL_WAIT_MS, 1000);
     // Keep finished containers' logs where a failing test can read them.
     c.setLong(YarnConfiguration.NM_LOG_RETAIN_SECONDS, 3 * 3600);
+    if (s.secure != null) {
+      s.secure.configureServers(c);
+    }
     return c;
   }
 
   /** Starts HDFS, prepares home directories, then YARN, and waits for the NodeManagers. */
   void start() throws Exception {
-    user = UserGroupInformation.getCurrentUser().getShortUserName();
+    if (settings.secure != null) {
+      // The harness acts as the HDFS superuser (the NameNode's own principal) to prepare the
+      // directories; clients are the principal SecureSetup.CLIENT.
+      UserGroupInformation.setConfiguration(conf);
+      UserGroupInformation.loginUserFromKeytab(
+          settings.secure.principal("hdfs/" + SecureSetup.HOST),
+          settings.secure.serviceKeytab().getAbsolutePath());
+      user = SecureSetup.CLIENT;
+    } else {
+      user = UserGroupInformation.getCurrentUser().getShortUserName();
+    }
 
     LOG.info("starting MiniDFSCluster under {}", conf.get(MiniDFSCluster.HDFS_MINIDFS_BASEDIR));
     dfs =
@@ -245,6 +260,9 @@ final class HadoopCluster {
     m.put("hadoop_version", VersionInfo.getVersion());
     m.put("user", user);
     m.put("work_dir", settings.workDir.getAbsolutePath());
+    if (settings.secure != null) {
+      m.putAll(settings.secure.fields());
+    }
     for (Map.Entry<String, String> e : m.entrySet()) {
       if (e.getValue() == null || e.getValue().isEmpty() || e.getValue().endsWith(":0")) {
         throw new IllegalStateException("effective address unknown for " + e.getKey());
@@ -278,6 +296,9 @@ final class HadoopCluster {
     core.set("fs.defaultFS", a.get("fs_default_fs"));
     core.set("hadoop.security.authentication", "simple");
     core.set("hadoop.security.authorization", "false");
+    if (settings.secure != null) {
+      settings.secure.configureCore(core);
+    }
     writeXml(core, dir.resolve("core-site.xml"));
 
     Configuration hdfs = new Configuration(false);
@@ -286,6 +307,9 @@ final class HadoopCluster {
     hdfs.set("dfs.replication", "1");
     hdfs.set("dfs.permissions.enabled", "true");
     hdfs.set("dfs.client.use.datanode.hostname", "false");
+    if (settings.secure != null) {
+      settings.secure.configureHdfs(hdfs);
+    }
     writeXml(hdfs, dir.resolve("hdfs-site.xml"));
 
     Configuration yc = new Configuration(false);
@@ -314,6 +338,9 @@ final class HadoopCluster {
       }
     }
     yc.set("yarn.resourcemanager.hostname", PUBLISHED_HOST);
+    if (settings.secure != null) {
+      settings.secure.configureYarn(yc);
+    }
     writeXml(yc, dir.resolve("yarn-site.xml"));
   }
 
@@ -356,6 +383,9 @@ final class HadoopCluster {
     }
     if (dfs != null) {
       stopQuietly("MiniDFSCluster", () -> dfs.shutdown(true));
+    }
+    if (settings.secure != null) {
+      settings.secure.stop();
     }
   }
 

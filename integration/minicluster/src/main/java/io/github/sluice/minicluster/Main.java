@@ -21,8 +21,11 @@ import sun.misc.Signal;
  *
  * <pre>
  * java ... io.github.sluice.minicluster.Main --conf-dir DIR [--work-dir DIR] [--nodemanagers N]
- *     [--nm-memory-mb MB] [--nm-vcores N] [--min-allocation-mb MB] [--exit-on-stdin-eof]
+ *     [--nm-memory-mb MB] [--nm-vcores N] [--min-allocation-mb MB] [--secure] [--exit-on-stdin-eof]
  * </pre>
+ *
+ * With --secure, a MiniKdc starts first (see SecureSetup), KDC_READY is written once it is up with
+ * its principals and keytabs, and every server runs with Kerberos authentication.
  *
  * Writes core-site.xml, hdfs-site.xml and yarn-site.xml into the conf dir, then READY (key=value
  * lines) once every NodeManager is RUNNING. Stops on SIGTERM/SIGINT, and also when standard input
@@ -66,7 +69,9 @@ public final class Main {
     Path confDir = a.confDir.toAbsolutePath();
     Files.createDirectories(confDir);
     Path ready = confDir.resolve(READY);
+    Path kdcReady = confDir.resolve("KDC_READY");
     Files.deleteIfExists(ready);
+    Files.deleteIfExists(kdcReady);
 
     HadoopCluster.Settings s = new HadoopCluster.Settings();
     s.workDir = a.workDir.toAbsolutePath().toFile();
@@ -84,11 +89,23 @@ public final class Main {
           cwd, s.workDir, cwd);
     }
 
+    if (a.secure) {
+      SecureSetup sec = new SecureSetup(confDir, s.workDir);
+      try {
+        sec.start();
+        sec.writeKdcReady(confDir);
+      } catch (Exception | Error e) {
+        sec.stop();
+        throw e;
+      }
+      s.secure = sec;
+    }
     HadoopCluster cluster = new HadoopCluster(s);
     Runnable stop =
         () -> {
           try {
             Files.deleteIfExists(ready);
+            Files.deleteIfExists(kdcReady);
           } catch (IOException e) {
             LOG.warn("removing {}", ready, e);
           }
@@ -174,7 +191,7 @@ public final class Main {
   static final class Args {
     static final String USAGE =
         "usage: Main --conf-dir DIR [--work-dir DIR] [--nodemanagers N] [--nm-memory-mb MB]"
-            + " [--nm-vcores N] [--min-allocation-mb MB] [--exit-on-stdin-eof]";
+            + " [--nm-vcores N] [--min-allocation-mb MB] [--secure] [--exit-on-stdin-eof]";
 
     Path confDir;
     Path workDir;
@@ -183,6 +200,7 @@ public final class Main {
     int nmVcores = 8;
     int minAllocationMb = 64;
     boolean exitOnStdinEof;
+    boolean secure;
 
     static Args parse(String[] argv) {
       Args a = new Args();
@@ -190,6 +208,10 @@ public final class Main {
         String k = argv[i];
         if (k.equals("--exit-on-stdin-eof")) {
           a.exitOnStdinEof = true;
+          continue;
+        }
+        if (k.equals("--secure")) {
+          a.secure = true;
           continue;
         }
         if (i + 1 >= argv.length) {
