@@ -437,7 +437,7 @@ func TestInfoPrintsThePlan(t *testing.T) {
 func TestCLILifecycle(t *testing.T) {
 	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
 	out := filepath.Join(c.dir, "out")
-	const n, keys = 9000, 3
+	const n, keys = 40000, 4
 	common := append([]string{"-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
 	run := func(extra ...string) string {
 		args := append(append([]string{"run", "-d"}, common...), extra...)
@@ -461,13 +461,15 @@ func TestCLILifecycle(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		records := regexp.MustCompile(`flink_taskmanager_job_task_numRecordsOut\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-		size := regexp.MustCompile(`flink_jobmanager_job_lastCheckpointSize\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-		if records == nil || size == nil {
-			return false
+		sum := func(metric string) float64 {
+			total := 0.0
+			for _, m := range regexp.MustCompile(metric + `\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
+				v, _ := strconv.ParseFloat(string(m[1]), 64)
+				total += v
+			}
+			return total
 		}
-		r, _ := strconv.ParseFloat(string(records[1]), 64)
-		z, _ := strconv.ParseFloat(string(size[1]), 64)
+		r, z := sum("flink_taskmanager_job_task_numRecordsOut"), sum("flink_jobmanager_job_lastCheckpointSize")
 		return r > 0 && z > 0
 	})
 	ck := c.mustSluice("checkpoint", "-m", c.rest(), job)

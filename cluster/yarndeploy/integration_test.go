@@ -9,8 +9,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -459,33 +461,44 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// TestAppMasterCommand runs the real cmd/appmaster: it registers, ends the
-// application (FAILED: its JobManager seam is not filled in yet, and it
-// says so) and deletes the staging directory.
+// TestAppMasterCommand: the real cmd/appmaster registers, hosts a session
+// JobManager whose REST endpoint answers with the cluster's overview, and,
+// killed, leaves no staging directory.
 func TestAppMasterCommand(t *testing.T) {
 	r := newRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	d := r.deployer(t, map[string]string{"jobmanager.memory.process.size": "256m"}, bins.realAM, &lines{t: t}, nil)
 	app, err := d.Deploy(ctx)
-	var id yarn.ApplicationID
-	var ae *yarn.ApplicationError
-	switch {
-	case err == nil: // seen RUNNING before it ended
-		id = app.ID
-	case errors.As(err, &ae):
-		id = ae.ID
-	default:
-		t.Fatal(err)
-	}
-	rep, err := d.YARN().WaitForState(ctx, id, 100*time.Millisecond, yarn.StateFinished)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.FinalStatus != yarn.FinalFailed || !strings.Contains(rep.Diagnostics, "JobManager components") {
-		t.Errorf("final status %s: %q", rep.FinalStatus, rep.Diagnostics)
+	if app.RESTAddress == "" {
+		t.Fatal("the ApplicationMaster registered no REST endpoint")
 	}
-	dir, err := d.StagingDir(id)
+	var body []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(strings.TrimSuffix(app.RESTAddress, "/") + "/overview")
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's REST endpoint %s did not answer /overview: %v %s", app.RESTAddress, err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), `"slots-total"`) {
+		t.Errorf("/overview: %s", body)
+	}
+	if err := d.Kill(ctx, app.ID); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := d.StagingDir(app.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
