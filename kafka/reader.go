@@ -300,6 +300,11 @@ func (r *Reader[T]) PollNext(out stream.ReaderOutput[T]) (stream.InputStatus, er
 	}
 	r.fresh = r.fresh[:0]
 
+	// Records of a fetch come in runs of one partition: look its split up
+	// once per run, not per record (the map's key hashes the topic name).
+	var lastTopic string
+	lastPartition := int32(-1)
+	var last *splitState[T]
 	for budget := r.cfg.maxPollRecords; budget > 0; budget-- {
 		if len(r.cur) == 0 {
 			select {
@@ -314,12 +319,17 @@ func (r *Reader[T]) PollNext(out stream.ReaderOutput[T]) (stream.InputStatus, er
 		rec := r.cur[0]
 		r.cur[0] = nil
 		r.cur = r.cur[1:]
-		st := r.splits[TopicPartition{rec.Topic, rec.Partition}]
+		st := last
+		if rec.Partition != lastPartition || rec.Topic != lastTopic {
+			st = r.splits[TopicPartition{rec.Topic, rec.Partition}]
+			last, lastTopic, lastPartition = st, rec.Topic, rec.Partition
+		}
 		if st == nil || rec.Offset < st.split.Offset {
 			continue // a finished split's, or already read
 		}
 		if rec.Offset >= st.split.StoppingOffset {
 			r.finish(st, out)
+			last, lastPartition = nil, -1
 			continue
 		}
 		if !rec.Attrs.IsControl() {
@@ -335,6 +345,7 @@ func (r *Reader[T]) PollNext(out stream.ReaderOutput[T]) (stream.InputStatus, er
 		st.split.Offset = rec.Offset + 1
 		if st.split.Finished() {
 			r.finish(st, out)
+			last, lastPartition = nil, -1
 		}
 	}
 	if len(r.splits) == 0 && r.noMore {
