@@ -463,7 +463,7 @@ func TestCLILifecycle(t *testing.T) {
 		}
 		sum := func(metric string) float64 {
 			total := 0.0
-			for _, m := range regexp.MustCompile(metric + `\{[^}]*job_id="` + job + `"[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
+			for _, m := range regexp.MustCompile(metric+`\{[^}]*job_id="`+job+`"[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
 				v, _ := strconv.ParseFloat(string(m[1]), 64)
 				total += v
 			}
