@@ -112,8 +112,8 @@ func (c *Config) Validate() error {
 // ResourceManager's Driver: SetRequired and Release may be called from any
 // goroutine, before or while Run runs.
 type Driver struct {
-	cfg    Config
-	log    *slog.Logger
+	cfg  Config
+	log  *slog.Logger
 	wake chan struct{} // capacity 1: SetRequired or Release happened
 
 	mu struct {
