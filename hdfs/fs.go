@@ -294,6 +294,18 @@ func (f *FileSystem) Mkdir(p string, perm iofs.FileMode) error {
 	return nil
 }
 
+// Chmod sets the permissions of p to perm (e.g. 0o600 for a file only its
+// owner may read, such as a keytab).
+func (f *FileSystem) Chmod(p string, perm iofs.FileMode) error {
+	if err := checkPath("chmod", p); err != nil {
+		return err
+	}
+	if err := f.client.Chmod(p, perm.Perm()); err != nil {
+		return f.translate("chmod", p, err)
+	}
+	return nil
+}
+
 // Java exception classes colinmarc/hdfs leaves untranslated.
 const (
 	classFileNotFound      = "java.io.FileNotFoundException"

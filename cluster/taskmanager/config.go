@@ -77,6 +77,11 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the TaskManager's logs. Default: discarded.
 	Logger *slog.Logger
+	// WorkerConfiguration is added to every worker's configuration, over
+	// the job's: settings of the TaskManager's host the job cannot know,
+	// such as the Kerberos login of a YARN container (the absolute path of
+	// its shipped keytab). Default: none.
+	WorkerConfiguration map[string]string
 }
 
 // ConfigFrom reads a Config from a configuration: jobmanager.rpc.address

@@ -848,10 +848,11 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 		return nil, abort(withCode(codes.Internal, fmt.Errorf("taskmanager: worker directory: %w", err)))
 	}
 	deployment := filepath.Join(dir, "deployment.json")
-	configuration := req.GetConfiguration()
+	configuration := maps.Clone(req.GetConfiguration())
 	if configuration == nil {
 		configuration = map[string]string{}
 	}
+	maps.Copy(configuration, tm.cfg.WorkerConfiguration)
 	if err := writeWorkerDeployment(deployment, &WorkerDeployment{
 		Format: DeploymentFormat, TaskManagerID: tm.id, TaskManagerAddress: tm.addr,
 		JobID: req.GetJobId(), Attempt: req.GetAttempt(), WorkerID: req.GetWorkerId(),

@@ -1,12 +1,16 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // registerHDFS makes hdfs:// URIs (checkpoint and savepoint directories)
@@ -19,12 +23,54 @@ import (
 // on its resolver (stream.WithFileSystems) keeps its own. Nothing is
 // dialled until a URI is resolved.
 func registerHDFS(r *fs.Resolver, getenv func(string) string) error {
+	_, err := setUpHDFS(context.Background(), r, getenv, nil, nil)
+	return err
+}
+
+// setUpHDFS is registerHDFS with the worker's Kerberos login: when the
+// Hadoop configuration requires Kerberos and the deployment's
+// configuration names a keytab and principal (on YARN the TaskManager's
+// shipped keytab, security.kerberos.login.*), the worker logs in and keeps
+// the login valid (re-login loop) until stop, which closes it.
+func setUpHDFS(ctx context.Context, r *fs.Resolver, getenv func(string) string, configuration map[string]string, log *slog.Logger) (stop func(), err error) {
+	stop = func() {}
 	if slices.Contains(r.Schemes(), "hdfs") {
-		return nil
+		return stop, nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	h, err := hadoop.LoadFromEnvironment(getenv)
 	if err != nil {
-		return fmt.Errorf("worker: the Hadoop configuration for hdfs:// URIs: %w", err)
+		return stop, fmt.Errorf("worker: the Hadoop configuration for hdfs:// URIs: %w", err)
 	}
-	return hdfs.Register(r, hdfs.Config{Hadoop: h, Getenv: getenv})
+	var login *kerberos.Login
+	if auth, err := h.SecurityAuthentication(); err != nil {
+		return stop, err
+	} else if auth == hadoop.AuthKerberos && len(configuration) > 0 {
+		kc := kerberos.FromConfiguration(conf.FromMap(configuration, conf.Source{Name: "worker deployment"}))
+		if kc.Keytab != "" {
+			if login, err = kerberos.New(kc, kerberos.WithLogger(log)); err != nil {
+				return stop, fmt.Errorf("worker: Kerberos login for hdfs:// URIs: %w", err)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if err := login.Run(ctx); err != nil {
+					log.Error("worker: the Kerberos re-login loop ended", "err", err)
+				}
+			}()
+			stop = func() {
+				cancel()
+				<-done
+				login.Close()
+			}
+		}
+	}
+	if err := hdfs.Register(r, hdfs.Config{Hadoop: h, Getenv: getenv, Kerberos: login}); err != nil {
+		stop()
+		return func() {}, err
+	}
+	return stop, nil
 }

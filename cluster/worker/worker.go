@@ -79,10 +79,13 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deploym
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("job", dep.JobID, "worker", dep.WorkerID)
-	if err := registerHDFS(opts.FileSystems, os.Getenv); err != nil {
+	stopHDFS, err := setUpHDFS(ctx, opts.FileSystems, os.Getenv, dep.Configuration, log)
+	if err != nil {
 		// Only hdfs:// URIs are affected; a job that uses none runs.
 		log.Warn("hdfs:// URIs will not resolve", "err", err)
 	}
+	// After the tasks have stopped (deferred calls run last first).
+	defer stopHDFS()
 	host := dep.DataHost
 	if host == "" {
 		host = "127.0.0.1"

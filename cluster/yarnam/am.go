@@ -151,6 +151,13 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 		log.Warn("yarnam: configuration", "warning", w.String())
 	}
 
+	stopSecurity, err := startSecurity(ctx, env, log)
+	if err != nil {
+		reportBrokenEnvironment(ctx, cfg, log, env, err)
+		return err
+	}
+	defer stopSecurity()
+
 	rpcLn, err := net.Listen("tcp", ":0")
 	if err != nil {
 		return fmt.Errorf("yarnam: opening the JobManager RPC listener: %w", err)
@@ -176,7 +183,7 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 	log.Info("yarnam: registered with the ResourceManager", "host", env.Host, "rest", restURL, "rpc_port", rpcPort,
 		"queue", reg.Queue, "max_container", reg.MaxCapability.String())
 
-	nm, err := yarn.NewNMClient(yarn.NMClientConfig{Tokens: am, Logger: log})
+	nm, err := yarn.NewNMClient(yarn.NMClientConfig{Tokens: am, Logger: log, QOP: env.QOP})
 	if err != nil {
 		return err
 	}
@@ -209,6 +216,11 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 
 	hostCtx, cancelHost := context.WithCancelCause(ctx)
 	defer cancelHost(nil)
+	stopTokens, err := startDelegationTokens(hostCtx, env, drv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTokens()
 	driver := &Driver{d: drv, fail: cancelHost}
 	final := host(hostCtx, &Session{Env: env, Driver: driver, RPC: rpcLn, REST: restLn, RESTURL: restURL, Logger: log})
 	driver.stop()
@@ -248,7 +260,7 @@ func newAMClient(env *Environment, log *slog.Logger) (*yarn.AMClient, error) {
 	for i, r := range rms {
 		addrs[i] = r.Address
 	}
-	return yarn.NewAMClient(yarn.AMClientConfig{Schedulers: addrs, AMRMToken: env.AMRMToken, Attempt: env.Container.Attempt, Logger: log})
+	return yarn.NewAMClient(yarn.AMClientConfig{Schedulers: addrs, AMRMToken: env.AMRMToken, Attempt: env.Container.Attempt, Logger: log, QOP: env.QOP})
 }
 
 // reportBrokenEnvironment tells YARN (and so the user, in the application
@@ -297,7 +309,7 @@ func RemoveStagingDir(env *Environment) error {
 	if u.Scheme != "hdfs" {
 		return fmt.Errorf("yarnam: staging directory %s: only hdfs:// is supported", u)
 	}
-	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: env.Hadoop, User: env.User}, u.Host)
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: env.Hadoop, User: env.User, Kerberos: env.Kerberos}, u.Host)
 	if err != nil {
 		return err
 	}

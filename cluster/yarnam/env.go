@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -102,6 +103,13 @@ type Environment struct {
 	Warnings []conf.Warning
 	// Hadoop is the Hadoop configuration (HADOOP_CONF_DIR).
 	Hadoop *hadoop.Configuration
+	// QOP are the qualities of protection of the ResourceManager's and
+	// NodeManagers' token connections on a secure cluster
+	// (hadoop.rpc.protection); nil otherwise.
+	QOP []hadoop.QOP
+	// Kerberos is the ApplicationMaster's login on a secure cluster, from
+	// the shipped keytab (ContainerKerberos), set by Run; nil otherwise.
+	Kerberos *kerberos.Login
 }
 
 // ReadEnvironment reads the ApplicationMaster's environment and reports

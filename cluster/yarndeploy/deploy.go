@@ -28,6 +28,7 @@ import (
 	"github.com/sluice/sluice/cluster/yarndriver"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -90,6 +91,13 @@ type Options struct {
 	Logger *slog.Logger
 	// PollInterval between application reports. Default 200 ms.
 	PollInterval time.Duration
+	// Kerberos is the login for a cluster with
+	// hadoop.security.authentication=kerberos. Default: New logs in as
+	// Conf says (security.kerberos.login.keytab and .principal, or the
+	// ticket cache), keeps the login valid until Close, and, when a keytab
+	// is configured, ships it to the containers
+	// (yarn.security.kerberos.ship-local-keytab).
+	Kerberos *kerberos.Login
 }
 
 // Deployer deploys and kills Sluice applications on one YARN cluster.
@@ -100,6 +108,11 @@ type Deployer struct {
 	yarn   *yarn.Client
 	log    *slog.Logger
 	out    io.Writer
+
+	// login is the Kerberos login (nil: SIMPLE); stopLogin ends its
+	// re-login loop, and closes it if the Deployer made it.
+	login     *kerberos.Login
+	stopLogin func()
 }
 
 // New checks opts and connects (lazily) to the ResourceManager.
@@ -135,27 +148,65 @@ func New(opts Options) (*Deployer, error) {
 			errs = append(errs, fmt.Errorf("%s: %s is not an executable file", f.what, f.path))
 		}
 	}
+	if opts.Conf != nil {
+		if err := checkKeytab(opts.Conf); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	h := withOverrides(opts.Hadoop, opts.Conf, opts.Getenv)
+	login, own, err := kerberosLogin(opts, h)
+	if err != nil {
+		return nil, err
+	}
+	stopLogin := func() {}
+	if login != nil && own {
+		// The re-login loop keeps an attached client's login valid for as
+		// long as it follows the application.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := login.Run(ctx); err != nil {
+				opts.Logger.Warn("yarndeploy: the Kerberos re-login loop ended", "err", err)
+			}
+		}()
+		stopLogin = func() {
+			cancel()
+			<-done
+			login.Close()
+		}
+	}
 	user := opts.User
+	if user == "" && login != nil {
+		// A secure cluster knows the user by the principal's short name.
+		user = shortName(login.Principal())
+	}
 	if user == "" {
 		u, err := hadoop.CurrentUser(opts.Getenv)
 		if err != nil {
+			stopLogin()
 			return nil, err
 		}
 		user = u
 	}
-	h := withOverrides(opts.Hadoop, opts.Conf, opts.Getenv)
-	yc, err := yarn.NewClientFromConfiguration(h, user, opts.Logger)
+	yc, err := newYARNClient(opts, h, user, login)
 	if err != nil {
+		stopLogin()
 		return nil, err
 	}
-	return &Deployer{opts: opts, user: user, hadoop: h, yarn: yc, log: opts.Logger, out: opts.Progress}, nil
+	return &Deployer{opts: opts, user: user, hadoop: h, yarn: yc, log: opts.Logger, out: opts.Progress, login: login, stopLogin: stopLogin}, nil
 }
 
-// Close closes the connection to the ResourceManager.
-func (d *Deployer) Close() error { return d.yarn.Close() }
+// Close closes the connection to the ResourceManager and ends the Kerberos
+// login the Deployer made.
+func (d *Deployer) Close() error {
+	err := d.yarn.Close()
+	d.stopLogin()
+	return err
+}
 
 // YARN returns the client of the ResourceManager.
 func (d *Deployer) YARN() *yarn.Client { return d.yarn }
@@ -230,7 +281,7 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	defer st.close()
 	staged := time.Since(began)
 
-	sub, err := d.submission(id, st, amRes)
+	sub, err := d.submission(ctx, id, st, amRes)
 	if err != nil {
 		cleanup("submission not built")
 		return nil, err
@@ -298,7 +349,7 @@ func checkResources(maxCap, am, tm yarn.Resource) error {
 }
 
 // submission builds the submission context of the staged application.
-func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Resource) (*yarn.SubmissionContext, error) {
+func (d *Deployer) submission(ctx context.Context, id yarn.ApplicationID, st *staging, amRes yarn.Resource) (*yarn.SubmissionContext, error) {
 	c := d.opts.Conf
 	tmFiles, err := yarnam.EncodeTaskManagerFiles(st.taskManagerFiles())
 	if err != nil {
@@ -315,7 +366,7 @@ func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Res
 		}
 		env[yarnam.EnvJobProgram] = prog
 	}
-	tokens, err := d.tokens()
+	tokens, err := d.tokens(ctx, st.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +415,11 @@ func (d *Deployer) submission(id yarn.ApplicationID, st *staging, amRes yarn.Res
 	return sub, nil
 }
 
-// tokens is the credentials document handed to the ApplicationMaster.
-func (d *Deployer) tokens() ([]byte, error) {
+// tokens is the credentials document handed to the ApplicationMaster: the
+// given credentials (or the token file's), and on a secure cluster the HDFS
+// delegation tokens obtained for the application
+// (security.delegation.tokens.enabled).
+func (d *Deployer) tokens(ctx context.Context, staging *url.URL) ([]byte, error) {
 	creds := d.opts.Credentials
 	if creds == nil {
 		if tf := d.opts.Getenv(hadoop.EnvTokenFile); tf != "" {
@@ -375,6 +429,18 @@ func (d *Deployer) tokens() ([]byte, error) {
 			}
 			creds = c
 		}
+	}
+	if d.login != nil && conf.Get(d.opts.Conf, conf.DelegationTokensEnabled) {
+		dt, err := d.delegationTokens(ctx, staging)
+		if err != nil {
+			return nil, err
+		}
+		merged := &hadoop.Credentials{}
+		if creds != nil {
+			merged.Merge(creds)
+		}
+		merged.Merge(dt)
+		creds = merged
 	}
 	if creds == nil || (creds.NumTokens() == 0 && len(creds.SecretAliases()) == 0) {
 		return nil, nil

@@ -236,3 +236,34 @@ func TestBriefDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+func TestNewChecksTheKeytabToShip(t *testing.T) {
+	h := hadoop.NewConfiguration(nil)
+	h.Set("fs.defaultFS", "hdfs://nn:8020")
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		want  string // in the error; "" for none
+	}{
+		{name: "missing keytab", props: map[string]string{"security.kerberos.login.keytab": "/nonexistent/a.keytab",
+			"security.kerberos.login.principal": "a@R"}, want: "security.kerberos.login.keytab"},
+		{name: "link name with a directory", props: map[string]string{"security.kerberos.login.keytab": "/nonexistent/a.keytab",
+			"security.kerberos.login.principal": "a@R", "yarn.security.kerberos.localized-keytab-path": "x/y"}, want: "plain file name"},
+		{name: "not shipped: not checked", props: map[string]string{"security.kerberos.login.keytab": "/nonexistent/a.keytab",
+			"security.kerberos.login.principal": "a@R", "yarn.security.kerberos.ship-local-keytab": "false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(Options{Conf: conf.FromMap(tc.props, conf.Source{Name: "test"}), Hadoop: h, User: "alice"})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+				return
+			}
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidOptions mentioning %q", err, tc.want)
+			}
+		})
+	}
+}

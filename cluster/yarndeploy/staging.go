@@ -30,6 +30,9 @@ type staging struct {
 	fs    *hdfs.FileSystem
 	dir   *url.URL
 	files map[string]yarn.LocalResource // link name → resource
+	// security are the link names of the Kerberos files (keytab,
+	// krb5.conf) every container gets.
+	security []string
 }
 
 func (s *staging) close() { s.fs.Close() }
@@ -48,11 +51,11 @@ func (s *staging) pick(names ...string) map[string]yarn.LocalResource {
 }
 
 func (s *staging) appMasterFiles() map[string]yarn.LocalResource {
-	return s.pick(yarnam.FileAppMaster, yarnam.FileConfig, yarnam.FileHadoopConf, yarnam.FileJob)
+	return s.pick(append([]string{yarnam.FileAppMaster, yarnam.FileConfig, yarnam.FileHadoopConf, yarnam.FileJob}, s.security...)...)
 }
 
 func (s *staging) taskManagerFiles() map[string]yarn.LocalResource {
-	return s.pick(yarnam.FileTaskManager, yarnam.FileConfig, yarnam.FileHadoopConf)
+	return s.pick(append([]string{yarnam.FileTaskManager, yarnam.FileConfig, yarnam.FileHadoopConf}, s.security...)...)
 }
 
 // StagingDir is the application's staging directory:
@@ -84,7 +87,7 @@ func (d *Deployer) StagingDir(id yarn.ApplicationID) (*url.URL, error) {
 
 // dial connects to the HDFS cluster of an hdfs:// URI's authority.
 func (d *Deployer) dial(authority string) (*hdfs.FileSystem, error) {
-	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: d.hadoop, Getenv: d.opts.Getenv, User: d.user}, authority)
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: d.hadoop, Getenv: d.opts.Getenv, User: d.user, Kerberos: d.login}, authority)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +192,9 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 	if err := st.upload(d, yarnam.FileHadoopConf, bytes.NewReader(hx), int64(len(hx))); err != nil {
 		return fail(err)
 	}
+	if err := d.stageKerberos(st); err != nil {
+		return fail(err)
+	}
 	d.log.Info("yarndeploy: staged", "dir", dir.String(), "files", len(st.files), "took", time.Since(began))
 	return st, nil
 }
@@ -206,9 +212,60 @@ func (s *staging) uploadFile(d *Deployer, name, local string) error {
 	return s.upload(d, name, f, fi.Size())
 }
 
+// stageKerberos ships the Kerberos files with a secure application: the
+// keytab (yarn.security.kerberos.ship-local-keytab), mode 0600 and a
+// PRIVATE resource, so that the containers log in and keep their logins
+// valid, and the krb5.conf when security.kerberos.krb5-conf.path names one.
+func (d *Deployer) stageKerberos(st *staging) error {
+	if d.login == nil {
+		return nil
+	}
+	c := d.opts.Conf
+	if yarnam.ShipsKeytab(c) {
+		name, err := yarnam.KeytabLinkName(c)
+		if err != nil {
+			return err
+		}
+		if err := st.uploadFileMode(d, name, conf.Get(c, conf.KerberosKeytab), 0o600, yarn.VisibilityPrivate); err != nil {
+			return fmt.Errorf("shipping the keytab: %w", err)
+		}
+		st.security = append(st.security, name)
+		d.progress("Shipping the keytab of %s as %s (mode 600)", d.login.Principal(), name)
+	} else if conf.Get(c, conf.KerberosKeytab) == "" {
+		d.progress("No keytab (%s): the containers cannot log in to Kerberos; their HDFS access needs one", conf.KerberosKeytab.Key())
+	}
+	if p := conf.Get(c, conf.KerberosKrb5ConfPath); p != "" {
+		if err := st.uploadFileMode(d, yarnam.FileKrb5Conf, p, 0o644, yarn.VisibilityApplication); err != nil {
+			return fmt.Errorf("shipping %s: %w", conf.KerberosKrb5ConfPath.Key(), err)
+		}
+		st.security = append(st.security, yarnam.FileKrb5Conf)
+	}
+	return nil
+}
+
+// uploadFileMode uploads a local file whose mode in HDFS must be exactly
+// perm: it is set right after the file is created, before any data is
+// written to it.
+func (s *staging) uploadFileMode(d *Deployer, name, local string, perm iofs.FileMode, vis yarn.LocalResourceVisibility) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return s.uploadWith(d, name, f, fi.Size(), &perm, vis)
+}
+
 // upload writes r to the staging directory as name and records it with
 // the size and timestamp HDFS reports.
 func (s *staging) upload(d *Deployer, name string, r io.Reader, size int64) error {
+	return s.uploadWith(d, name, r, size, nil, yarn.VisibilityApplication)
+}
+
+func (s *staging) uploadWith(d *Deployer, name string, r io.Reader, size int64, perm *iofs.FileMode, vis yarn.LocalResourceVisibility) error {
 	p := path.Join(s.dir.Path, name)
 	if size > 1<<20 {
 		d.progress("Uploading %s (%.1f MiB) to %s", name, float64(size)/(1<<20), s.dir)
@@ -216,6 +273,12 @@ func (s *staging) upload(d *Deployer, name string, r io.Reader, size int64) erro
 	w, err := s.fs.Create(p)
 	if err != nil {
 		return err
+	}
+	if perm != nil {
+		if err := s.fs.Chmod(p, *perm); err != nil {
+			w.Close()
+			return err
+		}
 	}
 	if _, err := io.Copy(w, r); err != nil {
 		w.Close()
@@ -231,7 +294,10 @@ func (s *staging) upload(d *Deployer, name string, r io.Reader, size int64) erro
 	if fi.Size() != size {
 		return fmt.Errorf("uploaded %s has %d bytes, want %d", p, fi.Size(), size)
 	}
-	s.files[name] = localResource(s.dir, p, fi, yarn.VisibilityApplication)
+	if perm != nil && fi.Mode().Perm() != perm.Perm() {
+		return fmt.Errorf("uploaded %s has mode %v, want %v", p, fi.Mode().Perm(), perm.Perm())
+	}
+	s.files[name] = localResource(s.dir, p, fi, vis)
 	return nil
 }
 

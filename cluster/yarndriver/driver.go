@@ -112,13 +112,13 @@ func (c *Config) Validate() error {
 // ResourceManager's Driver: SetRequired and Release may be called from any
 // goroutine, before or while Run runs.
 type Driver struct {
-	cfg    Config
-	log    *slog.Logger
-	tokens []byte        // the TaskManagers' credentials document
-	wake   chan struct{} // capacity 1: SetRequired or Release happened
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{} // capacity 1: SetRequired or Release happened
 
 	mu struct {
 		sync.Mutex
+		tokens   []byte // the TaskManagers' credentials document
 		required int
 		stop     []string
 		running  bool
@@ -149,7 +149,32 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, log: cfg.Logger, tokens: tokens, wake: make(chan struct{}, 1)}, nil
+	d := &Driver{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	d.mu.tokens = tokens
+	return d, nil
+}
+
+// UpdateCredentials merges creds (e.g. renewed delegation tokens) into the
+// credentials of TaskManagers launched from now on; an AMRMToken among
+// them is left out.
+func (d *Driver) UpdateCredentials(creds *hadoop.Credentials) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	merged := &hadoop.Credentials{}
+	if len(d.mu.tokens) > 0 {
+		cur, err := hadoop.ParseCredentials(d.mu.tokens)
+		if err != nil {
+			return fmt.Errorf("yarndriver: the TaskManagers' credentials: %w", err)
+		}
+		merged.Merge(cur)
+	}
+	merged.Merge(creds)
+	tokens, err := taskManagerTokens(merged)
+	if err != nil {
+		return err
+	}
+	d.mu.tokens = tokens
+	return nil
 }
 
 // SetRequired declares how many TaskManagers the cluster needs in total.
@@ -362,7 +387,10 @@ func (d *Driver) applyLaunch(ev *scheduler.ContainerEvents, r launchResult) {
 func (d *Driver) launch(ctx context.Context, c yarn.Container) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.LaunchTimeout)
 	defer cancel()
-	return d.cfg.Launcher.StartContainer(ctx, c, d.cfg.TaskManager.context(c.ID.String(), d.tokens))
+	d.mu.Lock()
+	tokens := d.mu.tokens
+	d.mu.Unlock()
+	return d.cfg.Launcher.StartContainer(ctx, c, d.cfg.TaskManager.context(c.ID.String(), tokens))
 }
 
 // taskManagerTokens is the AM's credentials without its AMRMToken (which

@@ -468,3 +468,43 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestUpdateCredentials(t *testing.T) {
+	var creds hadoop.Credentials
+	creds.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Kind: hadoop.KindAMRMToken})
+	creds.AddToken("nn:8020", &hadoop.Token{Identifier: []byte("old"), Kind: hadoop.KindHDFSDelegation})
+	creds.AddToken("other", &hadoop.Token{Identifier: []byte("o"), Kind: "OTHER"})
+	d, err := New(Config{
+		Scheduler: newFakeScheduler(), Launcher: &fakeLauncher{}, Resource: yarn.Resource{MemoryMB: 256, VCores: 1},
+		TaskManager: TaskManagerLaunch{
+			LocalResources: map[string]yarn.LocalResource{"taskmanager": {
+				URL: yarn.URL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/tm"}, Size: 10, Timestamp: 1234}},
+			Credentials: &creds,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewed hadoop.Credentials
+	renewed.AddToken("nn:8020", &hadoop.Token{Identifier: []byte("new"), Kind: hadoop.KindHDFSDelegation})
+	renewed.AddToken("amrm2", &hadoop.Token{Identifier: []byte("x"), Kind: hadoop.KindAMRMToken})
+	if err := d.UpdateCredentials(&renewed); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	b := d.mu.tokens
+	d.mu.Unlock()
+	got, err := hadoop.ParseCredentials(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, ok := got.Token("nn:8020"); !ok || string(tok.Identifier) != "new" {
+		t.Errorf("the renewed HDFS token did not replace the old one: %v", got.TokenAliases())
+	}
+	if _, ok := got.Token("other"); !ok {
+		t.Errorf("a token not renewed was lost: %v", got.TokenAliases())
+	}
+	if _, ok := got.TokenByKind(hadoop.KindAMRMToken); ok {
+		t.Errorf("an AMRMToken reached the TaskManagers' credentials: %v", got.TokenAliases())
+	}
+}

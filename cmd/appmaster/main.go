@@ -51,7 +51,9 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 	env := s.Env
 	fss := fs.NewResolver()
 	defer fss.Close()
-	if err := hdfs.Register(fss, hdfs.Config{Hadoop: env.Hadoop, User: env.User}); err != nil {
+	// On a secure cluster the login from the shipped keytab (env.Kerberos)
+	// reaches HDFS for high availability, checkpoints and savepoints.
+	if err := hdfs.Register(fss, hdfs.Config{Hadoop: env.Hadoop, User: env.User, Kerberos: env.Kerberos}); err != nil {
 		return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: "Sluice ApplicationMaster: " + err.Error()}
 	}
 	workDir, err := os.MkdirTemp(".", "jobmanager-")

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,14 +78,32 @@ func newApp(logOut io.Writer) *cli.App {
 			if err != nil {
 				return err
 			}
+			sec, err := setUpSecurity(cfg, os.Getenv, log)
+			if err != nil {
+				return err
+			}
 			tmCfg := taskmanager.ConfigFrom(cfg)
 			tmCfg.Logger = log
+			tmCfg.WorkerConfiguration = sec.workerConf
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {
+				if sec.login != nil {
+					sec.login.Close()
+				}
 				return err
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			secCtx, stopSec := context.WithCancel(ctx)
+			secDone := make(chan struct{})
+			go func() {
+				defer close(secDone)
+				sec.run(secCtx, log)
+			}()
+			defer func() {
+				stopSec()
+				<-secDone
+			}()
 			return tm.Run(ctx)
 		},
 	}

@@ -4,6 +4,8 @@ import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -155,6 +157,24 @@ final class HadoopCluster {
     return c;
   }
 
+  /**
+   * The NodeManager's in-process ContainerLocalizer (DefaultContainerExecutor) reads HDFS with a
+   * fresh Configuration, which sees only the class path's site files: without the DataNodes' SASL
+   * protection it cannot localize resources from the secure HDFS. An hdfs-site.xml naming it goes
+   * on the context class loader, which every server thread started later inherits.
+   */
+  private void localizerSiteFile() throws IOException {
+    File dir = new File(settings.workDir, "localizer-conf");
+    Files.createDirectories(dir.toPath());
+    Files.writeString(
+        new File(dir, "hdfs-site.xml").toPath(),
+        "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>dfs.data.transfer.protection</name>"
+            + "<value>authentication</value></property>\n</configuration>\n");
+    ClassLoader parent = Thread.currentThread().getContextClassLoader();
+    Thread.currentThread()
+        .setContextClassLoader(new URLClassLoader(new URL[] {dir.toURI().toURL()}, parent));
+  }
+
   /** Starts HDFS, prepares home directories, then YARN, and waits for the NodeManagers. */
   void start() throws Exception {
     if (settings.secure != null) {
@@ -165,6 +185,7 @@ final class HadoopCluster {
           settings.secure.principal("hdfs/" + SecureSetup.HOST),
           settings.secure.serviceKeytab().getAbsolutePath());
       user = SecureSetup.CLIENT;
+      localizerSiteFile();
     } else {
       user = UserGroupInformation.getCurrentUser().getShortUserName();
     }

@@ -1,0 +1,202 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/rest/restclient"
+	"github.com/sluice/sluice/security/kerberos"
+)
+
+// newSecureRig is newRig on the secure cluster: the test's HDFS client
+// logs in with the client principal's keytab, and the test's HDFS
+// directory is in that user's home.
+func newSecureRig(t *testing.T) (*rig, *minicluster.Kerberos) {
+	t.Helper()
+	c := minicluster.SharedSecure(t)
+	k := c.Kerberos
+	h, err := hadoop.LoadFromEnvironment(func(key string) string {
+		if key == "HADOOP_CONF_DIR" {
+			return c.ConfDir
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := kerberos.New(kerberos.Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: h, Kerberos: login}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	dir := path.Join("/user", shortName(k.Principal), "yarntest-"+hex.EncodeToString(b))
+	t.Cleanup(func() {
+		fsys.RemoveAll(dir)
+		fsys.Close()
+		login.Close()
+	})
+	return &rig{c: c, fs: fsys, work: t.TempDir(), hdfs: dir}, k
+}
+
+func shortName(principal string) string {
+	n, _, _ := strings.Cut(principal, "@")
+	n, _, _ = strings.Cut(n, "/")
+	return n
+}
+
+var reSubmitting = regexp.MustCompile(`Submitting (application_\d+_\d+) `)
+
+// kerberosArgs give the CLI the client principal's login.
+func kerberosArgs(k *minicluster.Kerberos) []string {
+	return []string{"-Dsecurity.kerberos.login.keytab=" + k.Keytab, "-Dsecurity.kerberos.login.principal=" + k.Principal,
+		"-Dsecurity.kerberos.krb5-conf.path=" + k.Krb5Conf}
+}
+
+// TestSecureApplicationMode: sluice run --target yarn-application on the
+// Kerberized cluster. The client logs in from the keytab, submits over
+// Kerberos with HDFS delegation tokens and ships the keytab (mode 600 in a
+// staging directory of mode 700); the ApplicationMaster, the TaskManagers
+// and the workers log in from the shipped keytab; the job checkpoints to
+// hdfs:// on the secure cluster and its output is exactly once; the
+// application ends SUCCEEDED; the TaskManagers' credentials hold the HDFS
+// delegation token but no AMRMToken.
+func TestSecureApplicationMode(t *testing.T) {
+	r, k := newSecureRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(r.work, "out")
+	const n, keys = 6000, 6
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-secure"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, kerberosArgs(k)...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+
+	p := r.start(ctx, args...)
+	// Checked while the staging directory exists, before the application
+	// runs (the CLI prints "Application id" once it does).
+	appID := match(t, p, reSubmitting, 2*time.Minute)
+	staging := path.Join("/user", shortName(k.Principal), ".sluice", appID)
+	// The staging directory lives until the application ends: its keytab
+	// must be readable by its owner only.
+	if fi, err := r.fs.Stat(path.Join(staging, "krb5.keytab")); err != nil {
+		t.Errorf("the shipped keytab: %v", err)
+	} else if fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the shipped keytab has mode %v, want no access for group and others", fi.Mode().Perm())
+	}
+	if fi, err := r.fs.Stat(staging); err != nil {
+		t.Errorf("the staging directory: %v", err)
+	} else if fi.Mode().Perm() != 0o700 {
+		t.Errorf("the staging directory has mode %v, want 700", fi.Mode().Perm())
+	}
+	// The workers checkpoint to the secure HDFS with their own logins (a
+	// checkpoint completes once every worker has uploaded its state).
+	addr := match(t, p, reREST, 2*time.Minute)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runningJob(t, ctx, rc, 2*time.Minute)
+	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	<-p.done
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application on the secure cluster: %v", p.err)
+	}
+	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
+		t.Errorf("the CLI did not report the application's success")
+	}
+	if !strings.Contains(p.out.String(), "Obtained an HDFS delegation token") {
+		t.Errorf("the client did not report obtaining an HDFS delegation token")
+	}
+	checkExactlyOnce(t, out, n, keys)
+	waitFor(t, 30*time.Second, "the staging directory "+staging+" to be deleted", func() bool {
+		_, err := r.fs.Stat(staging)
+		return errors.Is(err, iofs.ErrNotExist)
+	})
+
+	// The TaskManagers log the kinds of the tokens their containers hold.
+	logs := containerLogs(t, r.c, appID, "taskmanager.err")
+	if len(logs) == 0 {
+		t.Fatalf("no TaskManager logs of %s under the cluster's work directory", appID)
+	}
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := grepLine(string(b), "container credentials")
+		if line == "" {
+			t.Errorf("%s does not log the container's credentials", f)
+			continue
+		}
+		if strings.Contains(line, hadoop.KindAMRMToken) || !strings.Contains(line, "HDFS_DELEGATION_TOKEN") {
+			t.Errorf("a TaskManager's credentials: %s; want an HDFS delegation token and no %s", line, hadoop.KindAMRMToken)
+		}
+		if !strings.Contains(string(b), "kerberos: logged in") {
+			t.Errorf("%s: the TaskManager did not log in from the keytab", f)
+		}
+	}
+	if am := containerLogs(t, r.c, appID, "appmaster.err"); len(am) > 0 {
+		b, _ := os.ReadFile(am[0])
+		for _, want := range []string{"kerberos: logged in", "delegation: obtained tokens"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("the ApplicationMaster's log lacks %q", want)
+			}
+		}
+	} else {
+		t.Errorf("no ApplicationMaster log of %s", appID)
+	}
+}
+
+// containerLogs finds the files called name in the log directories of the
+// application's containers, under the mini cluster's work directory.
+func containerLogs(t *testing.T, c *minicluster.Cluster, appID, name string) []string {
+	t.Helper()
+	root := c.Fields[minicluster.KeyWorkDir]
+	if root == "" {
+		t.Fatalf("the cluster's READY names no %s", minicluster.KeyWorkDir)
+	}
+	var found []string
+	filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name && strings.Contains(p, appID) && strings.Contains(p, "log") {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found
+}
+
+func grepLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
