@@ -208,6 +208,7 @@ func runApplication(ctx context.Context, app *Application, restAddr string, d *D
 		return &ApplicationError{Err: err}
 	}
 	cmd := exec.CommandContext(ctx, app.Binary, app.Args...)
+	cmd.SysProcAttr = applicationAttr()
 	cmd.Env = append(os.Environ(), conf.EnvExecutionTarget+"="+conf.TargetRemote, conf.EnvJobManager+"="+restAddr,
 		conf.EnvDynamicProperties+"="+props)
 	var stderr tailBuffer
