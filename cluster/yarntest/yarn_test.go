@@ -283,16 +283,22 @@ func hasCompletedCheckpoint(ctx context.Context, rc *restclient.Client, job stri
 // TestApplicationModeExactlyOnce: sluice run --target yarn-application
 // deploys the job program; the ApplicationMaster runs its main, the job
 // runs with parallelism 2 in TaskManager containers, checkpointing to
-// HDFS; the committed output is exactly once, the application ends
-// SUCCEEDED and its staging directory is deleted.
+// HDFS (the chk-N directories are there while it runs); the
+// ResourceManager reports the application's type, name, queue and tags as
+// configured; the committed output is exactly once, the application ends
+// SUCCEEDED, no container of it is left, its staging directory is deleted,
+// and the container log directories hold each TaskManager's
+// taskmanager.log and its workers' output.
 func TestApplicationModeExactlyOnce(t *testing.T) {
 	r := newRig(t)
+	yc := r.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(r.work, "out")
 	const n, keys = 6000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
-		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application"}, small...)
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application",
+		"-Dyarn.application.type=SluiceTest", "-Dyarn.application.queue=default", "-Dyarn.tags=yarntest,exactly-once"}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 
@@ -307,6 +313,12 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	job := runningJob(t, ctx, rc, 2*time.Minute)
 	toJobRunning := time.Since(began)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	if chk := r.hdfsCheckpoints(r.hdfs + "/ckpt"); len(chk) == 0 {
+		t.Errorf("the job completed a checkpoint but hdfs://%s/ckpt holds no chk-N directory", r.hdfs)
+	} else {
+		t.Logf("checkpoints on HDFS while the job runs: %q", chk)
+	}
+	checkIdentity(t, report(t, ctx, yc, appID), "SluiceTest", "yarntest-application", "default", []string{"yarntest", "exactly-once"})
 	<-p.done
 	toFinished := time.Since(began)
 	t.Logf("sluice run:\n%s", p.out.String())
@@ -318,6 +330,8 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	}
 	checkExactlyOnce(t, out, n, keys)
 	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
 }
