@@ -151,6 +151,12 @@ func (r *rig) start(ctx context.Context, args ...string) *run {
 	return p
 }
 
+// wait waits for the command to end and returns its output.
+func (p *run) wait() (string, error) {
+	<-p.done
+	return p.out.String(), p.err
+}
+
 func (r *rig) sluice(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
 	p := r.start(ctx, args...)
