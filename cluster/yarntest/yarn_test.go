@@ -77,7 +77,7 @@ type rig struct {
 	hdfs string // HDFS directory of the test (checkpoints)
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	c := minicluster.Shared(t)
 	h, err := hadoop.LoadFromEnvironment(func(k string) string {
@@ -171,7 +171,7 @@ var (
 )
 
 // match polls a running command's output for re until it matches.
-func match(t *testing.T, p *run, re *regexp.Regexp, within time.Duration) string {
+func match(t testing.TB, p *run, re *regexp.Regexp, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -202,7 +202,7 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 }
 
 // runningJob polls the REST endpoint until a job runs and returns its id.
-func runningJob(t *testing.T, ctx context.Context, rc *restclient.Client, within time.Duration) string {
+func runningJob(t testing.TB, ctx context.Context, rc *restclient.Client, within time.Duration) string {
 	t.Helper()
 	var id string
 	waitFor(t, within, "a RUNNING job", func() bool {

@@ -21,7 +21,7 @@ import (
 )
 
 // yarnClient is a client of the mini cluster's ResourceManager.
-func (r *rig) yarnClient(t *testing.T) *yarn.Client {
+func (r *rig) yarnClient(t testing.TB) *yarn.Client {
 	t.Helper()
 	h, err := hadoop.LoadFromEnvironment(func(k string) string {
 		if k == "HADOOP_CONF_DIR" {
@@ -45,7 +45,7 @@ func (r *rig) yarnClient(t *testing.T) *yarn.Client {
 }
 
 // report is the ResourceManager's report of an application.
-func report(t *testing.T, ctx context.Context, yc *yarn.Client, appID string) *yarn.ApplicationReport {
+func report(t testing.TB, ctx context.Context, yc *yarn.Client, appID string) *yarn.ApplicationReport {
 	t.Helper()
 	id, err := yarn.ParseApplicationID(appID)
 	if err != nil {
@@ -131,7 +131,7 @@ func (r *rig) hdfsCheckpoints(dir string) []string {
 
 // containerLogs maps each of the application's container log directories
 // (under the mini cluster's NodeManager log dirs) to the files it holds.
-func (r *rig) containerLogs(t *testing.T, appID string) map[string][]string {
+func (r *rig) containerLogs(t testing.TB, appID string) map[string][]string {
 	t.Helper()
 	work := r.c.Fields[minicluster.KeyWorkDir]
 	if work == "" {
