@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,10 +74,11 @@ func checkIdentity(t *testing.T, rep *yarn.ApplicationReport, typ, name, queue s
 	}
 }
 
-// noContainersLeft waits until the application has ended and neither the
-// ResourceManager's application report nor any node report counts a
-// container (the mini cluster runs one application at a time in these
-// tests, so a node's count is this application's).
+// noContainersLeft waits until the application has ended, the
+// ResourceManager's report counts no container of it, and no process runs
+// in one of its containers (working directory under the application's
+// directory on a NodeManager). Node reports are not used: other packages'
+// tests may share the mini cluster.
 func noContainersLeft(t *testing.T, ctx context.Context, yc *yarn.Client, appID string) {
 	t.Helper()
 	var last string
@@ -86,22 +88,32 @@ func noContainersLeft(t *testing.T, ctx context.Context, yc *yarn.Client, appID 
 			last = fmt.Sprintf("application %v, %d containers", rep.State, rep.NumContainers)
 			return false
 		}
-		nodes, err := yc.GetClusterNodes(ctx)
-		if err != nil {
-			last = err.Error()
+		if pids := processesOf(appID); len(pids) > 0 {
+			last = fmt.Sprintf("processes %v still run in containers of %s", pids, appID)
 			return false
-		}
-		for _, n := range nodes {
-			if n.NumContainers > 0 {
-				last = fmt.Sprintf("node %v runs %d containers", n.ID, n.NumContainers)
-				return false
-			}
 		}
 		return true
 	})
 	if last != "" {
 		t.Logf("seen while waiting for the containers to go: %s", last)
 	}
+}
+
+// processesOf lists the processes whose working directory is in one of
+// the application's containers.
+func processesOf(appID string) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range procs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join(d, "cwd")); err == nil && strings.Contains(cwd, "/"+appID+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // hdfsCheckpoints lists the chk-N directories under dir on HDFS.
