@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-flink bench-pebble bench-network bench-cluster generate check-generated demo deps
+.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
 
 all: build
 
@@ -51,6 +51,9 @@ bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a 
 
 bench-network: deps ## Records between two worker endpoints over loopback gRPC (int64 and a small struct): records/s, MB/s, allocations per record.
 	$(GO) test -run '^$$' -bench NetworkExchange -benchtime 20000000x -count 1 ./runtime/netexchange/ | tee bench-network.out
+
+bench-yarn: deps ## YARN: run --target yarn-application to the job RUNNING vs Hadoop's DistributedShell on the same mini cluster (started here unless SLUICE_HADOOP_CONF_DIR is set); containers requested vs needed.
+	set -o pipefail; $(GO) test -tags integration -run '^$$' -bench YarnApplicationToRunning -benchtime 3x -timeout 20m ./cluster/yarntest/ | tee bench-yarn.out
 
 generate:
 	$(GO) generate ./...

@@ -41,6 +41,10 @@ var (
 	ErrNotRegistered = errors.New("yarn: application master not registered")
 	// ErrApplicationFailed: a waited-for application ended unsuccessfully.
 	ErrApplicationFailed = errors.New("yarn: application did not succeed")
+	// ErrUnreachable: no ResourceManager accepted a connection (wrapping
+	// the last dial error); the error names the addresses and the key that
+	// configures them.
+	ErrUnreachable = errors.New("yarn: cannot reach the ResourceManager")
 )
 
 // QueueError reports a submission to a queue that does not exist.

@@ -3,7 +3,9 @@ package yarn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +75,7 @@ func (f *failoverCaller) call(ctx context.Context, method string, req, resp prot
 			return nil
 		}
 		if ctx.Err() != nil || attempt >= f.maxFailovers || !f.shouldFailover(err) {
-			return err
+			return f.translate(err)
 		}
 		if len(f.addrs) > 1 {
 			f.mu.Lock()
@@ -95,6 +97,19 @@ func (f *failoverCaller) call(ctx context.Context, method string, req, resp prot
 		}
 		backoff = min(2*backoff, f.maxBackoff)
 	}
+}
+
+// translate names the ResourceManager and its configuration key in a
+// failure to connect.
+func (f *failoverCaller) translate(err error) error {
+	if !errors.Is(err, ipc.ErrConnect) {
+		return err
+	}
+	key := "yarn.resourcemanager.address"
+	if f.protocol == protocolAM {
+		key = "yarn.resourcemanager.scheduler.address"
+	}
+	return fmt.Errorf("%w at %s (%s in yarn-site.xml): %w", ErrUnreachable, strings.Join(f.addrs, ", "), key, err)
 }
 
 // current returns the address in use.

@@ -77,7 +77,7 @@ type rig struct {
 	hdfs string // HDFS directory of the test (checkpoints)
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	c := minicluster.Shared(t)
 	h, err := hadoop.LoadFromEnvironment(func(k string) string {
@@ -151,6 +151,12 @@ func (r *rig) start(ctx context.Context, args ...string) *run {
 	return p
 }
 
+// wait waits for the command to end and returns its output.
+func (p *run) wait() (string, error) {
+	<-p.done
+	return p.out.String(), p.err
+}
+
 func (r *rig) sluice(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
 	p := r.start(ctx, args...)
@@ -165,7 +171,7 @@ var (
 )
 
 // match polls a running command's output for re until it matches.
-func match(t *testing.T, p *run, re *regexp.Regexp, within time.Duration) string {
+func match(t testing.TB, p *run, re *regexp.Regexp, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -196,7 +202,7 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 }
 
 // runningJob polls the REST endpoint until a job runs and returns its id.
-func runningJob(t *testing.T, ctx context.Context, rc *restclient.Client, within time.Duration) string {
+func runningJob(t testing.TB, ctx context.Context, rc *restclient.Client, within time.Duration) string {
 	t.Helper()
 	var id string
 	waitFor(t, within, "a RUNNING job", func() bool {
@@ -283,16 +289,22 @@ func hasCompletedCheckpoint(ctx context.Context, rc *restclient.Client, job stri
 // TestApplicationModeExactlyOnce: sluice run --target yarn-application
 // deploys the job program; the ApplicationMaster runs its main, the job
 // runs with parallelism 2 in TaskManager containers, checkpointing to
-// HDFS; the committed output is exactly once, the application ends
-// SUCCEEDED and its staging directory is deleted.
+// HDFS (the chk-N directories are there while it runs); the
+// ResourceManager reports the application's type, name, queue and tags as
+// configured; the committed output is exactly once, the application ends
+// SUCCEEDED, no container of it is left, its staging directory is deleted,
+// and the container log directories hold each TaskManager's
+// taskmanager.log and its workers' output.
 func TestApplicationModeExactlyOnce(t *testing.T) {
 	r := newRig(t)
+	yc := r.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(r.work, "out")
 	const n, keys = 6000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
-		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application"}, small...)
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application",
+		"-Dyarn.application.type=SluiceTest", "-Dyarn.application.queue=default", "-Dyarn.tags=yarntest,exactly-once"}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 
@@ -307,6 +319,12 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	job := runningJob(t, ctx, rc, 2*time.Minute)
 	toJobRunning := time.Since(began)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	if chk := r.hdfsCheckpoints(r.hdfs + "/ckpt"); len(chk) == 0 {
+		t.Errorf("the job completed a checkpoint but hdfs://%s/ckpt holds no chk-N directory", r.hdfs)
+	} else {
+		t.Logf("checkpoints on HDFS while the job runs: %q", chk)
+	}
+	checkIdentity(t, report(t, ctx, yc, appID), "SluiceTest", "yarntest-application", "default", []string{"yarntest", "exactly-once"})
 	<-p.done
 	toFinished := time.Since(began)
 	t.Logf("sluice run:\n%s", p.out.String())
@@ -318,6 +336,8 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	}
 	checkExactlyOnce(t, out, n, keys)
 	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
 }

@@ -10,6 +10,11 @@
 // $SLUICE_CONF_DIR), overridden by -D settings, which may also be written
 // attached as in Flink: -Dtaskmanager.numberOfTaskSlots=4. It stops on
 // SIGINT or SIGTERM, stopping its workers first.
+//
+// In a YARN container (SLUICE_LOG_DIR set to the container's log directory
+// by the ApplicationMaster) it logs to taskmanager.log there and, unless
+// env.log.dir says otherwise, its workers' stdout and stderr go there too, so
+// that YARN keeps them and its log tools (yarn logs, the web UI) show them.
 package main
 
 import (
@@ -19,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -28,8 +34,15 @@ import (
 	"github.com/sluice/sluice/conf"
 )
 
+// envLogDir names the container's log directory; the YARN driver sets it
+// (yarndriver.EnvLogDir).
+const envLogDir = "SLUICE_LOG_DIR"
+
+// logFileName is the TaskManager's log file in SLUICE_LOG_DIR (Flink's name).
+const logFileName = "taskmanager.log"
+
 func main() {
-	if err := newApp(os.Stderr).Run(expandDynamic(os.Args)); err != nil {
+	if err := newApp(os.Stderr, os.Getenv).Run(expandDynamic(os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "taskmanager:", err)
 		os.Exit(1)
 	}
@@ -48,8 +61,9 @@ func expandDynamic(args []string) []string {
 	return out
 }
 
-// newApp builds the command, logging to logOut.
-func newApp(logOut io.Writer) *cli.App {
+// newApp builds the command, logging to logOut, or to taskmanager.log in
+// the directory getenv(SLUICE_LOG_DIR) names if it is set.
+func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 	return &cli.App{
 		Name:                      "taskmanager",
 		Usage:                     "run a Sluice TaskManager",
@@ -70,6 +84,15 @@ func newApp(logOut io.Writer) *cli.App {
 			if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
+			containerLogDir := getenv(envLogDir)
+			if containerLogDir != "" {
+				f, err := os.OpenFile(filepath.Join(containerLogDir, logFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err != nil {
+					return fmt.Errorf("%s: %w", envLogDir, err)
+				}
+				defer f.Close()
+				logOut = f
+			}
 			log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 			cfg, warnings, err := conf.Load(conf.Sources{ConfDir: c.String("configDir"), Dynamic: c.StringSlice("D")})
 			for _, w := range warnings {
@@ -78,13 +101,16 @@ func newApp(logOut io.Writer) *cli.App {
 			if err != nil {
 				return err
 			}
-			sec, err := setUpSecurity(cfg, os.Getenv, log)
+			sec, err := setUpSecurity(cfg, getenv, log)
 			if err != nil {
 				return err
 			}
 			tmCfg := taskmanager.ConfigFrom(cfg)
 			tmCfg.Logger = log
 			tmCfg.WorkerConfiguration = sec.workerConf
+			if containerLogDir != "" && !conf.IsSet(cfg, conf.LogDir) {
+				tmCfg.LogDir = containerLogDir
+			}
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {
 				if sec.login != nil {

@@ -41,7 +41,7 @@ func TestExpandDynamic(t *testing.T) {
 
 func TestBadConfiguration(t *testing.T) {
 	var out bytes.Buffer
-	err := newApp(&out).Run(expandDynamic([]string{"taskmanager", "-Dtaskmanager.numberOfTaskSlots=0", "-D", "taskmanager.rpc.port=1,x"}))
+	err := newApp(&out, func(string) string { return "" }).Run(expandDynamic([]string{"taskmanager", "-Dtaskmanager.numberOfTaskSlots=0", "-D", "taskmanager.rpc.port=1,x"}))
 	if err == nil {
 		t.Fatal("a bad configuration was accepted")
 	}
@@ -192,7 +192,10 @@ func TestProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		signal syscall.Signal
-	}{{"SIGTERM", syscall.SIGTERM}, {"SIGKILL", syscall.SIGKILL}} {
+		// container sets SLUICE_LOG_DIR as in a YARN container: the log
+		// and the workers' output go there.
+		container bool
+	}{{"SIGTERM", syscall.SIGTERM, false}, {"SIGKILL", syscall.SIGKILL, false}, {"container", syscall.SIGTERM, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			workDir := t.TempDir()
 			out := &tWriter{t: t}
@@ -200,6 +203,11 @@ func TestProcess(t *testing.T) {
 				"-Dtaskmanager.host=127.0.0.1", "-Dtaskmanager.numberOfTaskSlots=2",
 				"-Dprocess.taskmanager.working-dir="+workDir, "-D", "heartbeat.interval=100 ms", "-Dheartbeat.timeout=2 s")
 			cmd.Stdout, cmd.Stderr = out, out
+			workerLogDir := filepath.Join(workDir, "log")
+			if tc.container {
+				workerLogDir = t.TempDir()
+				cmd.Env = append(os.Environ(), envLogDir+"="+workerLogDir)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -252,8 +260,10 @@ func TestProcess(t *testing.T) {
 				b, err := os.ReadFile(record)
 				return err == nil && json.Unmarshal(b, &rec) == nil
 			})
-			if _, err := os.Stat(filepath.Join(workDir, "log", job+"-0-w0.out")); err != nil {
-				t.Errorf("worker stdout: %v", err)
+			for _, suffix := range []string{".out", ".err"} {
+				if _, err := os.Stat(filepath.Join(workerLogDir, job+"-0-w0"+suffix)); err != nil {
+					t.Errorf("worker output: %v", err)
+				}
 			}
 
 			if err := cmd.Process.Signal(tc.signal); err != nil {
@@ -279,7 +289,19 @@ func TestProcess(t *testing.T) {
 			case <-time.After(wait):
 				t.Fatal("the ResourceManager did not notice")
 			}
-			if tc.signal == syscall.SIGTERM && !strings.Contains(out.String(), `msg="worker stopped"`) {
+			logs := out.String()
+			if tc.container {
+				if logs != "" {
+					t.Errorf("in a container the TaskManager wrote to stderr:\n%s", logs)
+				}
+				b, err := os.ReadFile(filepath.Join(workerLogDir, logFileName))
+				if err != nil {
+					t.Fatal(err)
+				}
+				logs = string(b)
+				t.Logf("%s:\n%s", logFileName, logs)
+			}
+			if tc.signal == syscall.SIGTERM && !strings.Contains(logs, `msg="worker stopped"`) {
 				t.Error("the worker was not stopped by the TaskManager")
 			}
 		})

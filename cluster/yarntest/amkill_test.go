@@ -1,0 +1,109 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/rest/restclient"
+)
+
+// appMasters are the pids of the ApplicationMaster processes of an
+// application (their working directory is a container's of it).
+func appMasters(appID string) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range procs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join(d, "exe"))
+		if err != nil || filepath.Base(exe) != "appmaster" {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join(d, "cwd")); err == nil && strings.Contains(cwd, appID) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestApplicationMasterKilled: kill -9 of the ApplicationMaster mid-job;
+// YARN starts a second attempt (yarn.application-attempts=2), whose
+// JobManager recovers the job from the HA metadata on HDFS and its latest
+// checkpoint; the job finishes with exactly-once output and the
+// application SUCCEEDS.
+func TestApplicationMasterKilled(t *testing.T) {
+	r := newRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(r.work, "out")
+	const n, keys = 12000, 6
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application-attempts=2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-kill"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	addr := match(t, p, reREST, time.Second)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runningJob(t, ctx, rc, 2*time.Minute)
+	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	first := report(t, ctx, yc, appID).CurrentAttempt
+	ams := appMasters(appID)
+	if len(ams) != 1 {
+		t.Fatalf("ApplicationMaster processes of %s: %v, want one", appID, ams)
+	}
+	if err := syscall.Kill(ams[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("killed the ApplicationMaster (pid %d, attempt %v)", ams[0], first)
+	waitFor(t, 2*time.Minute, "a second attempt", func() bool {
+		rep := report(t, ctx, yc, appID)
+		return rep.CurrentAttempt != first
+	})
+	t.Logf("second attempt %v %v after the kill", report(t, ctx, yc, appID).CurrentAttempt, time.Since(killed).Round(time.Millisecond))
+	<-p.done
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application: %v", p.err)
+	}
+	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
+		t.Errorf("the CLI did not report the application's success")
+	}
+	checkExactlyOnce(t, out, n, keys)
+	// The second attempt's ApplicationMaster recovered the job (same id)
+	// with a checkpoint, and did not run the program again.
+	recovered := false
+	for dir, files := range r.containerLogs(t, appID) {
+		if !slices.Contains(files, "appmaster.err") {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "appmaster.err"))
+		log := string(b)
+		if strings.Contains(log, `msg="recovering job"`) && strings.Contains(log, "job="+job) &&
+			strings.Contains(log, "not running the program again") && strings.Contains(log, `msg="recovering from checkpoint"`) {
+			recovered = true
+			t.Logf("%s recovered job %s", filepath.Base(dir), job)
+		}
+	}
+	if !recovered {
+		t.Errorf("no ApplicationMaster log of %s shows job %s recovered from a checkpoint", appID, job)
+	}
+	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+}

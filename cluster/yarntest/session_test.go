@@ -1,0 +1,121 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"net/url"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	reJobID     = regexp.MustCompile(`Job has been submitted with JobID (\S+)`)
+	reSavepoint = regexp.MustCompile(`Savepoint completed\. Path: (\S+)`)
+)
+
+// listed reports whether a list output's line of job id says state.
+func listed(out, id, state string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " : "+id+" : ") && strings.HasSuffix(l, "("+state+")") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSessionTwoJobs: two jobs run at once on one yarn-session; list shows
+// both running; a savepoint of one lands on HDFS and the other is
+// cancelled through the CLI while the first keeps running; after the
+// session is stopped no container of it is left and its staging directory
+// is gone. The ResourceManager reports the session's name and type.
+func TestSessionTwoJobs(t *testing.T) {
+	r := newRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o, err := r.sluice(t, ctx, append([]string{"yarn-session", "-Dyarn.application.name=yarntest-two-jobs", "-Dyarn.tags=two-jobs"}, small...)...)
+	if err != nil {
+		t.Fatalf("sluice yarn-session: %v", err)
+	}
+	m := reAppID.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("no application id printed")
+	}
+	appID := m[1]
+	stopped := false
+	defer func() {
+		if !stopped {
+			r.sluice(t, context.Background(), "yarn-session", "--stop", "-Dyarn.application.id="+appID)
+		}
+	}()
+	session := []string{"--target", "yarn-session", "-Dyarn.application.id=" + appID}
+	checkIdentity(t, report(t, ctx, yc, appID), "Sluice", "yarntest-two-jobs", "default", []string{"two-jobs"})
+
+	// Two long jobs (100 records/s for a minute), detached.
+	var ids []string
+	for i, name := range []string{"a", "b"} {
+		args := append([]string{"run", "--detached", "-p", "1",
+			"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt-" + name}, session...)
+		args = append(args, checkpointed...)
+		args = append(args, bins.job, "-out", filepath.Join(r.work, name), "-n", "6000", "-keys", "2", "-rate", "100")
+		o, err := r.sluice(t, ctx, args...)
+		if err != nil {
+			t.Fatalf("sluice run --detached (job %d): %v", i, err)
+		}
+		m := reJobID.FindStringSubmatch(o)
+		if m == nil {
+			t.Fatalf("job %d: no job id printed", i)
+		}
+		ids = append(ids, m[1])
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("both jobs have id %s", ids[0])
+	}
+
+	waitFor(t, 2*time.Minute, "list to show both jobs RUNNING", func() bool {
+		o, err := r.start(ctx, append([]string{"list"}, session...)...).wait()
+		return err == nil && listed(o, ids[0], "RUNNING") && listed(o, ids[1], "RUNNING")
+	})
+
+	spDir := "hdfs://" + r.hdfs + "/savepoints"
+	o, err = r.sluice(t, ctx, append(append([]string{"savepoint"}, session...), ids[0], spDir)...)
+	if err != nil {
+		t.Fatalf("sluice savepoint %s: %v", ids[0], err)
+	}
+	m = reSavepoint.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("savepoint: no path printed")
+	}
+	// The JobManager reports the savepoint's path on the cluster's file
+	// system (hdfs:// is the default file system of the session).
+	sp, err := url.Parse(m[1])
+	if err != nil || (sp.Scheme != "hdfs" && sp.Scheme != "") || !strings.HasPrefix(sp.Path, r.hdfs+"/savepoints/") {
+		t.Fatalf("savepoint path %s (%v) is not under %s", m[1], err, spDir)
+	}
+	if _, err := r.fs.Stat(path.Join(sp.Path, "_metadata")); err != nil {
+		t.Errorf("savepoint metadata on HDFS: %v", err)
+	}
+
+	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), ids[1])...); err != nil || !strings.Contains(o, "Cancelled job "+ids[1]) {
+		t.Fatalf("sluice cancel %s: %v", ids[1], err)
+	}
+	waitFor(t, time.Minute, "list --all to show "+ids[1]+" CANCELED and "+ids[0]+" RUNNING", func() bool {
+		o, err := r.start(ctx, append([]string{"list", "--all"}, session...)...).wait()
+		return err == nil && listed(o, ids[1], "CANCELED") && listed(o, ids[0], "RUNNING")
+	})
+	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), ids[0])...); err != nil || !strings.Contains(o, "Cancelled job "+ids[0]) {
+		t.Fatalf("sluice cancel %s: %v", ids[0], err)
+	}
+
+	if _, err := r.sluice(t, ctx, "yarn-session", "--stop", "-Dyarn.application.id="+appID); err != nil {
+		t.Fatalf("sluice yarn-session --stop: %v", err)
+	}
+	stopped = true
+	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+}

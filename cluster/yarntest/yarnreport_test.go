@@ -1,0 +1,209 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"fmt"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/yarn"
+)
+
+// yarnClient is a client of the mini cluster's ResourceManager.
+func (r *rig) yarnClient(t testing.TB) *yarn.Client {
+	t.Helper()
+	h, err := hadoop.LoadFromEnvironment(func(k string) string {
+		if k == "HADOOP_CONF_DIR" {
+			return r.c.ConfDir
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yc, err := yarn.NewClientFromConfiguration(h, user, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { yc.Close() })
+	return yc
+}
+
+// report is the ResourceManager's report of an application.
+func report(t testing.TB, ctx context.Context, yc *yarn.Client, appID string) *yarn.ApplicationReport {
+	t.Helper()
+	id, err := yarn.ParseApplicationID(appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := yc.GetApplicationReport(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// checkIdentity checks the application's type, name, queue and tags in the
+// ResourceManager's report. The CapacityScheduler reports a queue by its
+// path (root.default for default).
+func checkIdentity(t *testing.T, rep *yarn.ApplicationReport, typ, name, queue string, tags []string) {
+	t.Helper()
+	got := slices.Clone(rep.Tags)
+	slices.Sort(got)
+	want := slices.Clone(tags)
+	slices.Sort(want)
+	if rep.Type != typ || rep.Name != name || (rep.Queue != queue && rep.Queue != "root."+queue) || !slices.Equal(got, want) {
+		t.Errorf("application report: type %q, name %q, queue %q, tags %q; want %q, %q, %q, %q",
+			rep.Type, rep.Name, rep.Queue, rep.Tags, typ, name, queue, want)
+	}
+}
+
+// noContainersLeft waits until the application has ended, the
+// ResourceManager's report counts no container of it, and no process runs
+// in one of its containers (working directory under the application's
+// directory on a NodeManager). Node reports are not used: other packages'
+// tests may share the mini cluster.
+func noContainersLeft(t *testing.T, ctx context.Context, yc *yarn.Client, appID string) {
+	t.Helper()
+	var last string
+	waitFor(t, time.Minute, "no containers of "+appID+" left", func() bool {
+		rep := report(t, ctx, yc, appID)
+		if rep.FinishTime.IsZero() || rep.NumContainers > 0 {
+			last = fmt.Sprintf("application %v, %d containers", rep.State, rep.NumContainers)
+			return false
+		}
+		if pids := processesOf(appID); len(pids) > 0 {
+			last = fmt.Sprintf("processes %v still run in containers of %s", pids, appID)
+			return false
+		}
+		return true
+	})
+	if last != "" {
+		t.Logf("seen while waiting for the containers to go: %s", last)
+	}
+}
+
+// processesOf lists the processes whose working directory is in one of
+// the application's containers.
+func processesOf(appID string) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range procs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join(d, "cwd")); err == nil && strings.Contains(cwd, "/"+appID+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// hdfsCheckpoints lists the chk-N directories under dir on HDFS.
+func (r *rig) hdfsCheckpoints(dir string) []string {
+	var out []string
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		if depth > 3 {
+			return
+		}
+		fis, err := r.fs.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for _, fi := range fis {
+			q := path.Join(p, fi.Name())
+			if fi.IsDir() && strings.HasPrefix(fi.Name(), "chk-") {
+				out = append(out, q)
+			} else if fi.IsDir() {
+				walk(q, depth+1)
+			}
+		}
+	}
+	walk(dir, 0)
+	return out
+}
+
+// containerLogs maps each of the application's container log directories
+// (under the mini cluster's NodeManager log dirs) to the files it holds.
+func (r *rig) containerLogs(t testing.TB, appID string) map[string][]string {
+	t.Helper()
+	work := r.c.Fields[minicluster.KeyWorkDir]
+	if work == "" {
+		t.Fatal("the mini cluster's READY file names no work_dir (the NodeManagers' log dirs are under it)")
+	}
+	dirs := map[string][]string{}
+	filepath.WalkDir(work, func(p string, de iofs.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return nil
+		}
+		dir := filepath.Dir(p)
+		if filepath.Base(filepath.Dir(dir)) == appID && strings.HasPrefix(filepath.Base(dir), "container_") {
+			dirs[dir] = append(dirs[dir], de.Name())
+		}
+		return nil
+	})
+	return dirs
+}
+
+// checkTaskManagerLogs checks that every TaskManager container's log
+// directory holds taskmanager.out, .err and a taskmanager.log showing its
+// start, and that workers wrote their .out and .err there; it returns the
+// number of TaskManager containers.
+func (r *rig) checkTaskManagerLogs(t *testing.T, appID string) int {
+	t.Helper()
+	var tms, workerOut, workerErr int
+	for dir, files := range r.containerLogs(t, appID) {
+		if !slices.Contains(files, "taskmanager.out") {
+			continue // the ApplicationMaster's
+		}
+		tms++
+		for _, f := range []string{"taskmanager.err", "taskmanager.log"} {
+			if !slices.Contains(files, f) {
+				t.Errorf("%s has no %s: %q", dir, f, files)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "taskmanager.log"))
+		if err == nil && !strings.Contains(string(b), `msg="TaskManager started"`) {
+			t.Errorf("%s/taskmanager.log does not show the start:\n%s", dir, b)
+		}
+		if err == nil && !strings.Contains(string(b), filepath.Base(dir)) {
+			t.Errorf("%s/taskmanager.log does not name its container", dir)
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f, "taskmanager.") {
+				continue
+			}
+			switch filepath.Ext(f) {
+			case ".out":
+				workerOut++
+			case ".err":
+				workerErr++
+			}
+		}
+	}
+	if tms == 0 {
+		t.Errorf("no TaskManager container log directory of %s under %s", appID, r.c.Fields[minicluster.KeyWorkDir])
+	}
+	if workerOut == 0 || workerErr == 0 {
+		t.Errorf("workers' logs in the container log dirs: %d .out, %d .err; want some of each", workerOut, workerErr)
+	}
+	return tms
+}
