@@ -140,8 +140,9 @@ func TestSecureApplicationMode(t *testing.T) {
 		return errors.Is(err, iofs.ErrNotExist)
 	})
 
-	// The TaskManagers log the kinds of the tokens their containers hold.
-	logs := containerLogs(t, r.c, appID, "taskmanager.err")
+	// The TaskManagers log (to taskmanager.log in the container's log
+	// directory) the kinds of the tokens their containers hold.
+	logs := containerLogs(t, r.c, appID, "taskmanager.log")
 	if len(logs) == 0 {
 		t.Fatalf("no TaskManager logs of %s under the cluster's work directory", appID)
 	}
