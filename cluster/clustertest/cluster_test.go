@@ -90,6 +90,8 @@ type cluster struct {
 	restPort int
 	jmProps  []string
 	mu       sync.Mutex
+	ctx      context.Context // ends when the test ends: stops CLIs still running
+	stopCLIs context.CancelFunc
 	jm       *proc
 	tms      []*proc
 }
@@ -174,11 +176,23 @@ func (c *cluster) startTaskManager() *proc {
 	return tm
 }
 
-// sluice runs the CLI and returns its output.
+// sluice runs the CLI and returns its output. A CLI still running when
+// the test ends (a failed test's attached run) is killed with its job
+// program.
 func (c *cluster) sluice(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	c.mu.Lock()
+	if c.ctx == nil {
+		c.ctx, c.stopCLIs = context.WithCancel(context.Background())
+		c.t.Cleanup(c.stopCLIs)
+	}
+	c.mu.Unlock()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
 	cmd := exec.CommandContext(ctx, sluiceBin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
