@@ -22,7 +22,6 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 )
@@ -361,20 +360,25 @@ func (d *Dispatcher) Savepoint(ctx context.Context, id, dir string, stop, drain 
 	if err != nil {
 		return "", err
 	}
+	return await(ctx, func() (string, error) {
+		if !stop {
+			return jm.job.TriggerSavepoint(dir)
+		}
+		return jm.job.StopWithSavepoint(dir, drain)
+	})
+}
+
+// await runs a request to a job's owner loop, which answers when the
+// checkpoint completes, and gives up waiting (not the request) when ctx
+// ends.
+func await(ctx context.Context, request func() (string, error)) (string, error) {
 	type result struct {
 		p   string
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		var p string
-		var err error
-		switch kindOf(stop, drain) {
-		case checkpoint.Savepoint:
-			p, err = jm.job.TriggerSavepoint(dir)
-		default:
-			p, err = jm.job.StopWithSavepoint(dir, drain)
-		}
+		p, err := request()
 		ch <- result{p, err}
 	}()
 	select {
@@ -391,29 +395,16 @@ func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	type result struct {
-		p   string
-		err error
+	p, err := await(ctx, jm.job.TriggerCheckpoint)
+	if err != nil {
+		return 0, err
 	}
-	ch := make(chan result, 1)
-	go func() {
-		p, err := jm.job.TriggerCheckpoint()
-		ch <- result{p, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return 0, r.err
-		}
-		n, ok := strings.CutPrefix(path.Base(r.p), "chk-")
-		cid, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil {
-			return 0, fmt.Errorf("jobmanager: checkpoint path %q has no checkpoint ID", r.p)
-		}
-		return cid, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	n, ok := strings.CutPrefix(path.Base(p), "chk-")
+	cid, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil {
+		return 0, fmt.Errorf("jobmanager: checkpoint path %q has no checkpoint ID", p)
 	}
+	return cid, nil
 }
 
 // Wait blocks until job id ends and returns its final status and error.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 )
@@ -237,15 +236,4 @@ func (jm *jobMaster) info() Info {
 		in.Subtasks = jm.job.Metrics()
 	}
 	return in
-}
-
-// kindOf maps savepoint requests to checkpoint kinds.
-func kindOf(stop, drain bool) checkpoint.Kind {
-	switch {
-	case stop && drain:
-		return checkpoint.SavepointTerminate
-	case stop:
-		return checkpoint.SavepointSuspend
-	}
-	return checkpoint.Savepoint
 }
