@@ -25,7 +25,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/sluice/sluice/cluster/worker"
+	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
@@ -54,7 +54,7 @@ type Environment struct {
 	graph       graph.JobGraph
 	parallelism int
 	// workerDep is set in a worker process (SLUICE_EXECUTION_TARGET=worker).
-	workerDep      *worker.Deployment
+	workerDep      *deployment.WorkerDeployment
 	maxParallelism int
 	mode           RuntimeMode
 	clock          clock.Clock

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 
+	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/graph"
@@ -26,12 +27,12 @@ const (
 
 // dynamicProperties are the configuration overrides the process was
 // started with: the CLI's -D, or a worker's deployment.
-func dynamicProperties() (*conf.Configuration, *worker.Deployment, error) {
+func dynamicProperties() (*conf.Configuration, *deployment.WorkerDeployment, error) {
 	var props []string
 	props = conf.SplitDynamicProperties(os.Getenv(conf.EnvDynamicProperties))
-	var dep *worker.Deployment
+	var dep *deployment.WorkerDeployment
 	if os.Getenv(conf.EnvExecutionTarget) == targetWorker {
-		d, err := worker.ReadDeployment(os.Getenv(conf.EnvWorkerDeployment))
+		d, err := deployment.ReadWorkerDeployment(os.Getenv(conf.EnvWorkerDeployment))
 		if err != nil {
 			return nil, nil, err
 		}

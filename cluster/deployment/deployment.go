@@ -1,4 +1,7 @@
-package taskmanager
+// Package deployment is the file a TaskManager hands the worker it starts
+// (named by SLUICE_WORKER_DEPLOYMENT): written by cluster/taskmanager, read
+// by cluster/worker inside the job binary.
+package deployment
 
 import (
 	"bytes"
@@ -6,21 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-)
-
-// The environment a TaskManager starts a worker with.
-const (
-	// EnvExecutionTarget tells the job binary how to run; a TaskManager
-	// sets it to ExecutionTargetWorker.
-	EnvExecutionTarget = "SLUICE_EXECUTION_TARGET"
-	// ExecutionTargetWorker makes the job binary run as a worker.
-	ExecutionTargetWorker = "worker"
-	// EnvWorkerDeployment names the worker's deployment file (JSON, see
-	// WorkerDeployment).
-	EnvWorkerDeployment = "SLUICE_WORKER_DEPLOYMENT"
 )
 
 // DeploymentFormat is the version of the deployment file format written by
@@ -35,7 +28,7 @@ const maxDeploymentSize = 16 << 20
 var ErrBadDeployment = errors.New("taskmanager: bad worker deployment file")
 
 // WorkerDeployment is the content of the file a worker reads at start (named
-// by EnvWorkerDeployment): the TaskManager's SubmitTasksRequest and where
+// by conf.EnvWorkerDeployment): the TaskManager's SubmitTasksRequest and where
 // the worker runs.
 type WorkerDeployment struct {
 	// Format is DeploymentFormat.
@@ -96,6 +89,16 @@ func (d *WorkerDeployment) Validate() error {
 	return fmt.Errorf("%w: %s", ErrBadDeployment, strings.Join(problems, "; "))
 }
 
+// Equal reports whether d and o say the same, nil and empty maps and lists
+// alike.
+func (d *WorkerDeployment) Equal(o *WorkerDeployment) bool {
+	return d.Format == o.Format && d.TaskManagerID == o.TaskManagerID && d.TaskManagerAddress == o.TaskManagerAddress &&
+		d.JobID == o.JobID && d.Attempt == o.Attempt && d.WorkerID == o.WorkerID && d.BinarySHA256 == o.BinarySHA256 &&
+		d.BinarySize == o.BinarySize && d.JobMasterAddress == o.JobMasterAddress && d.DataHost == o.DataHost && d.DataPort == o.DataPort &&
+		maps.Equal(d.Env, o.Env) && maps.Equal(d.Configuration, o.Configuration) &&
+		slices.Equal(d.AllocationIDs, o.AllocationIDs) && slices.Equal(d.Args, o.Args)
+}
+
 // ParseWorkerDeployment decodes and validates a deployment file's content.
 // Unknown fields are refused, so a file from a newer format is not
 // half-read.
@@ -136,9 +139,9 @@ func ReadWorkerDeployment(path string) (*WorkerDeployment, error) {
 	return d, nil
 }
 
-// writeWorkerDeployment writes d to path atomically (a temporary file
+// WriteWorkerDeployment writes d to path atomically (a temporary file
 // renamed into place), readable by the owner only.
-func writeWorkerDeployment(path string, d *WorkerDeployment) error {
+func WriteWorkerDeployment(path string, d *WorkerDeployment) error {
 	data, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("taskmanager: encode worker deployment: %w", err)

@@ -1,4 +1,4 @@
-package taskmanager
+package deployment
 
 import (
 	"errors"
@@ -20,14 +20,14 @@ func validDeployment() *WorkerDeployment {
 func TestWorkerDeploymentRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "deployment.json")
 	want := validDeployment()
-	if err := writeWorkerDeployment(path, want); err != nil {
+	if err := WriteWorkerDeployment(path, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadWorkerDeployment(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !deploymentsEqual(*got, *want) {
+	if !got.Equal(want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	data, _ := os.ReadFile(path)

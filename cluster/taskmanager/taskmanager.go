@@ -47,6 +47,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/scheduler"
@@ -847,14 +848,14 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, abort(withCode(codes.Internal, fmt.Errorf("taskmanager: worker directory: %w", err)))
 	}
-	deployment := filepath.Join(dir, "deployment.json")
+	deploymentPath := filepath.Join(dir, "deployment.json")
 	configuration := maps.Clone(req.GetConfiguration())
 	if configuration == nil {
 		configuration = map[string]string{}
 	}
 	maps.Copy(configuration, tm.cfg.WorkerConfiguration)
-	if err := writeWorkerDeployment(deployment, &WorkerDeployment{
-		Format: DeploymentFormat, TaskManagerID: tm.id, TaskManagerAddress: tm.addr,
+	if err := deployment.WriteWorkerDeployment(deploymentPath, &deployment.WorkerDeployment{
+		Format: deployment.DeploymentFormat, TaskManagerID: tm.id, TaskManagerAddress: tm.addr,
 		JobID: req.GetJobId(), Attempt: req.GetAttempt(), WorkerID: req.GetWorkerId(),
 		BinarySHA256: req.GetBinarySha256(), BinarySize: req.GetBinarySize(),
 		JobMasterAddress: req.GetJobMasterAddress(), AllocationIDs: req.GetAllocationIds(),
@@ -863,7 +864,7 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 	}); err != nil {
 		return nil, abort(withCode(codes.Internal, err))
 	}
-	if cerr := tm.call(context.Background(), func() { err = tm.start(w, bin, dir, deployment, req) }); cerr != nil {
+	if cerr := tm.call(context.Background(), func() { err = tm.start(w, bin, dir, deploymentPath, req) }); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
@@ -968,7 +969,7 @@ func (tm *TaskManager) unreserve(w *worker) {
 	}
 }
 
-func (tm *TaskManager) start(w *worker, bin, dir, deployment string, r *clusterpb.SubmitTasksRequest) error {
+func (tm *TaskManager) start(w *worker, bin, dir, deploymentPath string, r *clusterpb.SubmitTasksRequest) error {
 	if w.cancelled != "" {
 		tm.unreserve(w)
 		return withCode(codes.Aborted, fmt.Errorf("%w: %s", ErrWorkerStopped, w.cancelled))
@@ -996,7 +997,7 @@ func (tm *TaskManager) start(w *worker, bin, dir, deployment string, r *clusterp
 	for _, k := range slices.Sorted(maps.Keys(r.GetEnv())) {
 		env = append(env, k+"="+r.GetEnv()[k])
 	}
-	env = append(env, EnvExecutionTarget+"="+ExecutionTargetWorker, EnvWorkerDeployment+"="+deployment)
+	env = append(env, conf.EnvExecutionTarget+"="+conf.BinaryModeWorker, conf.EnvWorkerDeployment+"="+deploymentPath)
 	var cmd *exec.Cmd
 	for attempt := 0; ; attempt++ {
 		cmd = exec.Command(bin, r.GetArgs()...)
@@ -1017,7 +1018,7 @@ func (tm *TaskManager) start(w *worker, bin, dir, deployment string, r *clusterp
 	}
 	w.cmd, w.phase, w.stderr = cmd, workerRunning, stderrPath
 	w.log = w.log.With("pid", cmd.Process.Pid)
-	w.log.Info("worker started", "binary", bin, "deployment", deployment, "stdout", stdoutPath, "stderr", stderrPath,
+	w.log.Info("worker started", "binary", bin, "deployment", deploymentPath, "stdout", stdoutPath, "stderr", stderrPath,
 		"allocations", w.allocs)
 	tm.wg.Go(func() {
 		err := cmd.Wait()

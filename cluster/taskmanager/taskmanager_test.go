@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/conf"
 )
 
 const (
@@ -114,20 +116,20 @@ func TestSubmitAndCancel(t *testing.T) {
 	if !slices.Equal(rec.Args, req.Args) {
 		t.Errorf("args %q, want %q", rec.Args, req.Args)
 	}
-	if rec.Env[EnvExecutionTarget] != ExecutionTargetWorker || rec.Env["FAKEJOB_EXTRA"] != "x" {
+	if rec.Env[conf.EnvExecutionTarget] != conf.BinaryModeWorker || rec.Env["FAKEJOB_EXTRA"] != "x" {
 		t.Errorf("env %v", rec.Env)
 	}
 	// The deployment file names everything the worker needs.
-	path := rec.Env[EnvWorkerDeployment]
-	d, err := ReadWorkerDeployment(path)
+	path := rec.Env[conf.EnvWorkerDeployment]
+	d, err := deployment.ReadWorkerDeployment(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := WorkerDeployment{Format: DeploymentFormat, TaskManagerID: tm.ID(), TaskManagerAddress: tm.Address(),
+	want := deployment.WorkerDeployment{Format: deployment.DeploymentFormat, TaskManagerID: tm.ID(), TaskManagerAddress: tm.Address(),
 		JobID: "job1", WorkerID: "w0", BinarySHA256: fakeJob.sha256, BinarySize: int64(len(fakeJob.data)),
 		JobMasterAddress: jm.addr, AllocationIDs: allocs, Args: req.Args, Env: req.Env,
 		Configuration: req.Configuration, DataHost: "127.0.0.1", DataPort: 7001}
-	if !deploymentsEqual(*d, want) {
+	if !d.Equal(&want) {
 		t.Errorf("deployment\n got %+v\nwant %+v", *d, want)
 	}
 	if string(rec.Deployment) == "" || filepath.Dir(path) != rec.Dir {
@@ -226,25 +228,6 @@ func TestSubmitAndCancel(t *testing.T) {
 	if _, err := client.CancelJob(context.Background(), &clusterpb.CancelJobRequest{UpToAttempt: -2}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bad CancelJob: %v", err)
 	}
-}
-
-func deploymentsEqual(a, b WorkerDeployment) bool {
-	eq := func(x, y map[string]string) bool {
-		if len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			if y[k] != v {
-				return false
-			}
-		}
-		return true
-	}
-	return eq(a.Env, b.Env) && eq(a.Configuration, b.Configuration) &&
-		slices.Equal(a.AllocationIDs, b.AllocationIDs) && slices.Equal(a.Args, b.Args) &&
-		a.Format == b.Format && a.TaskManagerID == b.TaskManagerID && a.TaskManagerAddress == b.TaskManagerAddress &&
-		a.JobID == b.JobID && a.Attempt == b.Attempt && a.WorkerID == b.WorkerID && a.BinarySHA256 == b.BinarySHA256 &&
-		a.BinarySize == b.BinarySize && a.JobMasterAddress == b.JobMasterAddress && a.DataHost == b.DataHost && a.DataPort == b.DataPort
 }
 
 func TestWorkerFailureIsLogged(t *testing.T) {

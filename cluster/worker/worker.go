@@ -10,7 +10,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/graph"
@@ -32,47 +32,10 @@ import (
 	"github.com/sluice/sluice/runtime/task"
 )
 
-// Deployment is what the TaskManager tells a worker it starts (the JSON
-// file named by SLUICE_WORKER_DEPLOYMENT).
-type Deployment struct {
-	TaskManagerID    string            `json:"task_manager_id"`
-	JobID            string            `json:"job_id"`
-	Attempt          int32             `json:"attempt"`
-	WorkerID         string            `json:"worker_id"`
-	JobMasterAddress string            `json:"job_master_address"`
-	Configuration    map[string]string `json:"configuration,omitempty"`
-	// DataHost is the host the data endpoint listens on and advertises
-	// (taskmanager.host); DataPort its port (0: any).
-	DataHost string `json:"data_host,omitempty"`
-	DataPort int    `json:"data_port,omitempty"`
-}
-
-// ReadDeployment reads a worker's deployment file.
-func ReadDeployment(path string) (*Deployment, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("worker: reading the deployment: %w", err)
-	}
-	var d Deployment
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("worker: the deployment %s: %w", path, err)
-	}
-	var missing []string
-	for name, v := range map[string]string{"job_id": d.JobID, "worker_id": d.WorkerID, "job_master_address": d.JobMasterAddress} {
-		if v == "" {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("worker: the deployment %s lacks %s", path, strings.Join(missing, ", "))
-	}
-	return &d, nil
-}
-
 // Run runs the worker until the JobMaster ends its session. opts carry the
 // program's own settings (clock, logger, batching, file systems, state
 // backend); the JobMaster decides the rest.
-func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *Deployment) error {
+func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deployment.WorkerDeployment) error {
 	opts.Defaults()
 	log := opts.Log
 	if log == nil {
@@ -126,7 +89,7 @@ var errSessionEnded = errors.New("worker: the JobMaster ended the session")
 type worker struct {
 	plan   *graph.Plan
 	opts   local.Options
-	dep    *Deployment
+	dep    *deployment.WorkerDeployment
 	log    *slog.Logger
 	ep     *netexchange.Endpoint
 	stream clusterpb.JobMaster_ConnectWorkerClient

@@ -39,6 +39,7 @@ var rules = []rule{
 	{"cluster/resourcemanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/taskmanager"}, "the ResourceManager reaches platforms only through its Driver", ""},
 	{"cluster/taskmanager", []string{"stream", "yarn", "kafka", "hdfs", "hadoop", "cmd", "runtime/local", "cluster/resourcemanager"}, "the TaskManager runs job binaries; it links no user code, connectors or platforms", ""},
 	{"cluster/jobmanager", []string{"stream", "yarn", "kafka", "cmd", "cluster/taskmanager", "cluster/worker"}, "the JobManager links no user code: it runs job binaries through TaskManagers", ""},
+	{"cluster/deployment", []string{"runtime", "stream", "cluster/clusterpb", "cluster/taskmanager", "cluster/worker", "conf", "google.golang.org/grpc"}, "the worker deployment file is plain data both ends share", ""},
 	{"cluster/worker", []string{"cluster/jobmanager", "cluster/resourcemanager", "cluster/taskmanager", "yarn", "kafka", "cmd", "stream"}, "a worker speaks only to its JobMaster and its peers", ""},
 	{"stream", []string{"yarn", "kafka", "cmd", "integration"}, "the user API does not depend on deployments or connectors", ""},
 	{"stream", []string{"hdfs", "hadoop"}, "the user API links HDFS only as the workers' filesystem (cluster/worker)", "cluster/worker"},
