@@ -48,11 +48,14 @@ func TestApplicationMasterKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(r.work, "out")
-	const n, keys = 12000, 6
+	// 24000 records at 1000/s: the job runs for about 24 s, so that the
+	// kill lands mid-job even on a slow machine (a job that had already
+	// finished would leave the second attempt nothing to recover).
+	const n, keys = 24000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application-attempts=2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-kill"}, small...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	p := r.start(ctx, args...)
 	appID := match(t, p, reAppID, 2*time.Minute)
 	addr := match(t, p, reREST, time.Second)
@@ -63,6 +66,11 @@ func TestApplicationMasterKilled(t *testing.T) {
 	job := runningJob(t, ctx, rc, 2*time.Minute)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	first := report(t, ctx, yc, appID).CurrentAttempt
+	if st, err := rc.Job(ctx, job); err != nil {
+		t.Fatalf("job %s before the kill: %v", job, err)
+	} else if string(st.State) != "RUNNING" {
+		t.Fatalf("job %s is %s before the kill; the kill must land while it runs", job, st.State)
+	}
 	ams := appMasters(appID)
 	if len(ams) != 1 {
 		t.Fatalf("ApplicationMaster processes of %s: %v, want one", appID, ams)
@@ -89,12 +97,14 @@ func TestApplicationMasterKilled(t *testing.T) {
 	// The second attempt's ApplicationMaster recovered the job (same id)
 	// with a checkpoint, and did not run the program again.
 	recovered := false
+	var logs []string
 	for dir, files := range r.containerLogs(t, appID) {
 		if !slices.Contains(files, "appmaster.err") {
 			continue
 		}
 		b, _ := os.ReadFile(filepath.Join(dir, "appmaster.err"))
 		log := string(b)
+		logs = append(logs, filepath.Base(dir)+":\n"+log)
 		if strings.Contains(log, `msg="recovering job"`) && strings.Contains(log, "job="+job) &&
 			strings.Contains(log, "not running the program again") && strings.Contains(log, `msg="recovering from checkpoint"`) {
 			recovered = true
@@ -102,7 +112,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 		}
 	}
 	if !recovered {
-		t.Errorf("no ApplicationMaster log of %s shows job %s recovered from a checkpoint", appID, job)
+		t.Errorf("no ApplicationMaster log of %s shows job %s recovered from a checkpoint; the logs:\n%s", appID, job, strings.Join(logs, "\n"))
 	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
