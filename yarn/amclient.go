@@ -1,6 +1,7 @@
 package yarn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -434,9 +435,15 @@ func (a *AMClient) applyAllocateResponse(resp *yarnpb.AllocateResponseProto) *Al
 		if nt.Kind == "" {
 			nt.Kind = hadoop.KindAMRMToken
 		}
-		a.token.set(nt)
-		out.AMRMTokenRolled = true
-		a.log.Info("yarn: AMRMToken rolled over")
+		// The RM repeats the new token in every response until the AM
+		// connects with it (it then serves the calls of the connection
+		// authenticated with the old one until the old key retires): only
+		// a token that differs from the one held is a roll-over.
+		if cur := a.token.Token(); cur == nil || !bytes.Equal(cur.Identifier, nt.Identifier) {
+			a.token.set(nt)
+			out.AMRMTokenRolled = true
+			a.log.Info("yarn: AMRMToken rolled over")
+		}
 	}
 
 	a.mu.Lock()

@@ -154,6 +154,9 @@ func TestAMClientProtocolState(t *testing.T) {
 			resp.AmRmToken = tokenToProto(tok2)
 		}
 		if n == 2 {
+			// As the real RM: the new token again, while the AM's
+			// connection was authenticated with the old one.
+			resp.AmRmToken = tokenToProto(tok2)
 			resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, &yarnpb.ContainerStatusProto{
 				ContainerId: containerIDToProto(ContainerID{Attempt: attempt, ID: 2}),
 				State:       yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
@@ -222,6 +225,9 @@ func TestAMClientProtocolState(t *testing.T) {
 	}
 	if len(r2.Completed) != 1 || r2.Completed[0].ExitStatus != ExitKilledByResourceManager || r2.Completed[0].State != ContainerComplete {
 		t.Fatalf("completed = %+v", r2.Completed)
+	}
+	if r2.AMRMTokenRolled {
+		t.Error("the token already held reported as a new roll-over")
 	}
 
 	// 3: the RM "restarted": the client re-registers and re-sends its state.
