@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	iofs "io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -60,7 +61,7 @@ func newSecureRig(t *testing.T) (*rig, *minicluster.Kerberos) {
 		fsys.Close()
 		login.Close()
 	})
-	return &rig{c: c, fs: fsys, work: t.TempDir(), hdfs: dir}, k
+	return &rig{c: c, fs: fsys, work: t.TempDir(), hdfs: dir, login: login}, k
 }
 
 func shortName(principal string) string {
@@ -200,4 +201,86 @@ func grepLine(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestSecureSession: sluice yarn-session on the Kerberized cluster. The
+// session is started, attached to, listed and stopped by CLIs that log in
+// from the client's keytab (the ResourceManager is reached over
+// Kerberos); a job submitted to it runs in TaskManager containers that
+// log in from the shipped keytab, checkpoints to the secure HDFS, and a
+// savepoint of it lands there; it is cancelled; after the session stops
+// no container is left and the staging directory with its keytab is gone.
+func TestSecureSession(t *testing.T) {
+	r, k := newSecureRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	krb := kerberosArgs(k)
+	o, err := r.sluice(t, ctx, append(append([]string{"yarn-session", "-Dyarn.application.name=yarntest-secure-session"}, small...), krb...)...)
+	if err != nil {
+		t.Fatalf("sluice yarn-session on the secure cluster: %v", err)
+	}
+	m := reAppID.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("no application id printed")
+	}
+	appID := m[1]
+	session := append([]string{"--target", "yarn-session", "-Dyarn.application.id=" + appID}, krb...)
+	stopped := false
+	defer func() {
+		if !stopped {
+			r.sluice(t, context.Background(), append([]string{"yarn-session", "--stop", "-Dyarn.application.id=" + appID}, krb...)...)
+		}
+	}()
+	checkIdentity(t, report(t, ctx, yc, appID), "Sluice", "yarntest-secure-session", "default", nil)
+
+	args := append([]string{"run", "--detached", "-p", "2", "-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt"}, session...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", filepath.Join(r.work, "out"), "-n", "6000", "-keys", "2", "-rate", "100")
+	o, err = r.sluice(t, ctx, args...)
+	if err != nil {
+		t.Fatalf("sluice run --detached on the secure session: %v", err)
+	}
+	m = reJobID.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("no job id printed")
+	}
+	job := m[1]
+	waitFor(t, 2*time.Minute, "list to show the job RUNNING", func() bool {
+		o, err := r.start(ctx, append([]string{"list"}, session...)...).wait()
+		return err == nil && listed(o, job, "RUNNING")
+	})
+	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
+		return len(r.hdfsCheckpoints(path.Join(r.hdfs, "ckpt"))) > 0
+	})
+	o, err = r.sluice(t, ctx, append(append([]string{"savepoint"}, session...), job, "hdfs://"+r.hdfs+"/savepoints")...)
+	if err != nil {
+		t.Fatalf("sluice savepoint on the secure session: %v", err)
+	}
+	// The path is printed with or without the hdfs:// scheme.
+	if m := reSavepoint.FindStringSubmatch(o); m == nil {
+		t.Error("savepoint: no path printed")
+	} else if u, err := url.Parse(m[1]); err != nil {
+		t.Errorf("savepoint path %q: %v", m[1], err)
+	} else if _, err := r.fs.Stat(path.Join(u.Path, "_metadata")); err != nil {
+		t.Errorf("the savepoint's metadata on the secure HDFS: %v", err)
+	}
+	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), job)...); err != nil || !strings.Contains(o, "Cancelled job "+job) {
+		t.Fatalf("sluice cancel %s: %v", job, err)
+	}
+	if _, err := r.sluice(t, ctx, append([]string{"yarn-session", "--stop", "-Dyarn.application.id=" + appID}, krb...)...); err != nil {
+		t.Fatalf("sluice yarn-session --stop on the secure cluster: %v", err)
+	}
+	stopped = true
+	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+	for _, f := range containerLogs(t, r.c, appID, "taskmanager.log") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "kerberos: logged in") {
+			t.Errorf("%s: the TaskManager did not log in from the keytab", f)
+		}
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
 	"github.com/sluice/sluice/rest/restclient"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // bins are the binaries, built once by TestMain: the CLI with the
@@ -75,6 +76,9 @@ type rig struct {
 	fs   *hdfs.FileSystem
 	work string // local directory of the job's output
 	hdfs string // HDFS directory of the test (checkpoints)
+	// login is the client principal's on the secure cluster, nil on the
+	// other.
+	login *kerberos.Login
 }
 
 func newRig(t testing.TB) *rig {

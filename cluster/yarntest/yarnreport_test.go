@@ -37,7 +37,22 @@ func (r *rig) yarnClient(t testing.TB) *yarn.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yc, err := yarn.NewClientFromConfiguration(h, user, slog.New(slog.DiscardHandler))
+	if r.login != nil { // a secure cluster knows the user by the principal's short name
+		user = shortName(r.login.Principal())
+	}
+	rms, err := h.ResourceManagerAddresses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := yarn.ClientConfig{User: user, Logger: slog.New(slog.DiscardHandler)}
+	for _, rm := range rms {
+		cfg.ResourceManagers = append(cfg.ResourceManagers, rm.Address)
+	}
+	// On the secure cluster as the client principal.
+	if err := yarn.ConfigureKerberos(&cfg, h, r.login); err != nil {
+		t.Fatal(err)
+	}
+	yc, err := yarn.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

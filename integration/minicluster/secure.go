@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice/sluice/integration/internal/harness"
 )
@@ -27,6 +29,9 @@ const (
 	KeyResourceManagerPrincipal = "resourcemanager_principal"
 	KeyKafkaPrincipal           = "kafka_principal"
 	KeyKafkaKeytab              = "kafka_keytab"
+	KeyTokenRenewInterval       = "delegation_token_renew_interval_ms"
+	KeyTokenMaxLifetime         = "delegation_token_max_lifetime_ms"
+	KeyMasterKeyRolling         = "master_key_rolling_interval_s"
 )
 
 var secureKeys = []string{KeyRealm, KeyKDCAddress, KeyKrb5Conf, KeyClientPrincipal, KeyClientKeytab,
@@ -48,6 +53,12 @@ type Kerberos struct {
 	RM        string // the ResourceManager's principal: hdfs/localhost@REALM (one JVM, one Kerberos identity)
 	Kafka     string // a principal for a Kafka broker, kafka/localhost@REALM
 	KafkaKT   string // its keytab
+
+	// The cluster's deliberately short credential lifetimes: HDFS
+	// delegation tokens must be renewed every TokenRenewInterval and die
+	// after TokenMaxLifetime; the ResourceManager rolls its AMRMToken and
+	// NMToken master keys every MasterKeyRolling.
+	TokenRenewInterval, TokenMaxLifetime, MasterKeyRolling time.Duration
 }
 
 func kerberosFromReady(f map[string]string) *Kerberos {
@@ -59,7 +70,20 @@ func kerberosFromReady(f map[string]string) *Kerberos {
 		Principal: f[KeyClientPrincipal], Keytab: f[KeyClientKeytab], ServiceKT: f[KeyServiceKeytab],
 		NameNode: f[KeyNameNodePrincipal], RM: f[KeyResourceManagerPrincipal],
 		Kafka: f[KeyKafkaPrincipal], KafkaKT: f[KeyKafkaKeytab],
+		TokenRenewInterval: readyDuration(f[KeyTokenRenewInterval], time.Millisecond),
+		TokenMaxLifetime:   readyDuration(f[KeyTokenMaxLifetime], time.Millisecond),
+		MasterKeyRolling:   readyDuration(f[KeyMasterKeyRolling], time.Second),
 	}
+}
+
+// readyDuration reads a READY number in unit; 0 when absent or not a
+// number.
+func readyDuration(v string, unit time.Duration) time.Duration {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * unit
 }
 
 var sharedSecure struct {

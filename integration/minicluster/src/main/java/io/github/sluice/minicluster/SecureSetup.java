@@ -171,6 +171,29 @@ final class SecureSetup {
     c.set("yarn.nodemanager.webapp.spnego-principal", http);
     c.set("yarn.nodemanager.webapp.spnego-keytab-file", kt);
     c.setBoolean("yarn.timeline-service.enabled", false);
+    configureShortLifetimes(c);
+  }
+
+  // Credential lifetimes of the secure cluster, deliberately short so that a test running for a
+  // few minutes outlives its first HDFS delegation tokens and sees the ResourceManager roll its
+  // AMRMToken and NMToken master keys (a production cluster: 1 day renewal, 7 days lifetime,
+  // daily roll-overs). Kerberos tickets are as short as the client asks for (ticket_lifetime in
+  // its krb5.conf); the harness's own krb5.conf asks for 10 hours.
+  static final long TOKEN_RENEW_INTERVAL_MS = 40_000;
+  static final long TOKEN_MAX_LIFETIME_MS = 100_000;
+  // A master key roll-over must exceed twice 1.5 times the matching liveness expiry: hence the
+  // shorter AM and NodeManager expiry intervals.
+  static final long MASTER_KEY_ROLLING_INTERVAL_S = 100;
+  static final long LIVENESS_EXPIRY_MS = 30_000;
+
+  private static void configureShortLifetimes(Configuration c) {
+    c.setLong("dfs.namenode.delegation.token.renew-interval", TOKEN_RENEW_INTERVAL_MS);
+    c.setLong("dfs.namenode.delegation.token.max-lifetime", TOKEN_MAX_LIFETIME_MS);
+    c.setLong("dfs.namenode.delegation.key.update-interval", TOKEN_RENEW_INTERVAL_MS);
+    c.setLong("yarn.am.liveness-monitor.expiry-interval-ms", LIVENESS_EXPIRY_MS);
+    c.setLong("yarn.nm.liveness-monitor.expiry-interval-ms", LIVENESS_EXPIRY_MS);
+    c.setLong("yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs", MASTER_KEY_ROLLING_INTERVAL_S);
+    c.setLong("yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs", MASTER_KEY_ROLLING_INTERVAL_S);
   }
 
   /** Client-side settings written to the *-site.xml files (server principals with _HOST). */
@@ -206,6 +229,9 @@ final class SecureSetup {
     m.put("resourcemanager_principal", principal("hdfs/" + HOST));
     m.put("kafka_principal", principal("kafka/" + HOST));
     m.put("kafka_keytab", kafkaKeytab.getAbsolutePath());
+    m.put("delegation_token_renew_interval_ms", String.valueOf(TOKEN_RENEW_INTERVAL_MS));
+    m.put("delegation_token_max_lifetime_ms", String.valueOf(TOKEN_MAX_LIFETIME_MS));
+    m.put("master_key_rolling_interval_s", String.valueOf(MASTER_KEY_ROLLING_INTERVAL_S));
     return m;
   }
 

@@ -1,0 +1,221 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/rest/restclient"
+)
+
+// shortTicketKrb5Conf writes a copy of the KDC's krb5.conf asking for
+// tickets of lifetime: every Sluice process of the application (the
+// client ships it with the keytab) then holds TGTs that die within
+// minutes.
+func shortTicketKrb5Conf(t *testing.T, src string, lifetime time.Duration) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\s*ticket_lifetime\s*=\s*).*$`)
+	if !re.Match(b) {
+		t.Fatalf("%s has no ticket_lifetime line to shorten", src)
+	}
+	b = re.ReplaceAll(b, []byte("${1}"+strconv.Itoa(int(lifetime.Seconds()))+"s"))
+	p := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSecureJobOutlivesCredentials: a job on the Kerberized cluster runs
+// well past the lifetime of everything it was started with — its
+// processes' TGTs (90 s, asked for by the shipped krb5.conf), the HDFS
+// delegation tokens the client obtained at submission (the secure
+// cluster's tokens must be renewed every 40 s and die after 100 s), the
+// AMRMToken and NMTokens (the ResourceManager rolls their master keys
+// every 100 s) — and keeps checkpointing to HDFS. After the first tokens
+// have died a TaskManager container is killed: YARN can only localize its
+// replacement from the staging directory on HDFS with tokens the
+// ApplicationMaster obtained since, and the job recovers from its latest
+// checkpoint with exactly-once output. The logs show the re-logins, the
+// token rounds and the roll-over.
+func TestSecureJobOutlivesCredentials(t *testing.T) {
+	r, k := newSecureRig(t)
+	if k.TokenMaxLifetime <= 0 || k.TokenMaxLifetime > 5*time.Minute {
+		t.Fatalf("the secure cluster's delegation tokens live %v; this test needs them short (its READY names delegation_token_max_lifetime_ms)", k.TokenMaxLifetime)
+	}
+	const ticketLifetime = 90 * time.Second
+	krb5 := shortTicketKrb5Conf(t, k.Krb5Conf, ticketLifetime)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	out := filepath.Join(r.work, "out")
+	// 9000 records at 50/s: the job runs about three minutes, a minute
+	// past the kill.
+	const n, keys = 9000, 6
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-lifetimes",
+		"-Dexecution.checkpointing.interval=2s", "-Drestart-strategy.type=fixed-delay",
+		"-Drestart-strategy.fixed-delay.attempts=10", "-Drestart-strategy.fixed-delay.delay=100ms",
+		"-Dsecurity.kerberos.login.keytab=" + k.Keytab, "-Dsecurity.kerberos.login.principal=" + k.Principal,
+		"-Dsecurity.kerberos.krb5-conf.path=" + krb5}, small...)
+	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "50")
+	submitted := time.Now()
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	addr := match(t, p, reREST, time.Second)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runningJob(t, ctx, rc, 2*time.Minute)
+
+	// Until the tokens of the submission are dead (and the first TGTs
+	// with them), checkpoints keep completing.
+	deadline := submitted.Add(k.TokenMaxLifetime + 10*time.Second)
+	var completedAtKill int64
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			t.Fatalf("sluice run ended %v after the submission, before the tokens of the submission expired (%v): %v\n%s",
+				time.Since(submitted).Round(time.Second), k.TokenMaxLifetime, p.err, p.out.String())
+		case <-time.After(time.Second):
+		}
+	}
+	st, err := rc.JobCheckpoints(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	completedAtKill = st.Counts.Completed
+	if d, err := rc.Job(ctx, job); err != nil || string(d.State) != "RUNNING" {
+		t.Fatalf("job %s %v after the submission: %v (err %v); want it RUNNING", job, time.Since(submitted).Round(time.Second), d, err)
+	}
+	if st.Latest.Completed == nil || time.Since(time.UnixMilli(st.Latest.Completed.LatestAckTimestamp)) > 20*time.Second {
+		t.Fatalf("%v after the submission the latest completed checkpoint of %s is %+v: checkpoints stopped", time.Since(submitted).Round(time.Second), job, st.Latest.Completed)
+	}
+	t.Logf("%d checkpoints completed %v after the submission", completedAtKill, time.Since(submitted).Round(time.Second))
+
+	// A TaskManager dies after the tokens of the submission did: its
+	// replacement container must be localized with fresh ones.
+	before := map[string]bool{}
+	tms, err := rc.TaskManagers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range tms {
+		before[tm.ID] = true
+	}
+	victims := taskManagersWithWorkers(appID)
+	if len(victims) == 0 {
+		t.Fatalf("no TaskManager container of %s runs a worker", appID)
+	}
+	if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
+		tms, err := rc.TaskManagers(ctx)
+		if err != nil {
+			return false
+		}
+		for _, tm := range tms {
+			if !before[tm.ID] {
+				t.Logf("replacement TaskManager %s registered %v after the kill", tm.ID, time.Since(killed).Round(time.Millisecond))
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 2*time.Minute, "a checkpoint completed after the recovery", func() bool {
+		st, err := rc.JobCheckpoints(ctx, job)
+		return err == nil && st.Latest.Completed != nil && st.Latest.Completed.LatestAckTimestamp > killed.UnixMilli()
+	})
+	<-p.done
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application on the secure cluster: %v", p.err)
+	}
+	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
+		t.Errorf("the CLI did not report the application's success")
+	}
+	checkExactlyOnce(t, out, n, keys)
+
+	// What the processes logged: the ApplicationMaster re-logged in,
+	// obtained tokens again and again, and used a rolled AMRMToken; every
+	// TaskManager that lived long enough re-logged in.
+	ran := time.Since(submitted)
+	am := containerLogs(t, r.c, appID, "appmaster.err")
+	if len(am) != 1 {
+		t.Fatalf("ApplicationMaster logs of %s: %q, want one", appID, am)
+	}
+	b, err := os.ReadFile(am[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	amLog := string(b)
+	if c := strings.Count(amLog, "kerberos: TGT refreshed"); c < 1 {
+		t.Errorf("the ApplicationMaster refreshed its TGT %d times in %v with tickets of %v", c, ran.Round(time.Second), ticketLifetime)
+	}
+	if strings.Contains(amLog, "re-login failed") {
+		t.Errorf("the ApplicationMaster's log shows a failed re-login:\n%s", grepLine(amLog, "re-login failed"))
+	}
+	wantRounds := int(ran / k.TokenRenewInterval)
+	if c := strings.Count(amLog, `msg="delegation: obtained tokens"`); c < wantRounds {
+		t.Errorf("the ApplicationMaster obtained delegation tokens %d times in %v; tokens to renew every %v want at least %d rounds",
+			c, ran.Round(time.Second), k.TokenRenewInterval, wantRounds)
+	}
+	if strings.Contains(amLog, "delegation: obtaining tokens failed") {
+		t.Errorf("the ApplicationMaster failed to obtain tokens:\n%s", grepLine(amLog, "obtaining tokens failed"))
+	}
+	// The ResourceManager rolls its master key every MasterKeyRolling and
+	// repeats the new token until the AM connects with it: one roll-over
+	// each, logged once.
+	rolls := strings.Count(amLog, "AMRMToken rolled over")
+	if ran > k.MasterKeyRolling+15*time.Second && rolls == 0 {
+		t.Errorf("in %v the ResourceManager (master key roll-over every %v) gave the ApplicationMaster no new AMRMToken", ran.Round(time.Second), k.MasterKeyRolling)
+	}
+	if max := int(ran/k.MasterKeyRolling) + 1; rolls > max {
+		t.Errorf("the ApplicationMaster logged %d AMRMToken roll-overs in %v, at most %d happened", rolls, ran.Round(time.Second), max)
+	}
+	// Every TaskManager and every worker (a job program process in a
+	// TaskManager container, logging to <worker>.err) keeps its own login.
+	var tmRefreshed, workerRefreshed int
+	for dir, files := range r.containerLogs(t, appID) {
+		for _, f := range files {
+			isTM := f == "taskmanager.log"
+			isWorker := strings.HasSuffix(f, ".err") && !strings.HasPrefix(f, "taskmanager.") && f != "prelaunch.err" && f != "appmaster.err"
+			if !isTM && !isWorker {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "re-login failed") {
+				t.Errorf("%s/%s shows a failed re-login:\n%s", filepath.Base(dir), f, grepLine(string(b), "re-login failed"))
+			}
+			if strings.Contains(string(b), "kerberos: TGT refreshed") {
+				if isTM {
+					tmRefreshed++
+				} else {
+					workerRefreshed++
+				}
+			}
+		}
+	}
+	if tmRefreshed == 0 || workerRefreshed == 0 {
+		t.Errorf("in %v with tickets of %v, %d TaskManagers and %d workers of %s refreshed their TGTs; want some of each",
+			ran.Round(time.Second), ticketLifetime, tmRefreshed, workerRefreshed, appID)
+	}
+	r.stagingGone(t, appID)
+}
