@@ -43,6 +43,32 @@ type Metrics struct {
 	RefreshFailures atomic.Int64
 }
 
+// Status is a login's state at one moment, as a plain value: what a
+// process reports of its login to the JobManager (TaskManagers in their
+// heartbeats, workers in their metrics reports), which exports it at GET
+// /metrics under the names of Metrics' fields.
+type Status struct {
+	// Principal is the logged-in principal, name@REALM.
+	Principal string
+	// TGTExpiry and TGTRenewTill are Unix seconds; TGTRenewTill is 0 for a
+	// TGT that is not renewable.
+	TGTExpiry, TGTRenewTill int64
+	// Relogins and ReloginFailures count the re-login loop's successful and
+	// failed attempts.
+	Relogins, ReloginFailures int64
+}
+
+// Status reads m as the Status of principal's login.
+func (m *Metrics) Status(principal string) Status {
+	return Status{
+		Principal:       principal,
+		TGTExpiry:       m.TGTExpiry.Load(),
+		TGTRenewTill:    m.TGTRenewTill.Load(),
+		Relogins:        m.Refreshes.Load(),
+		ReloginFailures: m.RefreshFailures.Load(),
+	}
+}
+
 // renewWindow is the fraction of a ticket's lifetime after which it is
 // refreshed: Hadoop's UserGroupInformation renews at 80 %.
 const renewWindow = 0.8
