@@ -27,7 +27,9 @@ func (System) NewTimer(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// Metrics of a Login. Names are those under which they are exported.
+// Metrics of a Login. Names are those under which the JobManager exports
+// them at GET /metrics, for every process of the cluster (the processes
+// report their login's Status to it).
 type Metrics struct {
 	// TGTExpiry is the current TGT's end time, Unix seconds
 	// (gauge sluice_kerberos_tgt_expiry_timestamp_seconds).
