@@ -54,6 +54,8 @@
 // GET /metrics serves the cluster's metrics in the Prometheus text format,
 // from a registry of the server's own (never the global one) whose
 // collector asks the Backend at each scrape. Metric names and labels are
-// those of Flink's Prometheus reporter; see the list at the metric
-// declarations in metrics.go.
+// those of Flink's Prometheus reporter, and Sluice's own (sluice_*: the
+// Kerberos logins of the cluster's processes and the delegation tokens)
+// have no Flink counterpart; see the list at the metric declarations in
+// metrics.go.
 package rest

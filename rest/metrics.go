@@ -18,6 +18,55 @@ import (
 // receive from workers.
 type MetricsSnapshot struct {
 	Jobs []JobMetrics
+	// KerberosLogins are the Kerberos logins of the cluster's processes:
+	// the JobManager's, each TaskManager's (from its heartbeats) and each
+	// worker's (from its metrics reports). Empty on a cluster without
+	// Kerberos.
+	KerberosLogins []KerberosLoginMetrics
+	// DelegationTokens is the state of the HDFS delegation tokens the
+	// JobManager obtains for its containers (on YARN); nil when it obtains
+	// none.
+	DelegationTokens *DelegationTokenMetrics
+}
+
+// The processes of KerberosLoginMetrics.Component.
+const (
+	ComponentJobManager  = "jobmanager"
+	ComponentTaskManager = "taskmanager"
+	// ComponentWorker is a worker: the job binary a TaskManager runs,
+	// which logs in itself for hdfs://.
+	ComponentWorker = "worker"
+)
+
+// KerberosLoginMetrics are the state of one process's Kerberos login.
+type KerberosLoginMetrics struct {
+	// Component is the process: ComponentJobManager, ComponentTaskManager
+	// or ComponentWorker.
+	Component string
+	// TaskManagerID is the TaskManager of a TaskManager or worker; Host the
+	// process's host; JobID the job of a worker.
+	TaskManagerID, Host, JobID string
+	// Principal is the logged-in principal, name@REALM.
+	Principal string
+	// TGTExpiry and TGTRenewTill are Unix seconds; TGTRenewTill is 0 for a
+	// TGT that is not renewable.
+	TGTExpiry, TGTRenewTill int64
+	// Relogins and ReloginFailures count the re-login loop's successful
+	// and failed attempts since the process logged in.
+	Relogins, ReloginFailures int64
+}
+
+// DelegationTokenMetrics are the state of a process's HDFS delegation
+// tokens.
+type DelegationTokenMetrics struct {
+	// Component is the process that obtains them (ComponentJobManager).
+	Component string
+	// Expiry is the earliest expiry of the current tokens, Unix seconds; 0
+	// before the first tokens are obtained.
+	Expiry int64
+	// Obtained and Failures count the successful and failed rounds of
+	// obtaining tokens.
+	Obtained, Failures int64
 }
 
 // JobMetrics are one job's metrics.
@@ -68,11 +117,13 @@ type SubtaskMetrics struct {
 	Watermark int64
 }
 
-// The metrics exported at GET /metrics. Names and labels are those of
-// Flink's Prometheus reporter (flink_<scope>_<name>), so dashboards and
-// alerts written for Flink work unchanged. As in Flink's reporter, counters
-// are exported as gauges: a subtask's counters start again from zero when
-// it is restarted, which PromQL's rate() treats as a counter reset.
+// The metrics exported at GET /metrics. Names and labels of those Flink
+// has are those of Flink's Prometheus reporter (flink_<scope>_<name>), so
+// dashboards and alerts written for Flink work unchanged; Sluice's own are
+// named sluice_<scope>_<name>. As in Flink's reporter, counters are
+// exported as gauges: a subtask's counters start again from zero when it
+// is restarted, which PromQL's rate() treats as a counter reset (so do a
+// process's re-login and token counters).
 //
 // Cluster (labels: none):
 //
@@ -105,6 +156,25 @@ type SubtaskMetrics struct {
 //	flink_taskmanager_job_task_accumulatedIdleTime          (ms)
 //	flink_taskmanager_job_task_currentInputWatermark        (epoch ms)
 //
+// Kerberos login of each process of the cluster, so that an expiry can be
+// alerted on before it comes (labels: component, tm_id, host, job_id,
+// principal; component is jobmanager, taskmanager or worker, tm_id the
+// TaskManager of a taskmanager or worker, job_id the job of a worker; a
+// label that does not apply is empty). Nothing is exported of a process
+// without a login, so nothing on a cluster without Kerberos:
+//
+//	sluice_kerberos_tgt_expiry_timestamp_seconds     (Unix s)
+//	sluice_kerberos_tgt_renew_till_timestamp_seconds (Unix s; absent for a TGT that is not renewable)
+//	sluice_kerberos_relogins_total
+//	sluice_kerberos_relogin_failures_total
+//
+// HDFS delegation tokens that the JobManager obtains for its containers on
+// a secure YARN cluster (labels: component, jobmanager):
+//
+//	sluice_delegation_token_expiry_timestamp_seconds (Unix s, the earliest; absent before the first tokens)
+//	sluice_delegation_token_obtains_total
+//	sluice_delegation_token_obtain_failures_total
+//
 // Flink's per-second rates (numRecordsInPerSecond, busyTimeMsPerSecond, ...)
 // are not exported: take rate() of the counters. The Go runtime and
 // process metrics (go_*, process_*) of the JobManager process are exported
@@ -113,11 +183,15 @@ const (
 	nsJobManager = "flink_jobmanager_"
 	nsJob        = "flink_jobmanager_job_"
 	nsTask       = "flink_taskmanager_job_task_"
+	nsKerberos   = "sluice_kerberos_"
+	nsDelegation = "sluice_delegation_token_"
 )
 
 var (
-	jobLabels  = []string{"job_id", "job_name"}
-	taskLabels = []string{"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num", "tm_id", "host"}
+	jobLabels        = []string{"job_id", "job_name"}
+	taskLabels       = []string{"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num", "tm_id", "host"}
+	loginLabels      = []string{"component", "tm_id", "host", "job_id", "principal"}
+	delegationLabels = []string{"component"}
 )
 
 // collector reads the Backend at each scrape.
@@ -133,6 +207,10 @@ type collector struct {
 
 	recordsIn, recordsOut, bytesIn, bytesOut,
 	busy, backpressured, idle, watermark *prometheus.Desc
+
+	tgtExpiry, tgtRenewTill, relogins, reloginFailures *prometheus.Desc
+
+	tokenExpiry, tokenObtains, tokenFailures *prometheus.Desc
 
 	scrapeError *prometheus.Desc
 }
@@ -168,6 +246,15 @@ func newCollector(b Backend, timeout time.Duration, ctx func() context.Context) 
 		idle:          d(nsTask+"accumulatedIdleTime", "Time the subtask waited for input, ms.", taskLabels),
 		watermark:     d(nsTask+"currentInputWatermark", "The subtask's current input watermark, epoch ms.", taskLabels),
 
+		tgtExpiry:       d(nsKerberos+"tgt_expiry_timestamp_seconds", "When the process's Kerberos TGT expires, Unix seconds.", loginLabels),
+		tgtRenewTill:    d(nsKerberos+"tgt_renew_till_timestamp_seconds", "Until when the process's Kerberos TGT can be renewed, Unix seconds.", loginLabels),
+		relogins:        d(nsKerberos+"relogins_total", "Successful Kerberos re-logins and renewals of the process.", loginLabels),
+		reloginFailures: d(nsKerberos+"relogin_failures_total", "Failed Kerberos re-login and renewal attempts of the process.", loginLabels),
+
+		tokenExpiry:   d(nsDelegation+"expiry_timestamp_seconds", "The earliest expiry of the current HDFS delegation tokens, Unix seconds.", delegationLabels),
+		tokenObtains:  d(nsDelegation+"obtains_total", "Rounds that obtained HDFS delegation tokens.", delegationLabels),
+		tokenFailures: d(nsDelegation+"obtain_failures_total", "Rounds that failed to obtain HDFS delegation tokens.", delegationLabels),
+
 		scrapeError: d("sluice_rest_metrics_scrape_error", "Reading the cluster's metrics failed.", nil),
 	}
 }
@@ -179,6 +266,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.restarts, c.cpCompleted, c.cpFailed, c.cpInProgress, c.cpTotal,
 		c.cpLastDuration, c.cpLastSize, c.cpLastFullSize, c.cpLastRestore,
 		c.recordsIn, c.recordsOut, c.bytesIn, c.bytesOut, c.busy, c.backpressured, c.idle, c.watermark,
+		c.tgtExpiry, c.tgtRenewTill, c.relogins, c.reloginFailures,
+		c.tokenExpiry, c.tokenObtains, c.tokenFailures,
 		c.scrapeError,
 	} {
 		ch <- d
@@ -258,6 +347,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.idle, float64(s.IdleMillis), tl...)
 			g(c.watermark, float64(s.Watermark), tl...)
 		}
+	}
+	for _, l := range snap.KerberosLogins {
+		ll := []string{l.Component, l.TaskManagerID, l.Host, l.JobID, l.Principal}
+		g(c.tgtExpiry, float64(l.TGTExpiry), ll...)
+		if l.TGTRenewTill != 0 {
+			g(c.tgtRenewTill, float64(l.TGTRenewTill), ll...)
+		}
+		g(c.relogins, float64(l.Relogins), ll...)
+		g(c.reloginFailures, float64(l.ReloginFailures), ll...)
+	}
+	if t := snap.DelegationTokens; t != nil {
+		if t.Expiry != 0 {
+			g(c.tokenExpiry, float64(t.Expiry), t.Component)
+		}
+		g(c.tokenObtains, float64(t.Obtained), t.Component)
+		g(c.tokenFailures, float64(t.Failures), t.Component)
 	}
 }
 

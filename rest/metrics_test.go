@@ -3,8 +3,10 @@ package rest_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,3 +172,90 @@ func TestMetricsBadInput(t *testing.T) {
 type metricsPanic struct{ *resttest.Backend }
 
 func (metricsPanic) Metrics(context.Context) (*rest.MetricsSnapshot, error) { panic("metrics boom") }
+
+// The logins of the cluster's processes and the JobManager's delegation
+// tokens are exported under sluice_kerberos_* and sluice_delegation_token_*;
+// a cluster without Kerberos exports none of them.
+func TestMetricsCredentials(t *testing.T) {
+	const (
+		amPrincipal = "sluice/am.example.com@EXAMPLE.COM"
+		tmPrincipal = "sluice@EXAMPLE.COM"
+	)
+	jm := rest.KerberosLoginMetrics{Component: rest.ComponentJobManager, Host: "am.example.com", Principal: amPrincipal,
+		TGTExpiry: 1_772_370_000, TGTRenewTill: 1_772_956_800, Relogins: 4, ReloginFailures: 1}
+	tm := rest.KerberosLoginMetrics{Component: rest.ComponentTaskManager, TaskManagerID: "tm-1", Host: "nm1.example.com", Principal: tmPrincipal,
+		TGTExpiry: 1_772_373_600} // not renewable
+	worker := rest.KerberosLoginMetrics{Component: rest.ComponentWorker, TaskManagerID: "tm-1", Host: "nm1.example.com", JobID: jobRunning,
+		Principal: tmPrincipal, TGTExpiry: 1_772_377_200, TGTRenewTill: 1_772_460_000, Relogins: 1}
+	jobs := []rest.JobMetrics{{JobID: jobRunning, JobName: "word count"}}
+	for _, tc := range []struct {
+		name string
+		snap *rest.MetricsSnapshot
+		want []string // every sluice_kerberos_* and sluice_delegation_token_* series, sorted
+	}{
+		{"no Kerberos", &rest.MetricsSnapshot{Jobs: jobs}, nil},
+		{"every process logged in, tokens obtained", &rest.MetricsSnapshot{Jobs: jobs,
+			KerberosLogins:   []rest.KerberosLoginMetrics{jm, tm, worker},
+			DelegationTokens: &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: 1_772_400_000, Obtained: 3, Failures: 1}},
+			[]string{
+				`sluice_delegation_token_expiry_timestamp_seconds{component="jobmanager"} 1.7724e+09`,
+				`sluice_delegation_token_obtain_failures_total{component="jobmanager"} 1`,
+				`sluice_delegation_token_obtains_total{component="jobmanager"} 3`,
+				`sluice_kerberos_relogin_failures_total{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1`,
+				`sluice_kerberos_relogin_failures_total{component="taskmanager",host="nm1.example.com",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 0`,
+				`sluice_kerberos_relogin_failures_total{component="worker",host="nm1.example.com",job_id="` + jobRunning + `",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 0`,
+				`sluice_kerberos_relogins_total{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 4`,
+				`sluice_kerberos_relogins_total{component="taskmanager",host="nm1.example.com",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 0`,
+				`sluice_kerberos_relogins_total{component="worker",host="nm1.example.com",job_id="` + jobRunning + `",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 1`,
+				`sluice_kerberos_tgt_expiry_timestamp_seconds{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1.77237e+09`,
+				`sluice_kerberos_tgt_expiry_timestamp_seconds{component="taskmanager",host="nm1.example.com",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 1.7723736e+09`,
+				`sluice_kerberos_tgt_expiry_timestamp_seconds{component="worker",host="nm1.example.com",job_id="` + jobRunning + `",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 1.7723772e+09`,
+				// The TaskManager's TGT is not renewable: no renew-till.
+				`sluice_kerberos_tgt_renew_till_timestamp_seconds{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1.7729568e+09`,
+				`sluice_kerberos_tgt_renew_till_timestamp_seconds{component="worker",host="nm1.example.com",job_id="` + jobRunning + `",principal="sluice@EXAMPLE.COM",tm_id="tm-1"} 1.77246e+09`,
+			}},
+		{"tokens not obtained yet", &rest.MetricsSnapshot{
+			KerberosLogins:   []rest.KerberosLoginMetrics{jm},
+			DelegationTokens: &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Failures: 2}},
+			[]string{
+				`sluice_delegation_token_obtain_failures_total{component="jobmanager"} 2`,
+				`sluice_delegation_token_obtains_total{component="jobmanager"} 0`,
+				`sluice_kerberos_relogin_failures_total{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1`,
+				`sluice_kerberos_relogins_total{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 4`,
+				`sluice_kerberos_tgt_expiry_timestamp_seconds{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1.77237e+09`,
+				`sluice_kerberos_tgt_renew_till_timestamp_seconds{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1.7729568e+09`,
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk := fixture(t)
+			b.SetMetrics(tc.snap)
+			fams := scrape(t, serve(t, b, clk, nil).URL())
+			var got []string
+			for name, f := range fams {
+				if !strings.HasPrefix(name, "sluice_kerberos_") && !strings.HasPrefix(name, "sluice_delegation_token_") {
+					continue
+				}
+				if f.GetType() != dto.MetricType_GAUGE {
+					t.Errorf("%s is a %v, want a gauge like the others", name, f.GetType())
+				}
+				for _, m := range f.Metric {
+					var labels []string
+					for _, l := range m.Label {
+						if l.GetValue() != "" {
+							labels = append(labels, l.GetName()+"="+strconv.Quote(l.GetValue()))
+						}
+					}
+					sort.Strings(labels)
+					got = append(got, fmt.Sprintf("%s{%s} %v", name, strings.Join(labels, ","), m.GetGauge().GetValue()))
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("exported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if _, ok := fams["flink_jobmanager_numRunningJobs"]; !ok {
+				t.Error("the cluster's metrics are missing")
+			}
+		})
+	}
+}

@@ -454,7 +454,10 @@ type Heartbeat struct {
 	Seq   int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// slots is the sender's view of its slots (TaskManager to
 	// ResourceManager only): the ResourceManager reconciles with it.
-	Slots         []*SlotStatus `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
+	Slots []*SlotStatus `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
+	// kerberos is the TaskManager's Kerberos login (TaskManager to
+	// ResourceManager only), absent when it has none.
+	Kerberos      *KerberosStatus `protobuf:"bytes,3,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -503,6 +506,96 @@ func (x *Heartbeat) GetSlots() []*SlotStatus {
 	return nil
 }
 
+func (x *Heartbeat) GetKerberos() *KerberosStatus {
+	if x != nil {
+		return x.Kerberos
+	}
+	return nil
+}
+
+// KerberosStatus is the state of a process's Kerberos login, which the
+// JobManager exports at GET /metrics so that expiry can be alerted on.
+type KerberosStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// principal is the logged-in principal, name@REALM.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// tgt_expiry and tgt_renew_till are the TGT's end and renew-till times,
+	// Unix seconds; tgt_renew_till is 0 for a TGT that is not renewable.
+	TgtExpiry    int64 `protobuf:"varint,2,opt,name=tgt_expiry,json=tgtExpiry,proto3" json:"tgt_expiry,omitempty"`
+	TgtRenewTill int64 `protobuf:"varint,3,opt,name=tgt_renew_till,json=tgtRenewTill,proto3" json:"tgt_renew_till,omitempty"`
+	// relogins and relogin_failures count the re-login loop's successful and
+	// failed attempts.
+	Relogins        int64 `protobuf:"varint,4,opt,name=relogins,proto3" json:"relogins,omitempty"`
+	ReloginFailures int64 `protobuf:"varint,5,opt,name=relogin_failures,json=reloginFailures,proto3" json:"relogin_failures,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *KerberosStatus) Reset() {
+	*x = KerberosStatus{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KerberosStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KerberosStatus) ProtoMessage() {}
+
+func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KerberosStatus.ProtoReflect.Descriptor instead.
+func (*KerberosStatus) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KerberosStatus) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *KerberosStatus) GetTgtExpiry() int64 {
+	if x != nil {
+		return x.TgtExpiry
+	}
+	return 0
+}
+
+func (x *KerberosStatus) GetTgtRenewTill() int64 {
+	if x != nil {
+		return x.TgtRenewTill
+	}
+	return 0
+}
+
+func (x *KerberosStatus) GetRelogins() int64 {
+	if x != nil {
+		return x.Relogins
+	}
+	return 0
+}
+
+func (x *KerberosStatus) GetReloginFailures() int64 {
+	if x != nil {
+		return x.ReloginFailures
+	}
+	return 0
+}
+
 type SlotStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Index int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -515,7 +608,7 @@ type SlotStatus struct {
 
 func (x *SlotStatus) Reset() {
 	*x = SlotStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +620,7 @@ func (x *SlotStatus) String() string {
 func (*SlotStatus) ProtoMessage() {}
 
 func (x *SlotStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +633,7 @@ func (x *SlotStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotStatus.ProtoReflect.Descriptor instead.
 func (*SlotStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SlotStatus) GetIndex() int32 {
@@ -577,7 +670,7 @@ type AllocateSlot struct {
 
 func (x *AllocateSlot) Reset() {
 	*x = AllocateSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +682,7 @@ func (x *AllocateSlot) String() string {
 func (*AllocateSlot) ProtoMessage() {}
 
 func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +695,7 @@ func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateSlot.ProtoReflect.Descriptor instead.
 func (*AllocateSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AllocateSlot) GetIndex() int32 {
@@ -642,7 +735,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +747,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +760,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Disconnect) GetReason() string {
@@ -690,7 +783,7 @@ type SlotDemand struct {
 
 func (x *SlotDemand) Reset() {
 	*x = SlotDemand{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +795,7 @@ func (x *SlotDemand) String() string {
 func (*SlotDemand) ProtoMessage() {}
 
 func (x *SlotDemand) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +808,7 @@ func (x *SlotDemand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemand.ProtoReflect.Descriptor instead.
 func (*SlotDemand) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SlotDemand) GetJobId() string {
@@ -747,7 +840,7 @@ type SlotDemandAck struct {
 
 func (x *SlotDemandAck) Reset() {
 	*x = SlotDemandAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +852,7 @@ func (x *SlotDemandAck) String() string {
 func (*SlotDemandAck) ProtoMessage() {}
 
 func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +865,7 @@ func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemandAck.ProtoReflect.Descriptor instead.
 func (*SlotDemandAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 type SlotOffer struct {
@@ -788,7 +881,7 @@ type SlotOffer struct {
 
 func (x *SlotOffer) Reset() {
 	*x = SlotOffer{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +893,7 @@ func (x *SlotOffer) String() string {
 func (*SlotOffer) ProtoMessage() {}
 
 func (x *SlotOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +906,7 @@ func (x *SlotOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOffer.ProtoReflect.Descriptor instead.
 func (*SlotOffer) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SlotOffer) GetJobId() string {
@@ -861,7 +954,7 @@ type OfferedSlot struct {
 
 func (x *OfferedSlot) Reset() {
 	*x = OfferedSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +966,7 @@ func (x *OfferedSlot) String() string {
 func (*OfferedSlot) ProtoMessage() {}
 
 func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +979,7 @@ func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfferedSlot.ProtoReflect.Descriptor instead.
 func (*OfferedSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OfferedSlot) GetIndex() int32 {
@@ -914,7 +1007,7 @@ type SlotOfferResponse struct {
 
 func (x *SlotOfferResponse) Reset() {
 	*x = SlotOfferResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1019,7 @@ func (x *SlotOfferResponse) String() string {
 func (*SlotOfferResponse) ProtoMessage() {}
 
 func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1032,7 @@ func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOfferResponse.ProtoReflect.Descriptor instead.
 func (*SlotOfferResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SlotOfferResponse) GetAccepted() []string {
@@ -973,7 +1066,7 @@ type SubmitTasksRequest struct {
 
 func (x *SubmitTasksRequest) Reset() {
 	*x = SubmitTasksRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1078,7 @@ func (x *SubmitTasksRequest) String() string {
 func (*SubmitTasksRequest) ProtoMessage() {}
 
 func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1091,7 @@ func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksRequest.ProtoReflect.Descriptor instead.
 func (*SubmitTasksRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubmitTasksRequest) GetJobId() string {
@@ -1079,7 +1172,7 @@ type SubmitTasksResponse struct {
 
 func (x *SubmitTasksResponse) Reset() {
 	*x = SubmitTasksResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1184,7 @@ func (x *SubmitTasksResponse) String() string {
 func (*SubmitTasksResponse) ProtoMessage() {}
 
 func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1197,7 @@ func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksResponse.ProtoReflect.Descriptor instead.
 func (*SubmitTasksResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 type CancelJobRequest struct {
@@ -1118,7 +1211,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1223,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1236,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1168,7 +1261,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1273,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1286,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 type FreeSlotsRequest struct {
@@ -1208,7 +1301,7 @@ type FreeSlotsRequest struct {
 
 func (x *FreeSlotsRequest) Reset() {
 	*x = FreeSlotsRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1313,7 @@ func (x *FreeSlotsRequest) String() string {
 func (*FreeSlotsRequest) ProtoMessage() {}
 
 func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1326,7 @@ func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsRequest.ProtoReflect.Descriptor instead.
 func (*FreeSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FreeSlotsRequest) GetJobId() string {
@@ -1258,7 +1351,7 @@ type FreeSlotsResponse struct {
 
 func (x *FreeSlotsResponse) Reset() {
 	*x = FreeSlotsResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1363,7 @@ func (x *FreeSlotsResponse) String() string {
 func (*FreeSlotsResponse) ProtoMessage() {}
 
 func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1376,7 @@ func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsResponse.ProtoReflect.Descriptor instead.
 func (*FreeSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 type BlobRequest struct {
@@ -1295,7 +1388,7 @@ type BlobRequest struct {
 
 func (x *BlobRequest) Reset() {
 	*x = BlobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1400,7 @@ func (x *BlobRequest) String() string {
 func (*BlobRequest) ProtoMessage() {}
 
 func (x *BlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1413,7 @@ func (x *BlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRequest.ProtoReflect.Descriptor instead.
 func (*BlobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BlobRequest) GetSha256() string {
@@ -1339,7 +1432,7 @@ type BlobChunk struct {
 
 func (x *BlobChunk) Reset() {
 	*x = BlobChunk{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1444,7 @@ func (x *BlobChunk) String() string {
 func (*BlobChunk) ProtoMessage() {}
 
 func (x *BlobChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1457,7 @@ func (x *BlobChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobChunk.ProtoReflect.Descriptor instead.
 func (*BlobChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BlobChunk) GetData() []byte {
@@ -1385,7 +1478,7 @@ type TaskKey struct {
 
 func (x *TaskKey) Reset() {
 	*x = TaskKey{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1490,7 @@ func (x *TaskKey) String() string {
 func (*TaskKey) ProtoMessage() {}
 
 func (x *TaskKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1503,7 @@ func (x *TaskKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskKey.ProtoReflect.Descriptor instead.
 func (*TaskKey) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TaskKey) GetChain() int32 {
@@ -1449,7 +1542,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1554,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1567,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WorkerMessage) GetMsg() isWorkerMessage_Msg {
@@ -1679,7 +1772,7 @@ type JobMasterMessage struct {
 
 func (x *JobMasterMessage) Reset() {
 	*x = JobMasterMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1784,7 @@ func (x *JobMasterMessage) String() string {
 func (*JobMasterMessage) ProtoMessage() {}
 
 func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1797,7 @@ func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobMasterMessage.ProtoReflect.Descriptor instead.
 func (*JobMasterMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobMasterMessage) GetMsg() isJobMasterMessage_Msg {
@@ -1878,7 +1971,7 @@ type AllFinished struct {
 
 func (x *AllFinished) Reset() {
 	*x = AllFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1983,7 @@ func (x *AllFinished) String() string {
 func (*AllFinished) ProtoMessage() {}
 
 func (x *AllFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +1996,7 @@ func (x *AllFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
 func (*AllFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 type Hello struct {
@@ -1924,7 +2017,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2029,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2042,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2028,7 +2121,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2133,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2146,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2130,7 +2223,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2235,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2248,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2192,7 +2285,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2297,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2310,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Deployed) GetError() string {
@@ -2242,7 +2335,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2347,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2360,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 type TriggerCheckpoint struct {
@@ -2287,7 +2380,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2392,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2405,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2369,7 +2462,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2474,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2487,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2423,7 +2516,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2528,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2541,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2497,7 +2590,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2602,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2615,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2571,7 +2664,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2676,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2689,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2629,7 +2722,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2734,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2747,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2673,7 +2766,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2778,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2791,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -2718,7 +2811,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2823,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2836,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -2774,7 +2867,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2786,7 +2879,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2799,7 +2892,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -2839,7 +2932,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2944,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2957,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2875,15 +2968,18 @@ func (x *Cancel) GetReason() string {
 }
 
 type MetricsReport struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Subtasks      []*SubtaskMetrics      `protobuf:"bytes,1,rep,name=subtasks,proto3" json:"subtasks,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Subtasks []*SubtaskMetrics      `protobuf:"bytes,1,rep,name=subtasks,proto3" json:"subtasks,omitempty"`
+	// kerberos is the worker's Kerberos login (for hdfs://), absent when it
+	// has none.
+	Kerberos      *KerberosStatus `protobuf:"bytes,2,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +2991,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,12 +3004,19 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
 	if x != nil {
 		return x.Subtasks
+	}
+	return nil
+}
+
+func (x *MetricsReport) GetKerberos() *KerberosStatus {
+	if x != nil {
+		return x.Kerberos
 	}
 	return nil
 }
@@ -2935,7 +3038,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3050,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3063,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3063,10 +3166,18 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"Registered\x12.\n" +
 	"\x13resource_manager_id\x18\x01 \x01(\tR\x11resourceManagerId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"R\n" +
+	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\x91\x01\n" +
 	"\tHeartbeat\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x123\n" +
-	"\x05slots\x18\x02 \x03(\v2\x1d.sluice.cluster.v1.SlotStatusR\x05slots\"^\n" +
+	"\x05slots\x18\x02 \x03(\v2\x1d.sluice.cluster.v1.SlotStatusR\x05slots\x12=\n" +
+	"\bkerberos\x18\x03 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xba\x01\n" +
+	"\x0eKerberosStatus\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1d\n" +
+	"\n" +
+	"tgt_expiry\x18\x02 \x01(\x03R\ttgtExpiry\x12$\n" +
+	"\x0etgt_renew_till\x18\x03 \x01(\x03R\ftgtRenewTill\x12\x1a\n" +
+	"\brelogins\x18\x04 \x01(\x03R\brelogins\x12)\n" +
+	"\x10relogin_failures\x18\x05 \x01(\x03R\x0freloginFailures\"^\n" +
 	"\n" +
 	"SlotStatus\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12#\n" +
@@ -3226,9 +3337,10 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\bcanceled\x18\x03 \x01(\bR\bcanceled\x12 \n" +
 	"\vrecoverable\x18\x04 \x01(\bR\vrecoverable\" \n" +
 	"\x06Cancel\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"N\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\rMetricsReport\x12=\n" +
-	"\bsubtasks\x18\x01 \x03(\v2!.sluice.cluster.v1.SubtaskMetricsR\bsubtasks\"\xb3\x02\n" +
+	"\bsubtasks\x18\x01 \x03(\v2!.sluice.cluster.v1.SubtaskMetricsR\bsubtasks\x12=\n" +
+	"\bkerberos\x18\x02 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xb3\x02\n" +
 	"\x0eSubtaskMetrics\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x1d\n" +
 	"\n" +
@@ -3267,7 +3379,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
@@ -3275,113 +3387,116 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*Register)(nil),               // 3: sluice.cluster.v1.Register
 	(*Registered)(nil),             // 4: sluice.cluster.v1.Registered
 	(*Heartbeat)(nil),              // 5: sluice.cluster.v1.Heartbeat
-	(*SlotStatus)(nil),             // 6: sluice.cluster.v1.SlotStatus
-	(*AllocateSlot)(nil),           // 7: sluice.cluster.v1.AllocateSlot
-	(*Disconnect)(nil),             // 8: sluice.cluster.v1.Disconnect
-	(*SlotDemand)(nil),             // 9: sluice.cluster.v1.SlotDemand
-	(*SlotDemandAck)(nil),          // 10: sluice.cluster.v1.SlotDemandAck
-	(*SlotOffer)(nil),              // 11: sluice.cluster.v1.SlotOffer
-	(*OfferedSlot)(nil),            // 12: sluice.cluster.v1.OfferedSlot
-	(*SlotOfferResponse)(nil),      // 13: sluice.cluster.v1.SlotOfferResponse
-	(*SubmitTasksRequest)(nil),     // 14: sluice.cluster.v1.SubmitTasksRequest
-	(*SubmitTasksResponse)(nil),    // 15: sluice.cluster.v1.SubmitTasksResponse
-	(*CancelJobRequest)(nil),       // 16: sluice.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),      // 17: sluice.cluster.v1.CancelJobResponse
-	(*FreeSlotsRequest)(nil),       // 18: sluice.cluster.v1.FreeSlotsRequest
-	(*FreeSlotsResponse)(nil),      // 19: sluice.cluster.v1.FreeSlotsResponse
-	(*BlobRequest)(nil),            // 20: sluice.cluster.v1.BlobRequest
-	(*BlobChunk)(nil),              // 21: sluice.cluster.v1.BlobChunk
-	(*TaskKey)(nil),                // 22: sluice.cluster.v1.TaskKey
-	(*WorkerMessage)(nil),          // 23: sluice.cluster.v1.WorkerMessage
-	(*JobMasterMessage)(nil),       // 24: sluice.cluster.v1.JobMasterMessage
-	(*AllFinished)(nil),            // 25: sluice.cluster.v1.AllFinished
-	(*Hello)(nil),                  // 26: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 27: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 28: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 29: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 30: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 31: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 32: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 33: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 34: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 35: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 36: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 37: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 38: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 39: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 40: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 41: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 42: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 43: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 44: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*KerberosStatus)(nil),         // 6: sluice.cluster.v1.KerberosStatus
+	(*SlotStatus)(nil),             // 7: sluice.cluster.v1.SlotStatus
+	(*AllocateSlot)(nil),           // 8: sluice.cluster.v1.AllocateSlot
+	(*Disconnect)(nil),             // 9: sluice.cluster.v1.Disconnect
+	(*SlotDemand)(nil),             // 10: sluice.cluster.v1.SlotDemand
+	(*SlotDemandAck)(nil),          // 11: sluice.cluster.v1.SlotDemandAck
+	(*SlotOffer)(nil),              // 12: sluice.cluster.v1.SlotOffer
+	(*OfferedSlot)(nil),            // 13: sluice.cluster.v1.OfferedSlot
+	(*SlotOfferResponse)(nil),      // 14: sluice.cluster.v1.SlotOfferResponse
+	(*SubmitTasksRequest)(nil),     // 15: sluice.cluster.v1.SubmitTasksRequest
+	(*SubmitTasksResponse)(nil),    // 16: sluice.cluster.v1.SubmitTasksResponse
+	(*CancelJobRequest)(nil),       // 17: sluice.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),      // 18: sluice.cluster.v1.CancelJobResponse
+	(*FreeSlotsRequest)(nil),       // 19: sluice.cluster.v1.FreeSlotsRequest
+	(*FreeSlotsResponse)(nil),      // 20: sluice.cluster.v1.FreeSlotsResponse
+	(*BlobRequest)(nil),            // 21: sluice.cluster.v1.BlobRequest
+	(*BlobChunk)(nil),              // 22: sluice.cluster.v1.BlobChunk
+	(*TaskKey)(nil),                // 23: sluice.cluster.v1.TaskKey
+	(*WorkerMessage)(nil),          // 24: sluice.cluster.v1.WorkerMessage
+	(*JobMasterMessage)(nil),       // 25: sluice.cluster.v1.JobMasterMessage
+	(*AllFinished)(nil),            // 26: sluice.cluster.v1.AllFinished
+	(*Hello)(nil),                  // 27: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 28: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 29: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 30: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 31: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 32: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 33: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 34: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 35: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 36: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 37: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 38: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 39: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 40: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 41: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 42: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 43: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 44: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
 	5,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
 	4,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
 	5,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	7,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
-	8,  // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	18, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	8,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
+	9,  // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
+	19, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
 	0,  // 7: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	6,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	12, // 9: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	43, // 10: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	44, // 11: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	26, // 12: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	29, // 13: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	39, // 14: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	34, // 15: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	35, // 16: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	36, // 17: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	33, // 18: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	38, // 19: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	38, // 20: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	31, // 21: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	41, // 22: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	27, // 23: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	30, // 24: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	31, // 25: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	32, // 26: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	37, // 27: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	37, // 28: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	38, // 29: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	38, // 30: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	40, // 31: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	25, // 32: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	22, // 33: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	28, // 34: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	22, // 35: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 36: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	31, // 37: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	22, // 38: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 39: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 40: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 41: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	22, // 42: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	42, // 43: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	22, // 44: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 45: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	9,  // 46: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	14, // 47: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	16, // 48: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	18, // 49: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	11, // 50: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	23, // 51: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	20, // 52: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 53: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	10, // 54: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	15, // 55: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	17, // 56: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	19, // 57: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	13, // 58: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	24, // 59: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	21, // 60: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	53, // [53:61] is the sub-list for method output_type
-	45, // [45:53] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	7,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	6,  // 9: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	13, // 10: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	44, // 11: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	45, // 12: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	27, // 13: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	30, // 14: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	40, // 15: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	35, // 16: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	36, // 17: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	37, // 18: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	34, // 19: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	39, // 20: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	39, // 21: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	32, // 22: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	42, // 23: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	28, // 24: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	31, // 25: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	32, // 26: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	33, // 27: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	38, // 28: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	38, // 29: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	39, // 30: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	39, // 31: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	41, // 32: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	26, // 33: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	23, // 34: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	29, // 35: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	23, // 36: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 37: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	32, // 38: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	23, // 39: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 40: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 41: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 42: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 43: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	43, // 44: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	6,  // 45: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	23, // 46: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 47: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	10, // 48: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	15, // 49: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	17, // 50: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	19, // 51: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	12, // 52: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	24, // 53: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	21, // 54: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 55: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	11, // 56: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	16, // 57: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	18, // 58: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	20, // 59: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	14, // 60: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	25, // 61: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	22, // 62: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	55, // [55:63] is the sub-list for method output_type
+	47, // [47:55] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3400,7 +3515,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*ResourceManagerMessage_Disconnect)(nil),
 		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[23].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[24].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Deployed)(nil),
 		(*WorkerMessage_TaskEnded)(nil),
@@ -3413,7 +3528,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Trigger)(nil),
 		(*WorkerMessage_Metrics)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[24].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
 		(*JobMasterMessage_Start)(nil),
 		(*JobMasterMessage_Trigger)(nil),
@@ -3431,7 +3546,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -484,6 +484,10 @@ func TestCLILifecycle(t *testing.T) {
 			return total
 		}
 		r, z := sum("flink_taskmanager_job_task_numRecordsOut"), sum("flink_jobmanager_job_lastCheckpointSize")
+		// Without Kerberos no process has a login to export.
+		if bytes.Contains(b, []byte("sluice_kerberos_")) || bytes.Contains(b, []byte("sluice_delegation_token_")) {
+			t.Errorf("a cluster without Kerberos exports login or token metrics:\n%s", b)
+		}
 		return r > 0 && z > 0
 	})
 	ck := c.mustSluice("checkpoint", "-m", c.rest(), job)

@@ -13,18 +13,48 @@ import (
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // TaskManagerLister lists the registered TaskManagers for the REST API
 // (the ResourceManager).
 type TaskManagerLister interface {
 	TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error)
+	// TaskManagerLogins returns the Kerberos logins the TaskManagers
+	// reported in their latest heartbeats (ComponentTaskManager), sorted
+	// by TaskManager id.
+	TaskManagerLogins(ctx context.Context) ([]rest.KerberosLoginMetrics, error)
 }
 
 // Backend serves the REST API from the Dispatcher.
 type Backend struct {
 	D   *Dispatcher
 	TMs TaskManagerLister
+	// Host is the JobManager's host, the host label of its own login.
+	Host string
+	// Kerberos and DelegationTokens report the JobManager process's own
+	// credentials at GET /metrics (Options.Kerberos and
+	// Options.DelegationTokens); nil when it has none.
+	Kerberos         func() kerberos.Status
+	DelegationTokens func() DelegationTokenStatus
+}
+
+// DelegationTokenStatus is the state of the HDFS delegation tokens a
+// process obtains for its containers (on YARN, the ApplicationMaster's
+// delegation token manager).
+type DelegationTokenStatus struct {
+	// Expiry is the earliest expiry of the current tokens, Unix seconds; 0
+	// before the first tokens are obtained.
+	Expiry int64
+	// Obtained and Failures count the successful and failed rounds of
+	// obtaining tokens.
+	Obtained, Failures int64
+}
+
+// loginMetrics is a process's login for GET /metrics.
+func loginMetrics(component, tmID, host, jobID string, s kerberos.Status) rest.KerberosLoginMetrics {
+	return rest.KerberosLoginMetrics{Component: component, TaskManagerID: tmID, Host: host, JobID: jobID, Principal: s.Principal,
+		TGTExpiry: s.TGTExpiry, TGTRenewTill: s.TGTRenewTill, Relogins: s.Relogins, ReloginFailures: s.ReloginFailures}
 }
 
 var _ rest.Backend = Backend{}
@@ -293,10 +323,29 @@ func (b Backend) TaskManagers(ctx context.Context) ([]rest.TaskManagerInfo, erro
 	return b.TMs.TaskManagerInfos(ctx)
 }
 
-// Metrics implements rest.Backend.
+// Metrics implements rest.Backend: the jobs' metrics, and the Kerberos
+// logins of the JobManager, the TaskManagers and the jobs' workers with
+// the JobManager's delegation tokens.
 func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
 	s := &rest.MetricsSnapshot{}
+	if b.Kerberos != nil {
+		s.KerberosLogins = append(s.KerberosLogins, loginMetrics(rest.ComponentJobManager, "", b.Host, "", b.Kerberos()))
+	}
+	if b.DelegationTokens != nil {
+		t := b.DelegationTokens()
+		s.DelegationTokens = &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: t.Expiry, Obtained: t.Obtained, Failures: t.Failures}
+	}
+	if b.TMs != nil {
+		tms, err := b.TMs.TaskManagerLogins(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.KerberosLogins = append(s.KerberosLogins, tms...)
+	}
 	for _, in := range b.D.Jobs() {
+		for _, w := range in.WorkerLogins {
+			s.KerberosLogins = append(s.KerberosLogins, loginMetrics(rest.ComponentWorker, w.TaskManagerID, w.Host, in.ID, w.Status))
+		}
 		jm := rest.JobMetrics{JobID: in.ID, JobName: in.Name, Restarts: int64(in.Restarts)}
 		jm.Checkpoints = rest.CheckpointMetrics{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed), LastRestoreTimestamp: -1}
 		if c := in.LatestCheckpoint; c != nil {

@@ -477,7 +477,7 @@ func (d *Dispatcher) offer(o *clusterpb.SlotOffer) []string {
 	}
 	ss := make([]slot, len(o.Slots))
 	for i, s := range o.Slots {
-		ss[i] = slot{allocation: s.AllocationId, tm: o.TaskManagerId, tmAddr: o.TaskManagerAddress, index: s.Index}
+		ss[i] = slot{allocation: s.AllocationId, tm: o.TaskManagerId, tmAddr: o.TaskManagerAddress, host: o.Hostname, index: s.Index}
 	}
 	return jm.pool.offer(ss)
 }

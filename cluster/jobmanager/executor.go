@@ -102,16 +102,16 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 
 	// Slot k runs subtask k of every chain; one worker per TaskManager.
 	type workerPlan struct {
-		id, tm, tmAddr string
-		allocations    []string
-		tasks          []checkpoint.TaskID
+		id, tm, tmAddr, host string
+		allocations          []string
+		tasks                []checkpoint.TaskID
 	}
 	byTM := map[string]*workerPlan{}
 	var workers []*workerPlan
 	for k, s := range slots {
 		w, ok := byTM[s.tm]
 		if !ok {
-			w = &workerPlan{id: workerID(jm.id, d.Attempt, s.tm), tm: s.tm, tmAddr: s.tmAddr}
+			w = &workerPlan{id: workerID(jm.id, d.Attempt, s.tm), tm: s.tm, tmAddr: s.tmAddr, host: s.host}
 			byTM[s.tm] = w
 			workers = append(workers, w)
 		}
@@ -206,6 +206,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	deployed := make(chan error, len(workers))
 	for _, w := range workers {
 		s := sessions[w.id]
+		s.host = w.host
 		dep := &clusterpb.Deployment{Placement: placement, RuntimeMode: jm.opts.Mode.String()}
 		for _, t := range w.tasks {
 			dep.Tasks = append(dep.Tasks, key(t))
@@ -274,6 +275,7 @@ type remoteAttempt struct {
 func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*clusterpb.WorkerMessage) {
 	go func() {
 		<-s.done
+		a.x.jm.logins.ended(s)
 		a.lost(s)
 	}()
 	return func(m *clusterpb.WorkerMessage) {
@@ -326,6 +328,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 		case *clusterpb.WorkerMessage_Trigger:
 			a.forwardTrigger(m.Trigger)
 		case *clusterpb.WorkerMessage_Metrics:
+			a.x.jm.logins.report(s, m.Metrics.GetKerberos())
 			for _, sm := range m.Metrics.Subtasks {
 				if tm := a.metrics[taskID(sm.Task)]; tm != nil {
 					tm.RecordsIn.Store(sm.RecordsIn)

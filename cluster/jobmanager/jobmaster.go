@@ -37,6 +37,8 @@ type jobMaster struct {
 	exec    *remoteExecutor
 	job     *local.Job
 	done    chan struct{}
+	// logins are the Kerberos logins its workers report.
+	logins workerLogins
 
 	mu    sync.Mutex
 	stats jobStats
@@ -215,6 +217,9 @@ type Info struct {
 	// of a stop-with-savepoint.
 	Restarts      int
 	StopSavepoint string
+	// WorkerLogins are the Kerberos logins of the job's running workers,
+	// sorted by TaskManager id; empty without Kerberos.
+	WorkerLogins []WorkerLogin
 }
 
 func (jm *jobMaster) info() Info {
@@ -235,5 +240,6 @@ func (jm *jobMaster) info() Info {
 	if jm.job != nil {
 		in.Subtasks = jm.job.Metrics()
 	}
+	in.WorkerLogins = jm.logins.list()
 	return in
 }

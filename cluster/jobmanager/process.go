@@ -22,6 +22,7 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Options configure a JobManager process.
@@ -51,6 +52,14 @@ type Options struct {
 	// JobManager) and ends when the program has ended; RunWith then
 	// returns nil if the program succeeded, else an *ApplicationError.
 	Application *Application
+	// Kerberos, if set, returns the state of this process's Kerberos login
+	// (on YARN, the ApplicationMaster's), exported at GET /metrics with the
+	// logins the TaskManagers and workers report. Default: nil, no login.
+	Kerberos func() kerberos.Status
+	// DelegationTokens, if set, returns the state of the HDFS delegation
+	// tokens this process obtains for its containers (on YARN), exported at
+	// GET /metrics. Default: nil, none.
+	DelegationTokens func() DelegationTokenStatus
 }
 
 // Application is a job program run by the JobManager (application mode).
@@ -156,7 +165,8 @@ func RunWith(ctx context.Context, o Options) error {
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
 	var rs *rest.Server
-	backend := Backend{D: d, TMs: rmLister{rm}}
+	jmHost, _, _ := net.SplitHostPort(o.RPCAddress)
+	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens}
 	if o.REST != nil {
 		rs = rest.Serve(rcfg, backend, o.REST)
 	} else {
@@ -307,6 +317,20 @@ func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo,
 		out = append(out, rest.TaskManagerInfo{ID: t.ID, Path: t.Address, DataPort: -1, JMXPort: -1,
 			TimeSinceLastHeartbeat: time.Since(t.LastHeartbeat).Milliseconds(), SlotsNumber: t.SlotsTotal, FreeSlots: t.SlotsFree,
 			TotalResource: res(t.Resources), FreeResource: res(free)})
+	}
+	return out, nil
+}
+
+func (l rmLister) TaskManagerLogins(ctx context.Context) ([]rest.KerberosLoginMetrics, error) {
+	tms, err := l.rm.TaskManagers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", rest.ErrUnavailable, err)
+	}
+	var out []rest.KerberosLoginMetrics
+	for _, t := range tms {
+		if t.Kerberos != nil {
+			out = append(out, loginMetrics(rest.ComponentTaskManager, t.ID, t.Hostname, "", *t.Kerberos))
+		}
 	}
 	return out, nil
 }

@@ -14,6 +14,9 @@ import (
 type session struct {
 	hello  *clusterpb.Hello
 	stream clusterpb.JobMaster_ConnectWorkerServer
+	// host is the name of the worker's TaskManager's host (from its slot
+	// offer), set by the deployment before its handler.
+	host string
 
 	mu      sync.Mutex
 	queue   []*clusterpb.JobMasterMessage

@@ -11,6 +11,7 @@ type slot struct {
 	allocation string
 	tm         string
 	tmAddr     string
+	host       string // the TaskManager's host name
 	index      int32
 }
 

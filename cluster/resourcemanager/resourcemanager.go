@@ -15,11 +15,12 @@
 // A TaskManager's Connect stream starts with Register, answered by
 // Registered carrying heartbeat.interval and heartbeat.timeout. From then on
 // both sides send Heartbeat at the interval; the TaskManager's carries its
-// slot report, and it sends one more whenever its slots change. A closed
-// stream loses the TaskManager at once; a TaskManager silent for the timeout
-// is lost then. A TaskManager id, and a resource id, may be registered once:
-// a second Register with it is refused with codes.AlreadyExists until the
-// first session ends.
+// slot report and the state of its Kerberos login (the latest is kept for
+// the JobManager's GET /metrics), and it sends one more whenever its slots
+// change. A closed stream loses the TaskManager at once; a TaskManager
+// silent for the timeout is lost then. A TaskManager id, and a resource
+// id, may be registered once: a second Register with it is refused with
+// codes.AlreadyExists until the first session ends.
 //
 // The ResourceManager's view of a slot follows the TaskManager's reports,
 // except that a slot it has just assigned (AllocateSlot sent) stays assigned
@@ -53,6 +54,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/scheduler"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Errors of the ResourceManager. Over gRPC they arrive as status errors with
@@ -125,6 +127,9 @@ type TaskManagerInfo struct {
 	Slots         []SlotInfo
 	RegisteredAt  time.Time
 	LastHeartbeat time.Time
+	// Kerberos is the TaskManager's Kerberos login as its latest heartbeat
+	// reported it; nil when it has none.
+	Kerberos *kerberos.Status
 }
 
 // LostTaskManager reports a registered TaskManager that is gone.
@@ -589,6 +594,8 @@ type taskManager struct {
 	registeredAt, lastHeartbeat       int64
 	idleSince                         int64 // when it last became idle; -1 while it holds slots
 	released                          bool  // Driver.Release called since it became idle
+	// kerberos is the login its latest heartbeat reported; nil: none.
+	kerberos *kerberos.Status
 }
 
 type slot struct {
@@ -610,6 +617,10 @@ func (tm *taskManager) info() TaskManagerInfo {
 		Resources:     Resources{CPUCores: tm.profile.CPUCores * float64(len(tm.slots)), MemoryBytes: tm.profile.MemoryBytes * int64(len(tm.slots))},
 		RegisteredAt:  time.UnixMilli(tm.registeredAt),
 		LastHeartbeat: time.UnixMilli(tm.lastHeartbeat),
+	}
+	if tm.kerberos != nil {
+		k := *tm.kerberos
+		in.Kerberos = &k
 	}
 	for i, s := range tm.slots {
 		if s.jobID == "" {
@@ -675,6 +686,11 @@ func (rm *ResourceManager) heartbeat(sess *session, hb *clusterpb.Heartbeat, now
 	}
 	rm.st.hb.Seen(tm.id, now)
 	tm.lastHeartbeat = now
+	tm.kerberos = nil
+	if k := hb.GetKerberos(); k != nil {
+		tm.kerberos = &kerberos.Status{Principal: k.GetPrincipal(), TGTExpiry: k.GetTgtExpiry(), TGTRenewTill: k.GetTgtRenewTill(),
+			Relogins: k.GetRelogins(), ReloginFailures: k.GetReloginFailures()}
+	}
 	if rm.reconcile(tm, hb.GetSlots()) {
 		rm.schedule(now)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/scheduler"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 const (
@@ -893,5 +894,51 @@ func TestLostCallbackMayCallBack(t *testing.T) {
 		}
 	case <-time.After(wait):
 		t.Fatal("callback not called")
+	}
+}
+
+// The ResourceManager keeps the Kerberos login each TaskManager's latest
+// heartbeat reports, for the JobManager's GET /metrics.
+func TestHeartbeatKerberosStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.registered("tm-1", 1)
+	kerberosOf := func() *kerberos.Status {
+		for _, in := range h.snapshot() {
+			if in.ID == "tm-1" {
+				return in.Kerberos
+			}
+		}
+		t.Fatal("tm-1 is not registered")
+		return nil
+	}
+	if k := kerberosOf(); k != nil {
+		t.Fatalf("before any heartbeat: Kerberos %+v, want none", k)
+	}
+	const principal = "sluice/tm-1@EXAMPLE.COM"
+	for _, tc := range []struct {
+		name string
+		sent *clusterpb.KerberosStatus
+		want *kerberos.Status
+	}{
+		{"logged in", &clusterpb.KerberosStatus{Principal: principal, TgtExpiry: 1_700_036_000, TgtRenewTill: 1_700_604_800},
+			&kerberos.Status{Principal: principal, TGTExpiry: 1_700_036_000, TGTRenewTill: 1_700_604_800}},
+		{"re-logged in once, one failure", &clusterpb.KerberosStatus{Principal: principal, TgtExpiry: 1_700_064_800, TgtRenewTill: 1_700_604_800, Relogins: 1, ReloginFailures: 1},
+			&kerberos.Status{Principal: principal, TGTExpiry: 1_700_064_800, TGTRenewTill: 1_700_604_800, Relogins: 1, ReloginFailures: 1}},
+		{"no login reported", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.seq++
+			c.send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: &clusterpb.Heartbeat{Seq: c.seq, Kerberos: tc.sent}}})
+			h.eventually("the heartbeat's login recorded", func() bool {
+				k := kerberosOf()
+				return (k == nil) == (tc.want == nil) && (k == nil || *k == *tc.want)
+			})
+		})
+	}
+	// A lost TaskManager's login goes with it.
+	c.cancel()
+	h.expectLost("tm-1", "")
+	if tms := h.snapshot(); len(tms) != 0 {
+		t.Fatalf("snapshot %+v", tms)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Config configures a TaskManager. The zero value of a field takes the
@@ -82,6 +83,12 @@ type Config struct {
 	// such as the Kerberos login of a YARN container (the absolute path of
 	// its shipped keytab). Default: none.
 	WorkerConfiguration map[string]string
+	// KerberosStatus, if set, returns the state of the TaskManager's
+	// Kerberos login, sent with every heartbeat to the ResourceManager,
+	// which the JobManager exports at GET /metrics. It is called on the
+	// TaskManager's owner goroutine and must not block. Default: nil, the
+	// TaskManager has no login.
+	KerberosStatus func() kerberos.Status
 }
 
 // ConfigFrom reads a Config from a configuration: jobmanager.rpc.address

@@ -7,7 +7,8 @@
 //
 // A TaskManager keeps one session with the ResourceManager
 // (clusterpb.ResourceManager.Connect): Register, then heartbeats both ways
-// carrying its slot report, which it also sends whenever its slots change.
+// carrying its slot report (and the state of its Kerberos login, if it has
+// one), which it also sends whenever its slots change.
 // When the session breaks (a closed stream at once, a silent
 // ResourceManager after the heartbeat timeout) it stops its workers, frees
 // its slots and registers again, retrying with backoff; this is how it
@@ -522,7 +523,8 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
 
-// report sends the slot report to the ResourceManager.
+// report sends the slot report, and the state of the TaskManager's
+// Kerberos login, to the ResourceManager.
 func (tm *TaskManager) report() {
 	st := &tm.st
 	s := st.sess
@@ -533,6 +535,11 @@ func (tm *TaskManager) report() {
 	hb := &clusterpb.Heartbeat{Seq: st.hbSeq, Slots: make([]*clusterpb.SlotStatus, len(st.slots))}
 	for i, sl := range st.slots {
 		hb.Slots[i] = &clusterpb.SlotStatus{Index: int32(i), AllocationId: sl.allocationID, JobId: sl.jobID}
+	}
+	if f := tm.cfg.KerberosStatus; f != nil {
+		k := f()
+		hb.Kerberos = &clusterpb.KerberosStatus{Principal: k.Principal, TgtExpiry: k.TGTExpiry, TgtRenewTill: k.TGTRenewTill,
+			Relogins: k.Relogins, ReloginFailures: k.ReloginFailures}
 	}
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:

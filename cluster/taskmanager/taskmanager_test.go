@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 const (
@@ -438,5 +441,47 @@ func TestConfig(t *testing.T) {
 	}
 	if _, err := New(Config{ResourceManagerAddress: "127.0.0.1:1", Host: "127.0.0.1", RPCPort: port, WorkDir: t.TempDir()}); err == nil {
 		t.Fatal("bound a busy port")
+	}
+}
+
+// A TaskManager's heartbeats carry the state of its Kerberos login, which
+// the ResourceManager keeps; without a login they carry none.
+func TestHeartbeatCarriesKerberosStatus(t *testing.T) {
+	r := startRM(t, interval, timeout)
+	var relogins atomic.Int64
+	status := func() kerberos.Status {
+		return kerberos.Status{Principal: "sluice/tm@EXAMPLE.COM", TGTExpiry: 1_772_370_000, TGTRenewTill: 1_772_452_800, Relogins: relogins.Load()}
+	}
+	for _, tc := range []struct {
+		name  string
+		login func() kerberos.Status
+	}{
+		{"with a login", status},
+		{"without a login", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, _ := startTM(t, r.addr, func(c *Config) { c.KerberosStatus = tc.login })
+			var info resourcemanager.TaskManagerInfo
+			seen := func() bool {
+				for _, in := range r.taskManagers(t) {
+					if in.ID == tm.ID() {
+						info = in
+						return true
+					}
+				}
+				return false
+			}
+			if tc.login == nil {
+				eventually(t, "a heartbeat after registering", func() bool { return seen() && info.LastHeartbeat.After(info.RegisteredAt) })
+				if info.Kerberos != nil {
+					t.Fatalf("the ResourceManager sees a login %+v of a TaskManager without one", info.Kerberos)
+				}
+				return
+			}
+			eventually(t, "the login at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
+			// The next heartbeats carry the login's new state.
+			relogins.Store(3)
+			eventually(t, "the re-logins at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
+		})
 	}
 }

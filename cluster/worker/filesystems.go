@@ -23,7 +23,7 @@ import (
 // on its resolver (stream.WithFileSystems) keeps its own. Nothing is
 // dialled until a URI is resolved.
 func registerHDFS(r *fs.Resolver, getenv func(string) string) error {
-	_, err := setUpHDFS(context.Background(), r, getenv, nil, nil)
+	_, _, err := setUpHDFS(context.Background(), r, getenv, nil, nil)
 	return err
 }
 
@@ -31,27 +31,28 @@ func registerHDFS(r *fs.Resolver, getenv func(string) string) error {
 // Hadoop configuration requires Kerberos and the deployment's
 // configuration names a keytab and principal (on YARN the TaskManager's
 // shipped keytab, security.kerberos.login.*), the worker logs in and keeps
-// the login valid (re-login loop) until stop, which closes it.
-func setUpHDFS(ctx context.Context, r *fs.Resolver, getenv func(string) string, configuration map[string]string, log *slog.Logger) (stop func(), err error) {
+// the login valid (re-login loop) until stop, which closes it. login is
+// that login (nil without one), whose state the worker reports to its
+// JobMaster.
+func setUpHDFS(ctx context.Context, r *fs.Resolver, getenv func(string) string, configuration map[string]string, log *slog.Logger) (login *kerberos.Login, stop func(), err error) {
 	stop = func() {}
 	if slices.Contains(r.Schemes(), "hdfs") {
-		return stop, nil
+		return nil, stop, nil
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h, err := hadoop.LoadFromEnvironment(getenv)
 	if err != nil {
-		return stop, fmt.Errorf("worker: the Hadoop configuration for hdfs:// URIs: %w", err)
+		return nil, stop, fmt.Errorf("worker: the Hadoop configuration for hdfs:// URIs: %w", err)
 	}
-	var login *kerberos.Login
 	if auth, err := h.SecurityAuthentication(); err != nil {
-		return stop, err
+		return nil, stop, err
 	} else if auth == hadoop.AuthKerberos && len(configuration) > 0 {
 		kc := kerberos.FromConfiguration(conf.FromMap(configuration, conf.Source{Name: "worker deployment"}))
 		if kc.Keytab != "" {
 			if login, err = kerberos.New(kc, kerberos.WithLogger(log)); err != nil {
-				return stop, fmt.Errorf("worker: Kerberos login for hdfs:// URIs: %w", err)
+				return nil, stop, fmt.Errorf("worker: Kerberos login for hdfs:// URIs: %w", err)
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
@@ -70,7 +71,7 @@ func setUpHDFS(ctx context.Context, r *fs.Resolver, getenv func(string) string, 
 	}
 	if err := hdfs.Register(r, hdfs.Config{Hadoop: h, Getenv: getenv, Kerberos: login}); err != nil {
 		stop()
-		return func() {}, err
+		return nil, func() {}, err
 	}
-	return stop, nil
+	return login, stop, nil
 }

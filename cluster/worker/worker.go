@@ -30,6 +30,7 @@ import (
 	"github.com/sluice/sluice/runtime/netexchange"
 	"github.com/sluice/sluice/runtime/restart"
 	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Run runs the worker until the JobMaster ends its session. opts carry the
@@ -42,7 +43,7 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("job", dep.JobID, "worker", dep.WorkerID)
-	stopHDFS, err := setUpHDFS(ctx, opts.FileSystems, os.Getenv, dep.Configuration, log)
+	login, stopHDFS, err := setUpHDFS(ctx, opts.FileSystems, os.Getenv, dep.Configuration, log)
 	if err != nil {
 		// Only hdfs:// URIs are affected; a job that uses none runs.
 		log.Warn("hdfs:// URIs will not resolve", "err", err)
@@ -69,7 +70,7 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 	if err != nil {
 		return fmt.Errorf("worker: connecting to the JobMaster at %s: %w", dep.JobMasterAddress, err)
 	}
-	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream,
+	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream, login: login,
 		writer: local.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1)}
 	go func() { w.sendDone <- w.sender() }()
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{
@@ -94,6 +95,9 @@ type worker struct {
 	ep     *netexchange.Endpoint
 	stream clusterpb.JobMaster_ConnectWorkerClient
 	writer *local.SnapshotWriter
+	// login is the worker's Kerberos login for hdfs://, reported with its
+	// metrics; nil without one.
+	login *kerberos.Login
 
 	host    *local.Host
 	here    map[checkpoint.TaskID]bool
@@ -337,7 +341,8 @@ func declineMsg(id checkpoint.TaskID, cp int64, err error) *clusterpb.WorkerMess
 	return &clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Decline{Decline: &clusterpb.CheckpointDecline{Task: key(id), CheckpointId: cp, Reason: err.Error()}}}
 }
 
-// startMetrics reports the subtasks' metrics every second.
+// startMetrics reports the subtasks' metrics, and the state of the
+// worker's Kerberos login, every second.
 func (w *worker) startMetrics() {
 	w.stopMx, w.mxDone = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -357,7 +362,7 @@ func (w *worker) startMetrics() {
 }
 
 func (w *worker) reportMetrics() {
-	r := &clusterpb.MetricsReport{}
+	r := &clusterpb.MetricsReport{Kerberos: kerberosStatus(w.login)}
 	for i, m := range w.host.Metrics() {
 		id := w.host.Tasks()[i]
 		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
@@ -366,6 +371,17 @@ func (w *worker) reportMetrics() {
 			Watermark: m.Watermark.Load()})
 	}
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: r}})
+}
+
+// kerberosStatus is the state of a login for the JobMaster; nil without a
+// login.
+func kerberosStatus(l *kerberos.Login) *clusterpb.KerberosStatus {
+	if l == nil {
+		return nil
+	}
+	s := l.Status()
+	return &clusterpb.KerberosStatus{Principal: s.Principal, TgtExpiry: s.TGTExpiry, TgtRenewTill: s.TGTRenewTill,
+		Relogins: s.Relogins, ReloginFailures: s.ReloginFailures}
 }
 
 // shutdown stops the tasks, flushes what is queued for the JobMaster and

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/yarn"
+	"github.com/sluice/sluice/yarn/delegation"
 )
 
 // Final is how the application ends: the final status and diagnostics the
@@ -51,6 +52,12 @@ type Session struct {
 	RESTURL string
 	// Logger is scoped to the application attempt.
 	Logger *slog.Logger
+	// DelegationTokens is the manager that obtains the HDFS delegation
+	// tokens of the TaskManager containers on a secure cluster
+	// (security.delegation.tokens.enabled), whose state the JobManager
+	// exports at GET /metrics (as Env.Kerberos's, the ApplicationMaster's
+	// login); nil otherwise.
+	DelegationTokens *delegation.Manager
 }
 
 // Driver is the session's resource driver: a yarndriver.Driver whose
@@ -216,13 +223,13 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 
 	hostCtx, cancelHost := context.WithCancelCause(ctx)
 	defer cancelHost(nil)
-	stopTokens, err := startDelegationTokens(hostCtx, env, drv, log)
+	tokens, stopTokens, err := startDelegationTokens(hostCtx, env, drv, log)
 	if err != nil {
 		return err
 	}
 	defer stopTokens()
 	driver := &Driver{d: drv, fail: cancelHost}
-	final := host(hostCtx, &Session{Env: env, Driver: driver, RPC: rpcLn, REST: restLn, RESTURL: restURL, Logger: log})
+	final := host(hostCtx, &Session{Env: env, Driver: driver, RPC: rpcLn, REST: restLn, RESTURL: restURL, Logger: log, DelegationTokens: tokens})
 	driver.stop()
 
 	if ctx.Err() != nil {

@@ -142,10 +142,10 @@ func startSecurity(ctx context.Context, env *Environment, log *slog.Logger) (sto
 // ApplicationMaster obtains tokens for fs.defaultFS and
 // security.kerberos.access.hadoopFileSystems, logs their expiry, obtains
 // new ones before they expire, and gives them to the TaskManagers launched
-// from then on.
-func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndriver.Driver, log *slog.Logger) (stop func(), err error) {
+// from then on. m is the running Manager, nil when there is none.
+func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndriver.Driver, log *slog.Logger) (m *delegation.Manager, stop func(), err error) {
 	if env.Kerberos == nil || !conf.Get(env.Conf, conf.DelegationTokensEnabled) {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	var nns []delegation.NameNode
 	seen := map[string]bool{}
@@ -155,7 +155,7 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 		}
 		nn, err := delegation.NameNodeOf(env.Hadoop, u)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !seen[nn.Addr] {
 			seen[nn.Addr] = true
@@ -163,13 +163,13 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 		}
 	}
 	if len(nns) == 0 {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	dc, err := delegation.New(delegation.Config{Login: env.Kerberos, QOP: env.QOP, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	m, err := delegation.NewManager(delegation.ManagerConfig{
+	m, err = delegation.NewManager(delegation.ManagerConfig{
 		Client:       dc,
 		NameNodes:    nns,
 		TimeRatio:    conf.Get(env.Conf, conf.DelegationTokensRenewalTimeRatio),
@@ -183,7 +183,7 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 	})
 	if err != nil {
 		dc.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -191,7 +191,7 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 		defer close(done)
 		_ = m.Run(ctx) // returns nil when ctx ends
 	}()
-	return func() {
+	return m, func() {
 		cancel()
 		<-done
 		dc.Close()

@@ -72,6 +72,17 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 		FileSystems: fss,
 		WorkDir:     workDir,
 	}
+	// The ApplicationMaster's login and delegation tokens are exported at
+	// GET /metrics with the TaskManagers' and workers' logins.
+	if env.Kerberos != nil {
+		opts.Kerberos = env.Kerberos.Status
+	}
+	if m := s.DelegationTokens; m != nil {
+		opts.DelegationTokens = func() jobmanager.DelegationTokenStatus {
+			mm := m.Metrics()
+			return jobmanager.DelegationTokenStatus{Expiry: mm.Expiry.Load(), Obtained: mm.Obtained.Load(), Failures: mm.Failures.Load()}
+		}
+	}
 	if env.Job != "" {
 		bin, err := filepath.Abs(env.Job)
 		if err != nil {

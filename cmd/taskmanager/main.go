@@ -108,6 +108,10 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			tmCfg := taskmanager.ConfigFrom(cfg)
 			tmCfg.Logger = log
 			tmCfg.WorkerConfiguration = sec.workerConf
+			if sec.login != nil {
+				// Reported with every heartbeat, exported by the JobManager.
+				tmCfg.KerberosStatus = sec.login.Status
+			}
 			if containerLogDir != "" && !conf.IsSet(cfg, conf.LogDir) {
 				tmCfg.LogDir = containerLogDir
 			}

@@ -163,6 +163,9 @@ func (l *Login) Krb5ConfPath() string { return l.krb5Path }
 // Metrics returns the login's gauges and counters.
 func (l *Login) Metrics() *Metrics { return &l.metrics }
 
+// Status returns the login's principal and metrics now.
+func (l *Login) Status() Status { return l.metrics.Status(l.principal) }
+
 // Times returns the current TGT's validity times.
 func (l *Login) Times() Times {
 	l.mu.Lock()

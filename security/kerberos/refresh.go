@@ -27,7 +27,9 @@ func (System) NewTimer(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// Metrics of a Login. Names are those under which they are exported.
+// Metrics of a Login. Names are those under which the JobManager exports
+// them at GET /metrics, for every process of the cluster (the processes
+// report their login's Status to it).
 type Metrics struct {
 	// TGTExpiry is the current TGT's end time, Unix seconds
 	// (gauge sluice_kerberos_tgt_expiry_timestamp_seconds).
@@ -41,6 +43,32 @@ type Metrics struct {
 	// RefreshFailures counts failed attempts
 	// (counter sluice_kerberos_relogin_failures_total).
 	RefreshFailures atomic.Int64
+}
+
+// Status is a login's state at one moment, as a plain value: what a
+// process reports of its login to the JobManager (TaskManagers in their
+// heartbeats, workers in their metrics reports), which exports it at GET
+// /metrics under the names of Metrics' fields.
+type Status struct {
+	// Principal is the logged-in principal, name@REALM.
+	Principal string
+	// TGTExpiry and TGTRenewTill are Unix seconds; TGTRenewTill is 0 for a
+	// TGT that is not renewable.
+	TGTExpiry, TGTRenewTill int64
+	// Relogins and ReloginFailures count the re-login loop's successful and
+	// failed attempts.
+	Relogins, ReloginFailures int64
+}
+
+// Status reads m as the Status of principal's login.
+func (m *Metrics) Status(principal string) Status {
+	return Status{
+		Principal:       principal,
+		TGTExpiry:       m.TGTExpiry.Load(),
+		TGTRenewTill:    m.TGTRenewTill.Load(),
+		Relogins:        m.Refreshes.Load(),
+		ReloginFailures: m.RefreshFailures.Load(),
+	}
 }
 
 // renewWindow is the fraction of a ticket's lifetime after which it is

@@ -51,8 +51,8 @@ type Manager struct {
 	metrics ManagerMetrics
 }
 
-// ManagerMetrics of a Manager; names are those under which they are
-// exported.
+// ManagerMetrics of a Manager; names are those under which the JobManager
+// exports them at GET /metrics (the ApplicationMaster's Manager).
 type ManagerMetrics struct {
 	// Expiry is the earliest expiry of the current tokens, Unix seconds
 	// (gauge sluice_delegation_token_expiry_timestamp_seconds).
