@@ -3,7 +3,11 @@
 package yarntest
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,6 +108,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		t.Fatalf("%v after the submission the latest completed checkpoint of %s is %+v: checkpoints stopped", time.Since(submitted).Round(time.Second), job, st.Latest.Completed)
 	}
 	t.Logf("%d checkpoints completed %v after the submission", completedAtKill, time.Since(submitted).Round(time.Second))
+	checkCredentialMetrics(t, ctx, addr, ticketLifetime, k.TokenRenewInterval)
 
 	// A TaskManager dies after the tokens of the submission did: its
 	// replacement container must be localized with fresh ones.
@@ -218,4 +223,77 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 			ran.Round(time.Second), ticketLifetime, tmRefreshed, workerRefreshed, appID)
 	}
 	r.stagingGone(t, appID)
+}
+
+// checkCredentialMetrics scrapes the JobManager's /metrics: the
+// ApplicationMaster, every TaskManager and every worker export their TGT's
+// expiry, which must lie ahead and within a ticket lifetime (they keep
+// re-logging in); the ApplicationMaster has re-logged in and exports the
+// expiry of its current delegation tokens, ahead and within a renewal
+// interval, and no failure.
+func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, ticket, renew time.Duration) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	now := float64(time.Now().Unix())
+	expiries := map[string]int{} // component -> series
+	obtains := math.NaN()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "sluice_") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "{")
+		labels, value, _ := strings.Cut(rest, "} ")
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err != nil {
+			t.Errorf("metrics line %q: %v", line, err)
+			continue
+		}
+		switch name {
+		case "sluice_kerberos_tgt_expiry_timestamp_seconds":
+			m := regexp.MustCompile(`component="(\w+)"`).FindStringSubmatch(labels)
+			if m == nil {
+				t.Errorf("%s without a component: %q", name, line)
+				continue
+			}
+			expiries[m[1]]++
+			if v <= now || v > now+ticket.Seconds()+5 {
+				t.Errorf("%s: expiry %v s from now; want ahead and within the ticket lifetime %v", line, v-now, ticket)
+			}
+		case "sluice_kerberos_relogin_failures_total", "sluice_delegation_token_obtain_failures_total":
+			if v != 0 {
+				t.Errorf("%s", line)
+			}
+		case "sluice_kerberos_relogins_total":
+			if strings.Contains(labels, `component="jobmanager"`) && v < 1 {
+				t.Errorf("%s: the ApplicationMaster has not re-logged in", line)
+			}
+		case "sluice_delegation_token_expiry_timestamp_seconds":
+			if v <= now || v > now+renew.Seconds()+5 {
+				t.Errorf("%s: expiry %v s from now; want ahead and within the renewal interval %v", line, v-now, renew)
+			}
+		case "sluice_delegation_token_obtains_total":
+			obtains = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	if expiries["jobmanager"] != 1 || expiries["taskmanager"] < 2 || expiries["worker"] < 2 {
+		t.Errorf("TGT expiry series per component: %v; want the jobmanager's, and those of at least two TaskManagers and two workers", expiries)
+	}
+	t.Logf("/metrics: TGT expiry series per component %v; %v rounds of delegation tokens", expiries, obtains)
+	if !(obtains >= 2) {
+		t.Errorf("sluice_delegation_token_obtains_total = %v; want the rounds since the start (at least 2)", obtains)
+	}
 }
