@@ -108,7 +108,7 @@ type Environment struct {
 	// (hadoop.rpc.protection); nil otherwise.
 	QOP []hadoop.QOP
 	// Kerberos is the ApplicationMaster's login on a secure cluster, from
-	// the shipped keytab (ContainerKerberos), set by Run; nil otherwise.
+	// the shipped keytab (hadoopenv.ContainerKerberos), set by Run; nil otherwise.
 	Kerberos *kerberos.Login
 }
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sluice/sluice/cluster/yarnam"
+	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/security/kerberos"
@@ -123,10 +123,10 @@ func (d *Deployer) delegationTokens(ctx context.Context, staging *url.URL) (*had
 // checkKeytab checks the keytab to ship before anything is staged: it must
 // be a readable regular file.
 func checkKeytab(c *conf.Configuration) error {
-	if !yarnam.ShipsKeytab(c) {
+	if !hadoopenv.ShipsKeytab(c) {
 		return nil
 	}
-	if _, err := yarnam.KeytabLinkName(c); err != nil {
+	if _, err := hadoopenv.KeytabLinkName(c); err != nil {
 		return err
 	}
 	kt := conf.Get(c, conf.KerberosKeytab)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/yarnam"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hdfs"
@@ -221,8 +222,8 @@ func (d *Deployer) stageKerberos(st *staging) error {
 		return nil
 	}
 	c := d.opts.Conf
-	if yarnam.ShipsKeytab(c) {
-		name, err := yarnam.KeytabLinkName(c)
+	if hadoopenv.ShipsKeytab(c) {
+		name, err := hadoopenv.KeytabLinkName(c)
 		if err != nil {
 			return err
 		}
@@ -235,10 +236,10 @@ func (d *Deployer) stageKerberos(st *staging) error {
 		d.progress("No keytab (%s): the containers cannot log in to Kerberos; their HDFS access needs one", conf.KerberosKeytab.Key())
 	}
 	if p := conf.Get(c, conf.KerberosKrb5ConfPath); p != "" {
-		if err := st.uploadFileMode(d, yarnam.FileKrb5Conf, p, 0o644, yarn.VisibilityApplication); err != nil {
+		if err := st.uploadFileMode(d, hadoopenv.FileKrb5Conf, p, 0o644, yarn.VisibilityApplication); err != nil {
 			return fmt.Errorf("shipping %s: %w", conf.KerberosKrb5ConfPath.Key(), err)
 		}
-		st.security = append(st.security, yarnam.FileKrb5Conf)
+		st.security = append(st.security, hadoopenv.FileKrb5Conf)
 	}
 	return nil
 }

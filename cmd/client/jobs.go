@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,10 +15,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/hadoop"
-	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
@@ -212,7 +212,8 @@ func savepointCommand() *cli.Command {
 
 // dispose deletes a savepoint from its file system.
 func dispose(c *cli.Context, p string) error {
-	if _, err := loadConfig(c); err != nil {
+	cfg, err := loadConfig(c)
+	if err != nil {
 		return err
 	}
 	if !strings.Contains(p, ":") && !filepath.IsAbs(p) {
@@ -223,11 +224,14 @@ func dispose(c *cli.Context, p string) error {
 	r := fs.NewResolver()
 	defer r.Close()
 	if u, err := url.Parse(p); err == nil && u.Scheme == "hdfs" {
-		hc, err := hadoop.LoadFromEnvironment(os.Getenv)
+		// With the Kerberos login the configuration names, on a secure
+		// cluster.
+		h, err := hadoopenv.Setup(cfg, hadoopenv.Options{Component: "sluice savepoint --dispose", Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
-			return fmt.Errorf("reading the Hadoop configuration for %s: %w", p, err)
+			return fmt.Errorf("%s: %w", p, err)
 		}
-		if err := hdfs.Register(r, hdfs.Config{Hadoop: hc, Getenv: os.Getenv}); err != nil {
+		defer h.Close()
+		if err := h.RegisterHDFS(r, os.Getenv); err != nil {
 			return err
 		}
 	}

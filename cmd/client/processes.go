@@ -13,9 +13,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/jobmanager"
 	"github.com/sluice/sluice/cluster/taskmanager"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 )
 
 // Cluster holds what the cluster packages provide to the CLI: the
@@ -38,24 +40,64 @@ type Cluster struct {
 }
 
 // clusterProcesses is the wiring of the cluster packages into the CLI.
+// The standalone processes are set up for the Hadoop cluster of their
+// environment (cluster/hadoopenv): hdfs:// for checkpoints, savepoints and
+// HA, with their own Kerberos login where that cluster requires one.
 func clusterProcesses() Cluster {
-	return Cluster{
-		YarnCluster: yarnDeployment{getenv: os.Getenv},
-		JobManager:  jobmanager.Run,
-		Application: func(ctx context.Context, c *conf.Configuration, log *slog.Logger, binary string, args []string) error {
-			return jobmanager.RunWith(ctx, jobmanager.Options{Conf: c, Log: log,
-				Application: &jobmanager.Application{Binary: binary, Args: args}})
-		},
-		TaskManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
-			cfg := taskmanager.ConfigFrom(c)
-			cfg.Logger = log
-			tm, err := taskmanager.New(cfg)
-			if err != nil {
+	jobManager := func(ctx context.Context, c *conf.Configuration, log *slog.Logger, app *jobmanager.Application) error {
+		return withHadoop(ctx, c, "jobmanager", log, func(p *hadoopenv.Process) error {
+			fss := fs.NewResolver()
+			defer fss.Close()
+			if err := p.RegisterHDFS(fss, os.Getenv); err != nil {
 				return err
 			}
-			return tm.Run(ctx)
+			return jobmanager.RunWith(ctx, jobmanager.Options{Conf: c, Log: log, FileSystems: fss,
+				Kerberos: p.KerberosStatus(), Application: app})
+		})
+	}
+	return Cluster{
+		YarnCluster: yarnDeployment{getenv: os.Getenv},
+		JobManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
+			return jobManager(ctx, c, log, nil)
+		},
+		Application: func(ctx context.Context, c *conf.Configuration, log *slog.Logger, binary string, args []string) error {
+			return jobManager(ctx, c, log, &jobmanager.Application{Binary: binary, Args: args})
+		},
+		TaskManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
+			return withHadoop(ctx, c, "taskmanager", log, func(p *hadoopenv.Process) error {
+				cfg := taskmanager.ConfigFrom(c)
+				cfg.Logger = log
+				cfg.WorkerConfiguration = p.WorkerConfiguration
+				cfg.KerberosStatus = p.KerberosStatus()
+				tm, err := taskmanager.New(cfg)
+				if err != nil {
+					return err
+				}
+				return tm.Run(ctx)
+			})
 		},
 	}
+}
+
+// withHadoop sets a process up for the Hadoop cluster of its environment
+// and runs it, keeping its Kerberos login (if any) valid until run
+// returns.
+func withHadoop(ctx context.Context, c *conf.Configuration, component string, log *slog.Logger, run func(*hadoopenv.Process) error) error {
+	p, err := hadoopenv.Setup(c, hadoopenv.Options{Component: component, Logger: log})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx, log)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	return run(p)
 }
 
 // errNotBuiltIn reports a cluster process missing from this build.

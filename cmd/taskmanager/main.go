@@ -30,6 +30,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/taskmanager"
 	"github.com/sluice/sluice/conf"
 )
@@ -101,25 +102,22 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			if err != nil {
 				return err
 			}
-			sec, err := setUpSecurity(cfg, getenv, log)
+			logContainerCredentials(getenv, log)
+			sec, err := hadoopenv.Setup(cfg, hadoopenv.Options{Getenv: getenv, Component: "taskmanager", Logger: log})
 			if err != nil {
 				return err
 			}
 			tmCfg := taskmanager.ConfigFrom(cfg)
 			tmCfg.Logger = log
-			tmCfg.WorkerConfiguration = sec.workerConf
-			if sec.login != nil {
-				// Reported with every heartbeat, exported by the JobManager.
-				tmCfg.KerberosStatus = sec.login.Status
-			}
+			tmCfg.WorkerConfiguration = sec.WorkerConfiguration
+			// Reported with every heartbeat, exported by the JobManager.
+			tmCfg.KerberosStatus = sec.KerberosStatus()
 			if containerLogDir != "" && !conf.IsSet(cfg, conf.LogDir) {
 				tmCfg.LogDir = containerLogDir
 			}
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {
-				if sec.login != nil {
-					sec.login.Close()
-				}
+				sec.Close()
 				return err
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
@@ -128,7 +126,7 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			secDone := make(chan struct{})
 			go func() {
 				defer close(secDone)
-				sec.run(secCtx, log)
+				sec.Run(secCtx, log)
 			}()
 			defer func() {
 				stopSec()

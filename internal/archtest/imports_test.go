@@ -54,6 +54,7 @@ var rules = []rule{
 	{"cluster/yarndriver", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarnam", "cluster/yarndeploy"}, "the YARN resource driver only carries out scheduler decisions through yarn", ""},
 	{"cluster/yarnam", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd", "cluster/yarndeploy"}, "the ApplicationMaster's life is independent of the JobManager it hosts (injected by cmd/appmaster)", ""},
 	{"cluster/yarndeploy", []string{"stream", "runtime/local", "runtime/task", "runtime/state", "runtime/exchange", "runtime/netexchange", "runtime/checkpoint", "kafka", "cmd"}, "the YARN client deploys binaries; it does not run jobs", ""},
+	{"cluster/hadoopenv", []string{"stream", "runtime", "kafka", "cmd", "cluster/jobmanager", "cluster/taskmanager", "cluster/worker", "cluster/resourcemanager"}, "a process's Hadoop set-up (configuration, login, hdfs://) knows no engine and no process", ""},
 	{"security", []string{"stream", "runtime", "scheduler", "yarn", "hdfs", "kafka", "cmd", "hadoop", "integration"}, "the Kerberos login is a leaf that Hadoop IPC, HDFS and Kafka share", ""},
 }
 

@@ -1,4 +1,4 @@
-package yarnam
+package hadoopenv
 
 import (
 	"testing"
