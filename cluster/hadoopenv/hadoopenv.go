@@ -156,6 +156,21 @@ func (p *Process) Run(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+// Start runs Run on a goroutine of its own until stop, which waits for it
+// to end (and the login to close).
+func (p *Process) Start(ctx context.Context, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx, log)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // Close releases a login that Run never ran.
 func (p *Process) Close() {
 	if p.login != nil {

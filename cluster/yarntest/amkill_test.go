@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sluice/sluice/rest/restclient"
 )
 
 // appMasters are the pids of the ApplicationMaster processes of an
@@ -56,14 +54,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-kill"}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
-	p := r.start(ctx, args...)
-	appID := match(t, p, reAppID, 2*time.Minute)
-	addr := match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := runningJob(t, ctx, rc, 2*time.Minute)
+	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	first := report(t, ctx, yc, appID).CurrentAttempt
 	if st, err := rc.Job(ctx, job); err != nil {
@@ -85,14 +76,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 		return rep.CurrentAttempt != first
 	})
 	t.Logf("second attempt %v %v after the kill", report(t, ctx, yc, appID).CurrentAttempt, time.Since(killed).Round(time.Millisecond))
-	<-p.done
-	t.Logf("sluice run:\n%s", p.out.String())
-	if p.err != nil {
-		t.Fatalf("sluice run --target yarn-application: %v", p.err)
-	}
-	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
-		t.Errorf("the CLI did not report the application's success")
-	}
+	succeeded(t, p, appID)
 	checkExactlyOnce(t, out, n, keys)
 	// The second attempt's ApplicationMaster recovered the job (same id)
 	// with a checkpoint, and did not run the program again.

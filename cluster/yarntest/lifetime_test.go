@@ -13,11 +13,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sluice/sluice/rest/restclient"
 )
 
 // shortTicketKrb5Conf writes a copy of the KDC's krb5.conf asking for
@@ -75,14 +72,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		"-Dsecurity.kerberos.krb5-conf.path=" + krb5}, small...)
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "50")
 	submitted := time.Now()
-	p := r.start(ctx, args...)
-	appID := match(t, p, reAppID, 2*time.Minute)
-	addr := match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := runningJob(t, ctx, rc, 2*time.Minute)
+	p, appID, addr, rc, job := r.deploy(t, ctx, args...)
 
 	// Until the tokens of the submission are dead (and the first TGTs
 	// with them), checkpoints keep completing.
@@ -124,35 +114,12 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 	if len(victims) == 0 {
 		t.Fatalf("no TaskManager container of %s runs a worker", appID)
 	}
-	if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
-		tms, err := rc.TaskManagers(ctx)
-		if err != nil {
-			return false
-		}
-		for _, tm := range tms {
-			if !before[tm.ID] {
-				t.Logf("replacement TaskManager %s registered %v after the kill", tm.ID, time.Since(killed).Round(time.Millisecond))
-				return true
-			}
-		}
-		return false
-	})
+	killed := killTaskManager(t, ctx, rc, victims[0], before)
 	waitFor(t, 2*time.Minute, "a checkpoint completed after the recovery", func() bool {
 		st, err := rc.JobCheckpoints(ctx, job)
 		return err == nil && st.Latest.Completed != nil && st.Latest.Completed.LatestAckTimestamp > killed.UnixMilli()
 	})
-	<-p.done
-	t.Logf("sluice run:\n%s", p.out.String())
-	if p.err != nil {
-		t.Fatalf("sluice run --target yarn-application on the secure cluster: %v", p.err)
-	}
-	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
-		t.Errorf("the CLI did not report the application's success")
-	}
+	succeeded(t, p, appID)
 	checkExactlyOnce(t, out, n, keys)
 
 	// What the processes logged: the ApplicationMaster re-logged in,

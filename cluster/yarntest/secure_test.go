@@ -124,14 +124,7 @@ func TestSecureApplicationMode(t *testing.T) {
 	}
 	job := runningJob(t, ctx, rc, 2*time.Minute)
 	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
-	<-p.done
-	t.Logf("sluice run:\n%s", p.out.String())
-	if p.err != nil {
-		t.Fatalf("sluice run --target yarn-application on the secure cluster: %v", p.err)
-	}
-	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
-		t.Errorf("the CLI did not report the application's success")
-	}
+	succeeded(t, p, appID)
 	if !strings.Contains(p.out.String(), "Obtained an HDFS delegation token") {
 		t.Errorf("the client did not report obtaining an HDFS delegation token")
 	}

@@ -225,6 +225,59 @@ func runningJob(t testing.TB, ctx context.Context, rc *restclient.Client, within
 	return id
 }
 
+// deploy starts sluice run --target yarn-application with args and waits
+// for the application id, the REST endpoint and a RUNNING job.
+func (r *rig) deploy(t *testing.T, ctx context.Context, args ...string) (p *run, appID, addr string, rc *restclient.Client, job string) {
+	t.Helper()
+	p = r.start(ctx, args...)
+	appID = match(t, p, reAppID, 2*time.Minute)
+	addr = match(t, p, reREST, time.Second)
+	rc, err := restclient.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, appID, addr, rc, runningJob(t, ctx, rc, 2*time.Minute)
+}
+
+// killTaskManager kills the TaskManager process pid (kill -9) and waits
+// for a replacement container to register as a TaskManager not in before;
+// it returns when it killed.
+func killTaskManager(t *testing.T, ctx context.Context, rc *restclient.Client, pid int, before map[string]bool) time.Time {
+	t.Helper()
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
+		tms, err := rc.TaskManagers(ctx)
+		if err != nil {
+			return false
+		}
+		for _, tm := range tms {
+			if !before[tm.ID] {
+				t.Logf("replacement TaskManager %s registered %v after the kill", tm.ID, time.Since(killed).Round(time.Millisecond))
+				return true
+			}
+		}
+		return false
+	})
+	return killed
+}
+
+// succeeded waits for a sluice run --target yarn-application to end and
+// checks that it succeeded and reported the application's success.
+func succeeded(t *testing.T, p *run, appID string) {
+	t.Helper()
+	<-p.done
+	t.Logf("sluice run:\n%s", p.out.String())
+	if p.err != nil {
+		t.Fatalf("sluice run --target yarn-application: %v", p.err)
+	}
+	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
+		t.Errorf("the CLI did not report the application's success")
+	}
+}
+
 // checkExactlyOnce checks the committed output of clusterjob: each key's
 // counts 1..n/keys exactly once.
 func checkExactlyOnce(t *testing.T, dir string, n, keys int) {
@@ -313,14 +366,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 
 	began := time.Now()
-	p := r.start(ctx, args...)
-	appID := match(t, p, reAppID, 2*time.Minute)
-	addr := match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := runningJob(t, ctx, rc, 2*time.Minute)
+	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	toJobRunning := time.Since(began)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	if chk := r.hdfsCheckpoints(r.hdfs + "/ckpt"); len(chk) == 0 {
@@ -470,14 +516,7 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-kill"}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
-	p := r.start(ctx, args...)
-	appID := match(t, p, reAppID, 2*time.Minute)
-	addr := match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := runningJob(t, ctx, rc, 2*time.Minute)
+	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	before := map[string]bool{}
 	tms, err := rc.TaskManagers(ctx)
@@ -492,30 +531,9 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 		victims = taskManagersWithWorkers(appID)
 		return len(victims) > 0
 	})
-	killed := time.Now()
-	if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("killed TaskManager pid %d of %s", victims[0], appID)
-	// A replacement container registers as a new TaskManager.
-	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
-		tms, err := rc.TaskManagers(ctx)
-		if err != nil {
-			return false
-		}
-		for _, tm := range tms {
-			if !before[tm.ID] {
-				t.Logf("replacement TaskManager %s registered %v after the kill", tm.ID, time.Since(killed).Round(time.Millisecond))
-				return true
-			}
-		}
-		return false
-	})
-	<-p.done
-	t.Logf("sluice run:\n%s", p.out.String())
-	if p.err != nil {
-		t.Fatalf("sluice run --target yarn-application: %v", p.err)
-	}
+	t.Logf("killing TaskManager pid %d of %s", victims[0], appID)
+	killTaskManager(t, ctx, rc, victims[0], before)
+	succeeded(t, p, appID)
 	checkExactlyOnce(t, out, n, keys)
 	r.stagingGone(t, appID)
 }

@@ -87,16 +87,7 @@ func withHadoop(ctx context.Context, c *conf.Configuration, component string, lo
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx, log)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	defer p.Start(ctx, log)()
 	return run(p)
 }
 

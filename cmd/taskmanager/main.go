@@ -18,7 +18,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,16 +121,7 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			secCtx, stopSec := context.WithCancel(ctx)
-			secDone := make(chan struct{})
-			go func() {
-				defer close(secDone)
-				sec.Run(secCtx, log)
-			}()
-			defer func() {
-				stopSec()
-				<-secDone
-			}()
+			defer sec.Start(ctx, log)()
 			return tm.Run(ctx)
 		},
 	}
