@@ -42,27 +42,25 @@
 //
 // # Security
 //
-// TLS, SASL PLAIN, SCRAM-SHA-256/512 and GSSAPI (Kerberos: from a keytab of
-// its own with SASLGSSAPI, or from the job's shared login with
-// SASLGSSAPILogin) are options of both. Passwords are Secrets read from files or the
+// TLS, SASL PLAIN, SCRAM-SHA-256/512 and GSSAPI (Kerberos: from a keytab
+// with SASLGSSAPI, the job's own with
+// SASLGSSAPI(KerberosFromConfiguration(env.Configuration())), or a shared
+// security/kerberos login with SASLGSSAPILogin) are options of both. Passwords are Secrets read from files or the
 // environment; no String, %v or log output shows them.
 //
-// # What the checkpointing engine must call
+// # How checkpoints drive them
 //
-// The engine has no checkpoints yet; today the sink operator pre-commits
-// and commits at the end of input only. Once checkpoints exist:
-//
-//   - Source: at a checkpoint, Reader.SnapshotState(id) (the splits with
-//     their positions) and Enumerator.SnapshotState(id); once the
+//   - Source: at a checkpoint the engine calls Reader.SnapshotState(id) (the
+//     splits with their positions) and Enumerator.SnapshotState(id); once the
 //     checkpoint is complete, Reader.NotifyCheckpointComplete(id)
 //     (CheckpointListener), which commits the positions to the group. On
 //     recovery, Source.RestoreEnumerator(ctx, state) instead of
-//     CreateEnumerator, and Reader.AddSplits(restored splits) after
-//     Start: a restored split's offset wins over StartingOffsets.
+//     CreateEnumerator, and Reader.AddSplits(restored splits) after Start: a
+//     restored split's offset wins over StartingOffsets.
 //   - Sink: at the barrier, Flush(false) and PrepareCommit() on the writer
-//     (PrepareCommit is also called at the end of input); the committables
-//     go into the checkpoint; once it is complete, Committer.Commit(them).
-//     Commit is idempotent. On recovery, Commit(restored committables)
-//     before creating the writers: a new TxnWriter fences (aborts) every
-//     transaction of its ids.
+//     (PrepareCommit also at the end of input); the committables go into the
+//     checkpoint; once it is complete, Committer.Commit(them). Commit is
+//     idempotent. On recovery, Commit(restored committables) before the
+//     writers are created: a new TxnWriter fences (aborts) every transaction
+//     of its ids.
 package kafka
