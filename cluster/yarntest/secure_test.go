@@ -250,11 +250,10 @@ func TestSecureSession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sluice savepoint on the secure session: %v", err)
 	}
-	// The path is printed with or without the hdfs:// scheme.
 	if m := reSavepoint.FindStringSubmatch(o); m == nil {
 		t.Error("savepoint: no path printed")
-	} else if u, err := url.Parse(m[1]); err != nil {
-		t.Errorf("savepoint path %q: %v", m[1], err)
+	} else if u, err := url.Parse(m[1]); err != nil || u.Scheme != "hdfs" {
+		t.Errorf("savepoint path %q (%v): want an hdfs:// URI", m[1], err)
 	} else if _, err := r.fs.Stat(path.Join(u.Path, "_metadata")); err != nil {
 		t.Errorf("the savepoint's metadata on the secure HDFS: %v", err)
 	}

@@ -91,10 +91,10 @@ func TestSessionTwoJobs(t *testing.T) {
 	if m == nil {
 		t.Fatal("savepoint: no path printed")
 	}
-	// The JobManager reports the savepoint's path on the cluster's file
-	// system (hdfs:// is the default file system of the session).
+	// The JobManager reports the savepoint's path as a URI of the
+	// directory's file system (hdfs://...), as Flink does.
 	sp, err := url.Parse(m[1])
-	if err != nil || (sp.Scheme != "hdfs" && sp.Scheme != "") || !strings.HasPrefix(sp.Path, r.hdfs+"/savepoints/") {
+	if err != nil || sp.Scheme != "hdfs" || !strings.HasPrefix(sp.Path, r.hdfs+"/savepoints/") {
 		t.Fatalf("savepoint path %s (%v) is not under %s", m[1], err, spDir)
 	}
 	if _, err := r.fs.Stat(path.Join(sp.Path, "_metadata")); err != nil {

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
@@ -212,7 +214,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 		}
 		return co.PersistFailed(cp.ID, err)
 	}
-	dir := filepath.Dir(path)
+	dir := qualify(c.baseURI(cp.ID), filepath.Dir(path))
 	c.j.opts.Listener.CheckpointCompleted(CheckpointStats{ID: int64(cp.ID), Kind: cp.Kind, TriggerMillis: cp.Timestamp,
 		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir, Bytes: c.bytes[cp.ID]})
 	delete(c.bytes, cp.ID)
@@ -234,6 +236,36 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 	}
 	c.j.opts.Log.Debug("checkpoint complete", "job", c.j.id, "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
 	return co.Persisted(cp.ID)
+}
+
+// baseURI is the directory URI checkpoint id is written under: a
+// savepoint's requested (or the default) savepoint directory, else
+// execution.checkpointing.dir.
+func (c *checkpoints) baseURI(id checkpoint.ID) string {
+	if req, ok := c.savepoint[id]; ok && req.kind != checkpoint.Checkpoint {
+		if req.dir != "" {
+			return req.dir
+		}
+		return c.opts.SavepointDir
+	}
+	return c.opts.Dir
+}
+
+// qualify writes p, a path on the file system of the directory URI base,
+// with base's scheme and authority (hdfs://namenode:8020/...), as Flink
+// reports savepoint and checkpoint paths, so that the path printed can be
+// given back as it is (sluice run -s). Local paths (no scheme, file://)
+// stay plain paths.
+func qualify(base, p string) string {
+	if base == "" || strings.HasPrefix(base, "/") {
+		return p
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || strings.EqualFold(u.Scheme, "file") {
+		return p
+	}
+	q := url.URL{Scheme: u.Scheme, Host: u.Host, Path: p}
+	return q.String()
 }
 
 func (c *checkpoints) aborted(ab checkpoint.Abort) {
