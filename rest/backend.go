@@ -101,6 +101,14 @@ type Backend interface {
 
 	// Metrics returns the current metrics of the jobs for GET /metrics.
 	Metrics(ctx context.Context) (*MetricsSnapshot, error)
+
+	// ShutDownCluster starts shutting the cluster down (DELETE /cluster,
+	// as Flink's yarn-session stop): the jobs that have not ended are
+	// cancelled, then the JobManager ends (on YARN, the application ends
+	// SUCCEEDED). It returns once the shutdown has begun. A cluster that
+	// cannot be shut down this way answers an error wrapping
+	// ErrBadRequest.
+	ShutDownCluster(ctx context.Context) error
 }
 
 // Submission is a job received by POST /jobs.

@@ -326,6 +326,18 @@ func (s *Server) getJobPlan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, JobPlanInfo{Plan: d.Plan})
 }
 
+// deleteCluster shuts the cluster down: DELETE /cluster (Flink's shutdown
+// handler; 200 with an empty body once the shutdown has begun).
+func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.backendCtx(r)
+	defer cancel()
+	if err := s.backend.ShutDownCluster(ctx); err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
 // patchJob terminates a job: PATCH /jobs/:jobid?mode=cancel.
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request) {
 	id, ok := jobID(w, r)

@@ -246,6 +246,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	for path, rt := range map[string]route{
 		"/config":                        {http.MethodGet: s.getConfig},
+		"/cluster":                       {http.MethodDelete: s.deleteCluster},
 		"/overview":                      {http.MethodGet: s.getOverview},
 		"/jobmanager/config":             {http.MethodGet: s.getClusterConfig},
 		"/taskmanagers":                  {http.MethodGet: s.getTaskManagers},

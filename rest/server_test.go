@@ -608,3 +608,34 @@ func TestConfigFrom(t *testing.T) {
 		t.Fatalf("defaults: %+v", d)
 	}
 }
+
+// TestShutDownCluster: DELETE /cluster asks the backend to shut the
+// cluster down (200, an empty object, as Flink's shutdown handler); other
+// methods on /cluster are 405; a backend that fails answers its error.
+func TestShutDownCluster(t *testing.T) {
+	b, clk := fixture(t)
+	s := serve(t, b, clk, nil)
+	if r := do(t, "GET", s.URL()+"/cluster", "", nil); r.status != 405 || r.header.Get("Allow") != "DELETE" {
+		t.Errorf("GET /cluster: %d, Allow %q; want 405, DELETE", r.status, r.header.Get("Allow"))
+	}
+	if b.ShutDowns() != 0 {
+		t.Fatal("a GET shut the cluster down")
+	}
+	r := do(t, "DELETE", s.URL()+"/v1/cluster", "", nil)
+	if r.status != 200 || strings.TrimSpace(string(r.body)) != "{}" {
+		t.Errorf("DELETE /cluster: %d %s; want 200 {}", r.status, r.body)
+	}
+	if b.ShutDowns() != 1 {
+		t.Errorf("%d shutdowns, want 1", b.ShutDowns())
+	}
+	if st, _ := b.State(jobRunning); st != rest.JobCanceled {
+		t.Errorf("the running job is %s after the shutdown, want CANCELED", st)
+	}
+
+	failing, clk2 := fixture(t)
+	failing.Err = fmt.Errorf("%w: this JobManager cannot be shut down over REST", rest.ErrBadRequest)
+	r = do(t, "DELETE", serve(t, failing, clk2, nil).URL()+"/cluster", "", nil)
+	if r.status != 400 || !strings.Contains(string(r.body), "cannot be shut down") {
+		t.Errorf("DELETE /cluster on a backend that refuses: %d %s", r.status, r.body)
+	}
+}

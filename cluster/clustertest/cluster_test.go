@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -677,5 +678,51 @@ func TestWorkerBuildingAnotherGraphIsRejected(t *testing.T) {
 		if !strings.Contains(o, want) {
 			t.Errorf("the error does not say %q:\n%s", want, o)
 		}
+	}
+}
+
+// TestShutDownOverREST: DELETE /cluster on a standalone JobManager (as
+// Flink's REST API offers) cancels its running job and ends the process
+// with status 0; the TaskManager stays up, waiting for a JobManager.
+func TestShutDownOverREST(t *testing.T) {
+	c := newCluster(t, 1)
+	o := c.mustSluice(append([]string{"run", "-d", "-m", c.rest(), "-p", "1"}, append(checkpointed, "-D",
+		"execution.checkpointing.dir=file://"+filepath.Join(c.dir, "ckpt"), jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "100000", "-rate", "1000")...)...)
+	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+	}
+	waitFor(t, 30*time.Second, "the job to run", func() bool {
+		o, _ := c.sluice("list", "-r", "-m", c.rest())
+		return strings.Contains(o, m[1]) && strings.Contains(o, "RUNNING")
+	})
+	req, err := http.NewRequest(http.MethodDelete, "http://"+c.rest()+"/cluster", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE /cluster: %s", resp.Status)
+	}
+	select {
+	case <-c.jm.done:
+	case <-time.After(45 * time.Second):
+		t.Fatal("the JobManager still runs 45 s after DELETE /cluster")
+	}
+	if code := c.jm.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the JobManager exited with status %d, want 0", code)
+	}
+	b, _ := os.ReadFile(c.jm.log)
+	if !strings.Contains(string(b), "job ended at shutdown") || !strings.Contains(string(b), "status=CANCELED") {
+		t.Errorf("the JobManager's log does not show the job cancelled at the shutdown:\n%s", tail(string(b), 20))
+	}
+	select {
+	case <-c.tms[0].done:
+		t.Error("the TaskManager ended with the JobManager")
+	default:
 	}
 }

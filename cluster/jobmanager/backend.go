@@ -37,6 +37,9 @@ type Backend struct {
 	// Options.DelegationTokens); nil when it has none.
 	Kerberos         func() kerberos.Status
 	DelegationTokens func() DelegationTokenStatus
+	// ShutDown asks the JobManager process to shut down (DELETE
+	// /cluster); nil when it cannot be asked.
+	ShutDown func()
 }
 
 // DelegationTokenStatus is the state of the HDFS delegation tokens a
@@ -290,6 +293,15 @@ func (b Backend) SubmitJob(ctx context.Context, s *rest.Submission) (string, err
 	}
 	id, err := b.D.Submit(Submission{GraphJSON: s.GraphJSON, BinaryPath: s.BinaryPath, Args: s.Args, Dynamic: dyn})
 	return id, restErr(err)
+}
+
+// ShutDownCluster implements rest.Backend.
+func (b Backend) ShutDownCluster(context.Context) error {
+	if b.ShutDown == nil {
+		return fmt.Errorf("%w: this JobManager cannot be shut down over REST", rest.ErrBadRequest)
+	}
+	b.ShutDown()
+	return nil
 }
 
 // CancelJob implements rest.Backend.

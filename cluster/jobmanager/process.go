@@ -166,7 +166,10 @@ func RunWith(ctx context.Context, o Options) error {
 	rcfg.UploadDir = o.WorkDir
 	var rs *rest.Server
 	jmHost, _, _ := net.SplitHostPort(o.RPCAddress)
-	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens}
+	shutDown := make(chan struct{})
+	var shutDownOnce sync.Once
+	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens,
+		ShutDown: func() { shutDownOnce.Do(func() { close(shutDown) }) }}
 	if o.REST != nil {
 		rs = rest.Serve(rcfg, backend, o.REST)
 	} else {
@@ -197,6 +200,12 @@ func RunWith(ctx context.Context, o Options) error {
 			err = fmt.Errorf("jobmanager: %w", err)
 		}
 	case err = <-appDone:
+	case <-shutDown:
+		log.Info("shutting the cluster down on request (DELETE /cluster): cancelling its jobs")
+		cancelAll(ctx, d, log)
+		if o.Application != nil {
+			err = &ApplicationError{Err: errors.New("the cluster was shut down on request"), Canceled: true}
+		}
 	}
 	shut, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
@@ -208,6 +217,31 @@ func RunWith(ctx context.Context, o Options) error {
 		err = nil
 	}
 	return err
+}
+
+// cancelAll cancels the jobs that have not ended and waits (a while) for
+// them to end: a cluster shut down on request leaves no job to recover.
+func cancelAll(ctx context.Context, d *Dispatcher, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var pending []Info
+	for _, in := range d.Jobs() {
+		if in.Status.Terminal() {
+			continue
+		}
+		if err := d.Cancel(in.ID); err != nil {
+			log.Warn("cancelling a job at shutdown", "job", in.ID, "err", err)
+			continue
+		}
+		pending = append(pending, in)
+	}
+	for _, in := range pending {
+		if res, err := d.Wait(ctx, in.ID); err != nil {
+			log.Warn("a job did not end before the shutdown", "job", in.ID, "err", err)
+		} else {
+			log.Info("job ended at shutdown", "job", in.ID, "status", res.Status)
+		}
+	}
 }
 
 // runApplication runs the job program with this JobManager as its target,

@@ -28,6 +28,7 @@ import (
 	"github.com/sluice/sluice/cluster/yarndriver"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn"
 )
@@ -520,6 +521,12 @@ func (d *Deployer) Kill(ctx context.Context, id yarn.ApplicationID) error {
 		}
 	}
 	d.progress("%s is %s", id, r.State)
+	return d.removeStaging(id)
+}
+
+// removeStaging deletes the application's staging directory (already gone
+// when its ApplicationMaster unregistered).
+func (d *Deployer) removeStaging(id yarn.ApplicationID) error {
 	dir, err := d.StagingDir(id)
 	if err != nil {
 		return err
@@ -533,6 +540,52 @@ func (d *Deployer) Kill(ctx context.Context, id yarn.ApplicationID) error {
 		return err
 	}
 	d.progress("Deleted the staging directory %s", dir)
+	return nil
+}
+
+// Stop shuts the application down as Flink's yarn-session stop does: it
+// asks the JobManager at the application's REST endpoint to shut the
+// cluster down (DELETE /cluster); the jobs are cancelled and the
+// ApplicationMaster unregisters SUCCEEDED and deletes the staging
+// directory. An application whose JobManager cannot be reached or refuses,
+// or that has not ended within timeout, is killed instead (Kill). An
+// application that ended other than SUCCEEDED is an error, a
+// *yarn.ApplicationError.
+func (d *Deployer) Stop(ctx context.Context, id yarn.ApplicationID, timeout time.Duration) error {
+	addr, err := d.SessionAddress(ctx, id)
+	if errors.Is(err, ErrNotRunning) {
+		d.progress("%v; killing it", err)
+		return d.Kill(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	rc, err := restclient.New(addr)
+	if err == nil {
+		err = rc.ShutDownCluster(ctx)
+	}
+	if err != nil {
+		d.progress("The JobManager at %s did not take the shutdown request (%v); killing %s", addr, err, id)
+		return d.Kill(ctx, id)
+	}
+	d.progress("Asked the JobManager at %s to shut %s down", addr, id)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := d.yarn.WaitForState(wctx, id, d.opts.PollInterval, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		d.progress("%s did not end within %v of the shutdown request; killing it", id, timeout)
+		return d.Kill(ctx, id)
+	}
+	d.progress("%s ended %s, final status %s: %s", id, r.State, r.FinalStatus, r.Diagnostics)
+	if err := d.removeStaging(id); err != nil {
+		return err
+	}
+	if r.FinalStatus != yarn.FinalSucceeded {
+		return &yarn.ApplicationError{ID: id, State: r.State, FinalStatus: r.FinalStatus, Diagnostics: r.Diagnostics}
+	}
 	return nil
 }
 

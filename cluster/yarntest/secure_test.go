@@ -23,6 +23,7 @@ import (
 	"github.com/sluice/sluice/integration/minicluster"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/yarn"
 )
 
 // newSecureRig is newRig on the secure cluster: the test's HDFS client
@@ -264,6 +265,9 @@ func TestSecureSession(t *testing.T) {
 		t.Fatalf("sluice yarn-session --stop on the secure cluster: %v", err)
 	}
 	stopped = true
+	if rep := report(t, ctx, yc, appID); rep.FinalStatus != yarn.FinalSucceeded {
+		t.Errorf("the stopped session ended %s, final status %s (%s); want SUCCEEDED", rep.State, rep.FinalStatus, rep.Diagnostics)
+	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
 	for _, f := range containerLogs(t, r.c, appID, "taskmanager.log") {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/yarn"
 )
 
 var (
@@ -30,9 +32,9 @@ func listed(out, id, state string) bool {
 
 // TestSessionTwoJobs: two jobs run at once on one yarn-session; list shows
 // both running; a savepoint of one lands on HDFS and the other is
-// cancelled through the CLI while the first keeps running; after the
-// session is stopped no container of it is left and its staging directory
-// is gone. The ResourceManager reports the session's name and type.
+// cancelled through the CLI while the first keeps running; the session is
+// stopped with the first still running: it ends FINISHED, SUCCEEDED, no
+// container of it is left and its staging directory is gone. The ResourceManager reports the session's name and type.
 func TestSessionTwoJobs(t *testing.T) {
 	r := newRig(t)
 	yc := r.yarnClient(t)
@@ -108,14 +110,21 @@ func TestSessionTwoJobs(t *testing.T) {
 		o, err := r.start(ctx, append([]string{"list", "--all"}, session...)...).wait()
 		return err == nil && listed(o, ids[1], "CANCELED") && listed(o, ids[0], "RUNNING")
 	})
-	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), ids[0])...); err != nil || !strings.Contains(o, "Cancelled job "+ids[0]) {
-		t.Fatalf("sluice cancel %s: %v", ids[0], err)
-	}
 
-	if _, err := r.sluice(t, ctx, "yarn-session", "--stop", "-Dyarn.application.id="+appID); err != nil {
+	// Stopping the session with a job still running: the JobManager
+	// cancels it and the application ends SUCCEEDED, as Flink's
+	// yarn-session stop.
+	o, err = r.sluice(t, ctx, "yarn-session", "--stop", "-Dyarn.application.id="+appID)
+	if err != nil {
 		t.Fatalf("sluice yarn-session --stop: %v", err)
 	}
 	stopped = true
+	if !strings.Contains(o, "Asked the JobManager") || strings.Contains(o, "killing") {
+		t.Errorf("the session was not shut down through its JobManager:\n%s", o)
+	}
+	if rep := report(t, ctx, yc, appID); rep.State != yarn.StateFinished || rep.FinalStatus != yarn.FinalSucceeded {
+		t.Errorf("the stopped session is %s, final status %s (%s); want FINISHED, SUCCEEDED", rep.State, rep.FinalStatus, rep.Diagnostics)
+	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
 }

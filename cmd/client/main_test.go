@@ -313,6 +313,7 @@ type fakeYarn struct {
 	app     *YarnApplication
 	started bool
 	killed  string
+	stopped string
 }
 
 func (f *fakeYarn) SessionAddress(_ context.Context, c *conf.Configuration, _ io.Writer) (string, error) {
@@ -336,6 +337,11 @@ func (f *fakeYarn) StartSession(_ context.Context, _ *conf.Configuration, out io
 
 func (f *fakeYarn) Kill(_ context.Context, c *conf.Configuration, _ io.Writer) error {
 	f.killed = conf.Get(c, conf.YarnApplicationID)
+	return nil
+}
+
+func (f *fakeYarn) Stop(_ context.Context, c *conf.Configuration, _ io.Writer) error {
+	f.stopped = conf.Get(c, conf.YarnApplicationID)
 	return nil
 }
 
@@ -386,11 +392,19 @@ func TestRunYarnHook(t *testing.T) {
 		t.Errorf("yarn-session\n%s", r)
 	}
 	r = sluice(t, cl, "yarn-session", "--stop")
-	if r.code != 2 || y.killed != "" {
+	if r.code != 2 || y.killed != "" || y.stopped != "" || !strings.Contains(r.stderr, "--stop needs the session's application id") {
 		t.Errorf("yarn-session --stop without an id\n%s", r)
 	}
-	r = sluice(t, cl, "yarn-session", "--kill", "-Dyarn.application.id=application_1_0001")
-	if r.code != 0 || y.killed != "application_1_0001" {
+	r = sluice(t, cl, "yarn-session", "--stop", "--kill", "-Dyarn.application.id=application_1_0001")
+	if r.code != 2 || y.killed != "" || y.stopped != "" || !strings.Contains(r.stderr, "not both") {
+		t.Errorf("yarn-session --stop --kill\n%s", r)
+	}
+	r = sluice(t, cl, "yarn-session", "--stop", "-Dyarn.application.id=application_1_0001")
+	if r.code != 0 || y.stopped != "application_1_0001" || y.killed != "" {
+		t.Errorf("yarn-session --stop\n%s", r)
+	}
+	r = sluice(t, cl, "yarn-session", "--kill", "-Dyarn.application.id=application_1_0002")
+	if r.code != 0 || y.killed != "application_1_0002" {
 		t.Errorf("yarn-session --kill\n%s", r)
 	}
 }

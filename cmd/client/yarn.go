@@ -25,6 +25,10 @@ type YarnCluster interface {
 	// StartSession deploys a session cluster and prints its id and REST
 	// address.
 	StartSession(ctx context.Context, c *conf.Configuration, out io.Writer) error
+	// Stop shuts the application named by yarn.application.id in c down
+	// through its JobManager (its jobs are cancelled; it ends SUCCEEDED),
+	// killing it if that fails, and deletes its staging directory.
+	Stop(ctx context.Context, c *conf.Configuration, out io.Writer) error
 	// Kill kills the application named by yarn.application.id in c and
 	// deletes its staging directory.
 	Kill(ctx context.Context, c *conf.Configuration, out io.Writer) error
@@ -72,13 +76,15 @@ func yarnSessionCommand(cl Cluster) *cli.Command {
 	return &cli.Command{
 		Name:      "yarn-session",
 		Usage:     "start or stop a Sluice session cluster on YARN",
-		UsageText: "sluice yarn-session [OPTIONS]\n   sluice yarn-session --stop -Dyarn.application.id=APPLICATION_ID",
+		UsageText: "sluice yarn-session [OPTIONS]\n   sluice yarn-session --stop|--kill -Dyarn.application.id=APPLICATION_ID",
 		Description: "Deploys a session cluster on YARN: an ApplicationMaster hosting the JobManager, which starts\n" +
 			"TaskManager containers for the jobs submitted to it, and prints its application id and REST address.\n" +
 			"Submit jobs with 'sluice run --target yarn-session -Dyarn.application.id=APPLICATION_ID BINARY';\n" +
-			"list, savepoint, stop and cancel them the same way. --stop kills the session (with its jobs).",
+			"list, savepoint, stop and cancel them the same way. --stop shuts the session down through its\n" +
+			"JobManager (its jobs are cancelled; the application ends SUCCEEDED), --kill kills it through YARN.",
 		Flags: append(configFlags(),
-			&cli.BoolFlag{Name: "stop", Aliases: []string{"kill"}, Usage: "kill the session named by -Dyarn.application.id"},
+			&cli.BoolFlag{Name: "stop", Usage: "shut down the session named by -Dyarn.application.id (killed if its JobManager does not answer)"},
+			&cli.BoolFlag{Name: "kill", Usage: "kill the session named by -Dyarn.application.id through YARN"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -91,11 +97,18 @@ func yarnSessionCommand(cl Cluster) *cli.Command {
 			if cl.YarnCluster == nil {
 				return errNoYarn("yarn-session")
 			}
-			if c.Bool("stop") {
+			stop, kill := c.Bool("stop"), c.Bool("kill")
+			if stop && kill {
+				return usagef(c, "give --stop (shut the session down) or --kill (kill it through YARN), not both")
+			}
+			if stop || kill {
 				if conf.Get(cfg, conf.YarnApplicationID) == "" {
-					return usagef(c, "--stop needs the session's application id: -D%s=application_...", conf.YarnApplicationID.Key())
+					return usagef(c, "--%s needs the session's application id: -D%s=application_...", map[bool]string{true: "stop", false: "kill"}[stop], conf.YarnApplicationID.Key())
 				}
-				return cl.YarnCluster.Kill(c.Context, cfg, c.App.Writer)
+				if kill {
+					return cl.YarnCluster.Kill(c.Context, cfg, c.App.Writer)
+				}
+				return cl.YarnCluster.Stop(c.Context, cfg, c.App.Writer)
 			}
 			return cl.YarnCluster.StartSession(c.Context, cfg, c.App.Writer)
 		},

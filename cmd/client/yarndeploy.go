@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sluice/sluice/cluster/yarndeploy"
 	"github.com/sluice/sluice/conf"
@@ -106,6 +107,23 @@ func (y yarnDeployment) StartSession(ctx context.Context, c *conf.Configuration,
 	fmt.Fprintf(out, "Submit jobs with: sluice run --target yarn-session -D%s=%s BINARY\n", conf.YarnApplicationID.Key(), a.ID)
 	fmt.Fprintf(out, "Stop the session with: sluice yarn-session --stop -D%s=%s\n", conf.YarnApplicationID.Key(), a.ID)
 	return nil
+}
+
+// stopTimeout bounds the wait for a session to end after the shutdown
+// request before it is killed.
+const stopTimeout = time.Minute
+
+func (y yarnDeployment) Stop(ctx context.Context, c *conf.Configuration, out io.Writer) error {
+	id, err := applicationID(c)
+	if err != nil {
+		return err
+	}
+	d, err := y.deployer(c, out, yarndeploy.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Stop(ctx, id, stopTimeout)
 }
 
 func (y yarnDeployment) Kill(ctx context.Context, c *conf.Configuration, out io.Writer) error {

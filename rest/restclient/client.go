@@ -285,6 +285,12 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 	return c.do(ctx, http.MethodPatch, "/jobs/"+jobID+"?mode=cancel", nil, nil)
 }
 
+// ShutDownCluster asks the cluster to shut down (DELETE /cluster): its
+// jobs are cancelled and the JobManager ends.
+func (c *Client) ShutDownCluster(ctx context.Context) error {
+	return c.do(ctx, http.MethodDelete, "/cluster", nil, nil)
+}
+
 // JobResult asks once for a job's result: nil while the job has not ended.
 func (c *Client) JobResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
 	jobID, err := checkID("job ID", jobID)

@@ -63,6 +63,7 @@ type Backend struct {
 		received    []Received
 		savepoints  int
 		checkpoints int64
+		shutDowns   int
 	}
 }
 
@@ -300,6 +301,30 @@ func (b *Backend) SubmitJob(_ context.Context, s *rest.Submission) (string, erro
 		}
 	}
 	return id, nil
+}
+
+// ShutDownCluster implements rest.Backend: it cancels the jobs that have
+// not ended and counts the request (ShutDowns).
+func (b *Backend) ShutDownCluster(context.Context) error {
+	if b.Err != nil {
+		return b.Err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.shutDowns++
+	for _, j := range b.mu.jobs {
+		if !j.Overview.State.IsGloballyTerminal() {
+			b.setStateLocked(j, rest.JobCanceled)
+		}
+	}
+	return nil
+}
+
+// ShutDowns counts the ShutDownCluster calls.
+func (b *Backend) ShutDowns() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.shutDowns
 }
 
 // CancelJob implements rest.Backend.
