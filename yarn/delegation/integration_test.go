@@ -56,15 +56,17 @@ func TestHDFSTokenLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.Owner != k.Principal || id.Renewer != "sluice" || !id.MaxDate.After(time.Now().Add(24*time.Hour)) {
-		t.Errorf("identifier %+v", id)
+	// The secure cluster's tokens live TokenMaxLifetime and must be renewed
+	// every TokenRenewInterval.
+	if id.Owner != k.Principal || id.Renewer != "sluice" || id.MaxDate.Sub(id.IssueDate) != k.TokenMaxLifetime {
+		t.Errorf("identifier %+v; want a max date %v after the issue date", id, k.TokenMaxLifetime)
 	}
 	exp, err := dc.RenewHDFS(ctx, nn, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp.Before(time.Now().Add(time.Hour)) || exp.After(id.MaxDate) {
-		t.Errorf("renewed until %s (max %s)", exp, id.MaxDate)
+	if d := time.Until(exp); d < k.TokenRenewInterval-10*time.Second || d > k.TokenRenewInterval+time.Second || exp.After(id.MaxDate) {
+		t.Errorf("renewed until %s, in %v (max %s); want in the renew interval %v", exp, d, id.MaxDate, k.TokenRenewInterval)
 	}
 
 	// A token whose renewer is someone else cannot be renewed by us.
@@ -142,7 +144,7 @@ func TestManagerAgainstTheNameNode(t *testing.T) {
 		t.Errorf("renewer %q, want the login's short name", id.Renewer)
 	}
 	exp := time.Unix(m.Metrics().Expiry.Load(), 0)
-	if d := time.Until(exp); d < 23*time.Hour || d > 25*time.Hour {
-		t.Errorf("token expires in %s, want the NameNode's 24h renew interval", d)
+	if d, want := time.Until(exp), c.Kerberos.TokenRenewInterval; d < want-10*time.Second || d > want+time.Second {
+		t.Errorf("token expires in %s, want the NameNode's renew interval %v", d, want)
 	}
 }

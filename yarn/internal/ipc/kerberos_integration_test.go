@@ -203,8 +203,10 @@ func TestDelegationTokenAuthenticatesDigest(t *testing.T) {
 	if err := kc.Call(ctx, env.nn, "renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: tp}, &rr); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
-	if exp := time.UnixMilli(int64(rr.GetNewExpiryTime())); time.Until(exp) < time.Hour {
-		t.Errorf("renewed token expires at %s", exp)
+	// The secure cluster's tokens must be renewed every TokenRenewInterval.
+	renew := env.c.Kerberos.TokenRenewInterval
+	if exp := time.UnixMilli(int64(rr.GetNewExpiryTime())); time.Until(exp) < renew-10*time.Second || time.Until(exp) > renew+time.Second {
+		t.Errorf("renewed token expires at %s, in %v; want in the NameNode's renew interval %v", exp, time.Until(exp), renew)
 	}
 	if err := kc.Call(ctx, env.nn, "cancelDelegationToken", &commonpb.CancelDelegationTokenRequestProto{Token: tp}, &commonpb.CancelDelegationTokenResponseProto{}); err != nil {
 		t.Fatalf("cancel: %v", err)
