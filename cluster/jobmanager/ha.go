@@ -25,9 +25,10 @@ type jobRecord struct {
 	Dynamic       map[string]string `json:"dynamic,omitempty"`
 	SubmittedAtMS int64             `json:"submitted_at_ms"`
 	// LatestCheckpoint is the pointer to the job's latest completed
-	// checkpoint (informational: recovery lists the checkpoint storage,
-	// which also holds checkpoints completed after the pointer was written).
-	LatestCheckpoint string `json:"latest_checkpoint,omitempty"`
+	// checkpoint, kept in checkpointFile beside job.json (informational:
+	// recovery lists the checkpoint storage, which also holds checkpoints
+	// completed after the pointer was written).
+	LatestCheckpoint string `json:"-"`
 }
 
 // haStore keeps job graphs, records and binaries under
@@ -87,6 +88,7 @@ func (h *haStore) put(rec *jobRecord, graphJSON []byte) error {
 	return nil
 }
 
+// writeRecord writes the job's record, once, when it is stored.
 func (h *haStore) writeRecord(rec *jobRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -97,6 +99,12 @@ func (h *haStore) writeRecord(rec *jobRecord) error {
 	}
 	return nil
 }
+
+// checkpointFile holds the path of a job's latest completed checkpoint, in
+// a file of its own: job.json is written once, when the job is stored, so
+// that a JobManager dying at any moment leaves it whole (rewriting it
+// means removing it first on HDFS, whose rename does not replace).
+const checkpointFile = "latest-checkpoint"
 
 // checkpointCompleted moves the job's checkpoint pointer.
 func (h *haStore) checkpointCompleted(id, p string) {
@@ -112,7 +120,7 @@ func (h *haStore) checkpointCompleted(id, p string) {
 	r := *rec
 	r.LatestCheckpoint = p
 	h.records[id] = &r
-	if err := h.writeRecord(&r); err != nil {
+	if err := h.writeFile(path.Join(h.jobDir(id), checkpointFile), []byte(p)); err != nil {
 		h.log.Warn("updating the HA checkpoint pointer failed", "job", id, "err", err)
 	}
 }
@@ -163,6 +171,11 @@ func (h *haStore) load() ([]*jobRecord, map[string][]byte, error) {
 		if err != nil {
 			h.log.Warn("skipping a job without its graph in the HA store", "dir", d, "err", err)
 			continue
+		}
+		// The pointer is informational (recovery lists the checkpoint
+		// storage): one lost with its JobManager is no loss.
+		if cp, err := readFile(h.fs, path.Join(d, checkpointFile)); err == nil {
+			rec.LatestCheckpoint = string(cp)
 		}
 		recs = append(recs, &rec)
 		graphs[rec.ID] = gb
