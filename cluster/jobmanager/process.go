@@ -170,18 +170,22 @@ func RunWith(ctx context.Context, o Options) error {
 	var shutDownOnce sync.Once
 	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens,
 		ShutDown: func() { shutDownOnce.Do(func() { close(shutDown) }) }}
+	// Jobs left in the HA store are recovered before the REST endpoint
+	// serves: a client following one of them across the restart must not
+	// be told it does not exist.
+	if err := d.Recover(); err != nil {
+		log.Error("recovering jobs from the HA store failed", "err", err)
+	}
 	if o.REST != nil {
 		rs = rest.Serve(rcfg, backend, o.REST)
 	} else {
 		rs, err = rest.New(rcfg, backend)
 	}
 	if err != nil {
+		d.Close()
 		srv.Stop()
 		cancel()
 		return err
-	}
-	if err := d.Recover(); err != nil {
-		log.Error("recovering jobs from the HA store failed", "err", err)
 	}
 	log.Info("JobManager running", "rpc", o.RPCAddress, "rest", rs.Addr())
 	if o.Ready != nil {
