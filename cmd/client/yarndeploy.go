@@ -61,16 +61,12 @@ func applicationID(c *conf.Configuration) (yarn.ApplicationID, error) {
 }
 
 func (y yarnDeployment) SessionAddress(ctx context.Context, c *conf.Configuration, out io.Writer) (string, error) {
-	id, err := applicationID(c)
-	if err != nil {
-		return "", err
-	}
-	d, err := y.deployer(c, out, yarndeploy.Options{})
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	return d.SessionAddress(ctx, id)
+	var addr string
+	err := y.onApplication(c, out, func(d *yarndeploy.Deployer, id yarn.ApplicationID) (err error) {
+		addr, err = d.SessionAddress(ctx, id)
+		return err
+	})
+	return addr, err
 }
 
 func (y yarnDeployment) RunApplication(ctx context.Context, c *conf.Configuration, out io.Writer, app YarnApplication) error {
@@ -114,19 +110,16 @@ func (y yarnDeployment) StartSession(ctx context.Context, c *conf.Configuration,
 const stopTimeout = time.Minute
 
 func (y yarnDeployment) Stop(ctx context.Context, c *conf.Configuration, out io.Writer) error {
-	id, err := applicationID(c)
-	if err != nil {
-		return err
-	}
-	d, err := y.deployer(c, out, yarndeploy.Options{})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Stop(ctx, id, stopTimeout)
+	return y.onApplication(c, out, func(d *yarndeploy.Deployer, id yarn.ApplicationID) error { return d.Stop(ctx, id, stopTimeout) })
 }
 
 func (y yarnDeployment) Kill(ctx context.Context, c *conf.Configuration, out io.Writer) error {
+	return y.onApplication(c, out, func(d *yarndeploy.Deployer, id yarn.ApplicationID) error { return d.Kill(ctx, id) })
+}
+
+// onApplication runs f with a deployer for the application named by
+// yarn.application.id.
+func (y yarnDeployment) onApplication(c *conf.Configuration, out io.Writer, f func(*yarndeploy.Deployer, yarn.ApplicationID) error) error {
 	id, err := applicationID(c)
 	if err != nil {
 		return err
@@ -136,5 +129,5 @@ func (y yarnDeployment) Kill(ctx context.Context, c *conf.Configuration, out io.
 		return err
 	}
 	defer d.Close()
-	return d.Kill(ctx, id)
+	return f(d, id)
 }
