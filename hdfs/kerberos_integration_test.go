@@ -31,7 +31,7 @@ func secureLogin(t *testing.T, c *minicluster.Cluster) *kerberos.Login {
 
 // TestKerberosHDFS writes and reads a file on the secure MiniDFSCluster: Kerberos to the
 // NameNode, SASL with the block token to the DataNode (dfs.data.transfer.protection
-// authentication), and the NameNode knows us as the principal's short name.
+// privacy, encrypted with AES), and the NameNode knows us as the principal's short name.
 func TestKerberosHDFS(t *testing.T) {
 	c := minicluster.SharedSecure(t)
 	login := secureLogin(t, c)
@@ -96,7 +96,7 @@ func TestKerberosHDFSFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.DataTransferProtection != "authentication" || o.NameNodePrincipal != "hdfs/_HOST@"+c.Kerberos.Realm || o.User != "sluice" {
+	if o.DataTransferProtection != c.Kerberos.DataTransferProtection || o.NameNodePrincipal != "hdfs/_HOST@"+c.Kerberos.Realm || o.User != "sluice" {
 		t.Errorf("options %+v", o)
 	}
 	o.NameNodePrincipal = "nn/_HOST@" + c.Kerberos.Realm

@@ -61,9 +61,10 @@ type Options struct {
 	// for each NameNode's host. Required with Kerberos.
 	NameNodePrincipal string
 	// DataTransferProtection is the SASL protection of DataNode
-	// connections (dfs.data.transfer.protection): "" or "authentication"
-	// work; colinmarc/hdfs v2.4.0 also accepts "integrity" and "privacy"
-	// but fails reading blocks under them, so OptionsFor refuses those.
+	// connections (dfs.data.transfer.protection): "", "authentication", or
+	// "privacy" with AES (dfs.encrypt.data.transfer.cipher.suites);
+	// colinmarc/hdfs v2.4.0 also accepts "integrity" but fails reading
+	// blocks under it, so OptionsFor refuses it.
 	// Default "": none (a DataNode on a privileged port).
 	DataTransferProtection string
 	// UseDatanodeHostname connects to DataNodes by host name rather than
@@ -193,33 +194,57 @@ func OptionsFor(c Config, authority string) (Options, error) {
 	return o, nil
 }
 
+// KeyCipherSuites names the ciphers the DataNodes encrypt data transfer
+// with under privacy.
+const KeyCipherSuites = "dfs.encrypt.data.transfer.cipher.suites"
+
+// cipherAES is the cipher suite colinmarc/hdfs negotiates under privacy.
+const cipherAES = "AES/CTR/NoPadding"
+
 // dataTransferProtection reads dfs.data.transfer.protection (and
 // dfs.encrypt.data.transfer). colinmarc/hdfs v2.4.0 speaks SASL to the
-// DataNodes only for "authentication": it refuses DataNodes that offer
-// several protections and fails reading blocks under integrity or privacy,
-// so anything else is refused here with an error that says so, rather than
-// failing on the first read.
+// DataNodes and works under "authentication", and under "privacy" when the
+// DataNodes encrypt with AES (dfs.encrypt.data.transfer.cipher.suites =
+// AES/CTR/NoPadding); it fails reading blocks under "integrity" and under
+// privacy with SASL's own ciphers, and refuses DataNodes that offer several
+// protections. Anything it cannot read is refused here with an error that
+// says so, rather than failing on the first read.
 func dataTransferProtection(conf *hadoop.Configuration) (string, error) {
 	enc, err := conf.Bool(KeyEncryptDataTransfer, false)
 	if err != nil {
 		return "", err
 	}
 	if enc {
-		return "", fmt.Errorf("%w: %s=true (from %s): encrypted data transfer is not supported by Sluice's HDFS client (colinmarc/hdfs v2.4.0)",
-			ErrDataTransferProtection, KeyEncryptDataTransfer, sourceOf(conf, KeyEncryptDataTransfer))
+		return "", fmt.Errorf("%w: %s=true (from %s): encrypted data transfer with NameNode keys is not supported by Sluice's HDFS client (colinmarc/hdfs v2.4.0); use %s=privacy with %s=%s",
+			ErrDataTransferProtection, KeyEncryptDataTransfer, sourceOf(conf, KeyEncryptDataTransfer), KeyDataTransferProt, KeyCipherSuites, cipherAES)
 	}
 	vals, err := conf.Strings(KeyDataTransferProt)
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case len(vals) == 0:
+	if len(vals) == 0 {
 		return "", nil
-	case len(vals) == 1 && strings.EqualFold(vals[0], "authentication"):
-		return "authentication", nil
 	}
-	return "", fmt.Errorf("%w: %s=%q (from %s): Sluice's HDFS client (colinmarc/hdfs v2.4.0) supports only \"authentication\" on the DataNodes' data transfer; integrity and privacy, or a list of several, are not supported",
-		ErrDataTransferProtection, KeyDataTransferProt, conf.Get(KeyDataTransferProt, ""), sourceOf(conf, KeyDataTransferProt))
+	if len(vals) == 1 {
+		switch strings.ToLower(vals[0]) {
+		case "authentication":
+			return "authentication", nil
+		case "privacy":
+			suites, err := conf.Strings(KeyCipherSuites)
+			if err != nil {
+				return "", err
+			}
+			for _, s := range suites {
+				if strings.EqualFold(s, cipherAES) {
+					return "privacy", nil
+				}
+			}
+			return "", fmt.Errorf("%w: %s=privacy (from %s) without %s=%s: Sluice's HDFS client (colinmarc/hdfs v2.4.0) reads under privacy only when the DataNodes encrypt with AES; set %s=%s on the cluster and in the client's hdfs-site.xml",
+				ErrDataTransferProtection, KeyDataTransferProt, sourceOf(conf, KeyDataTransferProt), KeyCipherSuites, cipherAES, KeyCipherSuites, cipherAES)
+		}
+	}
+	return "", fmt.Errorf("%w: %s=%q (from %s): Sluice's HDFS client (colinmarc/hdfs v2.4.0) supports \"authentication\", or \"privacy\" with %s=%s, on the DataNodes' data transfer; integrity, or a list of several, is not supported",
+		ErrDataTransferProtection, KeyDataTransferProt, conf.Get(KeyDataTransferProt, ""), sourceOf(conf, KeyDataTransferProt), KeyCipherSuites, cipherAES)
 }
 
 // NameNodes returns the NameNode RPC addresses for authority, the

@@ -106,12 +106,31 @@ func TestOptionsFor(t *testing.T) {
 	if !errors.Is(err, hdfs.ErrNoKerberosLogin) || !strings.Contains(err.Error(), "test-site.xml") {
 		t.Errorf("a Kerberos cluster: %v; want ErrNoKerberosLogin naming the file that asks for it", err)
 	}
-	for _, prot := range []string{"integrity", "privacy", "authentication,privacy"} {
-		c := conf(t, map[string]string{"fs.defaultFS": "hdfs://nn:9000", "hadoop.security.authentication": "kerberos",
-			"dfs.namenode.kerberos.principal": "hdfs/_HOST@EX.COM", "dfs.data.transfer.protection": prot})
-		_, err := hdfs.OptionsFor(hdfs.Config{Hadoop: c, Getenv: getenv, Kerberos: &kerberos.Login{}}, "")
-		if !errors.Is(err, hdfs.ErrDataTransferProtection) || !strings.Contains(err.Error(), "dfs.data.transfer.protection") {
-			t.Errorf("data transfer protection %s: %v; want ErrDataTransferProtection naming the key", prot, err)
+	for _, tc := range []struct {
+		prot, suites, want string // want "": refused
+		says               string
+	}{
+		{"authentication", "", "authentication", ""},
+		{"Privacy", "AES/CTR/NoPadding", "privacy", ""},
+		{"privacy", "3DES,AES/CTR/NoPadding", "privacy", ""},
+		{"privacy", "", "", "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding"},
+		{"integrity", "AES/CTR/NoPadding", "", "integrity, or a list of several, is not supported"},
+		{"authentication,privacy", "AES/CTR/NoPadding", "", "a list of several"},
+	} {
+		props := map[string]string{"fs.defaultFS": "hdfs://nn:9000", "hadoop.security.authentication": "kerberos",
+			"dfs.namenode.kerberos.principal": "hdfs/_HOST@EX.COM", "dfs.data.transfer.protection": tc.prot}
+		if tc.suites != "" {
+			props["dfs.encrypt.data.transfer.cipher.suites"] = tc.suites
+		}
+		o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: conf(t, props), Getenv: getenv, Kerberos: &kerberos.Login{}}, "")
+		if tc.want != "" {
+			if err != nil || o.DataTransferProtection != tc.want {
+				t.Errorf("protection %s, suites %q: %q, %v; want %q", tc.prot, tc.suites, o.DataTransferProtection, err, tc.want)
+			}
+			continue
+		}
+		if !errors.Is(err, hdfs.ErrDataTransferProtection) || !strings.Contains(err.Error(), "dfs.data.transfer.protection") || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("protection %s, suites %q: %v; want ErrDataTransferProtection naming the key and saying %q", tc.prot, tc.suites, err, tc.says)
 		}
 	}
 	bad := conf(t, map[string]string{"dfs.client.use.datanode.hostname": "maybe"})

@@ -32,6 +32,7 @@ const (
 	KeyTokenRenewInterval       = "delegation_token_renew_interval_ms"
 	KeyTokenMaxLifetime         = "delegation_token_max_lifetime_ms"
 	KeyMasterKeyRolling         = "master_key_rolling_interval_s"
+	KeyDataTransferProtection   = "data_transfer_protection"
 )
 
 var secureKeys = []string{KeyRealm, KeyKDCAddress, KeyKrb5Conf, KeyClientPrincipal, KeyClientKeytab,
@@ -40,7 +41,7 @@ var secureKeys = []string{KeyRealm, KeyKDCAddress, KeyKrb5Conf, KeyClientPrincip
 // Kerberos is what a secure cluster's clients need: the KDC's krb5.conf, the client principal
 // with its keytab, and the servers' principals. Every server runs with
 // hadoop.security.authentication=kerberos, hadoop.rpc.protection=authentication,integrity,privacy
-// (a client may choose any) and dfs.data.transfer.protection=authentication; the conf dir's
+// (a client may choose any) and dfs.data.transfer.protection=privacy with AES; the conf dir's
 // *-site.xml files name the server principals with _HOST (hdfs/_HOST@REALM, yarn/_HOST@REALM).
 type Kerberos struct {
 	Realm     string // EXAMPLE.COM
@@ -59,6 +60,10 @@ type Kerberos struct {
 	// after TokenMaxLifetime; the ResourceManager rolls its AMRMToken and
 	// NMToken master keys every MasterKeyRolling.
 	TokenRenewInterval, TokenMaxLifetime, MasterKeyRolling time.Duration
+	// DataTransferProtection is the DataNodes' dfs.data.transfer.protection
+	// (privacy, encrypted with AES, unless the harness was started with
+	// another --data-transfer-protection).
+	DataTransferProtection string
 }
 
 func kerberosFromReady(f map[string]string) *Kerberos {
@@ -70,9 +75,10 @@ func kerberosFromReady(f map[string]string) *Kerberos {
 		Principal: f[KeyClientPrincipal], Keytab: f[KeyClientKeytab], ServiceKT: f[KeyServiceKeytab],
 		NameNode: f[KeyNameNodePrincipal], RM: f[KeyResourceManagerPrincipal],
 		Kafka: f[KeyKafkaPrincipal], KafkaKT: f[KeyKafkaKeytab],
-		TokenRenewInterval: readyDuration(f[KeyTokenRenewInterval], time.Millisecond),
-		TokenMaxLifetime:   readyDuration(f[KeyTokenMaxLifetime], time.Millisecond),
-		MasterKeyRolling:   readyDuration(f[KeyMasterKeyRolling], time.Second),
+		TokenRenewInterval:     readyDuration(f[KeyTokenRenewInterval], time.Millisecond),
+		TokenMaxLifetime:       readyDuration(f[KeyTokenMaxLifetime], time.Millisecond),
+		MasterKeyRolling:       readyDuration(f[KeyMasterKeyRolling], time.Second),
+		DataTransferProtection: f[KeyDataTransferProtection],
 	}
 }
 

@@ -169,7 +169,14 @@ final class HadoopCluster {
     Files.writeString(
         new File(dir, "hdfs-site.xml").toPath(),
         "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>dfs.data.transfer.protection</name>"
-            + "<value>authentication</value></property>\n</configuration>\n");
+            + "<value>"
+            + settings.secure.dataTransferProtection()
+            + "</value></property>\n"
+            + (settings.secure.dataTransferProtection().equals("privacy")
+                ? "  <property><name>dfs.encrypt.data.transfer.cipher.suites</name>"
+                    + "<value>AES/CTR/NoPadding</value></property>\n"
+                : "")
+            + "</configuration>\n");
     ClassLoader parent = Thread.currentThread().getContextClassLoader();
     Thread.currentThread()
         .setContextClassLoader(new URLClassLoader(new URL[] {dir.toURI().toURL()}, parent));

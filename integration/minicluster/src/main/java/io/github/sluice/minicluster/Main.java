@@ -90,7 +90,7 @@ public final class Main {
     }
 
     if (a.secure) {
-      SecureSetup sec = new SecureSetup(confDir, s.workDir);
+      SecureSetup sec = new SecureSetup(confDir, s.workDir, a.dataTransferProtection);
       try {
         sec.start();
         sec.writeKdcReady(confDir);
@@ -191,7 +191,7 @@ public final class Main {
   static final class Args {
     static final String USAGE =
         "usage: Main --conf-dir DIR [--work-dir DIR] [--nodemanagers N] [--nm-memory-mb MB]"
-            + " [--nm-vcores N] [--min-allocation-mb MB] [--secure] [--exit-on-stdin-eof]";
+            + " [--nm-vcores N] [--min-allocation-mb MB] [--secure] [--data-transfer-protection P] [--exit-on-stdin-eof]";
 
     Path confDir;
     Path workDir;
@@ -201,6 +201,7 @@ public final class Main {
     int minAllocationMb = 64;
     boolean exitOnStdinEof;
     boolean secure;
+    String dataTransferProtection = "privacy";
 
     static Args parse(String[] argv) {
       Args a = new Args();
@@ -236,6 +237,13 @@ public final class Main {
             break;
           case "--min-allocation-mb":
             a.minAllocationMb = positive(k, v);
+            break;
+          case "--data-transfer-protection":
+            if (!v.equals("authentication") && !v.equals("integrity") && !v.equals("privacy")) {
+              throw new IllegalArgumentException(
+                  "--data-transfer-protection " + v + ": want authentication, integrity or privacy");
+            }
+            a.dataTransferProtection = v;
             break;
           default:
             throw new IllegalArgumentException("unknown argument " + k);
