@@ -47,9 +47,7 @@ func (w *workerLogins) report(s *session, k *clusterpb.KerberosStatus) {
 	if w.by == nil {
 		w.by = map[string]reportedLogin{}
 	}
-	w.by[tm] = reportedLogin{from: s, login: WorkerLogin{TaskManagerID: tm, Host: s.host, Status: kerberos.Status{
-		Principal: k.GetPrincipal(), TGTExpiry: k.GetTgtExpiry(), TGTRenewTill: k.GetTgtRenewTill(),
-		Relogins: k.GetRelogins(), ReloginFailures: k.GetReloginFailures()}}}
+	w.by[tm] = reportedLogin{from: s, login: WorkerLogin{TaskManagerID: tm, Host: s.host, Status: k.Status()}}
 }
 
 // ended forgets the login of a worker whose session ended, unless a later

@@ -688,8 +688,8 @@ func (rm *ResourceManager) heartbeat(sess *session, hb *clusterpb.Heartbeat, now
 	tm.lastHeartbeat = now
 	tm.kerberos = nil
 	if k := hb.GetKerberos(); k != nil {
-		tm.kerberos = &kerberos.Status{Principal: k.GetPrincipal(), TGTExpiry: k.GetTgtExpiry(), TGTRenewTill: k.GetTgtRenewTill(),
-			Relogins: k.GetRelogins(), ReloginFailures: k.GetReloginFailures()}
+		s := k.Status()
+		tm.kerberos = &s
 	}
 	if rm.reconcile(tm, hb.GetSlots()) {
 		rm.schedule(now)

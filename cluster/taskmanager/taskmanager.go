@@ -537,9 +537,7 @@ func (tm *TaskManager) report() {
 		hb.Slots[i] = &clusterpb.SlotStatus{Index: int32(i), AllocationId: sl.allocationID, JobId: sl.jobID}
 	}
 	if f := tm.cfg.KerberosStatus; f != nil {
-		k := f()
-		hb.Kerberos = &clusterpb.KerberosStatus{Principal: k.Principal, TgtExpiry: k.TGTExpiry, TgtRenewTill: k.TGTRenewTill,
-			Relogins: k.Relogins, ReloginFailures: k.ReloginFailures}
+		hb.Kerberos = clusterpb.KerberosStatusOf(f())
 	}
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:

@@ -379,9 +379,7 @@ func kerberosStatus(l *kerberos.Login) *clusterpb.KerberosStatus {
 	if l == nil {
 		return nil
 	}
-	s := l.Status()
-	return &clusterpb.KerberosStatus{Principal: s.Principal, TgtExpiry: s.TGTExpiry, TgtRenewTill: s.TGTRenewTill,
-		Relogins: s.Relogins, ReloginFailures: s.ReloginFailures}
+	return clusterpb.KerberosStatusOf(l.Status())
 }
 
 // shutdown stops the tasks, flushes what is queued for the JobMaster and
