@@ -28,6 +28,7 @@ const EnvContainerID = "CONTAINER_ID"
 // defaults and no login.
 type Process struct {
 	hadoop *hadoop.Configuration
+	getenv func(string) string // the environment Setup read
 	login  *kerberos.Login
 	// WorkerConfiguration carries the login on to the processes a
 	// TaskManager starts (its workers, which log in themselves for
@@ -71,7 +72,7 @@ func Setup(c *conf.Configuration, o Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: the Hadoop configuration: %w", o.Component, err)
 	}
-	p := &Process{hadoop: h}
+	p := &Process{hadoop: h, getenv: o.Getenv}
 	auth, err := h.SecurityAuthentication()
 	if err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (p *Process) KerberosStatus() func() kerberos.Status {
 // (without fs.defaultFS in the Hadoop configuration every hdfs:// URI must
 // name its NameNode). A resolver that already has hdfs keeps it. Nothing is
 // dialled until a URI is resolved.
-func (p *Process) RegisterHDFS(r *fs.Resolver, getenv func(string) string) error {
+func (p *Process) RegisterHDFS(r *fs.Resolver) error {
 	for _, s := range r.Schemes() {
 		if s == "hdfs" {
 			return nil
@@ -139,9 +140,9 @@ func (p *Process) RegisterHDFS(r *fs.Resolver, getenv func(string) string) error
 	}
 	h := p.hadoop
 	if h == nil {
-		h = hadoop.NewConfiguration(getenv)
+		h = hadoop.NewConfiguration(p.getenv)
 	}
-	return hdfs.Register(r, hdfs.Config{Hadoop: h, Getenv: getenv, Kerberos: p.login})
+	return hdfs.Register(r, hdfs.Config{Hadoop: h, Getenv: p.getenv, Kerberos: p.login})
 }
 
 // Run keeps the login valid (the re-login loop) until ctx ends, then

@@ -109,19 +109,19 @@ func TestRegisterHDFS(t *testing.T) {
 	}
 	r := fs.NewResolver()
 	defer r.Close()
-	if err := p.RegisterHDFS(r, nil); err != nil {
+	if err := p.RegisterHDFS(r); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(r.Schemes(), "hdfs") {
 		t.Fatalf("schemes %v after RegisterHDFS, want hdfs", r.Schemes())
 	}
 	// A resolver that has hdfs keeps it; the zero Process registers too.
-	if err := (&Process{}).RegisterHDFS(r, nil); err != nil {
+	if err := (&Process{}).RegisterHDFS(r); err != nil {
 		t.Fatalf("registering over an existing hdfs: %v", err)
 	}
 	r2 := fs.NewResolver()
 	defer r2.Close()
-	if err := (&Process{}).RegisterHDFS(r2, nil); err != nil || !slices.Contains(r2.Schemes(), "hdfs") {
+	if err := (&Process{}).RegisterHDFS(r2); err != nil || !slices.Contains(r2.Schemes(), "hdfs") {
 		t.Fatalf("the zero Process: %v, schemes %v", err, r2.Schemes())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,7 +230,7 @@ func dispose(c *cli.Context, p string) error {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		defer h.Close()
-		if err := h.RegisterHDFS(r, os.Getenv); err != nil {
+		if err := h.RegisterHDFS(r); err != nil {
 			return err
 		}
 	}

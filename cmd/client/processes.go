@@ -48,7 +48,7 @@ func clusterProcesses() Cluster {
 		return withHadoop(ctx, c, "jobmanager", log, func(p *hadoopenv.Process) error {
 			fss := fs.NewResolver()
 			defer fss.Close()
-			if err := p.RegisterHDFS(fss, os.Getenv); err != nil {
+			if err := p.RegisterHDFS(fss); err != nil {
 				return err
 			}
 			return jobmanager.RunWith(ctx, jobmanager.Options{Conf: c, Log: log, FileSystems: fss,
