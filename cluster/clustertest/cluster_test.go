@@ -69,6 +69,18 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// exitCode waits up to d for the process to end (failing the test with
+// late if it does not) and returns its exit status.
+func (p *proc) exitCode(t testing.TB, d time.Duration, late string) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatal(late)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 func (p *proc) stop() {
 	select {
 	case <-p.done:
@@ -653,12 +665,7 @@ func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
 			t.Logf("---- jobmanager:\n%s", tail(string(b), 40))
 		}
 	})
-	select {
-	case <-c.jm.done:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the application-mode JobManager did not end with its program")
-	}
-	if code := c.jm.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := c.jm.exitCode(t, 90*time.Second, "the application-mode JobManager did not end with its program"); code != 0 {
 		t.Fatalf("the JobManager exited with status %d", code)
 	}
 	b, _ := os.ReadFile(c.jm.log)
@@ -708,12 +715,7 @@ func TestShutDownOverREST(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE /cluster: %s", resp.Status)
 	}
-	select {
-	case <-c.jm.done:
-	case <-time.After(45 * time.Second):
-		t.Fatal("the JobManager still runs 45 s after DELETE /cluster")
-	}
-	if code := c.jm.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := c.jm.exitCode(t, 45*time.Second, "the JobManager still runs 45 s after DELETE /cluster"); code != 0 {
 		t.Errorf("the JobManager exited with status %d, want 0", code)
 	}
 	b, _ := os.ReadFile(c.jm.log)
