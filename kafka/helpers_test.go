@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/kafka"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -315,6 +316,8 @@ type readerCtx struct {
 func (c *readerCtx) Subtask() int       { return c.subtask }
 func (c *readerCtx) Parallelism() int   { return c.parallelism }
 func (c *readerCtx) Clock() clock.Clock { return c.clk }
+
+func (c *readerCtx) FileSystems() *fs.Resolver { return fs.NewResolver() }
 func (c *readerCtx) SendSplitRequest() {
 	c.mu.Lock()
 	c.requests++

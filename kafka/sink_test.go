@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -24,6 +25,7 @@ type sinkCtx struct{ subtask, parallelism int }
 func (c sinkCtx) Subtask() int                                                     { return c.subtask }
 func (c sinkCtx) Parallelism() int                                                 { return c.parallelism }
 func (c sinkCtx) JobName() string                                                  { return "test" }
+func (c sinkCtx) FileSystems() *fs.Resolver                                        { return fs.NewResolver() }
 func (c sinkCtx) CurrentProcessingTime() int64                                     { return time.Now().UnixMilli() }
 func (c sinkCtx) RegisterProcessingTimer(int64, func(int64) error) (cancel func()) { return func() {} }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -367,7 +368,7 @@ type RowFileSink[T any] struct {
 //	stream.SinkToCommitting(lines, sink)
 func FileSink[T any](basePath string, encoder func(v T, w io.Writer) error) *RowFileSink[T] {
 	s := &RowFileSink[T]{
-		basePath: basePath, encoder: encoder, fsys: fs.Local{}, policy: DefaultRollingPolicy{},
+		basePath: basePath, encoder: encoder, policy: DefaultRollingPolicy{},
 		checkInterval: DefaultBucketCheckInterval,
 	}
 	var errs []error
@@ -382,7 +383,8 @@ func FileSink[T any](basePath string, encoder func(v T, w io.Writer) error) *Row
 	return s
 }
 
-// WithFileSystem writes through fsys instead of the local filesystem.
+// WithFileSystem writes through fsys, the base path being a path of fsys,
+// instead of resolving the base path in the job's file systems.
 func (s *RowFileSink[T]) WithFileSystem(fsys fs.FileSystem) *RowFileSink[T] {
 	c := *s
 	c.fsys = fsys
@@ -423,9 +425,6 @@ func (s *RowFileSink[T]) validate() error {
 	if s.err != nil {
 		errs = append(errs, s.err)
 	}
-	if s.fsys == nil {
-		errs = append(errs, errors.New("stream: file sink: the filesystem is nil"))
-	}
 	if s.policy == nil {
 		errs = append(errs, errors.New("stream: file sink: the rolling policy is nil"))
 	}
@@ -441,9 +440,36 @@ func (s *RowFileSink[T]) validate() error {
 	return errors.Join(errs...)
 }
 
+// resolved returns the sink with its filesystem: the one given to
+// WithFileSystem, else the base path's: a URI (file://, hdfs://...)
+// resolves in fileSystems, a plain path is local.
+func (s *RowFileSink[T]) resolved(fileSystems *fs.Resolver) (*RowFileSink[T], error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if s.fsys != nil {
+		return s, nil
+	}
+	c := *s
+	if u, err := url.Parse(s.basePath); err != nil || u.Scheme == "" {
+		c.fsys = fs.Local{}
+		return &c, nil
+	}
+	if fileSystems == nil {
+		fileSystems = fs.NewResolver()
+	}
+	fsys, p, err := fileSystems.For(s.basePath)
+	if err != nil {
+		return nil, fmt.Errorf("stream: file sink: base path: %w", err)
+	}
+	c.fsys, c.basePath = fsys, p
+	return &c, nil
+}
+
 // CreateWriter implements Sink.
 func (s *RowFileSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
-	if err := s.validate(); err != nil {
+	s, err := s.resolved(ctx.FileSystems())
+	if err != nil {
 		return nil, err
 	}
 	if err := s.fsys.MkdirAll(s.basePath); err != nil {
@@ -460,9 +486,20 @@ func (s *RowFileSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
 	return w, nil
 }
 
-// CreateCommitter implements TwoPhaseCommitSink.
+// CreateCommitter implements TwoPhaseCommitSink. Outside a job it knows
+// only the local filesystem (and WithFileSystem's); in a job, the sink
+// resolves its base path in the job's file systems instead.
 func (s *RowFileSink[T]) CreateCommitter() (Committer[FileCommittable], error) {
-	if err := s.validate(); err != nil {
+	return s.createCommitterIn(nil)
+}
+
+func (s *RowFileSink[T]) createCommitterIn(ctx SinkContext) (Committer[FileCommittable], error) {
+	var fileSystems *fs.Resolver
+	if ctx != nil {
+		fileSystems = ctx.FileSystems()
+	}
+	s, err := s.resolved(fileSystems)
+	if err != nil {
 		return nil, err
 	}
 	return &fileCommitter{fsys: s.fsys}, nil

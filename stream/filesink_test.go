@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
 )
@@ -26,6 +27,8 @@ type fileSinkCtx struct {
 	now     int64
 	seq     int
 	timers  []*fileSinkTimer
+	// fileSystems resolves the sink's base URI (nil: local paths only).
+	fileSystems *fs.Resolver
 }
 
 type fileSinkTimer struct {
@@ -38,6 +41,7 @@ func (c *fileSinkCtx) Subtask() int                 { return c.subtask }
 func (c *fileSinkCtx) Parallelism() int             { return 1 }
 func (c *fileSinkCtx) JobName() string              { return "file sink test" }
 func (c *fileSinkCtx) CurrentProcessingTime() int64 { return c.now }
+func (c *fileSinkCtx) FileSystems() *fs.Resolver    { return c.fileSystems }
 func (c *fileSinkCtx) RegisterProcessingTimer(at int64, fn func(int64) error) func() {
 	c.seq++
 	tm := &fileSinkTimer{at: at, seq: int64(c.seq), fn: fn}

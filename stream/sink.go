@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/task"
 )
@@ -27,6 +28,9 @@ type SinkContext interface {
 	// concurrently with the writer's methods) once processing time reaches
 	// at; the returned function cancels it.
 	RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func())
+	// FileSystems resolves file URIs by scheme: file:// and plain paths
+	// everywhere, hdfs:// in a cluster's workers.
+	FileSystems() *fs.Resolver
 }
 
 // SinkWriter writes the records of one subtask.
@@ -60,6 +64,13 @@ type Committer[C any] interface {
 type TwoPhaseCommitSink[T, C any] interface {
 	Sink[T]
 	CreateCommitter() (Committer[C], error)
+}
+
+// committerInContext is a two-phase-commit sink of this package whose
+// committer needs its subtask's context (the file sink resolves its base
+// URI in the job's file systems).
+type committerInContext[C any] interface {
+	createCommitterIn(ctx SinkContext) (Committer[C], error)
 }
 
 // SinkTo writes the stream to sink.
@@ -107,6 +118,9 @@ func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
 // CurrentProcessingTime implements SinkContext.
 func (s *sinkOp[T, C]) CurrentProcessingTime() int64 { return s.ctx.Clock.NowMillis() }
 
+// FileSystems implements SinkContext.
+func (s *sinkOp[T, C]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
+
 // RegisterProcessingTimer implements SinkContext.
 func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) error) func() {
 	return s.ctx.RegisterProcessingTimer(at, fn)
@@ -117,7 +131,11 @@ func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) erro
 // aborts the open transactions of its ids).
 func (s *sinkOp[T, C]) Open() error {
 	if s.newCommitter != nil {
-		c, err := s.newCommitter()
+		newCommitter := s.newCommitter
+		if cc, ok := s.sink.(committerInContext[C]); ok {
+			newCommitter = func() (Committer[C], error) { return cc.createCommitterIn(s) }
+		}
+		c, err := newCommitter()
 		if err != nil {
 			return err
 		}

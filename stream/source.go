@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/task"
@@ -78,6 +79,9 @@ type SourceReaderContext interface {
 	Clock() clock.Clock
 	// SendSplitRequest asks the enumerator for a split.
 	SendSplitRequest()
+	// FileSystems resolves file URIs by scheme: file:// and plain paths
+	// everywhere, hdfs:// in a cluster's workers.
+	FileSystems() *fs.Resolver
 }
 
 // ReaderOutput receives a reader's records.
@@ -367,6 +371,9 @@ func decodeAll[S any](b []byte) ([]S, error) {
 func (s *sourceOp[T, S]) Subtask() int       { return s.ctx.Subtask }
 func (s *sourceOp[T, S]) Parallelism() int   { return s.ctx.Parallelism }
 func (s *sourceOp[T, S]) Clock() clock.Clock { return s.ctx.Clock }
+// FileSystems implements SourceReaderContext.
+func (s *sourceOp[T, S]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
+
 func (s *sourceOp[T, S]) SendSplitRequest() {
 	s.ctx.Post(func() error { return s.ctx.SendToCoordinator([]byte{evSplitRequest}) })
 }

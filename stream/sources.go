@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
+
+	"github.com/sluice/sluice/fs"
 )
 
 // pollBatch bounds the records a built-in reader emits per PollNext.
@@ -256,7 +259,7 @@ type textFileReader struct {
 	splits []FileSplit
 	noMore bool
 	asked  bool
-	f      *os.File
+	f      io.ReadCloser
 	r      *bufio.Reader
 }
 
@@ -298,13 +301,9 @@ func (r *textFileReader) PollNext(out ReaderOutput[string]) (InputStatus, error)
 	}
 	sp := &r.splits[0]
 	if r.f == nil {
-		f, err := os.Open(sp.Path)
+		f, err := openAt(r.ctx.FileSystems(), sp.Path, sp.Offset)
 		if err != nil {
 			return EndOfInput, fmt.Errorf("text file source: %w", err)
-		}
-		if _, err := f.Seek(sp.Offset, io.SeekStart); err != nil {
-			f.Close()
-			return EndOfInput, fmt.Errorf("text file source: seeking %s to %d: %w", sp.Path, sp.Offset, err)
 		}
 		r.f, r.r = f, bufio.NewReaderSize(f, 64<<10)
 	}
@@ -332,6 +331,46 @@ func (r *textFileReader) PollNext(out ReaderOutput[string]) (InputStatus, error)
 	return MoreAvailable, nil
 }
 
+// isURI reports whether p names a file by URI (scheme://...) rather than
+// as a local path.
+func isURI(p string) bool {
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme != ""
+}
+
+// openAt opens a file of a text source at a byte offset: a URI in
+// fileSystems, a plain path locally.
+func openAt(fileSystems *fs.Resolver, p string, offset int64) (io.ReadCloser, error) {
+	var f io.ReadCloser
+	var err error
+	if isURI(p) {
+		var fsys fs.FileSystem
+		var name string
+		if fsys, name, err = fileSystems.For(p); err != nil {
+			return nil, err
+		}
+		f, err = fsys.Open(name)
+	} else {
+		f, err = os.Open(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if offset == 0 {
+		return f, nil
+	}
+	if sk, ok := f.(io.Seeker); ok {
+		_, err = sk.Seek(offset, io.SeekStart)
+	} else {
+		_, err = io.CopyN(io.Discard, f, offset)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seeking %s to %d: %w", p, offset, err)
+	}
+	return f, nil
+}
+
 func trimEOL(s string) string {
 	if n := len(s); n > 0 && s[n-1] == '\n' {
 		s = s[:n-1]
@@ -343,9 +382,14 @@ func trimEOL(s string) string {
 }
 
 // ReadTextFile is a bounded source of the lines of the given files (one
-// split per file). Missing files are reported at Execute.
+// split per file). A path is a local path or a URI of the job's file
+// systems (file://, hdfs:// in a cluster). Missing local files are
+// reported at Execute; a URI is opened by the reader that gets its split.
 func ReadTextFile(env *Environment, paths ...string) DataStream[string] {
 	for _, p := range paths {
+		if isURI(p) {
+			continue
+		}
 		if _, err := os.Stat(p); err != nil {
 			env.fail(fmt.Errorf("text file source: %w", err))
 		}

@@ -281,7 +281,7 @@ func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
 		Plan: w.plan, Tasks: tasks, Wire: wire, Remote: remote{w}, Reporter: reporter{w}, Restore: restore,
 		Mode: opts.Mode, Clock: opts.Clock, Log: w.log, BatchSize: opts.BatchSize,
 		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
-		StateBackend: opts.StateBackend, Writer: w.writer,
+		StateBackend: opts.StateBackend, Writer: w.writer, FileSystems: opts.FileSystems,
 	}
 	for _, ch := range d.Coordinators {
 		cfg.Coordinators = append(cfg.Coordinators, int(ch))

@@ -105,7 +105,7 @@ func (x *inProcess) Deploy(ctx context.Context, d Deployment) (Attempt, error) {
 		Reporter: d.Events, Restore: d.Restore,
 		Mode: opts.Mode, Clock: opts.Clock, Log: opts.Log, BatchSize: opts.BatchSize,
 		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
-		StateBackend: opts.StateBackend, Writer: x.writer,
+		StateBackend: opts.StateBackend, Writer: x.writer, FileSystems: opts.FileSystems,
 	}
 	if c := opts.Checkpoints; c != nil {
 		cfg.Checkpointing = &HostCheckpointing{Mode: c.Coordinator.Mode, Incremental: c.Incremental}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/clock"
@@ -70,6 +71,8 @@ type HostConfig struct {
 	Checkpointing *HostCheckpointing
 	// Writer writes the tasks' snapshots (shared by the hosts of a process).
 	Writer *SnapshotWriter
+	// FileSystems resolves the URIs the job's operators read and write.
+	FileSystems *fs.Resolver
 }
 
 // HostCheckpointing is the task side of checkpointing.
@@ -162,7 +165,7 @@ func NewHost(ctx context.Context, cfg HostConfig) (*Host, error) {
 			Inbox: inbox, Channels: nch, Outputs: outputs,
 			ToCoordinator: h.toCoordinator(c, id),
 			BatchSize:     cfg.BatchSize, BufferTimeout: cfg.BufferTimeout, AutoWatermarkInterval: cfg.AutoWatermarkInterval,
-			StateBackend: cfg.StateBackend,
+			StateBackend: cfg.StateBackend, FileSystems: cfg.FileSystems,
 		}
 		if cfg.Restore != nil {
 			r, err := cfg.Restore.ForTask(plan, c, id.Subtask)

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/keygroup"
@@ -164,6 +165,9 @@ type Context struct {
 	// StateBackend is where keyed operators keep their state (pass it to
 	// state.NewKeyedWithBackend); nil: in memory.
 	StateBackend state.Backend
+	// FileSystems resolves file URIs (never nil: a task without one gets
+	// a resolver of the local filesystem).
+	FileSystems *fs.Resolver
 
 	t *Task
 }

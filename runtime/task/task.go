@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/exchange"
@@ -53,6 +54,10 @@ type Spec struct {
 	// StateBackend keeps the keyed state of the chain's operators
 	// (state.backend.type); nil keeps it in memory.
 	StateBackend state.Backend
+	// FileSystems resolves the URIs operators read and write (file sinks
+	// and sources: file://, hdfs:// in a cluster); nil knows the local
+	// filesystem only.
+	FileSystems *fs.Resolver
 }
 
 // Metrics of one subtask. Fields are updated by the task goroutine and may
@@ -165,6 +170,10 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 	if spec.Log == nil {
 		spec.Log = slog.New(slog.DiscardHandler)
 	}
+	fileSystems := spec.FileSystems
+	if fileSystems == nil {
+		fileSystems = fs.NewResolver()
+	}
 	t := &Task{
 		spec:    spec,
 		ctx:     ctx,
@@ -214,6 +223,7 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 			Log:                   t.log.With("operator", n.Name),
 			SendToCoordinator:     spec.ToCoordinator[n.ID],
 			StateBackend:          spec.StateBackend,
+			FileSystems:           fileSystems,
 			t:                     t,
 		}
 		op, ins, err := fac.Create(octx, main, sides)
