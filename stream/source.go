@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/task"
@@ -371,6 +371,7 @@ func decodeAll[S any](b []byte) ([]S, error) {
 func (s *sourceOp[T, S]) Subtask() int       { return s.ctx.Subtask }
 func (s *sourceOp[T, S]) Parallelism() int   { return s.ctx.Parallelism }
 func (s *sourceOp[T, S]) Clock() clock.Clock { return s.ctx.Clock }
+
 // FileSystems implements SourceReaderContext.
 func (s *sourceOp[T, S]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
 
