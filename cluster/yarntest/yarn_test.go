@@ -34,7 +34,7 @@ import (
 // bins are the binaries, built once by TestMain: the CLI with the
 // ApplicationMaster and TaskManager beside it (where it looks for them),
 // and the job.
-var bins struct{ dir, sluice, job, kafkaJob string }
+var bins struct{ dir, sluice, job, kafkaJob, wordcount string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sluice-yarntest-")
@@ -46,10 +46,11 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		bins.dir = dir
 		bins.sluice, bins.job, bins.kafkaJob = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob"), filepath.Join(dir, "kafkajob")
+		bins.wordcount = filepath.Join(dir, "wordcount")
 		for _, b := range []struct{ out, pkg string }{
 			{bins.sluice, "../../cmd/client"}, {filepath.Join(dir, "appmaster"), "../../cmd/appmaster"},
 			{filepath.Join(dir, "taskmanager"), "../../cmd/taskmanager"}, {bins.job, "../testdata/clusterjob"},
-			{bins.kafkaJob, "../testdata/kafkajob"},
+			{bins.kafkaJob, "../testdata/kafkajob"}, {bins.wordcount, "../../examples/wordcount"},
 		} {
 			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -1,12 +1,18 @@
 // Command wordcount counts the words of text files (or of a built-in
-// sample when none are given) and prints the final count per word.
+// sample when none are given) and prints the final count per word, or,
+// with -output, writes the counts as "word count" lines into part files
+// under that directory. Files and the output directory may be local paths
+// or URIs of the job's file systems (hdfs://namenode:8020/path on a
+// cluster), as with Flink's WordCount:
 //
-//	go run ./examples/wordcount [-p N] [files...]
+//	go run ./examples/wordcount [-p N] [-output DIR] [files...]
+//	sluice run --target yarn-application wordcount -output hdfs:///user/me/counts hdfs:///user/me/book.txt
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"unicode"
@@ -32,6 +38,7 @@ var sample = []string{
 
 func main() {
 	par := flag.Int("p", 0, "parallelism (default: number of CPUs)")
+	output := flag.String("output", "", "directory (or URI) to write the counts to (default: print them)")
 	flag.Parse()
 	opts := []stream.Option{stream.WithRuntimeMode(stream.Automatic)}
 	if *par > 0 {
@@ -45,7 +52,14 @@ func main() {
 		lines = stream.FromSlice(env, sample)
 	}
 	counts := Build(lines)
-	stream.Print(counts)
+	if *output != "" {
+		stream.SinkToCommitting(counts, stream.FileSink(*output, func(wc WordCount, w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s %d\n", wc.Word, wc.Count)
+			return err
+		}).WithBucketAssigner(stream.BasePathBucketAssigner[WordCount]())).Name("Counts").UID("counts-file")
+	} else {
+		stream.Print(counts)
+	}
 	if _, err := env.Execute("WordCount"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
