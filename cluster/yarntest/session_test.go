@@ -30,9 +30,10 @@ func listed(out, id, state string) bool {
 	return false
 }
 
-// TestSessionTwoJobs: two jobs run at once on one yarn-session; list shows
-// both running; a savepoint of one lands on HDFS and the other is
-// cancelled through the CLI while the first keeps running; the session is
+// TestSessionTwoJobs: three jobs run at once on one yarn-session; list shows
+// them running; a savepoint of one lands on HDFS, another is stopped with
+// a savepoint on HDFS (FINISHED), and the third is cancelled through the
+// CLI while the first keeps running; the session is
 // stopped with the first still running: it ends FINISHED, SUCCEEDED, no
 // container of it is left and its staging directory is gone. The ResourceManager reports the session's name and type.
 func TestSessionTwoJobs(t *testing.T) {
@@ -58,9 +59,9 @@ func TestSessionTwoJobs(t *testing.T) {
 	session := []string{"--target", "yarn-session", "-Dyarn.application.id=" + appID}
 	checkIdentity(t, report(t, ctx, yc, appID), "Sluice", "yarntest-two-jobs", "default", []string{"two-jobs"})
 
-	// Two long jobs (100 records/s for a minute), detached.
+	// Three long jobs (100 records/s for a minute), detached.
 	var ids []string
-	for i, name := range []string{"a", "b"} {
+	for i, name := range []string{"a", "b", "c"} {
 		args := append([]string{"run", "--detached", "-p", "1",
 			"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt-" + name}, session...)
 		args = append(args, checkpointed...)
@@ -75,13 +76,13 @@ func TestSessionTwoJobs(t *testing.T) {
 		}
 		ids = append(ids, m[1])
 	}
-	if ids[0] == ids[1] {
-		t.Fatalf("both jobs have id %s", ids[0])
+	if ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+		t.Fatalf("two jobs share an id: %q", ids)
 	}
 
-	waitFor(t, 2*time.Minute, "list to show both jobs RUNNING", func() bool {
+	waitFor(t, 2*time.Minute, "list to show the three jobs RUNNING", func() bool {
 		o, err := r.start(ctx, append([]string{"list"}, session...)...).wait()
-		return err == nil && listed(o, ids[0], "RUNNING") && listed(o, ids[1], "RUNNING")
+		return err == nil && listed(o, ids[0], "RUNNING") && listed(o, ids[1], "RUNNING") && listed(o, ids[2], "RUNNING")
 	})
 
 	spDir := "hdfs://" + r.hdfs + "/savepoints"
@@ -102,6 +103,26 @@ func TestSessionTwoJobs(t *testing.T) {
 	if _, err := r.fs.Stat(path.Join(sp.Path, "_metadata")); err != nil {
 		t.Errorf("savepoint metadata on HDFS: %v", err)
 	}
+
+	// stop with a savepoint (Flink's stop -p): the job ends FINISHED
+	// and its savepoint is on HDFS.
+	o, err = r.sluice(t, ctx, append(append([]string{"stop", "--savepointPath", spDir}, session...), ids[2])...)
+	if err != nil {
+		t.Fatalf("sluice stop %s: %v\n%s", ids[2], err, o)
+	}
+	m = reSavepoint.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("stop: no savepoint path printed:\n%s", o)
+	}
+	if sp, err := url.Parse(m[1]); err != nil || sp.Scheme != "hdfs" {
+		t.Errorf("stop's savepoint path %s is not on HDFS", m[1])
+	} else if _, err := r.fs.Stat(path.Join(sp.Path, "_metadata")); err != nil {
+		t.Errorf("stop's savepoint metadata on HDFS: %v", err)
+	}
+	waitFor(t, time.Minute, "list --all to show "+ids[2]+" FINISHED", func() bool {
+		o, err := r.start(ctx, append([]string{"list", "--all"}, session...)...).wait()
+		return err == nil && listed(o, ids[2], "FINISHED")
+	})
 
 	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), ids[1])...); err != nil || !strings.Contains(o, "Cancelled job "+ids[1]) {
 		t.Fatalf("sluice cancel %s: %v", ids[1], err)
