@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/yarn"
 )
 
 // TestExampleWordCountOnHDFS: the WordCount example, deployed with sluice
@@ -127,4 +129,37 @@ func firstDiffs(got, want map[string]int64, n int) []string {
 		}
 	}
 	return d
+}
+
+// TestApplicationFailsWithItsJob: a yarn-application job that fails (an
+// input file missing on HDFS, no restarts) ends the application FAILED
+// with the job's error in its diagnostics; the CLI says why, naming the
+// file, and exits non-zero; no container is left and staging is deleted.
+func TestApplicationFailsWithItsJob(t *testing.T) {
+	r := newRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	missing := "hdfs://" + path.Join(r.hdfs, "no-such-book.txt")
+	args := append([]string{"run", "--target", "yarn-application", "-Drestart-strategy.type=none",
+		"-Dyarn.application.name=yarntest-failing"}, small...)
+	args = append(args, bins.wordcount, "-p", "1", "-output", "hdfs://"+path.Join(r.hdfs, "counts"), missing)
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	o, err := p.wait()
+	if err == nil {
+		t.Fatalf("sluice run of a failing job exited 0:\n%s", o)
+	}
+	if !strings.Contains(o, "no-such-book.txt") || !strings.Contains(o, "FAILED") {
+		t.Errorf("the CLI's output does not say the application FAILED because of no-such-book.txt:\n%s", o)
+	}
+	rep := report(t, ctx, yc, appID)
+	if rep.FinalStatus != yarn.FinalFailed {
+		t.Errorf("the application's final status is %s (%s), want FAILED", rep.FinalStatus, rep.Diagnostics)
+	}
+	if !strings.Contains(rep.Diagnostics, "no-such-book.txt") {
+		t.Errorf("the application's diagnostics do not name the missing file: %q", rep.Diagnostics)
+	}
+	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
 }
