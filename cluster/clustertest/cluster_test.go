@@ -336,7 +336,10 @@ func checkExactlyOnce(t *testing.T, dir string, n, keys int) {
 	}
 }
 
-func readSorted(t *testing.T, dir string) []string {
+// readSorted reads clusterjob's committed output, sorted. A line for which
+// bySubtask holds is prefixed with "<subtask>> ", the subtask that wrote it
+// (from its part file's name, part-<uuid>-<subtask>-<counter>).
+func readSorted(t *testing.T, dir string, bySubtask func(line string) bool) []string {
 	t.Helper()
 	var out []string
 	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
@@ -345,27 +348,83 @@ func readSorted(t *testing.T, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, strings.Split(strings.TrimRight(string(b), "\n"), "\n")...)
+		name := strings.Split(filepath.Base(f), "-")
+		if len(name) < 3 {
+			t.Fatalf("part file %s is not named part-<uuid>-<subtask>-<counter>", f)
+		}
+		subtask := name[len(name)-2]
+		for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			if bySubtask(l) {
+				l = subtask + "> " + l
+			}
+			out = append(out, l)
+		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// subtasksOf are the subtasks that wrote clusterjob's committed output.
+func subtasksOf(dir string) map[string]bool {
+	out := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		if name := strings.Split(filepath.Base(f), "-"); len(name) >= 3 {
+			out[name[len(name)-2]] = true
+		}
+	}
 	return out
 }
 
 var checkpointed = []string{"-D", "execution.checkpointing.interval=300ms", "-D", "restart-strategy.type=fixed-delay",
 	"-D", "restart-strategy.fixed-delay.attempts=10", "-D", "restart-strategy.fixed-delay.delay=100ms"}
 
+// TestJobSpanningTaskManagersMatchesLocalMode runs clusterjob's exchange
+// shapes at parallelism 3 on three TaskManagers of one slot each (so every
+// exchange but a forward one crosses processes) and locally, and compares
+// the committed output. Where the subtask that receives a record is fixed
+// by the exchange (by key group; every subtask for a broadcast), the
+// output is compared per subtask; where it depends on which source subtask
+// took which split first (rebalance, a union's forward and rebalanced
+// inputs), as a whole.
 func TestJobSpanningTaskManagersMatchesLocalMode(t *testing.T) {
-	c := newCluster(t, 3)
-	out := filepath.Join(c.dir, "cluster-out")
-	res := c.mustSluice("run", "-m", c.rest(), "-p", "3", jobBin, "-out", out, "-n", "3000", "-keys", "7")
-	if !strings.Contains(res, "done: 0 restarts") {
-		t.Fatalf("unexpected output of sluice run:\n%s", res)
-	}
-	localOut := filepath.Join(c.dir, "local-out")
-	c.mustSluice("run", "--target", "local", "-p", "3", jobBin, "-out", localOut, "-n", "3000", "-keys", "7")
-	got, want := readSorted(t, out), readSorted(t, localOut)
-	if len(want) != 3000 || strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("the cluster wrote %d lines, local mode %d; they differ", len(got), len(want))
+	const n, p = 3000, 3
+	all := func(string) bool { return true }
+	none := func(string) bool { return false }
+	c := newCluster(t, p)
+	for _, tc := range []struct {
+		shape     string
+		lines     int
+		bySubtask func(line string) bool
+	}{
+		{"hash", n, all},
+		{"rebalance", n, none},
+		{"broadcast", p * n, all},
+		// Tag 2 is the broadcast input.
+		{"union", 2*n + p*n, func(l string) bool { return strings.HasPrefix(l, "2 ") }},
+	} {
+		t.Run(tc.shape, func(t *testing.T) {
+			args := []string{jobBin, "-shape", tc.shape, "-n", strconv.Itoa(n), "-keys", "7"}
+			out := filepath.Join(c.dir, tc.shape+"-cluster-out")
+			res := c.mustSluice(append([]string{"run", "-m", c.rest(), "-p", strconv.Itoa(p)}, append(args, "-out", out)...)...)
+			if !strings.Contains(res, "done: 0 restarts") {
+				t.Fatalf("unexpected output of sluice run:\n%s", res)
+			}
+			localOut := filepath.Join(c.dir, tc.shape+"-local-out")
+			c.mustSluice(append([]string{"run", "--target", "local", "-p", strconv.Itoa(p)}, append(args, "-out", localOut)...)...)
+			got, want := readSorted(t, out, tc.bySubtask), readSorted(t, localOut, tc.bySubtask)
+			if len(want) != tc.lines {
+				t.Fatalf("local mode wrote %d lines, want %d", len(want), tc.lines)
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("the cluster wrote %d lines, local mode %d; they differ", len(got), len(want))
+			}
+			if tc.shape != "hash" {
+				if s := subtasksOf(out); len(s) != p {
+					t.Errorf("the cluster's output came from subtasks %v, want all %d", s, p)
+				}
+			}
+		})
 	}
 	// The job's subtasks ran in workers on three TaskManagers.
 	started := 0
@@ -375,12 +434,12 @@ func TestJobSpanningTaskManagersMatchesLocalMode(t *testing.T) {
 			started++
 		}
 	}
-	if started != 3 {
-		t.Errorf("workers ran on %d TaskManagers, want 3", started)
+	if started != p {
+		t.Errorf("workers ran on %d TaskManagers, want %d", started, p)
 	}
 	list := c.mustSluice("list", "-a", "-m", c.rest())
-	if !strings.Contains(list, "FINISHED") {
-		t.Errorf("sluice list -a does not show the finished job:\n%s", list)
+	if got := strings.Count(list, "FINISHED"); got < 4 {
+		t.Errorf("sluice list -a shows %d finished jobs, want 4:\n%s", got, list)
 	}
 }
 

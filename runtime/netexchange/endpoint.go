@@ -4,9 +4,11 @@
 // the same contract as the in-process exchange.
 //
 // Each worker process has one Endpoint. It serves the DataExchange gRPC
-// service (netpb) and dials its peers lazily; two workers share one
-// bidirectional stream, whichever dialled it, that multiplexes every
-// channel between them in both directions.
+// service (netpb) and dials its peers lazily. A stream multiplexes every
+// channel of the endpoint that dialled it to the peer, and the peer's
+// channels back unless the peer had dialled too: two endpoints that dial
+// each other at the same time keep one stream each, for the channels they
+// send on.
 //
 // A receiving subtask has a Gate whose channels are local (the sender runs
 // in the same process: buffers pass by reference, nothing is encoded) or

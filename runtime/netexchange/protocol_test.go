@@ -279,3 +279,33 @@ func TestPeerViolationFailsTheDiallingSide(t *testing.T) {
 		t.Fatalf("the peer was told %q", got)
 	}
 }
+
+// A session fails (its endpoint closes, its writer breaks) while its reader
+// is still handling the frames of a message: the frames left are dropped,
+// whatever their type, without a panic or a protocol error.
+func TestFramesAfterTheSessionFailedAreDropped(t *testing.T) {
+	key := GateKey{Scope: "late", Chain: 1}
+	for name, frames := range map[string][]byte{
+		"open":   appendOpen(nil, 1, key, 0),
+		"data":   appendData(appendOpen(nil, 1, key, 0), 1, intBatch(1)),
+		"event":  appendEvent(nil, 1, exchange.Event{Kind: exchange.EndOfPartition}),
+		"close":  appendClose(nil, 1),
+		"credit": appendCredit(nil, 1, 1),
+		"refuse": appendRefuse(nil, 1, refuseUnknownGate, "late"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ep := newEndpoint(t, func(c *Config) { c.Log = nil })
+			s := newSession(ep, "late:1", fakeStream{}, true)
+			s.fail(&PeerError{Peer: "late:1", Err: ErrClosed})
+			if err := s.handleFrames(frames); err != nil {
+				t.Fatalf("frames after the failure: %v", err)
+			}
+			ep.mu.Lock()
+			parked := len(ep.mu.parked)
+			ep.mu.Unlock()
+			if parked != 0 {
+				t.Errorf("a failed session's channel is parked for a gate")
+			}
+		})
+	}
+}

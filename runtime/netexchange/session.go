@@ -251,10 +251,17 @@ func (s *session) handleFrames(b []byte) error {
 	}
 }
 
+// handle handles one frame of the peer. Once the session has failed (its
+// endpoint closing, its writer broken) while its reader still handles a
+// message, the message's frames left are dropped.
 func (s *session) handle(f *frame) error {
 	switch f.typ {
 	case frameOpen:
 		s.mu.Lock()
+		if s.mu.err != nil {
+			s.mu.Unlock()
+			return nil
+		}
 		if f.id != s.mu.lastIn+1 {
 			last := s.mu.lastIn
 			s.mu.Unlock()
@@ -268,6 +275,7 @@ func (s *session) handle(f *frame) error {
 
 	case frameData, frameEvent, frameClose:
 		s.mu.Lock()
+		failed := s.mu.err != nil
 		rc, known := s.mu.in[f.id]
 		last := s.mu.lastIn
 		if known && f.typ == frameClose {
@@ -275,6 +283,8 @@ func (s *session) handle(f *frame) error {
 		}
 		s.mu.Unlock()
 		switch {
+		case failed:
+			return nil
 		case !known && f.id <= last:
 			return nil // a channel closed here; the sender learns it
 		case !known:
@@ -292,6 +302,7 @@ func (s *session) handle(f *frame) error {
 
 	case frameCredit, frameRefuse:
 		s.mu.Lock()
+		failed := s.mu.err != nil
 		x := s.mu.out[f.id]
 		last := s.mu.lastOut
 		if x != nil && f.typ == frameRefuse {
@@ -299,6 +310,8 @@ func (s *session) handle(f *frame) error {
 		}
 		s.mu.Unlock()
 		switch {
+		case failed:
+			return nil
 		case x == nil && f.id <= last:
 			return nil // a sender that has ended
 		case x == nil:

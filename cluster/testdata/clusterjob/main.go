@@ -1,10 +1,25 @@
 // Command clusterjob is the job the multi-process tests run on a cluster
-// and locally: n records spread over keys, a running count per key kept in
-// keyed state (Reduce), every update written by an exactly-once file sink
-// as "key count". Exactly-once shows in the committed output: for each key
-// the counts 1..n/keys appear exactly once, however often the job failed.
+// and locally. Its records are Recs, written by an exactly-once file sink
+// as "key count" lines. -shape chooses the exchange between workers:
 //
-//	clusterjob -out DIR [-n N] [-keys K] [-rate R] [-slow D]
+//   - hash (the default): n records spread over keys, a running count per
+//     key kept in keyed state (Reduce) behind a keyBy. Exactly-once shows
+//     in the committed output: for each key the counts 1..n/keys appear
+//     exactly once, however often the job failed.
+//
+//   - rebalance: record i is {i % keys, i}, sent round-robin from the
+//     source to a Map: n lines, each once.
+//
+//   - broadcast: record i is {i % keys, i}, sent to every subtask of a
+//     Map: each subtask writes all n lines.
+//
+//   - union: three sources of n records {tag, i} united: tag 0 forward
+//     from a source of the job's parallelism, tag 1 rebalanced from a
+//     source of parallelism 1, tag 2 broadcast from a source of the job's
+//     parallelism. Each union subtask writes its lines: n with tag 0 and
+//     n with tag 1 over all subtasks, n with tag 2 at every subtask.
+//
+//     clusterjob -out DIR [-shape hash|rebalance|broadcast|union] [-n N] [-keys K] [-rate R] [-slow D]
 package main
 
 import (
@@ -17,7 +32,8 @@ import (
 	"github.com/sluice/sluice/stream"
 )
 
-// Rec is a key and a count.
+// Rec is a key (a tag for -shape union) and a count (a record index but
+// for -shape hash).
 type Rec struct {
 	Key   int64
 	Count int64
@@ -29,6 +45,7 @@ func main() {
 	keys := flag.Int64("keys", 10, "keys")
 	rate := flag.Float64("rate", 0, "records per second over the job (0: unthrottled)")
 	slow := flag.Duration("slow", 0, "time the sink side spends per record (backpressure)")
+	shape := flag.String("shape", "hash", "the exchange between workers: hash, rebalance, broadcast or union")
 	vary := flag.Bool("vary", false, "build a different graph in workers than in the client (a broken job program)")
 	flag.Parse()
 	if *out == "" {
@@ -36,17 +53,38 @@ func main() {
 		os.Exit(2)
 	}
 	env := stream.NewEnvironment()
-	src := stream.DataGen(env, *n, *rate, func(i int64) Rec { return Rec{Key: i % *keys, Count: 1} }).UID("numbers")
-	counts := stream.Reduce(stream.KeyBy(src, func(r Rec) int64 { return r.Key }), func(a, b Rec) Rec {
-		a.Count += b.Count
-		return a
-	}).UID("counts")
+	numbered := func(uid string) stream.DataStream[Rec] {
+		return stream.DataGen(env, *n, *rate, func(i int64) Rec { return Rec{Key: i % *keys, Count: i} }).UID(uid)
+	}
+	tagged := func(uid string, tag int64) stream.DataStream[Rec] {
+		return stream.DataGen(env, *n, *rate, func(i int64) Rec { return Rec{Key: tag, Count: i} }).UID(uid)
+	}
+	identity := func(r Rec) Rec { return r }
+	var records stream.DataStream[Rec]
+	switch *shape {
+	case "hash":
+		src := stream.DataGen(env, *n, *rate, func(i int64) Rec { return Rec{Key: i % *keys, Count: 1} }).UID("numbers")
+		records = stream.Reduce(stream.KeyBy(src, func(r Rec) int64 { return r.Key }), func(a, b Rec) Rec {
+			a.Count += b.Count
+			return a
+		}).UID("counts")
+	case "rebalance":
+		records = stream.Map(numbered("numbers").Rebalance(), identity).UID("rebalanced")
+	case "broadcast":
+		records = stream.Map(numbered("numbers").Broadcast(), identity).UID("broadcast")
+	case "union":
+		records = stream.Map(stream.Union(tagged("forward", 0), tagged("rebalanced", 1).SetParallelism(1).Rebalance(),
+			tagged("broadcast", 2).Broadcast()).UID("union"), identity).UID("united")
+	default:
+		fmt.Fprintf(os.Stderr, "clusterjob: unknown -shape %q (hash, rebalance, broadcast or union)\n", *shape)
+		os.Exit(2)
+	}
 	if *vary && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
-		counts = stream.Filter(counts, func(Rec) bool { return true })
+		records = stream.Filter(records, func(Rec) bool { return true })
 	}
 	if *slow > 0 {
 		d := *slow
-		counts = stream.Map(counts, func(r Rec) Rec {
+		records = stream.Map(records, func(r Rec) Rec {
 			time.Sleep(d)
 			return r
 		})
@@ -55,7 +93,7 @@ func main() {
 		_, err := fmt.Fprintf(w, "%d %d\n", r.Key, r.Count)
 		return err
 	}).WithBucketAssigner(stream.BasePathBucketAssigner[Rec]())
-	stream.SinkToCommitting(counts, sink).UID("files")
+	stream.SinkToCommitting(records, sink).UID("files")
 	res, err := env.Execute("cluster test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
