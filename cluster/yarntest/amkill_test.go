@@ -45,7 +45,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	yc := r.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	// 24000 records at 1000/s: the job runs for about 24 s, so that the
 	// kill lands mid-job even on a slow machine (a job that had already
 	// finished would leave the second attempt nothing to recover).
@@ -53,7 +53,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application-attempts=2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-kill"}, small...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	first := report(t, ctx, yc, appID).CurrentAttempt
@@ -77,7 +77,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	})
 	t.Logf("second attempt %v %v after the kill", report(t, ctx, yc, appID).CurrentAttempt, time.Since(killed).Round(time.Millisecond))
 	succeeded(t, p, appID)
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 	// The second attempt's ApplicationMaster recovered the job (same id)
 	// with a checkpoint, and did not run the program again.
 	recovered := false

@@ -62,7 +62,7 @@ func TestBadInput(t *testing.T) {
 	yc := r.yarnClient(t)
 	job := func(extra ...string) []string {
 		args := append(append([]string{"run", "--target", "yarn-application"}, small...), extra...)
-		return append(args, bins.job, "-out", filepath.Join(r.work, "out"), "-n", "10")
+		return append(args, bins.job, "-out", "hdfs://"+r.hdfs+"/out", "-n", "10")
 	}
 	for _, tc := range []struct {
 		name    string

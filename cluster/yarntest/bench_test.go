@@ -39,7 +39,7 @@ func BenchmarkYarnApplicationToRunning(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		args := append([]string{"run", "--target", "yarn-application", "--detached", "-p", strconv.Itoa(parallelism),
 			"-Dtaskmanager.numberOfTaskSlots=" + strconv.Itoa(slotsPerTM), "-Dyarn.application.name=bench-yarn"}, small...)
-		args = append(args, bins.job, "-out", filepath.Join(r.work, "out-"+strconv.Itoa(i)), "-n", "1000000", "-rate", "1000")
+		args = append(args, bins.job, "-out", "hdfs://"+r.hdfs+"/out-"+strconv.Itoa(i), "-n", "1000000", "-rate", "1000")
 		began := time.Now()
 		p := r.start(ctx, args...)
 		appID := match(b, p, reAppID, 2*time.Minute)

@@ -60,7 +60,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 	krb5 := shortTicketKrb5Conf(t, k.Krb5Conf, ticketLifetime)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	// 9000 records at 50/s: the job runs about three minutes, a minute
 	// past the kill.
 	const n, keys = 9000, 6
@@ -70,7 +70,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		"-Drestart-strategy.fixed-delay.attempts=10", "-Drestart-strategy.fixed-delay.delay=100ms",
 		"-Dsecurity.kerberos.login.keytab=" + k.Keytab, "-Dsecurity.kerberos.login.principal=" + k.Principal,
 		"-Dsecurity.kerberos.krb5-conf.path=" + krb5}, small...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "50")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "50")
 	submitted := time.Now()
 	p, appID, addr, rc, job := r.deploy(t, ctx, args...)
 
@@ -120,7 +120,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		return err == nil && st.Latest.Completed != nil && st.Latest.Completed.LatestAckTimestamp > killed.UnixMilli()
 	})
 	succeeded(t, p, appID)
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 
 	// What the processes logged: the ApplicationMaster re-logged in,
 	// obtained tokens again and again, and used a rolled AMRMToken; every

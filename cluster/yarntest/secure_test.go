@@ -91,13 +91,13 @@ func TestSecureApplicationMode(t *testing.T) {
 	r, k := newSecureRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	const n, keys = 6000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-secure"}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, kerberosArgs(k)...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 
 	p := r.start(ctx, args...)
 	// Checked while the staging directory exists, before the application
@@ -129,7 +129,7 @@ func TestSecureApplicationMode(t *testing.T) {
 	if !strings.Contains(p.out.String(), "Obtained an HDFS delegation token") {
 		t.Errorf("the client did not report obtaining an HDFS delegation token")
 	}
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 	waitFor(t, 30*time.Second, "the staging directory "+staging+" to be deleted", func() bool {
 		_, err := r.fs.Stat(staging)
 		return errors.Is(err, iofs.ErrNotExist)
@@ -230,7 +230,7 @@ func TestSecureSession(t *testing.T) {
 
 	args := append([]string{"run", "--detached", "-p", "2", "-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt"}, session...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", filepath.Join(r.work, "out"), "-n", "6000", "-keys", "2", "-rate", "100")
+	args = append(args, bins.job, "-out", "hdfs://"+r.hdfs+"/out", "-n", "6000", "-keys", "2", "-rate", "100")
 	o, err = r.sluice(t, ctx, args...)
 	if err != nil {
 		t.Fatalf("sluice run --detached on the secure session: %v", err)

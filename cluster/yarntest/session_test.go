@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/url"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,7 +64,7 @@ func TestSessionTwoJobs(t *testing.T) {
 		args := append([]string{"run", "--detached", "-p", "1",
 			"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt-" + name}, session...)
 		args = append(args, checkpointed...)
-		args = append(args, bins.job, "-out", filepath.Join(r.work, name), "-n", "6000", "-keys", "2", "-rate", "100")
+		args = append(args, bins.job, "-out", "hdfs://"+r.hdfs+"/out-"+name, "-n", "6000", "-keys", "2", "-rate", "100")
 		o, err := r.sluice(t, ctx, args...)
 		if err != nil {
 			t.Fatalf("sluice run --detached (job %d): %v", i, err)

@@ -84,10 +84,10 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 		return err == nil && strings.Count(b, `"slotsNumber"`) == 2
 	})
 
-	out := filepath.Join(r.work, "out")
+	out := path.Join(r.hdfs, "out")
 	const n, keys = 16000, 4
 	args := append([]string{"run", "-m", rest, "-p", "2", "-Dexecution.checkpointing.dir=hdfs://" + path.Join(r.hdfs, "ckpt")}, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	client := r.start(ctx, args...)
 	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
 		return len(r.hdfsCheckpoints(path.Join(r.hdfs, "ckpt"))) > 0
@@ -123,7 +123,7 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 	if !strings.Contains(jm2.out.String(), "kerberos: logged in") {
 		t.Errorf("the JobManager did not log in from the keytab")
 	}
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 }
 
 func httpGet(ctx context.Context, url string) (string, error) {

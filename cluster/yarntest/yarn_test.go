@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
@@ -280,15 +281,22 @@ func succeeded(t *testing.T, p *run, appID string) {
 	}
 }
 
-// checkExactlyOnce checks the committed output of clusterjob: each key's
-// counts 1..n/keys exactly once.
-func checkExactlyOnce(t *testing.T, dir string, n, keys int) {
+// checkExactlyOnce checks the committed output of clusterjob in dir of
+// fsys (HDFS, or fs.Local{} for a standalone cluster's local output):
+// each key's counts 1..n/keys exactly once.
+func checkExactlyOnce(t *testing.T, fsys fs.FileSystem, dir string, n, keys int) {
 	t.Helper()
 	seen := map[string]int{}
 	total := 0
-	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
-	for _, f := range files {
-		fh, err := os.Open(f)
+	infos, err := fsys.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("reading the job's output directory %s: %v", dir, err)
+	}
+	for _, fi := range infos {
+		if fi.IsDir() || !strings.HasPrefix(fi.Name(), "part-") {
+			continue
+		}
+		fh, err := fsys.Open(path.Join(dir, fi.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,13 +367,13 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	yc := r.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	const n, keys = 6000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application",
 		"-Dyarn.application.type=SluiceTest", "-Dyarn.application.queue=default", "-Dyarn.tags=yarntest,exactly-once"}, small...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 
 	began := time.Now()
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
@@ -386,7 +394,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	if !strings.Contains(p.out.String(), appID+" ended FINISHED, final status SUCCEEDED") {
 		t.Errorf("the CLI did not report the application's success")
 	}
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
 	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
@@ -421,17 +429,17 @@ func TestSessionLifecycle(t *testing.T) {
 	}()
 	session := "-Dyarn.application.id=" + appID
 
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	const n, keys = 3000, 3
 	args := append([]string{"run", "--target", "yarn-session", session, "-p", "2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt"}, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 	runBegan := time.Now()
 	if _, err := r.sluice(t, ctx, args...); err != nil {
 		t.Fatalf("sluice run --target yarn-session: %v", err)
 	}
 	t.Logf("TIMING yarn-session: run → job FINISHED %v (TaskManager containers started for the job)", time.Since(runBegan).Round(time.Millisecond))
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 
 	o, err = r.sluice(t, ctx, "list", "--all", "--target", "yarn-session", session)
 	if err != nil || !strings.Contains(o, "cluster test") || !strings.Contains(o, "FINISHED") {
@@ -512,12 +520,12 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 	r := newRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out := filepath.Join(r.work, "out")
+	out := r.hdfs + "/out"
 	const n, keys = 12000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-kill"}, small...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	before := map[string]bool{}
@@ -536,6 +544,6 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 	t.Logf("killing TaskManager pid %d of %s", victims[0], appID)
 	killTaskManager(t, ctx, rc, victims[0], before)
 	succeeded(t, p, appID)
-	checkExactlyOnce(t, out, n, keys)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
 }
