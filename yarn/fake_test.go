@@ -397,3 +397,115 @@ func TestAMClientResendsUnacknowledgedChanges(t *testing.T) {
 		t.Errorf("third allocate re-sent acknowledged changes or wrong response id: %v", got)
 	}
 }
+
+func TestNMClientStopContainers(t *testing.T) {
+	nmTok := &hadoop.Token{Identifier: []byte("nm-id"), Password: []byte("nm-pw"), Kind: hadoop.KindNMToken}
+	srv := fakeServer(t, ipctest.Options{RequireToken: true, Passwords: map[string]string{nmTok.SASLUsername(): nmTok.SASLPassword()}})
+	attempt := ApplicationAttemptID{Application: ApplicationID{ClusterTimestamp: 42, ID: 7}, Attempt: 2}
+	stopped := ContainerID{Attempt: attempt, ID: 2}
+	unknown := ContainerID{Attempt: attempt, ID: 3}
+	foreign := ContainerID{Attempt: attempt, ID: 4}
+	var (
+		mu    sync.Mutex
+		calls []*ipctest.Call
+		reqs  []*yarnpb.StopContainersRequestProto
+		fail  bool // answer the whole call with an exception
+	)
+	srv.Handle(protocolNM, "stopContainers", func(_ context.Context, call *ipctest.Call) (proto.Message, error) {
+		var req yarnpb.StopContainersRequestProto
+		if err := proto.Unmarshal(call.Body, &req); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call)
+		reqs = append(reqs, &req)
+		if fail {
+			return nil, &ipctest.Exception{Class: string(ErrNMNotYetReady), Message: "Rejecting new containers as NodeManager has not yet connected with ResourceManager"}
+		}
+		return &yarnpb.StopContainersResponseProto{
+			SucceededRequests: []*yarnpb.ContainerIdProto{containerIDToProto(stopped)},
+			FailedRequests: []*yarnpb.ContainerExceptionMapProto{
+				{
+					ContainerId: containerIDToProto(unknown),
+					Exception: &yarnpb.SerializedExceptionProto{
+						ClassName: proto.String(string(ErrContainerNotFound)),
+						Message:   proto.String("Container " + unknown.String() + " is not handled by this NodeManager"),
+					},
+				},
+				{
+					ContainerId: containerIDToProto(foreign),
+					Exception: &yarnpb.SerializedExceptionProto{
+						ClassName: proto.String(string(ErrYarn)),
+						Message:   proto.String("Unauthorized request to stop container"),
+						Cause:     &yarnpb.SerializedExceptionProto{ClassName: proto.String("java.lang.SecurityException"), Message: proto.String("wrong application attempt")},
+					},
+				},
+			},
+		}, nil
+	})
+	host, port := splitAddr(t, srv.Addr())
+	node := NodeID{host, port}
+	nm, err := NewNMClient(NMClientConfig{Tokens: mapTokens{srv.Addr(): nmTok}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nm.Close()
+	ctx := context.Background()
+
+	// Nothing to stop: no call at all.
+	if ok, failed, err := nm.StopContainers(ctx, node, nil); ok != nil || failed != nil || err != nil {
+		t.Errorf("StopContainers(nil) = %v, %v, %v; want nothing", ok, failed, err)
+	}
+	// A node without an NMToken is refused before any connection.
+	if _, _, err := nm.StopContainers(ctx, NodeID{"nm9", 1}, []ContainerID{stopped}); !errors.Is(err, ErrNoNMToken) {
+		t.Errorf("stop on a node without NMToken: err = %v, want ErrNoNMToken", err)
+	}
+	if srv.Calls() != 0 {
+		t.Fatalf("server saw %d calls before the first real stop, want 0", srv.Calls())
+	}
+
+	ok, failed, err := nm.StopContainers(ctx, node, []ContainerID{stopped, unknown, foreign})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ok) != 1 || ok[0] != stopped {
+		t.Errorf("stopped = %v, want [%s]", ok, stopped)
+	}
+	if len(failed) != 2 {
+		t.Fatalf("failed = %v, want two entries", failed)
+	}
+	if !errors.Is(failed[unknown], ErrContainerNotFound) {
+		t.Errorf("failed[%s] = %v, want ErrContainerNotFound", unknown, failed[unknown])
+	}
+	var re *hadoop.RemoteError
+	if !errors.As(failed[foreign], &re) || re.Class != string(ErrYarn) || !strings.Contains(re.Message, "wrong application attempt") {
+		t.Errorf("failed[%s] = %#v, want a YarnException carrying its cause", foreign, failed[foreign])
+	}
+
+	mu.Lock()
+	if len(reqs) != 1 {
+		t.Fatalf("%d stopContainers calls, want 1", len(reqs))
+	}
+	var onWire []ContainerID
+	for _, id := range reqs[0].GetContainerId() {
+		onWire = append(onWire, containerIDFromProto(id))
+	}
+	if want := []ContainerID{stopped, unknown, foreign}; len(onWire) != len(want) || onWire[0] != want[0] || onWire[1] != want[1] || onWire[2] != want[2] {
+		t.Errorf("request container ids = %v, want %v", onWire, want)
+	}
+	if id := reqs[0].GetContainerId()[0]; id.GetAppAttemptId().GetAttemptId() != 2 || id.GetAppId().GetClusterTimestamp() != 42 || id.GetAppId().GetId() != 7 {
+		t.Errorf("wire container id = %v, want attempt 2 of application_42_0007", id)
+	}
+	if c := calls[0]; c.Auth != "TOKEN" || c.User != nmTok.SASLUsername() {
+		t.Errorf("call authenticated as %s/%q, want TOKEN with the node's NMToken", c.Auth, c.User)
+	}
+	fail = true
+	mu.Unlock()
+
+	// A failure of the call as a whole is the error, typed; no per-container map.
+	ok, failed, err = nm.StopContainers(ctx, node, []ContainerID{stopped})
+	if !errors.Is(err, ErrNMNotYetReady) || ok != nil || failed != nil {
+		t.Errorf("whole-call failure = %v, %v, %v; want ErrNMNotYetReady alone", ok, failed, err)
+	}
+}

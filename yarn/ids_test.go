@@ -98,3 +98,51 @@ func FuzzParseApplicationID(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseApplicationAttemptID(f *testing.F) {
+	f.Add("appattempt_1410901177871_0001_000001")
+	f.Add("appattempt_0_10000_2147483647")
+	f.Add("appattempt_1_1_2147483648")
+	f.Add("appattempt_1_1")
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseApplicationAttemptID(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadID) {
+				t.Fatalf("error does not wrap ErrBadID: %v", err)
+			}
+			return
+		}
+		if a.Attempt < 0 || a.Application.ID < 0 || a.Application.ClusterTimestamp < 0 {
+			t.Fatalf("%q -> negative field in %+v", s, a)
+		}
+		back, err := ParseApplicationAttemptID(a.String())
+		if err != nil || back != a {
+			t.Fatalf("%q -> %v -> %q -> %v, %v", s, a, a.String(), back, err)
+		}
+	})
+}
+
+func FuzzParseNodeID(f *testing.F) {
+	f.Add("nm1.example.com:45454")
+	f.Add("[::1]:8041")
+	f.Add("10.0.0.7:0")
+	f.Add("host:2147483648")
+	f.Add(":8041")
+	f.Add("nm1")
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseNodeID(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadID) {
+				t.Fatalf("error does not wrap ErrBadID: %v", err)
+			}
+			return
+		}
+		if n.Host == "" || n.Port < 0 {
+			t.Fatalf("%q -> %+v", s, n)
+		}
+		back, err := ParseNodeID(n.String())
+		if err != nil || back != n {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, n, n.String(), back, err)
+		}
+	})
+}

@@ -1,10 +1,13 @@
 package yarnam
 
 import (
+	"encoding/base64"
 	"errors"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +19,7 @@ import (
 
 // containerDir lays out a working directory as the client and YARN leave
 // it: config.yaml, core-site.xml and a token file.
-func containerDir(t *testing.T, withAMRM bool) (dir string, env map[string]string) {
+func containerDir(t testing.TB, withAMRM bool) (dir string, env map[string]string) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, FileConfig), []byte("taskmanager.numberOfTaskSlots: 3\ntaskmanager.memory.process.size: 1000m\nno.such.key: 1\n"), 0o644); err != nil {
@@ -215,4 +218,73 @@ func TestJobManagerConfHADefaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadEnvironmentJSON fuzzes the two JSON values the client passes in
+// the ApplicationMaster's environment, base64-encoded as the client does or
+// as they come: every problem is an ErrEnvironment, and what decodes
+// survives the client's encoding unchanged.
+func FuzzReadEnvironmentJSON(f *testing.F) {
+	_, vars := containerDir(f, true)
+	files, _ := EncodeTaskManagerFiles(map[string]yarn.LocalResource{
+		FileTaskManager: {URL: yarn.URL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/taskmanager"}, Size: 5, Timestamp: 9, Type: yarn.ResourceFile, Visibility: yarn.VisibilityApplication},
+		"conf":          {URL: yarn.URL{Scheme: "file", File: "/tmp/c.zip", UserInfo: "u"}, Type: yarn.ResourceArchive, Pattern: "*.yaml"},
+	})
+	prog, _ := JobProgram{Args: []string{"-out", "dir with space", ""}, Dynamic: []string{"parallelism.default=2"}}.Encode()
+	for _, s := range [][2]string{
+		{files, prog},
+		{files, ""},
+		{base64.StdEncoding.EncodeToString([]byte(`{}`)), base64.StdEncoding.EncodeToString([]byte(`{"args":null}`))},
+		{base64.StdEncoding.EncodeToString([]byte(`null`)), base64.StdEncoding.EncodeToString([]byte(`{"dynamic":["a=b","a=b"],"unknown":1}`))},
+		{base64.StdEncoding.EncodeToString([]byte(`{"x":{"URL":{"Port":99999999999}}}`)), base64.StdEncoding.EncodeToString([]byte(`[]`))},
+		{"{not base64", "!"},
+	} {
+		for _, raw := range []bool{false, true} {
+			a, b := s[0], s[1]
+			if raw {
+				ab, _ := base64.StdEncoding.DecodeString(a)
+				bb, _ := base64.StdEncoding.DecodeString(b)
+				a, b = string(ab), string(bb)
+			}
+			f.Add(raw, []byte(a), []byte(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw bool, tmFiles, program []byte) {
+		v := maps.Clone(vars)
+		v[EnvTaskManagerFiles], v[EnvJobProgram] = string(tmFiles), string(program)
+		if raw {
+			v[EnvTaskManagerFiles] = base64.StdEncoding.EncodeToString(tmFiles)
+			v[EnvJobProgram] = base64.StdEncoding.EncodeToString(program)
+		}
+		env, err := ReadEnvironment(func(k string) string { return v[k] })
+		if err != nil {
+			if !errors.Is(err, ErrEnvironment) {
+				t.Fatalf("error does not wrap ErrEnvironment: %v", err)
+			}
+			if !strings.Contains(err.Error(), EnvTaskManagerFiles) && !strings.Contains(err.Error(), EnvJobProgram) {
+				t.Fatalf("error names neither fuzzed variable: %v", err)
+			}
+			return
+		}
+		if v[EnvTaskManagerFiles] == "" {
+			t.Fatal("accepted an environment without TaskManager files")
+		}
+		enc, err := EncodeTaskManagerFiles(env.TaskManagerFiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v[EnvTaskManagerFiles] = enc
+		if v[EnvJobProgram] != "" {
+			if v[EnvJobProgram], err = env.Program.Encode(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, err := ReadEnvironment(func(k string) string { return v[k] })
+		if err != nil {
+			t.Fatalf("re-encoded values refused: %v", err)
+		}
+		if !reflect.DeepEqual(again.TaskManagerFiles, env.TaskManagerFiles) || !reflect.DeepEqual(again.Program, env.Program) {
+			t.Fatalf("round trip changed %+v %+v into %+v %+v", env.TaskManagerFiles, env.Program, again.TaskManagerFiles, again.Program)
+		}
+	})
 }

@@ -21,7 +21,7 @@ var ErrNotRunning = errors.New("yarndeploy: the application is not running")
 // An unknown id is an error matching yarn.ErrApplicationNotFound; an
 // application that is not RUNNING one matching ErrNotRunning.
 func (d *Deployer) SessionAddress(ctx context.Context, id yarn.ApplicationID) (string, error) {
-	r, err := d.yarn.GetApplicationReport(ctx, id)
+	r, err := d.rm.GetApplicationReport(ctx, id)
 	if errors.Is(err, yarn.ErrApplicationNotFound) {
 		return "", fmt.Errorf("yarndeploy: YARN knows no application %s (yarn.application.id): %w", id, err)
 	}
@@ -45,7 +45,7 @@ func (d *Deployer) WaitEnd(ctx context.Context, id yarn.ApplicationID) (*yarn.Ap
 	defer t.Stop()
 	var last yarn.ApplicationState
 	for {
-		r, err := d.yarn.GetApplicationReport(ctx, id)
+		r, err := d.rm.GetApplicationReport(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("yarndeploy: following %s: %w", id, err)
 		}

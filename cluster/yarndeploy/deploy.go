@@ -101,12 +101,27 @@ type Options struct {
 	Kerberos *kerberos.Login
 }
 
+// resourceManager is what a Deployer asks of the ResourceManager: a
+// *yarn.Client, or a fake in tests.
+type resourceManager interface {
+	GetNewApplication(ctx context.Context) (*yarn.NewApplication, error)
+	CheckQueue(ctx context.Context, queue string) error
+	SubmitApplication(ctx context.Context, s *yarn.SubmissionContext) error
+	GetApplicationReport(ctx context.Context, id yarn.ApplicationID) (*yarn.ApplicationReport, error)
+	ForceKillApplication(ctx context.Context, id yarn.ApplicationID, diagnostics string) (bool, error)
+	WaitForState(ctx context.Context, id yarn.ApplicationID, poll time.Duration, states ...yarn.ApplicationState) (*yarn.ApplicationReport, error)
+}
+
 // Deployer deploys and kills Sluice applications on one YARN cluster.
 type Deployer struct {
 	opts   Options
 	user   string
 	hadoop *hadoop.Configuration
 	yarn   *yarn.Client
+	rm     resourceManager // yarn, unless a test substitutes it
+	// dialFS connects to the HDFS cluster of an hdfs:// URI's authority:
+	// dialHDFS, unless a test substitutes it.
+	dialFS func(authority string) (stagingFS, error)
 	log    *slog.Logger
 	out    io.Writer
 
@@ -198,7 +213,9 @@ func New(opts Options) (*Deployer, error) {
 		stopLogin()
 		return nil, err
 	}
-	return &Deployer{opts: opts, user: user, hadoop: h, yarn: yc, log: opts.Logger, out: opts.Progress, login: login, stopLogin: stopLogin}, nil
+	d := &Deployer{opts: opts, user: user, hadoop: h, yarn: yc, rm: yc, log: opts.Logger, out: opts.Progress, login: login, stopLogin: stopLogin}
+	d.dialFS = d.dialHDFS
+	return d, nil
 }
 
 // Close closes the connection to the ResourceManager and ends the Kerberos
@@ -251,7 +268,7 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	c := d.opts.Conf
 	amRes, tmRes := yarnam.AppMasterResource(c), yarnam.TaskManagerResource(c)
 
-	newApp, err := d.yarn.GetNewApplication(ctx)
+	newApp, err := d.rm.GetNewApplication(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("yarndeploy: asking YARN for an application id: %w", err)
 	}
@@ -260,7 +277,7 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	}
 	queue := conf.Get(c, conf.YarnApplicationQueue)
 	if queue != "" {
-		if err := d.yarn.CheckQueue(ctx, queue); err != nil {
+		if err := d.rm.CheckQueue(ctx, queue); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +306,7 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	}
 	d.progress("Submitting %s %q to YARN (queue %s, type %s)", id, sub.Name, orDefault(queue, "default"), sub.Type)
 	submitted := time.Now()
-	if err := d.yarn.SubmitApplication(ctx, sub); err != nil {
+	if err := d.rm.SubmitApplication(ctx, sub); err != nil {
 		cleanup("submission failed")
 		return nil, fmt.Errorf("yarndeploy: submitting %s: %w", id, err)
 	}
@@ -298,7 +315,7 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	if err != nil {
 		if !isTerminal(report) {
 			kctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if _, kerr := d.yarn.ForceKillApplication(kctx, id, "Sluice client: deployment aborted: "+err.Error()); kerr != nil {
+			if _, kerr := d.rm.ForceKillApplication(kctx, id, "Sluice client: deployment aborted: "+err.Error()); kerr != nil {
 				d.log.Warn("yarndeploy: could not kill the application", "application", id.String(), "err", kerr)
 			} else {
 				d.progress("Killed %s", id)
@@ -459,7 +476,7 @@ func (d *Deployer) follow(ctx context.Context, id yarn.ApplicationID, submitted 
 	var lastDiag string
 	var last *yarn.ApplicationReport
 	for {
-		r, err := d.yarn.GetApplicationReport(ctx, id)
+		r, err := d.rm.GetApplicationReport(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
 				return last, fmt.Errorf("yarndeploy: waiting for %s to run: %w", id, ctx.Err())
@@ -506,16 +523,16 @@ func (d *Deployer) follow(ctx context.Context, id yarn.ApplicationID, submitted 
 // Kill kills the application, waits until YARN reports it ended, and
 // deletes its staging directory.
 func (d *Deployer) Kill(ctx context.Context, id yarn.ApplicationID) error {
-	r, err := d.yarn.GetApplicationReport(ctx, id)
+	r, err := d.rm.GetApplicationReport(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !r.State.Terminal() {
-		if _, err := d.yarn.ForceKillApplication(ctx, id, "killed by the Sluice client"); err != nil {
+		if _, err := d.rm.ForceKillApplication(ctx, id, "killed by the Sluice client"); err != nil {
 			return fmt.Errorf("yarndeploy: killing %s: %w", id, err)
 		}
 		d.progress("Killing %s", id)
-		r, err = d.yarn.WaitForState(ctx, id, d.opts.PollInterval, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed)
+		r, err = d.rm.WaitForState(ctx, id, d.opts.PollInterval, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed)
 		if err != nil {
 			return err
 		}
@@ -571,7 +588,7 @@ func (d *Deployer) Stop(ctx context.Context, id yarn.ApplicationID, timeout time
 	d.progress("Asked the JobManager at %s to shut %s down", addr, id)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := d.yarn.WaitForState(wctx, id, d.opts.PollInterval, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed)
+	r, err := d.rm.WaitForState(wctx, id, d.opts.PollInterval, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/yarnam"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/yarn"
 )
@@ -25,10 +26,21 @@ import (
 // by default) holding one directory per application.
 const stagingDirName = ".sluice"
 
+// stagingFS is the filesystem of a staging directory: an
+// *hdfs.FileSystem, or a local one in tests.
+type stagingFS interface {
+	fs.FileSystem
+	// Mkdir creates one directory with the permission perm.
+	Mkdir(path string, perm iofs.FileMode) error
+	// Chmod sets the permission of path.
+	Chmod(path string, perm iofs.FileMode) error
+	Close() error
+}
+
 // staging is an application's staging directory and the files in it (or
 // taken from yarn.provided.lib.dirs).
 type staging struct {
-	fs    *hdfs.FileSystem
+	fs    stagingFS
 	dir   *url.URL
 	files map[string]yarn.LocalResource // link name → resource
 	// security are the link names of the Kerberos files (keytab,
@@ -86,17 +98,21 @@ func (d *Deployer) StagingDir(id yarn.ApplicationID) (*url.URL, error) {
 	return u, nil
 }
 
-// dial connects to the HDFS cluster of an hdfs:// URI's authority.
-func (d *Deployer) dial(authority string) (*hdfs.FileSystem, error) {
+// dialHDFS connects to the HDFS cluster of an hdfs:// URI's authority.
+func (d *Deployer) dialHDFS(authority string) (stagingFS, error) {
 	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: d.hadoop, Getenv: d.opts.Getenv, User: d.user, Kerberos: d.login}, authority)
 	if err != nil {
 		return nil, err
 	}
-	return hdfs.Dial(o)
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		return nil, err
+	}
+	return fsys, nil
 }
 
 func (d *Deployer) openStaging(dir *url.URL) (*staging, error) {
-	fsys, err := d.dial(dir.Host)
+	fsys, err := d.dialFS(dir.Host)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
 	}
@@ -347,7 +363,7 @@ func (d *Deployer) providedFiles() (map[string]yarn.LocalResource, error) {
 }
 
 func (d *Deployer) listProvided(u *url.URL) (map[string]yarn.LocalResource, error) {
-	fsys, err := d.dial(u.Host)
+	fsys, err := d.dialFS(u.Host)
 	if err != nil {
 		return nil, err
 	}

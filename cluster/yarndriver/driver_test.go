@@ -18,17 +18,6 @@ import (
 	"github.com/sluice/sluice/yarn"
 )
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // TestShellCommand runs the command the way a NodeManager's launch script
 // does (exec /bin/bash -c "<command>", <LOG_DIR> replaced first) and checks
 // that the program receives every argument unchanged.
@@ -160,6 +149,8 @@ type fakeScheduler struct {
 	live        map[yarn.ContainerID]yarn.Container
 	released    []yarn.ContainerID
 	pending     []yarn.ContainerStatus // completions to report
+	nodes       []yarn.NodeReport      // node updates to report
+	preempt     []yarn.ContainerID     // preemption notices to report
 	extra       int
 	shutdown    bool
 	calls       int
@@ -195,6 +186,8 @@ func (f *fakeScheduler) Allocate(ctx context.Context, r yarn.AllocateRequest) (*
 		}
 	}
 	resp.Completed, f.pending = f.pending, nil
+	resp.UpdatedNodes, f.nodes = f.nodes, nil
+	resp.PreemptContainers, f.preempt = f.preempt, nil
 	for p, n := range f.outstanding {
 		if n > 0 {
 			n += f.extra
@@ -220,6 +213,29 @@ func (f *fakeScheduler) complete(id yarn.ContainerID, exit int32, diag string) {
 	defer f.mu.Unlock()
 	delete(f.live, id)
 	f.pending = append(f.pending, yarn.ContainerStatus{ID: id, State: yarn.ContainerComplete, ExitStatus: exit, Diagnostics: diag})
+}
+
+// loseNode reports the node in state st and every live container on it
+// completed ABORTED, in one response, as the ResourceManager does when it
+// expires a NodeManager.
+func (f *fakeScheduler) loseNode(node yarn.NodeID, st yarn.NodeState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes = append(f.nodes, yarn.NodeReport{ID: node, State: st, HealthReport: "node expired"})
+	for id, c := range f.live {
+		if c.Node == node {
+			delete(f.live, id)
+			f.pending = append(f.pending, yarn.ContainerStatus{ID: id, State: yarn.ContainerComplete, ExitStatus: yarn.ExitAborted,
+				Diagnostics: "Container released on a *lost* node"})
+		}
+	}
+}
+
+// warnPreemption announces that the scheduler will preempt id.
+func (f *fakeScheduler) warnPreemption(id yarn.ContainerID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.preempt = append(f.preempt, id)
 }
 
 func (f *fakeScheduler) snapshot() (live int, released []yarn.ContainerID, asks []yarn.ResourceRequest) {
@@ -282,7 +298,29 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// logRecorder passes log lines to t.Log and keeps them.
+type logRecorder struct {
+	t  *testing.T
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (r *logRecorder) Write(p []byte) (int, error) {
+	r.t.Log(strings.TrimSpace(string(p)))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.b.Write(p)
+	return len(p), nil
+}
+
+func (r *logRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.b.String()
+}
+
 type driverRig struct {
+	logs   *logRecorder
 	rm     *fakeScheduler
 	nm     *fakeLauncher
 	events *stopRecorder
@@ -296,7 +334,7 @@ func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
 	var creds hadoop.Credentials
 	creds.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Kind: hadoop.KindAMRMToken})
 	creds.AddToken("hdfs", &hadoop.Token{Identifier: []byte("h"), Kind: hadoop.KindHDFSDelegation})
-	r := &driverRig{rm: newFakeScheduler(), nm: &fakeLauncher{contexts: map[yarn.ContainerID]yarn.ContainerLaunchContext{}, fail: fail}, events: &stopRecorder{stopped: map[string]string{}}}
+	r := &driverRig{logs: &logRecorder{t: t}, rm: newFakeScheduler(), nm: &fakeLauncher{contexts: map[yarn.ContainerID]yarn.ContainerLaunchContext{}, fail: fail}, events: &stopRecorder{stopped: map[string]string{}}}
 	d, err := New(Config{
 		Scheduler: r.rm, Launcher: r.nm, Resource: yarn.Resource{MemoryMB: 256, VCores: 1},
 		TaskManager: TaskManagerLaunch{
@@ -309,7 +347,7 @@ func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
 			Credentials:       &creds,
 		},
 		HeartbeatInterval: 50 * time.Millisecond, ContainerRequestHeartbeatInterval: 5 * time.Millisecond,
-		Logger: testLogger(t),
+		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -506,5 +544,117 @@ func TestUpdateCredentials(t *testing.T) {
 	}
 	if _, ok := got.TokenByKind(hadoop.KindAMRMToken); ok {
 		t.Errorf("an AMRMToken reached the TaskManagers' credentials: %v", got.TokenAliases())
+	}
+}
+
+// TestDriverReplacesContainersYARNTookAway: a TaskManager container that
+// YARN ends (preemption, a lost or decommissioned node, failed disks) is
+// reported with diagnostics that say why, logged, and replaced by a new
+// request, not released.
+func TestDriverReplacesContainersYARNTookAway(t *testing.T) {
+	tests := []struct {
+		name string
+		// takeAway ends the victim through the fake scheduler.
+		takeAway func(t *testing.T, r *driverRig, victim yarn.Container)
+		want     []string // in the reported and logged diagnostics
+		wantLog  []string // in the log, besides the diagnostics
+	}{
+		{
+			name: "preempted",
+			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
+				r.rm.warnPreemption(victim.ID)
+				eventually(t, "the preemption notice logged", func() bool {
+					return strings.Contains(r.logs.String(), "the YARN scheduler will preempt a container")
+				})
+				r.rm.complete(victim.ID, yarn.ExitPreempted, "Container preempted by scheduler")
+			},
+			want:    []string{"was preempted by the YARN scheduler", "[exit status -102 PREEMPTED]", "Container preempted by scheduler"},
+			wantLog: []string{"container=VICTIM"},
+		},
+		{
+			name: "lost node",
+			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
+				r.rm.loseNode(victim.Node, yarn.NodeLost)
+			},
+			want:    []string{"on VICTIMNODE was lost with its node (node LOST)", "[exit status -100 ABORTED]", "Container released on a *lost* node"},
+			wantLog: []string{"node is no longer usable", "state=LOST", "health=\"node expired\""},
+		},
+		{
+			name: "decommissioned node",
+			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
+				r.rm.loseNode(victim.Node, yarn.NodeDecommissioned)
+			},
+			want:    []string{"was lost with its node (node DECOMMISSIONED)", "[exit status -100 ABORTED]"},
+			wantLog: []string{"node is no longer usable", "state=DECOMMISSIONED"},
+		},
+		{
+			name: "disks failed",
+			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
+				r.rm.complete(victim.ID, yarn.ExitDisksFailed, "Container exited: disks failed on the node")
+			},
+			want: []string{"failed: the node's disks failed", "[exit status -101 DISKS_FAILED]", "disks failed on the node"},
+		},
+		{
+			name: "killed for memory",
+			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
+				r.rm.complete(victim.ID, yarn.ExitKilledExceededPMem, "Container is running beyond physical memory limits")
+			},
+			want: []string{"exceeding its physical memory limit (raise taskmanager.memory.process.size)", "[exit status -104 KILLED_EXCEEDED_PMEM]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startDriver(t, nil)
+			r.d.SetRequired(2)
+			eventually(t, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
+			r.rm.mu.Lock()
+			victim := r.rm.live[yarn.ContainerID{Attempt: testAttempt, ID: 2}]
+			r.rm.mu.Unlock()
+			subst := strings.NewReplacer("VICTIMNODE", victim.Node.String(), "VICTIM", victim.ID.String())
+
+			tt.takeAway(t, r, victim)
+
+			eventually(t, "the loss reported", func() bool { _, ok := r.events.get(victim.ID.String()); return ok })
+			diag, _ := r.events.get(victim.ID.String())
+			for _, w := range tt.want {
+				if w = subst.Replace(w); !strings.Contains(diag, w) {
+					t.Errorf("reported diagnostics %q do not contain %q", diag, w)
+				}
+			}
+			// The replacement: one more container asked for, allocated
+			// and launched; the lost one is not released (YARN has it).
+			eventually(t, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
+			if got := r.nm.startedIDs()[2]; got.ID != 3 {
+				t.Errorf("replacement is container %v, want sequence 3", got)
+			}
+			live, released, asks := r.rm.snapshot()
+			var counts []int32
+			for _, a := range asks {
+				counts = append(counts, a.NumContainers)
+			}
+			if !slices.Equal(counts, []int32{2, 1}) {
+				t.Errorf("asks sent %v, want [2 1]: the two, then one replacement", counts)
+			}
+			if live != 2 || len(released) != 0 {
+				t.Errorf("%d live containers, released %v; want 2 and none", live, released)
+			}
+			logs := r.logs.String()
+			if !strings.Contains(logs, "TaskManager container completed") || !strings.Contains(logs, "container="+victim.ID.String()) {
+				t.Errorf("the completion is not logged with its container:\n%s", logs)
+			}
+			// Text handler values are quoted: look for the diagnostics'
+			// fixed part.
+			if w := subst.Replace(tt.want[0]); !strings.Contains(logs, w) {
+				t.Errorf("the log does not carry the diagnostics %q:\n%s", w, logs)
+			}
+			for _, w := range tt.wantLog {
+				if w = subst.Replace(w); !strings.Contains(logs, w) {
+					t.Errorf("the log does not mention %q:\n%s", w, logs)
+				}
+			}
+			if _, ok := r.events.get(yarn.ContainerID{Attempt: testAttempt, ID: 1}.String()); ok {
+				t.Error("the TaskManager YARN left alone was reported stopped")
+			}
+		})
 	}
 }

@@ -211,3 +211,62 @@ func FuzzDigestMD5Challenge(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDigestMD5Final fuzzes the server's final message (the rspauth the
+// client verifies in its second step) after a valid first round, under each
+// quality of protection.
+func FuzzDigestMD5Final(f *testing.F) {
+	const challenge = `realm="default",nonce="n0nce",qop="auth,auth-int,auth-conf",cipher="rc4,3des",charset=utf-8,algorithm=md5-sess`
+	qops := []string{QOPAuth, QOPAuthInt, QOPAuthConf}
+	cnonce := "AQEBAQEBAQEBAQEBAQEBAQEB" // base64 of fixedReader(1)'s 18 bytes
+	for i, q := range qops {
+		rsp := DigestResponse("u", "default", "p", "n0nce", cnonce, "00000001", q, "/default", "", false)
+		f.Add(uint8(i), []byte("rspauth="+rsp))
+		f.Add(uint8(i), []byte(`rspauth="`+strings.ToUpper(rsp)+`",qop=auth`))
+	}
+	f.Add(uint8(0), []byte("rspauth="+strings.Repeat("0", 32)))
+	f.Add(uint8(0), []byte(`nonce="x"`))
+	f.Add(uint8(1), []byte(`rspauth="unterminated`))
+	f.Add(uint8(2), []byte{})
+	f.Fuzz(func(t *testing.T, qopIdx uint8, final []byte) {
+		qop := qops[int(qopIdx)%len(qops)]
+		c := NewDigestMD5("u", "p", "", "default", []string{qop}, fixedReader(1))
+		if _, _, err := c.Step([]byte(challenge)); err != nil {
+			t.Fatalf("valid challenge refused: %v", err)
+		}
+		_, done, err := c.Step(final)
+		if err != nil {
+			if done || c.Complete() || c.SecurityLayer() != nil {
+				t.Fatalf("failed final step left done=%v complete=%v layer=%v", done, c.Complete(), c.SecurityLayer())
+			}
+			if !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrAuthFailed) {
+				t.Fatalf("error wraps neither ErrProtocol nor ErrAuthFailed: %v", err)
+			}
+		} else {
+			if !done || !c.Complete() || c.QOP() != qop {
+				t.Fatalf("accepted final step: done=%v complete=%v qop=%q, want %q", done, c.Complete(), c.QOP(), qop)
+			}
+			if (c.SecurityLayer() == nil) != (qop == QOPAuth) {
+				t.Fatalf("qop %s with layer %v", qop, c.SecurityLayer())
+			}
+			// Only the server's proof is accepted: the first rspauth.
+			dirs, perr := ParseDirectives(final)
+			if perr != nil {
+				t.Fatalf("accepted a final message that does not parse: %v", perr)
+			}
+			want := DigestResponse("u", "default", "p", "n0nce", cnonce, "00000001", qop, "/default", "", false)
+			for _, d := range dirs {
+				if d.Key == "rspauth" {
+					if strings.ToLower(d.Value) != want {
+						t.Fatalf("accepted rspauth %q, want %q", d.Value, want)
+					}
+					break
+				}
+			}
+		}
+		// The exchange is over either way.
+		if _, _, err := c.Step(final); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("step after the final one: err = %v, want ErrProtocol", err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/jcmturner/gokrb5/v8/crypto"
@@ -176,6 +177,69 @@ func FuzzUnwrapToken(f *testing.F) {
 		p, err := unwrapToken(tok, key, 12)
 		if err == nil && len(p) > len(tok) {
 			t.Fatalf("unwrapped %d bytes out of a %d-byte token", len(p), len(tok))
+		}
+	})
+}
+
+// FuzzGSSAPINegotiate fuzzes the server's security-layer offer, the second
+// step of GSSAPI: raw tokens (mostly refused at the wrap layer), and offers
+// of fuzzed content correctly wrapped under the session key, so the
+// decoding of the offer itself is reached.
+func FuzzGSSAPINegotiate(f *testing.F) {
+	key := types.EncryptionKey{KeyType: etypeID.AES128_CTS_HMAC_SHA1_96, KeyValue: bytes.Repeat([]byte{0x5a}, 16)}
+	allQOPs := [][]string{
+		{QOPAuth}, {QOPAuthInt}, {QOPAuthConf},
+		{QOPAuthConf, QOPAuthInt, QOPAuth}, {QOPAuth, QOPAuthConf}, {},
+	}
+	for _, offer := range [][]byte{
+		{layerNone | layerIntegrity | layerPrivacy, 0x01, 0x00, 0x00},
+		{layerNone, 0, 0, 0},
+		{layerPrivacy, 0, 0x01, 0x00}, // buffer too small for a layer
+		{layerIntegrity, 0, 0, 0},     // zero buffer
+		{0, 0xff, 0xff, 0xff},         // no layer at all
+		{layerNone, 0, 0},             // short
+	} {
+		f.Add(false, offer, false, uint16(0), uint8(3))
+		f.Add(false, offer, true, uint16(7), uint8(1))
+	}
+	f.Add(true, acceptorWrap(f, key, []byte{layerNone, 0, 0, 0}, false, 0, 1), false, uint16(0), uint8(0))
+	f.Add(true, []byte{}, false, uint16(0), uint8(0))
+	f.Add(true, []byte{5, 4, 1, 0xff, 0, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, false, uint16(0), uint8(0))
+	f.Fuzz(func(t *testing.T, raw bool, data []byte, seal bool, rrc uint16, qopIdx uint8) {
+		qops := allQOPs[int(qopIdx)%len(allQOPs)]
+		challenge := data
+		if !raw {
+			challenge = acceptorWrap(t, key, data, seal, rrc, 9)
+		}
+		g := &GSSAPI{key: key, qops: qops, step: 1, spn: "nn/host", seq: 3}
+		reply, done, err := g.Step(challenge)
+		if err != nil {
+			if done || g.Complete() || g.SecurityLayer() != nil {
+				t.Fatalf("refused offer left done=%v complete=%v layer=%v", done, g.Complete(), g.SecurityLayer())
+			}
+			if !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrIntegrity) && !errors.Is(err, ErrQOPUnsupported) {
+				t.Fatalf("error wraps none of ErrProtocol, ErrIntegrity, ErrQOPUnsupported: %v", err)
+			}
+			if !raw && len(data) == 4 && data[0]&(layerNone|layerIntegrity|layerPrivacy) == 0 && !errors.Is(err, ErrQOPUnsupported) {
+				t.Fatalf("offer of no layer: err = %v, want ErrQOPUnsupported", err)
+			}
+			return
+		}
+		if !done || !g.Complete() || !slices.Contains(qops, g.QOP()) {
+			t.Fatalf("accepted offer: done=%v complete=%v qop=%q of %v", done, g.Complete(), g.QOP(), qops)
+		}
+		if !raw && len(data) != 4 {
+			t.Fatalf("accepted an offer of %d bytes", len(data))
+		}
+		if l := g.SecurityLayer(); (l == nil) != (g.QOP() == QOPAuth) || l != nil && l.MaxWrap() < 256 {
+			t.Fatalf("qop %s with layer %v", g.QOP(), l)
+		}
+		// The reply is our wrap token of the 4-byte choice, never sealed.
+		if len(reply) < wrapHeaderLen+4 || reply[0] != 0x05 || reply[1] != 0x04 || reply[2] != 0 {
+			t.Fatalf("reply %x is not a signed initiator wrap token", reply)
+		}
+		if _, _, err := g.Step(challenge); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("step after completion: err = %v, want ErrProtocol", err)
 		}
 	})
 }
