@@ -156,13 +156,20 @@ func (r *rig) hdfsCheckpoints(dir string) []string {
 	return out
 }
 
+// harness reports whether the cluster is this project's mini cluster, on
+// this machine (its READY names the work_dir holding the NodeManagers' log
+// dirs), rather than another Hadoop named by SLUICE_HADOOP_CONF_DIR (e.g.
+// integration/docker's).
+func (r *rig) harness() bool { return r.c.Fields[minicluster.KeyWorkDir] != "" }
+
 // containerLogs maps each of the application's container log directories
-// (under the mini cluster's NodeManager log dirs) to the files it holds.
+// (under the mini cluster's NodeManager log dirs) to the files it holds;
+// it is empty on a cluster that is not the harness's.
 func (r *rig) containerLogs(t testing.TB, appID string) map[string][]string {
 	t.Helper()
 	work := r.c.Fields[minicluster.KeyWorkDir]
 	if work == "" {
-		t.Fatal("the mini cluster's READY file names no work_dir (the NodeManagers' log dirs are under it)")
+		return nil // another cluster's NodeManager disks: see harness
 	}
 	dirs := map[string][]string{}
 	filepath.WalkDir(work, func(p string, de iofs.DirEntry, err error) error {
@@ -184,6 +191,10 @@ func (r *rig) containerLogs(t testing.TB, appID string) map[string][]string {
 // number of TaskManager containers.
 func (r *rig) checkTaskManagerLogs(t *testing.T, appID string) int {
 	t.Helper()
+	if !r.harness() {
+		t.Logf("container log directories not checked: %s is a cluster whose NodeManager disks this test cannot see", r.c.ConfDir)
+		return 0
+	}
 	var tms, workerOut, workerErr int
 	for dir, files := range r.containerLogs(t, appID) {
 		if !slices.Contains(files, "taskmanager.out") {
