@@ -515,7 +515,8 @@ func hasChildren(pid int) bool {
 // TestTaskManagerContainerKilled: kill -9 of a TaskManager container's
 // process mid-job; YARN reports the container completed, the driver asks
 // for a replacement, and the job recovers from its latest checkpoint on
-// HDFS with exactly-once output.
+// HDFS with exactly-once output; no container of it is left, the
+// replacement included.
 func TestTaskManagerContainerKilled(t *testing.T) {
 	r := newRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -546,4 +547,5 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 	succeeded(t, p, appID)
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, r.yarnClient(t), appID)
 }
