@@ -207,7 +207,8 @@ func TestSubmitValidation(t *testing.T) {
 // TestUnmanagedAMFlow runs a whole ApplicationMaster from the test process:
 // register with the AMRMToken from the report, allocate a container, start
 // it through its NodeManager with the NMToken (localizing a file), see it
-// complete, unregister.
+// complete; start a second one and stop it through its NodeManager;
+// unregister.
 func TestUnmanagedAMFlow(t *testing.T) {
 	c := minicluster.Shared(t)
 	cl := newClient(t, c)
@@ -365,6 +366,55 @@ func TestUnmanagedAMFlow(t *testing.T) {
 	}
 	if sec, ok := written.Secret("sluice-secret"); !ok || string(sec) != "s3cr3t" {
 		t.Errorf("secret in the NodeManager's file: %q, %v", sec, ok)
+	}
+
+	// A second container runs a long command; the AM stops it through
+	// its NodeManager (ContainerManagementProtocol.stopContainers) and
+	// the ResourceManager reports it killed by the ApplicationMaster.
+	ask.NumContainers = 1
+	req = yarn.AllocateRequest{Asks: []yarn.ResourceRequest{ask}, Progress: 0.6}
+	var sleeper *yarn.Container
+	for sleeper == nil {
+		resp, err := am.Allocate(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = yarn.AllocateRequest{Progress: 0.6}
+		if len(resp.Allocated) > 0 {
+			cc := resp.Allocated[0]
+			sleeper = &cc
+			ask.NumContainers = 0
+			req.Asks = []yarn.ResourceRequest{ask}
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // heartbeat interval
+	}
+	if err := nm.StartContainer(ctx, *sleeper, yarn.ContainerLaunchContext{Commands: []string{"sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
+	stopped, stopFailed, err := nm.StopContainers(ctx, sleeper.Node, []yarn.ContainerID{sleeper.ID})
+	if err != nil || len(stopFailed) != 0 || len(stopped) != 1 || stopped[0] != sleeper.ID {
+		t.Fatalf("stopContainers: stopped %v, failed %v, err %v", stopped, stopFailed, err)
+	}
+	var killed *yarn.ContainerStatus
+	for killed == nil {
+		resp, err := am.Allocate(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = yarn.AllocateRequest{Progress: 0.8}
+		for _, s := range resp.Completed {
+			if s.ID == sleeper.ID {
+				s := s
+				killed = &s
+			}
+		}
+		if killed == nil {
+			time.Sleep(100 * time.Millisecond) // heartbeat interval
+		}
+	}
+	if killed.ExitStatus != yarn.ExitKilledByAppMaster {
+		t.Errorf("the stopped container ended with %s (%q), want KILLED_BY_APPMASTER", yarn.ExitStatusName(killed.ExitStatus), killed.Diagnostics)
 	}
 
 	if err := am.Finish(ctx, yarn.FinishRequest{FinalStatus: yarn.FinalSucceeded, Diagnostics: "done"}); err != nil {
