@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn/internal/ipc/ipctest"
 	"github.com/sluice/sluice/yarn/internal/proto/yarnpb"
 )
@@ -79,6 +80,67 @@ func TestClientFailsOverFromStandby(t *testing.T) {
 	}
 	if active.Calls() != 2 {
 		t.Errorf("active RM saw %d calls, want 2 (no retry of a real error)", active.Calls())
+	}
+}
+
+// TestClientKerberosFallbackToSimple: a client configured for a secure
+// cluster (ConfigureKerberos) refuses a ResourceManager that asks it to fall
+// back to SIMPLE, unless ipc.client.fallback-to-simple-auth-allowed is true.
+func TestClientKerberosFallbackToSimple(t *testing.T) {
+	tests := []struct {
+		name        string
+		fallback    string // ipc.client.fallback-to-simple-auth-allowed; "" unset
+		wantConfErr bool
+		wantRefused bool
+	}{
+		{name: "unset: refused", wantRefused: true},
+		{name: "false: refused", fallback: "false", wantRefused: true},
+		{name: "true: allowed", fallback: "true"},
+		{name: "not a boolean", fallback: "sometimes", wantConfErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := fakeServer(t, ipctest.Options{SimpleOnly: true})
+			rm.Handle(protocolClient, "getClusterMetrics", func(context.Context, *ipctest.Call) (proto.Message, error) {
+				return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{NumNodeManagers: proto.Int32(1)}}, nil
+			})
+			h := hadoop.NewConfiguration(nil)
+			h.Set(hadoop.KeySecurityAuthentication, "kerberos")
+			h.Set(KeyRMPrincipal, "rm/_HOST@EXAMPLE.COM")
+			if tt.fallback != "" {
+				h.Set(hadoop.KeyFallbackToSimpleAuthAllowed, tt.fallback)
+			}
+			cfg := ClientConfig{ResourceManagers: []string{rm.Addr()}, User: "alice", Logger: testLogger(t)}
+			// The server never asks for a ticket.
+			err := ConfigureKerberos(&cfg, h, &kerberos.Login{})
+			if tt.wantConfErr {
+				if !errors.Is(err, hadoop.ErrBadConfig) || !strings.Contains(err.Error(), hadoop.KeyFallbackToSimpleAuthAllowed) {
+					t.Fatalf("ConfigureKerberos: err = %v, want ErrBadConfig naming the key", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewClient(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.GetClusterMetrics(context.Background())
+			if tt.wantRefused {
+				if !errors.Is(err, ErrFallbackToSimple) || !strings.Contains(err.Error(), rm.Addr()) || !strings.Contains(err.Error(), hadoop.KeyFallbackToSimpleAuthAllowed) {
+					t.Fatalf("err = %v, want ErrFallbackToSimple naming %s and %s", err, rm.Addr(), hadoop.KeyFallbackToSimpleAuthAllowed)
+				}
+				if rm.Accepted() != 1 || rm.Calls() != 0 {
+					t.Errorf("RM accepted %d connections, ran %d calls; want 1 (no retry) and 0", rm.Accepted(), rm.Calls())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("with the fallback allowed: %v", err)
+			}
+		})
 	}
 }
 
