@@ -144,6 +144,57 @@ func TestClientKerberosFallbackToSimple(t *testing.T) {
 	}
 }
 
+// TestSubmitApplicationPriority: a submission without a priority sends no
+// PriorityProto (the queue's default applies); an explicit one, 0 included,
+// is sent.
+func TestSubmitApplicationPriority(t *testing.T) {
+	p := func(v Priority) *Priority { return &v }
+	tests := []struct {
+		name     string
+		priority *Priority
+		want     *int32 // nil: no priority field on the wire
+	}{
+		{name: "unset", priority: nil, want: nil},
+		{name: "zero", priority: p(0), want: proto.Int32(0)},
+		{name: "five", priority: p(5), want: proto.Int32(5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := fakeServer(t, ipctest.Options{})
+			got := make(chan *yarnpb.ApplicationSubmissionContextProto, 1)
+			rm.Handle(protocolClient, "submitApplication", func(_ context.Context, call *ipctest.Call) (proto.Message, error) {
+				var req yarnpb.SubmitApplicationRequestProto
+				if err := proto.Unmarshal(call.Body, &req); err != nil {
+					return nil, err
+				}
+				got <- req.GetApplicationSubmissionContext()
+				return &yarnpb.SubmitApplicationResponseProto{}, nil
+			})
+			c, err := NewClient(ClientConfig{ResourceManagers: []string{rm.Addr()}, User: "alice", Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = c.SubmitApplication(context.Background(), &SubmissionContext{
+				ID: ApplicationID{ClusterTimestamp: 1, ID: 1}, Name: "p", Priority: tt.priority,
+				AMContainer: ContainerLaunchContext{Commands: []string{"true"}}, AMResource: Resource{MemoryMB: 128, VCores: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := <-got
+			switch {
+			case tt.want == nil && sc.Priority != nil:
+				t.Errorf("priority sent: %v, want none", sc.GetPriority())
+			case tt.want != nil && (sc.Priority == nil || sc.GetPriority().Priority == nil):
+				t.Errorf("no priority sent, want %d", *tt.want)
+			case tt.want != nil && sc.GetPriority().GetPriority() != *tt.want:
+				t.Errorf("priority %d sent, want %d", sc.GetPriority().GetPriority(), *tt.want)
+			}
+		})
+	}
+}
+
 func TestClientConfigValidate(t *testing.T) {
 	err := (&ClientConfig{ResourceManagers: []string{"nohost"}, MaxFailovers: -1}).Validate()
 	if err == nil {
