@@ -283,6 +283,30 @@ func TestRPCProtection(t *testing.T) {
 	}
 }
 
+func TestFallbackToSimpleAuthAllowed(t *testing.T) {
+	tests := []struct {
+		value   string // "" leaves the key unset
+		want    bool
+		wantErr bool
+	}{
+		{"", false, false},
+		{"true", true, false},
+		{" TRUE ", true, false},
+		{"false", false, false},
+		{"yes please", false, true},
+	}
+	for _, tt := range tests {
+		c := NewConfiguration(nil)
+		if tt.value != "" {
+			c.Set(KeyFallbackToSimpleAuthAllowed, tt.value)
+		}
+		got, err := c.FallbackToSimpleAuthAllowed()
+		if got != tt.want || (err != nil) != tt.wantErr || err != nil && !errors.Is(err, ErrBadConfig) {
+			t.Errorf("FallbackToSimpleAuthAllowed(%q) = %v, %v; want %v (err %v)", tt.value, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 func FuzzConfigurationXML(f *testing.F) {
 	f.Add([]byte(site(prop("a", "${b}"), prop("b", "x"), finalProp("c", "y"))))
 	f.Add([]byte(`<configuration><property name="a" value="1"/></configuration>`))

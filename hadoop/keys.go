@@ -13,6 +13,11 @@ const (
 	KeySecurityAuthentication = "hadoop.security.authentication"
 	KeyRPCProtection          = "hadoop.rpc.protection"
 
+	// KeyFallbackToSimpleAuthAllowed lets a client with a Kerberos login
+	// continue when a server asks it to switch to SIMPLE authentication
+	// (a server with security off, or one pretending to be). Default false.
+	KeyFallbackToSimpleAuthAllowed = "ipc.client.fallback-to-simple-auth-allowed"
+
 	KeyRMHostname         = "yarn.resourcemanager.hostname"
 	KeyRMAddress          = "yarn.resourcemanager.address"
 	KeyRMSchedulerAddress = "yarn.resourcemanager.scheduler.address"
@@ -93,6 +98,14 @@ func (c *Configuration) RPCProtection() ([]QOP, error) {
 		}
 	}
 	return out, nil
+}
+
+// FallbackToSimpleAuthAllowed reports
+// ipc.client.fallback-to-simple-auth-allowed (default false): whether a
+// client with a Kerberos login may continue unauthenticated when a server
+// asks it to fall back to SIMPLE.
+func (c *Configuration) FallbackToSimpleAuthAllowed() (bool, error) {
+	return c.Bool(KeyFallbackToSimpleAuthAllowed, false)
 }
 
 // RMHAEnabled reports yarn.resourcemanager.ha.enabled.

@@ -51,6 +51,11 @@ type ClientConfig struct {
 	// QOP lists the acceptable qualities of protection, most preferred
 	// first (hadoop.rpc.protection). Default [authentication].
 	QOP []hadoop.QOP
+	// FallbackToSimpleAllowed lets a client with Kerberos continue
+	// unauthenticated when a ResourceManager asks it to fall back to SIMPLE
+	// (ipc.client.fallback-to-simple-auth-allowed). Default false: the call
+	// fails with ErrFallbackToSimple, naming the ResourceManager.
+	FallbackToSimpleAllowed bool
 }
 
 // Validate reports every problem with the configuration.
@@ -117,7 +122,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			cfg.ConnectAttempts = 2
 		}
 	}
-	io := ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, QOP: cfg.QOP}
+	io := ipc.Options{Logger: cfg.Logger, Dial: cfg.Dial, MaxConnectAttempts: cfg.ConnectAttempts, QOP: cfg.QOP, FallbackToSimpleAllowed: cfg.FallbackToSimpleAllowed}
 	if cfg.Kerberos != nil {
 		io.Kerberos = ipc.KerberosLogin{Tickets: cfg.Kerberos}
 	}
@@ -138,9 +143,10 @@ const KeyRMPrincipal = "yarn.resourcemanager.principal"
 
 // ConfigureKerberos fills cfg's Kerberos fields for a cluster with
 // hadoop.security.authentication=kerberos: the login, the
-// ResourceManager's principal (yarn.resourcemanager.principal) and the
-// qualities of protection (hadoop.rpc.protection). For other clusters it
-// leaves cfg as it is.
+// ResourceManager's principal (yarn.resourcemanager.principal), the
+// qualities of protection (hadoop.rpc.protection) and whether a fallback to
+// SIMPLE is allowed (ipc.client.fallback-to-simple-auth-allowed). For other
+// clusters it leaves cfg as it is.
 func ConfigureKerberos(cfg *ClientConfig, conf *hadoop.Configuration, login *kerberos.Login) error {
 	auth, err := conf.SecurityAuthentication()
 	if err != nil || auth != hadoop.AuthKerberos {
@@ -154,7 +160,11 @@ func ConfigureKerberos(cfg *ClientConfig, conf *hadoop.Configuration, login *ker
 	if err != nil {
 		return err
 	}
-	cfg.Kerberos, cfg.ServerPrincipal, cfg.QOP = login, conf.Get(KeyRMPrincipal, ""), qop
+	fallback, err := conf.FallbackToSimpleAuthAllowed()
+	if err != nil {
+		return err
+	}
+	cfg.Kerberos, cfg.ServerPrincipal, cfg.QOP, cfg.FallbackToSimpleAllowed = login, conf.Get(KeyRMPrincipal, ""), qop, fallback
 	return nil
 }
 

@@ -257,7 +257,6 @@ func submissionToProto(s *SubmissionContext) *yarnpb.ApplicationSubmissionContex
 	p := &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId:                           appIDToProto(s.ID),
 		ApplicationName:                         proto.String(s.Name),
-		Priority:                                &yarnpb.PriorityProto{Priority: proto.Int32(int32(s.Priority))},
 		UnmanagedAm:                             proto.Bool(s.UnmanagedAM),
 		Resource:                                resourceToProto(s.AMResource),
 		ApplicationTags:                         s.Tags,
@@ -266,6 +265,9 @@ func submissionToProto(s *SubmissionContext) *yarnpb.ApplicationSubmissionContex
 	}
 	if s.Queue != "" {
 		p.Queue = proto.String(s.Queue)
+	}
+	if s.Priority != nil {
+		p.Priority = &yarnpb.PriorityProto{Priority: proto.Int32(int32(*s.Priority))}
 	}
 	if s.Type != "" {
 		p.ApplicationType = proto.String(s.Type)

@@ -22,5 +22,8 @@
 // NMTokens) with DIGEST-MD5; both negotiate hadoop.rpc.protection
 // (ClientConfig.QOP, AMClientConfig.QOP, NMClientConfig.QOP). Servers that
 // require Kerberos from a client without a login are refused with
-// ipc.ErrKerberosNotConfigured.
+// ipc.ErrKerberosNotConfigured; servers that ask a client with a login to
+// fall back to SIMPLE are refused with ErrFallbackToSimple unless
+// ipc.client.fallback-to-simple-auth-allowed (ClientConfig and
+// delegation.Config FallbackToSimpleAllowed).
 package yarn

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/yarn/internal/ipc"
 )
 
 // Exception classes raised by YARN that Sluice acts on. Match them with
@@ -45,6 +46,12 @@ var (
 	// the last dial error); the error names the addresses and the key that
 	// configures them.
 	ErrUnreachable = errors.New("yarn: cannot reach the ResourceManager")
+	// ErrFallbackToSimple: a server (ResourceManager, NameNode) asked a
+	// client with a Kerberos login to continue with SIMPLE authentication,
+	// and ipc.client.fallback-to-simple-auth-allowed does not allow it. The
+	// error names the server and the key. It is an authentication failure:
+	// the connection is not retried.
+	ErrFallbackToSimple = ipc.ErrFallbackToSimple
 )
 
 // QueueError reports a submission to a queue that does not exist.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn/internal/ipc/ipctest"
 	"github.com/sluice/sluice/yarn/internal/proto/yarnpb"
 )
@@ -79,6 +80,118 @@ func TestClientFailsOverFromStandby(t *testing.T) {
 	}
 	if active.Calls() != 2 {
 		t.Errorf("active RM saw %d calls, want 2 (no retry of a real error)", active.Calls())
+	}
+}
+
+// TestClientKerberosFallbackToSimple: a client configured for a secure
+// cluster (ConfigureKerberos) refuses a ResourceManager that asks it to fall
+// back to SIMPLE, unless ipc.client.fallback-to-simple-auth-allowed is true.
+func TestClientKerberosFallbackToSimple(t *testing.T) {
+	tests := []struct {
+		name        string
+		fallback    string // ipc.client.fallback-to-simple-auth-allowed; "" unset
+		wantConfErr bool
+		wantRefused bool
+	}{
+		{name: "unset: refused", wantRefused: true},
+		{name: "false: refused", fallback: "false", wantRefused: true},
+		{name: "true: allowed", fallback: "true"},
+		{name: "not a boolean", fallback: "sometimes", wantConfErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := fakeServer(t, ipctest.Options{SimpleOnly: true})
+			rm.Handle(protocolClient, "getClusterMetrics", func(context.Context, *ipctest.Call) (proto.Message, error) {
+				return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{NumNodeManagers: proto.Int32(1)}}, nil
+			})
+			h := hadoop.NewConfiguration(nil)
+			h.Set(hadoop.KeySecurityAuthentication, "kerberos")
+			h.Set(KeyRMPrincipal, "rm/_HOST@EXAMPLE.COM")
+			if tt.fallback != "" {
+				h.Set(hadoop.KeyFallbackToSimpleAuthAllowed, tt.fallback)
+			}
+			cfg := ClientConfig{ResourceManagers: []string{rm.Addr()}, User: "alice", Logger: testLogger(t)}
+			// The server never asks for a ticket.
+			err := ConfigureKerberos(&cfg, h, &kerberos.Login{})
+			if tt.wantConfErr {
+				if !errors.Is(err, hadoop.ErrBadConfig) || !strings.Contains(err.Error(), hadoop.KeyFallbackToSimpleAuthAllowed) {
+					t.Fatalf("ConfigureKerberos: err = %v, want ErrBadConfig naming the key", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewClient(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.GetClusterMetrics(context.Background())
+			if tt.wantRefused {
+				if !errors.Is(err, ErrFallbackToSimple) || !strings.Contains(err.Error(), rm.Addr()) || !strings.Contains(err.Error(), hadoop.KeyFallbackToSimpleAuthAllowed) {
+					t.Fatalf("err = %v, want ErrFallbackToSimple naming %s and %s", err, rm.Addr(), hadoop.KeyFallbackToSimpleAuthAllowed)
+				}
+				if rm.Accepted() != 1 || rm.Calls() != 0 {
+					t.Errorf("RM accepted %d connections, ran %d calls; want 1 (no retry) and 0", rm.Accepted(), rm.Calls())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("with the fallback allowed: %v", err)
+			}
+		})
+	}
+}
+
+// TestSubmitApplicationPriority: a submission without a priority sends no
+// PriorityProto (the queue's default applies); an explicit one, 0 included,
+// is sent.
+func TestSubmitApplicationPriority(t *testing.T) {
+	p := func(v Priority) *Priority { return &v }
+	tests := []struct {
+		name     string
+		priority *Priority
+		want     *int32 // nil: no priority field on the wire
+	}{
+		{name: "unset", priority: nil, want: nil},
+		{name: "zero", priority: p(0), want: proto.Int32(0)},
+		{name: "five", priority: p(5), want: proto.Int32(5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := fakeServer(t, ipctest.Options{})
+			got := make(chan *yarnpb.ApplicationSubmissionContextProto, 1)
+			rm.Handle(protocolClient, "submitApplication", func(_ context.Context, call *ipctest.Call) (proto.Message, error) {
+				var req yarnpb.SubmitApplicationRequestProto
+				if err := proto.Unmarshal(call.Body, &req); err != nil {
+					return nil, err
+				}
+				got <- req.GetApplicationSubmissionContext()
+				return &yarnpb.SubmitApplicationResponseProto{}, nil
+			})
+			c, err := NewClient(ClientConfig{ResourceManagers: []string{rm.Addr()}, User: "alice", Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = c.SubmitApplication(context.Background(), &SubmissionContext{
+				ID: ApplicationID{ClusterTimestamp: 1, ID: 1}, Name: "p", Priority: tt.priority,
+				AMContainer: ContainerLaunchContext{Commands: []string{"true"}}, AMResource: Resource{MemoryMB: 128, VCores: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := <-got
+			switch {
+			case tt.want == nil && sc.Priority != nil:
+				t.Errorf("priority sent: %v, want none", sc.GetPriority())
+			case tt.want != nil && (sc.Priority == nil || sc.GetPriority().Priority == nil):
+				t.Errorf("no priority sent, want %d", *tt.want)
+			case tt.want != nil && sc.GetPriority().GetPriority() != *tt.want:
+				t.Errorf("priority %d sent, want %d", sc.GetPriority().GetPriority(), *tt.want)
+			}
+		})
 	}
 }
 

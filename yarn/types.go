@@ -255,8 +255,12 @@ type SubmissionContext struct {
 	ID   ApplicationID
 	Name string
 	// Queue; empty means the scheduler's default.
-	Queue    string
-	Priority Priority
+	Queue string
+	// Priority of the application (larger is higher, with priority
+	// scheduling); nil sends none, leaving it to YARN: the queue's default
+	// application priority. An explicit 0 is sent, and overrides that
+	// default.
+	Priority *Priority
 	// AMContainer launches the ApplicationMaster (ignored when UnmanagedAM).
 	AMContainer ContainerLaunchContext
 	// AMResource is the ApplicationMaster container's size.

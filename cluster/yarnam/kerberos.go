@@ -87,7 +87,11 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 	if len(nns) == 0 {
 		return nil, func() {}, nil
 	}
-	dc, err := delegation.New(delegation.Config{Login: env.Kerberos, QOP: env.QOP, Logger: log})
+	fallback, err := env.Hadoop.FallbackToSimpleAuthAllowed()
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := delegation.New(delegation.Config{Login: env.Kerberos, QOP: env.QOP, Logger: log, FallbackToSimpleAllowed: fallback})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -427,8 +427,11 @@ func (d *Deployer) submission(ctx context.Context, id yarn.ApplicationID, st *st
 		sub.AttemptFailuresValidityInterval = time.Duration(v) * time.Millisecond
 	}
 	sub.NodeLabelExpression = conf.Get(c, conf.YarnApplicationNodeLabel)
+	// As Flink: a negative yarn.application.priority (the default, -1)
+	// sends none, so that the queue's default application priority applies.
 	if p := conf.Get(c, conf.YarnApplicationPriority); p >= 0 {
-		sub.Priority = yarn.Priority(p)
+		pr := yarn.Priority(p)
+		sub.Priority = &pr
 	}
 	return sub, nil
 }

@@ -86,7 +86,11 @@ func (d *Deployer) delegationTokens(ctx context.Context, staging *url.URL) (*had
 	if err != nil {
 		return nil, err
 	}
-	dc, err := delegation.New(delegation.Config{Login: d.login, QOP: qop, Logger: d.log})
+	fallback, err := d.hadoop.FallbackToSimpleAuthAllowed()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := delegation.New(delegation.Config{Login: d.login, QOP: qop, Logger: d.log, FallbackToSimpleAllowed: fallback})
 	if err != nil {
 		return nil, err
 	}

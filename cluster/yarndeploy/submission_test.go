@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,16 @@ func newDeployer(t *testing.T, props map[string]string, opts Options) *Deployer 
 	return d
 }
 
+func priority(p yarn.Priority) *yarn.Priority { return &p }
+
+// showPriority renders a submission's priority: "unset" when none is sent.
+func showPriority(p *yarn.Priority) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.Itoa(int(*p))
+}
+
 func TestSubmission(t *testing.T) {
 	id := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 7}
 	job := executable(t, "wordcount")
@@ -56,7 +67,7 @@ func TestSubmission(t *testing.T) {
 		wantName, wantQueue, wantType string
 		wantTags                      []string
 		wantAttempts                  int32
-		wantPriority                  yarn.Priority
+		wantPriority                  *yarn.Priority // nil: none sent, YARN decides
 		wantLabel                     string
 		wantValidity                  time.Duration
 		wantAM                        yarn.Resource
@@ -107,7 +118,7 @@ func TestSubmission(t *testing.T) {
 				"yarn.appmaster.vcores":                               "2",
 			},
 			wantName: "nightly", wantQueue: "root.etl", wantType: "Apache Flink", wantTags: []string{"team-a", "nightly"},
-			wantAttempts: 3, wantPriority: 5, wantLabel: "gpu", wantValidity: time.Minute, wantAM: yarn.Resource{MemoryMB: 2048, VCores: 2},
+			wantAttempts: 3, wantPriority: priority(5), wantLabel: "gpu", wantValidity: time.Minute, wantAM: yarn.Resource{MemoryMB: 2048, VCores: 2},
 		},
 		{
 			name: "every failure counts", props: map[string]string{"yarn.application-attempt-failures-validity-interval": "-1"},
@@ -117,7 +128,14 @@ func TestSubmission(t *testing.T) {
 		{
 			name: "priority 0 is sent", props: map[string]string{"yarn.application.priority": "0", "yarn.application-attempt-failures-validity-interval": "0"},
 			wantName: "Sluice session cluster", wantType: "Sluice",
-			wantAttempts: 2, wantPriority: 0, wantValidity: 0, wantAM: yarn.Resource{MemoryMB: 1600, VCores: 1},
+			wantAttempts: 2, wantPriority: priority(0), wantValidity: 0, wantAM: yarn.Resource{MemoryMB: 1600, VCores: 1},
+		},
+		{
+			// As Flink: -1 (the default) leaves the priority to YARN, so
+			// that the queue's default application priority applies.
+			name: "priority -1 sends none", props: map[string]string{"yarn.application.priority": "-1"},
+			wantName: "Sluice session cluster", wantType: "Sluice",
+			wantAttempts: 2, wantValidity: 10 * time.Second, wantAM: yarn.Resource{MemoryMB: 1600, VCores: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -156,9 +174,9 @@ func TestSubmission(t *testing.T) {
 			if sub.MaxAppAttempts != tt.wantAttempts {
 				t.Errorf("MaxAppAttempts = %d, want %d", sub.MaxAppAttempts, tt.wantAttempts)
 			}
-			if sub.Priority != tt.wantPriority || sub.NodeLabelExpression != tt.wantLabel || sub.AttemptFailuresValidityInterval != tt.wantValidity {
-				t.Errorf("priority %d label %q validity %v; want %d %q %v", sub.Priority, sub.NodeLabelExpression, sub.AttemptFailuresValidityInterval,
-					tt.wantPriority, tt.wantLabel, tt.wantValidity)
+			if showPriority(sub.Priority) != showPriority(tt.wantPriority) || sub.NodeLabelExpression != tt.wantLabel || sub.AttemptFailuresValidityInterval != tt.wantValidity {
+				t.Errorf("priority %s label %q validity %v; want %s %q %v", showPriority(sub.Priority), sub.NodeLabelExpression, sub.AttemptFailuresValidityInterval,
+					showPriority(tt.wantPriority), tt.wantLabel, tt.wantValidity)
 			}
 			if sub.AMResource != tt.wantAM {
 				t.Errorf("AMResource = %v, want %v", sub.AMResource, tt.wantAM)

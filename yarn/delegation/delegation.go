@@ -56,6 +56,12 @@ type Config struct {
 	QOP []hadoop.QOP
 	// Logger receives connection events. Default: discard.
 	Logger *slog.Logger
+	// FallbackToSimpleAllowed lets the client continue unauthenticated
+	// when a NameNode asks it to fall back to SIMPLE
+	// (ipc.client.fallback-to-simple-auth-allowed; such a NameNode issues
+	// no tokens). Default false: the call fails with
+	// yarn.ErrFallbackToSimple, naming the NameNode.
+	FallbackToSimpleAllowed bool
 }
 
 // Client asks NameNodes for delegation tokens. It is safe for concurrent
@@ -72,9 +78,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("delegation: Config.Login is required")
 	}
 	c, err := ipc.NewClient(ipc.Options{
-		Logger:   cfg.Logger,
-		QOP:      cfg.QOP,
-		Kerberos: ipc.KerberosLogin{Tickets: cfg.Login},
+		Logger:                  cfg.Logger,
+		QOP:                     cfg.QOP,
+		Kerberos:                ipc.KerberosLogin{Tickets: cfg.Login},
+		FallbackToSimpleAllowed: cfg.FallbackToSimpleAllowed,
 		// A Kerberos refusal is not a network blip: fail fast.
 		MaxConnectAttempts: 3,
 	})

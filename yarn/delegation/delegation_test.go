@@ -1,10 +1,18 @@
 package delegation
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/yarn"
+	"github.com/sluice/sluice/yarn/internal/ipc/ipctest"
+	"github.com/sluice/sluice/yarn/internal/proto/commonpb"
 )
 
 func TestNameNodeOf(t *testing.T) {
@@ -40,6 +48,47 @@ func TestNameNodeOf(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("NameNodeOf = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestObtainFromInsecureNameNode: a NameNode that asks to fall back to
+// SIMPLE (security off, or an impostor) is refused unless
+// FallbackToSimpleAllowed; when allowed, an insecure NameNode issues no
+// token.
+func TestObtainFromInsecureNameNode(t *testing.T) {
+	tests := []struct {
+		name     string
+		allowed  bool
+		wantErr  error
+		wantCall bool
+	}{
+		{name: "refused by default", wantErr: yarn.ErrFallbackToSimple},
+		{name: "allowed", allowed: true, wantErr: ErrNoToken, wantCall: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nn, err := ipctest.New(ipctest.Options{SimpleOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nn.Close()
+			nn.Handle(ClientProtocol, "getDelegationToken", func(context.Context, *ipctest.Call) (proto.Message, error) {
+				return &commonpb.GetDelegationTokenResponseProto{}, nil // what a NameNode with security off answers
+			})
+			// The NameNode never asks for a ticket.
+			c, err := New(Config{Login: &kerberos.Login{}, FallbackToSimpleAllowed: tt.allowed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.ObtainHDFS(context.Background(), NameNode{Addr: nn.Addr(), Principal: "nn/_HOST@EXAMPLE.COM"}, "yarn")
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if called := nn.Calls() > 0; called != tt.wantCall {
+				t.Errorf("getDelegationToken reached the NameNode: %v, want %v", called, tt.wantCall)
 			}
 		})
 	}

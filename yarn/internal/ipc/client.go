@@ -9,10 +9,12 @@
 // NMToken towards a NodeManager, an HDFS delegation token), or KERBEROS
 // through GSSAPI with a Kerberos login (Options.Kerberos). Under KERBEROS the
 // server's principal must be the one the Endpoint expects (ServerPrincipal,
-// with _HOST replaced by the address's host). Under KERBEROS and TOKEN the
-// quality of protection is negotiated from Options.QOP: with integrity or
-// privacy, every frame after the exchange travels wrapped in RpcSaslProto
-// WRAP messages.
+// with _HOST replaced by the address's host), and a server asking it to fall
+// back to SIMPLE is refused with a *FallbackError unless
+// Options.FallbackToSimpleAllowed (ipc.client.fallback-to-simple-auth-allowed).
+// Under KERBEROS and TOKEN the quality of protection is negotiated from
+// Options.QOP: with integrity or privacy, every frame after the exchange
+// travels wrapped in RpcSaslProto WRAP messages.
 //
 // Idle connections send pings (call id -4) and are closed after IdleTimeout
 // without calls; a broken connection fails its outstanding calls with
@@ -141,6 +143,16 @@ type Options struct {
 	QOP []hadoop.QOP
 	// Kerberos enables SASL KERBEROS. Default nil: no Kerberos.
 	Kerberos Kerberos
+	// FallbackToSimpleAllowed lets a client with a Kerberos login continue
+	// with SIMPLE authentication when a server asks it to (answers
+	// NEGOTIATE with SUCCESS, or offers SIMPLE before any method the client
+	// can use), as ipc.client.fallback-to-simple-auth-allowed does for
+	// Hadoop's clients. Default false: the connection fails with a
+	// *FallbackError, since a server impersonating a secure one would
+	// otherwise receive calls without authenticating itself. It does not
+	// concern clients without a Kerberos login: a TOKEN client still
+	// follows a simple-only server's SUCCESS.
+	FallbackToSimpleAllowed bool
 	// Rand supplies SASL nonces. Default crypto/rand.Reader.
 	Rand io.Reader
 }

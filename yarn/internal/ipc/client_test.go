@@ -17,6 +17,7 @@ import (
 	"github.com/sluice/sluice/yarn/internal/ipc"
 	"github.com/sluice/sluice/yarn/internal/ipc/ipctest"
 	"github.com/sluice/sluice/yarn/internal/proto/commonpb"
+	"github.com/sluice/sluice/yarn/internal/sasl"
 )
 
 const testProtocol = "org.example.TestProtocolPB"
@@ -483,5 +484,65 @@ func TestSASLSimpleAndKerberos(t *testing.T) {
 	_, err = callEcho(context.Background(), c, ipc.Endpoint{Addr: krb.Addr(), Protocol: testProtocol, User: "carol", Token: ipc.StaticToken{T: tok}}, "x")
 	if !errors.Is(err, ipc.ErrKerberosNotConfigured) {
 		t.Fatalf("kerberos-only server: err = %v", err)
+	}
+}
+
+// noTickets is a Kerberos login that a server asking for SIMPLE never uses.
+type noTickets struct{}
+
+func (noTickets) NewMechanism(service, host string, qops []string) (sasl.Mechanism, error) {
+	return nil, errors.New("no tickets in this test")
+}
+
+// TestKerberosClientFallbackToSimple: against a fake server that asks for
+// SIMPLE, a client with a Kerberos login fails at once (the refusal is an
+// authentication failure, not retried), naming the server and the key,
+// unless FallbackToSimpleAllowed; a token client goes on as before.
+func TestKerberosClientFallbackToSimple(t *testing.T) {
+	tok := &hadoop.Token{Identifier: []byte("id"), Password: []byte("pw")}
+	tests := []struct {
+		name         string
+		server       ipctest.Options
+		opts         ipc.Options
+		token        bool
+		wantRefused  bool
+		wantAuthSeen string // what the server saw, when the call succeeds
+	}{
+		{name: "kerberos, simple-only server", server: ipctest.Options{SimpleOnly: true}, opts: ipc.Options{Kerberos: noTickets{}}, wantRefused: true},
+		{name: "kerberos, server offering SIMPLE", server: ipctest.Options{}, opts: ipc.Options{Kerberos: noTickets{}}, wantRefused: true},
+		{name: "kerberos allowed, simple-only server", server: ipctest.Options{SimpleOnly: true}, opts: ipc.Options{Kerberos: noTickets{}, FallbackToSimpleAllowed: true}, wantAuthSeen: "carol/SIMPLE"},
+		{name: "kerberos allowed, server offering SIMPLE", server: ipctest.Options{}, opts: ipc.Options{Kerberos: noTickets{}, FallbackToSimpleAllowed: true}, wantAuthSeen: "carol/SIMPLE"},
+		{name: "token, simple-only server", server: ipctest.Options{SimpleOnly: true}, token: true, wantAuthSeen: "carol/SIMPLE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t, tt.server)
+			s.Handle(testProtocol, "echo", echo)
+			c := newClient(t, tt.opts)
+			ep := ipc.Endpoint{Addr: s.Addr(), Protocol: testProtocol, User: "carol", ServerPrincipal: "rm/_HOST@EXAMPLE.COM"}
+			if tt.token {
+				ep.Token = ipc.StaticToken{T: tok}
+			}
+			resp, err := callEcho(context.Background(), c, ep, "x")
+			if tt.wantRefused {
+				var fe *ipc.FallbackError
+				if !errors.As(err, &fe) || !errors.Is(err, ipc.ErrFallbackToSimple) || !errors.Is(err, ipc.ErrAuth) {
+					t.Fatalf("err = %v, want a *FallbackError (ErrFallbackToSimple, ErrAuth)", err)
+				}
+				if fe.Addr != s.Addr() {
+					t.Errorf("FallbackError.Addr = %q, want %q", fe.Addr, s.Addr())
+				}
+				if s.Accepted() != 1 || s.Calls() != 0 {
+					t.Errorf("server accepted %d connections and ran %d calls; want 1 connection (no retry) and no call", s.Accepted(), s.Calls())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.GetService() != tt.wantAuthSeen {
+				t.Errorf("server saw %q, want %q", resp.GetService(), tt.wantAuthSeen)
+			}
+		})
 	}
 }

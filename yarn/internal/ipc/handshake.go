@@ -122,7 +122,10 @@ func (c *Client) saslConnect(nc net.Conn, ep Endpoint) (handshakeResult, error) 
 		case commonpb.RpcSaslProto_SUCCESS:
 			if mech == nil {
 				// A simple-only server answers NEGOTIATE with SUCCESS: switch
-				// to SIMPLE.
+				// to SIMPLE, if this client may.
+				if err := c.fallBackToSimple(ep, "answered NEGOTIATE with SUCCESS"); err != nil {
+					return fail(err)
+				}
 				return handshakeResult{method: AuthSimple}, nil
 			}
 			if !mech.Complete() {
@@ -226,6 +229,7 @@ func serverPrincipal(pattern, addr string) (string, error) {
 func (c *Client) selectAuth(auths []*commonpb.RpcSaslProto_SaslAuth, ep Endpoint) (*commonpb.RpcSaslProto_SaslAuth, sasl.Mechanism, error) {
 	var offered []string
 	kerberosOffered := false
+	var refused error // a refused fallback to SIMPLE
 	for _, a := range auths {
 		offered = append(offered, a.GetMethod()+"/"+a.GetMechanism())
 		switch a.GetMethod() {
@@ -267,11 +271,22 @@ func (c *Client) selectAuth(auths []*commonpb.RpcSaslProto_SaslAuth, ep Endpoint
 			}
 			return a, m, nil
 		case AuthSimple:
-			if ep.Token != nil || c.opts.Kerberos != nil {
-				continue // Hadoop clients never fall back from secure auth.
+			switch {
+			case c.opts.Kerberos != nil:
+				// As Hadoop: SIMPLE, if it comes before anything the
+				// client can use, is a fallback, refused unless allowed.
+				if err := c.fallBackToSimple(ep, "offered "+strings.Join(methods(auths), ", ")); err != nil {
+					refused = err
+					continue
+				}
+			case ep.Token != nil:
+				continue // a token client authenticates with its token
 			}
 			return a, nil, nil
 		}
+	}
+	if refused != nil {
+		return nil, nil, refused
 	}
 	if kerberosOffered && c.opts.Kerberos == nil {
 		return nil, nil, fmt.Errorf("%w (server %s offers %s)", ErrKerberosNotConfigured, ep.Addr, strings.Join(offered, ", "))
@@ -281,6 +296,33 @@ func (c *Client) selectAuth(auths []*commonpb.RpcSaslProto_SaslAuth, ep Endpoint
 		have = "a token"
 	}
 	return nil, nil, fmt.Errorf("%w: server offers %s; client has %s", ErrAuth, strings.Join(offered, ", "), have)
+}
+
+// fallBackToSimple decides whether the client may continue with SIMPLE
+// after asking for SASL, the server having asked for it as how says.
+// Hadoop's clients refuse when security is on unless
+// ipc.client.fallback-to-simple-auth-allowed is set; for Sluice's client
+// security is on when it has a Kerberos login. Clients without one (SIMPLE,
+// or TOKEN only) follow the server.
+func (c *Client) fallBackToSimple(ep Endpoint, how string) error {
+	if c.opts.Kerberos == nil {
+		return nil
+	}
+	if !c.opts.FallbackToSimpleAllowed {
+		return &FallbackError{Addr: ep.Addr, How: how}
+	}
+	c.log.Warn("ipc: the server asks to fall back to SIMPLE authentication; continuing without Kerberos, as "+hadoop.KeyFallbackToSimpleAuthAllowed+" allows",
+		"addr", ep.Addr, "protocol", ep.Protocol, "how", how)
+	return nil
+}
+
+// methods lists the offered methods, for messages.
+func methods(auths []*commonpb.RpcSaslProto_SaslAuth) []string {
+	out := make([]string, 0, len(auths))
+	for _, a := range auths {
+		out = append(out, a.GetMethod())
+	}
+	return out
 }
 
 func (c *Client) writeSASL(nc net.Conn, m *commonpb.RpcSaslProto) error {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +76,8 @@ var handshakeClients = []struct {
 	{"kerberos", Options{QOP: []hadoop.QOP{hadoop.QOPIntegrity, hadoop.QOPAuthentication}, Kerberos: KerberosLogin{Tickets: fakeTickets{}}},
 		Endpoint{Addr: hsAddr, Protocol: "p", User: "u", ServerPrincipal: "nn/_HOST@EXAMPLE.COM"}},
 	{"principal-without-login", Options{}, Endpoint{Addr: hsAddr, Protocol: "p", User: "u", ServerPrincipal: "nn/_HOST@EXAMPLE.COM"}},
+	{"kerberos-fallback-allowed", Options{QOP: []hadoop.QOP{hadoop.QOPIntegrity, hadoop.QOPAuthentication}, Kerberos: KerberosLogin{Tickets: fakeTickets{}}, FallbackToSimpleAllowed: true},
+		Endpoint{Addr: hsAddr, Protocol: "p", User: "u", ServerPrincipal: "nn/_HOST@EXAMPLE.COM"}},
 }
 
 // saslFrame is a server frame: a SUCCESS response header under call id -33
@@ -270,6 +274,10 @@ func FuzzSASLHandshake(f *testing.F) {
 			switch {
 			case errors.Is(r.err, os.ErrDeadlineExceeded):
 				t.Fatalf("%s: the client waited past the server's hang-up: %v", setup.name, r.err)
+			case errors.Is(r.err, ErrFallbackToSimple):
+				if setup.opts.Kerberos == nil || setup.opts.FallbackToSimpleAllowed {
+					t.Fatalf("%s: a client that may use SIMPLE refused the fallback: %v", setup.name, r.err)
+				}
 			case errors.Is(r.err, ErrAuth), errors.Is(r.err, ErrMalformed), errors.Is(r.err, ErrKerberosNotConfigured),
 				errors.As(r.err, &re), errors.Is(r.err, io.EOF), errors.Is(r.err, io.ErrUnexpectedEOF), errors.Is(r.err, io.ErrClosedPipe):
 			default:
@@ -282,6 +290,9 @@ func FuzzSASLHandshake(f *testing.F) {
 		case AuthSimple:
 			if hs.qop != "" || hs.layer != nil {
 				t.Fatalf("%s: SIMPLE with qop %q layer %v", setup.name, hs.qop, hs.layer)
+			}
+			if setup.opts.Kerberos != nil && !setup.opts.FallbackToSimpleAllowed {
+				t.Fatalf("%s: a Kerberos client fell back to SIMPLE without being allowed to", setup.name)
 			}
 		case AuthToken, AuthKerberos:
 			if hs.method == AuthToken && setup.ep.Token == nil || hs.method == AuthKerberos && setup.opts.Kerberos == nil {
@@ -343,5 +354,162 @@ func TestHandshakeSeeds(t *testing.T) {
 		if hs.method != tt.method || hs.qop != tt.qop {
 			t.Errorf("seed %d with %s: method %s qop %q, want %s %q", tt.seed, setup.name, hs.method, hs.qop, tt.method, tt.qop)
 		}
+	}
+}
+
+// clientCallIDs parses what a client wrote (the connection header, then
+// frames) into the call ids of its frames.
+func clientCallIDs(t *testing.T, b []byte) []int32 {
+	t.Helper()
+	if len(b) < 7 || string(b[:4]) != "hrpc" {
+		t.Fatalf("client stream does not start with a connection header: %q", b)
+	}
+	b = b[7:]
+	var ids []int32
+	for len(b) > 0 {
+		if len(b) < 4 {
+			t.Fatalf("truncated frame length: %x", b)
+		}
+		n := int(binary.BigEndian.Uint32(b))
+		if len(b) < 4+n {
+			t.Fatalf("truncated frame: want %d bytes, have %d", n, len(b)-4)
+		}
+		h, m := protowire.ConsumeBytes(b[4 : 4+n])
+		if m < 0 {
+			t.Fatalf("frame without a request header: %x", b[4:4+n])
+		}
+		var rh commonpb.RpcRequestHeaderProto
+		if err := proto.Unmarshal(h, &rh); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rh.GetCallId())
+		b = b[4+n:]
+	}
+	return ids
+}
+
+// TestHandshakeFallbackToSimple: a server asking to fall back to SIMPLE
+// (SUCCESS to NEGOTIATE, or SIMPLE offered first among what the client can
+// use) is refused by a client with a Kerberos login unless
+// FallbackToSimpleAllowed, as Hadoop's clients with
+// ipc.client.fallback-to-simple-auth-allowed; clients without a login
+// (token, none) behave as before.
+func TestHandshakeFallbackToSimple(t *testing.T) {
+	state := func(s commonpb.RpcSaslProto_SaslState) *commonpb.RpcSaslProto_SaslState { return &s }
+	simpleAuth := &commonpb.RpcSaslProto_SaslAuth{Method: proto.String(AuthSimple), Mechanism: proto.String("")}
+	digestAuth := &commonpb.RpcSaslProto_SaslAuth{Method: proto.String(AuthToken), Mechanism: proto.String("DIGEST-MD5"), Protocol: proto.String(""), ServerId: proto.String("default"),
+		Challenge: []byte(`realm="default",nonce="` + hsNonce + `",qop="auth",charset=utf-8,algorithm=md5-sess`)}
+	servers := map[string][]*commonpb.RpcSaslProto{
+		// A server with only SIMPLE enabled (or pretending to be one).
+		"simple-only":   {{State: state(commonpb.RpcSaslProto_SUCCESS)}},
+		"offers-simple": {{State: state(commonpb.RpcSaslProto_NEGOTIATE), Auths: []*commonpb.RpcSaslProto_SaslAuth{simpleAuth}}},
+		// A server with security off and a secret manager (a NameNode, a
+		// ResourceManager) offers TOKEN, then SIMPLE; SUCCESS ends a TOKEN
+		// exchange.
+		"insecure-with-tokens": {
+			{State: state(commonpb.RpcSaslProto_NEGOTIATE), Auths: []*commonpb.RpcSaslProto_SaslAuth{digestAuth, simpleAuth}},
+			{State: state(commonpb.RpcSaslProto_SUCCESS), Token: []byte("rspauth=" + sasl.DigestResponse(hsToken.SASLUsername(), "default", hsToken.SASLPassword(),
+				hsNonce, hsCnonce, "00000001", sasl.QOPAuth, "/default", "", false))},
+		},
+		// A secure server (the KERBEROS seed).
+		"kerberos": handshakeSeeds()[3],
+	}
+	krb := KerberosLogin{Tickets: fakeTickets{}}
+	qops := []hadoop.QOP{hadoop.QOPIntegrity, hadoop.QOPAuthentication}
+	krbEP := Endpoint{Addr: hsAddr, Protocol: "p", User: "u", ServerPrincipal: "nn/_HOST@EXAMPLE.COM"}
+	tokenEP := Endpoint{Addr: hsAddr, Protocol: "p", User: "u", Token: StaticToken{hsToken}}
+	refused := Options{QOP: qops, Kerberos: krb}
+	allowed := Options{QOP: qops, Kerberos: krb, FallbackToSimpleAllowed: true}
+	tests := []struct {
+		name   string
+		server string
+		opts   Options
+		ep     Endpoint
+		// Either the method settled on, or the error: a refused fallback
+		// (wantFallback, naming the server) or another ErrAuth.
+		wantMethod   string
+		wantFallback bool
+		wantAuthErr  bool
+	}{
+		{name: "kerberos refuses SUCCESS", server: "simple-only", opts: refused, ep: krbEP, wantFallback: true},
+		{name: "kerberos refuses offered SIMPLE", server: "offers-simple", opts: refused, ep: krbEP, wantFallback: true},
+		{name: "kerberos refuses an insecure server's SIMPLE", server: "insecure-with-tokens", opts: refused, ep: krbEP, wantFallback: true},
+		{name: "kerberos with a token refuses SUCCESS", server: "simple-only", opts: refused, ep: Endpoint{Addr: hsAddr, Protocol: "p", User: "u", Token: StaticToken{hsToken}, ServerPrincipal: krbEP.ServerPrincipal}, wantFallback: true},
+		{name: "kerberos allowed: SUCCESS", server: "simple-only", opts: allowed, ep: krbEP, wantMethod: AuthSimple},
+		{name: "kerberos allowed: offered SIMPLE", server: "offers-simple", opts: allowed, ep: krbEP, wantMethod: AuthSimple},
+		{name: "kerberos allowed: insecure server's SIMPLE", server: "insecure-with-tokens", opts: allowed, ep: krbEP, wantMethod: AuthSimple},
+		{name: "kerberos allowed: a secure server still gets KERBEROS", server: "kerberos", opts: allowed, ep: krbEP, wantMethod: AuthKerberos},
+		{name: "kerberos refused: a secure server gets KERBEROS", server: "kerberos", opts: refused, ep: krbEP, wantMethod: AuthKerberos},
+		// Unchanged: a token client follows a simple-only server's SUCCESS,
+		// but does not pick an offered SIMPLE over its token.
+		{name: "token follows SUCCESS", server: "simple-only", opts: Options{}, ep: tokenEP, wantMethod: AuthSimple},
+		{name: "token ignores the flag", server: "simple-only", opts: Options{FallbackToSimpleAllowed: true}, ep: tokenEP, wantMethod: AuthSimple},
+		{name: "token does not pick offered SIMPLE", server: "offers-simple", opts: Options{}, ep: tokenEP, wantAuthErr: true},
+		{name: "token uses TOKEN on an insecure server", server: "insecure-with-tokens", opts: Options{}, ep: tokenEP, wantMethod: AuthToken},
+		{name: "no login follows SUCCESS", server: "simple-only", opts: Options{}, ep: krbEP, wantMethod: AuthSimple},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Rand = fixedRand(1)
+			c, err := NewClient(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cli, srv := net.Pipe()
+			if err := cli.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			var written bytes.Buffer
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				_, _ = io.Copy(&written, srv)
+			}()
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				_, _ = srv.Write(rawFrames(servers[tt.server]...))
+			}()
+			hs, err := c.handshake(cli, tt.ep)
+			cli.Close()
+			<-drained
+			srv.Close()
+			<-sent
+			ids := clientCallIDs(t, written.Bytes())
+
+			var fe *FallbackError
+			switch {
+			case tt.wantFallback:
+				if !errors.As(err, &fe) || !errors.Is(err, ErrFallbackToSimple) || !errors.Is(err, ErrAuth) {
+					t.Fatalf("err = %v (method %q), want a *FallbackError wrapping ErrFallbackToSimple and ErrAuth", err, hs.method)
+				}
+				if fe.Addr != hsAddr || !strings.Contains(err.Error(), hsAddr) || !strings.Contains(err.Error(), hadoop.KeyFallbackToSimpleAuthAllowed) {
+					t.Errorf("error %q (Addr %q) does not name the server %s and the key %s", err, fe.Addr, hsAddr, hadoop.KeyFallbackToSimpleAuthAllowed)
+				}
+				// Nothing but NEGOTIATE was sent: no INITIATE, and no
+				// connection context (the user) to the server.
+				if !slices.Equal(ids, []int32{callIDSASL}) {
+					t.Errorf("client sent call ids %v after refusing, want only NEGOTIATE (-33)", ids)
+				}
+			case tt.wantAuthErr:
+				if !errors.Is(err, ErrAuth) || errors.Is(err, ErrFallbackToSimple) {
+					t.Fatalf("err = %v (method %q), want ErrAuth, not a fallback refusal", err, hs.method)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("handshake: %v", err)
+				}
+				if hs.method != tt.wantMethod {
+					t.Errorf("method %s, want %s", hs.method, tt.wantMethod)
+				}
+				// Without a security layer the connection context goes
+				// out in the clear, last.
+				if hs.layer == nil && ids[len(ids)-1] != callIDConnectionContext {
+					t.Errorf("client sent call ids %v, want the connection context (-3) last", ids)
+				}
+			}
+		})
 	}
 }
