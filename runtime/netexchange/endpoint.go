@@ -56,9 +56,10 @@ import (
 // Config configures an Endpoint. The zero value listens on an ephemeral
 // loopback port.
 type Config struct {
-	// Address is the host:port the data service listens on: the
-	// TaskManager's taskmanager.host and taskmanager.data.port (0: any
-	// free port). Default "127.0.0.1:0".
+	// Address is the host:port the data service listens on: on a
+	// cluster, the TaskManager's taskmanager.host and a port of
+	// taskmanager.data.port (0: any free port; the worker tries the ports
+	// of a range or list in turn). Default "127.0.0.1:0".
 	Address string
 	// AdvertisedAddress is the address peers dial to reach this endpoint,
 	// as published in the job's placement. Default: the listener's
