@@ -36,6 +36,16 @@ type heldDial struct {
 	release chan error
 }
 
+// wait waits until the held dial has been reached.
+func (h *heldDial) wait(ctx context.Context) error {
+	select {
+	case <-h.reached:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the held dial was not reached: %w", ctx.Err())
+	}
+}
+
 func (d *testDialer) option() grpc.DialOption { return grpc.WithContextDialer(d.dial) }
 
 // hold holds the next dial to target.
@@ -294,7 +304,9 @@ func TestCrossingDials(t *testing.T) {
 			if i == 0 {
 				return low.Sender(ctx, high.Addr(), key, 0, ints)
 			}
-			<-h.reached
+			if err := h.wait(ctx); err != nil {
+				return nil, err
+			}
 			go func() {
 				eventually(t, "high to await low's stream", awaiting(high, low))
 				h.release <- nil
@@ -317,7 +329,9 @@ func TestCrossingDials(t *testing.T) {
 			if i == 1 {
 				return high.Sender(ctx, low.Addr(), key, 0, ints)
 			}
-			<-h.reached
+			if err := h.wait(ctx); err != nil {
+				return nil, err
+			}
 			s, err := low.Sender(ctx, high.Addr(), key, 0, ints)
 			eventually(t, "high to adopt low's stream", settled(high, low))
 			h.release <- nil
@@ -341,7 +355,9 @@ func TestCrossingDials(t *testing.T) {
 			_, err := low.Sender(ctx, high.Addr(), GateKey{Scope: "lost"}, 0, ints)
 			lowErr <- err
 		}()
-		<-h.reached
+		if err := h.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
 		err := exchangeBothWays(ctx, [2]*Endpoint{low, high}, ints, func(i int, key GateKey) (*Sender, error) {
 			if i == 1 {
 				go func() {
