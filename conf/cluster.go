@@ -84,10 +84,15 @@ var (
 			"0 picks a free port, as needed when several TaskManagers share a host.").
 		WithCheck(checkPortRange)
 
-	// TaskManagerDataPort is the TaskManager's port for exchanging records.
-	TaskManagerDataPort = Int("taskmanager.data.port", 0,
-		"Port a TaskManager serves records to downstream tasks on. 0 picks a free port.").
-		WithCheck(portCheck)
+	// TaskManagerDataPort is the port, or the ports, a TaskManager's workers
+	// exchange records on; see Ports.
+	TaskManagerDataPort = String("taskmanager.data.port", "0",
+		"Port on which a TaskManager's workers serve records to other workers: a port, a range such as 50100-50200, "+
+			"or a comma-separated list of both such as 50100,50105-50110. 0 picks a free port. Every worker of "+
+			"the TaskManager (one per job running there, and the next attempt's while the last one's exits) binds "+
+			"the first free port, so give at least as many ports as workers may run at once; a worker finding "+
+			"none free fails with an error naming them.").
+		WithCheck(checkPortRange)
 
 	// RESTPort is the port of the REST endpoint and web UI.
 	RESTPort = Int("rest.port", 8081,

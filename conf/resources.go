@@ -60,7 +60,9 @@ func resourceOptions() []AnyOption {
 
 // Ports lists the ports a port specification allows, in order: a port, a
 // range such as "50100-50200", or a comma-separated list of both, as
-// taskmanager.rpc.port takes. 0 stands for any free port.
+// taskmanager.rpc.port and taskmanager.data.port take (Flink's port
+// options). 0 stands for any free port. A process binds the first port of
+// the list that is free.
 func Ports(spec string) ([]int, error) {
 	if err := checkPortRange(spec); err != nil {
 		return nil, &ValueError{Type: "port specification", Value: spec, Reason: err.Error()}

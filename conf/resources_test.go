@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +65,72 @@ func TestResourceOptions(t *testing.T) {
 	}
 	if got := Get(c, TaskManagerHost); got != "127.0.0.1" {
 		t.Errorf("taskmanager.host = %q", got)
+	}
+}
+
+// taskmanager.data.port takes Flink's port specifications, from -D and from
+// config.yaml (where a single port is a YAML number); a bad one is a
+// problem naming the key and the bad value.
+func TestTaskManagerDataPort(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    []int
+		problem string // a substring of the problem, when invalid
+	}{
+		{"0", []int{0}, ""},
+		{"50100", []int{50100}, ""},
+		{"50100-50102", []int{50100, 50101, 50102}, ""},
+		{"50100,50105-50107", []int{50100, 50105, 50106, 50107}, ""},
+		{" 50100 , 50101 ", []int{50100, 50101}, ""},
+		{"abc", nil, `taskmanager.data.port: invalid value "abc": "abc" is not a port (0-65535) or a range such as 50100-50200`},
+		{"70000", nil, `taskmanager.data.port: invalid value "70000": "70000" is not a port`},
+		{"-1", nil, `taskmanager.data.port: invalid value "-1": "-1" is not a port`},
+		{"50200-50100", nil, `taskmanager.data.port: invalid value "50200-50100": "50200-50100" is not a port`},
+		{"50100-", nil, `taskmanager.data.port: invalid value "50100-": "50100-" is not a port`},
+		{"50100,abc", nil, `taskmanager.data.port: invalid value "50100,abc": "abc" is not a port`},
+		{"50100,", nil, `taskmanager.data.port: invalid value "50100,": "" is not a port`},
+		{"", nil, `taskmanager.data.port: invalid value "": "" is not a port`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			c := FromDynamicProperties([]string{"taskmanager.data.port=" + tt.value})
+			_, err := c.Validate()
+			if tt.problem != "" {
+				var ve *ValidationError
+				if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Key != "taskmanager.data.port" ||
+					ve.Problems[0].Value != tt.value || !strings.Contains(err.Error(), tt.problem) {
+					t.Fatalf("got %v, want one problem with %q", err, tt.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Ports(Get(c, TaskManagerDataPort))
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("Ports(%q) = %v, %v; want %v", Get(c, TaskManagerDataPort), got, err, tt.want)
+			}
+		})
+	}
+	t.Run("config.yaml", func(t *testing.T) {
+		for text, want := range map[string]string{
+			"taskmanager.data.port: 50100\n":                 "50100",
+			"taskmanager:\n  data.port: 50100-50200,50300\n": "50100-50200,50300",
+			"taskmanager.data.port: \"0\"\n":                 "0",
+		} {
+			c, err := ParseYAML("config.yaml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := Get(c, TaskManagerDataPort); got != want {
+				t.Errorf("%q: got %q, want %q", text, got, want)
+			}
+		}
+	})
+	if got := Get(New(), TaskManagerDataPort); got != "0" {
+		t.Errorf("default %q, want 0", got)
 	}
 }

@@ -17,8 +17,9 @@ import (
 )
 
 // DeploymentFormat is the version of the deployment file format written by
-// this package.
-const DeploymentFormat = 1
+// this package. Format 2 carries taskmanager.data.port as written (a port,
+// range or list: data_ports) where format 1 had one port (data_port).
+const DeploymentFormat = 2
 
 // maxDeploymentSize bounds the deployment file ReadWorkerDeployment reads.
 const maxDeploymentSize = 16 << 20
@@ -54,10 +55,12 @@ type WorkerDeployment struct {
 	// Configuration is the job's effective configuration (Flink keys).
 	Configuration map[string]string `json:"configuration"`
 	// DataHost is the address the worker's data endpoint binds to and
-	// advertises (the TaskManager's host); DataPort its port
-	// (taskmanager.data.port, 0 for any free port).
-	DataHost string `json:"data_host"`
-	DataPort int    `json:"data_port"`
+	// advertises (the TaskManager's host); DataPorts the ports it may take,
+	// the first free one: taskmanager.data.port, a port, a range such as
+	// 50100-50200 or a list of both ("0", or empty: any free port),
+	// checked by the worker as it binds (this package links no conf).
+	DataHost  string `json:"data_host"`
+	DataPorts string `json:"data_ports,omitempty"`
 }
 
 // Validate reports every missing or malformed field at once.
@@ -80,9 +83,6 @@ func (d *WorkerDeployment) Validate() error {
 	if len(d.AllocationIDs) == 0 {
 		problems = append(problems, "allocation_ids is empty")
 	}
-	if d.DataPort < 0 || d.DataPort > 65535 {
-		problems = append(problems, fmt.Sprintf("data_port %d is not a port", d.DataPort))
-	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (d *WorkerDeployment) Validate() error {
 func (d *WorkerDeployment) Equal(o *WorkerDeployment) bool {
 	return d.Format == o.Format && d.TaskManagerID == o.TaskManagerID && d.TaskManagerAddress == o.TaskManagerAddress &&
 		d.JobID == o.JobID && d.Attempt == o.Attempt && d.WorkerID == o.WorkerID && d.BinarySHA256 == o.BinarySHA256 &&
-		d.BinarySize == o.BinarySize && d.JobMasterAddress == o.JobMasterAddress && d.DataHost == o.DataHost && d.DataPort == o.DataPort &&
+		d.BinarySize == o.BinarySize && d.JobMasterAddress == o.JobMasterAddress && d.DataHost == o.DataHost && d.DataPorts == o.DataPorts &&
 		maps.Equal(d.Env, o.Env) && maps.Equal(d.Configuration, o.Configuration) &&
 		slices.Equal(d.AllocationIDs, o.AllocationIDs) && slices.Equal(d.Args, o.Args)
 }
@@ -103,6 +103,14 @@ func (d *WorkerDeployment) Equal(o *WorkerDeployment) bool {
 // Unknown fields are refused, so a file from a newer format is not
 // half-read.
 func ParseWorkerDeployment(data []byte) (*WorkerDeployment, error) {
+	// Another format is named as such, not by the fields it has or lacks.
+	var f struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &f); err == nil && f.Format != 0 && f.Format != DeploymentFormat {
+		return nil, fmt.Errorf("%w: format %d: this program reads format %d (the TaskManager and the job binary are of different Sluice versions)",
+			ErrBadDeployment, f.Format, DeploymentFormat)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d WorkerDeployment

@@ -13,7 +13,7 @@ func validDeployment() *WorkerDeployment {
 		Format: DeploymentFormat, TaskManagerID: "tm", TaskManagerAddress: "h:1", JobID: "j", Attempt: 2, WorkerID: "w",
 		BinarySHA256: strings.Repeat("a", 64), BinarySize: 10, JobMasterAddress: "jm:6123",
 		AllocationIDs: []string{"a1", "a2"}, Args: []string{"x"}, Env: map[string]string{"K": "V"},
-		Configuration: map[string]string{"parallelism.default": "2"}, DataHost: "h", DataPort: 0,
+		Configuration: map[string]string{"parallelism.default": "2"}, DataHost: "h", DataPorts: "50100-50200,50300",
 	}
 }
 
@@ -45,13 +45,14 @@ func TestWorkerDeploymentErrors(t *testing.T) {
 		want []string
 	}{
 		{"not JSON", "{", []string{"unexpected EOF"}},
-		{"unknown field", `{"format":1,"surprise":true}`, []string{`unknown field "surprise"`}},
-		{"trailing data", `{"format":1} {}`, []string{"data after the JSON object"}},
+		{"unknown field", `{"format":2,"surprise":true}`, []string{`unknown field "surprise"`}},
+		{"trailing data", `{"format":2} {}`, []string{"data after the JSON object"}},
 		{"wrong types", `{"format":"1"}`, []string{"format"}},
 		{"empty", `{}`, []string{"format 0", "task_manager_id is empty", "job_id is empty", "worker_id is empty",
 			"job_master_address is empty", "data_host is empty", "allocation_ids is empty"}},
-		{"bad numbers", `{"format":1,"task_manager_id":"t","job_id":"j","worker_id":"w","job_master_address":"a:1",
-			"data_host":"h","allocation_ids":["a"],"attempt":-1,"data_port":70000}`, []string{"attempt -1", "data_port 70000"}},
+		{"bad numbers", `{"format":2,"task_manager_id":"t","job_id":"j","worker_id":"w","job_master_address":"a:1",
+			"data_host":"h","allocation_ids":["a"],"attempt":-1}`, []string{"attempt -1"}},
+		{"format 1", `{"format":1,"data_port":0}`, []string{"format 1: this program reads format 2", "different Sluice versions"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestWorkerDeploymentErrors(t *testing.T) {
 }
 
 func FuzzParseWorkerDeployment(f *testing.F) {
-	f.Add([]byte(`{"format":1,"task_manager_id":"t","job_id":"j","worker_id":"w","job_master_address":"a:1","data_host":"h","allocation_ids":["a"]}`))
+	f.Add([]byte(`{"format":2,"task_manager_id":"t","job_id":"j","worker_id":"w","job_master_address":"a:1","data_host":"h","allocation_ids":["a"]}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[1,2]`))
 	f.Fuzz(func(t *testing.T, data []byte) {

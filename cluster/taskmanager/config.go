@@ -38,9 +38,10 @@ type Config struct {
 	// to, the first free one (taskmanager.rpc.port). Default: "0", any free
 	// port.
 	RPCPort string
-	// DataPort is handed to workers for their data endpoints
-	// (taskmanager.data.port). Default: 0, any free port.
-	DataPort int
+	// DataPort is the port, range or list of both handed to workers for
+	// their data endpoints, each binding the first free one
+	// (taskmanager.data.port). Default: "0", any free port.
+	DataPort string
 	// Slots is the number of task slots (taskmanager.numberOfTaskSlots).
 	// Default: 1.
 	Slots int
@@ -118,6 +119,7 @@ func ConfigFrom(c *conf.Configuration) Config {
 
 func (c Config) withDefaults() Config {
 	c.RPCPort = cmp.Or(c.RPCPort, "0")
+	c.DataPort = cmp.Or(c.DataPort, "0")
 	c.Slots = cmp.Or(c.Slots, conf.TaskManagerNumberOfTaskSlots.Default())
 	if c.CPUCores == 0 {
 		c.CPUCores = float64(c.Slots)
@@ -154,8 +156,8 @@ func (c Config) Validate() error {
 	if _, err := conf.Ports(c.RPCPort); err != nil {
 		problems = append(problems, "RPCPort: "+err.Error())
 	}
-	if c.DataPort < 0 || c.DataPort > 65535 {
-		problems = append(problems, fmt.Sprintf("DataPort %d is not a port", c.DataPort))
+	if _, err := conf.Ports(c.DataPort); err != nil {
+		problems = append(problems, "DataPort: "+err.Error())
 	}
 	if c.Slots < 1 {
 		problems = append(problems, fmt.Sprintf("Slots %d: must be at least 1", c.Slots))

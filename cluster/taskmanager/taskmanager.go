@@ -865,7 +865,7 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 		BinarySHA256: req.GetBinarySha256(), BinarySize: req.GetBinarySize(),
 		JobMasterAddress: req.GetJobMasterAddress(), AllocationIDs: req.GetAllocationIds(),
 		Args: req.GetArgs(), Env: req.GetEnv(), Configuration: configuration,
-		DataHost: tm.host, DataPort: tm.cfg.DataPort,
+		DataHost: tm.host, DataPorts: tm.cfg.DataPort,
 	}); err != nil {
 		return nil, abort(withCode(codes.Internal, err))
 	}

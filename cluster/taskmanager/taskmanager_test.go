@@ -99,7 +99,7 @@ func TestSubmitAndCancel(t *testing.T) {
 	r := startRM(t, interval, timeout)
 	jm := startJobMaster(t)
 	workDir := t.TempDir()
-	tm, _ := startTM(t, r.addr, func(c *Config) { c.WorkDir = workDir; c.DataPort = 7001 })
+	tm, _ := startTM(t, r.addr, func(c *Config) { c.WorkDir = workDir; c.DataPort = "7001-7003" })
 	r.declare(t, "job1", jm.addr, 2)
 	allocs := activeAllocations(t, tm, "active:job1 active:job1")
 
@@ -131,7 +131,7 @@ func TestSubmitAndCancel(t *testing.T) {
 	want := deployment.WorkerDeployment{Format: deployment.DeploymentFormat, TaskManagerID: tm.ID(), TaskManagerAddress: tm.Address(),
 		JobID: "job1", WorkerID: "w0", BinarySHA256: fakeJob.sha256, BinarySize: int64(len(fakeJob.data)),
 		JobMasterAddress: jm.addr, AllocationIDs: allocs, Args: req.Args, Env: req.Env,
-		Configuration: req.Configuration, DataHost: "127.0.0.1", DataPort: 7001}
+		Configuration: req.Configuration, DataHost: "127.0.0.1", DataPorts: "7001-7003"}
 	if !d.Equal(&want) {
 		t.Errorf("deployment\n got %+v\nwant %+v", *d, want)
 	}
@@ -415,11 +415,11 @@ func TestRunStopsWorkers(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	err := Config{RPCPort: "x", Slots: -1, DataPort: 70000, ReconnectBackoff: time.Second, ReconnectBackoffMax: time.Millisecond}.Validate()
+	err := Config{RPCPort: "x", Slots: -1, DataPort: "70000", ReconnectBackoff: time.Second, ReconnectBackoffMax: time.Millisecond}.Validate()
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("got %v", err)
 	}
-	for _, w := range []string{"ResourceManagerAddress is empty", "RPCPort", "DataPort 70000", "Slots -1", "ReconnectBackoffMax"} {
+	for _, w := range []string{"ResourceManagerAddress is empty", "RPCPort", `DataPort: invalid port specification "70000"`, "Slots -1", "ReconnectBackoffMax"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not name %q", err, w)
 		}

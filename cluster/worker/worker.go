@@ -54,9 +54,9 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ep, err := netexchange.Listen(netexchange.Config{Address: fmt.Sprintf("%s:%d", host, dep.DataPort), Log: log})
+	ep, err := listenData(host, dep.DataPorts, log)
 	if err != nil {
-		return fmt.Errorf("worker: opening the data endpoint: %w", err)
+		return err
 	}
 	defer ep.Close()
 	conn, err := grpc.NewClient(dep.JobMasterAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))

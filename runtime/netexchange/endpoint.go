@@ -4,11 +4,15 @@
 // the same contract as the in-process exchange.
 //
 // Each worker process has one Endpoint. It serves the DataExchange gRPC
-// service (netpb) and dials its peers lazily. A stream multiplexes every
-// channel of the endpoint that dialled it to the peer, and the peer's
-// channels back unless the peer had dialled too: two endpoints that dial
-// each other at the same time keep one stream each, for the channels they
-// send on.
+// service (netpb) and dials its peers lazily. Two endpoints share one
+// stream, on the connection of the one that dialled it, which multiplexes
+// every channel between them in both directions. When both dial at once
+// (the workers of an attempt all open their channels as it is deployed),
+// the stream dialled by the endpoint with the lower data address wins: the
+// other endpoint refuses the loser in its hello reply, before either side
+// has opened a channel on it, and the loser's dialler waits for the winner
+// to arrive. Endpoints are known by their data address (Addr), so the rule
+// holds when peers dial each other at the addresses they advertise.
 //
 // A receiving subtask has a Gate whose channels are local (the sender runs
 // in the same process: buffers pass by reference, nothing is encoded) or
@@ -52,9 +56,10 @@ import (
 // Config configures an Endpoint. The zero value listens on an ephemeral
 // loopback port.
 type Config struct {
-	// Address is the host:port the data service listens on: the
-	// TaskManager's taskmanager.host and taskmanager.data.port (0: any
-	// free port). Default "127.0.0.1:0".
+	// Address is the host:port the data service listens on: on a
+	// cluster, the TaskManager's taskmanager.host and a port of
+	// taskmanager.data.port (0: any free port; the worker tries the ports
+	// of a range or list in turn). Default "127.0.0.1:0".
 	Address string
 	// AdvertisedAddress is the address peers dial to reach this endpoint,
 	// as published in the job's placement. Default: the listener's
@@ -171,12 +176,18 @@ type Endpoint struct {
 	// wg waits for every goroutine the endpoint starts.
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	// redialAfter is how long a dial refused as superseded waits for the
+	// winning stream before it dials again (the winner's dial may have
+	// failed). Tests lower it.
+	redialAfter time.Duration
 
 	// Lock order: Endpoint.mu, then session.mu, then Sender.mu.
 	mu struct {
 		sync.Mutex
 		closed bool
-		// peers are the sessions used to send to each peer data address.
+		// peers are the sessions used to send to each peer, by the data
+		// address senders dial (the peer's advertised address, or the
+		// address of an accepted stream's hello).
 		peers    map[string]*peerConn
 		sessions map[*session]struct{}
 		gates    map[GateKey]*Gate
@@ -185,11 +196,83 @@ type Endpoint struct {
 	}
 }
 
-// peerConn is a session to a peer, possibly still being dialled.
+// peerConn is a session to a peer, possibly still being dialled. s and err
+// are set before ready is closed and never change after.
 type peerConn struct {
 	ready chan struct{} // closed once s or err is set
 	s     *session
 	err   error
+
+	// Guarded by Endpoint.mu:
+	// done is true once ready is closed.
+	done bool
+	// dialling is true while this endpoint's own dial is under way.
+	dialling bool
+	// awaiting is the data address of a peer that refused our dial as
+	// superseded: the stream it dials to us is adopted for this entry too
+	// (it may be known here by another address than the one dialled).
+	awaiting string
+}
+
+// resolveLocked settles p with a session or an error, which every sender
+// waiting on it gets. A failed entry is forgotten.
+// REQUIRES: ep.mu held.
+func (ep *Endpoint) resolveLocked(key string, p *peerConn, s *session, err error) {
+	p.s, p.err, p.done, p.dialling, p.awaiting = s, err, true, false, ""
+	close(p.ready)
+	if err != nil && ep.mu.peers[key] == p {
+		delete(ep.mu.peers, key)
+	}
+}
+
+// peerLocked returns the entry for a peer known by its data address id: the
+// entry dialled at id, or the one awaiting that peer's stream.
+// REQUIRES: ep.mu held.
+func (ep *Endpoint) peerLocked(id string) (string, *peerConn) {
+	if p := ep.mu.peers[id]; p != nil {
+		return id, p
+	}
+	for key, p := range ep.mu.peers {
+		if !p.done && p.awaiting == id {
+			return key, p
+		}
+	}
+	return "", nil
+}
+
+// ownStreamWinsLocked reports whether a stream dialled by the peer at id
+// must be refused as superseded: this endpoint's address is the lower and
+// its own stream to the peer is being dialled or works.
+// REQUIRES: ep.mu held.
+func (ep *Endpoint) ownStreamWinsLocked(id string) bool {
+	if ep.addr >= id {
+		return false
+	}
+	_, p := ep.peerLocked(id)
+	switch {
+	case p == nil:
+		return false
+	case !p.done:
+		return p.dialling
+	default:
+		return p.s != nil && !p.s.inbound && p.s.err() == nil
+	}
+}
+
+// adoptLocked makes s, a stream the peer at id dialled, the session this
+// endpoint sends to the peer on: it settles a dial of ours in progress (the
+// peer's address is the lower, so its stream wins and ours will be refused)
+// or replaces an entry whose session the peer no longer uses (it would not
+// have dialled otherwise).
+// REQUIRES: ep.mu held.
+func (ep *Endpoint) adoptLocked(id string, s *session) {
+	if key, p := ep.peerLocked(id); p != nil && !p.done {
+		ep.resolveLocked(key, p, s, nil)
+		return
+	}
+	p := &peerConn{ready: make(chan struct{})}
+	ep.mu.peers[id] = p
+	ep.resolveLocked(id, p, s, nil)
 }
 
 // parkedOpen is a channel opened before its gate was built.
@@ -211,7 +294,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netexchange: listening on %s: %w", cfg.Address, err)
 	}
-	ep := &Endpoint{cfg: cfg, addr: cfg.AdvertisedAddress}
+	ep := &Endpoint{cfg: cfg, addr: cfg.AdvertisedAddress, redialAfter: defaultRedialAfter}
 	if ep.addr == "" {
 		ep.addr = lis.Addr().String()
 	}
@@ -277,6 +360,11 @@ func (ep *Endpoint) Close() error {
 	return nil
 }
 
+// defaultRedialAfter is Endpoint.redialAfter: the winning stream of a
+// simultaneous dial was already under way when ours was refused, so it
+// arrives within a round trip unless its dial failed.
+const defaultRedialAfter = 5 * time.Second
+
 // session returns the session to send to peer, dialling it if need be. A
 // session that has failed is not reused, even before sessionEnded forgot
 // it.
@@ -289,7 +377,13 @@ func (ep *Endpoint) session(ctx context.Context, peer string) (*session, error) 
 		}
 		p := ep.mu.peers[peer]
 		if p == nil {
-			break // dial, with ep.mu held
+			p = &peerConn{ready: make(chan struct{}), dialling: true}
+			ep.mu.peers[peer] = p
+			ep.mu.Unlock()
+			if err := ep.connect(ctx, peer, p); err != nil {
+				return nil, err
+			}
+			continue // p is settled
 		}
 		ep.mu.Unlock()
 		select {
@@ -309,30 +403,92 @@ func (ep *Endpoint) session(ctx context.Context, peer string) (*session, error) 
 		}
 		ep.mu.Unlock()
 	}
-	p := &peerConn{ready: make(chan struct{})}
-	ep.mu.peers[peer] = p
-	ep.mu.Unlock()
+}
 
-	s, err := ep.dial(ctx, peer)
+// connect dials peer for the entry p until p is settled: by our stream, by
+// the peer's stream if it wins over ours, or with an error (which it
+// returns).
+func (ep *Endpoint) connect(ctx context.Context, peer string, p *peerConn) error {
+	for {
+		s, err := ep.dial(ctx, peer)
+		var sup *supersededError
+		superseded := errors.As(err, &sup)
+		ep.mu.Lock()
+		switch {
+		case p.done:
+			// The peer's stream won while we dialled: the peer refused
+			// ours. If it accepted ours instead, its own stream had
+			// failed there: ours replaces the adopted one if that has
+			// failed here too, and otherwise runs on unused by our
+			// senders, as the peer may send on it.
+			if err == nil && p.err == nil && p.s.err() != nil && ep.mu.peers[peer] == p {
+				np := &peerConn{ready: make(chan struct{})}
+				ep.mu.peers[peer] = np
+				ep.resolveLocked(peer, np, s, nil)
+			}
+			ep.mu.Unlock()
+			return nil
+		case err == nil:
+			// A session that failed already is not kept for the next
+			// sender (sessionEnded, which forgets it, may have run
+			// before p.s is set).
+			err = s.err()
+			if err == nil {
+				ep.resolveLocked(peer, p, s, nil)
+				ep.mu.Unlock()
+				return nil
+			}
+		case superseded:
+			p.dialling, p.awaiting = false, sup.by
+			ep.mu.Unlock()
+			ep.log.Debug("netexchange: simultaneous dial, awaiting the peer's stream", "peer", peer, "peer_address", sup.by)
+			if !ep.await(ctx, peer, p) {
+				continue // dial again
+			}
+			return p.err
+		}
+		ep.resolveLocked(peer, p, nil, err)
+		ep.mu.Unlock()
+		return err
+	}
+}
+
+// await waits for the stream of a peer whose own dial superseded ours. It
+// reports whether p is settled; false means the stream did not come within
+// redialAfter, and p is ours to dial again.
+func (ep *Endpoint) await(ctx context.Context, peer string, p *peerConn) bool {
+	t := time.NewTimer(ep.redialAfter)
+	defer t.Stop()
+	var err error
+	select {
+	case <-p.ready:
+		return true
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-ep.ctx.Done():
+		err = ErrClosed
+	case <-t.C:
+	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	if err == nil {
-		// A session that failed already is not kept for the next sender
-		// (sessionEnded, which forgets it, may have run before p.s is set).
-		if ferr := s.err(); ferr != nil {
-			s, err = nil, ferr
-		}
+	switch {
+	case p.done:
+		return true
+	case err != nil:
+		ep.resolveLocked(peer, p, nil, err)
+		return true
 	}
-	if err != nil {
-		p.err = err
-		if ep.mu.peers[peer] == p {
-			delete(ep.mu.peers, peer)
-		}
-	} else {
-		p.s = s
-	}
-	close(p.ready)
-	return s, err
+	ep.log.Warn("netexchange: the peer that superseded our dial did not dial us; dialling again", "peer", peer, "after", ep.redialAfter)
+	p.dialling, p.awaiting = true, ""
+	return false
+}
+
+// supersededError is a dial the peer refused because its own stream to us
+// wins.
+type supersededError struct{ by string }
+
+func (e *supersededError) Error() string {
+	return fmt.Sprintf("netexchange: the stream was superseded by the one %s dialled", e.by)
 }
 
 // dial opens the stream to peer and exchanges hellos. The stream lives
@@ -376,6 +532,17 @@ func (ep *Endpoint) dial(ctx context.Context, peer string) (*session, error) {
 	if err := checkHello(m); err != nil {
 		return fail(&PeerError{Peer: peer, Err: err})
 	}
+	if m.Hello.Superseded {
+		stop()
+		cancel()
+		cc.Close()
+		if by := m.Hello.Address; by >= ep.addr {
+			// Only the lower address wins; two ends that both yielded
+			// would wait for each other.
+			return nil, &PeerError{Peer: peer, Err: fmt.Errorf("%w: %s superseded our stream, but %s is the lower address", ErrProtocol, by, ep.addr)}
+		}
+		return nil, &supersededError{by: m.Hello.Address}
+	}
 	if !stop() {
 		return fail(ctx.Err())
 	}
@@ -412,6 +579,17 @@ func checkHello(m *netpb.Message) error {
 	return nil
 }
 
+// checkDialHello checks the hello a dialler opens its stream with.
+func checkDialHello(m *netpb.Message) error {
+	if err := checkHello(m); err != nil {
+		return err
+	}
+	if m.Hello.Superseded {
+		return fmt.Errorf("%w: the dialler's hello says superseded", ErrProtocol)
+	}
+	return nil
+}
+
 // service is the gRPC data service.
 type service struct {
 	netpb.UnimplementedDataExchangeServer
@@ -425,31 +603,37 @@ func (sv *service) Connect(stream netpb.DataExchange_ConnectServer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkHello(m); err != nil {
+	if err := checkDialHello(m); err != nil {
 		ep.log.Warn("netexchange: refused a connection", "err", err)
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	if err := stream.Send(&netpb.Message{Hello: &netpb.Hello{Version: frameVersion, Address: ep.addr}}); err != nil {
-		return err
-	}
 	peer := m.Hello.Address
-	s := newSession(ep, peer, stream, true)
 	ep.mu.Lock()
 	if ep.mu.closed {
 		ep.mu.Unlock()
 		return status.Error(codes.Unavailable, ErrClosed.Error())
 	}
-	ep.mu.sessions[s] = struct{}{}
-	if ep.mu.peers[peer] == nil {
-		// Our own channels to this peer go on this stream too.
-		p := &peerConn{ready: make(chan struct{}), s: s}
-		close(p.ready)
-		ep.mu.peers[peer] = p
+	if ep.ownStreamWinsLocked(peer) {
+		ep.mu.Unlock()
+		// Both dialled at once: our stream carries the pair's channels.
+		// The peer ends this one, on which nothing was sent.
+		ep.log.Debug("netexchange: simultaneous dial, our stream supersedes the peer's", "peer", peer)
+		return stream.Send(&netpb.Message{Hello: &netpb.Hello{Version: frameVersion, Address: ep.addr, Superseded: true}})
 	}
+	s := newSession(ep, peer, stream, true)
+	ep.mu.sessions[s] = struct{}{}
+	// Our own channels to this peer go on this stream too. Their frames
+	// wait for the writer, which starts after our hello.
+	ep.adoptLocked(peer, s)
 	// The reader outlives the handler by a moment: its Recv returns once
 	// the handler has returned.
 	ep.wg.Add(1)
 	ep.mu.Unlock()
+	if err := stream.Send(&netpb.Message{Hello: &netpb.Hello{Version: frameVersion, Address: ep.addr}}); err != nil {
+		s.fail(s.lost(err))
+		ep.wg.Done()
+		return err
+	}
 	go func() {
 		defer ep.wg.Done()
 		s.readLoop()

@@ -8,7 +8,8 @@ import (
 	"github.com/sluice/sluice/runtime/exchange"
 )
 
-// The frames of a stream (netpb.Message.frames), version 1. Integers are
+// The frames of a stream (netpb.Message.frames), version 2 (the frames of
+// version 1; the hello may now refuse a superseded stream). Integers are
 // unsigned LEB128 varints (uvarint) or zig-zag varints (varint); strings
 // and payloads are a uvarint length and the bytes. A channel id is chosen
 // by the channel's sender, starts at 1 and grows by one per channel the
@@ -25,7 +26,7 @@ import (
 // Event kinds: 1 watermark (varint watermark), 2 idle, 3 active, 4 end of
 // partition, 5 barrier (varint checkpoint id, uvarint options). Every data
 // and event frame spends one credit.
-const frameVersion = 1
+const frameVersion = 2
 
 type frameType byte
 

@@ -167,7 +167,7 @@ func TestProtocolViolationsEndTheConnection(t *testing.T) {
 
 	t.Run("wrong version", func(t *testing.T) {
 		_, err := rawConnect(t, ep, 9)
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "frame version 9, want 1") {
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "frame version 9, want "+strconv.Itoa(frameVersion)) {
 			t.Fatalf("got %v", err)
 		}
 	})

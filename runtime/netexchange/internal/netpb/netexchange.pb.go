@@ -1,8 +1,10 @@
 // The data plane of a Sluice cluster: buffers of records and control events
 // between the subtasks of a job that run in different worker processes.
 //
-// Two workers share one Connect stream, whichever dialled it, and multiplex
-// on it every channel between their subtasks in both directions. A channel
+// Two workers share one Connect stream and multiplex on it every channel
+// between their subtasks in both directions. Either may dial it; when both
+// dial at once, the stream dialled by the worker with the lower data address
+// is kept and the other is refused in the hello, before any frame. A channel
 // is opened by its sender and credited by its receiver: the sender sends at
 // most as many buffers as it holds credits, and the receiver grants one
 // credit back per buffer it has processed, so backpressure crosses the
@@ -40,8 +42,15 @@ type Hello struct {
 	// not talk.
 	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	// address is the sender's own data address (host:port), so the accepting
-	// side sends its own channels to that peer on this stream.
-	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// side sends its own channels to that peer on this stream. Addresses also
+	// order the two ends when both dial at once.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// superseded is set only in the accepting side's hello: it refuses this
+	// stream because its own stream to the dialler, which wins as its address
+	// is the lower, is already being dialled or carries the pair's channels.
+	// The dialler ends this stream and uses the other once it arrives; no frame
+	// has been sent on either side of a superseded stream.
+	Superseded    bool `protobuf:"varint,3,opt,name=superseded,proto3" json:"superseded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -88,6 +97,13 @@ func (x *Hello) GetAddress() string {
 		return x.Address
 	}
 	return ""
+}
+
+func (x *Hello) GetSuperseded() bool {
+	if x != nil {
+		return x.Superseded
+	}
+	return false
 }
 
 type Message struct {
@@ -158,10 +174,13 @@ var File_runtime_netexchange_internal_netpb_netexchange_proto protoreflect.FileD
 
 const file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc = "" +
 	"\n" +
-	"4runtime/netexchange/internal/netpb/netexchange.proto\x12\x15sluice.netexchange.v1\";\n" +
+	"4runtime/netexchange/internal/netpb/netexchange.proto\x12\x15sluice.netexchange.v1\"[\n" +
 	"\x05Hello\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"k\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\x03 \x01(\bR\n" +
+	"superseded\"k\n" +
 	"\aMessage\x122\n" +
 	"\x05hello\x18\x01 \x01(\v2\x1c.sluice.netexchange.v1.HelloR\x05hello\x12\x16\n" +
 	"\x06frames\x18\x02 \x01(\fR\x06frames\x12\x14\n" +

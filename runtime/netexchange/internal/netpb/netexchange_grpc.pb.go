@@ -1,8 +1,10 @@
 // The data plane of a Sluice cluster: buffers of records and control events
 // between the subtasks of a job that run in different worker processes.
 //
-// Two workers share one Connect stream, whichever dialled it, and multiplex
-// on it every channel between their subtasks in both directions. A channel
+// Two workers share one Connect stream and multiplex on it every channel
+// between their subtasks in both directions. Either may dial it; when both
+// dial at once, the stream dialled by the worker with the lower data address
+// is kept and the other is refused in the hello, before any frame. A channel
 // is opened by its sender and credited by its receiver: the sender sends at
 // most as many buffers as it holds credits, and the receiver grants one
 // credit back per buffer it has processed, so backpressure crosses the
