@@ -635,10 +635,12 @@ func (a *remoteAttempt) killWorkers() {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.gone, 10*time.Second)
 			defer cancel()
-			if err := a.x.jm.d.cancelJob(ctx, t.addr, a.x.jm.id, a.n); err != nil {
-				if cause := context.Cause(t.gone); cause != nil {
-					err = cause
-				}
+			err := a.x.jm.d.cancelJob(ctx, t.addr, a.x.jm.id, a.n)
+			switch cause := context.Cause(t.gone); {
+			case err == nil:
+			case cause != nil:
+				a.x.jm.log.Info("not waiting for a lost TaskManager to stop its workers", "taskmanager", t.id, "reason", cause)
+			default:
 				a.x.jm.log.Warn("stopping workers failed", "taskmanager", t.id, "address", t.addr, "err", err)
 			}
 		})

@@ -233,6 +233,9 @@ func (s *session) receiver() error {
 			return nil
 		default:
 		}
+		if m.GetHeartbeat() != nil {
+			continue // noted; nothing for the handler
+		}
 		s.mu.Lock()
 		h := s.handler
 		if h == nil {

@@ -135,13 +135,17 @@ func startSession(t *testing.T, h *clusterpb.Hello, live liveness) *runningSessi
 	return r
 }
 
-// deliver has the worker send m and waits until the handler got it.
+// deliver has the worker send m and waits until the handler got it (a
+// heartbeat, which the handler does not get: until it is received).
 func (r *runningSession) deliver(t *testing.T, m *clusterpb.WorkerMessage) {
 	t.Helper()
 	select {
 	case r.stream.in <- m:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session does not receive")
+	}
+	if m.GetHeartbeat() != nil {
+		return
 	}
 	select {
 	case <-r.handled:
@@ -165,6 +169,10 @@ func heartbeat() *clusterpb.WorkerMessage {
 	return &clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Heartbeat{Heartbeat: &clusterpb.Heartbeat{}}}
 }
 
+func metrics() *clusterpb.WorkerMessage {
+	return &clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: &clusterpb.MetricsReport{}}}
+}
+
 // TestSessionHeartbeatTimeout: a worker that announced heartbeats and then
 // sends nothing for heartbeat.timeout loses its session, exactly at the
 // timeout after the last message heard from it; one without heartbeats (a
@@ -185,7 +193,7 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 		{name: "heartbeats push the deadline", heartbeats: true, heard: []int64{1000, 2000, 3000}, silentAt: 8000},
 		{name: "a heartbeat just before the deadline counts", heartbeats: true, heard: []int64{4999}, silentAt: 9999},
 		{name: "any message counts", heartbeats: true, heard: []int64{2500}, metrics: true, silentAt: 7500},
-		{name: "no heartbeats announced: never timed out", heartbeats: false, heard: []int64{1000}},
+		{name: "no heartbeats announced: never timed out", heartbeats: false, heard: []int64{1000}, metrics: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newArmClock()
@@ -198,12 +206,20 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 				clk.Set(at)
 				m := heartbeat()
 				if tc.metrics {
-					m = &clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: &clusterpb.MetricsReport{}}}
+					m = metrics()
 				}
 				r.deliver(t, m)
 				if tc.heartbeats {
 					clk.waitArmed(t, at+timeout)
 				}
+			}
+			// Heartbeats are noted, not handed on (nor kept for a handler).
+			select {
+			case m := <-r.handled:
+				if m.GetHeartbeat() != nil {
+					t.Errorf("the handler got a heartbeat")
+				}
+			default:
 			}
 			if tc.silentAt == 0 {
 				clk.Set(600_000)
@@ -250,7 +266,7 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 // what its worker still sends reaches no handler.
 func TestSessionIgnoresAWorkerItGaveUp(t *testing.T) {
 	r := startSession(t, &clusterpb.Hello{JobId: "job", WorkerId: "w"}, liveness{interval: time.Second, timeout: 5 * time.Second, clock: clock.NewManual(0)})
-	r.deliver(t, heartbeat())
+	r.deliver(t, metrics())
 	r.s.fail(errors.New("given up"))
 	if err := r.waitEnded(t); status.Code(err) != codes.Aborted || r.s.err.Error() != "given up" {
 		t.Fatalf("the session ended with %v (status %v)", r.s.err, err)
@@ -258,7 +274,7 @@ func TestSessionIgnoresAWorkerItGaveUp(t *testing.T) {
 	// The receiver may still take a message from the stream; it hands none
 	// on.
 	select {
-	case r.stream.in <- heartbeat():
+	case r.stream.in <- metrics():
 	case <-r.stream.ctx.Done():
 	}
 	select {
