@@ -441,12 +441,9 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 		name string
 		// taskManager: the TaskManager freezes with its worker.
 		taskManager bool
-		// stopped says how the frozen worker was stopped, in the
-		// TaskManager's log.
-		stopped string
 	}{
-		{"the TaskManager and its worker", true, "the session with the ResourceManager ended"},
-		{"a worker alone", false, "cancelled by the JobMaster"},
+		{"the TaskManager and its worker", true},
+		{"a worker alone", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, 3, "heartbeat.interval=500ms", "heartbeat.timeout=3s")
@@ -514,8 +511,10 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 			if b, _ := os.ReadFile(c.jm.log); !strings.Contains(string(b), "heartbeat timeout") {
 				t.Errorf("the JobManager's log does not name the heartbeat timeout as the cause of the restart")
 			}
-			// The old worker was stopped: it ran tasks of an attempt that
-			// failed.
+			// The old worker is gone: it ran tasks of an attempt that failed.
+			// Its TaskManager stops it, asked by the JobMaster or (frozen too)
+			// for its own lost session, unless it found its silence and
+			// stopped first.
 			waitFor(t, 30*time.Second, "the old worker to exit", func() bool {
 				for _, w := range childrenOf(tm.cmd.Process.Pid) {
 					if slices.Contains(workers, w) {
@@ -524,9 +523,6 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 				}
 				return true
 			})
-			if b, _ := os.ReadFile(tm.log); !strings.Contains(string(b), tc.stopped) {
-				t.Errorf("the TaskManager's log does not say the old worker was stopped because %s", tc.stopped)
-			}
 		})
 	}
 }
