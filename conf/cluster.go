@@ -25,13 +25,17 @@ func positiveDuration(d time.Duration) error {
 }
 
 var (
-	// HeartbeatInterval is how often the JobMaster, ResourceManager and
-	// TaskManagers exchange heartbeats.
+	// HeartbeatInterval is how often the ResourceManager and each
+	// TaskManager send each other heartbeats, and each worker sends one to
+	// its JobMaster (the JobMaster sends none: a TaskManager notices a
+	// silent JobManager through the ResourceManager, which runs in the same
+	// process).
 	//
 	// Lower than Flink's 10 s: Sluice aims to detect a lost TaskManager and
 	// recover within 5 s, which heartbeat.timeout bounds.
 	HeartbeatInterval = Duration("heartbeat.interval", time.Second,
-		"Interval between heartbeats from the JobMaster and ResourceManager to TaskManagers. "+
+		"Interval between heartbeats: the ResourceManager and each TaskManager send each other one, and each worker "+
+			"(the job's tasks on a TaskManager) sends one to its JobMaster. "+
 			"Sluice's default is lower than Flink's 10 s, to recover from a lost TaskManager within 5 s.").
 		WithCheck(positiveDuration)
 
@@ -40,7 +44,10 @@ var (
 	//
 	// Lower than Flink's 50 s, for recovery within 5 s.
 	HeartbeatTimeout = Duration("heartbeat.timeout", 5*time.Second,
-		"Time without a heartbeat after which a peer is considered lost and its tasks are recovered. "+
+		"Time without a heartbeat after which a peer is considered lost: a TaskManager by the ResourceManager "+
+			"(and the other way round), a worker by its JobMaster; the tasks it ran fail and restart from the latest "+
+			"checkpoint. A broken connection is noticed at once; this bounds a peer that is silent with its "+
+			"connection open (a frozen process or host, a network dropping packets). "+
 			"Sluice's default is lower than Flink's 50 s, to recover within 5 s; raise it on networks "+
 			"with long pauses. Must be longer than heartbeat.interval.").
 		WithCheck(positiveDuration)

@@ -1535,6 +1535,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_CoordinatorEvent
 	//	*WorkerMessage_Trigger
 	//	*WorkerMessage_Metrics
+	//	*WorkerMessage_Heartbeat
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1676,6 +1677,15 @@ func (x *WorkerMessage) GetMetrics() *MetricsReport {
 	return nil
 }
 
+func (x *WorkerMessage) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -1729,6 +1739,14 @@ type WorkerMessage_Metrics struct {
 	Metrics *MetricsReport `protobuf:"bytes,11,opt,name=metrics,proto3,oneof"`
 }
 
+type WorkerMessage_Heartbeat struct {
+	// heartbeat is sent every heartbeat_interval_ms of WorkerAccepted (by a
+	// worker whose Hello set heartbeats), from a goroutine of its own: the
+	// JobMaster ends the session of a worker it hears nothing from for
+	// heartbeat_timeout_ms. Only seq is set.
+	Heartbeat *Heartbeat `protobuf:"bytes,12,opt,name=heartbeat,proto3,oneof"`
+}
+
 func (*WorkerMessage_Hello) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Deployed) isWorkerMessage_Msg() {}
@@ -1751,6 +1769,8 @@ func (*WorkerMessage_Trigger) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Metrics) isWorkerMessage_Msg() {}
 
+func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
+
 type JobMasterMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1765,6 +1785,7 @@ type JobMasterMessage struct {
 	//	*JobMasterMessage_CoordinatorEvent
 	//	*JobMasterMessage_Cancel
 	//	*JobMasterMessage_AllFinished
+	//	*JobMasterMessage_Accepted
 	Msg           isJobMasterMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1897,6 +1918,15 @@ func (x *JobMasterMessage) GetAllFinished() *AllFinished {
 	return nil
 }
 
+func (x *JobMasterMessage) GetAccepted() *WorkerAccepted {
+	if x != nil {
+		if x, ok := x.Msg.(*JobMasterMessage_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
 type isJobMasterMessage_Msg interface {
 	isJobMasterMessage_Msg()
 }
@@ -1943,6 +1973,11 @@ type JobMasterMessage_AllFinished struct {
 	AllFinished *AllFinished `protobuf:"bytes,10,opt,name=all_finished,json=allFinished,proto3,oneof"`
 }
 
+type JobMasterMessage_Accepted struct {
+	// accepted is the JobMaster's first message of a session.
+	Accepted *WorkerAccepted `protobuf:"bytes,11,opt,name=accepted,proto3,oneof"`
+}
+
 func (*JobMasterMessage_Deploy) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_Start) isJobMasterMessage_Msg() {}
@@ -1962,6 +1997,8 @@ func (*JobMasterMessage_CoordinatorEvent) isJobMasterMessage_Msg() {}
 func (*JobMasterMessage_Cancel) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_AllFinished) isJobMasterMessage_Msg() {}
+
+func (*JobMasterMessage_Accepted) isJobMasterMessage_Msg() {}
 
 type AllFinished struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1999,6 +2036,60 @@ func (*AllFinished) Descriptor() ([]byte, []int) {
 	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
+// WorkerAccepted answers a worker's Hello with the cluster's heartbeat
+// settings (heartbeat.interval and heartbeat.timeout).
+type WorkerAccepted struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	HeartbeatIntervalMs int64                  `protobuf:"varint,1,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
+	HeartbeatTimeoutMs  int64                  `protobuf:"varint,2,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WorkerAccepted) Reset() {
+	*x = WorkerAccepted{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerAccepted) ProtoMessage() {}
+
+func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerAccepted.ProtoReflect.Descriptor instead.
+func (*WorkerAccepted) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WorkerAccepted) GetHeartbeatIntervalMs() int64 {
+	if x != nil {
+		return x.HeartbeatIntervalMs
+	}
+	return 0
+}
+
+func (x *WorkerAccepted) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
+	}
+	return 0
+}
+
 type Hello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -2009,15 +2100,19 @@ type Hello struct {
 	// built; the JobMaster rejects a worker whose graph differs.
 	Fingerprint string `protobuf:"bytes,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// data_address is the worker's data-plane endpoint.
-	DataAddress   string `protobuf:"bytes,6,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
-	Pid           int64  `protobuf:"varint,7,opt,name=pid,proto3" json:"pid,omitempty"`
+	DataAddress string `protobuf:"bytes,6,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	Pid         int64  `protobuf:"varint,7,opt,name=pid,proto3" json:"pid,omitempty"`
+	// heartbeats says the worker sends Heartbeat at the interval of
+	// WorkerAccepted; the JobMaster enforces heartbeat.timeout only then (a
+	// job binary built before heartbeats is not timed out).
+	Heartbeats    bool `protobuf:"varint,8,opt,name=heartbeats,proto3" json:"heartbeats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2124,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2137,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2094,6 +2189,13 @@ func (x *Hello) GetPid() int64 {
 	return 0
 }
 
+func (x *Hello) GetHeartbeats() bool {
+	if x != nil {
+		return x.Heartbeats
+	}
+	return false
+}
+
 // Deployment tells a worker which subtasks to run and where every other
 // subtask of the attempt runs.
 type Deployment struct {
@@ -2121,7 +2223,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2235,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2248,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2223,7 +2325,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2337,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2350,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2285,7 +2387,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2399,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2412,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Deployed) GetError() string {
@@ -2335,7 +2437,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2449,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2462,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 type TriggerCheckpoint struct {
@@ -2380,7 +2482,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2494,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2507,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2462,7 +2564,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2576,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2589,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2516,7 +2618,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2630,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2643,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2590,7 +2692,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2704,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2717,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2664,7 +2766,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2778,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2791,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2722,7 +2824,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +2836,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +2849,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2766,7 +2868,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2880,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2893,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -2811,7 +2913,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +2925,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +2938,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -2867,7 +2969,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +2981,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +2994,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -2932,7 +3034,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3046,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3059,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2979,7 +3081,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3093,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3106,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -3038,7 +3140,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3152,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3165,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3242,7 +3344,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"9\n" +
 	"\aTaskKey\x12\x14\n" +
 	"\x05chain\x18\x01 \x01(\x05R\x05chain\x12\x18\n" +
-	"\asubtask\x18\x02 \x01(\x05R\asubtask\"\xe9\x05\n" +
+	"\asubtask\x18\x02 \x01(\x05R\asubtask\"\xa7\x06\n" +
 	"\rWorkerMessage\x120\n" +
 	"\x05hello\x18\x01 \x01(\v2\x18.sluice.cluster.v1.HelloH\x00R\x05hello\x129\n" +
 	"\bdeployed\x18\x02 \x01(\v2\x1b.sluice.cluster.v1.DeployedH\x00R\bdeployed\x12=\n" +
@@ -3256,8 +3358,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x11coordinator_event\x18\t \x01(\v2 .sluice.cluster.v1.OperatorEventH\x00R\x10coordinatorEvent\x12@\n" +
 	"\atrigger\x18\n" +
 	" \x01(\v2$.sluice.cluster.v1.TriggerCheckpointH\x00R\atrigger\x12<\n" +
-	"\ametrics\x18\v \x01(\v2 .sluice.cluster.v1.MetricsReportH\x00R\ametricsB\x05\n" +
-	"\x03msg\"\xce\x05\n" +
+	"\ametrics\x18\v \x01(\v2 .sluice.cluster.v1.MetricsReportH\x00R\ametrics\x12<\n" +
+	"\theartbeat\x18\f \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeatB\x05\n" +
+	"\x03msg\"\x8f\x06\n" +
 	"\x10JobMasterMessage\x127\n" +
 	"\x06deploy\x18\x01 \x01(\v2\x1d.sluice.cluster.v1.DeploymentH\x00R\x06deploy\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x18.sluice.cluster.v1.StartH\x00R\x05start\x12@\n" +
@@ -3269,9 +3372,13 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x11coordinator_event\x18\b \x01(\v2 .sluice.cluster.v1.OperatorEventH\x00R\x10coordinatorEvent\x123\n" +
 	"\x06cancel\x18\t \x01(\v2\x19.sluice.cluster.v1.CancelH\x00R\x06cancel\x12C\n" +
 	"\fall_finished\x18\n" +
-	" \x01(\v2\x1e.sluice.cluster.v1.AllFinishedH\x00R\vallFinishedB\x05\n" +
+	" \x01(\v2\x1e.sluice.cluster.v1.AllFinishedH\x00R\vallFinished\x12?\n" +
+	"\baccepted\x18\v \x01(\v2!.sluice.cluster.v1.WorkerAcceptedH\x00R\bacceptedB\x05\n" +
 	"\x03msg\"\r\n" +
-	"\vAllFinished\"\xd4\x01\n" +
+	"\vAllFinished\"v\n" +
+	"\x0eWorkerAccepted\x122\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\x02 \x01(\x03R\x12heartbeatTimeoutMs\"\xf4\x01\n" +
 	"\x05Hello\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1b\n" +
@@ -3279,7 +3386,10 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x0ftask_manager_id\x18\x04 \x01(\tR\rtaskManagerId\x12 \n" +
 	"\vfingerprint\x18\x05 \x01(\tR\vfingerprint\x12!\n" +
 	"\fdata_address\x18\x06 \x01(\tR\vdataAddress\x12\x10\n" +
-	"\x03pid\x18\a \x01(\x03R\x03pid\"\x99\x03\n" +
+	"\x03pid\x18\a \x01(\x03R\x03pid\x12\x1e\n" +
+	"\n" +
+	"heartbeats\x18\b \x01(\bR\n" +
+	"heartbeats\"\x99\x03\n" +
 	"\n" +
 	"Deployment\x120\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x1a.sluice.cluster.v1.TaskKeyR\x05tasks\x12>\n" +
@@ -3379,7 +3489,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
@@ -3408,25 +3518,26 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*WorkerMessage)(nil),          // 24: sluice.cluster.v1.WorkerMessage
 	(*JobMasterMessage)(nil),       // 25: sluice.cluster.v1.JobMasterMessage
 	(*AllFinished)(nil),            // 26: sluice.cluster.v1.AllFinished
-	(*Hello)(nil),                  // 27: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 28: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 29: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 30: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 31: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 32: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 33: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 34: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 35: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 36: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 37: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 38: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 39: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 40: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 41: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 42: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 43: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 44: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*WorkerAccepted)(nil),         // 27: sluice.cluster.v1.WorkerAccepted
+	(*Hello)(nil),                  // 28: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 29: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 30: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 31: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 32: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 33: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 34: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 35: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 36: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 37: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 38: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 39: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 40: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 41: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 42: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 43: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 44: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 46: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
@@ -3440,63 +3551,65 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	7,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
 	6,  // 9: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
 	13, // 10: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	44, // 11: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	45, // 12: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	27, // 13: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	30, // 14: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	40, // 15: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	35, // 16: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	36, // 17: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	37, // 18: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	34, // 19: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	39, // 20: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	39, // 21: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	32, // 22: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	42, // 23: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	28, // 24: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	31, // 25: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	32, // 26: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	33, // 27: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	38, // 28: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	38, // 29: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	39, // 30: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	39, // 31: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	41, // 32: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	26, // 33: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	23, // 34: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	29, // 35: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	23, // 36: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 37: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	32, // 38: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	23, // 39: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 40: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 41: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 42: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 43: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	43, // 44: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	6,  // 45: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	23, // 46: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 47: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	10, // 48: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	15, // 49: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	17, // 50: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	19, // 51: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	12, // 52: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	24, // 53: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	21, // 54: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 55: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	11, // 56: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	16, // 57: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	18, // 58: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	20, // 59: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	14, // 60: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	25, // 61: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	22, // 62: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	55, // [55:63] is the sub-list for method output_type
-	47, // [47:55] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	45, // 11: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	46, // 12: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	28, // 13: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	31, // 14: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	41, // 15: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	36, // 16: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	37, // 17: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	38, // 18: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	35, // 19: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	40, // 20: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 21: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	33, // 22: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	43, // 23: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	5,  // 24: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	29, // 25: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	32, // 26: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	33, // 27: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	34, // 28: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	39, // 29: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	39, // 30: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	40, // 31: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 32: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	42, // 33: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	26, // 34: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	27, // 35: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
+	23, // 36: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	30, // 37: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	23, // 38: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 39: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	33, // 40: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	23, // 41: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 42: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 43: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 44: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	23, // 45: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	44, // 46: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	6,  // 47: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	23, // 48: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 49: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	10, // 50: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	15, // 51: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	17, // 52: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	19, // 53: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	12, // 54: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	24, // 55: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	21, // 56: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 57: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	11, // 58: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	16, // 59: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	18, // 60: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	20, // 61: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	14, // 62: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	25, // 63: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	22, // 64: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	57, // [57:65] is the sub-list for method output_type
+	49, // [49:57] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3527,6 +3640,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_CoordinatorEvent)(nil),
 		(*WorkerMessage_Trigger)(nil),
 		(*WorkerMessage_Metrics)(nil),
+		(*WorkerMessage_Heartbeat)(nil),
 	}
 	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
@@ -3539,6 +3653,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*JobMasterMessage_CoordinatorEvent)(nil),
 		(*JobMasterMessage_Cancel)(nil),
 		(*JobMasterMessage_AllFinished)(nil),
+		(*JobMasterMessage_Accepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3546,7 +3661,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

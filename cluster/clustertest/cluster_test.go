@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,8 +270,13 @@ func (c *cluster) workerTaskManagers() []*proc {
 }
 
 // hasChildren reports whether a process has a child (a TaskManager's
-// worker), from the parent pids in /proc/*/stat.
-func hasChildren(pid int) bool {
+// worker).
+func hasChildren(pid int) bool { return len(childrenOf(pid)) > 0 }
+
+// childrenOf returns the pids of a process's children (a TaskManager's
+// workers) that have not exited, from the parent pids in /proc/*/stat.
+func childrenOf(pid int) []int {
+	var out []int
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, st := range stats {
 		b, err := os.ReadFile(st)
@@ -284,11 +290,12 @@ func hasChildren(pid int) bool {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			return true
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			out = append(out, child)
 		}
 	}
-	return false
+	return out
 }
 
 // checkExactlyOnce checks the committed output of clusterjob: each key's
@@ -479,6 +486,106 @@ func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
 	checkExactlyOnce(t, out, n, keys)
 }
 
+// TestFrozenTaskManagerRecoversExactlyOnce freezes (SIGSTOP) a TaskManager
+// and its worker, or the worker alone, mid-job: their connections stay
+// open, so only heartbeats can tell. Within heartbeat.timeout the
+// ResourceManager loses the TaskManager or the JobMaster the worker; the
+// job restarts from its latest checkpoint. The frozen processes are then
+// resumed while the new attempt runs: the old worker is fenced (its
+// session is gone, its TaskManager stops it, it stops itself) and the
+// output stays exactly once.
+func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
+	const timeout = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		// taskManager: the TaskManager freezes with its worker.
+		taskManager bool
+	}{
+		{"the TaskManager and its worker", true},
+		{"a worker alone", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 3, "heartbeat.interval=500ms", "heartbeat.timeout=3s")
+			out := filepath.Join(c.dir, "out")
+			const n, keys = 24000, 6
+			args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+			args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
+			type result struct {
+				out string
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				o, err := c.sluice(args...)
+				done <- result{o, err}
+			}()
+			waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+				m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
+				return len(m) > 0
+			})
+			victims := c.workerTaskManagers()
+			if len(victims) == 0 {
+				t.Fatal("no TaskManager runs a worker")
+			}
+			tm := victims[0]
+			workers := childrenOf(tm.cmd.Process.Pid)
+			if len(workers) == 0 {
+				t.Fatal("the TaskManager's worker is gone")
+			}
+			frozen := slices.Clone(workers)
+			if tc.taskManager {
+				frozen = append(frozen, tm.cmd.Process.Pid)
+			}
+			t.Cleanup(func() {
+				for _, pid := range frozen {
+					syscall.Kill(pid, syscall.SIGCONT)
+				}
+			})
+			for _, pid := range frozen {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatalf("SIGSTOP %d: %v", pid, err)
+				}
+			}
+			frozenAt := time.Now()
+			waitFor(t, 30*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
+			noticed := time.Since(frozenAt)
+			t.Logf("the job restarted %v after the freeze (heartbeat.timeout %v)", noticed.Round(time.Millisecond), timeout)
+			// Noticed within heartbeat.timeout, plus the failover itself, on a
+			// loaded machine.
+			if noticed > timeout+5*time.Second {
+				t.Errorf("the job restarted %v after the freeze; want about heartbeat.timeout (%v)", noticed, timeout)
+			}
+			// The frozen processes come back while the new attempt runs.
+			for _, pid := range frozen {
+				syscall.Kill(pid, syscall.SIGCONT)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatalf("sluice run: %v\n%s", r.err, r.out)
+			}
+			if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
+				t.Errorf("the job did not restart:\n%s", r.out)
+			}
+			checkExactlyOnce(t, out, n, keys)
+			if b, _ := os.ReadFile(c.jm.log); !strings.Contains(string(b), "heartbeat timeout") {
+				t.Errorf("the JobManager's log does not name the heartbeat timeout as the cause of the restart")
+			}
+			// The old worker is gone: it ran tasks of an attempt that failed.
+			// Its TaskManager stops it, asked by the JobMaster or (frozen too)
+			// for its own lost session, unless it found its silence and
+			// stopped first.
+			waitFor(t, 30*time.Second, "the old worker to exit", func() bool {
+				for _, w := range childrenOf(tm.cmd.Process.Pid) {
+					if slices.Contains(workers, w) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
+
 func TestJobManagerRestartRecoversTheJob(t *testing.T) {
 	c := newCluster(t, 2, "high-availability.type=FILESYSTEM", "high-availability.storageDir=file://"+filepath.Join(t.TempDir(), "ha"))
 	out := filepath.Join(c.dir, "out")
@@ -613,6 +720,21 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// restarts is the job restarts the JobManager exports (the cluster runs one
+// job).
+func (c *cluster) restarts() float64 {
+	b, err := httpGet(c.rest() + "/metrics")
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, m := range regexp.MustCompile(`flink_jobmanager_job_numRestarts\{[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		total += v
+	}
+	return total
 }
 
 // rssKB is a process's resident set size.

@@ -20,8 +20,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 )
@@ -54,12 +56,17 @@ type Config struct {
 	// Timeouts (defaults: slot.request.timeout 5 min, workers 2 min,
 	// cancellation grace 30 s).
 	SlotRequestTimeout, WorkerStartTimeout, CancelGrace time.Duration
+	// Clock times the workers' heartbeats (heartbeat.interval and
+	// heartbeat.timeout of Conf). Default: clock.System{}.
+	Clock clock.Clock
 }
 
 type dispatcherConfig struct {
 	Config
 	rpcAddress                                          string
 	slotRequestTimeout, workerStartTimeout, cancelGrace time.Duration
+	// live are the heartbeat settings of worker sessions.
+	live liveness
 }
 
 // SlotDeclarer takes a job's slot demand: the ResourceManager, in the
@@ -96,6 +103,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if cfg.FileSystems == nil {
 		cfg.FileSystems = fs.NewResolver()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	dc := dispatcherConfig{Config: cfg, rpcAddress: cfg.RPCAddress,
 		slotRequestTimeout: conf.Get(cfg.Conf, conf.SlotRequestTimeout), workerStartTimeout: 2 * time.Minute, cancelGrace: 30 * time.Second}
 	if cfg.SlotRequestTimeout > 0 {
@@ -107,6 +117,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if cfg.CancelGrace > 0 {
 		dc.cancelGrace = cfg.CancelGrace
 	}
+	dc.live = liveness{interval: conf.Get(cfg.Conf, conf.HeartbeatInterval), timeout: conf.Get(cfg.Conf, conf.HeartbeatTimeout), clock: cfg.Clock}
 	d := &Dispatcher{cfg: dc, log: cfg.Log, jobs: map[string]*jobMaster{}, conns: map[string]*grpc.ClientConn{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.ha = &haStore{log: cfg.Log, records: map[string]*jobRecord{}}
@@ -421,14 +432,48 @@ func (d *Dispatcher) Wait(ctx context.Context, id string) (Info, error) {
 	}
 }
 
-// TaskManagerLost drops the slots of a TaskManager that is gone.
-func (d *Dispatcher) TaskManagerLost(tm string) {
+// TaskManagerLostError fails the tasks an attempt ran on a TaskManager
+// that the ResourceManager lost. It matches ErrHeartbeatTimeout when the
+// TaskManager was lost for silence.
+type TaskManagerLostError struct {
+	TaskManager string
+	// Reason is the ResourceManager's: the connection closed, no heartbeat
+	// within heartbeat.timeout, or the platform stopped it.
+	Reason string
+	// HeartbeatTimeout: it sent no heartbeat within heartbeat.timeout.
+	HeartbeatTimeout bool
+}
+
+func (e *TaskManagerLostError) Error() string {
+	if e.HeartbeatTimeout {
+		return fmt.Sprintf("jobmanager: TaskManager %s lost: heartbeat timeout: %s", e.TaskManager, e.Reason)
+	}
+	return fmt.Sprintf("jobmanager: TaskManager %s lost: %s", e.TaskManager, e.Reason)
+}
+
+// Is matches ErrHeartbeatTimeout for a TaskManager lost for silence.
+func (e *TaskManagerLostError) Is(target error) bool {
+	return target == ErrHeartbeatTimeout && e.HeartbeatTimeout
+}
+
+// TaskManagerLost handles a TaskManager the ResourceManager lost: its
+// slots are dropped, and every job's attempt with tasks on it fails with
+// a *TaskManagerLostError, which its restart strategy handles as any task
+// failure (a restart from the latest checkpoint, on the slots left).
+// Without this, a TaskManager frozen with its workers (SIGSTOP, a stalled
+// host) would keep its tasks' streams open and the job stuck.
+func (d *Dispatcher) TaskManagerLost(l resourcemanager.LostTaskManager) {
 	d.mu.Lock()
 	jms := slices.Collect(maps.Values(d.jobs))
 	d.mu.Unlock()
+	err := &TaskManagerLostError{TaskManager: l.ID, Reason: l.Reason, HeartbeatTimeout: l.HeartbeatTimeout}
 	for _, jm := range jms {
-		if jm.pool.dropTaskManager(tm) {
-			jm.log.Info("TaskManager lost; its slots are gone", "taskmanager", tm)
+		// The slots go first: the restart that follows must not pick them.
+		if jm.pool.dropTaskManager(l.ID) {
+			jm.log.Info("TaskManager lost; its slots are gone", "taskmanager", l.ID)
+		}
+		if jm.exec.taskManagerLost(err) {
+			jm.log.Warn("TaskManager lost; failing the tasks the attempt ran there", "taskmanager", l.ID, "reason", l.Reason)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,8 @@ type remoteExecutor struct {
 	// pending are the workers of the attempt being deployed, by worker id,
 	// waiting for their Hello.
 	pending map[string]chan *session
+	// current is the attempt being deployed or run, until it is closed.
+	current *remoteAttempt
 }
 
 func newRemoteExecutor(jm *jobMaster) *remoteExecutor {
@@ -45,6 +48,30 @@ func slotsNeeded(p *graph.Plan) int {
 		n = max(n, c.Parallelism)
 	}
 	return n
+}
+
+// taskManagerLost fails the tasks the current attempt has on a lost
+// TaskManager; it reports whether the attempt had any there.
+func (x *remoteExecutor) taskManagerLost(err *TaskManagerLostError) bool {
+	x.mu.Lock()
+	a := x.current
+	x.mu.Unlock()
+	return a != nil && a.taskManagerLost(err)
+}
+
+// setCurrent makes a the current attempt; clearCurrent forgets it.
+func (x *remoteExecutor) setCurrent(a *remoteAttempt) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.current = a
+}
+
+func (x *remoteExecutor) clearCurrent(a *remoteAttempt) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.current == a {
+		x.current = nil
+	}
 }
 
 // attach hands a worker's session to the deployment waiting for it.
@@ -122,18 +149,16 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			}
 		}
 	}
-	a := &remoteAttempt{x: x, n: d.Attempt, events: d.Events, where: map[checkpoint.TaskID]*session{},
-		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{}}
-	for _, c := range plan.Chains {
-		for s := 0; s < c.Parallelism; s++ {
-			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
-			a.order = append(a.order, id)
-			m := &task.Metrics{}
-			a.metrics[id] = m
-			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
-		}
+	a := newRemoteAttempt(x, d.Attempt, d.Events, plan)
+	// A TaskManager lost, or a worker whose session ends, while the attempt
+	// deploys ends the deployment with that failure.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(errDeployed)
+	a.abortDeploy = abort
+	for _, w := range workers {
+		a.onTaskManager(w.tm, w.tmAddr)
 	}
-	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+	x.setCurrent(a)
 
 	ok := false
 	defer func() {
@@ -158,7 +183,6 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		x.mu.Unlock()
 	}()
 	for _, w := range workers {
-		a.tms = append(a.tms, w.tmAddr)
 		req := &clusterpb.SubmitTasksRequest{
 			JobId: jm.id, Attempt: int32(d.Attempt), WorkerId: w.id,
 			BinarySha256: jm.binary.sha256, BinarySize: jm.binary.size,
@@ -167,6 +191,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
 			jm.pool.dropTaskManager(w.tm)
+			if cause := context.Cause(ctx); cause != nil {
+				return nil, cause
+			}
 			return nil, fmt.Errorf("jobmanager: starting worker %s on TaskManager %s (%s): %w", w.id, w.tm, w.tmAddr, err)
 		}
 	}
@@ -178,7 +205,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		select {
 		case s := <-waits[w.id]:
 			sessions[w.id] = s
-			a.sessions = append(a.sessions, s)
+			a.connected(s, w.tm)
 			if s.hello.Fingerprint != jm.graph.Fingerprint() {
 				return nil, &restart.Unrecoverable{Err: fmt.Errorf("%w: worker %s has graph fingerprint %s, the job %s: the job program must build the same graph on every run (check that main does not depend on the time, randomness or its environment)",
 					ErrGraphMismatch, w.id, s.hello.Fingerprint, jm.graph.Fingerprint())}
@@ -251,23 +278,118 @@ func taskID(k *clusterpb.TaskKey) checkpoint.TaskID {
 	return checkpoint.TaskID{Vertex: int(k.GetChain()), Subtask: int(k.GetSubtask())}
 }
 
+// attemptEvents is where an attempt reports: its job's local.Events.
+type attemptEvents interface {
+	TaskEnded(id checkpoint.TaskID, err error)
+	TaskFinished(id checkpoint.TaskID)
+	Acknowledged(id checkpoint.TaskID, cp int64, ack local.Ack)
+	Declined(id checkpoint.TaskID, cp int64, err error)
+	CoordinatorState(cp int64, s local.CoordinatorSnapshot)
+}
+
+// errDeployed ends the deployment's context once Deploy has returned.
+var errDeployed = errors.New("jobmanager: the attempt was deployed")
+
 // remoteAttempt is an attempt whose tasks run in workers.
 type remoteAttempt struct {
 	x        *remoteExecutor
 	n        int
-	events   local.Events
+	events   attemptEvents
 	order    []checkpoint.TaskID
 	where    map[checkpoint.TaskID]*session
 	coordAt  map[int]*session // by chain
-	sessions []*session
-	tms      []string
 	subtasks []local.SubtaskMetrics
 	metrics  map[checkpoint.TaskID]*task.Metrics
+	// abortDeploy ends the deployment with a failure; it does nothing once
+	// Deploy has returned.
+	abortDeploy context.CancelCauseFunc
 
 	mu      sync.Mutex
 	started bool
 	ended   map[checkpoint.TaskID]bool
-	wg      sync.WaitGroup
+	// sessions are the attempt's workers (appended while it deploys,
+	// under mu; read without it once deployed).
+	sessions []*session
+	// tms are the TaskManagers the attempt runs on, by id, in order.
+	tms    map[string]*attemptTM
+	tmList []*attemptTM
+	wg     sync.WaitGroup
+}
+
+// attemptTM is a TaskManager an attempt runs a worker on.
+type attemptTM struct {
+	id, addr string
+	// gone ends, with a *TaskManagerLostError, when the TaskManager is lost.
+	gone context.Context
+	lose context.CancelCauseFunc
+}
+
+func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *graph.Plan) *remoteAttempt {
+	a := &remoteAttempt{x: x, n: n, events: events, where: map[checkpoint.TaskID]*session{},
+		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{},
+		tms: map[string]*attemptTM{}, abortDeploy: func(error) {}}
+	for _, c := range plan.Chains {
+		for s := 0; s < c.Parallelism; s++ {
+			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
+			a.order = append(a.order, id)
+			m := &task.Metrics{}
+			a.metrics[id] = m
+			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
+		}
+	}
+	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+	return a
+}
+
+// onTaskManager records that the attempt runs a worker on TaskManager id.
+func (a *remoteAttempt) onTaskManager(id, addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.tms[id]; ok {
+		return
+	}
+	t := &attemptTM{id: id, addr: addr}
+	t.gone, t.lose = context.WithCancelCause(context.Background())
+	a.tms[id] = t
+	a.tmList = append(a.tmList, t)
+}
+
+// connected adds the session of the attempt's worker on TaskManager tm.
+func (a *remoteAttempt) connected(s *session, tm string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s.tm = tm
+	a.sessions = append(a.sessions, s)
+}
+
+// taskManagerLost fails the tasks of the attempt's worker on the lost
+// TaskManager: its session ends with err, which fails its tasks, and so
+// the attempt, which the restart strategy then restarts from the latest
+// checkpoint. A deployment under way ends with err. It reports whether
+// the attempt ran on that TaskManager; the TaskManager is not asked to
+// stop the worker (it is unreachable; it stops its workers itself when
+// its session with the ResourceManager ends).
+func (a *remoteAttempt) taskManagerLost(err *TaskManagerLostError) bool {
+	a.mu.Lock()
+	t, ok := a.tms[err.TaskManager]
+	var on []*session
+	if ok {
+		for _, s := range a.sessions {
+			if s.tm == err.TaskManager {
+				on = append(on, s)
+			}
+		}
+	}
+	a.mu.Unlock()
+	if !ok || t.gone.Err() != nil {
+		return false
+	}
+	t.lose(err)
+	a.abortDeploy(err)
+	for _, s := range on {
+		s.fail(err)
+	}
+	return true
 }
 
 // handler processes one worker's messages, in order, on its session's
@@ -276,6 +398,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 	go func() {
 		<-s.done
 		a.x.jm.logins.ended(s)
+		a.abortDeploy(s.err)
 		a.lost(s)
 	}()
 	return func(m *clusterpb.WorkerMessage) {
@@ -382,12 +505,11 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 	a.events.TaskEnded(t, err)
 }
 
-// lost ends the tasks of a worker whose session ended.
+// lost ends the tasks of a worker whose session ended, with its reason.
 func (a *remoteAttempt) lost(s *session) {
-	err := fmt.Errorf("jobmanager: %w", s.err)
 	for _, t := range a.order {
 		if a.where[t] == s {
-			a.taskEnded(t, err)
+			a.taskEnded(t, s.err)
 		}
 	}
 }
@@ -495,27 +617,57 @@ func (a *remoteAttempt) Cancel(cause error) {
 	}()
 }
 
+// killWorkers has the attempt's TaskManagers stop its workers, and waits
+// (10 s at most) until they have: a worker that does not answer (hung,
+// frozen) is killed before the next attempt starts. A lost TaskManager is
+// not asked, or no longer waited for once it is lost while asked: it is
+// unreachable, and stops its workers itself when its session with the
+// ResourceManager ends.
 func (a *remoteAttempt) killWorkers() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	seen := map[string]bool{}
-	for _, addr := range a.tms {
-		if seen[addr] {
+	a.mu.Lock()
+	tms := slices.Clone(a.tmList)
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, t := range tms {
+		if t.gone.Err() != nil {
 			continue
 		}
-		seen[addr] = true
-		if err := a.x.jm.d.cancelJob(ctx, addr, a.x.jm.id, a.n); err != nil {
-			a.x.jm.log.Warn("stopping workers failed", "taskmanager", addr, "err", err)
-		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.gone, 10*time.Second)
+			defer cancel()
+			err := a.x.jm.d.cancelJob(ctx, t.addr, a.x.jm.id, a.n)
+			switch cause := context.Cause(t.gone); {
+			case err == nil:
+			case cause != nil:
+				a.x.jm.log.Info("not waiting for a lost TaskManager to stop its workers", "taskmanager", t.id, "reason", cause)
+			default:
+				a.x.jm.log.Warn("stopping workers failed", "taskmanager", t.id, "address", t.addr, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// release forgets the attempt's TaskManagers; it is no longer current.
+func (a *remoteAttempt) release() {
+	a.x.clearCurrent(a)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.tmList {
+		t.lose(nil)
 	}
 }
 
 // abandon stops the workers of an attempt that failed to deploy.
 func (a *remoteAttempt) abandon() {
-	for _, s := range a.sessions {
+	a.mu.Lock()
+	sessions := slices.Clone(a.sessions)
+	a.mu.Unlock()
+	for _, s := range sessions {
 		s.close()
 	}
 	a.killWorkers()
+	a.release()
 }
 
 // Close implements local.Attempt: the sessions end (the workers exit) and
@@ -534,4 +686,5 @@ func (a *remoteAttempt) Close() {
 		}
 	}
 	a.killWorkers()
+	a.release()
 }

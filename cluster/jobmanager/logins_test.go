@@ -9,16 +9,15 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
 const principal = "sluice@EXAMPLE.COM"
 
 func testSession(worker, tm, host string) *session {
-	s := newSession(&clusterpb.Hello{JobId: "job", WorkerId: worker, TaskManagerId: tm}, nil)
+	s := newSession(&clusterpb.Hello{JobId: "job", WorkerId: worker, TaskManagerId: tm}, nil, liveness{clock: clock.NewManual(0)})
 	s.host = host
 	return s
 }
@@ -93,7 +92,7 @@ func TestBackendMetricsLogins(t *testing.T) {
 	d.mu.Lock()
 	d.jobs[jm.id], d.order = jm, append(d.order, jm.id)
 	d.mu.Unlock()
-	a := &remoteAttempt{x: newRemoteExecutor(jm), metrics: map[checkpoint.TaskID]*task.Metrics{}}
+	a := newRemoteAttempt(newRemoteExecutor(jm), 0, nil, jm.plan)
 	s := testSession("job-0-tm-1", "tm-1", "nm1.example.com")
 	handle := a.handler(s, nil)
 	handle(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: &clusterpb.MetricsReport{Kerberos: reported(1_772_377_200, 2)}}})

@@ -141,7 +141,7 @@ func RunWith(ctx context.Context, o Options) error {
 	rmCfg.OnTaskManagerLost = func(l resourcemanager.LostTaskManager) {
 		log.Warn("TaskManager lost", "taskmanager", l.ID, "reason", l.Reason, "jobs", l.Jobs)
 		if d != nil {
-			d.TaskManagerLost(l.ID)
+			d.TaskManagerLost(l)
 		}
 	}
 	rm, err := resourcemanager.New(rmCfg, o.Driver)

@@ -44,7 +44,7 @@ func (s jobMasterService) ConnectWorker(stream clusterpb.JobMaster_ConnectWorker
 	if err != nil {
 		return status.Error(codes.NotFound, err.Error())
 	}
-	sess := newSession(h, stream)
+	sess := newSession(h, stream, s.d.cfg.live)
 	if err := jm.exec.attach(sess); err != nil {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}

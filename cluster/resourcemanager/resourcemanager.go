@@ -140,6 +140,10 @@ type LostTaskManager struct {
 	// Reason says why: the connection closed, no heartbeat within the
 	// timeout, or the platform stopped it (with its diagnostics).
 	Reason string
+	// HeartbeatTimeout is set when it was lost for silence: no heartbeat
+	// within heartbeat.timeout, while its connection may still be open (a
+	// frozen process or host, a network dropping packets).
+	HeartbeatTimeout bool
 	// Jobs are the jobs that held slots on it, sorted.
 	Jobs []string
 }
@@ -799,6 +803,12 @@ func (rm *ResourceManager) workerStopped(e driverEvent, now int64) {
 // lose forgets a TaskManager, closes its session and reports it. The
 // caller schedules afterwards.
 func (rm *ResourceManager) lose(tm *taskManager, reason string) {
+	rm.loseFor(tm, reason, false)
+}
+
+// loseFor is lose, saying whether the TaskManager was silent for the
+// heartbeat timeout.
+func (rm *ResourceManager) loseFor(tm *taskManager, reason string, timeout bool) {
 	if rm.st.tms[tm.id] != tm {
 		return
 	}
@@ -811,7 +821,7 @@ func (rm *ResourceManager) lose(tm *taskManager, reason string) {
 			jobs[s.jobID] = true
 		}
 	}
-	l := LostTaskManager{ID: tm.id, ResourceID: tm.resourceID, Address: tm.address, Reason: reason, Jobs: slices.Sorted(maps.Keys(jobs))}
+	l := LostTaskManager{ID: tm.id, ResourceID: tm.resourceID, Address: tm.address, Reason: reason, HeartbeatTimeout: timeout, Jobs: slices.Sorted(maps.Keys(jobs))}
 	tm.log.Warn("TaskManager lost", "reason", reason, "jobs", l.Jobs)
 	if rm.cfg.OnTaskManagerLost != nil {
 		rm.lost.push(l)
@@ -834,7 +844,7 @@ func (rm *ResourceManager) tick(now int64) {
 	}
 	for _, id := range st.hb.Expire(now) {
 		if tm := st.tms[id]; tm != nil {
-			rm.lose(tm, fmt.Sprintf("no heartbeat for %v (heartbeat.timeout)", rm.cfg.HeartbeatTimeout))
+			rm.loseFor(tm, fmt.Sprintf("no heartbeat for %v (heartbeat.timeout)", rm.cfg.HeartbeatTimeout), true)
 		}
 	}
 	timeout := rm.cfg.HeartbeatTimeout.Milliseconds()

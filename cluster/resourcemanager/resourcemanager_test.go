@@ -529,8 +529,8 @@ func TestHeartbeats(t *testing.T) {
 	// At 5 s the silent one has been silent for the timeout.
 	h.clock.Advance(interval.Milliseconds())
 	l := h.expectLost("silent", "no heartbeat for 5s")
-	if l.ResourceID != "silent" || l.Address != "127.0.0.1:4600" {
-		t.Fatalf("lost %+v", l)
+	if l.ResourceID != "silent" || l.Address != "127.0.0.1:4600" || !l.HeartbeatTimeout {
+		t.Fatalf("lost %+v, want a heartbeat timeout", l)
 	}
 	err, msgs := silent.ended()
 	if status.Code(err) != codes.Unavailable || len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].GetDisconnect().GetReason(), "no heartbeat") {
@@ -550,8 +550,8 @@ func TestConnectionLossIsImmediate(t *testing.T) {
 	c.heartbeat("job/"+a.AllocationId, "")
 	c.cancel() // the connection breaks; the clock does not move
 	l := h.expectLost("tm-1", "")
-	if !slices.Equal(l.Jobs, []string{"job"}) {
-		t.Fatalf("lost %+v, want job listed", l)
+	if !slices.Equal(l.Jobs, []string{"job"}) || l.HeartbeatTimeout {
+		t.Fatalf("lost %+v, want job listed and no heartbeat timeout", l)
 	}
 	if tms := h.snapshot(); len(tms) != 0 {
 		t.Fatalf("snapshot %+v", tms)

@@ -802,6 +802,10 @@ func (tm *TaskManager) stop(w *worker, reason string, now int64) {
 		w.phase, w.stopReason, w.killAt = workerStopping, reason, now+tm.cfg.StopGrace.Milliseconds()
 		w.log.Info("stopping worker", "reason", reason)
 		signalGroup(w.cmd.Process, syscall.SIGTERM)
+		// A stopped worker (SIGSTOP, the JobMaster gave it up for
+		// silence) takes SIGTERM only once it runs again: at once, not
+		// at the SIGKILL after the grace.
+		signalGroup(w.cmd.Process, syscall.SIGCONT)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,6 +231,37 @@ func TestSubmitAndCancel(t *testing.T) {
 
 	if _, err := client.CancelJob(context.Background(), &clusterpb.CancelJobRequest{UpToAttempt: -2}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bad CancelJob: %v", err)
+	}
+}
+
+// TestCancelStopsAFrozenWorker: a stopped worker (SIGSTOP; its JobMaster
+// gave it up for silence) is resumed to take its SIGTERM, so CancelJob
+// returns at once rather than after the grace period's SIGKILL.
+func TestCancelStopsAFrozenWorker(t *testing.T) {
+	r := startRM(t, interval, timeout)
+	jm := startJobMaster(t)
+	tm, logs := startTM(t, r.addr, func(c *Config) { c.StopGrace = time.Minute })
+	r.declare(t, "job1", jm.addr, 1)
+	allocs := activeAllocations(t, tm, "active:job1 free")
+	out := filepath.Join(t.TempDir(), "record")
+	if err := submit(t, tm, request("job1", "w0", jm.addr, allocs, out, nil)); err != nil {
+		t.Fatal(err)
+	}
+	rec := readRecord(t, out)
+	if err := syscall.Kill(rec.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(rec.PID, syscall.SIGCONT)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := clusterpb.NewTaskManagerClient(dial(t, tm.Address())).CancelJob(ctx, &clusterpb.CancelJobRequest{JobId: "job1", UpToAttempt: -1}); err != nil {
+		t.Fatalf("CancelJob of a stopped worker: %v", err)
+	}
+	if alive(rec.PID) {
+		t.Fatalf("worker %d alive after CancelJob", rec.PID)
+	}
+	if strings.Contains(logs.String(), "killing it") {
+		t.Errorf("the stopped worker was killed after the grace period, not stopped by its SIGTERM")
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/netexchange"
@@ -64,21 +65,27 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 		return fmt.Errorf("worker: JobMaster address %q: %w", dep.JobMasterAddress, err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The session's context; the heartbeat loop ends it, with errGivenUp,
+	// when it finds the worker was silent for the heartbeat timeout.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	stream, err := clusterpb.NewJobMasterClient(conn).ConnectWorker(ctx)
 	if err != nil {
 		return fmt.Errorf("worker: connecting to the JobMaster at %s: %w", dep.JobMasterAddress, err)
 	}
 	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream, login: login,
-		writer: local.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1)}
+		writer: local.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1),
+		endSession: cancel}
 	go func() { w.sendDone <- w.sender() }()
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{
 		JobId: dep.JobID, Attempt: dep.Attempt, WorkerId: dep.WorkerID, TaskManagerId: dep.TaskManagerID,
-		Fingerprint: plan.Graph.Fingerprint(), DataAddress: ep.Addr(), Pid: int64(os.Getpid()),
+		Fingerprint: plan.Graph.Fingerprint(), DataAddress: ep.Addr(), Pid: int64(os.Getpid()), Heartbeats: true,
 	}}})
 	err = w.receive(ctx)
 	w.shutdown()
+	if cause := context.Cause(ctx); errors.Is(cause, errGivenUp) {
+		return cause
+	}
 	if errors.Is(err, errSessionEnded) {
 		return nil
 	}
@@ -86,6 +93,12 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 }
 
 var errSessionEnded = errors.New("worker: the JobMaster ended the session")
+
+// errGivenUp is wrapped by the error of a worker that found it had sent
+// its JobMaster nothing for heartbeat.timeout: the JobMaster has failed its
+// tasks and restarts them elsewhere, so it stops at once instead of running
+// on beside them.
+var errGivenUp = errors.New("worker: silent for heartbeat.timeout, so given up by the JobMaster")
 
 type worker struct {
 	plan   *graph.Plan
@@ -104,6 +117,11 @@ type worker struct {
 	closers []func()
 	stopMx  chan struct{}
 	mxDone  chan struct{}
+	// stopHB and hbDone stop and wait for the heartbeat loop; endSession
+	// ends the session.
+	stopHB     chan struct{}
+	hbDone     chan struct{}
+	endSession context.CancelCauseFunc
 
 	mu       sync.Mutex
 	queue    []*clusterpb.WorkerMessage
@@ -163,6 +181,8 @@ func (w *worker) receive(ctx context.Context) error {
 			return fmt.Errorf("worker: the JobMaster session ended: %w", err)
 		}
 		switch m := m.Msg.(type) {
+		case *clusterpb.JobMasterMessage_Accepted:
+			w.startHeartbeats(m.Accepted.GetHeartbeatIntervalMs(), m.Accepted.GetHeartbeatTimeoutMs())
 		case *clusterpb.JobMasterMessage_Deploy:
 			err := w.deploy(ctx, m.Deploy)
 			d := &clusterpb.Deployed{}
@@ -382,6 +402,73 @@ func kerberosStatus(l *kerberos.Login) *clusterpb.KerberosStatus {
 	return clusterpb.KerberosStatusOf(l.Status())
 }
 
+// startHeartbeats starts the heartbeat loop with the JobMaster's settings
+// (once): its own goroutine, so that busy or blocked tasks do not hold
+// the heartbeats back.
+func (w *worker) startHeartbeats(interval, timeout int64) {
+	if w.stopHB != nil || interval <= 0 || timeout <= interval {
+		return
+	}
+	w.stopHB, w.hbDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.hbDone)
+		heartbeats(newMonotonic(), interval, timeout, w.stopHB,
+			func(seq int64) {
+				w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Heartbeat{Heartbeat: &clusterpb.Heartbeat{Seq: seq}}})
+			},
+			func(gap int64) {
+				err := fmt.Errorf("%w: nothing sent for %v (the process was stopped or starved)", errGivenUp, time.Duration(gap)*time.Millisecond)
+				w.log.Error("stopping the tasks: the JobMaster has failed them", "err", err)
+				w.endSession(err)
+			})
+	}()
+}
+
+// heartbeats calls beat every interval (ms on clk) until stop is closed.
+// A tick that finds the one before timeout or more ago means the process
+// was stopped (SIGSTOP, a frozen host) or starved for that long, so that
+// its JobMaster heard nothing for its heartbeat timeout and gave it up:
+// silent is called with the gap and the loop ends.
+func heartbeats(clk clock.Clock, interval, timeout int64, stop <-chan struct{}, beat func(seq int64), silent func(gap int64)) {
+	last := clk.NowMillis()
+	for seq := int64(1); ; seq++ {
+		tick, cancel := clk.AfterMillis(last + interval)
+		select {
+		case <-stop:
+			cancel()
+			return
+		case <-tick:
+		}
+		now := clk.NowMillis()
+		if gap := now - last; gap >= timeout {
+			silent(gap)
+			return
+		}
+		beat(seq)
+		last = now
+	}
+}
+
+// monotonic is a clock.Clock on the process's monotonic time, which
+// wall-clock steps do not move: a step forward must not look like a
+// silence.
+type monotonic struct{ start time.Time }
+
+func newMonotonic() monotonic { return monotonic{start: time.Now()} }
+
+func (m monotonic) NowMillis() int64 { return time.Since(m.start).Milliseconds() }
+
+func (m monotonic) AfterMillis(deadline int64) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	d := time.Duration(deadline-m.NowMillis()) * time.Millisecond
+	if d <= 0 {
+		ch <- struct{}{}
+		return ch, func() {}
+	}
+	t := time.AfterFunc(d, func() { ch <- struct{}{} })
+	return ch, func() { t.Stop() }
+}
+
 // shutdown stops the tasks, flushes what is queued for the JobMaster and
 // closes the exchanges.
 func (w *worker) shutdown() {
@@ -392,6 +479,10 @@ func (w *worker) shutdown() {
 	if w.stopMx != nil {
 		close(w.stopMx)
 		<-w.mxDone
+	}
+	if w.stopHB != nil {
+		close(w.stopHB)
+		<-w.hbDone
 	}
 	for _, c := range w.closers {
 		c()
