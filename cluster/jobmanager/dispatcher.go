@@ -22,6 +22,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 )
@@ -395,7 +396,7 @@ func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := await(ctx, jm.job.TriggerCheckpoint)
+	p, err := await(ctx, func() (string, error) { return jm.job.TriggerCheckpoint(checkpoint.Checkpoint) })
 	if err != nil {
 		return 0, err
 	}
