@@ -110,7 +110,7 @@ func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap
 		}
 		of := operatorFile{Subtask: id.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
 		if len(os.Files) > 0 {
-			files, n, err := w.uploadShared(loc, os.Files)
+			files, n, err := w.uploadShared(loc, snap.Kind, snap.ID, os.Files)
 			if os.ReleaseFiles != nil {
 				os.ReleaseFiles()
 			}
@@ -141,22 +141,35 @@ func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap
 
 // uploadShared uploads the files of an incremental snapshot that are not
 // in shared storage yet, and returns every file's handle.
-func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalFile) (map[string]string, int64, error) {
+//
+// A full checkpoint (checkpoint.FullCheckpoint) uploads every file again,
+// under a name of its own ("full-<checkpoint ID>-<name>"), so that it
+// references no file of the checkpoints before it; the checkpoints after
+// it reference its copies (Flink's forward sharing). Once the checkpoints
+// before it are discarded, the files only they used are deleted.
+// Snapshots of one task reach the writer in checkpoint order, so no
+// checkpoint after the full one references an older copy.
+func (w *SnapshotWriter) uploadShared(loc *storage.Location, kind checkpoint.Kind, id int64, files []task.LocalFile) (map[string]string, int64, error) {
 	out := make(map[string]string, len(files))
 	var written int64
+	full := kind == checkpoint.FullCheckpoint
 	for _, f := range files {
 		w.mu.Lock()
 		h, ok := w.shared[f.Name]
 		w.mu.Unlock()
-		if ok && loc.Kind() != storage.KindSavepoint {
+		if ok && !full && loc.Kind() != storage.KindSavepoint {
 			out[f.Name] = h
 			continue
+		}
+		name := f.Name
+		if full && loc.Kind() != storage.KindSavepoint {
+			name = fmt.Sprintf("full-%d-%s", id, f.Name)
 		}
 		src, err := os.Open(f.Path)
 		if err != nil {
 			return nil, 0, fmt.Errorf("uploading %s: %w", f.Path, err)
 		}
-		dst, handle, err := loc.CreateSharedFile(f.Name)
+		dst, handle, err := loc.CreateSharedFile(name)
 		if err == nil {
 			var n int64
 			n, err = io.Copy(dst, src)
@@ -167,7 +180,7 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalF
 		}
 		src.Close()
 		if err != nil {
-			return nil, 0, fmt.Errorf("uploading %s: %w", f.Name, err)
+			return nil, 0, fmt.Errorf("uploading %s: %w", name, err)
 		}
 		out[f.Name] = handle
 		if loc.Kind() != storage.KindSavepoint {
