@@ -611,11 +611,11 @@ func (s *Server) postCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, "checkpoint request") {
 		return
 	}
-	var full bool
+	cr := CheckpointRequest{Type: CheckpointConfigured}
 	switch strings.ToUpper(req.CheckpointType) {
 	case "", CheckpointConfigured:
 	case CheckpointFull:
-		full = true
+		cr.Type = CheckpointFull
 	case "INCREMENTAL":
 		writeError(w, http.StatusBadRequest, "checkpointType INCREMENTAL cannot be requested: use CONFIGURED, which is incremental when the job checkpoints incrementally, or FULL")
 		return
@@ -628,7 +628,7 @@ func (s *Server) postCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.startOp(w, opKey{kind: opCheckpoint, job: id, trigger: trigger}, func(ctx context.Context) opResult {
-		cp, err := s.backend.TriggerCheckpoint(ctx, id, full)
+		cp, err := s.backend.TriggerCheckpoint(ctx, id, cr)
 		return opResult{checkpointID: cp, err: err}
 	})
 }

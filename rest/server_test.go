@@ -513,7 +513,7 @@ func TestShutdownCancelsOperations(t *testing.T) {
 	b, clk := fixture(t)
 	started := make(chan struct{})
 	var ended atomic.Bool
-	b.Checkpoint = func(ctx context.Context, id string, full bool) (int64, error) {
+	b.Checkpoint = func(ctx context.Context, id string, _ rest.CheckpointRequest) (int64, error) {
 		close(started)
 		<-ctx.Done()
 		ended.Store(true)

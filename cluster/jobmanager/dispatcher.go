@@ -390,13 +390,14 @@ func await(ctx context.Context, request func() (string, error)) (string, error) 
 	}
 }
 
-// Checkpoint takes a checkpoint now and returns its ID.
-func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (int64, error) {
+// Checkpoint takes a checkpoint of kind checkpoint.Checkpoint (as the job
+// checkpoints) or checkpoint.FullCheckpoint now and returns its ID.
+func (d *Dispatcher) Checkpoint(ctx context.Context, id string, kind checkpoint.Kind) (int64, error) {
 	jm, err := d.job(id)
 	if err != nil {
 		return 0, err
 	}
-	p, err := await(ctx, func() (string, error) { return jm.job.TriggerCheckpoint(checkpoint.Checkpoint) })
+	p, err := await(ctx, func() (string, error) { return jm.job.TriggerCheckpoint(kind) })
 	if err != nil {
 		return 0, err
 	}
