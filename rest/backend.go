@@ -149,6 +149,7 @@ type SavepointRequest struct {
 	CancelJob bool
 	// Drain ends event time before the savepoint (stop only).
 	Drain bool
-	// Format is FormatCanonical or FormatNative.
+	// Format is FormatCanonical: the server refuses FormatNative, which
+	// Sluice does not write.
 	Format string
 }

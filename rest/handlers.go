@@ -534,9 +534,11 @@ func checkFormat(w http.ResponseWriter, f string) (string, bool) {
 	case "", FormatCanonical:
 		return FormatCanonical, true
 	case FormatNative:
-		return FormatNative, true
+		writeError(w, http.StatusBadRequest, "formatType NATIVE is not supported: Sluice writes savepoints in the CANONICAL format only "+
+			"(the same from either state backend, so they restore into both); use CANONICAL or leave formatType out")
+		return "", false
 	}
-	writeError(w, http.StatusBadRequest, fmt.Sprintf("formatType %q is not a savepoint format: use CANONICAL or NATIVE", f))
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("formatType %q is not a savepoint format: use CANONICAL", f))
 	return "", false
 }
 

@@ -312,14 +312,29 @@ func (b Backend) CancelJob(ctx context.Context, jobID string) error {
 
 // TriggerSavepoint implements rest.Backend.
 func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	if err := canonical(req.Format); err != nil {
+		return "", err
+	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, req.CancelJob, false)
 	return p, restErr(err)
 }
 
 // StopWithSavepoint implements rest.Backend.
 func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	if err := canonical(req.Format); err != nil {
+		return "", err
+	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, true, req.Drain)
 	return p, restErr(err)
+}
+
+// canonical refuses a savepoint format other than CANONICAL, the only one
+// the JobMasters write.
+func canonical(format string) error {
+	if format != "" && format != rest.FormatCanonical {
+		return fmt.Errorf("%w: savepoint format %q: only %s savepoints are written", rest.ErrBadRequest, format, rest.FormatCanonical)
+	}
+	return nil
 }
 
 // TriggerCheckpoint implements rest.Backend: a CONFIGURED checkpoint is

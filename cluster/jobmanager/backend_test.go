@@ -28,3 +28,20 @@ func TestCheckpointKind(t *testing.T) {
 		}
 	}
 }
+
+// TestSavepointFormat checks that only canonical savepoints are taken.
+func TestSavepointFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		err    error
+	}{
+		{"", nil},
+		{rest.FormatCanonical, nil},
+		{rest.FormatNative, rest.ErrBadRequest},
+		{"ZIP", rest.ErrBadRequest},
+	} {
+		if err := canonical(tc.format); !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+			t.Errorf("canonical(%q) = %v, want %v", tc.format, err, tc.err)
+		}
+	}
+}
