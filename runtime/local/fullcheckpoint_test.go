@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -259,4 +260,71 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// TestResumeFromAnotherJobsCheckpoint resumes a job from a retained
+// incremental checkpoint of another job (sluice run -s): its own
+// checkpoints must not reference the other job's shared files, whose
+// owner may discard them, but upload them into its own storage; a third
+// job restores from them.
+func TestResumeFromAnotherJobsCheckpoint(t *testing.T) {
+	for _, kind := range []checkpoint.Kind{checkpoint.Checkpoint, checkpoint.FullCheckpoint} {
+		t.Run(kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			backend := &state.PebbleBackend{Dir: filepath.Join(dir, "pebble")}
+			// run runs job id from restore, takes a checkpoint of kind
+			// at once (the restored files are live: no step was
+			// compacted with them) and one after each of steps, and
+			// returns the last one's path.
+			run := func(id, restore string, steps []int, wantRestored int) string {
+				t.Helper()
+				src := newStepSource()
+				j, err := local.Start(context.Background(), stepPlan(t, src), local.Options{JobID: id, StateBackend: backend, RestoreFrom: restore,
+					Checkpoints: &local.CheckpointOptions{Dir: filepath.Join(dir, "chk-"+id), NumRetained: 1, RetainOnCancellation: true, Incremental: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { _, err := j.Wait(); done <- err }()
+				select {
+				case got := <-src.restored:
+					if len(got) != wantRestored {
+						t.Errorf("job %s restored %d entries from %s, want %d", id, len(got), restore, wantRestored)
+					}
+				case err := <-done:
+					t.Fatalf("job %s ended: %v", id, err)
+				}
+				p, err := j.TriggerCheckpoint(kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range steps {
+					src.step(s)
+					if p, err = j.TriggerCheckpoint(kind); err != nil {
+						t.Fatal(err)
+					}
+				}
+				j.Cancel()
+				<-done
+				return p
+			}
+			a := run("a", "", []int{1, 2}, 0)
+			b := run("b", a, nil, 2*stepKeys)
+			md, err := storage.ReadMetadata(fs.Local{}, filepath.Join(b, storage.MetadataFileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(md.Shared) == 0 {
+				t.Fatalf("job b's checkpoint references no shared files")
+			}
+			if err := storage.CheckFiles(fs.Local{}, filepath.Join(b, storage.MetadataFileName), md.Shared); err != nil {
+				t.Errorf("job b's checkpoint references files it does not have: %v", err)
+			}
+			// Job a's checkpoints go: b's must not need them.
+			if err := os.RemoveAll(filepath.Join(dir, "chk-a")); err != nil {
+				t.Fatal(err)
+			}
+			run("c", b, nil, 2*stepKeys)
+		})
+	}
 }

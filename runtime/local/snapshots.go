@@ -62,7 +62,11 @@ type SnapshotWriter struct {
 	opIDs map[graph.NodeID]string
 	mu    sync.Mutex
 	// shared maps the names of shared files already uploaded (or restored)
-	// to their handles.
+	// to their paths. A checkpoint references such a file only if it is
+	// in the checkpoint's own job's shared directory: the files of a
+	// checkpoint of another job (sluice run -s) or of a savepoint are not
+	// ours to reference (their owner may delete them), so they are
+	// uploaded again.
 	shared map[string]string
 }
 
@@ -71,8 +75,9 @@ func NewSnapshotWriter(g *graph.JobGraph) *SnapshotWriter {
 	return &SnapshotWriter{opIDs: g.OperatorIDs(), shared: map[string]string{}}
 }
 
-// Seed records the shared files of a restored checkpoint, which are in the
-// job's storage already: later checkpoints reference them.
+// Seed records the shared files of a restored checkpoint: later
+// checkpoints reference those in the job's own storage (a recovery)
+// instead of uploading them again.
 func (w *SnapshotWriter) Seed(r *Restore) {
 	if r == nil {
 		return
@@ -81,7 +86,9 @@ func (w *SnapshotWriter) Seed(r *Restore) {
 	defer w.mu.Unlock()
 	for _, files := range r.files {
 		for name, h := range files {
-			w.shared[name] = h
+			if p, err := storage.ResolveHandle(r.path, h); err == nil {
+				w.shared[name] = p
+			}
 		}
 	}
 }
@@ -155,11 +162,13 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, kind checkpoint.Kin
 	full := kind == checkpoint.FullCheckpoint
 	for _, f := range files {
 		w.mu.Lock()
-		h, ok := w.shared[f.Name]
+		p, ok := w.shared[f.Name]
 		w.mu.Unlock()
-		if ok && !full && loc.Kind() != storage.KindSavepoint {
-			out[f.Name] = h
-			continue
+		if ok && !full {
+			if h, ours := loc.SharedHandle(p); ours {
+				out[f.Name] = h
+				continue
+			}
 		}
 		name := f.Name
 		if full && loc.Kind() != storage.KindSavepoint {
@@ -184,9 +193,11 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, kind checkpoint.Kin
 		}
 		out[f.Name] = handle
 		if loc.Kind() != storage.KindSavepoint {
-			w.mu.Lock()
-			w.shared[f.Name] = handle
-			w.mu.Unlock()
+			if p, err := storage.ResolveHandle(loc.MetadataPath(), handle); err == nil {
+				w.mu.Lock()
+				w.shared[f.Name] = p
+				w.mu.Unlock()
+			}
 		}
 	}
 	return out, written, nil
