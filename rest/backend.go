@@ -93,7 +93,7 @@ type Backend interface {
 
 	// TriggerCheckpoint takes a checkpoint and returns its ID, blocking
 	// like TriggerSavepoint (POST /jobs/:jobid/checkpoints).
-	TriggerCheckpoint(ctx context.Context, jobID string, full bool) (checkpointID int64, err error)
+	TriggerCheckpoint(ctx context.Context, jobID string, req CheckpointRequest) (checkpointID int64, err error)
 
 	// TaskManagers lists the registered TaskManagers (GET /taskmanagers and
 	// the TaskManager and slot counts of /overview and /metrics).
@@ -133,6 +133,14 @@ type Submission struct {
 	Configuration map[string]string
 }
 
+// CheckpointRequest says how to take a checkpoint.
+type CheckpointRequest struct {
+	// Type is CheckpointConfigured (as the job checkpoints: incremental if
+	// so configured) or CheckpointFull (sharing no files with earlier
+	// checkpoints), as the request's checkpointType.
+	Type string
+}
+
 // SavepointRequest says how to take a savepoint.
 type SavepointRequest struct {
 	// TargetDirectory: "" means the job's configured savepoint directory.
@@ -141,6 +149,7 @@ type SavepointRequest struct {
 	CancelJob bool
 	// Drain ends event time before the savepoint (stop only).
 	Drain bool
-	// Format is FormatCanonical or FormatNative.
+	// Format is FormatCanonical: the server refuses FormatNative, which
+	// Sluice does not write.
 	Format string
 }

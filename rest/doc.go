@@ -27,8 +27,8 @@
 //	GET   /jobs/:jobid/checkpoints/details/:id       one checkpoint of the history
 //	POST  /jobs/:jobid/checkpoints                   {"checkpointType": CONFIGURED|FULL} → 202 {"request-id"}
 //	GET   /jobs/:jobid/checkpoints/:triggerid        {"status", "operation": {"checkpointId"|"failure-cause"}}
-//	POST  /jobs/:jobid/savepoints                    {"target-directory", "cancel-job", "formatType"} → 202 {"request-id"}
-//	POST  /jobs/:jobid/stop                          {"targetDirectory", "drain", "formatType"} → 202 {"request-id"}
+//	POST  /jobs/:jobid/savepoints                    {"target-directory", "cancel-job", "formatType": CANONICAL} → 202 {"request-id"}
+//	POST  /jobs/:jobid/stop                          {"targetDirectory", "drain", "formatType": CANONICAL} → 202 {"request-id"}
 //	GET   /jobs/:jobid/savepoints/:triggerid         savepoint and stop status: {"status", "operation": {"location"|"failure-cause"}}
 //
 // Job and trigger IDs are 32 hexadecimal characters (read in either case,

@@ -534,9 +534,11 @@ func checkFormat(w http.ResponseWriter, f string) (string, bool) {
 	case "", FormatCanonical:
 		return FormatCanonical, true
 	case FormatNative:
-		return FormatNative, true
+		writeError(w, http.StatusBadRequest, "formatType NATIVE is not supported: Sluice writes savepoints in the CANONICAL format only "+
+			"(the same from either state backend, so they restore into both); use CANONICAL or leave formatType out")
+		return "", false
 	}
-	writeError(w, http.StatusBadRequest, fmt.Sprintf("formatType %q is not a savepoint format: use CANONICAL or NATIVE", f))
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("formatType %q is not a savepoint format: use CANONICAL", f))
 	return "", false
 }
 
@@ -611,11 +613,11 @@ func (s *Server) postCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, "checkpoint request") {
 		return
 	}
-	var full bool
+	cr := CheckpointRequest{Type: CheckpointConfigured}
 	switch strings.ToUpper(req.CheckpointType) {
 	case "", CheckpointConfigured:
 	case CheckpointFull:
-		full = true
+		cr.Type = CheckpointFull
 	case "INCREMENTAL":
 		writeError(w, http.StatusBadRequest, "checkpointType INCREMENTAL cannot be requested: use CONFIGURED, which is incremental when the job checkpoints incrementally, or FULL")
 		return
@@ -628,7 +630,7 @@ func (s *Server) postCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.startOp(w, opKey{kind: opCheckpoint, job: id, trigger: trigger}, func(ctx context.Context) opResult {
-		cp, err := s.backend.TriggerCheckpoint(ctx, id, full)
+		cp, err := s.backend.TriggerCheckpoint(ctx, id, cr)
 		return opResult{checkpointID: cp, err: err}
 	})
 }

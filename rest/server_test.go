@@ -273,6 +273,8 @@ func TestEndpoints(t *testing.T) {
 		{"savepoint-wrong-type", "POST", "/jobs/" + jobRunning + "/savepoints", `{"cancel-job":"yes"}`, 400},
 		{"savepoint-trailing-data", "POST", "/jobs/" + jobRunning + "/savepoints", `{} {}`, 400},
 		{"savepoint-bad-format", "POST", "/jobs/" + jobRunning + "/savepoints", `{"formatType":"ZIP"}`, 400},
+		{"savepoint-native-format", "POST", "/jobs/" + jobRunning + "/savepoints", `{"formatType":"NATIVE"}`, 400},
+		{"stop-native-format", "POST", "/jobs/" + jobRunning + "/stop", `{"formatType":"native"}`, 400},
 		{"savepoint-bad-trigger", "POST", "/jobs/" + jobRunning + "/savepoints", `{"triggerId":"x"}`, 400},
 		{"savepoint-unknown-job", "POST", "/jobs/" + jobUnknown + "/savepoints", `{"target-directory":"/sp"}`, 404},
 		{"savepoint-finished-job", "POST", "/jobs/" + jobFinished + "/savepoints", `{"target-directory":"/sp"}`, 409},
@@ -513,7 +515,7 @@ func TestShutdownCancelsOperations(t *testing.T) {
 	b, clk := fixture(t)
 	started := make(chan struct{})
 	var ended atomic.Bool
-	b.Checkpoint = func(ctx context.Context, id string, full bool) (int64, error) {
+	b.Checkpoint = func(ctx context.Context, id string, _ rest.CheckpointRequest) (int64, error) {
 		close(started)
 		<-ctx.Done()
 		ended.Store(true)

@@ -589,7 +589,9 @@ type TriggerResponse struct {
 	RequestID string `json:"request-id"`
 }
 
-// Savepoint format types.
+// Savepoint format types. Sluice writes CANONICAL savepoints only (the
+// same encoding from either state backend, so they restore into both); a
+// request for NATIVE is answered 400.
 const (
 	FormatCanonical = "CANONICAL"
 	FormatNative    = "NATIVE"
@@ -603,7 +605,8 @@ type SavepointTriggerRequest struct {
 	TargetDirectory string `json:"target-directory,omitempty"`
 	// CancelJob cancels the job once the savepoint is complete.
 	CancelJob bool `json:"cancel-job,omitempty"`
-	// FormatType is CANONICAL (default) or NATIVE.
+	// FormatType is CANONICAL (the default, and the only format Sluice
+	// writes; NATIVE is refused).
 	FormatType string `json:"formatType,omitempty"`
 	// TriggerID makes the request idempotent: a repeated request with the
 	// same ID returns the same operation instead of a second savepoint.

@@ -2468,7 +2468,11 @@ func (*Start) Descriptor() ([]byte, []int) {
 type TriggerCheckpoint struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	// kind is the runtime/checkpoint Kind (checkpoint, savepoint, ...).
+	// kind is the runtime/checkpoint Kind: 0 checkpoint (as the job
+	// checkpoints, incremental if so configured), 1 savepoint, 2
+	// savepoint-suspend, 3 savepoint-terminate, 4 full-checkpoint (a
+	// checkpoint sharing no files with earlier ones: incremental state is
+	// uploaded whole). It travels on with the barriers.
 	Kind      int32      `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	Timestamp int64      `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	Tasks     []*TaskKey `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`

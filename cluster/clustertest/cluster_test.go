@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
 )
 
 // Binaries built once for the package's tests.
@@ -624,6 +627,72 @@ func TestInfoPrintsThePlan(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the plan lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestFullCheckpoint takes a full checkpoint of a running job with
+// incremental pebble checkpoints (sluice checkpoint --full): its kind
+// crosses the control plane to the workers, whose uploaders upload every
+// SST again, so the checkpoint references none of the shared files of the
+// checkpoints before it.
+func TestFullCheckpoint(t *testing.T) {
+	c := newCluster(t, 2)
+	ckpt := filepath.Join(c.dir, "ckpt")
+	args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + ckpt,
+		"-D", "state.backend.type=pebble", "-D", "execution.checkpointing.incremental=true",
+		"-D", "execution.checkpointing.num-retained=100"}, checkpointed...)
+	args = append(args, jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "1000000", "-keys", "50", "-rate", "2000")
+	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(c.mustSluice(args...))
+	if m == nil {
+		t.Fatal("no job id in the output of sluice run -d")
+	}
+	job := m[1]
+	defer c.sluice("cancel", "-m", c.rest(), job)
+	jobDir := filepath.Join(ckpt, job)
+	shared := func(id int) []string {
+		md, err := storage.ReadMetadata(fs.Local{}, filepath.Join(jobDir, fmt.Sprintf("chk-%d", id), storage.MetadataFileName))
+		if err != nil {
+			return nil
+		}
+		return md.Shared
+	}
+	// Incremental checkpoints with shared SSTs first.
+	waitFor(t, 60*time.Second, "an incremental checkpoint referencing shared files", func() bool {
+		ms, _ := filepath.Glob(filepath.Join(jobDir, "chk-*", storage.MetadataFileName))
+		for _, p := range ms {
+			id, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(p)), "chk-"))
+			if len(shared(id)) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	out := c.mustSluice("checkpoint", "--full", "-m", c.rest(), job)
+	m = regexp.MustCompile(`Checkpoint (\d+) for job`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("sluice checkpoint --full did not name the checkpoint:\n%s", out)
+	}
+	full, _ := strconv.Atoi(m[1])
+	hs := shared(full)
+	if len(hs) == 0 {
+		t.Fatalf("full checkpoint %d references no shared files", full)
+	}
+	for _, h := range hs {
+		if !strings.HasPrefix(h, fmt.Sprintf("../shared/full-%d-", full)) {
+			t.Errorf("full checkpoint %d references %s, not a file it uploaded", full, h)
+		}
+	}
+	earlier := 0
+	for id := 1; id < full; id++ {
+		for _, h := range shared(id) {
+			earlier++
+			if slices.Contains(hs, h) {
+				t.Errorf("full checkpoint %d references %s of checkpoint %d", full, h, id)
+			}
+		}
+	}
+	if earlier == 0 {
+		t.Errorf("no checkpoint before full checkpoint %d referenced shared files", full)
 	}
 }
 

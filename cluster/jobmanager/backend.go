@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/security/kerberos"
@@ -311,20 +312,52 @@ func (b Backend) CancelJob(ctx context.Context, jobID string) error {
 
 // TriggerSavepoint implements rest.Backend.
 func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	if err := canonical(req.Format); err != nil {
+		return "", err
+	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, req.CancelJob, false)
 	return p, restErr(err)
 }
 
 // StopWithSavepoint implements rest.Backend.
 func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
+	if err := canonical(req.Format); err != nil {
+		return "", err
+	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, true, req.Drain)
 	return p, restErr(err)
 }
 
-// TriggerCheckpoint implements rest.Backend.
-func (b Backend) TriggerCheckpoint(ctx context.Context, jobID string, full bool) (int64, error) {
-	id, err := b.D.Checkpoint(ctx, jobID)
+// canonical refuses a savepoint format other than CANONICAL, the only one
+// the JobMasters write.
+func canonical(format string) error {
+	if format != "" && format != rest.FormatCanonical {
+		return fmt.Errorf("%w: savepoint format %q: only %s savepoints are written", rest.ErrBadRequest, format, rest.FormatCanonical)
+	}
+	return nil
+}
+
+// TriggerCheckpoint implements rest.Backend: a CONFIGURED checkpoint is
+// one as the job takes them (incremental if so configured), a FULL one
+// shares no files with earlier checkpoints.
+func (b Backend) TriggerCheckpoint(ctx context.Context, jobID string, req rest.CheckpointRequest) (int64, error) {
+	kind, err := checkpointKind(req.Type)
+	if err != nil {
+		return 0, err
+	}
+	id, err := b.D.Checkpoint(ctx, jobID, kind)
 	return id, restErr(err)
+}
+
+// checkpointKind is the kind of checkpoint of a REST checkpoint type.
+func checkpointKind(typ string) (checkpoint.Kind, error) {
+	switch typ {
+	case "", rest.CheckpointConfigured:
+		return checkpoint.Checkpoint, nil
+	case rest.CheckpointFull:
+		return checkpoint.FullCheckpoint, nil
+	}
+	return 0, fmt.Errorf("%w: checkpoint type %q: use %s or %s", rest.ErrBadRequest, typ, rest.CheckpointConfigured, rest.CheckpointFull)
 }
 
 // TaskManagers implements rest.Backend.

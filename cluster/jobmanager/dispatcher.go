@@ -23,6 +23,7 @@ import (
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
@@ -400,13 +401,14 @@ func await(ctx context.Context, request func() (string, error)) (string, error) 
 	}
 }
 
-// Checkpoint takes a checkpoint now and returns its ID.
-func (d *Dispatcher) Checkpoint(ctx context.Context, id string) (int64, error) {
+// Checkpoint takes a checkpoint of kind checkpoint.Checkpoint (as the job
+// checkpoints) or checkpoint.FullCheckpoint now and returns its ID.
+func (d *Dispatcher) Checkpoint(ctx context.Context, id string, kind checkpoint.Kind) (int64, error) {
 	jm, err := d.job(id)
 	if err != nil {
 		return 0, err
 	}
-	p, err := await(ctx, jm.job.TriggerCheckpoint)
+	p, err := await(ctx, func() (string, error) { return jm.job.TriggerCheckpoint(kind) })
 	if err != nil {
 		return 0, err
 	}

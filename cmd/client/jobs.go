@@ -147,10 +147,13 @@ func printJobs(w io.Writer, jobs []rest.JobOverview, running, scheduled, ended b
 
 func formatType(c *cli.Context) (string, error) {
 	switch t := strings.ToUpper(c.String("type")); t {
-	case "", rest.FormatCanonical, rest.FormatNative:
+	case "", rest.FormatCanonical:
 		return t, nil
+	case rest.FormatNative:
+		return "", usagef(c, "--type native is not supported: Sluice writes savepoints in the canonical format only "+
+			"(the same from either state backend, so they restore into both); use --type canonical or leave --type out")
 	default:
-		return "", usagef(c, "--type %q is not a savepoint format; use canonical or native", c.String("type"))
+		return "", usagef(c, "--type %q is not a savepoint format; use canonical", c.String("type"))
 	}
 }
 
@@ -164,7 +167,7 @@ func savepointCommand() *cli.Command {
 		Flags: append(clusterFlags(),
 			&cli.StringFlag{Name: "dispose", Aliases: []string{"d"}, Usage: "delete the savepoint at `PATH` (a directory or its _metadata file)"},
 			&cli.BoolFlag{Name: "detached", Usage: "print the trigger ID and return without waiting"},
-			&cli.StringFlag{Name: "type", Usage: "savepoint format: canonical (portable between state backends) or native"},
+			&cli.StringFlag{Name: "type", Usage: "savepoint format: canonical, the only one (portable between state backends; native is not supported)"},
 			timeoutFlag("savepoint"),
 		),
 		Action: func(c *cli.Context) error {
@@ -296,7 +299,7 @@ func stopCommand() *cli.Command {
 			&cli.StringFlag{Name: "savepointPath", Aliases: []string{"p"}, Usage: "`DIRECTORY` for the savepoint (default: execution.checkpointing.savepoint-dir)"},
 			&cli.BoolFlag{Name: "drain", Aliases: []string{"d"}, Usage: "end event time before the savepoint (MAX_WATERMARK)"},
 			&cli.BoolFlag{Name: "detached", Usage: "print the trigger ID and return without waiting"},
-			&cli.StringFlag{Name: "type", Usage: "savepoint format: canonical or native"},
+			&cli.StringFlag{Name: "type", Usage: "savepoint format: canonical, the only one (native is not supported)"},
 			timeoutFlag("savepoint and the stop"),
 		),
 		Action: func(c *cli.Context) error {

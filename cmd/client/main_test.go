@@ -109,7 +109,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"cancel", "wordcount"}, []string{`"wordcount" is not a job ID: a job ID is 32 hexadecimal characters`}, "sluice cancel"},
 		{[]string{"cancel", jobA, jobB}, []string{`too many arguments ["` + jobB + `"]`}, "sluice cancel"},
 		{[]string{"savepoint", jobA, "/sp", "extra"}, []string{`too many arguments ["extra"]`}, "sluice savepoint"},
-		{[]string{"savepoint", "--type", "zip", jobA}, []string{`--type "zip" is not a savepoint format; use canonical or native`}, "sluice savepoint"},
+		{[]string{"savepoint", "--type", "zip", jobA}, []string{`--type "zip" is not a savepoint format; use canonical`}, "sluice savepoint"},
 		{[]string{"savepoint", "--dispose", "/sp/savepoint-1", jobA}, []string{"--dispose takes the savepoint path alone"}, "sluice savepoint"},
 		{[]string{"stop", "--drian", jobA}, []string{"did you mean --drain?"}, "sluice stop"},
 		{[]string{"checkpoint"}, []string{"give the job's ID: sluice checkpoint [OPTIONS] JOB_ID"}, "sluice checkpoint"},
@@ -499,6 +499,60 @@ func TestJobCommands(t *testing.T) {
 	}
 	if st, _ := b.State(jobA); st != rest.JobFinished {
 		t.Errorf("after stop: %s", st)
+	}
+}
+
+// TestCheckpointAndSavepointTypes checks what kind of checkpoint and which
+// savepoint format the checkpoint, savepoint and stop commands ask the
+// JobManager's backend for, and that an unsupported format is refused
+// before anything is asked.
+func TestCheckpointAndSavepointTypes(t *testing.T) {
+	b := jobsFixture()
+	checkpoints := make(chan rest.CheckpointRequest, 1)
+	b.Checkpoint = func(_ context.Context, _ string, req rest.CheckpointRequest) (int64, error) {
+		checkpoints <- req
+		return 7, nil
+	}
+	savepoints := make(chan rest.SavepointRequest, 1)
+	b.Savepoint = func(_ context.Context, _ string, req rest.SavepointRequest) (string, error) {
+		savepoints <- req
+		return "/sp/savepoint-0a1b2c-1", nil
+	}
+	b.Stop = b.Savepoint
+	addr := cluster(t, b)
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		checkpoint string // the checkpoint type the backend got
+		format     string // the savepoint format the backend got
+		stderr     string
+	}{
+		{[]string{"checkpoint", "--full", "-m", addr, jobA}, 0, rest.CheckpointFull, "", ""},
+		{[]string{"checkpoint", "-full", "-m", addr, jobA}, 0, rest.CheckpointFull, "", ""},
+		{[]string{"checkpoint", "-m", addr, jobA}, 0, rest.CheckpointConfigured, "", ""},
+		{[]string{"savepoint", "-m", addr, jobA, "/sp"}, 0, "", rest.FormatCanonical, ""},
+		{[]string{"savepoint", "--type", "canonical", "-m", addr, jobA, "/sp"}, 0, "", rest.FormatCanonical, ""},
+		{[]string{"stop", "--type", "CANONICAL", "-m", addr, jobA}, 0, "", rest.FormatCanonical, ""},
+		{[]string{"savepoint", "--type", "native", "-m", addr, jobA, "/sp"}, 2, "", "", "--type native is not supported: Sluice writes savepoints in the canonical format only"},
+		{[]string{"stop", "--type", "NATIVE", "-m", addr, jobA}, 2, "", "", "use --type canonical or leave --type out"},
+		{[]string{"savepoint", "--type", "zip", "-m", addr, jobA, "/sp"}, 2, "", "", `--type "zip" is not a savepoint format; use canonical`},
+	} {
+		r := sluice(t, Cluster{}, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+			t.Errorf("%v: want exit %d and %q in stderr\n%s", tc.args, tc.code, tc.stderr, r)
+			continue
+		}
+		var gotCheckpoint, gotFormat string
+		select {
+		case req := <-checkpoints:
+			gotCheckpoint = req.Type
+		case req := <-savepoints:
+			gotFormat = req.Format
+		default:
+		}
+		if gotCheckpoint != tc.checkpoint || gotFormat != tc.format {
+			t.Errorf("%v: the backend got checkpoint type %q and savepoint format %q, want %q and %q", tc.args, gotCheckpoint, gotFormat, tc.checkpoint, tc.format)
+		}
 	}
 }
 

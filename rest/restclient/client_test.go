@@ -142,8 +142,11 @@ func TestErrors(t *testing.T) {
 	if _, err := c.TriggerSavepoint(ctx(t), jobA, rest.SavepointTriggerRequest{TargetDirectory: "/sp"}); !errors.Is(err, rest.ErrConflict) {
 		t.Errorf("savepoint of a cancelled job: %v", err)
 	}
-	if _, err := c.TriggerSavepoint(ctx(t), unknown, rest.SavepointTriggerRequest{FormatType: "ZIP"}); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "CANONICAL or NATIVE") {
+	if _, err := c.TriggerSavepoint(ctx(t), unknown, rest.SavepointTriggerRequest{FormatType: "ZIP"}); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "use CANONICAL") {
 		t.Errorf("bad format: %v", err)
+	}
+	if _, err := c.TriggerSavepoint(ctx(t), unknown, rest.SavepointTriggerRequest{FormatType: rest.FormatNative}); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "NATIVE is not supported") {
+		t.Errorf("native format: %v", err)
 	}
 
 	// Nothing listens on this port.

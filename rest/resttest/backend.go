@@ -47,7 +47,7 @@ type Backend struct {
 	// with the next checkpoint ID.
 	Savepoint  func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
 	Stop       func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
-	Checkpoint func(ctx context.Context, jobID string, full bool) (int64, error)
+	Checkpoint func(ctx context.Context, jobID string, req rest.CheckpointRequest) (int64, error)
 	// AutoFinish, when set, ends every submitted job at once with this
 	// application status (SUCCEEDED, FAILED or CANCELED).
 	AutoFinish string
@@ -380,9 +380,9 @@ func (b *Backend) StopWithSavepoint(ctx context.Context, id string, req rest.Sav
 }
 
 // TriggerCheckpoint implements rest.Backend.
-func (b *Backend) TriggerCheckpoint(ctx context.Context, id string, full bool) (int64, error) {
+func (b *Backend) TriggerCheckpoint(ctx context.Context, id string, req rest.CheckpointRequest) (int64, error) {
 	if b.Checkpoint != nil {
-		return b.Checkpoint(ctx, id, full)
+		return b.Checkpoint(ctx, id, req)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -52,9 +52,17 @@ const (
 	// and event time is advanced to the end before the savepoint, so all
 	// timers fire (flink stop --drain).
 	SavepointTerminate
+	// FullCheckpoint is a checkpoint that shares no files with the
+	// checkpoints before it, also when the job checkpoints incrementally
+	// (Flink's CheckpointType FULL, sluice checkpoint --full). It is a
+	// checkpoint in every other respect. Only state backends with
+	// incremental checkpoints (pebble) take it differently.
+	FullCheckpoint
 )
 
-var kindNames = [...]string{"checkpoint", "savepoint", "savepoint-suspend", "savepoint-terminate"}
+// The values of Kind travel as numbers (barriers, the cluster protocol,
+// checkpoint metadata): new kinds are added at the end.
+var kindNames = [...]string{"checkpoint", "savepoint", "savepoint-suspend", "savepoint-terminate", "full-checkpoint"}
 
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -62,6 +70,10 @@ func (k Kind) String() string {
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
+
+// IsCheckpoint reports whether k is a checkpoint (Checkpoint or
+// FullCheckpoint): owned by Sluice, retained, subsumed by newer ones.
+func (k Kind) IsCheckpoint() bool { return k == Checkpoint || k == FullCheckpoint }
 
 // IsSavepoint reports whether k is one of the savepoint kinds.
 func (k Kind) IsSavepoint() bool {
@@ -127,6 +139,9 @@ var (
 	ErrSourcesFinished = errors.New("checkpoint: all sources have finished")
 	// ErrNotSavepoint: TriggerSavepoint was given a kind that is not a savepoint.
 	ErrNotSavepoint = errors.New("checkpoint: not a savepoint kind")
+	// ErrNotCheckpoint: TriggerCheckpoint was given a kind that is not a
+	// checkpoint.
+	ErrNotCheckpoint = errors.New("checkpoint: not a checkpoint kind")
 	// ErrTooManyFailures: consecutive checkpoint failures exceeded
 	// execution.checkpointing.tolerable-failed-checkpoints (see FailuresError).
 	ErrTooManyFailures = errors.New("checkpoint: exceeded the tolerable failed checkpoints")

@@ -258,11 +258,16 @@ func (c *Coordinator) TriggerSavepoint(now int64, kind Kind) (ID, []Action, erro
 	return act.ID, []Action{act}, nil
 }
 
-// TriggerCheckpoint triggers a checkpoint now, outside the periodic
-// schedule (a user's request); it counts as a periodic one once complete.
-func (c *Coordinator) TriggerCheckpoint(now int64) (ID, []Action, error) {
+// TriggerCheckpoint triggers a checkpoint of kind Checkpoint or
+// FullCheckpoint now, outside the periodic schedule (a user's request); it
+// counts as a periodic one once complete. Periodic checkpoints are of kind
+// Checkpoint. It fails with ErrNotCheckpoint for another kind, and like
+// TriggerSavepoint otherwise.
+func (c *Coordinator) TriggerCheckpoint(now int64, kind Kind) (ID, []Action, error) {
 	c.advance(now)
 	switch {
+	case !kind.IsCheckpoint():
+		return 0, nil, fmt.Errorf("%w: %v", ErrNotCheckpoint, kind)
 	case c.stopped != nil:
 		return 0, nil, c.stopped
 	case c.stop != 0:
@@ -270,7 +275,7 @@ func (c *Coordinator) TriggerCheckpoint(now int64) (ID, []Action, error) {
 	case c.runningSources == 0:
 		return 0, nil, ErrSourcesFinished
 	}
-	act := c.trigger(Checkpoint)
+	act := c.trigger(kind)
 	return act.ID, []Action{act}, nil
 }
 
@@ -289,7 +294,7 @@ func (c *Coordinator) trigger(kind Kind) TriggerBarrier {
 		}
 	}
 	c.pending[p.id] = p
-	if kind == Checkpoint {
+	if kind.IsCheckpoint() {
 		c.lastTrigger = c.now
 	}
 	if kind.IsStop() {
@@ -388,7 +393,7 @@ func (c *Coordinator) Persisted(id ID) []Action {
 	if id > c.lastSucceeded {
 		c.lastSucceeded, c.failures = id, 0
 	}
-	if p.kind == Checkpoint && (!c.hasCheckpoint || id > c.lastCheckpoint) {
+	if p.kind.IsCheckpoint() && (!c.hasCheckpoint || id > c.lastCheckpoint) {
 		c.lastCheckpoint, c.hasCheckpoint = id, true
 	}
 	if p.kind == Savepoint {
@@ -396,7 +401,7 @@ func (c *Coordinator) Persisted(id ID) []Action {
 	}
 	var acts []Action
 	for _, q := range c.sortedPending() {
-		if q.id < id && q.kind == Checkpoint {
+		if q.id < id && q.kind.IsCheckpoint() {
 			delete(c.pending, q.id)
 			acts = append(acts, Abort{ID: q.id, Reason: fmt.Errorf("%w: %s %d completed", ErrSubsumed, p.kind, id)})
 		}
@@ -452,7 +457,7 @@ func (c *Coordinator) fail(acts []Action, p *pending, reason error, countable bo
 		c.stop = 0
 	}
 	acts = append(acts, Abort{ID: p.id, Reason: reason})
-	if p.kind != Checkpoint || !countable || p.id <= c.lastSucceeded {
+	if !p.kind.IsCheckpoint() || !countable || p.id <= c.lastSucceeded {
 		return acts
 	}
 	c.failures++

@@ -15,6 +15,7 @@ import (
 //	    [mode=EXACTLY_ONCE|AT_LEAST_ONCE] sources=T,.. tasks=T,.. [now=MS] [first=ID]
 //	tick NOW
 //	savepoint NOW KIND
+//	checkpoint NOW KIND       (a user's checkpoint: checkpoint or full-checkpoint)
 //	ack NOW ID TASK           (the snapshot is "s<ID>@<TASK>", checked in complete)
 //	decline NOW ID TASK REASON...   (REASON "subsumed" or "not-ready" wrap the sentinels)
 //	finished TASK
@@ -126,6 +127,26 @@ func (tr *coordTrace) do(f []string) (string, error) {
 		}
 		if len(acts) != 1 || acts[0].(TriggerBarrier).ID != id {
 			return "", fmt.Errorf("TriggerSavepoint returned id %d with %v", id, acts)
+		}
+		return tr.actions(acts)
+	case "checkpoint":
+		now, err := num(1)
+		if err != nil {
+			return "", err
+		}
+		kind, err := parseKind(arg(2))
+		if err != nil {
+			return "", err
+		}
+		id, acts, err := tr.c.TriggerCheckpoint(now, kind)
+		if err != nil {
+			if id != 0 || acts != nil {
+				return "", fmt.Errorf("TriggerCheckpoint failed with id %d and actions %v", id, acts)
+			}
+			return "error: " + err.Error(), nil
+		}
+		if len(acts) != 1 || acts[0].(TriggerBarrier).ID != id {
+			return "", fmt.Errorf("TriggerCheckpoint returned id %d with %v", id, acts)
 		}
 		return tr.actions(acts)
 	case "ack", "decline":

@@ -123,18 +123,20 @@ func TestErrors(t *testing.T) {
 
 func TestKindAndMode(t *testing.T) {
 	for _, c := range []struct {
-		k              Kind
-		name           string
-		savepoint, stp bool
+		k                          Kind
+		name                       string
+		checkpoint, savepoint, stp bool
 	}{
-		{Checkpoint, "checkpoint", false, false},
-		{Savepoint, "savepoint", true, false},
-		{SavepointSuspend, "savepoint-suspend", true, true},
-		{SavepointTerminate, "savepoint-terminate", true, true},
-		{Kind(9), "Kind(9)", false, false},
+		{Checkpoint, "checkpoint", true, false, false},
+		{Savepoint, "savepoint", false, true, false},
+		{SavepointSuspend, "savepoint-suspend", false, true, true},
+		{SavepointTerminate, "savepoint-terminate", false, true, true},
+		{FullCheckpoint, "full-checkpoint", true, false, false},
+		{Kind(9), "Kind(9)", false, false, false},
 	} {
-		if c.k.String() != c.name || c.k.IsSavepoint() != c.savepoint || c.k.IsStop() != c.stp {
-			t.Errorf("%d: got %q savepoint=%v stop=%v, want %q %v %v", int(c.k), c.k, c.k.IsSavepoint(), c.k.IsStop(), c.name, c.savepoint, c.stp)
+		if c.k.String() != c.name || c.k.IsCheckpoint() != c.checkpoint || c.k.IsSavepoint() != c.savepoint || c.k.IsStop() != c.stp {
+			t.Errorf("%d: got %q checkpoint=%v savepoint=%v stop=%v, want %q %v %v %v", int(c.k), c.k, c.k.IsCheckpoint(), c.k.IsSavepoint(), c.k.IsStop(),
+				c.name, c.checkpoint, c.savepoint, c.stp)
 		}
 	}
 	for _, m := range []Mode{ExactlyOnce, AtLeastOnce} {

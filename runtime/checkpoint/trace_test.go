@@ -84,7 +84,7 @@ func parseTasks(s string) ([]TaskID, error) {
 }
 
 func parseKind(s string) (Kind, error) {
-	for k := Checkpoint; k <= SavepointTerminate; k++ {
+	for k := Checkpoint; k <= FullCheckpoint; k++ {
 		if k.String() == s {
 			return k, nil
 		}

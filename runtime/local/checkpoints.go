@@ -242,7 +242,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 // savepoint's requested (or the default) savepoint directory, else
 // execution.checkpointing.dir.
 func (c *checkpoints) baseURI(id checkpoint.ID) string {
-	if req, ok := c.savepoint[id]; ok && req.kind != checkpoint.Checkpoint {
+	if req, ok := c.savepoint[id]; ok && !req.kind.IsCheckpoint() {
 		if req.dir != "" {
 			return req.dir
 		}
@@ -273,7 +273,7 @@ func (c *checkpoints) aborted(ab checkpoint.Abort) {
 	delete(c.coordState, ab.ID)
 	delete(c.shared, ab.ID)
 	delete(c.bytes, ab.ID)
-	if req, ok := c.savepoint[ab.ID]; ok && req.kind != checkpoint.Checkpoint {
+	if req, ok := c.savepoint[ab.ID]; ok && !req.kind.IsCheckpoint() {
 		delete(c.savepoint, ab.ID)
 		req.reply <- savepointReply{err: fmt.Errorf("savepoint aborted: %w", ab.Reason)}
 		if loc, ok := c.locs.get(ab.ID); ok {

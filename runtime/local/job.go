@@ -123,9 +123,15 @@ func (j *Job) Wait() (*Result, error) {
 // Cancel stops the job; Wait then reports it cancelled.
 func (j *Job) Cancel() { j.cancel() }
 
-// TriggerCheckpoint takes a checkpoint now and returns its path.
-func (j *Job) TriggerCheckpoint() (string, error) {
-	return j.savepoint(checkpoint.Checkpoint, "")
+// TriggerCheckpoint takes a checkpoint of kind checkpoint.Checkpoint (as
+// the job checkpoints: incremental if configured) or
+// checkpoint.FullCheckpoint (sharing no files with earlier checkpoints) now
+// and returns its path.
+func (j *Job) TriggerCheckpoint(kind checkpoint.Kind) (string, error) {
+	if !kind.IsCheckpoint() {
+		return "", fmt.Errorf("local: %w: %v", checkpoint.ErrNotCheckpoint, kind)
+	}
+	return j.savepoint(kind, "")
 }
 
 // TriggerSavepoint takes a savepoint into dir (default: the configured
@@ -338,8 +344,8 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 			var id checkpoint.ID
 			var actions []checkpoint.Action
 			var err error
-			if req.kind == checkpoint.Checkpoint {
-				id, actions, err = coord.TriggerCheckpoint(j.opts.Clock.NowMillis())
+			if req.kind.IsCheckpoint() {
+				id, actions, err = coord.TriggerCheckpoint(j.opts.Clock.NowMillis(), req.kind)
 			} else {
 				id, actions, err = coord.TriggerSavepoint(j.opts.Clock.NowMillis(), req.kind)
 			}
@@ -347,7 +353,7 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 				req.reply <- savepointReply{err: err}
 				break
 			}
-			if req.kind == checkpoint.Checkpoint {
+			if req.kind.IsCheckpoint() {
 				j.ckpt.savepoint[id] = req
 			} else if err := j.ckpt.startSavepoint(id, req); err != nil {
 				req.reply <- savepointReply{err: err}

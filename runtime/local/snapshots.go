@@ -62,7 +62,11 @@ type SnapshotWriter struct {
 	opIDs map[graph.NodeID]string
 	mu    sync.Mutex
 	// shared maps the names of shared files already uploaded (or restored)
-	// to their handles.
+	// to their paths. A checkpoint references such a file only if it is
+	// in the checkpoint's own job's shared directory: the files of a
+	// checkpoint of another job (sluice run -s) or of a savepoint are not
+	// ours to reference (their owner may delete them), so they are
+	// uploaded again.
 	shared map[string]string
 }
 
@@ -71,8 +75,9 @@ func NewSnapshotWriter(g *graph.JobGraph) *SnapshotWriter {
 	return &SnapshotWriter{opIDs: g.OperatorIDs(), shared: map[string]string{}}
 }
 
-// Seed records the shared files of a restored checkpoint, which are in the
-// job's storage already: later checkpoints reference them.
+// Seed records the shared files of a restored checkpoint: later
+// checkpoints reference those in the job's own storage (a recovery)
+// instead of uploading them again.
 func (w *SnapshotWriter) Seed(r *Restore) {
 	if r == nil {
 		return
@@ -81,7 +86,9 @@ func (w *SnapshotWriter) Seed(r *Restore) {
 	defer w.mu.Unlock()
 	for _, files := range r.files {
 		for name, h := range files {
-			w.shared[name] = h
+			if p, err := storage.ResolveHandle(r.path, h); err == nil {
+				w.shared[name] = p
+			}
 		}
 	}
 }
@@ -110,7 +117,7 @@ func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap
 		}
 		of := operatorFile{Subtask: id.Subtask, KeyGroups: os.KeyGroups, State: os.State, Union: os.Union, Manifests: os.Manifests}
 		if len(os.Files) > 0 {
-			files, n, err := w.uploadShared(loc, os.Files)
+			files, n, err := w.uploadShared(loc, snap.Kind, snap.ID, os.Files)
 			if os.ReleaseFiles != nil {
 				os.ReleaseFiles()
 			}
@@ -141,22 +148,37 @@ func (w *SnapshotWriter) Write(loc *storage.Location, id checkpoint.TaskID, snap
 
 // uploadShared uploads the files of an incremental snapshot that are not
 // in shared storage yet, and returns every file's handle.
-func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalFile) (map[string]string, int64, error) {
+//
+// A full checkpoint (checkpoint.FullCheckpoint) uploads every file again,
+// under a name of its own ("full-<checkpoint ID>-<name>"), so that it
+// references no file of the checkpoints before it; the checkpoints after
+// it reference its copies (Flink's forward sharing). Once the checkpoints
+// before it are discarded, the files only they used are deleted.
+// Snapshots of one task reach the writer in checkpoint order, so no
+// checkpoint after the full one references an older copy.
+func (w *SnapshotWriter) uploadShared(loc *storage.Location, kind checkpoint.Kind, id int64, files []task.LocalFile) (map[string]string, int64, error) {
 	out := make(map[string]string, len(files))
 	var written int64
+	full := kind == checkpoint.FullCheckpoint
 	for _, f := range files {
 		w.mu.Lock()
-		h, ok := w.shared[f.Name]
+		p, ok := w.shared[f.Name]
 		w.mu.Unlock()
-		if ok && loc.Kind() != storage.KindSavepoint {
-			out[f.Name] = h
-			continue
+		if ok && !full {
+			if h, ours := loc.SharedHandle(p); ours {
+				out[f.Name] = h
+				continue
+			}
+		}
+		name := f.Name
+		if full && loc.Kind() != storage.KindSavepoint {
+			name = fmt.Sprintf("full-%d-%s", id, f.Name)
 		}
 		src, err := os.Open(f.Path)
 		if err != nil {
 			return nil, 0, fmt.Errorf("uploading %s: %w", f.Path, err)
 		}
-		dst, handle, err := loc.CreateSharedFile(f.Name)
+		dst, handle, err := loc.CreateSharedFile(name)
 		if err == nil {
 			var n int64
 			n, err = io.Copy(dst, src)
@@ -167,13 +189,15 @@ func (w *SnapshotWriter) uploadShared(loc *storage.Location, files []task.LocalF
 		}
 		src.Close()
 		if err != nil {
-			return nil, 0, fmt.Errorf("uploading %s: %w", f.Name, err)
+			return nil, 0, fmt.Errorf("uploading %s: %w", name, err)
 		}
 		out[f.Name] = handle
 		if loc.Kind() != storage.KindSavepoint {
-			w.mu.Lock()
-			w.shared[f.Name] = handle
-			w.mu.Unlock()
+			if p, err := storage.ResolveHandle(loc.MetadataPath(), handle); err == nil {
+				w.mu.Lock()
+				w.shared[f.Name] = p
+				w.mu.Unlock()
+			}
 		}
 	}
 	return out, written, nil

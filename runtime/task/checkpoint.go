@@ -33,7 +33,8 @@ type Checkpointing struct {
 	// Incremental takes the keyed state of checkpoints (not savepoints) as
 	// files where the backend can (execution.checkpointing.incremental with
 	// the pebble backend): OperatorSnapshot.Files and Manifests instead of
-	// KeyGroups.
+	// KeyGroups. Full checkpoints (checkpoint.FullCheckpoint) take the same
+	// files; the uploader uploads all of them again.
 	Incremental bool
 }
 
@@ -308,7 +309,7 @@ func (t *Task) performCheckpoint(id int64, kind checkpoint.Kind) error {
 		t.current = i
 		os := &OperatorSnapshot{}
 		for _, k := range h.keyed {
-			if inc, ok := k.(IncrementalKeyedState); ok && cp.Incremental && !kind.IsSavepoint() && inc.IncrementalSnapshots() {
+			if inc, ok := k.(IncrementalKeyedState); ok && cp.Incremental && kind.IsCheckpoint() && inc.IncrementalSnapshots() {
 				files, manifest, err := inc.SnapshotFiles(id)
 				if err != nil {
 					cp.OnDecline(id, t.wrapErr(err, i))

@@ -211,3 +211,50 @@ func TestDiscardJob(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedHandle checks which files a checkpoint may reference without
+// uploading them: those in its own job's shared directory.
+func TestSharedHandle(t *testing.T) {
+	m := memfs.New()
+	s, err := storage.New(m, "/ckp", jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := s.NewCheckpointWriter(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := storage.OpenLocation(m, storage.KindCheckpoint, 2, "/ckp/"+jobID+"/chk-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := storage.NewSavepointWriter(m, "/sp", jobID, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		loc  *storage.Location
+		p    string
+		want string // "": not referenced
+	}{
+		{"its job's shared file", loc, "/ckp/" + jobID + "/shared/x.sst", "../shared/x.sst"},
+		{"from a location another process opened", opened, "/ckp/" + jobID + "/shared/x.sst", "../shared/x.sst"},
+		{"another job's shared file", loc, "/ckp/other/shared/x.sst", ""},
+		{"a checkpoint's own file", loc, "/ckp/" + jobID + "/chk-1/x.sst", ""},
+		{"a savepoint's file", loc, "/sp/savepoint-x/x.sst", ""},
+		{"in a subdirectory of shared", loc, "/ckp/" + jobID + "/shared/d/x.sst", ""},
+		{"a savepoint shares nothing", sp, "/ckp/" + jobID + "/shared/x.sst", ""},
+	} {
+		h, ok := tc.loc.SharedHandle(tc.p)
+		if h != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: SharedHandle(%q) = %q, %v; want %q", tc.name, tc.p, h, ok, tc.want)
+			continue
+		}
+		if ok { // the handle resolves back to the path
+			if p, err := storage.ResolveHandle(tc.loc.MetadataPath(), h); err != nil || p != tc.p {
+				t.Errorf("%s: handle %q resolves to %q, %v", tc.name, h, p, err)
+			}
+		}
+	}
+}

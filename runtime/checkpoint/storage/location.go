@@ -67,6 +67,18 @@ func (l *Location) CreateSharedFile(name string) (fs.File, string, error) {
 	return l.create(l.sharedDir, name, "../"+SharedDirName+"/"+name)
 }
 
+// SharedHandle returns the handle under which this checkpoint references
+// the file at p, a path on its file system, if p is in the job's shared
+// directory: the file a CreateSharedFile of an earlier checkpoint of the
+// job created, which this one may use without uploading it again. A
+// savepoint shares nothing: it has no shared directory.
+func (l *Location) SharedHandle(p string) (string, bool) {
+	if l.kind == KindSavepoint || path.Dir(p) != l.sharedDir {
+		return "", false
+	}
+	return "../" + SharedDirName + "/" + path.Base(p), true
+}
+
 // CreateTaskOwnedFile creates name in the job's task-owned directory,
 // whose files the TaskManagers manage: retention never deletes them. For a
 // savepoint it is the same as CreateFile.
