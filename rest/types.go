@@ -428,12 +428,18 @@ type ResourceProfile struct {
 	ExtendedResources map[string]float64 `json:"extendedResources"`
 }
 
-// Hardware describes a TaskManager's machine; memory in bytes.
+// Hardware describes a TaskManager's machine; memory in bytes, 0 when
+// unknown.
 type Hardware struct {
+	// CPUCores is the number of CPUs the TaskManager may use.
 	CPUCores       int   `json:"cpuCores"`
 	PhysicalMemory int64 `json:"physicalMemory"`
-	FreeMemory     int64 `json:"freeMemory"`
-	ManagedMemory  int64 `json:"managedMemory"`
+	// FreeMemory is, where Flink reports its JVM's heap size, the memory
+	// the machine had available at the TaskManager's last heartbeat (a Go
+	// process has no fixed heap).
+	FreeMemory int64 `json:"freeMemory"`
+	// ManagedMemory is Flink's managed memory; Sluice manages none.
+	ManagedMemory int64 `json:"managedMemory"`
 }
 
 // TaskManagerInfo is one TaskManager of GET /taskmanagers.

@@ -304,8 +304,13 @@ type Register struct {
 	Slots       int32            `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
 	SlotProfile *ResourceProfile `protobuf:"bytes,5,opt,name=slot_profile,json=slotProfile,proto3" json:"slot_profile,omitempty"`
 	Pid         int64            `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
-	// data_port is informational: workers open their own data endpoints.
-	ResourceId    string `protobuf:"bytes,7,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ResourceId  string           `protobuf:"bytes,7,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// data_port is the port the TaskManager's workers open their data
+	// endpoints on (taskmanager.data.port); 0 when each takes a free port.
+	// It is informational: workers report their own data addresses.
+	DataPort int32 `protobuf:"varint,8,opt,name=data_port,json=dataPort,proto3" json:"data_port,omitempty"`
+	// hardware describes the TaskManager's machine.
+	Hardware      *Hardware `protobuf:"bytes,9,opt,name=hardware,proto3" json:"hardware,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +394,96 @@ func (x *Register) GetResourceId() string {
 	return ""
 }
 
+func (x *Register) GetDataPort() int32 {
+	if x != nil {
+		return x.DataPort
+	}
+	return 0
+}
+
+func (x *Register) GetHardware() *Hardware {
+	if x != nil {
+		return x.Hardware
+	}
+	return nil
+}
+
+// Hardware describes a TaskManager's machine, for GET /taskmanagers.
+type Hardware struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu_cores is the number of CPUs the TaskManager process may use.
+	CpuCores int32 `protobuf:"varint,1,opt,name=cpu_cores,json=cpuCores,proto3" json:"cpu_cores,omitempty"`
+	// physical_memory_bytes is the machine's memory; 0 when unknown.
+	PhysicalMemoryBytes int64 `protobuf:"varint,2,opt,name=physical_memory_bytes,json=physicalMemoryBytes,proto3" json:"physical_memory_bytes,omitempty"`
+	// free_memory_bytes is the memory available for new processes when
+	// sent (Linux's MemAvailable); 0 when unknown.
+	FreeMemoryBytes int64 `protobuf:"varint,3,opt,name=free_memory_bytes,json=freeMemoryBytes,proto3" json:"free_memory_bytes,omitempty"`
+	// managed_memory_bytes is the memory the TaskManager manages for its
+	// tasks outside the processes' heaps (Flink's managed memory); Sluice
+	// manages none, so it is 0.
+	ManagedMemoryBytes int64 `protobuf:"varint,4,opt,name=managed_memory_bytes,json=managedMemoryBytes,proto3" json:"managed_memory_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Hardware) Reset() {
+	*x = Hardware{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hardware) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hardware) ProtoMessage() {}
+
+func (x *Hardware) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
+func (*Hardware) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Hardware) GetCpuCores() int32 {
+	if x != nil {
+		return x.CpuCores
+	}
+	return 0
+}
+
+func (x *Hardware) GetPhysicalMemoryBytes() int64 {
+	if x != nil {
+		return x.PhysicalMemoryBytes
+	}
+	return 0
+}
+
+func (x *Hardware) GetFreeMemoryBytes() int64 {
+	if x != nil {
+		return x.FreeMemoryBytes
+	}
+	return 0
+}
+
+func (x *Hardware) GetManagedMemoryBytes() int64 {
+	if x != nil {
+		return x.ManagedMemoryBytes
+	}
+	return 0
+}
+
 type Registered struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	ResourceManagerId   string                 `protobuf:"bytes,1,opt,name=resource_manager_id,json=resourceManagerId,proto3" json:"resource_manager_id,omitempty"`
@@ -400,7 +495,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +507,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +520,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Registered) GetResourceManagerId() string {
@@ -457,14 +552,17 @@ type Heartbeat struct {
 	Slots []*SlotStatus `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
 	// kerberos is the TaskManager's Kerberos login (TaskManager to
 	// ResourceManager only), absent when it has none.
-	Kerberos      *KerberosStatus `protobuf:"bytes,3,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
+	Kerberos *KerberosStatus `protobuf:"bytes,3,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
+	// hardware is the TaskManager's machine as it is now (TaskManager to
+	// ResourceManager only; its free memory changes).
+	Hardware      *Hardware `protobuf:"bytes,4,opt,name=hardware,proto3" json:"hardware,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +574,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +587,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Heartbeat) GetSeq() int64 {
@@ -509,6 +607,13 @@ func (x *Heartbeat) GetSlots() []*SlotStatus {
 func (x *Heartbeat) GetKerberos() *KerberosStatus {
 	if x != nil {
 		return x.Kerberos
+	}
+	return nil
+}
+
+func (x *Heartbeat) GetHardware() *Hardware {
+	if x != nil {
+		return x.Hardware
 	}
 	return nil
 }
@@ -533,7 +638,7 @@ type KerberosStatus struct {
 
 func (x *KerberosStatus) Reset() {
 	*x = KerberosStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +650,7 @@ func (x *KerberosStatus) String() string {
 func (*KerberosStatus) ProtoMessage() {}
 
 func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +663,7 @@ func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KerberosStatus.ProtoReflect.Descriptor instead.
 func (*KerberosStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KerberosStatus) GetPrincipal() string {
@@ -608,7 +713,7 @@ type SlotStatus struct {
 
 func (x *SlotStatus) Reset() {
 	*x = SlotStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +725,7 @@ func (x *SlotStatus) String() string {
 func (*SlotStatus) ProtoMessage() {}
 
 func (x *SlotStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +738,7 @@ func (x *SlotStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotStatus.ProtoReflect.Descriptor instead.
 func (*SlotStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SlotStatus) GetIndex() int32 {
@@ -670,7 +775,7 @@ type AllocateSlot struct {
 
 func (x *AllocateSlot) Reset() {
 	*x = AllocateSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +787,7 @@ func (x *AllocateSlot) String() string {
 func (*AllocateSlot) ProtoMessage() {}
 
 func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +800,7 @@ func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateSlot.ProtoReflect.Descriptor instead.
 func (*AllocateSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AllocateSlot) GetIndex() int32 {
@@ -735,7 +840,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +852,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +865,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Disconnect) GetReason() string {
@@ -783,7 +888,7 @@ type SlotDemand struct {
 
 func (x *SlotDemand) Reset() {
 	*x = SlotDemand{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +900,7 @@ func (x *SlotDemand) String() string {
 func (*SlotDemand) ProtoMessage() {}
 
 func (x *SlotDemand) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +913,7 @@ func (x *SlotDemand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemand.ProtoReflect.Descriptor instead.
 func (*SlotDemand) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SlotDemand) GetJobId() string {
@@ -840,7 +945,7 @@ type SlotDemandAck struct {
 
 func (x *SlotDemandAck) Reset() {
 	*x = SlotDemandAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +957,7 @@ func (x *SlotDemandAck) String() string {
 func (*SlotDemandAck) ProtoMessage() {}
 
 func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +970,7 @@ func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemandAck.ProtoReflect.Descriptor instead.
 func (*SlotDemandAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 type SlotOffer struct {
@@ -881,7 +986,7 @@ type SlotOffer struct {
 
 func (x *SlotOffer) Reset() {
 	*x = SlotOffer{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +998,7 @@ func (x *SlotOffer) String() string {
 func (*SlotOffer) ProtoMessage() {}
 
 func (x *SlotOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1011,7 @@ func (x *SlotOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOffer.ProtoReflect.Descriptor instead.
 func (*SlotOffer) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SlotOffer) GetJobId() string {
@@ -954,7 +1059,7 @@ type OfferedSlot struct {
 
 func (x *OfferedSlot) Reset() {
 	*x = OfferedSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1071,7 @@ func (x *OfferedSlot) String() string {
 func (*OfferedSlot) ProtoMessage() {}
 
 func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1084,7 @@ func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfferedSlot.ProtoReflect.Descriptor instead.
 func (*OfferedSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OfferedSlot) GetIndex() int32 {
@@ -1007,7 +1112,7 @@ type SlotOfferResponse struct {
 
 func (x *SlotOfferResponse) Reset() {
 	*x = SlotOfferResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1124,7 @@ func (x *SlotOfferResponse) String() string {
 func (*SlotOfferResponse) ProtoMessage() {}
 
 func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1137,7 @@ func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOfferResponse.ProtoReflect.Descriptor instead.
 func (*SlotOfferResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SlotOfferResponse) GetAccepted() []string {
@@ -1066,7 +1171,7 @@ type SubmitTasksRequest struct {
 
 func (x *SubmitTasksRequest) Reset() {
 	*x = SubmitTasksRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1183,7 @@ func (x *SubmitTasksRequest) String() string {
 func (*SubmitTasksRequest) ProtoMessage() {}
 
 func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1196,7 @@ func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksRequest.ProtoReflect.Descriptor instead.
 func (*SubmitTasksRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitTasksRequest) GetJobId() string {
@@ -1172,7 +1277,7 @@ type SubmitTasksResponse struct {
 
 func (x *SubmitTasksResponse) Reset() {
 	*x = SubmitTasksResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1289,7 @@ func (x *SubmitTasksResponse) String() string {
 func (*SubmitTasksResponse) ProtoMessage() {}
 
 func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1302,7 @@ func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksResponse.ProtoReflect.Descriptor instead.
 func (*SubmitTasksResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 type CancelJobRequest struct {
@@ -1211,7 +1316,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1328,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1341,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1261,7 +1366,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1378,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1391,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 type FreeSlotsRequest struct {
@@ -1301,7 +1406,7 @@ type FreeSlotsRequest struct {
 
 func (x *FreeSlotsRequest) Reset() {
 	*x = FreeSlotsRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1418,7 @@ func (x *FreeSlotsRequest) String() string {
 func (*FreeSlotsRequest) ProtoMessage() {}
 
 func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1431,7 @@ func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsRequest.ProtoReflect.Descriptor instead.
 func (*FreeSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FreeSlotsRequest) GetJobId() string {
@@ -1351,7 +1456,7 @@ type FreeSlotsResponse struct {
 
 func (x *FreeSlotsResponse) Reset() {
 	*x = FreeSlotsResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1468,7 @@ func (x *FreeSlotsResponse) String() string {
 func (*FreeSlotsResponse) ProtoMessage() {}
 
 func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1481,7 @@ func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsResponse.ProtoReflect.Descriptor instead.
 func (*FreeSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 type BlobRequest struct {
@@ -1388,7 +1493,7 @@ type BlobRequest struct {
 
 func (x *BlobRequest) Reset() {
 	*x = BlobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1505,7 @@ func (x *BlobRequest) String() string {
 func (*BlobRequest) ProtoMessage() {}
 
 func (x *BlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1518,7 @@ func (x *BlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRequest.ProtoReflect.Descriptor instead.
 func (*BlobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BlobRequest) GetSha256() string {
@@ -1432,7 +1537,7 @@ type BlobChunk struct {
 
 func (x *BlobChunk) Reset() {
 	*x = BlobChunk{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1549,7 @@ func (x *BlobChunk) String() string {
 func (*BlobChunk) ProtoMessage() {}
 
 func (x *BlobChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1562,7 @@ func (x *BlobChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobChunk.ProtoReflect.Descriptor instead.
 func (*BlobChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BlobChunk) GetData() []byte {
@@ -1478,7 +1583,7 @@ type TaskKey struct {
 
 func (x *TaskKey) Reset() {
 	*x = TaskKey{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1595,7 @@ func (x *TaskKey) String() string {
 func (*TaskKey) ProtoMessage() {}
 
 func (x *TaskKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1608,7 @@ func (x *TaskKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskKey.ProtoReflect.Descriptor instead.
 func (*TaskKey) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TaskKey) GetChain() int32 {
@@ -1542,7 +1647,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1659,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1672,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WorkerMessage) GetMsg() isWorkerMessage_Msg {
@@ -1772,7 +1877,7 @@ type JobMasterMessage struct {
 
 func (x *JobMasterMessage) Reset() {
 	*x = JobMasterMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1889,7 @@ func (x *JobMasterMessage) String() string {
 func (*JobMasterMessage) ProtoMessage() {}
 
 func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1902,7 @@ func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobMasterMessage.ProtoReflect.Descriptor instead.
 func (*JobMasterMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobMasterMessage) GetMsg() isJobMasterMessage_Msg {
@@ -1971,7 +2076,7 @@ type AllFinished struct {
 
 func (x *AllFinished) Reset() {
 	*x = AllFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2088,7 @@ func (x *AllFinished) String() string {
 func (*AllFinished) ProtoMessage() {}
 
 func (x *AllFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2101,7 @@ func (x *AllFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
 func (*AllFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 type Hello struct {
@@ -2017,7 +2122,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2134,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2147,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2121,7 +2226,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2238,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2251,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2223,7 +2328,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2340,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2353,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2285,7 +2390,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2402,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2415,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Deployed) GetError() string {
@@ -2335,7 +2440,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2452,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2465,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 type TriggerCheckpoint struct {
@@ -2380,7 +2485,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2497,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2510,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2462,7 +2567,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2579,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2592,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2516,7 +2621,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2633,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2646,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2590,7 +2695,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2707,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2720,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2664,7 +2769,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2781,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2794,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2722,7 +2827,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +2839,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +2852,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2766,7 +2871,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2883,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2896,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -2811,7 +2916,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +2928,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +2941,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -2867,7 +2972,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +2984,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +2997,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -2932,7 +3037,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3049,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3062,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Cancel) GetReason() string {
@@ -2979,7 +3084,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3096,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3109,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -3038,7 +3143,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3155,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3168,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3152,7 +3257,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"disconnect\x12D\n" +
 	"\n" +
 	"free_slots\x18\x05 \x01(\v2#.sluice.cluster.v1.FreeSlotsRequestH\x00R\tfreeSlotsB\x05\n" +
-	"\x03msg\"\xf8\x01\n" +
+	"\x03msg\"\xce\x02\n" +
 	"\bRegister\x12&\n" +
 	"\x0ftask_manager_id\x18\x01 \x01(\tR\rtaskManagerId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
@@ -3161,16 +3266,24 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\fslot_profile\x18\x05 \x01(\v2\".sluice.cluster.v1.ResourceProfileR\vslotProfile\x12\x10\n" +
 	"\x03pid\x18\x06 \x01(\x03R\x03pid\x12\x1f\n" +
 	"\vresource_id\x18\a \x01(\tR\n" +
-	"resourceId\"\xa2\x01\n" +
+	"resourceId\x12\x1b\n" +
+	"\tdata_port\x18\b \x01(\x05R\bdataPort\x127\n" +
+	"\bhardware\x18\t \x01(\v2\x1b.sluice.cluster.v1.HardwareR\bhardware\"\xb9\x01\n" +
+	"\bHardware\x12\x1b\n" +
+	"\tcpu_cores\x18\x01 \x01(\x05R\bcpuCores\x122\n" +
+	"\x15physical_memory_bytes\x18\x02 \x01(\x03R\x13physicalMemoryBytes\x12*\n" +
+	"\x11free_memory_bytes\x18\x03 \x01(\x03R\x0ffreeMemoryBytes\x120\n" +
+	"\x14managed_memory_bytes\x18\x04 \x01(\x03R\x12managedMemoryBytes\"\xa2\x01\n" +
 	"\n" +
 	"Registered\x12.\n" +
 	"\x13resource_manager_id\x18\x01 \x01(\tR\x11resourceManagerId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\x91\x01\n" +
+	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\xca\x01\n" +
 	"\tHeartbeat\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x123\n" +
 	"\x05slots\x18\x02 \x03(\v2\x1d.sluice.cluster.v1.SlotStatusR\x05slots\x12=\n" +
-	"\bkerberos\x18\x03 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xba\x01\n" +
+	"\bkerberos\x18\x03 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\x127\n" +
+	"\bhardware\x18\x04 \x01(\v2\x1b.sluice.cluster.v1.HardwareR\bhardware\"\xba\x01\n" +
 	"\x0eKerberosStatus\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1d\n" +
 	"\n" +
@@ -3379,124 +3492,127 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
 	(*ResourceManagerMessage)(nil), // 2: sluice.cluster.v1.ResourceManagerMessage
 	(*Register)(nil),               // 3: sluice.cluster.v1.Register
-	(*Registered)(nil),             // 4: sluice.cluster.v1.Registered
-	(*Heartbeat)(nil),              // 5: sluice.cluster.v1.Heartbeat
-	(*KerberosStatus)(nil),         // 6: sluice.cluster.v1.KerberosStatus
-	(*SlotStatus)(nil),             // 7: sluice.cluster.v1.SlotStatus
-	(*AllocateSlot)(nil),           // 8: sluice.cluster.v1.AllocateSlot
-	(*Disconnect)(nil),             // 9: sluice.cluster.v1.Disconnect
-	(*SlotDemand)(nil),             // 10: sluice.cluster.v1.SlotDemand
-	(*SlotDemandAck)(nil),          // 11: sluice.cluster.v1.SlotDemandAck
-	(*SlotOffer)(nil),              // 12: sluice.cluster.v1.SlotOffer
-	(*OfferedSlot)(nil),            // 13: sluice.cluster.v1.OfferedSlot
-	(*SlotOfferResponse)(nil),      // 14: sluice.cluster.v1.SlotOfferResponse
-	(*SubmitTasksRequest)(nil),     // 15: sluice.cluster.v1.SubmitTasksRequest
-	(*SubmitTasksResponse)(nil),    // 16: sluice.cluster.v1.SubmitTasksResponse
-	(*CancelJobRequest)(nil),       // 17: sluice.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),      // 18: sluice.cluster.v1.CancelJobResponse
-	(*FreeSlotsRequest)(nil),       // 19: sluice.cluster.v1.FreeSlotsRequest
-	(*FreeSlotsResponse)(nil),      // 20: sluice.cluster.v1.FreeSlotsResponse
-	(*BlobRequest)(nil),            // 21: sluice.cluster.v1.BlobRequest
-	(*BlobChunk)(nil),              // 22: sluice.cluster.v1.BlobChunk
-	(*TaskKey)(nil),                // 23: sluice.cluster.v1.TaskKey
-	(*WorkerMessage)(nil),          // 24: sluice.cluster.v1.WorkerMessage
-	(*JobMasterMessage)(nil),       // 25: sluice.cluster.v1.JobMasterMessage
-	(*AllFinished)(nil),            // 26: sluice.cluster.v1.AllFinished
-	(*Hello)(nil),                  // 27: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 28: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 29: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 30: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 31: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 32: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 33: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 34: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 35: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 36: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 37: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 38: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 39: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 40: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 41: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 42: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 43: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 44: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*Hardware)(nil),               // 4: sluice.cluster.v1.Hardware
+	(*Registered)(nil),             // 5: sluice.cluster.v1.Registered
+	(*Heartbeat)(nil),              // 6: sluice.cluster.v1.Heartbeat
+	(*KerberosStatus)(nil),         // 7: sluice.cluster.v1.KerberosStatus
+	(*SlotStatus)(nil),             // 8: sluice.cluster.v1.SlotStatus
+	(*AllocateSlot)(nil),           // 9: sluice.cluster.v1.AllocateSlot
+	(*Disconnect)(nil),             // 10: sluice.cluster.v1.Disconnect
+	(*SlotDemand)(nil),             // 11: sluice.cluster.v1.SlotDemand
+	(*SlotDemandAck)(nil),          // 12: sluice.cluster.v1.SlotDemandAck
+	(*SlotOffer)(nil),              // 13: sluice.cluster.v1.SlotOffer
+	(*OfferedSlot)(nil),            // 14: sluice.cluster.v1.OfferedSlot
+	(*SlotOfferResponse)(nil),      // 15: sluice.cluster.v1.SlotOfferResponse
+	(*SubmitTasksRequest)(nil),     // 16: sluice.cluster.v1.SubmitTasksRequest
+	(*SubmitTasksResponse)(nil),    // 17: sluice.cluster.v1.SubmitTasksResponse
+	(*CancelJobRequest)(nil),       // 18: sluice.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),      // 19: sluice.cluster.v1.CancelJobResponse
+	(*FreeSlotsRequest)(nil),       // 20: sluice.cluster.v1.FreeSlotsRequest
+	(*FreeSlotsResponse)(nil),      // 21: sluice.cluster.v1.FreeSlotsResponse
+	(*BlobRequest)(nil),            // 22: sluice.cluster.v1.BlobRequest
+	(*BlobChunk)(nil),              // 23: sluice.cluster.v1.BlobChunk
+	(*TaskKey)(nil),                // 24: sluice.cluster.v1.TaskKey
+	(*WorkerMessage)(nil),          // 25: sluice.cluster.v1.WorkerMessage
+	(*JobMasterMessage)(nil),       // 26: sluice.cluster.v1.JobMasterMessage
+	(*AllFinished)(nil),            // 27: sluice.cluster.v1.AllFinished
+	(*Hello)(nil),                  // 28: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 29: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 30: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 31: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 32: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 33: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 34: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 35: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 36: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 37: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 38: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 39: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 40: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 41: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 42: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 43: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 44: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 46: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
-	5,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	4,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
-	5,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	8,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
-	9,  // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	19, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	6,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	5,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
+	6,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	9,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
+	10, // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
+	20, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
 	0,  // 7: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	7,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	6,  // 9: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	13, // 10: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	44, // 11: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	45, // 12: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	27, // 13: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	30, // 14: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	40, // 15: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	35, // 16: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	36, // 17: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	37, // 18: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	34, // 19: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	39, // 20: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	39, // 21: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	32, // 22: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	42, // 23: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	28, // 24: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	31, // 25: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	32, // 26: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	33, // 27: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	38, // 28: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	38, // 29: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	39, // 30: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	39, // 31: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	41, // 32: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	26, // 33: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	23, // 34: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	29, // 35: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	23, // 36: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 37: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	32, // 38: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	23, // 39: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 40: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 41: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 42: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 43: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	43, // 44: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	6,  // 45: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	23, // 46: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 47: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	10, // 48: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	15, // 49: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	17, // 50: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	19, // 51: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	12, // 52: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	24, // 53: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	21, // 54: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 55: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	11, // 56: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	16, // 57: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	18, // 58: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	20, // 59: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	14, // 60: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	25, // 61: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	22, // 62: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	55, // [55:63] is the sub-list for method output_type
-	47, // [47:55] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	4,  // 8: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
+	8,  // 9: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	7,  // 10: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	4,  // 11: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
+	14, // 12: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	45, // 13: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	46, // 14: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	28, // 15: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	31, // 16: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	41, // 17: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	36, // 18: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	37, // 19: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	38, // 20: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	35, // 21: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	40, // 22: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 23: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	33, // 24: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	43, // 25: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	29, // 26: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	32, // 27: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	33, // 28: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	34, // 29: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	39, // 30: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	39, // 31: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	40, // 32: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	40, // 33: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	42, // 34: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	27, // 35: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	24, // 36: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	30, // 37: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	24, // 38: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 39: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	33, // 40: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	24, // 41: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 42: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 43: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 44: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 45: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	44, // 46: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	7,  // 47: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	24, // 48: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 49: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	11, // 50: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	16, // 51: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	18, // 52: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	20, // 53: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	13, // 54: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	25, // 55: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	22, // 56: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 57: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	12, // 58: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	17, // 59: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	19, // 60: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	21, // 61: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	15, // 62: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	26, // 63: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	23, // 64: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	57, // [57:65] is the sub-list for method output_type
+	49, // [49:57] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3515,7 +3631,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*ResourceManagerMessage_Disconnect)(nil),
 		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[24].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Deployed)(nil),
 		(*WorkerMessage_TaskEnded)(nil),
@@ -3528,7 +3644,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Trigger)(nil),
 		(*WorkerMessage_Metrics)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[26].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
 		(*JobMasterMessage_Start)(nil),
 		(*JobMasterMessage_Trigger)(nil),
@@ -3546,7 +3662,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -399,6 +399,7 @@ func (tm *TaskManager) maybeConnect(now int64) {
 		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(len(st.slots)),
 		SlotProfile: &clusterpb.ResourceProfile{CpuCores: cores, MemoryBytes: mem},
 		Pid:         int64(os.Getpid()), ResourceId: tm.resourceID,
+		DataPort: int32(tm.cfg.DataPort), Hardware: tm.cfg.Hardware().Proto(),
 	}}}
 	st.sess = s
 	tm.log.Debug("connecting to the ResourceManager", "address", tm.cfg.ResourceManagerAddress, "session", s.gen)
@@ -523,8 +524,8 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
 
-// report sends the slot report, and the state of the TaskManager's
-// Kerberos login, to the ResourceManager.
+// report sends the slot report, the state of the TaskManager's Kerberos
+// login and its machine's hardware (free memory) to the ResourceManager.
 func (tm *TaskManager) report() {
 	st := &tm.st
 	s := st.sess
@@ -539,6 +540,7 @@ func (tm *TaskManager) report() {
 	if f := tm.cfg.KerberosStatus; f != nil {
 		hb.Kerberos = clusterpb.KerberosStatusOf(f())
 	}
+	hb.Hardware = tm.cfg.Hardware().Proto()
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:
 		s.nextBeat = tm.clock.NowMillis() + s.interval

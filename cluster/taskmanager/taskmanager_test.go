@@ -485,3 +485,34 @@ func TestHeartbeatCarriesKerberosStatus(t *testing.T) {
 		})
 	}
 }
+
+// A TaskManager registers with its data port and hardware, and its
+// heartbeats carry the hardware as it is then (free memory changes).
+func TestRegistrationAndHeartbeatCarryHardware(t *testing.T) {
+	r := startRM(t, interval, timeout)
+	var free atomic.Int64
+	free.Store(6 << 30)
+	hw := func() Hardware {
+		return Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
+	}
+	tm, _ := startTM(t, r.addr, func(c *Config) { c.DataPort = 6121; c.Hardware = hw })
+	var info resourcemanager.TaskManagerInfo
+	seen := func() bool {
+		for _, in := range r.taskManagers(t) {
+			if in.ID == tm.ID() {
+				info = in
+				return true
+			}
+		}
+		return false
+	}
+	want := func() resourcemanager.Hardware {
+		return resourcemanager.Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
+	}
+	eventually(t, "the hardware at the ResourceManager", func() bool { return seen() && info.Hardware == want() })
+	if info.DataPort != 6121 {
+		t.Errorf("data port %d, want 6121", info.DataPort)
+	}
+	free.Store(2 << 30)
+	eventually(t, "the free memory of a later heartbeat", func() bool { return seen() && info.Hardware == want() })
+}
