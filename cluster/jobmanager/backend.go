@@ -183,10 +183,13 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		d.StatusCounts.Add(taskState(in.Status), c.Parallelism)
 		ms := byVertex[c.Name]
 		complete := len(ms) == c.Parallelism
-		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete}
+		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,
+			ReadBytesComplete: complete, WriteBytesComplete: complete}
 		for _, m := range ms {
 			v.Metrics.ReadRecords += m.RecordsIn.Load()
 			v.Metrics.WriteRecords += m.RecordsOut.Load()
+			v.Metrics.ReadBytes += m.BytesIn.Load()
+			v.Metrics.WriteBytes += m.BytesOut.Load()
 			v.Metrics.AccumulatedBusyTime = math.Max(v.Metrics.AccumulatedBusyTime, float64(m.BusyNanos.Load()/1e6))
 			v.Metrics.AccumulatedBackpressuredTime = max(v.Metrics.AccumulatedBackpressuredTime, m.BackpressuredNanos.Load()/1e6)
 			v.Metrics.AccumulatedIdleTime = max(v.Metrics.AccumulatedIdleTime, m.IdleNanos.Load()/1e6)
@@ -371,6 +374,7 @@ func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
 		for _, m := range in.Subtasks {
 			jm.Subtasks = append(jm.Subtasks, rest.SubtaskMetrics{VertexID: ids[m.Vertex], VertexName: m.Vertex, Subtask: m.Subtask,
 				Attempt: in.Restarts, RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+				BytesIn: m.BytesIn.Load(), BytesOut: m.BytesOut.Load(),
 				BusyMillis: m.BusyNanos.Load() / 1e6, BackpressuredMillis: m.BackpressuredNanos.Load() / 1e6, IdleMillis: m.IdleNanos.Load() / 1e6,
 				Watermark: m.Watermark.Load()})
 		}

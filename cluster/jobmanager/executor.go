@@ -337,6 +337,8 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 					tm.BackpressuredNanos.Store(sm.BackpressuredMs * 1e6)
 					tm.IdleNanos.Store(sm.IdleMs * 1e6)
 					tm.Watermark.Store(sm.Watermark)
+					tm.BytesIn.Store(sm.BytesIn)
+					tm.BytesOut.Store(sm.BytesOut)
 				}
 			}
 		}

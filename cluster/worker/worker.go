@@ -102,8 +102,13 @@ type worker struct {
 	host    *local.Host
 	here    map[checkpoint.TaskID]bool
 	closers []func()
-	stopMx  chan struct{}
-	mxDone  chan struct{}
+	// netIn and netOut are the network side of the tasks here: the gate
+	// of each task with remote inputs and its senders to other workers,
+	// whose byte counts the metrics report.
+	netIn  map[checkpoint.TaskID]*netexchange.Gate
+	netOut map[checkpoint.TaskID][]*netexchange.Sender
+	stopMx chan struct{}
+	mxDone chan struct{}
 
 	mu       sync.Mutex
 	queue    []*clusterpb.WorkerMessage
@@ -365,8 +370,15 @@ func (w *worker) reportMetrics() {
 	r := &clusterpb.MetricsReport{Kerberos: kerberosStatus(w.login)}
 	for i, m := range w.host.Metrics() {
 		id := w.host.Tasks()[i]
+		var in, out int64
+		if g := w.netIn[id]; g != nil {
+			in = g.BytesReceived()
+		}
+		for _, x := range w.netOut[id] {
+			out += x.BytesSent()
+		}
 		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
-			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), BytesIn: in, BytesOut: out,
 			BusyMs: m.BusyNanos.Load() / 1e6, BackpressuredMs: m.BackpressuredNanos.Load() / 1e6, IdleMs: m.IdleNanos.Load() / 1e6,
 			Watermark: m.Watermark.Load()})
 	}
