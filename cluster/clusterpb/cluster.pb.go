@@ -2965,7 +2965,11 @@ type TaskEnded struct {
 	Error    string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Canceled bool   `protobuf:"varint,3,opt,name=canceled,proto3" json:"canceled,omitempty"`
 	// recoverable is false for errors a restart cannot fix.
-	Recoverable   bool `protobuf:"varint,4,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	Recoverable bool `protobuf:"varint,4,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	// error_type names the type of the error (ErrorClass), which the
+	// JobMaster's exception history shows as Flink shows a Java exception's
+	// class.
+	ErrorType     string `protobuf:"bytes,5,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3026,6 +3030,13 @@ func (x *TaskEnded) GetRecoverable() bool {
 		return x.Recoverable
 	}
 	return false
+}
+
+func (x *TaskEnded) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
 }
 
 type Cancel struct {
@@ -3443,12 +3454,14 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\"Y\n" +
 	"\rOperatorEvent\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x18\n" +
-	"\apayload\x18\x02 \x01(\fR\apayload\"\x8f\x01\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\"\xae\x01\n" +
 	"\tTaskEnded\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1a\n" +
 	"\bcanceled\x18\x03 \x01(\bR\bcanceled\x12 \n" +
-	"\vrecoverable\x18\x04 \x01(\bR\vrecoverable\" \n" +
+	"\vrecoverable\x18\x04 \x01(\bR\vrecoverable\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\x05 \x01(\tR\terrorType\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\rMetricsReport\x12=\n" +

@@ -432,11 +432,11 @@ func (r reporter) TaskEnded(id checkpoint.TaskID, err error) {
 	switch {
 	case err == nil:
 	case failure != nil:
-		te.Error, te.Recoverable = failure.Error(), restart.Recoverable(failure)
+		te.Error, te.Recoverable, te.ErrorType = failure.Error(), restart.Recoverable(failure), clusterpb.ErrorClass(failure)
 	case errors.Is(err, context.Canceled):
 		te.Canceled = true
 	default:
-		te.Error, te.Recoverable = err.Error(), restart.Recoverable(err)
+		te.Error, te.Recoverable, te.ErrorType = err.Error(), restart.Recoverable(err), clusterpb.ErrorClass(err)
 	}
 	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_TaskEnded{TaskEnded: te}})
 }
