@@ -314,7 +314,11 @@ func (b Backend) CancelJob(ctx context.Context, jobID string) error {
 
 // TriggerSavepoint implements rest.Backend.
 func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error) {
-	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, req.CancelJob, false)
+	if req.CancelJob {
+		p, err := b.D.CancelWithSavepoint(ctx, jobID, req.TargetDirectory)
+		return p, restErr(err)
+	}
+	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, false, false)
 	return p, restErr(err)
 }
 

@@ -368,6 +368,26 @@ func (d *Dispatcher) Savepoint(ctx context.Context, id, dir string, stop, drain 
 	})
 }
 
+// CancelWithSavepoint takes a savepoint into dir (default: the configured
+// savepoint directory) and then cancels the job, as Flink's
+// cancel-with-savepoint (POST /jobs/:jobid/savepoints with cancel-job):
+// the job ends CANCELED, where a stop ends it FINISHED. A job whose
+// savepoint fails keeps running. It returns the savepoint's path.
+func (d *Dispatcher) CancelWithSavepoint(ctx context.Context, id, dir string) (string, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return "", err
+	}
+	return await(ctx, func() (string, error) {
+		p, err := jm.job.TriggerSavepoint(dir)
+		if err == nil {
+			jm.log.Info("savepoint taken; cancelling the job", "savepoint", p)
+			jm.job.Cancel()
+		}
+		return p, err
+	})
+}
+
 // await runs a request to a job's owner loop, which answers when the
 // checkpoint completes, and gives up waiting (not the request) when ctx
 // ends.
