@@ -247,13 +247,32 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 	if !in.Checkpointing {
 		return nil, fmt.Errorf("%w: job %s does not take checkpoints (set execution.checkpointing.interval)", rest.ErrNotFound, jobID)
 	}
+	// The history, newest first as in Flink: the checkpoints in progress
+	// (newer than any that ended), then the ended ones.
 	var hist []rest.CheckpointStatistics
+	for i := len(in.InProgress) - 1; i >= 0; i-- {
+		hist = append(hist, inProgressStats(in.InProgress[i]))
+	}
 	for i := len(in.History) - 1; i >= 0; i-- {
 		hist = append(hist, checkpointStats(in.History[i]))
 	}
+	// Flink's total counts every checkpoint triggered, those in progress
+	// too; restored counts the restores (every restart from a checkpoint).
 	counts := rest.CheckpointCounts{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed),
-		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed)}
-	return rest.NewCheckpointingStatistics(counts, hist, nil), nil
+		InProgress: len(in.InProgress), Restored: int64(in.Restores),
+		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed + len(in.InProgress))}
+	var restored *rest.RestoredCheckpoint
+	if r := in.Restored; r != nil {
+		restored = &rest.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
+	}
+	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
+}
+
+// inProgressStats is a checkpoint or savepoint in progress.
+func inProgressStats(c local.CheckpointStats) rest.CheckpointStatistics {
+	s := checkpointStats(c)
+	s.Status, s.LatestAckTimestamp, s.EndToEndDuration = rest.CheckpointInProgress, 0, 0
+	return s
 }
 
 // JobResult implements rest.Backend.

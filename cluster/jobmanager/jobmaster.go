@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,10 +57,16 @@ type jobStats struct {
 	latest     *local.CheckpointStats
 	latestSave *local.CheckpointStats
 	latestFail *local.CheckpointStats
-	restored   string
-	err        error
-	restarts   int
-	stopSave   string
+	// inProgress are the checkpoints and savepoints triggered and not
+	// ended, by ID.
+	inProgress map[int64]local.CheckpointStats
+	// restored is the latest snapshot an attempt restored; restores
+	// counts them.
+	restored *local.RestoreStats
+	restores int
+	err      error
+	restarts int
+	stopSave string
 }
 
 // JobException is a failure of the job, with the time it happened.
@@ -95,8 +103,25 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.log.Info("job status", "status", string(s))
 }
 
+func (jm *jobMaster) CheckpointTriggered(c local.CheckpointStats) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if jm.stats.inProgress == nil {
+		jm.stats.inProgress = map[int64]local.CheckpointStats{}
+	}
+	jm.stats.inProgress[c.ID] = c
+}
+
+func (jm *jobMaster) Restored(r local.RestoreStats) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	jm.stats.restored = &r
+	jm.stats.restores++
+}
+
 func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 	jm.mu.Lock()
+	delete(jm.stats.inProgress, c.ID)
 	jm.stats.ckpt.Completed++
 	jm.stats.history = appendBounded(jm.stats.history, c)
 	cc := c
@@ -117,6 +142,7 @@ func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 func (jm *jobMaster) CheckpointFailed(c local.CheckpointStats) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
+	delete(jm.stats.inProgress, c.ID)
 	jm.stats.ckpt.Failed++
 	jm.stats.history = appendBounded(jm.stats.history, c)
 	cc := c
@@ -206,6 +232,12 @@ type Info struct {
 	LatestCheckpoint       *local.CheckpointStats
 	LatestSavepoint        *local.CheckpointStats
 	LatestFailed           *local.CheckpointStats
+	// InProgress are the checkpoints and savepoints in progress, by ID.
+	InProgress []local.CheckpointStats
+	// Restored is the checkpoint or savepoint an attempt restored last
+	// (nil: none); Restores counts the attempts that restored one.
+	Restored *local.RestoreStats
+	Restores int
 	// Subtasks are the metrics of the current attempt.
 	Subtasks []local.SubtaskMetrics
 	Err      error
@@ -230,7 +262,11 @@ func (jm *jobMaster) info() Info {
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
 		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
-		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave}
+		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave,
+		Restored: st.restored, Restores: st.restores}
+	for _, id := range slices.Sorted(maps.Keys(st.inProgress)) {
+		in.InProgress = append(in.InProgress, st.inProgress[id])
+	}
 	for k, v := range st.timestamps {
 		in.Timestamps[k] = v
 	}
