@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/rest"
@@ -101,10 +100,12 @@ func endTime(in Info) int64 {
 	return in.EndMillis
 }
 
-func duration(in Info) int64 {
+// duration is how long the job has run, until now (epoch ms) if it has
+// not ended.
+func duration(in Info, now int64) int64 {
 	end := in.EndMillis
 	if end == 0 {
-		end = time.Now().UnixMilli()
+		end = now
 	}
 	return end - in.StartMillis
 }
@@ -125,18 +126,18 @@ func subtaskCount(p *graph.Plan) int {
 	return n
 }
 
-func overview(in Info) rest.JobOverview {
+func overview(in Info, now int64) rest.JobOverview {
 	var sc rest.StateCounts
 	sc.Add(taskState(in.Status), subtaskCount(in.Plan))
 	return rest.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
-		EndTime: endTime(in), Duration: duration(in), LastModification: lastModification(in), Tasks: sc.Overview()}
+		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
 
 // Jobs implements rest.Backend.
 func (b Backend) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
 	var out []rest.JobOverview
 	for _, in := range b.D.Jobs() {
-		out = append(out, overview(in))
+		out = append(out, overview(in, b.D.now()))
 	}
 	return out, nil
 }
@@ -158,8 +159,9 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 	if err != nil {
 		return nil, restErr(err)
 	}
+	now := b.D.now()
 	d := &rest.JobDetails{ID: in.ID, Name: in.Name, IsStoppable: false, State: jobState(in.Status), JobType: jobType(in),
-		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in), MaxParallelism: -1,
+		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in, now), MaxParallelism: -1,
 		Timestamps: map[rest.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
 	for _, s := range []rest.JobState{rest.JobInitializing, rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed,
 		rest.JobCancelling, rest.JobCanceled, rest.JobFinished, rest.JobRestarting, rest.JobSuspended, rest.JobReconciling} {
@@ -178,7 +180,7 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 			maxPar = -2
 		}
 		v := rest.Vertex{ID: vertexID(in.ID)(c), Name: c.Name, MaxParallelism: mp, Parallelism: c.Parallelism,
-			Status: taskState(in.Status), StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in)}
+			Status: taskState(in.Status), StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in, now)}
 		v.Tasks.Add(taskState(in.Status), c.Parallelism)
 		d.StatusCounts.Add(taskState(in.Status), c.Parallelism)
 		ms := byVertex[c.Name]
@@ -284,7 +286,7 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 	if !in.Status.Terminal() {
 		return nil, nil
 	}
-	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in), AccumulatorResults: map[string]string{
+	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in, b.D.now()), AccumulatorResults: map[string]string{
 		"restarts": strconv.Itoa(in.Restarts), "checkpoints": strconv.Itoa(in.Checkpoints.Completed)}}
 	if in.StopSavepoint != "" {
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint

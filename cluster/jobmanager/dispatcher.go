@@ -22,6 +22,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 )
@@ -54,6 +55,10 @@ type Config struct {
 	// Timeouts (defaults: slot.request.timeout 5 min, workers 2 min,
 	// cancellation grace 30 s).
 	SlotRequestTimeout, WorkerStartTimeout, CancelGrace time.Duration
+	// Clock is the JobMasters' clock: their jobs' processing time, and the
+	// times the REST API reports of their jobs, checkpoints and tasks
+	// (default: the system clock).
+	Clock clock.Clock
 }
 
 type dispatcherConfig struct {
@@ -95,6 +100,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.FileSystems == nil {
 		cfg.FileSystems = fs.NewResolver()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
 	}
 	dc := dispatcherConfig{Config: cfg, rpcAddress: cfg.RPCAddress,
 		slotRequestTimeout: conf.Get(cfg.Conf, conf.SlotRequestTimeout), workerStartTimeout: 2 * time.Minute, cancelGrace: 30 * time.Second}
@@ -138,6 +146,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	}
 	return d, nil
 }
+
+// now is the time on the JobMasters' clock, epoch ms.
+func (d *Dispatcher) now() int64 { return d.cfg.Clock.NowMillis() }
 
 // Close cancels every job (their checkpoints stay for a new JobManager
 // when HA is on) and closes connections.
@@ -249,6 +260,7 @@ func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON [
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
 	}
+	opts.Clock = d.cfg.Clock
 	if opts.Checkpoints != nil && opts.Checkpoints.Dir == "" {
 		return nil, fmt.Errorf("%w: job %q checkpoints, but execution.checkpointing.dir is not set: a cluster needs a checkpoint directory every TaskManager can reach (hdfs://… or a shared path)", ErrBadSubmission, g.Name)
 	}

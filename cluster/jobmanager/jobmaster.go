@@ -82,6 +82,9 @@ type CheckpointCounts struct {
 
 const maxHistory = 10
 
+// now is the time on the job's clock (the Dispatcher's), epoch ms.
+func (jm *jobMaster) now() int64 { return jm.d.now() }
+
 func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.mu.Lock()
 	jm.stats.status = s
@@ -167,8 +170,8 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
 	jm.mu.Lock()
 	jm.stats.status = local.StatusCreated
-	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: time.Now().UnixMilli()}
-	jm.stats.start = time.Now().UnixMilli()
+	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: jm.now()}
+	jm.stats.start = jm.now()
 	jm.mu.Unlock()
 	j, err := local.Start(ctx, jm.plan, jm.opts)
 	if err != nil {
