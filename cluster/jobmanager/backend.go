@@ -214,10 +214,21 @@ func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootEx
 	var out []rest.RootExceptionInfo
 	for i := len(in.Exceptions) - 1; i >= 0; i-- {
 		e := in.Exceptions[i]
-		out = append(out, rest.RootExceptionInfo{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "error", Stacktrace: e.Message,
-			Timestamp: e.Millis, FailureLabels: map[string]string{}}, ConcurrentExceptions: []rest.ExceptionInfo{}})
+		r := rest.RootExceptionInfo{ExceptionInfo: exceptionInfo(e), ConcurrentExceptions: []rest.ExceptionInfo{}}
+		for _, c := range e.Concurrent {
+			r.ConcurrentExceptions = append(r.ConcurrentExceptions, exceptionInfo(c))
+		}
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// exceptionInfo is a failure in Flink's form: the error's type where Flink
+// names the exception's class, and the failed subtask with its
+// TaskManager.
+func exceptionInfo(e JobException) rest.ExceptionInfo {
+	return rest.ExceptionInfo{ExceptionName: e.Class, Stacktrace: e.Message, Timestamp: e.Millis, TaskName: e.TaskName,
+		Endpoint: e.Endpoint, TaskManagerID: e.TaskManagerID, FailureLabels: map[string]string{}}
 }
 
 func checkpointStats(c local.CheckpointStats) rest.CheckpointStatistics {

@@ -1,9 +1,11 @@
 package jobmanager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +32,16 @@ type remoteExecutor struct {
 	// pending are the workers of the attempt being deployed, by worker id,
 	// waiting for their Hello.
 	pending map[string]chan *session
+	// current is the latest attempt, from the start of its deployment;
+	// nil before the first.
+	current *remoteAttempt
+}
+
+// currentAttempt is the latest attempt, nil before the first.
+func (x *remoteExecutor) currentAttempt() *remoteAttempt {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.current
 }
 
 func newRemoteExecutor(jm *jobMaster) *remoteExecutor {
@@ -134,6 +146,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		}
 	}
 	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+	x.mu.Lock()
+	x.current = a
+	x.mu.Unlock()
 
 	ok := false
 	defer func() {
@@ -206,7 +221,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	deployed := make(chan error, len(workers))
 	for _, w := range workers {
 		s := sessions[w.id]
-		s.host = w.host
+		s.host, s.tmAddr = w.host, w.tmAddr
 		dep := &clusterpb.Deployment{Placement: placement, RuntimeMode: jm.opts.Mode.String()}
 		for _, t := range w.tasks {
 			dep.Tasks = append(dep.Tasks, key(t))
@@ -264,10 +279,11 @@ type remoteAttempt struct {
 	subtasks []local.SubtaskMetrics
 	metrics  map[checkpoint.TaskID]*task.Metrics
 
-	mu      sync.Mutex
-	started bool
-	ended   map[checkpoint.TaskID]bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	started  bool
+	ended    map[checkpoint.TaskID]bool
+	failures []*TaskFailure
+	wg       sync.WaitGroup
 }
 
 // handler processes one worker's messages, in order, on its session's
@@ -291,6 +307,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			deployed <- err
 		case *clusterpb.WorkerMessage_TaskEnded:
 			te := m.TaskEnded
+			t := taskID(te.Task)
 			var err error
 			switch {
 			case te.GetCanceled():
@@ -300,8 +317,10 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 				if !te.GetRecoverable() {
 					err = &restart.Unrecoverable{Err: err}
 				}
+				// A worker of an older Sluice does not name the type.
+				err = a.failure(s, t, cmp.Or(te.GetErrorType(), clusterpb.ErrorClass(err)), err)
 			}
-			a.taskEnded(taskID(te.Task), err)
+			a.taskEnded(t, err)
 		case *clusterpb.WorkerMessage_Ack:
 			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, local.Ack{Handle: m.Ack.Handle, Shared: m.Ack.Shared, Bytes: m.Ack.Bytes})
 		case *clusterpb.WorkerMessage_Decline:
@@ -350,6 +369,54 @@ type remoteError struct{ msg, where string }
 
 func (e *remoteError) Error() string { return e.msg + " (in " + e.where + ")" }
 
+// TaskFailure is the failure of one subtask on a cluster, with where it
+// ran: the exception history of GET /jobs/:jobid/exceptions shows it as
+// Flink shows a task's exception. Its text is its error's, and it unwraps
+// to it (restart.Recoverable sees through it).
+type TaskFailure struct {
+	Task checkpoint.TaskID
+	// TaskName is Flink's name of the subtask: its chain's name and
+	// "(k/n)", k counted from 1.
+	TaskName string
+	// TaskManagerID and Endpoint (its RPC address, host:port) name the
+	// TaskManager the subtask's worker ran on.
+	TaskManagerID, Endpoint string
+	// Class names the error's type (clusterpb.ErrorClass); for an error
+	// in the worker, as the worker reported it.
+	Class string
+	// Millis is when the JobMaster learned of the failure, epoch ms.
+	Millis int64
+	Err    error
+}
+
+func (e *TaskFailure) Error() string { return e.Err.Error() }
+
+// Unwrap returns the subtask's error.
+func (e *TaskFailure) Unwrap() error { return e.Err }
+
+// WorkerLostError fails the subtasks of a worker whose session with the
+// JobMaster ended before they did: the worker or its TaskManager died, or
+// the connection broke.
+type WorkerLostError struct {
+	// Worker and TaskManagerID name the worker and its TaskManager.
+	Worker, TaskManagerID string
+	// Err says why the session ended.
+	Err error
+}
+
+func (e *WorkerLostError) Error() string { return "jobmanager: " + e.Err.Error() }
+
+// Unwrap returns why the session ended.
+func (e *WorkerLostError) Unwrap() error { return e.Err }
+
+// failure is the failure of subtask t of the worker of s with err, whose
+// type is class.
+func (a *remoteAttempt) failure(s *session, t checkpoint.TaskID, class string, err error) *TaskFailure {
+	c := a.x.jm.plan.Chains[t.Vertex]
+	return &TaskFailure{Task: t, TaskName: fmt.Sprintf("%s (%d/%d)", c.Name, t.Subtask+1, c.Parallelism),
+		TaskManagerID: s.hello.GetTaskManagerId(), Endpoint: s.tmAddr, Class: class, Millis: a.x.jm.now(), Err: err}
+}
+
 // forwardTrigger sends a trigger to the workers of its tasks.
 func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
 	by := map[*session][]*clusterpb.TaskKey{}
@@ -372,7 +439,7 @@ func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
 	}
 }
 
-// taskEnded reports a task's end once.
+// taskEnded reports a task's end once, and keeps its failure.
 func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 	a.mu.Lock()
 	if !a.started || a.ended[t] {
@@ -380,18 +447,29 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 		return
 	}
 	a.ended[t] = true
+	if tf, ok := err.(*TaskFailure); ok {
+		a.failures = append(a.failures, tf)
+	}
 	a.mu.Unlock()
 	a.events.TaskEnded(t, err)
 }
 
 // lost ends the tasks of a worker whose session ended.
 func (a *remoteAttempt) lost(s *session) {
-	err := fmt.Errorf("jobmanager: %w", s.err)
+	var err error = &WorkerLostError{Worker: s.hello.GetWorkerId(), TaskManagerID: s.hello.GetTaskManagerId(), Err: s.err}
 	for _, t := range a.order {
 		if a.where[t] == s {
-			a.taskEnded(t, err)
+			a.taskEnded(t, a.failure(s, t, clusterpb.ErrorClass(err), err))
 		}
 	}
+}
+
+// taskFailures are the failures of the attempt's subtasks, in the order
+// the JobMaster learned of them.
+func (a *remoteAttempt) taskFailures() []*TaskFailure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.failures)
 }
 
 // Tasks implements local.Attempt.

@@ -73,7 +73,46 @@ type jobStats struct {
 type JobException struct {
 	Millis  int64
 	Message string
+	// Class names the error's type (clusterpb.ErrorClass).
+	Class string
+	// TaskName, TaskManagerID and Endpoint say which subtask failed and on
+	// which TaskManager (its RPC address); empty for a failure of the
+	// whole job.
+	TaskName, TaskManagerID, Endpoint string
+	// Concurrent are the failures of other subtasks of the same attempt,
+	// in the order the JobMaster learned of them (root failures only).
+	Concurrent []JobException
 }
+
+// jobException describes a failure: a subtask's, with where it ran, or
+// the job's.
+func jobException(err error, at int64) JobException {
+	var tf *TaskFailure
+	if errors.As(err, &tf) {
+		return JobException{Millis: tf.Millis, Message: err.Error(), Class: tf.Class, TaskName: tf.TaskName,
+			TaskManagerID: tf.TaskManagerID, Endpoint: tf.Endpoint}
+	}
+	return JobException{Millis: at, Message: err.Error(), Class: clusterpb.ErrorClass(err)}
+}
+
+// rootException describes the failure that failed an attempt (or the
+// job), with the other subtasks' failures of that attempt.
+func rootException(cause error, at int64, failures []*TaskFailure) JobException {
+	e := jobException(cause, at)
+	var root *TaskFailure
+	if !errors.As(cause, &root) || !slices.Contains(failures, root) {
+		return e
+	}
+	for _, f := range failures {
+		if f != root {
+			e.Concurrent = append(e.Concurrent, jobException(f, at))
+		}
+	}
+	return e
+}
+
+// now is the time on the job's clock (the Dispatcher's), epoch ms.
+func (jm *jobMaster) now() int64 { return jm.d.now() }
 
 // CheckpointCounts count a job's checkpoints.
 type CheckpointCounts struct {
@@ -82,10 +121,14 @@ type CheckpointCounts struct {
 
 const maxHistory = 10
 
-// now is the time on the job's clock (the Dispatcher's), epoch ms.
-func (jm *jobMaster) now() int64 { return jm.d.now() }
-
 func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
+	// Every task of the attempt has ended by now: its failures are all in.
+	var failures []*TaskFailure
+	if jm.exec != nil {
+		if a := jm.exec.currentAttempt(); a != nil {
+			failures = a.taskFailures()
+		}
+	}
 	jm.mu.Lock()
 	jm.stats.status = s
 	jm.stats.timestamps[s] = at
@@ -93,7 +136,7 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 		jm.stats.restarts++
 	}
 	if cause != nil && !local.IsCancelled(cause) {
-		jm.stats.exceptions = append(jm.stats.exceptions, JobException{Millis: at, Message: cause.Error()})
+		jm.stats.exceptions = append(jm.stats.exceptions, rootException(cause, at, failures))
 		if len(jm.stats.exceptions) > maxHistory {
 			jm.stats.exceptions = jm.stats.exceptions[1:]
 		}

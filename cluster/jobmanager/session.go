@@ -15,8 +15,9 @@ type session struct {
 	hello  *clusterpb.Hello
 	stream clusterpb.JobMaster_ConnectWorkerServer
 	// host is the name of the worker's TaskManager's host (from its slot
-	// offer), set by the deployment before its handler.
-	host string
+	// offer), and tmAddr the TaskManager's RPC address, set by the
+	// deployment before its handler.
+	host, tmAddr string
 
 	mu      sync.Mutex
 	queue   []*clusterpb.JobMasterMessage
