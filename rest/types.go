@@ -95,6 +95,20 @@ func (c *StateCounts) Add(s ExecutionState, n int) {
 	}
 }
 
+// Merge adds the counts of o.
+func (c *StateCounts) Merge(o StateCounts) {
+	c.Created += o.Created
+	c.Scheduled += o.Scheduled
+	c.Deploying += o.Deploying
+	c.Running += o.Running
+	c.Finished += o.Finished
+	c.Canceling += o.Canceling
+	c.Canceled += o.Canceled
+	c.Failed += o.Failed
+	c.Reconciling += o.Reconciling
+	c.Initializing += o.Initializing
+}
+
 // Total is the number of subtasks counted.
 func (c StateCounts) Total() int {
 	return c.Created + c.Scheduled + c.Deploying + c.Running + c.Finished + c.Canceling +

@@ -118,17 +118,87 @@ func lastModification(in Info) int64 {
 	return m
 }
 
-func subtaskCount(p *graph.Plan) int {
-	n := 0
-	for _, c := range p.Chains {
-		n += c.Parallelism
+// vertexTasks describes the subtasks of chain c as Flink's GET
+// /jobs/:jobid does a vertex's: their states counted (Tasks), the vertex's
+// state (Flink's aggregate of its subtasks'), when the first was deployed
+// and the last ended (-1: not yet) and the duration in between (until now
+// while some have not ended). The other members are left to the caller.
+//
+// The states are those the JobMaster follows for the latest attempt's
+// subtasks (scheduled, deploying, running, then as their workers reported
+// their ends). Before the first attempt is deployed, and for a job that
+// ended before it was, the JobMaster has none: the job's status then stands
+// for every subtask's, and the vertex's times are the job's.
+func vertexTasks(in Info, c *graph.Chain, now int64) rest.Vertex {
+	var states []TaskState
+	for _, t := range in.Tasks {
+		if t.Task.Vertex == c.ID {
+			states = append(states, t)
+		}
 	}
-	return n
+	var v rest.Vertex
+	if len(states) == 0 {
+		v.Status = taskState(in.Status)
+		v.Tasks.Add(v.Status, c.Parallelism)
+		v.StartTime, v.EndTime = in.StartMillis, endTime(in)
+		if v.EndTime < 0 {
+			v.Duration = now - in.StartMillis
+		} else {
+			v.Duration = v.EndTime - in.StartMillis
+		}
+		return v
+	}
+	start, end := int64(math.MaxInt64), int64(0)
+	allEnded := true
+	for _, t := range states {
+		v.Tasks.Add(t.State, 1)
+		if t.Deploying > 0 {
+			start = min(start, t.Deploying)
+		}
+		allEnded = allEnded && terminal(t.State)
+		end = max(end, t.Since)
+	}
+	v.Status = vertexState(v.Tasks, len(states))
+	switch {
+	case start == math.MaxInt64:
+		v.StartTime, v.EndTime, v.Duration = -1, -1, -1
+	case allEnded:
+		v.StartTime, v.EndTime, v.Duration = start, end, end-start
+	default:
+		v.StartTime, v.EndTime, v.Duration = start, -1, now-start
+	}
+	return v
+}
+
+// vertexState is the state of a vertex whose subtasks' states are counted
+// in c (Flink's ExecutionJobVertex.getAggregateJobVertexState): a failure
+// shows first, then cancellation; running while any subtask runs or some
+// have finished; scheduled and deploying subtasks show as CREATED.
+func vertexState(c rest.StateCounts, parallelism int) rest.ExecutionState {
+	switch {
+	case c.Failed > 0:
+		return rest.TaskFailed
+	case c.Canceling > 0:
+		return rest.TaskCanceling
+	case c.Canceled > 0:
+		return rest.TaskCanceled
+	case c.Initializing > 0:
+		return rest.TaskInitializing
+	case c.Running > 0:
+		return rest.TaskRunning
+	case c.Finished > 0 && c.Finished == parallelism:
+		return rest.TaskFinished
+	case c.Finished > 0:
+		return rest.TaskRunning
+	}
+	return rest.TaskCreated
 }
 
 func overview(in Info, now int64) rest.JobOverview {
 	var sc rest.StateCounts
-	sc.Add(taskState(in.Status), subtaskCount(in.Plan))
+	for _, c := range in.Plan.Chains {
+		sc.Merge(vertexTasks(in, c, now).Tasks)
+	}
 	return rest.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
 		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
@@ -179,10 +249,9 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		} else if maxPar != mp {
 			maxPar = -2
 		}
-		v := rest.Vertex{ID: vertexID(in.ID)(c), Name: c.Name, MaxParallelism: mp, Parallelism: c.Parallelism,
-			Status: taskState(in.Status), StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in, now)}
-		v.Tasks.Add(taskState(in.Status), c.Parallelism)
-		d.StatusCounts.Add(taskState(in.Status), c.Parallelism)
+		v := vertexTasks(in, c, now)
+		v.ID, v.Name, v.MaxParallelism, v.Parallelism = vertexID(in.ID)(c), c.Name, mp, c.Parallelism
+		d.StatusCounts.Merge(v.Tasks)
 		ms := byVertex[c.Name]
 		complete := len(ms) == c.Parallelism
 		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,

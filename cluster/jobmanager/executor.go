@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/graph"
@@ -89,6 +90,28 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	jm := x.jm
 	plan := jm.plan
 	need := slotsNeeded(plan)
+	a := &remoteAttempt{x: x, n: d.Attempt, events: d.Events, where: map[checkpoint.TaskID]*session{},
+		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{}}
+	for _, c := range plan.Chains {
+		for s := 0; s < c.Parallelism; s++ {
+			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
+			a.order = append(a.order, id)
+			m := &task.Metrics{}
+			a.metrics[id] = m
+			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
+		}
+	}
+	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+	a.states = newTaskStates(a.order, jm.now())
+	x.mu.Lock()
+	x.current = a
+	x.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			a.abandon(ctx)
+		}
+	}()
 	if err := jm.declareSlots(ctx, need); err != nil {
 		return nil, err
 	}
@@ -134,28 +157,6 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			}
 		}
 	}
-	a := &remoteAttempt{x: x, n: d.Attempt, events: d.Events, where: map[checkpoint.TaskID]*session{},
-		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{}}
-	for _, c := range plan.Chains {
-		for s := 0; s < c.Parallelism; s++ {
-			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
-			a.order = append(a.order, id)
-			m := &task.Metrics{}
-			a.metrics[id] = m
-			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
-		}
-	}
-	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
-	x.mu.Lock()
-	x.current = a
-	x.mu.Unlock()
-
-	ok := false
-	defer func() {
-		if !ok {
-			a.abandon()
-		}
-	}()
 	// Start the workers.
 	waits := map[string]chan *session{}
 	x.mu.Lock()
@@ -179,6 +180,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			BinarySha256: jm.binary.sha256, BinarySize: jm.binary.size,
 			JobMasterAddress: jm.d.cfg.rpcAddress, AllocationIds: w.allocations,
 			Args: jm.args, Env: jm.env, Configuration: jm.dynamic,
+		}
+		for _, t := range w.tasks {
+			a.states.set(t, rest.TaskDeploying, jm.now())
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
 			jm.pool.dropTaskManager(w.tm)
@@ -278,6 +282,9 @@ type remoteAttempt struct {
 	tms      []string
 	subtasks []local.SubtaskMetrics
 	metrics  map[checkpoint.TaskID]*task.Metrics
+
+	// states are the subtasks' execution states.
+	states *taskStates
 
 	mu       sync.Mutex
 	started  bool
@@ -451,6 +458,14 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 		a.failures = append(a.failures, tf)
 	}
 	a.mu.Unlock()
+	st := rest.TaskFinished
+	switch {
+	case errors.Is(err, context.Canceled):
+		st = rest.TaskCanceled
+	case err != nil:
+		st = rest.TaskFailed
+	}
+	a.states.set(t, st, a.x.jm.now())
 	a.events.TaskEnded(t, err)
 }
 
@@ -483,6 +498,7 @@ func (a *remoteAttempt) Start() {
 	a.mu.Lock()
 	a.started = true
 	a.mu.Unlock()
+	a.states.setAll(rest.TaskRunning, a.x.jm.now())
 	for _, s := range a.sessions {
 		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Start{Start: &clusterpb.Start{}}})
 	}
@@ -558,6 +574,7 @@ func (a *remoteAttempt) AllFinished() {
 // Cancel implements local.Attempt: the workers cancel their tasks; the
 // TaskManagers kill workers that have not ended within the grace period.
 func (a *remoteAttempt) Cancel(cause error) {
+	a.states.setAll(rest.TaskCanceling, a.x.jm.now())
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Cancel{Cancel: &clusterpb.Cancel{Reason: cause.Error()}}})
 	a.wg.Add(1)
 	go func() {
@@ -590,8 +607,15 @@ func (a *remoteAttempt) killWorkers() {
 	}
 }
 
-// abandon stops the workers of an attempt that failed to deploy.
-func (a *remoteAttempt) abandon() {
+// abandon stops the workers of an attempt that failed to deploy (ctx is
+// the deployment's: ended when the job is cancelled); its tasks end
+// CANCELED if the job is cancelled, else FAILED.
+func (a *remoteAttempt) abandon(ctx context.Context) {
+	st := rest.TaskFailed
+	if ctx.Err() != nil {
+		st = rest.TaskCanceled
+	}
+	a.states.setAll(st, a.x.jm.now())
 	for _, s := range a.sessions {
 		s.close()
 	}

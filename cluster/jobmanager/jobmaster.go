@@ -286,7 +286,11 @@ type Info struct {
 	Restores int
 	// Subtasks are the metrics of the current attempt.
 	Subtasks []local.SubtaskMetrics
-	Err      error
+	// Tasks are the execution states of the latest attempt's subtasks
+	// (from the start of its deployment), in task order; nil before the
+	// first attempt.
+	Tasks []TaskState
+	Err   error
 	// Checkpointing says whether the job takes checkpoints, every
 	// CheckpointInterval (0: only on request).
 	Checkpointing      bool
@@ -301,6 +305,12 @@ type Info struct {
 }
 
 func (jm *jobMaster) info() Info {
+	var tasks []TaskState
+	if jm.exec != nil {
+		if a := jm.exec.currentAttempt(); a != nil {
+			tasks = a.states.list()
+		}
+	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	st := jm.stats
@@ -309,7 +319,7 @@ func (jm *jobMaster) info() Info {
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
 		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
 		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave,
-		Restored: st.restored, Restores: st.restores}
+		Restored: st.restored, Restores: st.restores, Tasks: tasks}
 	for _, id := range slices.Sorted(maps.Keys(st.inProgress)) {
 		in.InProgress = append(in.InProgress, st.inProgress[id])
 	}
