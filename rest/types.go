@@ -95,6 +95,20 @@ func (c *StateCounts) Add(s ExecutionState, n int) {
 	}
 }
 
+// Merge adds the counts of o.
+func (c *StateCounts) Merge(o StateCounts) {
+	c.Created += o.Created
+	c.Scheduled += o.Scheduled
+	c.Deploying += o.Deploying
+	c.Running += o.Running
+	c.Finished += o.Finished
+	c.Canceling += o.Canceling
+	c.Canceled += o.Canceled
+	c.Failed += o.Failed
+	c.Reconciling += o.Reconciling
+	c.Initializing += o.Initializing
+}
+
 // Total is the number of subtasks counted.
 func (c StateCounts) Total() int {
 	return c.Created + c.Scheduled + c.Deploying + c.Running + c.Finished + c.Canceling +
@@ -428,12 +442,18 @@ type ResourceProfile struct {
 	ExtendedResources map[string]float64 `json:"extendedResources"`
 }
 
-// Hardware describes a TaskManager's machine; memory in bytes.
+// Hardware describes a TaskManager's machine; memory in bytes, 0 when
+// unknown.
 type Hardware struct {
+	// CPUCores is the number of CPUs the TaskManager may use.
 	CPUCores       int   `json:"cpuCores"`
 	PhysicalMemory int64 `json:"physicalMemory"`
-	FreeMemory     int64 `json:"freeMemory"`
-	ManagedMemory  int64 `json:"managedMemory"`
+	// FreeMemory is, where Flink reports its JVM's heap size, the memory
+	// the machine had available at the TaskManager's last heartbeat (a Go
+	// process has no fixed heap).
+	FreeMemory int64 `json:"freeMemory"`
+	// ManagedMemory is Flink's managed memory; Sluice manages none.
+	ManagedMemory int64 `json:"managedMemory"`
 }
 
 // TaskManagerInfo is one TaskManager of GET /taskmanagers.

@@ -304,8 +304,14 @@ type Register struct {
 	Slots       int32            `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
 	SlotProfile *ResourceProfile `protobuf:"bytes,5,opt,name=slot_profile,json=slotProfile,proto3" json:"slot_profile,omitempty"`
 	Pid         int64            `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
-	// data_port is informational: workers open their own data endpoints.
-	ResourceId    string `protobuf:"bytes,7,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ResourceId  string           `protobuf:"bytes,7,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// data_port is the first port of taskmanager.data.port, which the
+	// TaskManager's first worker opens its data endpoint on; 0 when each
+	// worker takes a free port. It is informational: workers report their
+	// own data addresses.
+	DataPort int32 `protobuf:"varint,8,opt,name=data_port,json=dataPort,proto3" json:"data_port,omitempty"`
+	// hardware describes the TaskManager's machine.
+	Hardware      *Hardware `protobuf:"bytes,9,opt,name=hardware,proto3" json:"hardware,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +395,96 @@ func (x *Register) GetResourceId() string {
 	return ""
 }
 
+func (x *Register) GetDataPort() int32 {
+	if x != nil {
+		return x.DataPort
+	}
+	return 0
+}
+
+func (x *Register) GetHardware() *Hardware {
+	if x != nil {
+		return x.Hardware
+	}
+	return nil
+}
+
+// Hardware describes a TaskManager's machine, for GET /taskmanagers.
+type Hardware struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu_cores is the number of CPUs the TaskManager process may use.
+	CpuCores int32 `protobuf:"varint,1,opt,name=cpu_cores,json=cpuCores,proto3" json:"cpu_cores,omitempty"`
+	// physical_memory_bytes is the machine's memory; 0 when unknown.
+	PhysicalMemoryBytes int64 `protobuf:"varint,2,opt,name=physical_memory_bytes,json=physicalMemoryBytes,proto3" json:"physical_memory_bytes,omitempty"`
+	// free_memory_bytes is the memory available for new processes when
+	// sent (Linux's MemAvailable); 0 when unknown.
+	FreeMemoryBytes int64 `protobuf:"varint,3,opt,name=free_memory_bytes,json=freeMemoryBytes,proto3" json:"free_memory_bytes,omitempty"`
+	// managed_memory_bytes is the memory the TaskManager manages for its
+	// tasks outside the processes' heaps (Flink's managed memory); Sluice
+	// manages none, so it is 0.
+	ManagedMemoryBytes int64 `protobuf:"varint,4,opt,name=managed_memory_bytes,json=managedMemoryBytes,proto3" json:"managed_memory_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Hardware) Reset() {
+	*x = Hardware{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hardware) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hardware) ProtoMessage() {}
+
+func (x *Hardware) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
+func (*Hardware) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Hardware) GetCpuCores() int32 {
+	if x != nil {
+		return x.CpuCores
+	}
+	return 0
+}
+
+func (x *Hardware) GetPhysicalMemoryBytes() int64 {
+	if x != nil {
+		return x.PhysicalMemoryBytes
+	}
+	return 0
+}
+
+func (x *Hardware) GetFreeMemoryBytes() int64 {
+	if x != nil {
+		return x.FreeMemoryBytes
+	}
+	return 0
+}
+
+func (x *Hardware) GetManagedMemoryBytes() int64 {
+	if x != nil {
+		return x.ManagedMemoryBytes
+	}
+	return 0
+}
+
 type Registered struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	ResourceManagerId   string                 `protobuf:"bytes,1,opt,name=resource_manager_id,json=resourceManagerId,proto3" json:"resource_manager_id,omitempty"`
@@ -400,7 +496,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +508,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +521,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Registered) GetResourceManagerId() string {
@@ -457,14 +553,17 @@ type Heartbeat struct {
 	Slots []*SlotStatus `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
 	// kerberos is the TaskManager's Kerberos login (TaskManager to
 	// ResourceManager only), absent when it has none.
-	Kerberos      *KerberosStatus `protobuf:"bytes,3,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
+	Kerberos *KerberosStatus `protobuf:"bytes,3,opt,name=kerberos,proto3" json:"kerberos,omitempty"`
+	// hardware is the TaskManager's machine as it is now (TaskManager to
+	// ResourceManager only; its free memory changes).
+	Hardware      *Hardware `protobuf:"bytes,4,opt,name=hardware,proto3" json:"hardware,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +575,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +588,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Heartbeat) GetSeq() int64 {
@@ -509,6 +608,13 @@ func (x *Heartbeat) GetSlots() []*SlotStatus {
 func (x *Heartbeat) GetKerberos() *KerberosStatus {
 	if x != nil {
 		return x.Kerberos
+	}
+	return nil
+}
+
+func (x *Heartbeat) GetHardware() *Hardware {
+	if x != nil {
+		return x.Hardware
 	}
 	return nil
 }
@@ -533,7 +639,7 @@ type KerberosStatus struct {
 
 func (x *KerberosStatus) Reset() {
 	*x = KerberosStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +651,7 @@ func (x *KerberosStatus) String() string {
 func (*KerberosStatus) ProtoMessage() {}
 
 func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +664,7 @@ func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KerberosStatus.ProtoReflect.Descriptor instead.
 func (*KerberosStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KerberosStatus) GetPrincipal() string {
@@ -608,7 +714,7 @@ type SlotStatus struct {
 
 func (x *SlotStatus) Reset() {
 	*x = SlotStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +726,7 @@ func (x *SlotStatus) String() string {
 func (*SlotStatus) ProtoMessage() {}
 
 func (x *SlotStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +739,7 @@ func (x *SlotStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotStatus.ProtoReflect.Descriptor instead.
 func (*SlotStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SlotStatus) GetIndex() int32 {
@@ -670,7 +776,7 @@ type AllocateSlot struct {
 
 func (x *AllocateSlot) Reset() {
 	*x = AllocateSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +788,7 @@ func (x *AllocateSlot) String() string {
 func (*AllocateSlot) ProtoMessage() {}
 
 func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +801,7 @@ func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateSlot.ProtoReflect.Descriptor instead.
 func (*AllocateSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AllocateSlot) GetIndex() int32 {
@@ -735,7 +841,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +853,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +866,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Disconnect) GetReason() string {
@@ -783,7 +889,7 @@ type SlotDemand struct {
 
 func (x *SlotDemand) Reset() {
 	*x = SlotDemand{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +901,7 @@ func (x *SlotDemand) String() string {
 func (*SlotDemand) ProtoMessage() {}
 
 func (x *SlotDemand) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +914,7 @@ func (x *SlotDemand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemand.ProtoReflect.Descriptor instead.
 func (*SlotDemand) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SlotDemand) GetJobId() string {
@@ -840,7 +946,7 @@ type SlotDemandAck struct {
 
 func (x *SlotDemandAck) Reset() {
 	*x = SlotDemandAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +958,7 @@ func (x *SlotDemandAck) String() string {
 func (*SlotDemandAck) ProtoMessage() {}
 
 func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +971,7 @@ func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemandAck.ProtoReflect.Descriptor instead.
 func (*SlotDemandAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 type SlotOffer struct {
@@ -881,7 +987,7 @@ type SlotOffer struct {
 
 func (x *SlotOffer) Reset() {
 	*x = SlotOffer{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +999,7 @@ func (x *SlotOffer) String() string {
 func (*SlotOffer) ProtoMessage() {}
 
 func (x *SlotOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1012,7 @@ func (x *SlotOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOffer.ProtoReflect.Descriptor instead.
 func (*SlotOffer) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SlotOffer) GetJobId() string {
@@ -954,7 +1060,7 @@ type OfferedSlot struct {
 
 func (x *OfferedSlot) Reset() {
 	*x = OfferedSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1072,7 @@ func (x *OfferedSlot) String() string {
 func (*OfferedSlot) ProtoMessage() {}
 
 func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1085,7 @@ func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfferedSlot.ProtoReflect.Descriptor instead.
 func (*OfferedSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OfferedSlot) GetIndex() int32 {
@@ -1007,7 +1113,7 @@ type SlotOfferResponse struct {
 
 func (x *SlotOfferResponse) Reset() {
 	*x = SlotOfferResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1125,7 @@ func (x *SlotOfferResponse) String() string {
 func (*SlotOfferResponse) ProtoMessage() {}
 
 func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1138,7 @@ func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOfferResponse.ProtoReflect.Descriptor instead.
 func (*SlotOfferResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SlotOfferResponse) GetAccepted() []string {
@@ -1066,7 +1172,7 @@ type SubmitTasksRequest struct {
 
 func (x *SubmitTasksRequest) Reset() {
 	*x = SubmitTasksRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1184,7 @@ func (x *SubmitTasksRequest) String() string {
 func (*SubmitTasksRequest) ProtoMessage() {}
 
 func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1197,7 @@ func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksRequest.ProtoReflect.Descriptor instead.
 func (*SubmitTasksRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitTasksRequest) GetJobId() string {
@@ -1172,7 +1278,7 @@ type SubmitTasksResponse struct {
 
 func (x *SubmitTasksResponse) Reset() {
 	*x = SubmitTasksResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1290,7 @@ func (x *SubmitTasksResponse) String() string {
 func (*SubmitTasksResponse) ProtoMessage() {}
 
 func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1303,7 @@ func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksResponse.ProtoReflect.Descriptor instead.
 func (*SubmitTasksResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 type CancelJobRequest struct {
@@ -1211,7 +1317,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1329,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1342,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1261,7 +1367,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1379,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1392,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 type FreeSlotsRequest struct {
@@ -1301,7 +1407,7 @@ type FreeSlotsRequest struct {
 
 func (x *FreeSlotsRequest) Reset() {
 	*x = FreeSlotsRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1419,7 @@ func (x *FreeSlotsRequest) String() string {
 func (*FreeSlotsRequest) ProtoMessage() {}
 
 func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1432,7 @@ func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsRequest.ProtoReflect.Descriptor instead.
 func (*FreeSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FreeSlotsRequest) GetJobId() string {
@@ -1351,7 +1457,7 @@ type FreeSlotsResponse struct {
 
 func (x *FreeSlotsResponse) Reset() {
 	*x = FreeSlotsResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1469,7 @@ func (x *FreeSlotsResponse) String() string {
 func (*FreeSlotsResponse) ProtoMessage() {}
 
 func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1482,7 @@ func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsResponse.ProtoReflect.Descriptor instead.
 func (*FreeSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 type BlobRequest struct {
@@ -1388,7 +1494,7 @@ type BlobRequest struct {
 
 func (x *BlobRequest) Reset() {
 	*x = BlobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1506,7 @@ func (x *BlobRequest) String() string {
 func (*BlobRequest) ProtoMessage() {}
 
 func (x *BlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1519,7 @@ func (x *BlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRequest.ProtoReflect.Descriptor instead.
 func (*BlobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BlobRequest) GetSha256() string {
@@ -1432,7 +1538,7 @@ type BlobChunk struct {
 
 func (x *BlobChunk) Reset() {
 	*x = BlobChunk{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1550,7 @@ func (x *BlobChunk) String() string {
 func (*BlobChunk) ProtoMessage() {}
 
 func (x *BlobChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1563,7 @@ func (x *BlobChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobChunk.ProtoReflect.Descriptor instead.
 func (*BlobChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BlobChunk) GetData() []byte {
@@ -1478,7 +1584,7 @@ type TaskKey struct {
 
 func (x *TaskKey) Reset() {
 	*x = TaskKey{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1596,7 @@ func (x *TaskKey) String() string {
 func (*TaskKey) ProtoMessage() {}
 
 func (x *TaskKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1609,7 @@ func (x *TaskKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskKey.ProtoReflect.Descriptor instead.
 func (*TaskKey) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TaskKey) GetChain() int32 {
@@ -1543,7 +1649,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1661,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1674,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WorkerMessage) GetMsg() isWorkerMessage_Msg {
@@ -1793,7 +1899,7 @@ type JobMasterMessage struct {
 
 func (x *JobMasterMessage) Reset() {
 	*x = JobMasterMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1911,7 @@ func (x *JobMasterMessage) String() string {
 func (*JobMasterMessage) ProtoMessage() {}
 
 func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1924,7 @@ func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobMasterMessage.ProtoReflect.Descriptor instead.
 func (*JobMasterMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobMasterMessage) GetMsg() isJobMasterMessage_Msg {
@@ -2008,7 +2114,7 @@ type AllFinished struct {
 
 func (x *AllFinished) Reset() {
 	*x = AllFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2126,7 @@ func (x *AllFinished) String() string {
 func (*AllFinished) ProtoMessage() {}
 
 func (x *AllFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2139,7 @@ func (x *AllFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
 func (*AllFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 // WorkerAccepted answers a worker's Hello with the cluster's heartbeat
@@ -2048,7 +2154,7 @@ type WorkerAccepted struct {
 
 func (x *WorkerAccepted) Reset() {
 	*x = WorkerAccepted{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2166,7 @@ func (x *WorkerAccepted) String() string {
 func (*WorkerAccepted) ProtoMessage() {}
 
 func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2179,7 @@ func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAccepted.ProtoReflect.Descriptor instead.
 func (*WorkerAccepted) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WorkerAccepted) GetHeartbeatIntervalMs() int64 {
@@ -2112,7 +2218,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2230,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2243,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2223,7 +2329,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2341,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2354,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2325,7 +2431,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2443,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2456,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2387,7 +2493,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2505,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2518,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Deployed) GetError() string {
@@ -2437,7 +2543,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2555,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2568,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 type TriggerCheckpoint struct {
@@ -2486,7 +2592,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2604,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2617,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2568,7 +2674,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2686,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2699,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2622,7 +2728,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2740,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2753,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2696,7 +2802,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2708,7 +2814,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2721,7 +2827,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2770,7 +2876,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2888,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2901,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2828,7 +2934,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +2946,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +2959,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2872,7 +2978,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +2990,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +3003,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -2917,7 +3023,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3035,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3048,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -2966,14 +3072,18 @@ type TaskEnded struct {
 	Error    string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Canceled bool   `protobuf:"varint,3,opt,name=canceled,proto3" json:"canceled,omitempty"`
 	// recoverable is false for errors a restart cannot fix.
-	Recoverable   bool `protobuf:"varint,4,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	Recoverable bool `protobuf:"varint,4,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	// error_type names the type of the error (ErrorClass), which the
+	// JobMaster's exception history shows as Flink shows a Java exception's
+	// class.
+	ErrorType     string `protobuf:"bytes,5,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3095,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3108,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -3029,6 +3139,13 @@ func (x *TaskEnded) GetRecoverable() bool {
 	return false
 }
 
+func (x *TaskEnded) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
+}
+
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -3038,7 +3155,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3167,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3180,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Cancel) GetReason() string {
@@ -3085,7 +3202,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3214,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3227,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -3144,7 +3261,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3273,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3286,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3258,7 +3375,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"disconnect\x12D\n" +
 	"\n" +
 	"free_slots\x18\x05 \x01(\v2#.sluice.cluster.v1.FreeSlotsRequestH\x00R\tfreeSlotsB\x05\n" +
-	"\x03msg\"\xf8\x01\n" +
+	"\x03msg\"\xce\x02\n" +
 	"\bRegister\x12&\n" +
 	"\x0ftask_manager_id\x18\x01 \x01(\tR\rtaskManagerId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
@@ -3267,16 +3384,24 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\fslot_profile\x18\x05 \x01(\v2\".sluice.cluster.v1.ResourceProfileR\vslotProfile\x12\x10\n" +
 	"\x03pid\x18\x06 \x01(\x03R\x03pid\x12\x1f\n" +
 	"\vresource_id\x18\a \x01(\tR\n" +
-	"resourceId\"\xa2\x01\n" +
+	"resourceId\x12\x1b\n" +
+	"\tdata_port\x18\b \x01(\x05R\bdataPort\x127\n" +
+	"\bhardware\x18\t \x01(\v2\x1b.sluice.cluster.v1.HardwareR\bhardware\"\xb9\x01\n" +
+	"\bHardware\x12\x1b\n" +
+	"\tcpu_cores\x18\x01 \x01(\x05R\bcpuCores\x122\n" +
+	"\x15physical_memory_bytes\x18\x02 \x01(\x03R\x13physicalMemoryBytes\x12*\n" +
+	"\x11free_memory_bytes\x18\x03 \x01(\x03R\x0ffreeMemoryBytes\x120\n" +
+	"\x14managed_memory_bytes\x18\x04 \x01(\x03R\x12managedMemoryBytes\"\xa2\x01\n" +
 	"\n" +
 	"Registered\x12.\n" +
 	"\x13resource_manager_id\x18\x01 \x01(\tR\x11resourceManagerId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\x91\x01\n" +
+	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\xca\x01\n" +
 	"\tHeartbeat\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x123\n" +
 	"\x05slots\x18\x02 \x03(\v2\x1d.sluice.cluster.v1.SlotStatusR\x05slots\x12=\n" +
-	"\bkerberos\x18\x03 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xba\x01\n" +
+	"\bkerberos\x18\x03 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\x127\n" +
+	"\bhardware\x18\x04 \x01(\v2\x1b.sluice.cluster.v1.HardwareR\bhardware\"\xba\x01\n" +
 	"\x0eKerberosStatus\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1d\n" +
 	"\n" +
@@ -3444,12 +3569,14 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\"Y\n" +
 	"\rOperatorEvent\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x18\n" +
-	"\apayload\x18\x02 \x01(\fR\apayload\"\x8f\x01\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\"\xae\x01\n" +
 	"\tTaskEnded\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1a\n" +
 	"\bcanceled\x18\x03 \x01(\bR\bcanceled\x12 \n" +
-	"\vrecoverable\x18\x04 \x01(\bR\vrecoverable\" \n" +
+	"\vrecoverable\x18\x04 \x01(\bR\vrecoverable\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\x05 \x01(\tR\terrorType\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\rMetricsReport\x12=\n" +
@@ -3493,127 +3620,130 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
 	(*ResourceManagerMessage)(nil), // 2: sluice.cluster.v1.ResourceManagerMessage
 	(*Register)(nil),               // 3: sluice.cluster.v1.Register
-	(*Registered)(nil),             // 4: sluice.cluster.v1.Registered
-	(*Heartbeat)(nil),              // 5: sluice.cluster.v1.Heartbeat
-	(*KerberosStatus)(nil),         // 6: sluice.cluster.v1.KerberosStatus
-	(*SlotStatus)(nil),             // 7: sluice.cluster.v1.SlotStatus
-	(*AllocateSlot)(nil),           // 8: sluice.cluster.v1.AllocateSlot
-	(*Disconnect)(nil),             // 9: sluice.cluster.v1.Disconnect
-	(*SlotDemand)(nil),             // 10: sluice.cluster.v1.SlotDemand
-	(*SlotDemandAck)(nil),          // 11: sluice.cluster.v1.SlotDemandAck
-	(*SlotOffer)(nil),              // 12: sluice.cluster.v1.SlotOffer
-	(*OfferedSlot)(nil),            // 13: sluice.cluster.v1.OfferedSlot
-	(*SlotOfferResponse)(nil),      // 14: sluice.cluster.v1.SlotOfferResponse
-	(*SubmitTasksRequest)(nil),     // 15: sluice.cluster.v1.SubmitTasksRequest
-	(*SubmitTasksResponse)(nil),    // 16: sluice.cluster.v1.SubmitTasksResponse
-	(*CancelJobRequest)(nil),       // 17: sluice.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),      // 18: sluice.cluster.v1.CancelJobResponse
-	(*FreeSlotsRequest)(nil),       // 19: sluice.cluster.v1.FreeSlotsRequest
-	(*FreeSlotsResponse)(nil),      // 20: sluice.cluster.v1.FreeSlotsResponse
-	(*BlobRequest)(nil),            // 21: sluice.cluster.v1.BlobRequest
-	(*BlobChunk)(nil),              // 22: sluice.cluster.v1.BlobChunk
-	(*TaskKey)(nil),                // 23: sluice.cluster.v1.TaskKey
-	(*WorkerMessage)(nil),          // 24: sluice.cluster.v1.WorkerMessage
-	(*JobMasterMessage)(nil),       // 25: sluice.cluster.v1.JobMasterMessage
-	(*AllFinished)(nil),            // 26: sluice.cluster.v1.AllFinished
-	(*WorkerAccepted)(nil),         // 27: sluice.cluster.v1.WorkerAccepted
-	(*Hello)(nil),                  // 28: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 29: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 30: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 31: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 32: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 33: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 34: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 35: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 36: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 37: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 38: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 39: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 40: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 41: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 42: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 43: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 44: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 45: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 46: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*Hardware)(nil),               // 4: sluice.cluster.v1.Hardware
+	(*Registered)(nil),             // 5: sluice.cluster.v1.Registered
+	(*Heartbeat)(nil),              // 6: sluice.cluster.v1.Heartbeat
+	(*KerberosStatus)(nil),         // 7: sluice.cluster.v1.KerberosStatus
+	(*SlotStatus)(nil),             // 8: sluice.cluster.v1.SlotStatus
+	(*AllocateSlot)(nil),           // 9: sluice.cluster.v1.AllocateSlot
+	(*Disconnect)(nil),             // 10: sluice.cluster.v1.Disconnect
+	(*SlotDemand)(nil),             // 11: sluice.cluster.v1.SlotDemand
+	(*SlotDemandAck)(nil),          // 12: sluice.cluster.v1.SlotDemandAck
+	(*SlotOffer)(nil),              // 13: sluice.cluster.v1.SlotOffer
+	(*OfferedSlot)(nil),            // 14: sluice.cluster.v1.OfferedSlot
+	(*SlotOfferResponse)(nil),      // 15: sluice.cluster.v1.SlotOfferResponse
+	(*SubmitTasksRequest)(nil),     // 16: sluice.cluster.v1.SubmitTasksRequest
+	(*SubmitTasksResponse)(nil),    // 17: sluice.cluster.v1.SubmitTasksResponse
+	(*CancelJobRequest)(nil),       // 18: sluice.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),      // 19: sluice.cluster.v1.CancelJobResponse
+	(*FreeSlotsRequest)(nil),       // 20: sluice.cluster.v1.FreeSlotsRequest
+	(*FreeSlotsResponse)(nil),      // 21: sluice.cluster.v1.FreeSlotsResponse
+	(*BlobRequest)(nil),            // 22: sluice.cluster.v1.BlobRequest
+	(*BlobChunk)(nil),              // 23: sluice.cluster.v1.BlobChunk
+	(*TaskKey)(nil),                // 24: sluice.cluster.v1.TaskKey
+	(*WorkerMessage)(nil),          // 25: sluice.cluster.v1.WorkerMessage
+	(*JobMasterMessage)(nil),       // 26: sluice.cluster.v1.JobMasterMessage
+	(*AllFinished)(nil),            // 27: sluice.cluster.v1.AllFinished
+	(*WorkerAccepted)(nil),         // 28: sluice.cluster.v1.WorkerAccepted
+	(*Hello)(nil),                  // 29: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 30: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 31: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 32: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 33: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 34: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 35: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 36: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 37: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 38: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 39: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 40: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 41: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 42: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 43: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 44: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 45: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 46: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 47: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
-	5,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	4,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
-	5,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	8,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
-	9,  // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	19, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	6,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	5,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
+	6,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	9,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
+	10, // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
+	20, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
 	0,  // 7: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	7,  // 8: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	6,  // 9: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	13, // 10: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	45, // 11: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	46, // 12: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	28, // 13: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	31, // 14: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	41, // 15: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	36, // 16: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	37, // 17: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	38, // 18: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	35, // 19: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	40, // 20: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	40, // 21: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	33, // 22: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	43, // 23: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	5,  // 24: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	29, // 25: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	32, // 26: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	33, // 27: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	34, // 28: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	39, // 29: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	39, // 30: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	40, // 31: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	40, // 32: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	42, // 33: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	26, // 34: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	27, // 35: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
-	23, // 36: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	30, // 37: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	23, // 38: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 39: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	33, // 40: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	23, // 41: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 42: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 43: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 44: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	23, // 45: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	44, // 46: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	6,  // 47: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	23, // 48: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 49: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	10, // 50: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	15, // 51: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	17, // 52: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	19, // 53: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	12, // 54: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	24, // 55: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	21, // 56: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 57: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	11, // 58: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	16, // 59: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	18, // 60: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	20, // 61: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	14, // 62: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	25, // 63: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	22, // 64: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	57, // [57:65] is the sub-list for method output_type
-	49, // [49:57] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	4,  // 8: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
+	8,  // 9: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	7,  // 10: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	4,  // 11: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
+	14, // 12: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	46, // 13: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	47, // 14: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	29, // 15: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	32, // 16: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	42, // 17: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	37, // 18: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	38, // 19: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	39, // 20: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	36, // 21: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	41, // 22: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	41, // 23: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	34, // 24: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	44, // 25: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	6,  // 26: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	30, // 27: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	33, // 28: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	34, // 29: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	35, // 30: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	40, // 31: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	40, // 32: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	41, // 33: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	41, // 34: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	43, // 35: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	27, // 36: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	28, // 37: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
+	24, // 38: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	31, // 39: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	24, // 40: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 41: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	34, // 42: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	24, // 43: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 44: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 45: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 46: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	24, // 47: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	45, // 48: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	7,  // 49: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	24, // 50: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 51: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	11, // 52: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	16, // 53: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	18, // 54: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	20, // 55: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	13, // 56: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	25, // 57: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	22, // 58: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	2,  // 59: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	12, // 60: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	17, // 61: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	19, // 62: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	21, // 63: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	15, // 64: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	26, // 65: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	23, // 66: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	59, // [59:67] is the sub-list for method output_type
+	51, // [51:59] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3632,7 +3762,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*ResourceManagerMessage_Disconnect)(nil),
 		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[24].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Deployed)(nil),
 		(*WorkerMessage_TaskEnded)(nil),
@@ -3646,7 +3776,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Metrics)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[26].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
 		(*JobMasterMessage_Start)(nil),
 		(*JobMasterMessage_Trigger)(nil),
@@ -3665,7 +3795,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/rest"
@@ -102,10 +101,12 @@ func endTime(in Info) int64 {
 	return in.EndMillis
 }
 
-func duration(in Info) int64 {
+// duration is how long the job has run, until now (epoch ms) if it has
+// not ended.
+func duration(in Info, now int64) int64 {
 	end := in.EndMillis
 	if end == 0 {
-		end = time.Now().UnixMilli()
+		end = now
 	}
 	return end - in.StartMillis
 }
@@ -118,26 +119,96 @@ func lastModification(in Info) int64 {
 	return m
 }
 
-func subtaskCount(p *graph.Plan) int {
-	n := 0
-	for _, c := range p.Chains {
-		n += c.Parallelism
+// vertexTasks describes the subtasks of chain c as Flink's GET
+// /jobs/:jobid does a vertex's: their states counted (Tasks), the vertex's
+// state (Flink's aggregate of its subtasks'), when the first was deployed
+// and the last ended (-1: not yet) and the duration in between (until now
+// while some have not ended). The other members are left to the caller.
+//
+// The states are those the JobMaster follows for the latest attempt's
+// subtasks (scheduled, deploying, running, then as their workers reported
+// their ends). Before the first attempt is deployed, and for a job that
+// ended before it was, the JobMaster has none: the job's status then stands
+// for every subtask's, and the vertex's times are the job's.
+func vertexTasks(in Info, c *graph.Chain, now int64) rest.Vertex {
+	var states []TaskState
+	for _, t := range in.Tasks {
+		if t.Task.Vertex == c.ID {
+			states = append(states, t)
+		}
 	}
-	return n
+	var v rest.Vertex
+	if len(states) == 0 {
+		v.Status = taskState(in.Status)
+		v.Tasks.Add(v.Status, c.Parallelism)
+		v.StartTime, v.EndTime = in.StartMillis, endTime(in)
+		if v.EndTime < 0 {
+			v.Duration = now - in.StartMillis
+		} else {
+			v.Duration = v.EndTime - in.StartMillis
+		}
+		return v
+	}
+	start, end := int64(math.MaxInt64), int64(0)
+	allEnded := true
+	for _, t := range states {
+		v.Tasks.Add(t.State, 1)
+		if t.Deploying > 0 {
+			start = min(start, t.Deploying)
+		}
+		allEnded = allEnded && terminal(t.State)
+		end = max(end, t.Since)
+	}
+	v.Status = vertexState(v.Tasks, len(states))
+	switch {
+	case start == math.MaxInt64:
+		v.StartTime, v.EndTime, v.Duration = -1, -1, -1
+	case allEnded:
+		v.StartTime, v.EndTime, v.Duration = start, end, end-start
+	default:
+		v.StartTime, v.EndTime, v.Duration = start, -1, now-start
+	}
+	return v
 }
 
-func overview(in Info) rest.JobOverview {
+// vertexState is the state of a vertex whose subtasks' states are counted
+// in c (Flink's ExecutionJobVertex.getAggregateJobVertexState): a failure
+// shows first, then cancellation; running while any subtask runs or some
+// have finished; scheduled and deploying subtasks show as CREATED.
+func vertexState(c rest.StateCounts, parallelism int) rest.ExecutionState {
+	switch {
+	case c.Failed > 0:
+		return rest.TaskFailed
+	case c.Canceling > 0:
+		return rest.TaskCanceling
+	case c.Canceled > 0:
+		return rest.TaskCanceled
+	case c.Initializing > 0:
+		return rest.TaskInitializing
+	case c.Running > 0:
+		return rest.TaskRunning
+	case c.Finished > 0 && c.Finished == parallelism:
+		return rest.TaskFinished
+	case c.Finished > 0:
+		return rest.TaskRunning
+	}
+	return rest.TaskCreated
+}
+
+func overview(in Info, now int64) rest.JobOverview {
 	var sc rest.StateCounts
-	sc.Add(taskState(in.Status), subtaskCount(in.Plan))
+	for _, c := range in.Plan.Chains {
+		sc.Merge(vertexTasks(in, c, now).Tasks)
+	}
 	return rest.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
-		EndTime: endTime(in), Duration: duration(in), LastModification: lastModification(in), Tasks: sc.Overview()}
+		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
 
 // Jobs implements rest.Backend.
 func (b Backend) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
 	var out []rest.JobOverview
 	for _, in := range b.D.Jobs() {
-		out = append(out, overview(in))
+		out = append(out, overview(in, b.D.now()))
 	}
 	return out, nil
 }
@@ -159,8 +230,9 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 	if err != nil {
 		return nil, restErr(err)
 	}
+	now := b.D.now()
 	d := &rest.JobDetails{ID: in.ID, Name: in.Name, IsStoppable: false, State: jobState(in.Status), JobType: jobType(in),
-		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in), MaxParallelism: -1,
+		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in, now), MaxParallelism: -1,
 		Timestamps: map[rest.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
 	for _, s := range []rest.JobState{rest.JobInitializing, rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed,
 		rest.JobCancelling, rest.JobCanceled, rest.JobFinished, rest.JobRestarting, rest.JobSuspended, rest.JobReconciling} {
@@ -178,16 +250,18 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		} else if maxPar != mp {
 			maxPar = -2
 		}
-		v := rest.Vertex{ID: vertexID(in.ID)(c), Name: c.Name, MaxParallelism: mp, Parallelism: c.Parallelism,
-			Status: taskState(in.Status), StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in)}
-		v.Tasks.Add(taskState(in.Status), c.Parallelism)
-		d.StatusCounts.Add(taskState(in.Status), c.Parallelism)
+		v := vertexTasks(in, c, now)
+		v.ID, v.Name, v.MaxParallelism, v.Parallelism = vertexID(in.ID)(c), c.Name, mp, c.Parallelism
+		d.StatusCounts.Merge(v.Tasks)
 		ms := byVertex[c.Name]
 		complete := len(ms) == c.Parallelism
-		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete}
+		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,
+			ReadBytesComplete: complete, WriteBytesComplete: complete}
 		for _, m := range ms {
 			v.Metrics.ReadRecords += m.RecordsIn.Load()
 			v.Metrics.WriteRecords += m.RecordsOut.Load()
+			v.Metrics.ReadBytes += m.BytesIn.Load()
+			v.Metrics.WriteBytes += m.BytesOut.Load()
 			v.Metrics.AccumulatedBusyTime = math.Max(v.Metrics.AccumulatedBusyTime, float64(m.BusyNanos.Load()/1e6))
 			v.Metrics.AccumulatedBackpressuredTime = max(v.Metrics.AccumulatedBackpressuredTime, m.BackpressuredNanos.Load()/1e6)
 			v.Metrics.AccumulatedIdleTime = max(v.Metrics.AccumulatedIdleTime, m.IdleNanos.Load()/1e6)
@@ -210,10 +284,21 @@ func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootEx
 	var out []rest.RootExceptionInfo
 	for i := len(in.Exceptions) - 1; i >= 0; i-- {
 		e := in.Exceptions[i]
-		out = append(out, rest.RootExceptionInfo{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "error", Stacktrace: e.Message,
-			Timestamp: e.Millis, FailureLabels: map[string]string{}}, ConcurrentExceptions: []rest.ExceptionInfo{}})
+		r := rest.RootExceptionInfo{ExceptionInfo: exceptionInfo(e), ConcurrentExceptions: []rest.ExceptionInfo{}}
+		for _, c := range e.Concurrent {
+			r.ConcurrentExceptions = append(r.ConcurrentExceptions, exceptionInfo(c))
+		}
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// exceptionInfo is a failure in Flink's form: the error's type where Flink
+// names the exception's class, and the failed subtask with its
+// TaskManager.
+func exceptionInfo(e JobException) rest.ExceptionInfo {
+	return rest.ExceptionInfo{ExceptionName: e.Class, Stacktrace: e.Message, Timestamp: e.Millis, TaskName: e.TaskName,
+		Endpoint: e.Endpoint, TaskManagerID: e.TaskManagerID, FailureLabels: map[string]string{}}
 }
 
 func checkpointStats(c local.CheckpointStats) rest.CheckpointStatistics {
@@ -245,13 +330,32 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 	if !in.Checkpointing {
 		return nil, fmt.Errorf("%w: job %s does not take checkpoints (set execution.checkpointing.interval)", rest.ErrNotFound, jobID)
 	}
+	// The history, newest first as in Flink: the checkpoints in progress
+	// (newer than any that ended), then the ended ones.
 	var hist []rest.CheckpointStatistics
+	for i := len(in.InProgress) - 1; i >= 0; i-- {
+		hist = append(hist, inProgressStats(in.InProgress[i]))
+	}
 	for i := len(in.History) - 1; i >= 0; i-- {
 		hist = append(hist, checkpointStats(in.History[i]))
 	}
+	// Flink's total counts every checkpoint triggered, those in progress
+	// too; restored counts the restores (every restart from a checkpoint).
 	counts := rest.CheckpointCounts{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed),
-		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed)}
-	return rest.NewCheckpointingStatistics(counts, hist, nil), nil
+		InProgress: len(in.InProgress), Restored: int64(in.Restores),
+		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed + len(in.InProgress))}
+	var restored *rest.RestoredCheckpoint
+	if r := in.Restored; r != nil {
+		restored = &rest.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
+	}
+	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
+}
+
+// inProgressStats is a checkpoint or savepoint in progress.
+func inProgressStats(c local.CheckpointStats) rest.CheckpointStatistics {
+	s := checkpointStats(c)
+	s.Status, s.LatestAckTimestamp, s.EndToEndDuration = rest.CheckpointInProgress, 0, 0
+	return s
 }
 
 // JobResult implements rest.Backend.
@@ -263,7 +367,7 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 	if !in.Status.Terminal() {
 		return nil, nil
 	}
-	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in), AccumulatorResults: map[string]string{
+	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in, b.D.now()), AccumulatorResults: map[string]string{
 		"restarts": strconv.Itoa(in.Restarts), "checkpoints": strconv.Itoa(in.Checkpoints.Completed)}}
 	if in.StopSavepoint != "" {
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint
@@ -315,7 +419,11 @@ func (b Backend) TriggerSavepoint(ctx context.Context, jobID string, req rest.Sa
 	if err := canonical(req.Format); err != nil {
 		return "", err
 	}
-	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, req.CancelJob, false)
+	if req.CancelJob {
+		p, err := b.D.CancelWithSavepoint(ctx, jobID, req.TargetDirectory)
+		return p, restErr(err)
+	}
+	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, false, false)
 	return p, restErr(err)
 }
 
@@ -404,6 +512,7 @@ func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
 		for _, m := range in.Subtasks {
 			jm.Subtasks = append(jm.Subtasks, rest.SubtaskMetrics{VertexID: ids[m.Vertex], VertexName: m.Vertex, Subtask: m.Subtask,
 				Attempt: in.Restarts, RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+				BytesIn: m.BytesIn.Load(), BytesOut: m.BytesOut.Load(),
 				BusyMillis: m.BusyNanos.Load() / 1e6, BackpressuredMillis: m.BackpressuredNanos.Load() / 1e6, IdleMillis: m.IdleNanos.Load() / 1e6,
 				Watermark: m.Watermark.Load()})
 		}

@@ -57,8 +57,11 @@ type Config struct {
 	// Timeouts (defaults: slot.request.timeout 5 min, workers 2 min,
 	// cancellation grace 30 s).
 	SlotRequestTimeout, WorkerStartTimeout, CancelGrace time.Duration
-	// Clock times the workers' heartbeats (heartbeat.interval and
-	// heartbeat.timeout of Conf). Default: clock.System{}.
+	// Clock is the JobMasters' one clock (default: clock.System{}): it
+	// times the workers' heartbeats (heartbeat.interval and
+	// heartbeat.timeout of Conf), and gives their jobs' processing time
+	// and every time the REST API reports of their jobs, checkpoints and
+	// tasks. A test that drives it drives both.
 	Clock clock.Clock
 }
 
@@ -150,6 +153,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	}
 	return d, nil
 }
+
+// now is the time on the JobMasters' clock, epoch ms.
+func (d *Dispatcher) now() int64 { return d.cfg.Clock.NowMillis() }
 
 // Close cancels every job (their checkpoints stay for a new JobManager
 // when HA is on) and closes connections.
@@ -261,6 +267,7 @@ func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON [
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
 	}
+	opts.Clock = d.cfg.Clock
 	if opts.Checkpoints != nil && opts.Checkpoints.Dir == "" {
 		return nil, fmt.Errorf("%w: job %q checkpoints, but execution.checkpointing.dir is not set: a cluster needs a checkpoint directory every TaskManager can reach (hdfs://… or a shared path)", ErrBadSubmission, g.Name)
 	}
@@ -377,6 +384,26 @@ func (d *Dispatcher) Savepoint(ctx context.Context, id, dir string, stop, drain 
 			return jm.job.TriggerSavepoint(dir)
 		}
 		return jm.job.StopWithSavepoint(dir, drain)
+	})
+}
+
+// CancelWithSavepoint takes a savepoint into dir (default: the configured
+// savepoint directory) and then cancels the job, as Flink's
+// cancel-with-savepoint (POST /jobs/:jobid/savepoints with cancel-job):
+// the job ends CANCELED, where a stop ends it FINISHED. A job whose
+// savepoint fails keeps running. It returns the savepoint's path.
+func (d *Dispatcher) CancelWithSavepoint(ctx context.Context, id, dir string) (string, error) {
+	jm, err := d.job(id)
+	if err != nil {
+		return "", err
+	}
+	return await(ctx, func() (string, error) {
+		p, err := jm.job.TriggerSavepoint(dir)
+		if err == nil {
+			jm.log.Info("savepoint taken; cancelling the job", "savepoint", p)
+			jm.job.Cancel()
+		}
+		return p, err
 	})
 }
 

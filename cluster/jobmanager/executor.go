@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/runtime/graph"
@@ -31,8 +33,18 @@ type remoteExecutor struct {
 	// pending are the workers of the attempt being deployed, by worker id,
 	// waiting for their Hello.
 	pending map[string]chan *session
-	// current is the attempt being deployed or run, until it is closed.
+	// current is the latest attempt, from the start of its deployment;
+	// nil before the first. It stays once the attempt is closed (the REST
+	// API shows its tasks' states), but its TaskManagers are released
+	// then, so that losing one fails nothing.
 	current *remoteAttempt
+}
+
+// currentAttempt is the latest attempt, nil before the first.
+func (x *remoteExecutor) currentAttempt() *remoteAttempt {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.current
 }
 
 func newRemoteExecutor(jm *jobMaster) *remoteExecutor {
@@ -51,27 +63,18 @@ func slotsNeeded(p *graph.Plan) int {
 }
 
 // taskManagerLost fails the tasks the current attempt has on a lost
-// TaskManager; it reports whether the attempt had any there.
+// TaskManager; it reports whether the attempt, deploying or running,
+// had any there.
 func (x *remoteExecutor) taskManagerLost(err *TaskManagerLostError) bool {
-	x.mu.Lock()
-	a := x.current
-	x.mu.Unlock()
+	a := x.currentAttempt()
 	return a != nil && a.taskManagerLost(err)
 }
 
-// setCurrent makes a the current attempt; clearCurrent forgets it.
+// setCurrent makes a the current attempt.
 func (x *remoteExecutor) setCurrent(a *remoteAttempt) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.current = a
-}
-
-func (x *remoteExecutor) clearCurrent(a *remoteAttempt) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.current == a {
-		x.current = nil
-	}
 }
 
 // attach hands a worker's session to the deployment waiting for it.
@@ -104,6 +107,23 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	jm := x.jm
 	plan := jm.plan
 	need := slotsNeeded(plan)
+	a := newRemoteAttempt(x, d.Attempt, d.Events, plan)
+	// The job's context ends when the job is cancelled; the deployment's
+	// also ends when a TaskManager of the attempt is lost, or a worker's
+	// session ends, while the attempt deploys, with that failure.
+	jobCtx := ctx
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(errDeployed)
+	a.abortDeploy = abort
+	// Current from the start: its tasks are SCHEDULED while it waits for
+	// slots.
+	x.setCurrent(a)
+	ok := false
+	defer func() {
+		if !ok {
+			a.abandon(jobCtx)
+		}
+	}()
 	if err := jm.declareSlots(ctx, need); err != nil {
 		return nil, err
 	}
@@ -149,23 +169,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			}
 		}
 	}
-	a := newRemoteAttempt(x, d.Attempt, d.Events, plan)
-	// A TaskManager lost, or a worker whose session ends, while the attempt
-	// deploys ends the deployment with that failure.
-	ctx, abort := context.WithCancelCause(ctx)
-	defer abort(errDeployed)
-	a.abortDeploy = abort
 	for _, w := range workers {
 		a.onTaskManager(w.tm, w.tmAddr)
 	}
-	x.setCurrent(a)
-
-	ok := false
-	defer func() {
-		if !ok {
-			a.abandon()
-		}
-	}()
 	// Start the workers.
 	waits := map[string]chan *session{}
 	x.mu.Lock()
@@ -188,6 +194,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			BinarySha256: jm.binary.sha256, BinarySize: jm.binary.size,
 			JobMasterAddress: jm.d.cfg.rpcAddress, AllocationIds: w.allocations,
 			Args: jm.args, Env: jm.env, Configuration: jm.dynamic,
+		}
+		for _, t := range w.tasks {
+			a.states.set(t, rest.TaskDeploying, jm.now())
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
 			jm.pool.dropTaskManager(w.tm)
@@ -233,7 +242,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	deployed := make(chan error, len(workers))
 	for _, w := range workers {
 		s := sessions[w.id]
-		s.host = w.host
+		s.host, s.tmAddr = w.host, w.tmAddr
 		dep := &clusterpb.Deployment{Placement: placement, RuntimeMode: jm.opts.Mode.String()}
 		for _, t := range w.tasks {
 			dep.Tasks = append(dep.Tasks, key(t))
@@ -304,9 +313,13 @@ type remoteAttempt struct {
 	// Deploy has returned.
 	abortDeploy context.CancelCauseFunc
 
-	mu      sync.Mutex
-	started bool
-	ended   map[checkpoint.TaskID]bool
+	// states are the subtasks' execution states.
+	states *taskStates
+
+	mu       sync.Mutex
+	started  bool
+	ended    map[checkpoint.TaskID]bool
+	failures []*TaskFailure
 	// sessions are the attempt's workers (appended while it deploys,
 	// under mu; read without it once deployed).
 	sessions []*session
@@ -338,6 +351,7 @@ func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *grap
 		}
 	}
 	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
+	a.states = newTaskStates(a.order, x.jm.now())
 	return a
 }
 
@@ -414,6 +428,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			deployed <- err
 		case *clusterpb.WorkerMessage_TaskEnded:
 			te := m.TaskEnded
+			t := taskID(te.Task)
 			var err error
 			switch {
 			case te.GetCanceled():
@@ -423,8 +438,10 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 				if !te.GetRecoverable() {
 					err = &restart.Unrecoverable{Err: err}
 				}
+				// A worker of an older Sluice does not name the type.
+				err = a.failure(s, t, cmp.Or(te.GetErrorType(), clusterpb.ErrorClass(err)), err)
 			}
-			a.taskEnded(taskID(te.Task), err)
+			a.taskEnded(t, err)
 		case *clusterpb.WorkerMessage_Ack:
 			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, local.Ack{Handle: m.Ack.Handle, Shared: m.Ack.Shared, Bytes: m.Ack.Bytes})
 		case *clusterpb.WorkerMessage_Decline:
@@ -460,6 +477,8 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 					tm.BackpressuredNanos.Store(sm.BackpressuredMs * 1e6)
 					tm.IdleNanos.Store(sm.IdleMs * 1e6)
 					tm.Watermark.Store(sm.Watermark)
+					tm.BytesIn.Store(sm.BytesIn)
+					tm.BytesOut.Store(sm.BytesOut)
 				}
 			}
 		}
@@ -470,6 +489,61 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 type remoteError struct{ msg, where string }
 
 func (e *remoteError) Error() string { return e.msg + " (in " + e.where + ")" }
+
+// TaskFailure is the failure of one subtask on a cluster, with where it
+// ran: the exception history of GET /jobs/:jobid/exceptions shows it as
+// Flink shows a task's exception. Its text is its error's, and it unwraps
+// to it (restart.Recoverable sees through it).
+type TaskFailure struct {
+	Task checkpoint.TaskID
+	// TaskName is Flink's name of the subtask: its chain's name and
+	// "(k/n)", k counted from 1.
+	TaskName string
+	// TaskManagerID and Endpoint (its RPC address, host:port) name the
+	// TaskManager the subtask's worker ran on.
+	TaskManagerID, Endpoint string
+	// Class names the error's type (clusterpb.ErrorClass); for an error
+	// in the worker, as the worker reported it.
+	Class string
+	// Millis is when the JobMaster learned of the failure, epoch ms.
+	Millis int64
+	Err    error
+}
+
+func (e *TaskFailure) Error() string { return e.Err.Error() }
+
+// Unwrap returns the subtask's error.
+func (e *TaskFailure) Unwrap() error { return e.Err }
+
+// WorkerLostError fails the subtasks of a worker whose session with the
+// JobMaster ended before they did: the worker or its TaskManager died, the
+// connection broke, or the worker was silent for heartbeat.timeout (then
+// it matches ErrHeartbeatTimeout). A TaskManager the ResourceManager lost
+// fails its subtasks with a *TaskManagerLostError instead.
+type WorkerLostError struct {
+	// Worker and TaskManagerID name the worker and its TaskManager.
+	Worker, TaskManagerID string
+	// Err says why the session ended.
+	Err error
+}
+
+// Error says the worker was lost and why; the cause's own package prefix
+// is not repeated (and the text differs from the cause's, so that
+// clusterpb.ErrorClass names this type).
+func (e *WorkerLostError) Error() string {
+	return "jobmanager: worker lost: " + strings.TrimPrefix(e.Err.Error(), "jobmanager: ")
+}
+
+// Unwrap returns why the session ended.
+func (e *WorkerLostError) Unwrap() error { return e.Err }
+
+// failure is the failure of subtask t of the worker of s with err, whose
+// type is class.
+func (a *remoteAttempt) failure(s *session, t checkpoint.TaskID, class string, err error) *TaskFailure {
+	c := a.x.jm.plan.Chains[t.Vertex]
+	return &TaskFailure{Task: t, TaskName: fmt.Sprintf("%s (%d/%d)", c.Name, t.Subtask+1, c.Parallelism),
+		TaskManagerID: s.hello.GetTaskManagerId(), Endpoint: s.tmAddr, Class: class, Millis: a.x.jm.now(), Err: err}
+}
 
 // forwardTrigger sends a trigger to the workers of its tasks.
 func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
@@ -493,7 +567,7 @@ func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
 	}
 }
 
-// taskEnded reports a task's end once.
+// taskEnded reports a task's end once, and keeps its failure.
 func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 	a.mu.Lock()
 	if !a.started || a.ended[t] {
@@ -501,17 +575,42 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 		return
 	}
 	a.ended[t] = true
+	if tf, ok := err.(*TaskFailure); ok {
+		a.failures = append(a.failures, tf)
+	}
 	a.mu.Unlock()
+	st := rest.TaskFinished
+	switch {
+	case errors.Is(err, context.Canceled):
+		st = rest.TaskCanceled
+	case err != nil:
+		st = rest.TaskFailed
+	}
+	a.states.set(t, st, a.x.jm.now())
 	a.events.TaskEnded(t, err)
 }
 
 // lost ends the tasks of a worker whose session ended, with its reason.
 func (a *remoteAttempt) lost(s *session) {
+	// A lost TaskManager's failure names it; any other end of the session
+	// is the worker's loss.
+	var err error = &WorkerLostError{Worker: s.hello.GetWorkerId(), TaskManagerID: s.hello.GetTaskManagerId(), Err: s.err}
+	if tmLost := (*TaskManagerLostError)(nil); errors.As(s.err, &tmLost) {
+		err = s.err
+	}
 	for _, t := range a.order {
 		if a.where[t] == s {
-			a.taskEnded(t, s.err)
+			a.taskEnded(t, a.failure(s, t, clusterpb.ErrorClass(err), err))
 		}
 	}
+}
+
+// taskFailures are the failures of the attempt's subtasks, in the order
+// the JobMaster learned of them.
+func (a *remoteAttempt) taskFailures() []*TaskFailure {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.failures)
 }
 
 // Tasks implements local.Attempt.
@@ -525,6 +624,7 @@ func (a *remoteAttempt) Start() {
 	a.mu.Lock()
 	a.started = true
 	a.mu.Unlock()
+	a.states.setAll(rest.TaskRunning, a.x.jm.now())
 	for _, s := range a.sessions {
 		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Start{Start: &clusterpb.Start{}}})
 	}
@@ -600,6 +700,7 @@ func (a *remoteAttempt) AllFinished() {
 // Cancel implements local.Attempt: the workers cancel their tasks; the
 // TaskManagers kill workers that have not ended within the grace period.
 func (a *remoteAttempt) Cancel(cause error) {
+	a.states.setAll(rest.TaskCanceling, a.x.jm.now())
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Cancel{Cancel: &clusterpb.Cancel{Reason: cause.Error()}}})
 	a.wg.Add(1)
 	go func() {
@@ -648,9 +749,9 @@ func (a *remoteAttempt) killWorkers() {
 	wg.Wait()
 }
 
-// release forgets the attempt's TaskManagers; it is no longer current.
+// release forgets the attempt's TaskManagers: losing one of them no
+// longer fails anything.
 func (a *remoteAttempt) release() {
-	a.x.clearCurrent(a)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, t := range a.tmList {
@@ -658,8 +759,16 @@ func (a *remoteAttempt) release() {
 	}
 }
 
-// abandon stops the workers of an attempt that failed to deploy.
-func (a *remoteAttempt) abandon() {
+// abandon stops the workers of an attempt that failed to deploy (jobCtx
+// is the job's, which ends when the job is cancelled, not the
+// deployment's, which a lost TaskManager also ends); its tasks end
+// CANCELED if the job is cancelled, else FAILED.
+func (a *remoteAttempt) abandon(jobCtx context.Context) {
+	st := rest.TaskFailed
+	if jobCtx.Err() != nil {
+		st = rest.TaskCanceled
+	}
+	a.states.setAll(st, a.x.jm.now())
 	a.mu.Lock()
 	sessions := slices.Clone(a.sessions)
 	a.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,17 +57,62 @@ type jobStats struct {
 	latest     *local.CheckpointStats
 	latestSave *local.CheckpointStats
 	latestFail *local.CheckpointStats
-	restored   string
-	err        error
-	restarts   int
-	stopSave   string
+	// inProgress are the checkpoints and savepoints triggered and not
+	// ended, by ID.
+	inProgress map[int64]local.CheckpointStats
+	// restored is the latest snapshot an attempt restored; restores
+	// counts them.
+	restored *local.RestoreStats
+	restores int
+	err      error
+	restarts int
+	stopSave string
 }
 
 // JobException is a failure of the job, with the time it happened.
 type JobException struct {
 	Millis  int64
 	Message string
+	// Class names the error's type (clusterpb.ErrorClass).
+	Class string
+	// TaskName, TaskManagerID and Endpoint say which subtask failed and on
+	// which TaskManager (its RPC address); empty for a failure of the
+	// whole job.
+	TaskName, TaskManagerID, Endpoint string
+	// Concurrent are the failures of other subtasks of the same attempt,
+	// in the order the JobMaster learned of them (root failures only).
+	Concurrent []JobException
 }
+
+// jobException describes a failure: a subtask's, with where it ran, or
+// the job's.
+func jobException(err error, at int64) JobException {
+	var tf *TaskFailure
+	if errors.As(err, &tf) {
+		return JobException{Millis: tf.Millis, Message: err.Error(), Class: tf.Class, TaskName: tf.TaskName,
+			TaskManagerID: tf.TaskManagerID, Endpoint: tf.Endpoint}
+	}
+	return JobException{Millis: at, Message: err.Error(), Class: clusterpb.ErrorClass(err)}
+}
+
+// rootException describes the failure that failed an attempt (or the
+// job), with the other subtasks' failures of that attempt.
+func rootException(cause error, at int64, failures []*TaskFailure) JobException {
+	e := jobException(cause, at)
+	var root *TaskFailure
+	if !errors.As(cause, &root) || !slices.Contains(failures, root) {
+		return e
+	}
+	for _, f := range failures {
+		if f != root {
+			e.Concurrent = append(e.Concurrent, jobException(f, at))
+		}
+	}
+	return e
+}
+
+// now is the time on the job's clock (the Dispatcher's), epoch ms.
+func (jm *jobMaster) now() int64 { return jm.d.now() }
 
 // CheckpointCounts count a job's checkpoints.
 type CheckpointCounts struct {
@@ -75,6 +122,13 @@ type CheckpointCounts struct {
 const maxHistory = 10
 
 func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
+	// Every task of the attempt has ended by now: its failures are all in.
+	var failures []*TaskFailure
+	if jm.exec != nil {
+		if a := jm.exec.currentAttempt(); a != nil {
+			failures = a.taskFailures()
+		}
+	}
 	jm.mu.Lock()
 	jm.stats.status = s
 	jm.stats.timestamps[s] = at
@@ -82,7 +136,7 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 		jm.stats.restarts++
 	}
 	if cause != nil && !local.IsCancelled(cause) {
-		jm.stats.exceptions = append(jm.stats.exceptions, JobException{Millis: at, Message: cause.Error()})
+		jm.stats.exceptions = append(jm.stats.exceptions, rootException(cause, at, failures))
 		if len(jm.stats.exceptions) > maxHistory {
 			jm.stats.exceptions = jm.stats.exceptions[1:]
 		}
@@ -95,8 +149,25 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.log.Info("job status", "status", string(s))
 }
 
+func (jm *jobMaster) CheckpointTriggered(c local.CheckpointStats) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if jm.stats.inProgress == nil {
+		jm.stats.inProgress = map[int64]local.CheckpointStats{}
+	}
+	jm.stats.inProgress[c.ID] = c
+}
+
+func (jm *jobMaster) Restored(r local.RestoreStats) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	jm.stats.restored = &r
+	jm.stats.restores++
+}
+
 func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 	jm.mu.Lock()
+	delete(jm.stats.inProgress, c.ID)
 	jm.stats.ckpt.Completed++
 	jm.stats.history = appendBounded(jm.stats.history, c)
 	cc := c
@@ -117,6 +188,7 @@ func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 func (jm *jobMaster) CheckpointFailed(c local.CheckpointStats) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
+	delete(jm.stats.inProgress, c.ID)
 	jm.stats.ckpt.Failed++
 	jm.stats.history = appendBounded(jm.stats.history, c)
 	cc := c
@@ -141,8 +213,8 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
 	jm.mu.Lock()
 	jm.stats.status = local.StatusCreated
-	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: time.Now().UnixMilli()}
-	jm.stats.start = time.Now().UnixMilli()
+	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: jm.now()}
+	jm.stats.start = jm.now()
 	jm.mu.Unlock()
 	j, err := local.Start(ctx, jm.plan, jm.opts)
 	if err != nil {
@@ -206,9 +278,19 @@ type Info struct {
 	LatestCheckpoint       *local.CheckpointStats
 	LatestSavepoint        *local.CheckpointStats
 	LatestFailed           *local.CheckpointStats
+	// InProgress are the checkpoints and savepoints in progress, by ID.
+	InProgress []local.CheckpointStats
+	// Restored is the checkpoint or savepoint an attempt restored last
+	// (nil: none); Restores counts the attempts that restored one.
+	Restored *local.RestoreStats
+	Restores int
 	// Subtasks are the metrics of the current attempt.
 	Subtasks []local.SubtaskMetrics
-	Err      error
+	// Tasks are the execution states of the latest attempt's subtasks
+	// (from the start of its deployment), in task order; nil before the
+	// first attempt.
+	Tasks []TaskState
+	Err   error
 	// Checkpointing says whether the job takes checkpoints, every
 	// CheckpointInterval (0: only on request).
 	Checkpointing      bool
@@ -223,6 +305,12 @@ type Info struct {
 }
 
 func (jm *jobMaster) info() Info {
+	var tasks []TaskState
+	if jm.exec != nil {
+		if a := jm.exec.currentAttempt(); a != nil {
+			tasks = a.states.list()
+		}
+	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	st := jm.stats
@@ -230,7 +318,11 @@ func (jm *jobMaster) info() Info {
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
 		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
-		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave}
+		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave,
+		Restored: st.restored, Restores: st.restores, Tasks: tasks}
+	for _, id := range slices.Sorted(maps.Keys(st.inProgress)) {
+		in.InProgress = append(in.InProgress, st.inProgress[id])
+	}
 	for k, v := range st.timestamps {
 		in.Timestamps[k] = v
 	}

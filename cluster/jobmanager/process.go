@@ -338,7 +338,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // rmLister lists the ResourceManager's TaskManagers for the REST API.
 type rmLister struct {
-	rm *resourcemanager.ResourceManager
+	rm interface {
+		TaskManagers(ctx context.Context) ([]resourcemanager.TaskManagerInfo, error)
+	}
 }
 
 func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error) {
@@ -348,15 +350,30 @@ func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo,
 	}
 	out := make([]rest.TaskManagerInfo, 0, len(tms))
 	for _, t := range tms {
-		res := func(r resourcemanager.Resources) rest.ResourceProfile {
-			return rest.ResourceProfile{CPUCores: r.CPUCores, TaskHeapMemory: int(r.MemoryBytes >> 20), ExtendedResources: map[string]float64{}}
-		}
-		free := resourcemanager.Resources{CPUCores: t.SlotResources.CPUCores * float64(t.SlotsFree), MemoryBytes: t.SlotResources.MemoryBytes * int64(t.SlotsFree)}
-		out = append(out, rest.TaskManagerInfo{ID: t.ID, Path: t.Address, DataPort: -1, JMXPort: -1,
-			TimeSinceLastHeartbeat: time.Since(t.LastHeartbeat).Milliseconds(), SlotsNumber: t.SlotsTotal, FreeSlots: t.SlotsFree,
-			TotalResource: res(t.Resources), FreeResource: res(free)})
+		out = append(out, taskManagerInfo(t))
 	}
 	return out, nil
+}
+
+// taskManagerInfo is a TaskManager as GET /taskmanagers shows it.
+func taskManagerInfo(t resourcemanager.TaskManagerInfo) rest.TaskManagerInfo {
+	res := func(r resourcemanager.Resources) rest.ResourceProfile {
+		return rest.ResourceProfile{CPUCores: r.CPUCores, TaskHeapMemory: int(r.MemoryBytes >> 20), ExtendedResources: map[string]float64{}}
+	}
+	free := resourcemanager.Resources{CPUCores: t.SlotResources.CPUCores * float64(t.SlotsFree), MemoryBytes: t.SlotResources.MemoryBytes * int64(t.SlotsFree)}
+	// A TaskManager has no data port of its own: each of its workers opens
+	// a data endpoint, on taskmanager.data.port when that is set, else on
+	// a free port (-1 here, Flink's "unknown").
+	dataPort := -1
+	if t.DataPort > 0 {
+		dataPort = t.DataPort
+	}
+	return rest.TaskManagerInfo{ID: t.ID, Path: t.Address, DataPort: dataPort, JMXPort: -1,
+		// Despite its name, Flink sends the time of the last heartbeat.
+		TimeSinceLastHeartbeat: t.LastHeartbeat.UnixMilli(), SlotsNumber: t.SlotsTotal, FreeSlots: t.SlotsFree,
+		TotalResource: res(t.Resources), FreeResource: res(free),
+		Hardware: rest.Hardware{CPUCores: t.Hardware.CPUCores, PhysicalMemory: t.Hardware.PhysicalMemoryBytes,
+			FreeMemory: t.Hardware.FreeMemoryBytes, ManagedMemory: t.Hardware.ManagedMemoryBytes}}
 }
 
 func (l rmLister) TaskManagerLogins(ctx context.Context) ([]rest.KerberosLoginMetrics, error) {

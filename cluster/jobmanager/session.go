@@ -41,9 +41,9 @@ type session struct {
 	stream clusterpb.JobMaster_ConnectWorkerServer
 	live   liveness
 	// host is the name of the worker's TaskManager's host (from its slot
-	// offer) and tm its TaskManager's id, set by the deployment before its
-	// handler.
-	host, tm string
+	// offer), tm its TaskManager's id and tmAddr that TaskManager's RPC
+	// address, set by the deployment before its handler.
+	host, tm, tmAddr string
 
 	// heard wakes run when the receiver got a message, at heardAt (on
 	// live.clock).

@@ -88,7 +88,8 @@ func newTestJob(t *testing.T, tmAddr func(tm string) string) *testJob {
 // TaskManager fails exactly the tasks the job's attempt ran there, with a
 // *TaskManagerLostError naming it (and matching ErrHeartbeatTimeout when
 // it was silent), ends their worker's session, and drops its slots; the
-// attempt's other worker keeps running. The job's owner loop then fails
+// attempt's other worker keeps running. Each failure is a *TaskFailure
+// naming its subtask and the TaskManager, for the exception history. The job's owner loop then fails
 // the attempt and restarts it as for any task failure.
 func TestTaskManagerLostFailsTheTasksThere(t *testing.T) {
 	for _, tc := range []struct {
@@ -121,6 +122,12 @@ func TestTaskManagerLostFailsTheTasksThere(t *testing.T) {
 					var lost *TaskManagerLostError
 					if !errors.As(e.err, &lost) || lost.TaskManager != tc.lost.ID {
 						t.Fatalf("task %s ended with %v, want a *TaskManagerLostError of %s", e.task, e.err, tc.lost.ID)
+					}
+					// The exception history names the failure's type, its
+					// subtask and the lost TaskManager.
+					var tf *TaskFailure
+					if !errors.As(e.err, &tf) || tf.Class != "*jobmanager.TaskManagerLostError" || tf.TaskManagerID != tc.lost.ID || tf.TaskName == "" {
+						t.Errorf("task %s ended with %#v, want a *TaskFailure of class *jobmanager.TaskManagerLostError on %s", e.task, e.err, tc.lost.ID)
 					}
 					if errors.Is(e.err, ErrHeartbeatTimeout) != tc.wantTimeout {
 						t.Errorf("errors.Is(%v, ErrHeartbeatTimeout) = %v, want %v", e.err, !tc.wantTimeout, tc.wantTimeout)

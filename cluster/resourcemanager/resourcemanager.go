@@ -15,9 +15,9 @@
 // A TaskManager's Connect stream starts with Register, answered by
 // Registered carrying heartbeat.interval and heartbeat.timeout. From then on
 // both sides send Heartbeat at the interval; the TaskManager's carries its
-// slot report and the state of its Kerberos login (the latest is kept for
-// the JobManager's GET /metrics), and it sends one more whenever its slots
-// change. A closed stream loses the TaskManager at once; a TaskManager
+// slot report, the state of its Kerberos login (the latest is kept for the
+// JobManager's GET /metrics) and its machine's hardware (free memory, for
+// GET /taskmanagers), and it sends one more whenever its slots change. A closed stream loses the TaskManager at once; a TaskManager
 // silent for the timeout is lost then. A TaskManager id, and a resource
 // id, may be registered once: a second Register with it is refused with
 // codes.AlreadyExists until the first session ends.
@@ -111,6 +111,19 @@ type SlotInfo struct {
 	Pending bool
 }
 
+// Hardware describes a TaskManager's machine as it reported it: CPUs the
+// process may use and memory in bytes (0 when unknown); free memory as of
+// its latest heartbeat.
+type Hardware struct {
+	CPUCores                                                 int
+	PhysicalMemoryBytes, FreeMemoryBytes, ManagedMemoryBytes int64
+}
+
+func hardwareOf(h *clusterpb.Hardware) Hardware {
+	return Hardware{CPUCores: int(h.GetCpuCores()), PhysicalMemoryBytes: h.GetPhysicalMemoryBytes(),
+		FreeMemoryBytes: h.GetFreeMemoryBytes(), ManagedMemoryBytes: h.GetManagedMemoryBytes()}
+}
+
 // TaskManagerInfo is a snapshot of a registered TaskManager.
 type TaskManagerInfo struct {
 	ID         string
@@ -118,6 +131,10 @@ type TaskManagerInfo struct {
 	Address    string // gRPC address, host:port
 	Hostname   string
 	PID        int64
+	// DataPort is the port its workers' data endpoints take
+	// (taskmanager.data.port); 0 when each takes a free port.
+	DataPort   int
+	Hardware   Hardware
 	SlotsTotal int
 	SlotsFree  int
 	// SlotResources are the resources of one slot; Resources those of the
@@ -373,6 +390,12 @@ func validateRegister(r *clusterpb.Register) error {
 	if r.GetPid() < 0 {
 		problems = append(problems, fmt.Sprintf("pid %d is negative", r.GetPid()))
 	}
+	if p := r.GetDataPort(); p < 0 || p > 65535 {
+		problems = append(problems, fmt.Sprintf("data_port %d is not a port", p))
+	}
+	if h := r.GetHardware(); h.GetCpuCores() < 0 || h.GetPhysicalMemoryBytes() < 0 || h.GetFreeMemoryBytes() < 0 || h.GetManagedMemoryBytes() < 0 {
+		problems = append(problems, fmt.Sprintf("hardware %v has negative values", h))
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -591,6 +614,8 @@ type state struct {
 type taskManager struct {
 	id, resourceID, address, hostname string
 	pid                               int64
+	dataPort                          int
+	hardware                          Hardware
 	profile                           Resources
 	slots                             []slot
 	sess                              *session
@@ -617,6 +642,7 @@ type job struct {
 func (tm *taskManager) info() TaskManagerInfo {
 	in := TaskManagerInfo{
 		ID: tm.id, ResourceID: tm.resourceID, Address: tm.address, Hostname: tm.hostname, PID: tm.pid,
+		DataPort: tm.dataPort, Hardware: tm.hardware,
 		SlotsTotal: len(tm.slots), SlotResources: tm.profile,
 		Resources:     Resources{CPUCores: tm.profile.CPUCores * float64(len(tm.slots)), MemoryBytes: tm.profile.MemoryBytes * int64(len(tm.slots))},
 		RegisteredAt:  time.UnixMilli(tm.registeredAt),
@@ -659,7 +685,7 @@ func (rm *ResourceManager) register(r *clusterpb.Register, sess *session, now in
 	}
 	tm := &taskManager{
 		id: r.GetTaskManagerId(), resourceID: resourceID, address: r.GetAddress(), hostname: r.GetHostname(),
-		pid:          r.GetPid(),
+		pid: r.GetPid(), dataPort: int(r.GetDataPort()), hardware: hardwareOf(r.GetHardware()),
 		profile:      Resources{CPUCores: r.GetSlotProfile().GetCpuCores(), MemoryBytes: r.GetSlotProfile().GetMemoryBytes()},
 		slots:        make([]slot, r.GetSlots()),
 		sess:         sess,
@@ -694,6 +720,9 @@ func (rm *ResourceManager) heartbeat(sess *session, hb *clusterpb.Heartbeat, now
 	if k := hb.GetKerberos(); k != nil {
 		s := k.Status()
 		tm.kerberos = &s
+	}
+	if h := hb.GetHardware(); h != nil {
+		tm.hardware = hardwareOf(h)
 	}
 	if rm.reconcile(tm, hb.GetSlots()) {
 		rm.schedule(now)

@@ -429,6 +429,9 @@ func TestRegisterRefused(t *testing.T) {
 			Address: "nohost", SlotProfile: &clusterpb.ResourceProfile{CpuCores: -1, MemoryBytes: -2}, Pid: -1}}},
 			codes.InvalidArgument, []string{"task_manager_id is empty", `address "nohost" is not host:port`, "slots 0",
 				"slot_profile.cpu_cores -1", "slot_profile.memory_bytes -2", "pid -1"}},
+		{"bad data port and hardware", &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
+			TaskManagerId: "x", Address: "h:1", Slots: 1, DataPort: 70000, Hardware: &clusterpb.Hardware{CpuCores: 2, FreeMemoryBytes: -1}}}},
+			codes.InvalidArgument, []string{"data_port 70000 is not a port", "hardware", "negative"}},
 		{"bad port", &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
 			TaskManagerId: "x", Address: "h:0", Slots: 1}}}, codes.InvalidArgument, []string{`TaskManager "x"`, `address "h:0" has no port`}},
 		{"too many slots", &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
@@ -940,5 +943,53 @@ func TestHeartbeatKerberosStatus(t *testing.T) {
 	h.expectLost("tm-1", "")
 	if tms := h.snapshot(); len(tms) != 0 {
 		t.Fatalf("snapshot %+v", tms)
+	}
+}
+
+// The ResourceManager keeps the data port and hardware a TaskManager
+// registered with, and the free memory of its latest heartbeat, for GET
+// /taskmanagers.
+func TestHardware(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect("tm-1")
+	r := register("tm-1", 1)
+	r.DataPort = 6121
+	r.Hardware = &clusterpb.Hardware{CpuCores: 8, PhysicalMemoryBytes: 16 << 30, FreeMemoryBytes: 9 << 30}
+	c.register(r)
+	c.next(false)
+	infoOf := func() TaskManagerInfo {
+		for _, in := range h.snapshot() {
+			if in.ID == "tm-1" {
+				return in
+			}
+		}
+		t.Fatal("tm-1 is not registered")
+		return TaskManagerInfo{}
+	}
+	for _, step := range []struct {
+		name string
+		sent *clusterpb.Hardware // in a heartbeat; nil: registration only
+		want Hardware
+	}{
+		{"registered", nil, Hardware{CPUCores: 8, PhysicalMemoryBytes: 16 << 30, FreeMemoryBytes: 9 << 30}},
+		{"a heartbeat with less free memory", &clusterpb.Hardware{CpuCores: 8, PhysicalMemoryBytes: 16 << 30, FreeMemoryBytes: 3 << 30},
+			Hardware{CPUCores: 8, PhysicalMemoryBytes: 16 << 30, FreeMemoryBytes: 3 << 30}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			if step.sent != nil {
+				c.seq++
+				c.send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: &clusterpb.Heartbeat{Seq: c.seq, Hardware: step.sent}}})
+			}
+			h.eventually("the hardware recorded", func() bool { return infoOf().Hardware == step.want })
+			if got := infoOf().DataPort; got != 6121 {
+				t.Errorf("data port %d, want 6121", got)
+			}
+		})
+	}
+	// A heartbeat without hardware (an older TaskManager) keeps what was
+	// reported.
+	h.beat(c, "")
+	if got := infoOf().Hardware; got.CPUCores != 8 || got.FreeMemoryBytes != 3<<30 {
+		t.Errorf("after a heartbeat without hardware: %+v", got)
 	}
 }

@@ -90,6 +90,11 @@ type Config struct {
 	// TaskManager's owner goroutine and must not block. Default: nil, the
 	// TaskManager has no login.
 	KerberosStatus func() kerberos.Status
+	// Hardware describes the TaskManager's machine, sent when registering
+	// and with every heartbeat (GET /taskmanagers shows it). It is called
+	// on the TaskManager's owner goroutine and must not block. Default:
+	// HostHardware.
+	Hardware func() Hardware
 }
 
 // ConfigFrom reads a Config from a configuration: jobmanager.rpc.address
@@ -134,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
+	}
+	if c.Hardware == nil {
+		c.Hardware = HostHardware
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

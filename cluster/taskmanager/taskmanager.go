@@ -399,10 +399,23 @@ func (tm *TaskManager) maybeConnect(now int64) {
 		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(len(st.slots)),
 		SlotProfile: &clusterpb.ResourceProfile{CpuCores: cores, MemoryBytes: mem},
 		Pid:         int64(os.Getpid()), ResourceId: tm.resourceID,
+		DataPort: registeredDataPort(tm.cfg.DataPort), Hardware: tm.cfg.Hardware().Proto(),
 	}}}
 	st.sess = s
 	tm.log.Debug("connecting to the ResourceManager", "address", tm.cfg.ResourceManagerAddress, "session", s.gen)
 	tm.wg.Go(func() { tm.runSession(s) })
+}
+
+// registeredDataPort is the data port a TaskManager registers with (GET
+// /taskmanagers shows it): the first port of taskmanager.data.port's
+// specification, which its first worker binds; 0 when that port is any
+// free one (or the specification is invalid, which Validate reports).
+func registeredDataPort(spec string) int32 {
+	ports, err := conf.Ports(spec)
+	if err != nil || len(ports) == 0 {
+		return 0
+	}
+	return int32(ports[0])
 }
 
 // runSession opens the stream, sends what the owner queues and forwards
@@ -523,8 +536,8 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
 
-// report sends the slot report, and the state of the TaskManager's
-// Kerberos login, to the ResourceManager.
+// report sends the slot report, the state of the TaskManager's Kerberos
+// login and its machine's hardware (free memory) to the ResourceManager.
 func (tm *TaskManager) report() {
 	st := &tm.st
 	s := st.sess
@@ -539,6 +552,7 @@ func (tm *TaskManager) report() {
 	if f := tm.cfg.KerberosStatus; f != nil {
 		hb.Kerberos = clusterpb.KerberosStatusOf(f())
 	}
+	hb.Hardware = tm.cfg.Hardware().Proto()
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:
 		s.nextBeat = tm.clock.NowMillis() + s.interval

@@ -517,3 +517,53 @@ func TestHeartbeatCarriesKerberosStatus(t *testing.T) {
 		})
 	}
 }
+
+// A TaskManager registers with its data port and hardware, and its
+// heartbeats carry the hardware as it is then (free memory changes).
+func TestRegistrationAndHeartbeatCarryHardware(t *testing.T) {
+	r := startRM(t, interval, timeout)
+	var free atomic.Int64
+	free.Store(6 << 30)
+	hw := func() Hardware {
+		return Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
+	}
+	tm, _ := startTM(t, r.addr, func(c *Config) { c.DataPort = "6121-6125"; c.Hardware = hw })
+	var info resourcemanager.TaskManagerInfo
+	seen := func() bool {
+		for _, in := range r.taskManagers(t) {
+			if in.ID == tm.ID() {
+				info = in
+				return true
+			}
+		}
+		return false
+	}
+	want := func() resourcemanager.Hardware {
+		return resourcemanager.Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
+	}
+	eventually(t, "the hardware at the ResourceManager", func() bool { return seen() && info.Hardware == want() })
+	if info.DataPort != 6121 {
+		t.Errorf("data port %d, want 6121", info.DataPort)
+	}
+	free.Store(2 << 30)
+	eventually(t, "the free memory of a later heartbeat", func() bool { return seen() && info.Hardware == want() })
+}
+
+// The data port a TaskManager registers with is the first of
+// taskmanager.data.port's ports; 0 for any free port.
+func TestRegisteredDataPort(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want int32
+	}{
+		{"0", 0},
+		{"6121", 6121},
+		{"6121-6125", 6121},
+		{"6130,6121-6125", 6130},
+		{"not a port", 0},
+	} {
+		if got := registeredDataPort(tc.spec); got != tc.want {
+			t.Errorf("registeredDataPort(%q) = %d, want %d", tc.spec, got, tc.want)
+		}
+	}
+}

@@ -42,10 +42,12 @@ func channelOf(plan *graph.Plan, c *graph.Chain, s int, e *graph.Edge, u int) in
 // wiring builds the gates of the tasks here and the senders from them to
 // every downstream subtask: in-process channels between tasks of this
 // worker, network channels to the others. It returns the WireFunc of the
-// tasks here and what to close when the attempt ends.
+// tasks here and what to close when the attempt ends, and keeps the
+// network gates and senders of the tasks here (w.netIn, w.netOut).
 func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string) (local.WireFunc, []func(), error) {
 	plan, g := w.plan, w.plan.Graph
 	scope := fmt.Sprintf("%s/%d", w.dep.JobID, w.dep.Attempt)
+	w.netIn, w.netOut = map[checkpoint.TaskID]*netexchange.Gate{}, map[checkpoint.TaskID][]*netexchange.Sender{}
 	var closers []func()
 	gateKey := func(t checkpoint.TaskID) netexchange.GateKey {
 		return netexchange.GateKey{Scope: scope, Chain: t.Vertex, Subtask: t.Subtask}
@@ -133,6 +135,7 @@ func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string)
 				}
 				closers = append(closers, gate.Close)
 				inboxes[to] = gate
+				w.netIn[to] = gate
 				nchans[to] = channelCount(plan, c)
 				for _, l := range locals {
 					setSender(l.from, l.e, c.Parallelism, s, senders[l.ch])
@@ -160,6 +163,7 @@ func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string)
 					}
 					closers = append(closers, snd.Close)
 					setSender(from, e, c.Parallelism, s, snd)
+					w.netOut[from] = append(w.netOut[from], snd)
 				}
 			}
 		}

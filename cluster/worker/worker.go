@@ -115,8 +115,13 @@ type worker struct {
 	host    *local.Host
 	here    map[checkpoint.TaskID]bool
 	closers []func()
-	stopMx  chan struct{}
-	mxDone  chan struct{}
+	// netIn and netOut are the network side of the tasks here: the gate
+	// of each task with remote inputs and its senders to other workers,
+	// whose byte counts the metrics report.
+	netIn  map[checkpoint.TaskID]*netexchange.Gate
+	netOut map[checkpoint.TaskID][]*netexchange.Sender
+	stopMx chan struct{}
+	mxDone chan struct{}
 	// stopHB and hbDone stop and wait for the heartbeat loop; endSession
 	// ends the session.
 	stopHB     chan struct{}
@@ -385,8 +390,15 @@ func (w *worker) reportMetrics() {
 	r := &clusterpb.MetricsReport{Kerberos: kerberosStatus(w.login)}
 	for i, m := range w.host.Metrics() {
 		id := w.host.Tasks()[i]
+		var in, out int64
+		if g := w.netIn[id]; g != nil {
+			in = g.BytesReceived()
+		}
+		for _, x := range w.netOut[id] {
+			out += x.BytesSent()
+		}
 		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
-			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), BytesIn: in, BytesOut: out,
 			BusyMs: m.BusyNanos.Load() / 1e6, BackpressuredMs: m.BackpressuredNanos.Load() / 1e6, IdleMs: m.IdleNanos.Load() / 1e6,
 			Watermark: m.Watermark.Load()})
 	}
@@ -511,11 +523,11 @@ func (r reporter) TaskEnded(id checkpoint.TaskID, err error) {
 	switch {
 	case err == nil:
 	case failure != nil:
-		te.Error, te.Recoverable = failure.Error(), restart.Recoverable(failure)
+		te.Error, te.Recoverable, te.ErrorType = failure.Error(), restart.Recoverable(failure), clusterpb.ErrorClass(failure)
 	case errors.Is(err, context.Canceled):
 		te.Canceled = true
 	default:
-		te.Error, te.Recoverable = err.Error(), restart.Recoverable(err)
+		te.Error, te.Recoverable, te.ErrorType = err.Error(), restart.Recoverable(err), clusterpb.ErrorClass(err)
 	}
 	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_TaskEnded{TaskEnded: te}})
 }

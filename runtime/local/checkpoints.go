@@ -35,12 +35,15 @@ type checkpoints struct {
 	shared map[checkpoint.ID][]string
 	// bytes counts what the tasks wrote for each checkpoint in progress.
 	bytes map[checkpoint.ID]int64
+	// started describes each checkpoint in progress (ID, kind, trigger
+	// time), for its failure's report.
+	started map[checkpoint.ID]CheckpointStats
 }
 
 func newCheckpoints(j *Job, o *CheckpointOptions) (*checkpoints, error) {
 	c := &checkpoints{j: j, opts: *o, fs: fs.Local{}, nextID: 1, coordState: map[checkpoint.ID]map[string][]byte{},
 		locs: &locations{m: map[checkpoint.ID]*storage.Location{}}, savepoint: map[checkpoint.ID]savepointReq{},
-		shared: map[checkpoint.ID][]string{}, bytes: map[checkpoint.ID]int64{}}
+		shared: map[checkpoint.ID][]string{}, bytes: map[checkpoint.ID]int64{}, started: map[checkpoint.ID]CheckpointStats{}}
 	if err := o.Coordinator.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,6 +115,11 @@ func (c *checkpoints) apply(r *running, co *checkpoint.Coordinator, actions []ch
 // snapshots the source coordinators and injects the barrier at the sources
 // (atomically with each coordinator's snapshot).
 func (c *checkpoints) trigger(r *running, co *checkpoint.Coordinator, t checkpoint.TriggerBarrier) []checkpoint.Action {
+	if _, ok := c.started[t.ID]; !ok {
+		st := CheckpointStats{ID: int64(t.ID), Kind: t.Kind, TriggerMillis: t.Timestamp}
+		c.started[t.ID] = st
+		c.j.opts.Listener.CheckpointTriggered(st)
+	}
 	loc, ok := c.locs.get(t.ID)
 	if !ok {
 		var err error
@@ -218,6 +226,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 	c.j.opts.Listener.CheckpointCompleted(CheckpointStats{ID: int64(cp.ID), Kind: cp.Kind, TriggerMillis: cp.Timestamp,
 		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir, Bytes: c.bytes[cp.ID]})
 	delete(c.bytes, cp.ID)
+	delete(c.started, cp.ID)
 	req, isReq := c.savepoint[cp.ID]
 	if isReq {
 		delete(c.savepoint, cp.ID)
@@ -269,7 +278,10 @@ func qualify(base, p string) string {
 }
 
 func (c *checkpoints) aborted(ab checkpoint.Abort) {
-	c.j.opts.Listener.CheckpointFailed(CheckpointStats{ID: int64(ab.ID), EndMillis: c.j.opts.Clock.NowMillis(), Err: ab.Reason})
+	st := c.started[ab.ID]
+	delete(c.started, ab.ID)
+	st.ID, st.EndMillis, st.Err = int64(ab.ID), c.j.opts.Clock.NowMillis(), ab.Reason
+	c.j.opts.Listener.CheckpointFailed(st)
 	delete(c.coordState, ab.ID)
 	delete(c.shared, ab.ID)
 	delete(c.bytes, ab.ID)

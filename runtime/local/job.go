@@ -208,6 +208,9 @@ func (j *Job) run() {
 			j.ended(err)
 			return
 		}
+		if restore != nil {
+			j.opts.Listener.Restored(RestoreStats{ID: restore.ID(), Kind: restore.kind, Path: restore.dir, Millis: j.opts.Clock.NowMillis()})
+		}
 		j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
 		res.Subtasks = a.Metrics()
 		j.metrics.Store(&res.Subtasks)

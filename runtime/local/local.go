@@ -107,19 +107,42 @@ type CheckpointStats struct {
 	Err error
 }
 
+// RestoreStats describes the checkpoint or savepoint an attempt of a job
+// restored.
+type RestoreStats struct {
+	ID   int64
+	Kind checkpoint.Kind
+	// Path is its directory, written as CheckpointStats.Path.
+	Path string
+	// Millis is when the attempt that restored it was deployed, on the
+	// job's clock.
+	Millis int64
+}
+
 // Listener hears of a job's progress, on the job's owner goroutine: it
 // must not block or call back into the job.
 type Listener interface {
 	StatusChanged(s Status, atMillis int64, cause error)
+	// CheckpointTriggered: a checkpoint or savepoint started (c has its
+	// ID, Kind and TriggerMillis); it ends with CheckpointCompleted or
+	// CheckpointFailed.
+	CheckpointTriggered(c CheckpointStats)
 	CheckpointCompleted(c CheckpointStats)
+	// CheckpointFailed: a checkpoint or savepoint failed or was aborted;
+	// c has its ID, Kind, TriggerMillis, EndMillis and Err.
 	CheckpointFailed(c CheckpointStats)
+	// Restored: an attempt was deployed with the state of a checkpoint or
+	// savepoint (every restart from a checkpoint is one).
+	Restored(r RestoreStats)
 }
 
 type noListener struct{}
 
 func (noListener) StatusChanged(Status, int64, error)  {}
+func (noListener) CheckpointTriggered(CheckpointStats) {}
 func (noListener) CheckpointCompleted(CheckpointStats) {}
 func (noListener) CheckpointFailed(CheckpointStats)    {}
+func (noListener) Restored(RestoreStats)               {}
 
 // CheckpointOptions configure checkpoints.
 type CheckpointOptions struct {

@@ -28,8 +28,12 @@ var ErrUnmatchedState = errors.New("local: the snapshot has state for operators 
 // against the job; each process that runs tasks reads it again for its
 // tasks' share (ReadRestore, ForTask).
 type Restore struct {
-	path         string
-	id           int64
+	path string
+	id   int64
+	kind checkpoint.Kind
+	// dir is the snapshot's directory; a job's restores qualify it with
+	// the scheme and authority of the URI they found it under.
+	dir          string
 	coordinators map[string][]byte
 	keyGroups    map[string]map[int][]byte
 	opState      map[string][]operatorFile
@@ -161,6 +165,7 @@ func (j *Job) initialRestore() (*Restore, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.dir = qualify(j.opts.RestoreFrom, filepath.Dir(meta))
 	j.opts.Log.Info("restoring job", "job", j.id, "from", meta)
 	if j.ckpt != nil && r.id >= int64(j.ckpt.nextID) {
 		// Checkpoint IDs keep growing across a restore: sinks and
@@ -204,6 +209,7 @@ func (j *Job) recoveryRestore() (*Restore, error) {
 		}
 		return nil, err
 	}
+	got.dir = qualify(j.ckpt.opts.Dir, filepath.Dir(got.path))
 	j.opts.Log.Info("recovering from checkpoint", "job", j.id, "checkpoint", cp.ID)
 	return got, nil
 }
@@ -232,7 +238,7 @@ func readRestore(fsys fs.FileSystem, metaPath string) (*Restore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", metaPath, err)
 	}
-	r := &Restore{path: metaPath, id: m.ID, coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
+	r := &Restore{path: metaPath, id: m.ID, kind: checkpoint.Kind(m.Kind), dir: filepath.Dir(metaPath), coordinators: map[string][]byte{}, keyGroups: map[string]map[int][]byte{},
 		opState: map[string][]operatorFile{}, maxPar: map[string]int{},
 		manifests: map[string][][]byte{}, files: map[string]map[string]string{}, fsys: fsys, local: map[string]string{}}
 	for _, op := range m.Operators {

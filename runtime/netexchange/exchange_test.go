@@ -195,6 +195,24 @@ func TestFanOutAcrossEndpoints(t *testing.T) {
 		}
 	}
 
+	// Each gate received, in bytes, what the remote senders into it sent:
+	// the encoded batches (the local channel carries no bytes).
+	sent := func(ss ...exchange.Sender) int64 {
+		var n int64
+		for _, x := range ss {
+			n += x.(*Sender).BytesSent()
+		}
+		return n
+	}
+	for _, g := range []struct {
+		gate *Gate
+		from []exchange.Sender
+	}{{gate0, []exchange.Sender{u0.senders[0], r0.senders[0]}}, {gate1, []exchange.Sender{u0.senders[1], u1.senders[1], r0.senders[1]}}} {
+		if got, want := g.gate.BytesReceived(), sent(g.from...); got != want || got == 0 {
+			t.Errorf("%s received %d bytes; its remote senders sent %d", g.gate.Key(), got, want)
+		}
+	}
+
 	// a and b exchanged both ways (b's channel 1 of c aside): one stream
 	// per pair of endpoints.
 	for _, ep := range []*Endpoint{a, b, c} {

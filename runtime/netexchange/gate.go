@@ -118,12 +118,21 @@ type Gate struct {
 	failOnce sync.Once
 	done     chan struct{}
 	err      error // set before done is closed
+	// received counts the bytes of the batches received on its remote
+	// channels.
+	received atomic.Int64
 }
 
 type gateChan struct {
 	local  *localChan
 	remote *remoteChan
 }
+
+// BytesReceived is the number of bytes of the batches received so far on
+// the gate's remote channels, as encoded (framing and events not counted):
+// Flink's numBytesIn from remote channels. Local channels carry records,
+// not bytes.
+func (g *Gate) BytesReceived() int64 { return g.received.Load() }
 
 // C implements exchange.Inbox.
 func (g *Gate) C() <-chan exchange.Buffer { return g.inbox }
@@ -252,6 +261,7 @@ func (rc *remoteChan) deliver(f *frame) error {
 			return nil
 		}
 		b.Data = data
+		rc.g.received.Add(int64(len(f.payload)))
 	} else {
 		b.Event = f.event
 		if f.event.Kind == exchange.EndOfPartition {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/task"
@@ -24,6 +25,8 @@ type Sender struct {
 	wake    chan struct{}
 	// scratch is the reused encoding buffer (the sending goroutine's).
 	scratch []byte
+	// sent counts the bytes of the batches sent (encoded).
+	sent atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -114,8 +117,17 @@ func (x *Sender) write(b exchange.Buffer) error {
 		x.fail(err)
 		return err
 	}
-	return x.sendErr(x.s.sendData(x, x.scratch))
+	if err := x.sendErr(x.s.sendData(x, x.scratch)); err != nil {
+		return err
+	}
+	x.sent.Add(int64(len(x.scratch)))
+	return nil
 }
+
+// BytesSent is the number of bytes of the batches sent so far, as encoded
+// with the channel's codec (framing and events not counted): Flink's
+// numBytesOut of a remote channel.
+func (x *Sender) BytesSent() int64 { return x.sent.Load() }
 
 // sendErr prefers the sender's own failure (a refusal) to the session's
 // report that the sender is gone.

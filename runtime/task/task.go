@@ -70,6 +70,12 @@ type Metrics struct {
 	BackpressuredNanos atomic.Int64
 	// Watermark is the subtask's current input watermark.
 	Watermark atomic.Int64
+	// BytesIn and BytesOut count the bytes of the batches the subtask
+	// received and sent over the network (Flink's numBytesIn/Out). A task
+	// knows no transport: they are kept by whoever reports the network
+	// exchange's counts (a cluster's JobMaster, from its workers); channels
+	// within a process carry records, not bytes, and count nothing.
+	BytesIn, BytesOut atomic.Int64
 }
 
 type mail struct {

@@ -1,0 +1,329 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/runtime/checkpoint"
+	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/runtime/task"
+)
+
+// fakeCluster is a real Dispatcher, with its JobMasters' gRPC service, on
+// loopback, whose ResourceManager, TaskManagers and workers are played by
+// the test: the ResourceManager offers one slot on each of the
+// TaskManagers tm-1 and tm-2 (both served by the same gRPC server), a
+// TaskManager asked to start a worker starts a fakeWorker, and a worker
+// deploys, starts, acknowledges checkpoints and ends its tasks on
+// cancellation as a real one does, and otherwise reports what the test
+// tells it to.
+type fakeCluster struct {
+	t     *testing.T
+	d     *Dispatcher
+	addr  string
+	clock *clock.Manual
+
+	mu sync.Mutex
+	// workers are the workers started, by attempt and TaskManager.
+	workers map[string]*fakeWorker
+	// holding parks checkpoint triggers instead of acknowledging them.
+	holding bool
+	parked  []func()
+	changed chan struct{} // closed and replaced on every change
+}
+
+var taskManagerIDs = []string{"tm-1", "tm-2"}
+
+func newFakeCluster(t *testing.T, start int64) *fakeCluster {
+	t.Helper()
+	fc := &fakeCluster{t: t, clock: clock.NewManual(start), workers: map[string]*fakeWorker{}, changed: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.addr = ln.Addr().String()
+	d, err := NewDispatcher(Config{WorkDir: t.TempDir(), RPCAddress: fc.addr, ResourceManager: fakeSlots{fc},
+		Clock: fc.clock, CancelGrace: 10 * time.Second, WorkerStartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.d = d
+	srv := grpc.NewServer()
+	d.Register(srv)
+	clusterpb.RegisterTaskManagerServer(srv, fakeTaskManagers{fc: fc})
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		d.Close()
+		srv.Stop()
+	})
+	return fc
+}
+
+func (fc *fakeCluster) signalLocked() {
+	close(fc.changed)
+	fc.changed = make(chan struct{})
+}
+
+// worker waits for the worker of an attempt on a TaskManager to have
+// started its tasks.
+func (fc *fakeCluster) worker(attempt int, tm string) *fakeWorker {
+	fc.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		fc.mu.Lock()
+		w, ch := fc.workers[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
+		fc.mu.Unlock()
+		if w != nil {
+			select {
+			case <-w.started:
+				return w
+			case <-deadline:
+				fc.t.Fatalf("the worker of attempt %d on %s did not start its tasks", attempt, tm)
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			fc.t.Fatalf("no worker of attempt %d on %s", attempt, tm)
+		}
+	}
+}
+
+// hold parks checkpoint triggers until release.
+func (fc *fakeCluster) hold() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.holding = true
+}
+
+// release acknowledges the parked triggers and those to come.
+func (fc *fakeCluster) release() {
+	fc.mu.Lock()
+	parked := fc.parked
+	fc.holding, fc.parked = false, nil
+	fc.mu.Unlock()
+	for _, ack := range parked {
+		ack()
+	}
+}
+
+// submit submits a job of two chains: "numbers" (parallelism 2, an
+// unbounded source) rebalancing to "print" (parallelism 2), checkpointing
+// on request only (the interval is an hour of the manual clock) into
+// ckptDir, restarting at once after a failure.
+func (fc *fakeCluster) submit(ckptDir string) string {
+	fc.t.Helper()
+	g := &graph.JobGraph{
+		Name: "numbers",
+		Nodes: []*graph.Node{
+			{ID: 0, Kind: "source", Name: "numbers", Parallelism: 2, Chaining: graph.ChainAlways, OutType: "int"},
+			{ID: 1, Kind: "sink", Name: "print", Parallelism: 2, Chaining: graph.ChainAlways, Inputs: 1, OutType: "int"},
+		},
+		Edges: []*graph.Edge{{From: 0, To: 1, Partitioning: graph.Rebalance}},
+		Config: map[string]string{"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": "file://" + ckptDir,
+			"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "10", "restart-strategy.fixed-delay.delay": "0 ms"},
+	}
+	b, err := g.Marshal()
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	bin := filepath.Join(fc.t.TempDir(), "job")
+	if err := os.WriteFile(bin, []byte("a job binary"), 0o755); err != nil {
+		fc.t.Fatal(err)
+	}
+	id, err := fc.d.Submit(Submission{GraphJSON: b, BinaryPath: bin})
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	return id
+}
+
+// fakeSlots is the ResourceManager: a job that needs slots is offered
+// one on each TaskManager (the same ones again for every demand).
+type fakeSlots struct{ fc *fakeCluster }
+
+func (f fakeSlots) DeclareSlots(_ context.Context, d *clusterpb.SlotDemand) (*clusterpb.SlotDemandAck, error) {
+	if d.Slots > 0 {
+		go func() {
+			for _, tm := range taskManagerIDs {
+				f.fc.d.offer(&clusterpb.SlotOffer{JobId: d.JobId, TaskManagerId: tm, TaskManagerAddress: f.fc.addr, Hostname: "host-" + tm,
+					Slots: []*clusterpb.OfferedSlot{{Index: 0, AllocationId: tm + "/slot-0"}}})
+			}
+		}()
+	}
+	return &clusterpb.SlotDemandAck{}, nil
+}
+
+// fakeTaskManagers serves both TaskManagers: SubmitTasks starts a
+// fakeWorker, the rest is acknowledged.
+type fakeTaskManagers struct {
+	clusterpb.UnimplementedTaskManagerServer
+	fc *fakeCluster
+}
+
+func (f fakeTaskManagers) SubmitTasks(_ context.Context, r *clusterpb.SubmitTasksRequest) (*clusterpb.SubmitTasksResponse, error) {
+	tm, _, _ := strings.Cut(r.AllocationIds[0], "/")
+	jm, err := f.fc.d.job(r.JobId)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(f.fc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := clusterpb.NewJobMasterClient(conn).ConnectWorker(ctx)
+	if err != nil {
+		cancel()
+		conn.Close()
+		return nil, err
+	}
+	w := &fakeWorker{fc: f.fc, tm: tm, plan: jm.plan, stream: stream, kill: cancel, started: make(chan struct{}),
+		writer: local.NewSnapshotWriter(jm.plan.Graph), ended: map[checkpoint.TaskID]bool{}}
+	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{JobId: r.JobId, Attempt: r.Attempt,
+		WorkerId: r.WorkerId, TaskManagerId: tm, Fingerprint: jm.graph.Fingerprint(), DataAddress: "127.0.0.1:1"}}})
+	f.fc.mu.Lock()
+	f.fc.workers[fmt.Sprintf("%d/%s", r.Attempt, tm)] = w
+	f.fc.signalLocked()
+	f.fc.mu.Unlock()
+	go func() {
+		defer conn.Close()
+		defer cancel()
+		w.run()
+	}()
+	return &clusterpb.SubmitTasksResponse{}, nil
+}
+
+func (fakeTaskManagers) CancelJob(context.Context, *clusterpb.CancelJobRequest) (*clusterpb.CancelJobResponse, error) {
+	return &clusterpb.CancelJobResponse{}, nil
+}
+
+func (fakeTaskManagers) FreeSlots(context.Context, *clusterpb.FreeSlotsRequest) (*clusterpb.FreeSlotsResponse, error) {
+	return &clusterpb.FreeSlotsResponse{}, nil
+}
+
+// fakeWorker is a worker whose tasks do nothing: it deploys and starts
+// them, acknowledges checkpoints with empty snapshots, reports canceled
+// tasks when cancelled, and sends what the test gives it.
+type fakeWorker struct {
+	fc      *fakeCluster
+	tm      string
+	plan    *graph.Plan
+	stream  clusterpb.JobMaster_ConnectWorkerClient
+	kill    context.CancelFunc // breaks the stream, as the worker's death
+	writer  *local.SnapshotWriter
+	started chan struct{}
+
+	mu    sync.Mutex // sending, and the tasks
+	tasks []checkpoint.TaskID
+	ended map[checkpoint.TaskID]bool
+}
+
+func (w *fakeWorker) send(m *clusterpb.WorkerMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sendLocked(m)
+}
+
+// REQUIRES: w.mu held.
+func (w *fakeWorker) sendLocked(m *clusterpb.WorkerMessage) {
+	if err := w.stream.Send(m); err != nil && !errors.Is(err, io.EOF) {
+		w.fc.t.Logf("worker on %s: send: %v", w.tm, err)
+	}
+}
+
+// taskEnded reports a task's end (failed with errType and msg, or
+// canceled if msg is empty), once.
+func (w *fakeWorker) taskEnded(t checkpoint.TaskID, errType, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended[t] {
+		return
+	}
+	w.ended[t] = true
+	te := &clusterpb.TaskEnded{Task: key(t), Canceled: msg == "", Error: msg, ErrorType: errType, Recoverable: true}
+	w.sendLocked(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_TaskEnded{TaskEnded: te}})
+}
+
+func (w *fakeWorker) run() {
+	for {
+		m, err := w.stream.Recv()
+		if err != nil {
+			return
+		}
+		switch m := m.Msg.(type) {
+		case *clusterpb.JobMasterMessage_Deploy:
+			w.mu.Lock()
+			for _, k := range m.Deploy.Tasks {
+				w.tasks = append(w.tasks, taskID(k))
+			}
+			w.mu.Unlock()
+			w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Deployed{Deployed: &clusterpb.Deployed{}}})
+		case *clusterpb.JobMasterMessage_Start:
+			close(w.started)
+		case *clusterpb.JobMasterMessage_Trigger:
+			w.trigger(m.Trigger)
+		case *clusterpb.JobMasterMessage_Cancel:
+			w.mu.Lock()
+			tasks := w.tasks
+			w.mu.Unlock()
+			for _, t := range tasks {
+				w.taskEnded(t, "", "")
+			}
+		}
+	}
+}
+
+// trigger acknowledges checkpoint t at every task of the worker (the
+// barrier of its source reaches its sink here), unless the cluster holds
+// acknowledgements.
+func (w *fakeWorker) trigger(t *clusterpb.TriggerCheckpoint) {
+	ack := func() {
+		fsys, p, err := fs.NewResolver().For(t.Location)
+		if err == nil {
+			var loc *storage.Location
+			if loc, err = storage.OpenLocation(fsys, storage.Kind(t.LocationKind), t.CheckpointId, p); err == nil {
+				w.mu.Lock()
+				tasks := w.tasks
+				w.mu.Unlock()
+				for _, id := range tasks {
+					a, werr := w.writer.Write(loc, id, &task.Snapshot{ID: t.CheckpointId, Kind: checkpoint.Kind(t.Kind)})
+					if werr != nil {
+						err = werr
+						break
+					}
+					w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Ack{Ack: &clusterpb.CheckpointAck{
+						Task: key(id), CheckpointId: t.CheckpointId, Handle: a.Handle, Bytes: a.Bytes}}})
+				}
+			}
+		}
+		if err != nil {
+			w.fc.t.Errorf("worker on %s: checkpoint %d: %v", w.tm, t.CheckpointId, err)
+		}
+	}
+	w.fc.mu.Lock()
+	if w.fc.holding {
+		w.fc.parked = append(w.fc.parked, ack)
+		w.fc.mu.Unlock()
+		return
+	}
+	w.fc.mu.Unlock()
+	ack()
+}
