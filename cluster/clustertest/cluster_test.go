@@ -489,6 +489,106 @@ func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
 	checkExactlyOnce(t, out, n, keys)
 }
 
+// TestKillTaskManagerWhileTheAttemptDeploys kills a TaskManager whose
+// worker has started but not yet connected to its JobMaster (clusterjob's
+// workers wait 3 s first): the deployment fails with the TaskManager's
+// loss, which is a failover as a task's failure is. The job restarts
+// through its restart strategy on the TaskManagers left, finishes exactly
+// once, and its exception history names the lost TaskManager.
+func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
+	c := newCluster(t, 3)
+	out := filepath.Join(c.dir, "out")
+	const n, keys = 6000, 6
+	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000", "-worker-delay", "3s")
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := c.sluice(args...)
+		done <- result{o, err}
+	}()
+	var victims []*proc
+	waitFor(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
+		victims = c.workerTaskManagers()
+		return len(victims) > 0
+	})
+	before := taskManagerIDs(t, c)
+	if job := c.onlyJob(t); job.State != "CREATED" {
+		t.Fatalf("the job is %s while its workers start; want CREATED (deploying)", job.State)
+	}
+	victims[0].kill()
+	var killed string
+	waitFor(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
+		after := taskManagerIDs(t, c)
+		for id := range before {
+			if !after[id] {
+				killed = id
+			}
+		}
+		return killed != ""
+	})
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("sluice run: %v\n%s", r.err, r.out)
+	}
+	if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
+		t.Errorf("the job did not restart:\n%s", r.out)
+	}
+	checkExactlyOnce(t, out, n, keys)
+	b, err := httpGet(c.rest() + "/jobs/" + c.onlyJob(t).ID + "/exceptions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var history struct {
+		ExceptionHistory struct {
+			Entries []struct {
+				ExceptionName string `json:"exceptionName"`
+				TaskManagerID string `json:"taskManagerId"`
+			} `json:"entries"`
+		} `json:"exceptionHistory"`
+	}
+	if err := json.Unmarshal(b, &history); err != nil {
+		t.Fatalf("GET /jobs/:jobid/exceptions: %v: %s", err, b)
+	}
+	found := false
+	for _, e := range history.ExceptionHistory.Entries {
+		found = found || e.ExceptionName == "*jobmanager.TaskManagerLostError" && e.TaskManagerID == killed
+	}
+	if !found {
+		t.Errorf("the exception history does not name the loss of TaskManager %s: %s", killed, b)
+	}
+	if b, _ := os.ReadFile(c.jm.log); !strings.Contains(string(b), "deploying the job failed; restarting") {
+		t.Errorf("the JobManager's log does not say the failed deployment restarted the job")
+	}
+}
+
+// jobOverview is a job as GET /jobs/overview lists it.
+type jobOverview struct {
+	ID    string `json:"jid"`
+	State string `json:"state"`
+}
+
+// onlyJob is the cluster's one job.
+func (c *cluster) onlyJob(t *testing.T) jobOverview {
+	t.Helper()
+	var jobs struct {
+		Jobs []jobOverview `json:"jobs"`
+	}
+	var b []byte
+	waitFor(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
+		var err error
+		b, err = httpGet(c.rest() + "/jobs/overview")
+		return err == nil && json.Unmarshal(b, &jobs) == nil && len(jobs.Jobs) > 0
+	})
+	if len(jobs.Jobs) != 1 {
+		t.Fatalf("GET /jobs/overview: want one job: %s", b)
+	}
+	return jobs.Jobs[0]
+}
+
 // TestFrozenTaskManagerRecoversExactlyOnce freezes (SIGSTOP) a TaskManager
 // and its worker, or the worker alone, mid-job: their connections stay
 // open, so only heartbeats can tell. Within heartbeat.timeout the
@@ -925,11 +1025,19 @@ func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
 	checkExactlyOnce(t, out, 3000, 3)
 }
 
+// TestWorkerBuildingAnotherGraphIsRejected: a worker whose program builds
+// another graph fails the deployment unrecoverably, so the job fails at
+// once, though its restart strategy would restart it.
 func TestWorkerBuildingAnotherGraphIsRejected(t *testing.T) {
 	c := newCluster(t, 1)
-	o, err := c.sluice("run", "-m", c.rest(), "-p", "1", jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "100", "-vary")
+	o, err := c.sluice("run", "-m", c.rest(), "-p", "1", "-D", "restart-strategy.type=fixed-delay",
+		"-D", "restart-strategy.fixed-delay.attempts=10", "-D", "restart-strategy.fixed-delay.delay=100ms",
+		jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "100", "-vary")
 	if err == nil {
 		t.Fatalf("a job whose workers build another graph ran:\n%s", o)
+	}
+	if r := c.restarts(); r != 0 {
+		t.Errorf("the job restarted %v times; want it failed at once", r)
 	}
 	for _, want := range []string{"different job graph than the one submitted", "fingerprint", "must build the same graph on every run"} {
 		if !strings.Contains(o, want) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,7 +30,8 @@ type blobStore struct {
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// ErrNoBlob is returned for an unknown blob.
+// ErrNoBlob is returned for an unknown blob (one the store does not
+// have; not one it cannot read now).
 var ErrNoBlob = errors.New("jobmanager: no such job binary")
 
 func (b *blobStore) path(sha string) string { return b.dir + "/" + sha }
@@ -84,8 +86,11 @@ func (b *blobStore) serve(sha string, stream clusterpb.Blobs_GetServer) error {
 		return fmt.Errorf("jobmanager: %q is not a SHA-256 in hex", sha)
 	}
 	f, err := b.fs.Open(b.path(sha))
-	if err != nil {
+	if errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("%w: %s: %w", ErrNoBlob, sha, err)
+	}
+	if err != nil {
+		return fmt.Errorf("jobmanager: job binary %s: %w", sha, err)
 	}
 	defer f.Close()
 	buf := make([]byte, 1<<20)

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/checkpoint"
@@ -199,11 +202,27 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 			a.states.set(t, rest.TaskDeploying, jm.now())
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
-			jm.pool.dropTaskManager(w.tm)
 			if cause := context.Cause(ctx); cause != nil {
+				// The deployment was ended (a TaskManager lost, a worker's
+				// session ended, the job cancelled): this TaskManager is
+				// not to blame.
 				return nil, cause
 			}
-			return nil, fmt.Errorf("jobmanager: starting worker %s on TaskManager %s (%s): %w", w.id, w.tm, w.tmAddr, err)
+			// The TaskManager refused or could not be reached. Its slots
+			// leave the job: dropped here, so that the next attempt does
+			// not count on them, and freed there, so that the
+			// ResourceManager, which counts them as the job's, offers the
+			// job slots again (a TaskManager that does not answer keeps
+			// them until the ResourceManager loses it).
+			jm.pool.dropTaskManager(w.tm)
+			fctx, cancel := context.WithTimeout(jobCtx, 10*time.Second)
+			jm.freeSlots(fctx, w.tmAddr, w.allocations)
+			cancel()
+			err = fmt.Errorf("jobmanager: starting worker %s on TaskManager %s (%s): %w", w.id, w.tm, w.tmAddr, err)
+			if refusedForGood(err) {
+				err = &restart.Unrecoverable{Err: err}
+			}
+			return nil, err
 		}
 	}
 	// Wait for every worker's Hello.
@@ -277,6 +296,22 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 	}
 	ok = true
 	return a, nil
+}
+
+// refusedForGood reports whether a TaskManager's refusal to start a
+// worker is one no restart can fix, so that the job fails at once rather
+// than through its restart strategy: a request it finds malformed
+// (codes.InvalidArgument), a job binary the JobMaster does not have
+// (codes.NotFound, taskmanager.ErrNoBinary) or whose bytes do not match
+// their digest (codes.DataLoss, taskmanager.ErrBinaryMismatch). Any other
+// failure to start a worker (the TaskManager unreachable, lost or
+// stopping, a slot it no longer holds) is a failover.
+func refusedForGood(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.DataLoss:
+		return true
+	}
+	return false
 }
 
 func key(t checkpoint.TaskID) *clusterpb.TaskKey {
@@ -412,7 +447,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 	go func() {
 		<-s.done
 		a.x.jm.logins.ended(s)
-		a.abortDeploy(s.err)
+		a.abortDeploy(lostError(s))
 		a.lost(s)
 	}()
 	return func(m *clusterpb.WorkerMessage) {
@@ -592,17 +627,22 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 
 // lost ends the tasks of a worker whose session ended, with its reason.
 func (a *remoteAttempt) lost(s *session) {
-	// A lost TaskManager's failure names it; any other end of the session
-	// is the worker's loss.
-	var err error = &WorkerLostError{Worker: s.hello.GetWorkerId(), TaskManagerID: s.hello.GetTaskManagerId(), Err: s.err}
-	if tmLost := (*TaskManagerLostError)(nil); errors.As(s.err, &tmLost) {
-		err = s.err
-	}
+	err := lostError(s)
 	for _, t := range a.order {
 		if a.where[t] == s {
 			a.taskEnded(t, a.failure(s, t, clusterpb.ErrorClass(err), err))
 		}
 	}
+}
+
+// lostError is the failure of a worker whose session ended: a lost
+// TaskManager's failure names it; any other end of the session is the
+// worker's loss.
+func lostError(s *session) error {
+	if tmLost := (*TaskManagerLostError)(nil); errors.As(s.err, &tmLost) {
+		return s.err
+	}
+	return &WorkerLostError{Worker: s.hello.GetWorkerId(), TaskManagerID: s.hello.GetTaskManagerId(), Err: s.err}
 }
 
 // taskFailures are the failures of the attempt's subtasks, in the order

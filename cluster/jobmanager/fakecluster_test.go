@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,13 +48,21 @@ type fakeCluster struct {
 	holding bool
 	parked  []func()
 	changed chan struct{} // closed and replaced on every change
+	// refuse are the errors the TaskManagers answer SubmitTasks with, and
+	// stall the workers that never answer their Deploy, by attempt and
+	// TaskManager ("0/tm-2").
+	refuse map[string]error
+	stall  map[string]bool
+	// freed are the allocations the JobMaster freed, in order.
+	freed []string
 }
 
 var taskManagerIDs = []string{"tm-1", "tm-2"}
 
 func newFakeCluster(t *testing.T, start int64) *fakeCluster {
 	t.Helper()
-	fc := &fakeCluster{t: t, clock: clock.NewManual(start), workers: map[string]*fakeWorker{}, changed: make(chan struct{})}
+	fc := &fakeCluster{t: t, clock: clock.NewManual(start), workers: map[string]*fakeWorker{}, changed: make(chan struct{}),
+		refuse: map[string]error{}, stall: map[string]bool{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +88,42 @@ func newFakeCluster(t *testing.T, start int64) *fakeCluster {
 func (fc *fakeCluster) signalLocked() {
 	close(fc.changed)
 	fc.changed = make(chan struct{})
+}
+
+// refuseWorker has TaskManager tm answer the request to start the worker
+// of attempt with err.
+func (fc *fakeCluster) refuseWorker(attempt int, tm string, err error) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.refuse[fmt.Sprintf("%d/%s", attempt, tm)] = err
+}
+
+// stallWorker has the worker of attempt on TaskManager tm connect but
+// never answer its Deploy.
+func (fc *fakeCluster) stallWorker(attempt int, tm string) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.stall[fmt.Sprintf("%d/%s", attempt, tm)] = true
+}
+
+// connected waits for the worker of an attempt on a TaskManager to have
+// connected to its JobMaster.
+func (fc *fakeCluster) connected(attempt int, tm string) *fakeWorker {
+	fc.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		fc.mu.Lock()
+		w, ch := fc.workers[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
+		fc.mu.Unlock()
+		if w != nil {
+			return w
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			fc.t.Fatalf("no worker of attempt %d on %s", attempt, tm)
+		}
+	}
 }
 
 // worker waits for the worker of an attempt on a TaskManager to have
@@ -180,6 +225,12 @@ type fakeTaskManagers struct {
 
 func (f fakeTaskManagers) SubmitTasks(_ context.Context, r *clusterpb.SubmitTasksRequest) (*clusterpb.SubmitTasksResponse, error) {
 	tm, _, _ := strings.Cut(r.AllocationIds[0], "/")
+	f.fc.mu.Lock()
+	refused, stall := f.fc.refuse[fmt.Sprintf("%d/%s", r.Attempt, tm)], f.fc.stall[fmt.Sprintf("%d/%s", r.Attempt, tm)]
+	f.fc.mu.Unlock()
+	if refused != nil {
+		return nil, refused
+	}
 	jm, err := f.fc.d.job(r.JobId)
 	if err != nil {
 		return nil, err
@@ -195,7 +246,7 @@ func (f fakeTaskManagers) SubmitTasks(_ context.Context, r *clusterpb.SubmitTask
 		conn.Close()
 		return nil, err
 	}
-	w := &fakeWorker{fc: f.fc, tm: tm, plan: jm.plan, stream: stream, kill: cancel, started: make(chan struct{}),
+	w := &fakeWorker{fc: f.fc, tm: tm, plan: jm.plan, stream: stream, kill: cancel, started: make(chan struct{}), stall: stall, asked: make(chan struct{}),
 		writer: local.NewSnapshotWriter(jm.plan.Graph), ended: map[checkpoint.TaskID]bool{}}
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{JobId: r.JobId, Attempt: r.Attempt,
 		WorkerId: r.WorkerId, TaskManagerId: tm, Fingerprint: jm.graph.Fingerprint(), DataAddress: "127.0.0.1:1"}}})
@@ -215,8 +266,18 @@ func (fakeTaskManagers) CancelJob(context.Context, *clusterpb.CancelJobRequest) 
 	return &clusterpb.CancelJobResponse{}, nil
 }
 
-func (fakeTaskManagers) FreeSlots(context.Context, *clusterpb.FreeSlotsRequest) (*clusterpb.FreeSlotsResponse, error) {
+func (f fakeTaskManagers) FreeSlots(_ context.Context, r *clusterpb.FreeSlotsRequest) (*clusterpb.FreeSlotsResponse, error) {
+	f.fc.mu.Lock()
+	defer f.fc.mu.Unlock()
+	f.fc.freed = append(f.fc.freed, r.AllocationIds...)
 	return &clusterpb.FreeSlotsResponse{}, nil
+}
+
+// freedSlots are the allocations the JobMaster freed so far.
+func (fc *fakeCluster) freedSlots() []string {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return slices.Clone(fc.freed)
 }
 
 // fakeWorker is a worker whose tasks do nothing: it deploys and starts
@@ -230,6 +291,10 @@ type fakeWorker struct {
 	kill    context.CancelFunc // breaks the stream, as the worker's death
 	writer  *local.SnapshotWriter
 	started chan struct{}
+	// stall: the worker never answers its Deploy; asked is closed when
+	// it gets it.
+	stall bool
+	asked chan struct{}
 
 	mu    sync.Mutex // sending, and the tasks
 	tasks []checkpoint.TaskID
@@ -270,6 +335,10 @@ func (w *fakeWorker) run() {
 		}
 		switch m := m.Msg.(type) {
 		case *clusterpb.JobMasterMessage_Deploy:
+			close(w.asked)
+			if w.stall {
+				break
+			}
 			w.mu.Lock()
 			for _, k := range m.Deploy.Tasks {
 				w.tasks = append(w.tasks, taskID(k))

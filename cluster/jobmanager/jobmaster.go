@@ -92,7 +92,18 @@ func jobException(err error, at int64) JobException {
 		return JobException{Millis: tf.Millis, Message: err.Error(), Class: tf.Class, TaskName: tf.TaskName,
 			TaskManagerID: tf.TaskManagerID, Endpoint: tf.Endpoint}
 	}
-	return JobException{Millis: at, Message: err.Error(), Class: clusterpb.ErrorClass(err)}
+	e := JobException{Millis: at, Message: err.Error(), Class: clusterpb.ErrorClass(err)}
+	// A failure of no subtask (the attempt failed to deploy) may still
+	// name its TaskManager.
+	var tmLost *TaskManagerLostError
+	var workerLost *WorkerLostError
+	switch {
+	case errors.As(err, &tmLost):
+		e.TaskManagerID = tmLost.TaskManager
+	case errors.As(err, &workerLost):
+		e.TaskManagerID = workerLost.TaskManagerID
+	}
+	return e
 }
 
 // rootException describes the failure that failed an attempt (or the
@@ -241,14 +252,23 @@ func (jm *jobMaster) finish(err error) {
 		byTM[s.tmAddr] = append(byTM[s.tmAddr], s.allocation)
 	}
 	for addr, ids := range byTM {
-		if c, cerr := jm.d.taskManager(addr); cerr == nil {
-			if _, ferr := c.FreeSlots(ctx, &clusterpb.FreeSlotsRequest{JobId: jm.id, AllocationIds: ids}); ferr != nil {
-				jm.log.Debug("freeing slots failed", "taskmanager", addr, "err", ferr)
-			}
-		}
+		jm.freeSlots(ctx, addr, ids)
 	}
 	jm.d.jobEnded(jm, err)
 	close(jm.done)
+}
+
+// freeSlots asks the TaskManager at addr to free the job's slots ids,
+// which it then reports free to the ResourceManager; a TaskManager that
+// does not answer keeps them until the ResourceManager loses it.
+func (jm *jobMaster) freeSlots(ctx context.Context, addr string, ids []string) {
+	c, err := jm.d.taskManager(addr)
+	if err == nil {
+		_, err = c.FreeSlots(ctx, &clusterpb.FreeSlotsRequest{JobId: jm.id, AllocationIds: ids})
+	}
+	if err != nil {
+		jm.log.Debug("freeing slots failed", "taskmanager", addr, "err", err)
+	}
 }
 
 // declareSlots tells the ResourceManager how many slots the job needs.

@@ -76,6 +76,9 @@ var (
 	// ErrWorkerStopped: the worker was stopped before it started
 	// (codes.Aborted).
 	ErrWorkerStopped = errors.New("taskmanager: worker stopped before it started")
+	// ErrNoBinary: the JobMaster's Blobs service has no job binary with
+	// the requested digest (codes.NotFound).
+	ErrNoBinary = errors.New("taskmanager: the JobMaster has no such job binary")
 )
 
 // rmPeer names the ResourceManager in the heartbeat tracker.
@@ -862,8 +865,11 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 			return nil, abort(withCode(codes.Aborted, fmt.Errorf("%w: %s", ErrWorkerStopped, stopped)))
 		}
 		w.log.Warn("could not fetch the job binary", "err", err)
-		if errors.Is(err, ErrBinaryMismatch) {
+		switch {
+		case errors.Is(err, ErrBinaryMismatch):
 			return nil, abort(withCode(codes.DataLoss, err))
+		case status.Code(err) == codes.NotFound:
+			return nil, abort(withCode(codes.NotFound, fmt.Errorf("%w: %w", ErrNoBinary, err)))
 		}
 		return nil, abort(withCode(codes.Unavailable, err))
 	}

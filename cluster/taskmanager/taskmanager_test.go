@@ -155,7 +155,8 @@ func TestSubmitAndCancel(t *testing.T) {
 	}
 
 	// The same worker again is refused; so are slots not held, bad
-	// requests and a binary that does not match.
+	// requests, a binary that does not match and one the JobMaster does
+	// not have.
 	if err := submit(t, tm, req); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("duplicate worker: %v", err)
 	}
@@ -181,7 +182,10 @@ func TestSubmitAndCancel(t *testing.T) {
 	}
 	unknown := request("job1", "w1", jm.addr, allocs[:1], out+".1", nil)
 	unknown.BinarySha256 = strings.Repeat("0", 64)
-	if err := submit(t, tm, unknown); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no blob") {
+	// A binary the JobMaster does not have is NotFound: no restart brings
+	// it back.
+	if err := submit(t, tm, unknown); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "no blob") ||
+		!strings.Contains(err.Error(), ErrNoBinary.Error()) {
 		t.Errorf("unknown binary: %v", err)
 	}
 

@@ -177,7 +177,13 @@ func (j *Job) send(ev any) {
 	}
 }
 
-// run is the owner loop of the job.
+// run is the owner loop of the job. It deploys attempts and runs them
+// until one finishes. An attempt that fails, or fails to deploy (a
+// TaskManager lost or a worker that dies while it deploys, no slots in
+// time), is a failover as in Flink: the restart strategy decides whether
+// the job restarts from the latest checkpoint, and either counts as a
+// restart; an unrecoverable failure (restart.Recoverable) fails the job
+// at once.
 func (j *Job) run() {
 	start := time.Now()
 	res := &Result{JobID: j.id}
@@ -197,32 +203,28 @@ func (j *Job) run() {
 	for n := 0; ; n++ {
 		actx, cancel := context.WithCancelCause(j.ctx)
 		a, err := j.exec.Deploy(actx, Deployment{Attempt: n, Restore: restore, Events: Events{j: j, attempt: n}})
-		if err != nil {
+		deployed := err == nil
+		if !deployed {
 			cancel(err)
 			restore.Close()
-			if j.ctx.Err() != nil {
-				err = fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
+			res.Duration = time.Since(start)
+		} else {
+			if restore != nil {
+				j.opts.Listener.Restored(RestoreStats{ID: restore.ID(), Kind: restore.kind, Path: restore.dir, Millis: j.opts.Clock.NowMillis()})
 			}
-			j.result, j.err = res, err
-			j.cleanup(false)
-			j.ended(err)
-			return
-		}
-		if restore != nil {
-			j.opts.Listener.Restored(RestoreStats{ID: restore.ID(), Kind: restore.kind, Path: restore.dir, Millis: j.opts.Clock.NowMillis()})
-		}
-		j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
-		res.Subtasks = a.Metrics()
-		j.metrics.Store(&res.Subtasks)
-		err = j.runAttempt(n, a, res)
-		a.Close()
-		cancel(errors.New("the attempt ended"))
-		res.Duration = time.Since(start)
-		if err == nil {
-			j.result = res
-			j.cleanup(true)
-			j.ended(nil)
-			return
+			j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
+			res.Subtasks = a.Metrics()
+			j.metrics.Store(&res.Subtasks)
+			err = j.runAttempt(n, a, res)
+			a.Close()
+			cancel(errors.New("the attempt ended"))
+			res.Duration = time.Since(start)
+			if err == nil {
+				j.result = res
+				j.cleanup(true)
+				j.ended(nil)
+				return
+			}
 		}
 		if j.ctx.Err() != nil {
 			j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
@@ -233,13 +235,20 @@ func (j *Job) run() {
 		now := j.opts.Clock.NowMillis()
 		d := j.opts.Restart.OnFailure(now, err)
 		if !restart.Recoverable(err) || !d.Restart {
-			j.result, j.err = res, jobError(err)
+			if deployed {
+				err = jobError(err)
+			}
+			j.result, j.err = res, err
 			j.cleanup(false)
 			j.ended(j.err)
 			return
 		}
 		j.opts.Listener.StatusChanged(StatusRestarting, now, err)
-		j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+		if deployed {
+			j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+		} else {
+			j.opts.Log.Warn("deploying the job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+		}
 		if d.Delay > 0 {
 			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
 			select {

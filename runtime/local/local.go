@@ -4,8 +4,9 @@
 //
 // A Job is also the local JobMaster: one owner goroutine runs the
 // checkpoint coordinator, writes completed checkpoints to storage, applies
-// the restart strategy when a task fails (restoring every task from the
-// latest completed checkpoint), and takes savepoints on request.
+// the restart strategy when a task fails or an attempt fails to deploy
+// (restoring every task from the latest completed checkpoint), and takes
+// savepoints on request.
 package local
 
 import (

@@ -19,7 +19,10 @@
 //     parallelism. Each union subtask writes its lines: n with tag 0 and
 //     n with tag 1 over all subtasks, n with tag 2 at every subtask.
 //
-//     clusterjob -out DIR [-shape hash|rebalance|broadcast|union] [-n N] [-keys K] [-rate R] [-slow D]
+// -worker-delay has every worker wait before it connects to its
+// JobMaster, so that a test can act while an attempt deploys.
+//
+//	clusterjob -out DIR [-shape hash|rebalance|broadcast|union] [-n N] [-keys K] [-rate R] [-slow D] [-worker-delay D]
 package main
 
 import (
@@ -47,6 +50,7 @@ func main() {
 	slow := flag.Duration("slow", 0, "time the sink side spends per record (backpressure)")
 	shape := flag.String("shape", "hash", "the exchange between workers: hash, rebalance, broadcast or union")
 	vary := flag.Bool("vary", false, "build a different graph in workers than in the client (a broken job program)")
+	workerDelay := flag.Duration("worker-delay", 0, "time a worker waits before it connects to its JobMaster (a slow deployment)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "clusterjob: -out is required")
@@ -78,6 +82,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "clusterjob: unknown -shape %q (hash, rebalance, broadcast or union)\n", *shape)
 		os.Exit(2)
+	}
+	if *workerDelay > 0 && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
+		time.Sleep(*workerDelay)
 	}
 	if *vary && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
 		records = stream.Filter(records, func(Rec) bool { return true })
