@@ -240,6 +240,14 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 				t.Fatalf("the session ended before the timeout: %v", r.s.err)
 			default:
 			}
+			// The sender goroutine writes the queued WorkerAccepted; a
+			// session that ends first drops what it has not written.
+			for deadline := time.Now().Add(10 * time.Second); len(r.stream.sent()) == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the session sent the worker nothing")
+				}
+				time.Sleep(time.Millisecond) // polling the fake stream, not timing the session
+			}
 			clk.Set(tc.silentAt)
 			err := r.waitEnded(t)
 			if status.Code(err) != codes.Aborted {
