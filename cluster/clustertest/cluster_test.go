@@ -453,40 +453,69 @@ func TestJobSpanningTaskManagersMatchesLocalMode(t *testing.T) {
 	}
 }
 
-func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
-	c := newCluster(t, 3)
-	out := filepath.Join(c.dir, "out")
-	const n, keys = 12000, 6
+// recoveryJob is clusterjob (n records over keys at 3000/s, checkpointing
+// to the cluster's ckpt directory) run by sluice run -m in the background,
+// for the tests that make a cluster fail under it.
+type recoveryJob struct {
+	out     string
+	n, keys int
+	done    chan jobResult
+}
+
+type jobResult struct {
+	out string
+	err error
+}
+
+func (c *cluster) startRecoveryJob(n, keys int, jobArgs ...string) *recoveryJob {
+	j := &recoveryJob{out: filepath.Join(c.dir, "out"), n: n, keys: keys, done: make(chan jobResult, 1)}
 	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
-	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
+	args = append(args, jobBin, "-out", j.out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
+	args = append(args, jobArgs...)
 	go func() {
 		o, err := c.sluice(args...)
-		done <- result{o, err}
+		j.done <- jobResult{o, err}
 	}()
-	// Wait for the first checkpoints, then kill a TaskManager running a
-	// worker.
+	return j
+}
+
+// waitCheckpoint waits for the job's first completed checkpoint.
+func (c *cluster) waitCheckpoint(t *testing.T) {
+	t.Helper()
 	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
 		return len(m) > 0
 	})
+}
+
+// end waits for sluice run to end and checks that it succeeded, after at
+// least one restart when restarted is set, with exactly-once output; it
+// returns sluice run's output.
+func (j *recoveryJob) end(t *testing.T, restarted bool) string {
+	t.Helper()
+	r := <-j.done
+	if r.err != nil {
+		t.Fatalf("sluice run: %v\n%s", r.err, r.out)
+	}
+	if restarted && !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
+		t.Errorf("the job did not restart:\n%s", r.out)
+	}
+	checkExactlyOnce(t, j.out, j.n, j.keys)
+	return r.out
+}
+
+func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
+	c := newCluster(t, 3)
+	j := c.startRecoveryJob(12000, 6)
+	// Wait for the first checkpoints, then kill a TaskManager running a
+	// worker.
+	c.waitCheckpoint(t)
 	victims := c.workerTaskManagers()
 	if len(victims) == 0 {
 		t.Fatal("no TaskManager runs a worker")
 	}
 	victims[0].kill()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("sluice run: %v\n%s", r.err, r.out)
-	}
-	if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
-		t.Errorf("the job did not restart:\n%s", r.out)
-	}
-	checkExactlyOnce(t, out, n, keys)
+	j.end(t, true)
 }
 
 // TestKillTaskManagerWhileTheAttemptDeploys kills a TaskManager whose
@@ -497,19 +526,7 @@ func TestKillTaskManagerRecoversExactlyOnce(t *testing.T) {
 // once, and its exception history names the lost TaskManager.
 func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 	c := newCluster(t, 3)
-	out := filepath.Join(c.dir, "out")
-	const n, keys = 6000, 6
-	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
-	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000", "-worker-delay", "3s")
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, err := c.sluice(args...)
-		done <- result{o, err}
-	}()
+	j := c.startRecoveryJob(6000, 6, "-worker-delay", "3s")
 	var victims []*proc
 	waitFor(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
 		victims = c.workerTaskManagers()
@@ -530,14 +547,7 @@ func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 		}
 		return killed != ""
 	})
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("sluice run: %v\n%s", r.err, r.out)
-	}
-	if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
-		t.Errorf("the job did not restart:\n%s", r.out)
-	}
-	checkExactlyOnce(t, out, n, keys)
+	j.end(t, true)
 	b, err := httpGet(c.rest() + "/jobs/" + c.onlyJob(t).ID + "/exceptions")
 	if err != nil {
 		t.Fatal(err)
@@ -609,23 +619,8 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, 3, "heartbeat.interval=500ms", "heartbeat.timeout=3s")
-			out := filepath.Join(c.dir, "out")
-			const n, keys = 24000, 6
-			args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
-			args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
-			type result struct {
-				out string
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				o, err := c.sluice(args...)
-				done <- result{o, err}
-			}()
-			waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
-				m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
-				return len(m) > 0
-			})
+			j := c.startRecoveryJob(24000, 6)
+			c.waitCheckpoint(t)
 			victims := c.workerTaskManagers()
 			if len(victims) == 0 {
 				t.Fatal("no TaskManager runs a worker")
@@ -662,14 +657,7 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 			for _, pid := range frozen {
 				syscall.Kill(pid, syscall.SIGCONT)
 			}
-			r := <-done
-			if r.err != nil {
-				t.Fatalf("sluice run: %v\n%s", r.err, r.out)
-			}
-			if !regexp.MustCompile(`done: [1-9]\d* restarts`).MatchString(r.out) {
-				t.Errorf("the job did not restart:\n%s", r.out)
-			}
-			checkExactlyOnce(t, out, n, keys)
+			j.end(t, true)
 			if b, _ := os.ReadFile(c.jm.log); !strings.Contains(string(b), "heartbeat timeout") {
 				t.Errorf("the JobManager's log does not name the heartbeat timeout as the cause of the restart")
 			}
@@ -691,31 +679,15 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 
 func TestJobManagerRestartRecoversTheJob(t *testing.T) {
 	c := newCluster(t, 2, "high-availability.type=FILESYSTEM", "high-availability.storageDir=file://"+filepath.Join(t.TempDir(), "ha"))
-	out := filepath.Join(c.dir, "out")
-	const n, keys = 12000, 4
-	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
-	args = append(args, jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "3000")
-	done := make(chan error, 1)
-	var runOut string
-	go func() {
-		o, err := c.sluice(args...)
-		runOut = o
-		done <- err
-	}()
-	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
-		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
-		return len(m) > 0
-	})
+	j := c.startRecoveryJob(12000, 4)
+	c.waitCheckpoint(t)
 	c.jm.kill()
 	c.startJobManager()
-	if err := <-done; err != nil {
-		t.Fatalf("sluice run: %v\n%s", err, runOut)
-	}
+	j.end(t, false)
 	b, _ := os.ReadFile(c.jm.log)
 	if !strings.Contains(string(b), "recovering job") {
 		t.Errorf("the new JobManager did not recover the job")
 	}
-	checkExactlyOnce(t, out, n, keys)
 }
 
 func TestInfoPrintsThePlan(t *testing.T) {
