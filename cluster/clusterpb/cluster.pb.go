@@ -84,6 +84,7 @@ type TaskManagerMessage struct {
 	//
 	//	*TaskManagerMessage_Register
 	//	*TaskManagerMessage_Heartbeat
+	//	*TaskManagerMessage_WorkerExited
 	Msg           isTaskManagerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -144,6 +145,15 @@ func (x *TaskManagerMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
+func (x *TaskManagerMessage) GetWorkerExited() *WorkerExited {
+	if x != nil {
+		if x, ok := x.Msg.(*TaskManagerMessage_WorkerExited); ok {
+			return x.WorkerExited
+		}
+	}
+	return nil
+}
+
 type isTaskManagerMessage_Msg interface {
 	isTaskManagerMessage_Msg()
 }
@@ -156,9 +166,98 @@ type TaskManagerMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,2,opt,name=heartbeat,proto3,oneof"`
 }
 
+type TaskManagerMessage_WorkerExited struct {
+	WorkerExited *WorkerExited `protobuf:"bytes,3,opt,name=worker_exited,json=workerExited,proto3,oneof"`
+}
+
 func (*TaskManagerMessage_Register) isTaskManagerMessage_Msg() {}
 
 func (*TaskManagerMessage_Heartbeat) isTaskManagerMessage_Msg() {}
+
+func (*TaskManagerMessage_WorkerExited) isTaskManagerMessage_Msg() {}
+
+// WorkerExited reports a worker process that exited without being asked
+// to stop (it crashed, or exited, before or after connecting to its
+// JobMaster), so that the JobMaster fails its deployment or tasks at
+// once, with the cause, instead of waiting for the worker start timeout.
+type WorkerExited struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	JobId    string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt  int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerId string                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// status is the process's exit status, e.g. "exit status 2".
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// stderr_tail is the end of the worker's stderr (bounded: 20 lines,
+	// 4 KiB).
+	StderrTail    string `protobuf:"bytes,5,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerExited) Reset() {
+	*x = WorkerExited{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerExited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerExited) ProtoMessage() {}
+
+func (x *WorkerExited) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerExited.ProtoReflect.Descriptor instead.
+func (*WorkerExited) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkerExited) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *WorkerExited) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *WorkerExited) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkerExited) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *WorkerExited) GetStderrTail() string {
+	if x != nil {
+		return x.StderrTail
+	}
+	return ""
+}
 
 type ResourceManagerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -176,7 +275,7 @@ type ResourceManagerMessage struct {
 
 func (x *ResourceManagerMessage) Reset() {
 	*x = ResourceManagerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[2]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +287,7 @@ func (x *ResourceManagerMessage) String() string {
 func (*ResourceManagerMessage) ProtoMessage() {}
 
 func (x *ResourceManagerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[2]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +300,7 @@ func (x *ResourceManagerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceManagerMessage.ProtoReflect.Descriptor instead.
 func (*ResourceManagerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{2}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ResourceManagerMessage) GetMsg() isResourceManagerMessage_Msg {
@@ -318,7 +417,7 @@ type Register struct {
 
 func (x *Register) Reset() {
 	*x = Register{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[3]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +429,7 @@ func (x *Register) String() string {
 func (*Register) ProtoMessage() {}
 
 func (x *Register) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[3]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +442,7 @@ func (x *Register) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Register.ProtoReflect.Descriptor instead.
 func (*Register) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{3}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Register) GetTaskManagerId() string {
@@ -429,7 +528,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +540,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +553,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Hardware) GetCpuCores() int32 {
@@ -496,7 +595,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +607,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +620,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Registered) GetResourceManagerId() string {
@@ -563,7 +662,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +674,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +687,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Heartbeat) GetSeq() int64 {
@@ -639,7 +738,7 @@ type KerberosStatus struct {
 
 func (x *KerberosStatus) Reset() {
 	*x = KerberosStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +750,7 @@ func (x *KerberosStatus) String() string {
 func (*KerberosStatus) ProtoMessage() {}
 
 func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +763,7 @@ func (x *KerberosStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KerberosStatus.ProtoReflect.Descriptor instead.
 func (*KerberosStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *KerberosStatus) GetPrincipal() string {
@@ -714,7 +813,7 @@ type SlotStatus struct {
 
 func (x *SlotStatus) Reset() {
 	*x = SlotStatus{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +825,7 @@ func (x *SlotStatus) String() string {
 func (*SlotStatus) ProtoMessage() {}
 
 func (x *SlotStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +838,7 @@ func (x *SlotStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotStatus.ProtoReflect.Descriptor instead.
 func (*SlotStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SlotStatus) GetIndex() int32 {
@@ -776,7 +875,7 @@ type AllocateSlot struct {
 
 func (x *AllocateSlot) Reset() {
 	*x = AllocateSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +887,7 @@ func (x *AllocateSlot) String() string {
 func (*AllocateSlot) ProtoMessage() {}
 
 func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +900,7 @@ func (x *AllocateSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateSlot.ProtoReflect.Descriptor instead.
 func (*AllocateSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AllocateSlot) GetIndex() int32 {
@@ -841,7 +940,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +952,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +965,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Disconnect) GetReason() string {
@@ -889,7 +988,7 @@ type SlotDemand struct {
 
 func (x *SlotDemand) Reset() {
 	*x = SlotDemand{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1000,7 @@ func (x *SlotDemand) String() string {
 func (*SlotDemand) ProtoMessage() {}
 
 func (x *SlotDemand) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1013,7 @@ func (x *SlotDemand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemand.ProtoReflect.Descriptor instead.
 func (*SlotDemand) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SlotDemand) GetJobId() string {
@@ -946,7 +1045,7 @@ type SlotDemandAck struct {
 
 func (x *SlotDemandAck) Reset() {
 	*x = SlotDemandAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1057,7 @@ func (x *SlotDemandAck) String() string {
 func (*SlotDemandAck) ProtoMessage() {}
 
 func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1070,7 @@ func (x *SlotDemandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDemandAck.ProtoReflect.Descriptor instead.
 func (*SlotDemandAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 type SlotOffer struct {
@@ -987,7 +1086,7 @@ type SlotOffer struct {
 
 func (x *SlotOffer) Reset() {
 	*x = SlotOffer{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1098,7 @@ func (x *SlotOffer) String() string {
 func (*SlotOffer) ProtoMessage() {}
 
 func (x *SlotOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1111,7 @@ func (x *SlotOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOffer.ProtoReflect.Descriptor instead.
 func (*SlotOffer) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SlotOffer) GetJobId() string {
@@ -1060,7 +1159,7 @@ type OfferedSlot struct {
 
 func (x *OfferedSlot) Reset() {
 	*x = OfferedSlot{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1171,7 @@ func (x *OfferedSlot) String() string {
 func (*OfferedSlot) ProtoMessage() {}
 
 func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1184,7 @@ func (x *OfferedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfferedSlot.ProtoReflect.Descriptor instead.
 func (*OfferedSlot) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OfferedSlot) GetIndex() int32 {
@@ -1113,7 +1212,7 @@ type SlotOfferResponse struct {
 
 func (x *SlotOfferResponse) Reset() {
 	*x = SlotOfferResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1224,7 @@ func (x *SlotOfferResponse) String() string {
 func (*SlotOfferResponse) ProtoMessage() {}
 
 func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1237,7 @@ func (x *SlotOfferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotOfferResponse.ProtoReflect.Descriptor instead.
 func (*SlotOfferResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SlotOfferResponse) GetAccepted() []string {
@@ -1172,7 +1271,7 @@ type SubmitTasksRequest struct {
 
 func (x *SubmitTasksRequest) Reset() {
 	*x = SubmitTasksRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1283,7 @@ func (x *SubmitTasksRequest) String() string {
 func (*SubmitTasksRequest) ProtoMessage() {}
 
 func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1296,7 @@ func (x *SubmitTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksRequest.ProtoReflect.Descriptor instead.
 func (*SubmitTasksRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitTasksRequest) GetJobId() string {
@@ -1278,7 +1377,7 @@ type SubmitTasksResponse struct {
 
 func (x *SubmitTasksResponse) Reset() {
 	*x = SubmitTasksResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1389,7 @@ func (x *SubmitTasksResponse) String() string {
 func (*SubmitTasksResponse) ProtoMessage() {}
 
 func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1402,7 @@ func (x *SubmitTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTasksResponse.ProtoReflect.Descriptor instead.
 func (*SubmitTasksResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 type CancelJobRequest struct {
@@ -1317,7 +1416,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1428,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1441,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1367,7 +1466,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1478,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1491,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 type FreeSlotsRequest struct {
@@ -1407,7 +1506,7 @@ type FreeSlotsRequest struct {
 
 func (x *FreeSlotsRequest) Reset() {
 	*x = FreeSlotsRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1518,7 @@ func (x *FreeSlotsRequest) String() string {
 func (*FreeSlotsRequest) ProtoMessage() {}
 
 func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1531,7 @@ func (x *FreeSlotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsRequest.ProtoReflect.Descriptor instead.
 func (*FreeSlotsRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FreeSlotsRequest) GetJobId() string {
@@ -1457,7 +1556,7 @@ type FreeSlotsResponse struct {
 
 func (x *FreeSlotsResponse) Reset() {
 	*x = FreeSlotsResponse{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1568,7 @@ func (x *FreeSlotsResponse) String() string {
 func (*FreeSlotsResponse) ProtoMessage() {}
 
 func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1581,7 @@ func (x *FreeSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeSlotsResponse.ProtoReflect.Descriptor instead.
 func (*FreeSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 type BlobRequest struct {
@@ -1494,7 +1593,7 @@ type BlobRequest struct {
 
 func (x *BlobRequest) Reset() {
 	*x = BlobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1605,7 @@ func (x *BlobRequest) String() string {
 func (*BlobRequest) ProtoMessage() {}
 
 func (x *BlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[22]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1618,7 @@ func (x *BlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRequest.ProtoReflect.Descriptor instead.
 func (*BlobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BlobRequest) GetSha256() string {
@@ -1538,7 +1637,7 @@ type BlobChunk struct {
 
 func (x *BlobChunk) Reset() {
 	*x = BlobChunk{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1649,7 @@ func (x *BlobChunk) String() string {
 func (*BlobChunk) ProtoMessage() {}
 
 func (x *BlobChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1662,7 @@ func (x *BlobChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobChunk.ProtoReflect.Descriptor instead.
 func (*BlobChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BlobChunk) GetData() []byte {
@@ -1584,7 +1683,7 @@ type TaskKey struct {
 
 func (x *TaskKey) Reset() {
 	*x = TaskKey{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1695,7 @@ func (x *TaskKey) String() string {
 func (*TaskKey) ProtoMessage() {}
 
 func (x *TaskKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1708,7 @@ func (x *TaskKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskKey.ProtoReflect.Descriptor instead.
 func (*TaskKey) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TaskKey) GetChain() int32 {
@@ -1649,7 +1748,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1760,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1773,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WorkerMessage) GetMsg() isWorkerMessage_Msg {
@@ -1899,7 +1998,7 @@ type JobMasterMessage struct {
 
 func (x *JobMasterMessage) Reset() {
 	*x = JobMasterMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2010,7 @@ func (x *JobMasterMessage) String() string {
 func (*JobMasterMessage) ProtoMessage() {}
 
 func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2023,7 @@ func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobMasterMessage.ProtoReflect.Descriptor instead.
 func (*JobMasterMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JobMasterMessage) GetMsg() isJobMasterMessage_Msg {
@@ -2114,7 +2213,7 @@ type AllFinished struct {
 
 func (x *AllFinished) Reset() {
 	*x = AllFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2225,7 @@ func (x *AllFinished) String() string {
 func (*AllFinished) ProtoMessage() {}
 
 func (x *AllFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2238,7 @@ func (x *AllFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
 func (*AllFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 // WorkerAccepted answers a worker's Hello with the cluster's heartbeat
@@ -2154,7 +2253,7 @@ type WorkerAccepted struct {
 
 func (x *WorkerAccepted) Reset() {
 	*x = WorkerAccepted{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2265,7 @@ func (x *WorkerAccepted) String() string {
 func (*WorkerAccepted) ProtoMessage() {}
 
 func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2278,7 @@ func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAccepted.ProtoReflect.Descriptor instead.
 func (*WorkerAccepted) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkerAccepted) GetHeartbeatIntervalMs() int64 {
@@ -2218,7 +2317,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2329,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2342,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2329,7 +2428,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2440,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2453,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2431,7 +2530,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2542,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2555,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2493,7 +2592,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2604,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2617,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Deployed) GetError() string {
@@ -2543,7 +2642,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2654,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2667,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 type TriggerCheckpoint struct {
@@ -2592,7 +2691,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2703,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2716,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2674,7 +2773,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2785,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2798,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2728,7 +2827,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2839,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2852,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2802,7 +2901,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2913,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2926,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2876,7 +2975,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +2987,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3000,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -2934,7 +3033,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2946,7 +3045,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2959,7 +3058,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -2978,7 +3077,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2990,7 +3089,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3003,7 +3102,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -3023,7 +3122,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3134,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3147,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -3083,7 +3182,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3095,7 +3194,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3108,7 +3207,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -3155,7 +3254,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3266,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3279,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Cancel) GetReason() string {
@@ -3202,7 +3301,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3214,7 +3313,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3227,7 +3326,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -3261,7 +3360,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3372,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3385,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{45}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3359,11 +3458,19 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x1fcluster/clusterpb/cluster.proto\x12\x11sluice.cluster.v1\"Q\n" +
 	"\x0fResourceProfile\x12\x1b\n" +
 	"\tcpu_cores\x18\x01 \x01(\x01R\bcpuCores\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\x94\x01\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xdc\x01\n" +
 	"\x12TaskManagerMessage\x129\n" +
 	"\bregister\x18\x01 \x01(\v2\x1b.sluice.cluster.v1.RegisterH\x00R\bregister\x12<\n" +
-	"\theartbeat\x18\x02 \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeatB\x05\n" +
-	"\x03msg\"\xed\x02\n" +
+	"\theartbeat\x18\x02 \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeat\x12F\n" +
+	"\rworker_exited\x18\x03 \x01(\v2\x1f.sluice.cluster.v1.WorkerExitedH\x00R\fworkerExitedB\x05\n" +
+	"\x03msg\"\x95\x01\n" +
+	"\fWorkerExited\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x1f\n" +
+	"\vstderr_tail\x18\x05 \x01(\tR\n" +
+	"stderrTail\"\xed\x02\n" +
 	"\x16ResourceManagerMessage\x12?\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x1d.sluice.cluster.v1.RegisteredH\x00R\n" +
@@ -3620,130 +3727,132 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
 	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
-	(*ResourceManagerMessage)(nil), // 2: sluice.cluster.v1.ResourceManagerMessage
-	(*Register)(nil),               // 3: sluice.cluster.v1.Register
-	(*Hardware)(nil),               // 4: sluice.cluster.v1.Hardware
-	(*Registered)(nil),             // 5: sluice.cluster.v1.Registered
-	(*Heartbeat)(nil),              // 6: sluice.cluster.v1.Heartbeat
-	(*KerberosStatus)(nil),         // 7: sluice.cluster.v1.KerberosStatus
-	(*SlotStatus)(nil),             // 8: sluice.cluster.v1.SlotStatus
-	(*AllocateSlot)(nil),           // 9: sluice.cluster.v1.AllocateSlot
-	(*Disconnect)(nil),             // 10: sluice.cluster.v1.Disconnect
-	(*SlotDemand)(nil),             // 11: sluice.cluster.v1.SlotDemand
-	(*SlotDemandAck)(nil),          // 12: sluice.cluster.v1.SlotDemandAck
-	(*SlotOffer)(nil),              // 13: sluice.cluster.v1.SlotOffer
-	(*OfferedSlot)(nil),            // 14: sluice.cluster.v1.OfferedSlot
-	(*SlotOfferResponse)(nil),      // 15: sluice.cluster.v1.SlotOfferResponse
-	(*SubmitTasksRequest)(nil),     // 16: sluice.cluster.v1.SubmitTasksRequest
-	(*SubmitTasksResponse)(nil),    // 17: sluice.cluster.v1.SubmitTasksResponse
-	(*CancelJobRequest)(nil),       // 18: sluice.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),      // 19: sluice.cluster.v1.CancelJobResponse
-	(*FreeSlotsRequest)(nil),       // 20: sluice.cluster.v1.FreeSlotsRequest
-	(*FreeSlotsResponse)(nil),      // 21: sluice.cluster.v1.FreeSlotsResponse
-	(*BlobRequest)(nil),            // 22: sluice.cluster.v1.BlobRequest
-	(*BlobChunk)(nil),              // 23: sluice.cluster.v1.BlobChunk
-	(*TaskKey)(nil),                // 24: sluice.cluster.v1.TaskKey
-	(*WorkerMessage)(nil),          // 25: sluice.cluster.v1.WorkerMessage
-	(*JobMasterMessage)(nil),       // 26: sluice.cluster.v1.JobMasterMessage
-	(*AllFinished)(nil),            // 27: sluice.cluster.v1.AllFinished
-	(*WorkerAccepted)(nil),         // 28: sluice.cluster.v1.WorkerAccepted
-	(*Hello)(nil),                  // 29: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 30: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 31: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 32: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 33: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 34: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 35: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 36: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 37: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 38: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 39: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 40: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 41: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 42: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 43: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 44: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 45: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 46: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 47: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*WorkerExited)(nil),           // 2: sluice.cluster.v1.WorkerExited
+	(*ResourceManagerMessage)(nil), // 3: sluice.cluster.v1.ResourceManagerMessage
+	(*Register)(nil),               // 4: sluice.cluster.v1.Register
+	(*Hardware)(nil),               // 5: sluice.cluster.v1.Hardware
+	(*Registered)(nil),             // 6: sluice.cluster.v1.Registered
+	(*Heartbeat)(nil),              // 7: sluice.cluster.v1.Heartbeat
+	(*KerberosStatus)(nil),         // 8: sluice.cluster.v1.KerberosStatus
+	(*SlotStatus)(nil),             // 9: sluice.cluster.v1.SlotStatus
+	(*AllocateSlot)(nil),           // 10: sluice.cluster.v1.AllocateSlot
+	(*Disconnect)(nil),             // 11: sluice.cluster.v1.Disconnect
+	(*SlotDemand)(nil),             // 12: sluice.cluster.v1.SlotDemand
+	(*SlotDemandAck)(nil),          // 13: sluice.cluster.v1.SlotDemandAck
+	(*SlotOffer)(nil),              // 14: sluice.cluster.v1.SlotOffer
+	(*OfferedSlot)(nil),            // 15: sluice.cluster.v1.OfferedSlot
+	(*SlotOfferResponse)(nil),      // 16: sluice.cluster.v1.SlotOfferResponse
+	(*SubmitTasksRequest)(nil),     // 17: sluice.cluster.v1.SubmitTasksRequest
+	(*SubmitTasksResponse)(nil),    // 18: sluice.cluster.v1.SubmitTasksResponse
+	(*CancelJobRequest)(nil),       // 19: sluice.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),      // 20: sluice.cluster.v1.CancelJobResponse
+	(*FreeSlotsRequest)(nil),       // 21: sluice.cluster.v1.FreeSlotsRequest
+	(*FreeSlotsResponse)(nil),      // 22: sluice.cluster.v1.FreeSlotsResponse
+	(*BlobRequest)(nil),            // 23: sluice.cluster.v1.BlobRequest
+	(*BlobChunk)(nil),              // 24: sluice.cluster.v1.BlobChunk
+	(*TaskKey)(nil),                // 25: sluice.cluster.v1.TaskKey
+	(*WorkerMessage)(nil),          // 26: sluice.cluster.v1.WorkerMessage
+	(*JobMasterMessage)(nil),       // 27: sluice.cluster.v1.JobMasterMessage
+	(*AllFinished)(nil),            // 28: sluice.cluster.v1.AllFinished
+	(*WorkerAccepted)(nil),         // 29: sluice.cluster.v1.WorkerAccepted
+	(*Hello)(nil),                  // 30: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 31: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 32: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 33: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 34: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 35: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 36: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 37: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 38: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 39: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 40: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 41: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 42: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 43: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 44: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 45: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 46: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 47: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 48: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
-	3,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
-	6,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	5,  // 2: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
-	6,  // 3: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	9,  // 4: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
-	10, // 5: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	20, // 6: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
-	0,  // 7: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	4,  // 8: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
-	8,  // 9: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	7,  // 10: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	4,  // 11: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
-	14, // 12: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	46, // 13: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	47, // 14: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	29, // 15: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	32, // 16: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	42, // 17: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	37, // 18: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	38, // 19: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	39, // 20: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	36, // 21: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	41, // 22: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	41, // 23: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	34, // 24: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	44, // 25: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	6,  // 26: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	30, // 27: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	33, // 28: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	34, // 29: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	35, // 30: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	40, // 31: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	40, // 32: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	41, // 33: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	41, // 34: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	43, // 35: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	27, // 36: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	28, // 37: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
-	24, // 38: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	31, // 39: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	24, // 40: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	24, // 41: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	34, // 42: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	24, // 43: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	24, // 44: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	24, // 45: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	24, // 46: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	24, // 47: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	45, // 48: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	7,  // 49: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	24, // 50: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 51: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	11, // 52: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	16, // 53: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	18, // 54: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	20, // 55: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	13, // 56: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	25, // 57: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	22, // 58: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	2,  // 59: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	12, // 60: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	17, // 61: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	19, // 62: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	21, // 63: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	15, // 64: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	26, // 65: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	23, // 66: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	59, // [59:67] is the sub-list for method output_type
-	51, // [51:59] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	4,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
+	7,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	2,  // 2: sluice.cluster.v1.TaskManagerMessage.worker_exited:type_name -> sluice.cluster.v1.WorkerExited
+	6,  // 3: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
+	7,  // 4: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	10, // 5: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
+	11, // 6: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
+	21, // 7: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	0,  // 8: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
+	5,  // 9: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
+	9,  // 10: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	8,  // 11: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	5,  // 12: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
+	15, // 13: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	47, // 14: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	48, // 15: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	30, // 16: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	33, // 17: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	43, // 18: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	38, // 19: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	39, // 20: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	40, // 21: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	37, // 22: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	42, // 23: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	42, // 24: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	35, // 25: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	45, // 26: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	7,  // 27: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	31, // 28: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	34, // 29: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	35, // 30: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	36, // 31: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	41, // 32: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	41, // 33: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	42, // 34: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	42, // 35: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	44, // 36: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	28, // 37: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	29, // 38: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
+	25, // 39: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	32, // 40: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	25, // 41: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	25, // 42: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	35, // 43: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	25, // 44: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	25, // 45: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	25, // 46: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	25, // 47: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	25, // 48: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	46, // 49: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	8,  // 50: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	25, // 51: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	1,  // 52: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	12, // 53: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	17, // 54: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	19, // 55: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	21, // 56: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	14, // 57: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	26, // 58: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	23, // 59: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	3,  // 60: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	13, // 61: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	18, // 62: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	20, // 63: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	22, // 64: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	16, // 65: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	27, // 66: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	24, // 67: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	60, // [60:68] is the sub-list for method output_type
+	52, // [52:60] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3754,15 +3863,16 @@ func file_cluster_clusterpb_cluster_proto_init() {
 	file_cluster_clusterpb_cluster_proto_msgTypes[1].OneofWrappers = []any{
 		(*TaskManagerMessage_Register)(nil),
 		(*TaskManagerMessage_Heartbeat)(nil),
+		(*TaskManagerMessage_WorkerExited)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[2].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[3].OneofWrappers = []any{
 		(*ResourceManagerMessage_Registered)(nil),
 		(*ResourceManagerMessage_Heartbeat)(nil),
 		(*ResourceManagerMessage_AllocateSlot)(nil),
 		(*ResourceManagerMessage_Disconnect)(nil),
 		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[25].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[26].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Deployed)(nil),
 		(*WorkerMessage_TaskEnded)(nil),
@@ -3776,7 +3886,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Metrics)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[26].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[27].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
 		(*JobMasterMessage_Start)(nil),
 		(*JobMasterMessage_Trigger)(nil),
@@ -3795,7 +3905,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
