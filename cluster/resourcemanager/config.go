@@ -44,6 +44,12 @@ type Config struct {
 	// of the ResourceManager, in the order of the losses; the callback may
 	// call the ResourceManager's methods.
 	OnTaskManagerLost func(LostTaskManager)
+	// OnWorkerExited, if set, is called for each worker a registered
+	// TaskManager reports exited without being asked to stop. Calls are
+	// made one at a time on a goroutine of the ResourceManager, in the
+	// order of the reports; the callback may call the ResourceManager's
+	// methods.
+	OnWorkerExited func(ExitedWorker)
 	// Clock drives heartbeats and timeouts. Default: clock.System{}.
 	Clock clock.Clock
 	// Logger receives the ResourceManager's logs. Default: discarded.

@@ -165,6 +165,22 @@ type LostTaskManager struct {
 	Jobs []string
 }
 
+// ExitedWorker reports a worker process that exited on a TaskManager
+// without being asked to stop (a crash, an exit before or after it
+// connected to its JobMaster).
+type ExitedWorker struct {
+	// TaskManager is the id of the TaskManager that ran it.
+	TaskManager string
+	// Job, Attempt and Worker name the worker.
+	Job     string
+	Attempt int
+	Worker  string
+	// Status is its exit status, e.g. "exit status 2".
+	Status string
+	// StderrTail is the end of its stderr (at most 20 lines, 4 KiB).
+	StderrTail string
+}
+
 // ResourceManager implements clusterpb.ResourceManagerServer. Register it
 // on a gRPC server with clusterpb.RegisterResourceManagerServer and run it
 // with Run.
@@ -182,6 +198,7 @@ type ResourceManager struct {
 
 	driverQ queue[driverEvent]
 	lost    queue[LostTaskManager]
+	exited  queue[ExitedWorker]
 
 	st state // REQUIRES: accessed only on the owner goroutine (Run)
 }
@@ -216,6 +233,7 @@ func New(cfg Config, driver Driver) (*ResourceManager, error) {
 	}
 	rm.driverQ.init()
 	rm.lost.init()
+	rm.exited.init()
 	return rm, nil
 }
 
@@ -235,6 +253,9 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 	wg.Go(func() { driverDone <- rm.driver.Run(ctx, driverEvents{rm}) })
 	if fn := rm.cfg.OnTaskManagerLost; fn != nil {
 		wg.Go(func() { rm.lost.serve(ctx, fn) })
+	}
+	if fn := rm.cfg.OnWorkerExited; fn != nil {
+		wg.Go(func() { rm.exited.serve(ctx, fn) })
 	}
 	rm.log.Info("ResourceManager started", "id", rm.cfg.ID,
 		"heartbeat_interval", rm.cfg.HeartbeatInterval, "heartbeat_timeout", rm.cfg.HeartbeatTimeout,
@@ -480,6 +501,12 @@ func (rm *ResourceManager) serve(stream clusterpb.ResourceManager_ConnectServer,
 				return err
 			}
 		case m := <-in:
+			if we := m.GetWorkerExited(); we != nil {
+				if err := rm.call(ctx, func() { rm.workerExited(sess, we) }); err != nil {
+					return err
+				}
+				continue
+			}
 			hb := m.GetHeartbeat()
 			if hb == nil {
 				return withCode(codes.InvalidArgument, fmt.Errorf("%w: unexpected %T after Register", ErrInvalidRegistration, m.GetMsg()))
@@ -707,6 +734,20 @@ func (rm *ResourceManager) register(r *clusterpb.Register, sess *session, now in
 		"slots", len(tm.slots), "pid", tm.pid)
 	rm.schedule(now)
 	return nil
+}
+
+// workerExited hands a registered TaskManager's report of a worker's exit
+// to OnWorkerExited.
+func (rm *ResourceManager) workerExited(sess *session, we *clusterpb.WorkerExited) {
+	tm := rm.st.tms[sess.tmID]
+	if tm == nil || tm.sess != sess {
+		return // from a session that has ended
+	}
+	tm.log.Info("worker exited", "job", we.GetJobId(), "attempt", we.GetAttempt(), "worker", we.GetWorkerId(), "status", we.GetStatus())
+	if rm.cfg.OnWorkerExited != nil {
+		rm.exited.push(ExitedWorker{TaskManager: tm.id, Job: we.GetJobId(), Attempt: int(we.GetAttempt()),
+			Worker: we.GetWorkerId(), Status: we.GetStatus(), StderrTail: we.GetStderrTail()})
+	}
 }
 
 func (rm *ResourceManager) heartbeat(sess *session, hb *clusterpb.Heartbeat, now int64) {

@@ -993,3 +993,24 @@ func TestHardware(t *testing.T) {
 		t.Errorf("after a heartbeat without hardware: %+v", got)
 	}
 }
+
+// TestWorkerExited checks that a registered TaskManager's report of a
+// worker's exit reaches OnWorkerExited, named after the TaskManager, and
+// leaves the session open.
+func TestWorkerExited(t *testing.T) {
+	exited := make(chan ExitedWorker, 1)
+	h := newHarness(t, func(c *Config) { c.OnWorkerExited = func(e ExitedWorker) { exited <- e } })
+	c := h.registered("tm-1", 1)
+	c.send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_WorkerExited{WorkerExited: &clusterpb.WorkerExited{
+		JobId: "job", Attempt: 2, WorkerId: "job-2-tm-1", Status: "exit status 2", StderrTail: "panic: boom"}}})
+	want := ExitedWorker{TaskManager: "tm-1", Job: "job", Attempt: 2, Worker: "job-2-tm-1", Status: "exit status 2", StderrTail: "panic: boom"}
+	select {
+	case got := <-exited:
+		if got != want {
+			t.Fatalf("got %+v, want %+v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnWorkerExited call")
+	}
+	h.noLoss()
+}
