@@ -130,16 +130,18 @@ type rm struct {
 	addr   string
 	client clusterpb.ResourceManagerClient
 	lost   chan resourcemanager.LostTaskManager
+	exited chan resourcemanager.ExitedWorker
 }
 
 func startRM(t testing.TB, interval, timeout time.Duration) *rm {
 	t.Helper()
 	_, log := newLogs(t)
-	r := &rm{lost: make(chan resourcemanager.LostTaskManager, 16)}
+	r := &rm{lost: make(chan resourcemanager.LostTaskManager, 16), exited: make(chan resourcemanager.ExitedWorker, 16)}
 	var err error
 	r.ResourceManager, err = resourcemanager.New(resourcemanager.Config{
 		ID: "rm", HeartbeatInterval: interval, HeartbeatTimeout: timeout, Logger: log.With("test", "rm"),
 		OnTaskManagerLost: func(l resourcemanager.LostTaskManager) { r.lost <- l },
+		OnWorkerExited:    func(e resourcemanager.ExitedWorker) { r.exited <- e },
 	}, resourcemanager.NewStandalone(log))
 	if err != nil {
 		t.Fatal(err)

@@ -1064,17 +1064,49 @@ func (tm *TaskManager) exited(w *worker, err error) {
 	// Processes the worker started and left behind go with it.
 	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	state := w.cmd.ProcessState
-	switch {
-	case w.phase == workerStopping:
+	if w.phase == workerStopping {
 		w.log.Info("worker stopped", "reason", w.stopReason, "status", state.String())
-	case err == nil:
+		return
+	}
+	status := "exit status 0"
+	switch {
+	case state != nil:
+		status = state.String()
+	case err != nil:
+		status = err.Error()
+	}
+	stderrTail := tail(w.stderr, stderrTailBytes, stderrTailLines)
+	if err == nil {
 		w.log.Info("worker finished")
+	} else {
+		w.log.Warn("worker failed", "status", status, "stderr_tail", stderrTail)
+	}
+	tm.reportExit(w, status, stderrTail)
+}
+
+// The tail of a worker's stderr that a WorkerExited report carries.
+const (
+	stderrTailBytes = 4096
+	stderrTailLines = 20
+)
+
+// reportExit tells the ResourceManager (and so the worker's JobMaster)
+// that a worker exited without being asked to stop, so that its JobMaster
+// fails the deployment or the tasks at once, with the cause. Without a
+// registered session there is no one to tell: the session's end stops the
+// workers, and the JobMaster loses the TaskManager.
+func (tm *TaskManager) reportExit(w *worker, status, stderrTail string) {
+	s := tm.st.sess
+	if s == nil || !s.registered {
+		return
+	}
+	m := &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_WorkerExited{WorkerExited: &clusterpb.WorkerExited{
+		JobId: w.key.job, Attempt: w.key.attempt, WorkerId: w.key.id, Status: status, StderrTail: stderrTail,
+	}}}
+	select {
+	case s.out <- m:
 	default:
-		status := err.Error()
-		if state != nil {
-			status = state.String()
-		}
-		w.log.Warn("worker failed", "status", status, "stderr_tail", tail(w.stderr, 4096, 20))
+		w.log.Warn("could not report the worker's exit: the queue to the ResourceManager is full")
 	}
 }
 

@@ -571,3 +571,44 @@ func TestRegisteredDataPort(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerExitIsReported checks that a worker that exits unasked is
+// reported to the ResourceManager with its status and stderr tail, and a
+// worker stopped on request is not.
+func TestWorkerExitIsReported(t *testing.T) {
+	r := startRM(t, interval, timeout)
+	jm := startJobMaster(t)
+	tm, _ := startTM(t, r.addr, nil)
+	r.declare(t, "job1", jm.addr, 1)
+	allocs := activeAllocations(t, tm, "active:job1 free")
+
+	// Attempt 0 is stopped on request: no report.
+	out0 := filepath.Join(t.TempDir(), "record")
+	if err := submit(t, tm, request("job1", "w0", jm.addr, allocs, out0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	readRecord(t, out0)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := clusterpb.NewTaskManagerClient(dial(t, tm.Address())).CancelJob(ctx, &clusterpb.CancelJobRequest{JobId: "job1", UpToAttempt: 0}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Attempt 1 fails: reported. Reports keep their order on the session,
+	// so a report of the stopped worker would come first.
+	out1 := filepath.Join(t.TempDir(), "record")
+	req := request("job1", "w1", jm.addr, allocs, out1, map[string]string{"FAKEJOB_MODE": "fail"})
+	req.Attempt = 1
+	if err := submit(t, tm, req); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-r.exited:
+		if e.TaskManager != tm.ID() || e.Job != "job1" || e.Attempt != 1 || e.Worker != "w1" || e.Status != "exit status 3" ||
+			!strings.Contains(e.StderrTail, "fakejob: line before") || !strings.Contains(e.StderrTail, "boom: deliberate failure") {
+			t.Fatalf("reported %+v", e)
+		}
+	case <-time.After(wait):
+		t.Fatal("the failed worker was not reported")
+	}
+}
