@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 		// wantClass is the type of the failure in the exception history;
 		// wantTM its TaskManager.
 		wantClass, wantTM string
+		// wantMessage, if set, is in the exception's message.
+		wantMessage string
 		// unrecoverable: the job fails at once instead of restarting.
 		unrecoverable bool
 		// wantFreed are the slots the JobMaster gives back to their
@@ -54,6 +57,15 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 				w.kill()
 			},
 			wantClass: "*jobmanager.WorkerLostError", wantTM: "tm-2"},
+		{name: "a worker that exits before it connects",
+			setup: func(fc *fakeCluster) { fc.crashWorker(0, "tm-2") },
+			fail: func(t *testing.T, fc *fakeCluster) {
+				// At once: the fake Dispatcher waits 30 s for a worker's
+				// Hello; the test would see that timeout's failure.
+				fc.d.WorkerExited(fc.crashedWorker(0, "tm-2"))
+			},
+			wantClass: "*jobmanager.WorkerExitedError", wantTM: "tm-2",
+			wantMessage: "exit status 2; the end of its stderr:\npanic: the job binary crashed in worker mode"},
 		{name: "a TaskManager that cannot start the worker for now",
 			setup: func(fc *fakeCluster) {
 				fc.refuseWorker(0, "tm-2", status.Error(codes.Unavailable, "taskmanager: fetch job binary: connection refused"))
@@ -102,6 +114,9 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 				return in.Status == local.StatusRunning && in.Restarts == 1
 			})
 			checkException(t, in, tc.wantClass, tc.wantTM)
+			if !strings.Contains(in.Exceptions[0].Message, tc.wantMessage) {
+				t.Errorf("exception message %q, want it to contain %q", in.Exceptions[0].Message, tc.wantMessage)
+			}
 			// A TaskManager that refused its worker gets its slot back
 			// (the ResourceManager offers it again); no other slot is freed
 			// while the job runs.
@@ -121,5 +136,64 @@ func checkException(t *testing.T, in Info, class, tm string) {
 	}
 	if e := in.Exceptions[0]; e.Class != class || e.TaskManagerID != tm {
 		t.Errorf("exception %+v, want class %s on TaskManager %q", e, class, tm)
+	}
+}
+
+// TestWorkerExitOfAnotherAttempt checks that only the exit of a worker of
+// the current attempt fails it: the report of an older attempt's worker
+// (its session already ended, the job restarted), or of a worker the
+// attempt does not have, changes nothing; the exit of a running worker of
+// the current attempt fails its tasks, with the cause.
+func TestWorkerExitOfAnotherAttempt(t *testing.T) {
+	fc := newFakeCluster(t, 1_700_000_000_000)
+	fc.crashWorker(0, "tm-2")
+	id := fc.submit(t.TempDir())
+	old := fc.crashedWorker(0, "tm-2")
+	fc.d.WorkerExited(old)
+	fc.worker(1, "tm-1")
+	fc.worker(1, "tm-2")
+	var in Info
+	eventually(t, "the job running its second attempt", func() bool {
+		in, _ = fc.d.Job(id)
+		return in.Status == local.StatusRunning && in.Restarts == 1
+	})
+
+	// Attempt 0's report again, and reports of workers attempt 1 does
+	// not have.
+	other := old
+	other.Attempt = 1 // not attempt 1's worker id
+	unknown := old
+	unknown.Attempt, unknown.TaskManager, unknown.Worker = 1, "tm-9", workerID(id, 1, "tm-9")
+	for _, e := range []resourcemanager.ExitedWorker{old, other, unknown} {
+		fc.d.WorkerExited(e)
+	}
+	// The JobMaster handles reports at once; give a wrong failure a
+	// moment to show.
+	time.Sleep(200 * time.Millisecond)
+	if in, _ = fc.d.Job(id); in.Status != local.StatusRunning || in.Restarts != 1 || len(in.Exceptions) != 1 {
+		t.Fatalf("after reports of other attempts' workers: %s, %d restarts, exceptions %+v", in.Status, in.Restarts, in.Exceptions)
+	}
+
+	// The exit of attempt 1's running worker on tm-1 fails its tasks.
+	fc.d.WorkerExited(resourcemanager.ExitedWorker{TaskManager: "tm-1", Job: id, Attempt: 1, Worker: workerID(id, 1, "tm-1"),
+		Status: "signal: killed", StderrTail: "out of memory"})
+	fc.worker(2, "tm-1")
+	fc.worker(2, "tm-2")
+	eventually(t, "the job running its third attempt", func() bool {
+		in, _ = fc.d.Job(id)
+		return in.Status == local.StatusRunning && in.Restarts == 2
+	})
+	if len(in.Exceptions) != 2 {
+		t.Fatalf("exceptions %+v, want two", in.Exceptions)
+	}
+	var found bool
+	for _, e := range in.Exceptions {
+		if e.Class == "*jobmanager.WorkerExitedError" && e.TaskManagerID == "tm-1" && strings.Contains(e.Message, "signal: killed") &&
+			strings.Contains(e.Message, "out of memory") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("exceptions %+v, want one of the exit of the worker on tm-1", in.Exceptions)
 	}
 }

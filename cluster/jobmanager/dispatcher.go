@@ -507,6 +507,49 @@ func (d *Dispatcher) TaskManagerLost(l resourcemanager.LostTaskManager) {
 	}
 }
 
+// WorkerExitedError fails the deployment, or the tasks, of a worker
+// whose process exited without being asked to stop (the job binary
+// panicked or exited in worker mode, before or after connecting to its
+// JobMaster), as its TaskManager reported it: with its exit status and
+// the end of its stderr, so that the cause shows in the exception history.
+type WorkerExitedError struct {
+	// TaskManager and Worker name the TaskManager and the worker.
+	TaskManager, Worker string
+	// Status is the process's exit status, e.g. "exit status 2".
+	Status string
+	// StderrTail is the end of its stderr (at most 20 lines, 4 KiB).
+	StderrTail string
+}
+
+func (e *WorkerExitedError) Error() string {
+	msg := fmt.Sprintf("jobmanager: worker %s on TaskManager %s exited: %s", e.Worker, e.TaskManager, e.Status)
+	if e.StderrTail != "" {
+		msg += "; the end of its stderr:\n" + e.StderrTail
+	}
+	return msg
+}
+
+// WorkerExited handles a TaskManager's report that a worker exited
+// without being asked to stop: if the worker is of its job's current
+// attempt, deploying or running, the deployment, or the worker's tasks,
+// fail with a *WorkerExitedError, which the job's restart strategy
+// handles as any task failure. A report of an older attempt's worker, or
+// of an attempt already closed, changes nothing.
+func (d *Dispatcher) WorkerExited(e resourcemanager.ExitedWorker) {
+	jm, err := d.job(e.Job)
+	if err != nil {
+		return
+	}
+	xe := &WorkerExitedError{TaskManager: e.TaskManager, Worker: e.Worker, Status: e.Status, StderrTail: e.StderrTail}
+	if jm.exec.workerExited(e.Attempt, xe) {
+		jm.log.Warn("worker exited; failing its deployment or tasks", "taskmanager", e.TaskManager, "worker", e.Worker,
+			"attempt", e.Attempt, "status", e.Status)
+	} else {
+		jm.log.Info("a worker that is not of the current attempt exited; ignored", "taskmanager", e.TaskManager,
+			"worker", e.Worker, "attempt", e.Attempt, "status", e.Status)
+	}
+}
+
 // taskManager returns a client of the TaskManager at addr.
 func (d *Dispatcher) taskManager(addr string) (clusterpb.TaskManagerClient, error) {
 	d.mu.Lock()

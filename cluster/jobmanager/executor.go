@@ -73,6 +73,13 @@ func (x *remoteExecutor) taskManagerLost(err *TaskManagerLostError) bool {
 	return a != nil && a.taskManagerLost(err)
 }
 
+// workerExited fails the deployment or the tasks of the worker that
+// exited, if it is of the current attempt n; it reports whether it was.
+func (x *remoteExecutor) workerExited(n int, err *WorkerExitedError) bool {
+	a := x.currentAttempt()
+	return a != nil && a.n == n && a.workerExited(err)
+}
+
 // setCurrent makes a the current attempt.
 func (x *remoteExecutor) setCurrent(a *remoteAttempt) {
 	x.mu.Lock()
@@ -441,6 +448,36 @@ func (a *remoteAttempt) taskManagerLost(err *TaskManagerLostError) bool {
 	return true
 }
 
+// workerExited fails the attempt's worker that exited: a deployment under
+// way ends with err, and so does the worker's session if it connected,
+// which fails its tasks. It reports whether the worker is the attempt's,
+// on a TaskManager the attempt still holds (not released: the attempt is
+// not closed).
+func (a *remoteAttempt) workerExited(err *WorkerExitedError) bool {
+	if err.Worker != workerID(a.x.jm.id, a.n, err.TaskManager) {
+		return false
+	}
+	a.mu.Lock()
+	t, ok := a.tms[err.TaskManager]
+	var on []*session
+	if ok {
+		for _, s := range a.sessions {
+			if s.tm == err.TaskManager {
+				on = append(on, s)
+			}
+		}
+	}
+	a.mu.Unlock()
+	if !ok || t.gone.Err() != nil {
+		return false
+	}
+	a.abortDeploy(err)
+	for _, s := range on {
+		s.fail(err)
+	}
+	return true
+}
+
 // handler processes one worker's messages, in order, on its session's
 // receiving goroutine.
 func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*clusterpb.WorkerMessage) {
@@ -640,6 +677,9 @@ func (a *remoteAttempt) lost(s *session) {
 // worker's loss.
 func lostError(s *session) error {
 	if tmLost := (*TaskManagerLostError)(nil); errors.As(s.err, &tmLost) {
+		return s.err
+	}
+	if exited := (*WorkerExitedError)(nil); errors.As(s.err, &exited) {
 		return s.err
 	}
 	return &WorkerLostError{Worker: s.hello.GetWorkerId(), TaskManagerID: s.hello.GetTaskManagerId(), Err: s.err}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
@@ -53,6 +54,10 @@ type fakeCluster struct {
 	// TaskManager ("0/tm-2").
 	refuse map[string]error
 	stall  map[string]bool
+	// crash are the workers that never connect (their process exits
+	// first), and crashed the requests that started them.
+	crash   map[string]bool
+	crashed map[string]*clusterpb.SubmitTasksRequest
 	// freed are the allocations the JobMaster freed, in order.
 	freed []string
 }
@@ -62,7 +67,7 @@ var taskManagerIDs = []string{"tm-1", "tm-2"}
 func newFakeCluster(t *testing.T, start int64) *fakeCluster {
 	t.Helper()
 	fc := &fakeCluster{t: t, clock: clock.NewManual(start), workers: map[string]*fakeWorker{}, changed: make(chan struct{}),
-		refuse: map[string]error{}, stall: map[string]bool{}}
+		refuse: map[string]error{}, stall: map[string]bool{}, crash: map[string]bool{}, crashed: map[string]*clusterpb.SubmitTasksRequest{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +109,36 @@ func (fc *fakeCluster) stallWorker(attempt int, tm string) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	fc.stall[fmt.Sprintf("%d/%s", attempt, tm)] = true
+}
+
+// crashWorker has the worker of attempt on TaskManager tm start but never
+// connect, as a worker process that exits at once.
+func (fc *fakeCluster) crashWorker(attempt int, tm string) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.crash[fmt.Sprintf("%d/%s", attempt, tm)] = true
+}
+
+// crashedWorker waits for the crashing worker of attempt on TaskManager
+// tm to have been started, and returns the TaskManager's report of its
+// exit.
+func (fc *fakeCluster) crashedWorker(attempt int, tm string) resourcemanager.ExitedWorker {
+	fc.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		fc.mu.Lock()
+		r, ch := fc.crashed[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
+		fc.mu.Unlock()
+		if r != nil {
+			return resourcemanager.ExitedWorker{TaskManager: tm, Job: r.JobId, Attempt: int(r.Attempt), Worker: r.WorkerId,
+				Status: "exit status 2", StderrTail: "panic: the job binary crashed in worker mode\n\ngoroutine 1 [running]:"}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			fc.t.Fatalf("no worker of attempt %d started on %s", attempt, tm)
+		}
+	}
 }
 
 // connected waits for the worker of an attempt on a TaskManager to have
@@ -227,9 +262,17 @@ func (f fakeTaskManagers) SubmitTasks(_ context.Context, r *clusterpb.SubmitTask
 	tm, _, _ := strings.Cut(r.AllocationIds[0], "/")
 	f.fc.mu.Lock()
 	refused, stall := f.fc.refuse[fmt.Sprintf("%d/%s", r.Attempt, tm)], f.fc.stall[fmt.Sprintf("%d/%s", r.Attempt, tm)]
+	crash := f.fc.crash[fmt.Sprintf("%d/%s", r.Attempt, tm)]
 	f.fc.mu.Unlock()
 	if refused != nil {
 		return nil, refused
+	}
+	if crash {
+		f.fc.mu.Lock()
+		f.fc.crashed[fmt.Sprintf("%d/%s", r.Attempt, tm)] = r
+		f.fc.signalLocked()
+		f.fc.mu.Unlock()
+		return &clusterpb.SubmitTasksResponse{}, nil
 	}
 	jm, err := f.fc.d.job(r.JobId)
 	if err != nil {

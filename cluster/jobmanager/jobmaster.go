@@ -97,7 +97,10 @@ func jobException(err error, at int64) JobException {
 	// name its TaskManager.
 	var tmLost *TaskManagerLostError
 	var workerLost *WorkerLostError
+	var workerExited *WorkerExitedError
 	switch {
+	case errors.As(err, &workerExited):
+		e.TaskManagerID = workerExited.TaskManager
 	case errors.As(err, &tmLost):
 		e.TaskManagerID = tmLost.TaskManager
 	case errors.As(err, &workerLost):

@@ -144,6 +144,11 @@ func RunWith(ctx context.Context, o Options) error {
 			d.TaskManagerLost(l)
 		}
 	}
+	rmCfg.OnWorkerExited = func(e resourcemanager.ExitedWorker) {
+		if d != nil {
+			d.WorkerExited(e)
+		}
+	}
 	rm, err := resourcemanager.New(rmCfg, o.Driver)
 	if err != nil {
 		return err
