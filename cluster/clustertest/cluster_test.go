@@ -1018,6 +1018,28 @@ func TestWorkerBuildingAnotherGraphIsRejected(t *testing.T) {
 	}
 }
 
+// TestWorkerCrashFailsTheDeploymentAtOnce: a job binary that panics in
+// worker mode, before its worker connects, fails the deployment as soon as
+// the TaskManager reports the worker's exit (not after the worker start
+// timeout), and the failure carries the panic from the worker's stderr.
+func TestWorkerCrashFailsTheDeploymentAtOnce(t *testing.T) {
+	c := newCluster(t, 1)
+	start := time.Now()
+	o, err := c.sluice("run", "-m", c.rest(), "-p", "1", "-D", "restart-strategy.type=none",
+		jobBin, "-out", filepath.Join(c.dir, "out"), "-n", "100", "-crash-worker")
+	if err == nil {
+		t.Fatalf("a job whose workers crash ran:\n%s", o)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the job failed after %s; want it failed as soon as the worker exited", d)
+	}
+	for _, want := range []string{"exited", "exit status 2", "clusterjob: deliberate crash in worker mode"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("the error does not say %q:\n%s", want, o)
+		}
+	}
+}
+
 // TestShutDownOverREST: DELETE /cluster on a standalone JobManager (as
 // Flink's REST API offers) cancels its running job and ends the process
 // with status 0; the TaskManager stays up, waiting for a JobManager.

@@ -51,7 +51,11 @@ func main() {
 	shape := flag.String("shape", "hash", "the exchange between workers: hash, rebalance, broadcast or union")
 	vary := flag.Bool("vary", false, "build a different graph in workers than in the client (a broken job program)")
 	workerDelay := flag.Duration("worker-delay", 0, "time a worker waits before it connects to its JobMaster (a slow deployment)")
+	crashWorker := flag.Bool("crash-worker", false, "panic in worker mode, before connecting to the JobMaster (a broken job program)")
 	flag.Parse()
+	if *crashWorker && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
+		panic("clusterjob: deliberate crash in worker mode")
+	}
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "clusterjob: -out is required")
 		os.Exit(2)
