@@ -426,18 +426,8 @@ func (a *remoteAttempt) connected(s *session, tm string) {
 // stop the worker (it is unreachable; it stops its workers itself when
 // its session with the ResourceManager ends).
 func (a *remoteAttempt) taskManagerLost(err *TaskManagerLostError) bool {
-	a.mu.Lock()
-	t, ok := a.tms[err.TaskManager]
-	var on []*session
-	if ok {
-		for _, s := range a.sessions {
-			if s.tm == err.TaskManager {
-				on = append(on, s)
-			}
-		}
-	}
-	a.mu.Unlock()
-	if !ok || t.gone.Err() != nil {
+	t, on, ok := a.workerOn(err.TaskManager)
+	if !ok {
 		return false
 	}
 	t.lose(err)
@@ -446,6 +436,24 @@ func (a *remoteAttempt) taskManagerLost(err *TaskManagerLostError) bool {
 		s.fail(err)
 	}
 	return true
+}
+
+// workerOn returns the attempt's TaskManager tm and the sessions of its
+// worker there; ok is false when the attempt does not run on tm or has
+// already lost it.
+func (a *remoteAttempt) workerOn(tm string) (t *attemptTM, on []*session, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok = a.tms[tm]
+	if !ok || t.gone.Err() != nil {
+		return nil, nil, false
+	}
+	for _, s := range a.sessions {
+		if s.tm == tm {
+			on = append(on, s)
+		}
+	}
+	return t, on, true
 }
 
 // workerExited fails the attempt's worker that exited: a deployment under
@@ -457,18 +465,8 @@ func (a *remoteAttempt) workerExited(err *WorkerExitedError) bool {
 	if err.Worker != workerID(a.x.jm.id, a.n, err.TaskManager) {
 		return false
 	}
-	a.mu.Lock()
-	t, ok := a.tms[err.TaskManager]
-	var on []*session
-	if ok {
-		for _, s := range a.sessions {
-			if s.tm == err.TaskManager {
-				on = append(on, s)
-			}
-		}
-	}
-	a.mu.Unlock()
-	if !ok || t.gone.Err() != nil {
+	_, on, ok := a.workerOn(err.TaskManager)
+	if !ok {
 		return false
 	}
 	a.abortDeploy(err)
