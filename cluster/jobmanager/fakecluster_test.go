@@ -119,70 +119,63 @@ func (fc *fakeCluster) crashWorker(attempt int, tm string) {
 	fc.crash[fmt.Sprintf("%d/%s", attempt, tm)] = true
 }
 
+// await waits until found, called with fc.mu held, reports true, and
+// fails the test with failure after 30 s.
+func (fc *fakeCluster) await(failure string, found func() bool) {
+	fc.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		fc.mu.Lock()
+		ok, ch := found(), fc.changed
+		fc.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			fc.t.Fatal(failure)
+		}
+	}
+}
+
 // crashedWorker waits for the crashing worker of attempt on TaskManager
 // tm to have been started, and returns the TaskManager's report of its
 // exit.
 func (fc *fakeCluster) crashedWorker(attempt int, tm string) resourcemanager.ExitedWorker {
 	fc.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		fc.mu.Lock()
-		r, ch := fc.crashed[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
-		fc.mu.Unlock()
-		if r != nil {
-			return resourcemanager.ExitedWorker{TaskManager: tm, Job: r.JobId, Attempt: int(r.Attempt), Worker: r.WorkerId,
-				Status: "exit status 2", StderrTail: "panic: the job binary crashed in worker mode\n\ngoroutine 1 [running]:"}
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			fc.t.Fatalf("no worker of attempt %d started on %s", attempt, tm)
-		}
-	}
+	var r *clusterpb.SubmitTasksRequest
+	fc.await(fmt.Sprintf("no worker of attempt %d started on %s", attempt, tm), func() bool {
+		r = fc.crashed[fmt.Sprintf("%d/%s", attempt, tm)]
+		return r != nil
+	})
+	return resourcemanager.ExitedWorker{TaskManager: tm, Job: r.JobId, Attempt: int(r.Attempt), Worker: r.WorkerId,
+		Status: "exit status 2", StderrTail: "panic: the job binary crashed in worker mode\n\ngoroutine 1 [running]:"}
 }
 
 // connected waits for the worker of an attempt on a TaskManager to have
 // connected to its JobMaster.
 func (fc *fakeCluster) connected(attempt int, tm string) *fakeWorker {
 	fc.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		fc.mu.Lock()
-		w, ch := fc.workers[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
-		fc.mu.Unlock()
-		if w != nil {
-			return w
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			fc.t.Fatalf("no worker of attempt %d on %s", attempt, tm)
-		}
-	}
+	var w *fakeWorker
+	fc.await(fmt.Sprintf("no worker of attempt %d on %s", attempt, tm), func() bool {
+		w = fc.workers[fmt.Sprintf("%d/%s", attempt, tm)]
+		return w != nil
+	})
+	return w
 }
 
 // worker waits for the worker of an attempt on a TaskManager to have
 // started its tasks.
 func (fc *fakeCluster) worker(attempt int, tm string) *fakeWorker {
 	fc.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		fc.mu.Lock()
-		w, ch := fc.workers[fmt.Sprintf("%d/%s", attempt, tm)], fc.changed
-		fc.mu.Unlock()
-		if w != nil {
-			select {
-			case <-w.started:
-				return w
-			case <-deadline:
-				fc.t.Fatalf("the worker of attempt %d on %s did not start its tasks", attempt, tm)
-			}
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			fc.t.Fatalf("no worker of attempt %d on %s", attempt, tm)
-		}
+	w := fc.connected(attempt, tm)
+	select {
+	case <-w.started:
+		return w
+	case <-time.After(30 * time.Second):
+		fc.t.Fatalf("the worker of attempt %d on %s did not start its tasks", attempt, tm)
+		return nil
 	}
 }
 
