@@ -171,6 +171,20 @@ func (r *rm) taskManagers(t testing.TB) []resourcemanager.TaskManagerInfo {
 	return tms
 }
 
+// seenAs returns a function reporting whether the ResourceManager knows
+// the TaskManager id, storing what it knows of it in info.
+func (r *rm) seenAs(t testing.TB, id string, info *resourcemanager.TaskManagerInfo) func() bool {
+	return func() bool {
+		for _, in := range r.taskManagers(t) {
+			if in.ID == id {
+				*info = in
+				return true
+			}
+		}
+		return false
+	}
+}
+
 func (r *rm) declare(t testing.TB, job, jobMaster string, slots int32) {
 	t.Helper()
 	if _, err := r.client.DeclareSlots(context.Background(), &clusterpb.SlotDemand{JobId: job, JobMasterAddress: jobMaster, Slots: slots}); err != nil {

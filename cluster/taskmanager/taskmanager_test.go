@@ -498,15 +498,7 @@ func TestHeartbeatCarriesKerberosStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tm, _ := startTM(t, r.addr, func(c *Config) { c.KerberosStatus = tc.login })
 			var info resourcemanager.TaskManagerInfo
-			seen := func() bool {
-				for _, in := range r.taskManagers(t) {
-					if in.ID == tm.ID() {
-						info = in
-						return true
-					}
-				}
-				return false
-			}
+			seen := r.seenAs(t, tm.ID(), &info)
 			if tc.login == nil {
 				eventually(t, "a heartbeat after registering", func() bool { return seen() && info.LastHeartbeat.After(info.RegisteredAt) })
 				if info.Kerberos != nil {
@@ -533,15 +525,7 @@ func TestRegistrationAndHeartbeatCarryHardware(t *testing.T) {
 	}
 	tm, _ := startTM(t, r.addr, func(c *Config) { c.DataPort = "6121-6125"; c.Hardware = hw })
 	var info resourcemanager.TaskManagerInfo
-	seen := func() bool {
-		for _, in := range r.taskManagers(t) {
-			if in.ID == tm.ID() {
-				info = in
-				return true
-			}
-		}
-		return false
-	}
+	seen := r.seenAs(t, tm.ID(), &info)
 	want := func() resourcemanager.Hardware {
 		return resourcemanager.Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
 	}
