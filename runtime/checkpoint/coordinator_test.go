@@ -109,7 +109,7 @@ func (tr *coordTrace) do(f []string) (string, error) {
 			return "", err
 		}
 		return tr.actions(tr.c.Tick(now))
-	case "savepoint":
+	case "savepoint", "checkpoint":
 		now, err := num(1)
 		if err != nil {
 			return "", err
@@ -118,35 +118,19 @@ func (tr *coordTrace) do(f []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		id, acts, err := tr.c.TriggerSavepoint(now, kind)
+		trigger, name := tr.c.TriggerSavepoint, "TriggerSavepoint"
+		if f[0] == "checkpoint" {
+			trigger, name = tr.c.TriggerCheckpoint, "TriggerCheckpoint"
+		}
+		id, acts, err := trigger(now, kind)
 		if err != nil {
 			if id != 0 || acts != nil {
-				return "", fmt.Errorf("TriggerSavepoint failed with id %d and actions %v", id, acts)
+				return "", fmt.Errorf("%s failed with id %d and actions %v", name, id, acts)
 			}
 			return "error: " + err.Error(), nil
 		}
 		if len(acts) != 1 || acts[0].(TriggerBarrier).ID != id {
-			return "", fmt.Errorf("TriggerSavepoint returned id %d with %v", id, acts)
-		}
-		return tr.actions(acts)
-	case "checkpoint":
-		now, err := num(1)
-		if err != nil {
-			return "", err
-		}
-		kind, err := parseKind(arg(2))
-		if err != nil {
-			return "", err
-		}
-		id, acts, err := tr.c.TriggerCheckpoint(now, kind)
-		if err != nil {
-			if id != 0 || acts != nil {
-				return "", fmt.Errorf("TriggerCheckpoint failed with id %d and actions %v", id, acts)
-			}
-			return "error: " + err.Error(), nil
-		}
-		if len(acts) != 1 || acts[0].(TriggerBarrier).ID != id {
-			return "", fmt.Errorf("TriggerCheckpoint returned id %d with %v", id, acts)
+			return "", fmt.Errorf("%s returned id %d with %v", name, id, acts)
 		}
 		return tr.actions(acts)
 	case "ack", "decline":
