@@ -164,12 +164,18 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 	other.Attempt = 1 // not attempt 1's worker id
 	unknown := old
 	unknown.Attempt, unknown.TaskManager, unknown.Worker = 1, "tm-9", workerID(id, 1, "tm-9")
+	jm, err := fc.d.job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range []resourcemanager.ExitedWorker{old, other, unknown} {
+		// The decision is taken at once, by the report's caller.
+		xe := &WorkerExitedError{TaskManager: e.TaskManager, Worker: e.Worker, Status: e.Status, StderrTail: e.StderrTail}
+		if jm.exec.workerExited(e.Attempt, xe) {
+			t.Errorf("the report of worker %s of attempt %d on %s failed attempt 1", e.Worker, e.Attempt, e.TaskManager)
+		}
 		fc.d.WorkerExited(e)
 	}
-	// The JobMaster handles reports at once; give a wrong failure a
-	// moment to show.
-	time.Sleep(200 * time.Millisecond)
 	if in, _ = fc.d.Job(id); in.Status != local.StatusRunning || in.Restarts != 1 || len(in.Exceptions) != 1 {
 		t.Fatalf("after reports of other attempts' workers: %s, %d restarts, exceptions %+v", in.Status, in.Restarts, in.Exceptions)
 	}
