@@ -1,0 +1,224 @@
+package jobmaster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/runtime/clock"
+)
+
+// outcome is what the scripted executor does with one attempt.
+type outcome int
+
+const (
+	// deployFails: Deploy returns the attempt's error.
+	deployFails outcome = iota
+	// taskFails: the attempt deploys and its task fails with the error.
+	taskFails
+	// finishes: the attempt deploys and its task finishes.
+	finishes
+	// deployHangs: Deploy waits until the job is cancelled.
+	deployHangs
+)
+
+// step scripts one attempt.
+type step struct {
+	outcome outcome
+	err     error
+}
+
+// scriptedExecutor deploys attempts as its script says, one step per
+// attempt; attempts beyond the script fail the test.
+type scriptedExecutor struct {
+	t      *testing.T
+	script []step
+	// hanging is closed when an attempt's Deploy waits (deployHangs).
+	hanging chan struct{}
+
+	mu       sync.Mutex
+	attempts []int
+}
+
+func (x *scriptedExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jobmaster.Attempt, error) {
+	x.mu.Lock()
+	x.attempts = append(x.attempts, d.Attempt)
+	x.mu.Unlock()
+	if d.Attempt >= len(x.script) {
+		x.t.Errorf("attempt %d deployed; the script has %d", d.Attempt, len(x.script))
+		return nil, &restart.Unrecoverable{Err: errors.New("beyond the script")}
+	}
+	s := x.script[d.Attempt]
+	switch s.outcome {
+	case deployFails:
+		return nil, s.err
+	case deployHangs:
+		close(x.hanging)
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	return &scriptedAttempt{events: d.Events, err: s.err}, nil
+}
+
+func (x *scriptedExecutor) deployed() []int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.attempts)
+}
+
+// scriptedAttempt has one task, which ends with err once started.
+type scriptedAttempt struct {
+	events jobmaster.Events
+	err    error
+}
+
+var theTask = checkpoint.TaskID{}
+
+func (a *scriptedAttempt) Tasks() []checkpoint.TaskID { return []checkpoint.TaskID{theTask} }
+func (a *scriptedAttempt) Start()                     { go a.events.TaskEnded(theTask, a.err) }
+func (a *scriptedAttempt) TriggerCheckpoint(int64, checkpoint.Kind, []checkpoint.TaskID, *storage.Location) []jobmaster.CoordinatorSnapshot {
+	return nil
+}
+func (a *scriptedAttempt) NotifyComplete(int64)                {}
+func (a *scriptedAttempt) Abort(int64)                         {}
+func (a *scriptedAttempt) AllFinished()                        {}
+func (a *scriptedAttempt) Cancel(error)                        {}
+func (a *scriptedAttempt) Close()                              {}
+func (a *scriptedAttempt) Metrics() []jobmaster.SubtaskMetrics { return nil }
+
+// statuses records the job's statuses and their causes.
+type statuses struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *statuses) StatusChanged(s jobmaster.Status, _ int64, cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cause != nil {
+		l.got = append(l.got, fmt.Sprintf("%s: %v", s, cause))
+		return
+	}
+	l.got = append(l.got, string(s))
+}
+func (*statuses) CheckpointTriggered(jobmaster.CheckpointStats) {}
+func (*statuses) CheckpointCompleted(jobmaster.CheckpointStats) {}
+func (*statuses) CheckpointFailed(jobmaster.CheckpointStats)    {}
+func (*statuses) Restored(jobmaster.RestoreStats)               {}
+
+// lostError stands for a TaskManager lost while the attempt deploys.
+type lostError struct{ tm string }
+
+func (e *lostError) Error() string { return "TaskManager " + e.tm + " lost" }
+
+// A failed deployment is a failover as in Flink: the restart strategy
+// decides and counts it as it counts a task's failure, so the job
+// restarts while the strategy allows, and fails with the deployment's
+// error when it no longer does; an unrecoverable deployment error fails
+// the job at once, and a job cancelled while it deploys ends CANCELED.
+func TestFailedDeploymentIsAFailover(t *testing.T) {
+	lost := &lostError{tm: "tm-1"}
+	mismatch := &restart.Unrecoverable{Err: errors.New("the worker built another job graph")}
+	opFailed := errors.New("operator failed")
+	for _, tc := range []struct {
+		name string
+		// attempts is restart-strategy.fixed-delay.attempts.
+		attempts int
+		script   []step
+		cancel   bool
+		// wantErr is in the job's error chain (nil: it finished).
+		wantErr      error
+		wantRestarts int
+		wantStatuses []string
+	}{
+		{name: "a recoverable deployment error restarts the job, which then finishes",
+			attempts: 3, script: []step{{deployFails, lost}, {finishes, nil}},
+			wantRestarts: 1,
+			wantStatuses: []string{"RESTARTING: TaskManager tm-1 lost", "RUNNING", "FINISHED"}},
+		{name: "an unrecoverable deployment error fails the job at once",
+			attempts: 3, script: []step{{deployFails, mismatch}},
+			wantErr:      mismatch,
+			wantStatuses: []string{"FAILED: the worker built another job graph"}},
+		{name: "deployment errors beyond the restart strategy fail the job with the last",
+			attempts: 2, script: []step{{deployFails, lost}, {deployFails, lost}, {deployFails, lost}},
+			wantErr: lost, wantRestarts: 2,
+			wantStatuses: []string{"RESTARTING: TaskManager tm-1 lost", "RESTARTING: TaskManager tm-1 lost", "FAILED: TaskManager tm-1 lost"}},
+		{name: "a failed deployment and a task's failure count against the same strategy",
+			attempts: 1, script: []step{{deployFails, lost}, {taskFails, opFailed}},
+			wantErr: opFailed, wantRestarts: 1,
+			wantStatuses: []string{"RESTARTING: TaskManager tm-1 lost", "RUNNING", "FAILED: jobmaster: operator failed"}},
+		{name: "a task's failure, then a failed deployment, then success",
+			attempts: 2, script: []step{{taskFails, opFailed}, {deployFails, lost}, {finishes, nil}},
+			wantRestarts: 2,
+			wantStatuses: []string{"RUNNING", "RESTARTING: operator failed", "RESTARTING: TaskManager tm-1 lost", "RUNNING", "FINISHED"}},
+		{name: "a job cancelled while it deploys is cancelled, not restarted",
+			attempts: 3, script: []step{{deployHangs, nil}}, cancel: true,
+			wantErr:      context.Canceled,
+			wantStatuses: []string{"CANCELED: jobmaster: job cancelled: context canceled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: tc.attempts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := &scriptedExecutor{t: t, script: tc.script, hanging: make(chan struct{})}
+			l := &statuses{}
+			j, err := jobmaster.Start(context.Background(), onePlan(t), jobmaster.Options{JobID: "job", Executor: x, Restart: strategy,
+				Clock: clock.NewManual(0), Listener: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				<-x.hanging
+				j.Cancel()
+			}
+			done := make(chan struct{})
+			var res *jobmaster.Result
+			go func() {
+				res, err = j.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the job did not end; deployed attempts %v", x.deployed())
+			}
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("the job failed: %v", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("the job ended with %v, want %v in its chain", err, tc.wantErr)
+			}
+			if res.Restarts != tc.wantRestarts {
+				t.Errorf("%d restarts, want %d", res.Restarts, tc.wantRestarts)
+			}
+			if want := len(tc.script); len(x.deployed()) != want {
+				t.Errorf("deployed attempts %v, want %d", x.deployed(), want)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !slices.Equal(l.got, tc.wantStatuses) {
+				t.Errorf("statuses\n  %q\nwant\n  %q", l.got, tc.wantStatuses)
+			}
+		})
+	}
+}
+
+// onePlan is the plan of a job with one operator.
+func onePlan(t *testing.T) *graph.Plan {
+	t.Helper()
+	plan, err := graph.BuildPlan(&graph.JobGraph{Name: "job", Nodes: []*graph.Node{{ID: 0, Kind: "source", Name: "src", Parallelism: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
