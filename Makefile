@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit integration vet fmt-check bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
 
 all: build
 
@@ -30,7 +30,12 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 integration: deps
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
-test: deps fmt-check vet integration ## Everything CI runs.
+# The zero-allocation tests skip under the race detector (it allocates), so
+# they get a pass of their own without it.
+alloc: deps ## The per-record allocation tests, without the race detector.
+	$(GO) test -count=1 -run 'Alloc|DoesNotAllocate' ./...
+
+test: deps fmt-check vet check-generated alloc integration ## Everything CI runs.
 
 bench: deps ## Engine benchmarks: records/s and allocations per record.
 	$(GO) test -run '^$$' -bench 'Stateless|Rebalance|KeyedWindow' -benchtime 20000000x -count 1 ./bench/ | tee bench.out
@@ -55,11 +60,22 @@ bench-network: deps ## Records between two worker endpoints over loopback gRPC (
 bench-yarn: deps ## YARN: run --target yarn-application to the job RUNNING vs Hadoop's DistributedShell on the same mini cluster (started here unless SLUICE_HADOOP_CONF_DIR is set); containers requested vs needed.
 	set -o pipefail; $(GO) test -tags integration -run '^$$' -bench YarnApplicationToRunning -benchtime 3x -timeout 20m ./cluster/yarntest/ | tee bench-yarn.out
 
-generate:
-	$(GO) generate ./...
+# protoc from Debian (the version the committed code was generated with) and
+# the Go plugins at the versions go.mod pins.
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GOBIN := $(shell $(GO) env GOPATH)/bin
+tools:
+	@command -v protoc >/dev/null || { command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq protobuf-compiler) || { echo "protoc is missing: install Debian's protobuf-compiler"; exit 1; }; }
+	@protoc --version | grep -q ' 3\.21\.' || echo "warning: protoc $$(protoc --version) differs from the 3.21 the code was generated with"
+	@test -x $(GOBIN)/protoc-gen-go && $(GOBIN)/protoc-gen-go --version | grep -q $(PROTOC_GEN_GO_VERSION) || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@test -x $(GOBIN)/protoc-gen-go-grpc && $(GOBIN)/protoc-gen-go-grpc --version | grep -q $(PROTOC_GEN_GO_GRPC_VERSION:v%=%) || $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
-check-generated: generate
-	@git diff --exit-code -- '*.pb.go' || (echo "generated code is not current: run make generate"; exit 1)
+generate: tools
+	PATH="$(GOBIN):$$PATH" $(GO) generate ./...
+
+check-generated: generate ## The committed generated code is what `make generate` writes.
+	@git diff --exit-code -- '*.pb.go' && test -z "$$(git status --porcelain -- '*.pb.go')" || (echo "generated code is not current: run make generate"; exit 1)
 
 demo: ## The README's demo job on the embedded local cluster.
 	$(GO) run ./examples/purchases

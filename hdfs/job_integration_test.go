@@ -12,7 +12,6 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
-	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -27,10 +26,7 @@ func TestJobCheckpointsToHDFSAndRecovers(t *testing.T) {
 	}
 	defer r.Close()
 	dir := fmt.Sprintf("hdfs://%s/tmp/sluice-job-%d", c.NameNode, time.Now().UnixNano())
-	strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	strategy := stream.FixedDelayRestart(2, 0)
 	const n, keys = 20000, 4
 	env := stream.NewEnvironment(stream.WithParallelism(2), stream.WithLogger(slog.New(slog.DiscardHandler)),
 		stream.WithFileSystems(r), stream.WithCheckpointing(50*time.Millisecond, dir), stream.WithRestartStrategy(strategy))

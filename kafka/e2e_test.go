@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 )
@@ -28,10 +27,7 @@ func runEndToEnd(t *testing.T, addrs []string, c *cluster, failures int32, name 
 
 	var failed atomic.Int32
 	var seen atomic.Int64
-	strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: int(failures) + 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	strategy := stream.FixedDelayRestart(int(failures)+2, 0)
 	env := newEnv(t, 3, stream.WithCheckpointing(20*time.Millisecond, ""), stream.WithRestartStrategy(strategy))
 	srcOpts := []kafka.SourceOpt{kafka.BootstrapServers(addrs...), kafka.Topics(in), kafka.Bounded(kafka.Latest())}
 	sinkOpts := []kafka.SinkOpt{kafka.BootstrapServers(addrs...), kafka.Guarantee(kafka.ExactlyOnce),

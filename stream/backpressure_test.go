@@ -84,8 +84,8 @@ func TestMetricsCountRecordsAcrossAnExchange(t *testing.T) {
 	}
 	var in, out int64
 	for _, s := range res.Subtasks {
-		in += s.RecordsIn.Load()
-		out += s.RecordsOut.Load()
+		in += s.RecordsIn
+		out += s.RecordsOut
 	}
 	if in != 10000 || out != 10000 {
 		t.Fatalf("records in %d, out %d; want 10000 each", in, out)

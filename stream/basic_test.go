@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/stream"
 )
@@ -101,7 +102,7 @@ func TestReadTextFileAndFilter(t *testing.T) {
 	os.WriteFile(p1, []byte("alpha\nbeta\r\ngamma"), 0o644)
 	os.WriteFile(p2, []byte("delta\n\nepsilon\n"), 0o644)
 	env := stream.NewEnvironment(stream.WithParallelism(2))
-	lines := stream.Filter(stream.ReadTextFile(env, p1, p2), func(s string) bool { return s != "" })
+	lines := stream.Filter(file.ReadTextFile(env, p1, p2), func(s string) bool { return s != "" })
 	res := stream.Collect(stream.Map(lines, strings.ToUpper))
 	if _, err := env.Execute("files"); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestReadTextFileAndFilter(t *testing.T) {
 
 func TestMissingFileIsReportedAtExecute(t *testing.T) {
 	env := stream.NewEnvironment(stream.WithParallelism(1))
-	stream.Discard(stream.ReadTextFile(env, "/nonexistent/input.txt"))
+	stream.Discard(file.ReadTextFile(env, "/nonexistent/input.txt"))
 	_, err := env.Execute("missing")
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/input.txt") || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("want an error naming the missing file, got %v", err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -84,10 +83,7 @@ func TestExactlyOnceStateAndOutputAcrossFailures(t *testing.T) {
 		t.Run(fmt.Sprintf("p%d", par), func(t *testing.T) {
 			var failures atomic.Int32
 			var seen atomic.Int64
-			strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 10})
-			if err != nil {
-				t.Fatal(err)
-			}
+			strategy := stream.FixedDelayRestart(10, 0)
 			env := stream.NewEnvironment(stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler)),
 				stream.WithCheckpointing(10*time.Millisecond, ""), stream.WithRestartStrategy(strategy))
 			src := stream.DataGen(env, n, 60000, func(i int64) int64 { return i }).UID("numbers")

@@ -2,7 +2,7 @@
 // dataflow of typed streams from plain Go functions and calls Execute.
 //
 //	env := stream.NewEnvironment()
-//	lines := stream.ReadTextFile(env, "input.txt")
+//	lines := file.ReadTextFile(env, "input.txt")
 //	words := stream.FlatMap(lines, func(line string, out stream.Collector[string]) {
 //		for _, w := range strings.Fields(line) {
 //			out.Collect(w)
@@ -25,13 +25,12 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/launch"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
-	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/runtime/clock"
 )
@@ -53,8 +52,8 @@ const (
 type Environment struct {
 	graph       graph.JobGraph
 	parallelism int
-	// workerDep is set in a worker process (SLUICE_EXECUTION_TARGET=worker).
-	workerDep      *deployment.WorkerDeployment
+	// process is where this process runs its jobs (SLUICE_EXECUTION_TARGET).
+	process        *launch.Process
 	maxParallelism int
 	mode           RuntimeMode
 	clock          clock.Clock
@@ -64,7 +63,6 @@ type Environment struct {
 	batchSize      int
 	config         *conf.Configuration
 	presets        []func(*conf.Configuration) *conf.Configuration
-	restart        restart.Strategy
 	fileSystems    *fs.Resolver
 	errs           []error
 }
@@ -97,7 +95,8 @@ func WithRuntimeMode(m RuntimeMode) Option { return func(e *Environment) { e.mod
 // Tests pass a clock.Manual to drive processing time.
 func WithClock(c clock.Clock) Option { return func(e *Environment) { e.clock = c } }
 
-// WithLogger sets the logger (default: slog.Default()).
+// WithLogger sets the logger (default: text lines on standard error at
+// level INFO).
 func WithLogger(l *slog.Logger) Option { return func(e *Environment) { e.log = l } }
 
 // WithBufferTimeout sets how long a partly filled exchange buffer may wait
@@ -129,7 +128,9 @@ func WithCheckpointing(interval time.Duration, dir string) Option {
 // WithRestartStrategy sets how the job recovers from failures (default:
 // from restart-strategy.*; with checkpointing and no setting,
 // exponential-delay, as in Flink).
-func WithRestartStrategy(s restart.Strategy) Option { return func(e *Environment) { e.restart = s } }
+func WithRestartStrategy(s RestartStrategy) Option {
+	return func(e *Environment) { e.presets = append(e.presets, s.apply) }
+}
 
 // WithSavepoint starts the job from a savepoint or retained checkpoint
 // (execution.state-recovery.path); allowNonRestored drops state of
@@ -160,7 +161,7 @@ func NewEnvironment(opts ...Option) *Environment {
 		o(e)
 	}
 	if e.log == nil {
-		e.log = slog.Default()
+		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	if e.config == nil {
 		c, warnings, err := conf.Load(conf.Sources{ConfDir: os.Getenv(conf.EnvConfDir)})
@@ -181,11 +182,12 @@ func NewEnvironment(opts ...Option) *Environment {
 			e.fail(err)
 		}
 	}
-	if dyn, dep, err := dynamicProperties(); err != nil {
+	if p, err := launch.FromEnvironment(); err != nil {
 		e.fail(err)
+		e.process = launch.Local()
 	} else {
-		e.workerDep = dep
-		if dyn != nil {
+		e.process = p
+		if dyn := p.Overrides(); dyn != nil {
 			e.config = e.config.Merge(dyn)
 			if _, err := e.config.Validate(); err != nil {
 				e.fail(err)
@@ -272,14 +274,39 @@ type JobResult struct {
 	Name     string
 	JobID    string
 	Duration time.Duration
-	// Subtasks are the metrics per subtask (of the last attempt).
-	Subtasks []jobmaster.SubtaskMetrics
+	// Subtasks are the metrics per subtask of the last attempt (jobs run
+	// in this process).
+	Subtasks []SubtaskMetrics
 	// Restarts counts recoveries from failures.
 	Restarts int
 	// Checkpoints counts completed checkpoints.
 	Checkpoints int
 	// Savepoint is the savepoint a stop-with-savepoint wrote.
 	Savepoint string
+}
+
+// SubtaskMetrics are one subtask's counts at the end of a job.
+type SubtaskMetrics struct {
+	// Vertex is the name of the subtask's operator chain.
+	Vertex string
+	// Subtask is its index, from 0.
+	Subtask int
+	// RecordsIn and RecordsOut count records into and out of the chain.
+	RecordsIn, RecordsOut int64
+	// Busy, Idle and Backpressured are the time the subtask spent working,
+	// waiting for input, and waiting for its outputs.
+	Busy, Idle, Backpressured time.Duration
+}
+
+func subtaskMetrics(ms []jobmaster.SubtaskMetrics) []SubtaskMetrics {
+	out := make([]SubtaskMetrics, len(ms))
+	for i, m := range ms {
+		out[i] = SubtaskMetrics{Vertex: m.Vertex, Subtask: m.Subtask,
+			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
+			Backpressured: time.Duration(m.BackpressuredNanos.Load())}
+	}
+	return out
 }
 
 // Execute validates the dataflow and runs it on the embedded local cluster
@@ -300,63 +327,29 @@ func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResu
 
 // JobClient controls a job started with ExecuteAsync.
 type JobClient struct {
-	name   string
-	job    *jobmaster.Job
-	remote *remoteJob // a job on a cluster
+	name string
+	h    *launch.Handle
 }
 
-// ExecuteAsync starts the job and returns at once.
+// ExecuteAsync starts the job and returns at once. Where the process runs
+// it comes from how the program was started (sluice run sets it): in this
+// process by default, submitted to a cluster, or as a worker's share of it.
+// A program started for its plan or as a worker ends in Execute.
 func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient, error) {
 	if len(e.errs) > 0 {
 		return nil, joinBuildErrors(e.errs)
 	}
 	g := e.Graph(name)
-	tgt, err := target()
+	h, err := e.process.Launch(ctx, launch.Job{Graph: g, Config: e.config, Mode: string(e.mode), Options: e.localOptions, Log: e.log})
 	if err != nil {
 		return nil, err
 	}
-	switch tgt {
-	case targetPlan:
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
-		return nil, writePlan(g)
-	case targetWorker:
-		return nil, e.runWorker(ctx, g)
-	case targetRemote:
-		return e.submitRemote(ctx, g)
-	}
-	mode, err := e.resolveMode(g)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := graph.BuildPlan(g)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := e.localOptions(mode)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Checkpoints != nil || opts.RestoreFrom != "" {
-		for _, n := range g.Nodes {
-			if n.UID == "" && (n.Keyed || n.Inputs == 0) {
-				e.log.Warn("stateful operator without a UID: its state is matched by a generated ID that changes when the job's shape changes; set one with UID(...) to restore savepoints across job versions",
-					"operator", n.Name, "id", n.ID)
-			}
-		}
-	}
-	e.log.Info("executing job", "job", name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
-	j, err := jobmaster.Start(ctx, plan, opts)
-	if err != nil {
-		return nil, fmt.Errorf("stream: starting job %q: %w", name, err)
-	}
-	return &JobClient{name: name, job: j}, nil
+	return &JobClient{name: name, h: h}, nil
 }
 
-// localOptions turns the configuration into the local runtime's options.
+// localOptions turns the configuration into the JobMaster core's options.
 func (e *Environment) localOptions(mode task.RuntimeMode) (jobmaster.Options, error) {
-	opts, err := jobmaster.OptionsFromConfig(e.config, mode, e.restart)
+	opts, err := jobmaster.OptionsFromConfig(e.config, mode, nil)
 	opts.Clock, opts.Log, opts.BatchSize = e.clock, e.log, e.batchSize
 	opts.BufferTimeout, opts.AutoWatermarkInterval = e.bufferTimeout, e.autoWatermark.Milliseconds()
 	opts.FileSystems = e.fileSystems
@@ -365,13 +358,11 @@ func (e *Environment) localOptions(mode task.RuntimeMode) (jobmaster.Options, er
 
 // Wait blocks until the job ends.
 func (c *JobClient) Wait() (*JobResult, error) {
-	if c.remote != nil {
-		return c.remote.wait()
-	}
-	res, err := c.job.Wait()
-	jr := &JobResult{Name: c.name, JobID: c.job.ID()}
+	res, err := c.h.Wait()
+	jr := &JobResult{Name: c.name, JobID: c.h.JobID()}
 	if res != nil {
-		jr.Duration, jr.Subtasks, jr.Restarts, jr.Checkpoints, jr.Savepoint = res.Duration, res.Subtasks, res.Restarts, res.Checkpoints, res.Savepoint
+		jr.Duration, jr.Restarts, jr.Checkpoints, jr.Savepoint = res.Duration, res.Restarts, res.Checkpoints, res.Savepoint
+		jr.Subtasks = subtaskMetrics(res.Subtasks)
 	}
 	if err != nil {
 		return jr, fmt.Errorf("stream: job %q failed: %w", c.name, err)
@@ -380,46 +371,23 @@ func (c *JobClient) Wait() (*JobResult, error) {
 }
 
 // JobID is the job's identifier.
-func (c *JobClient) JobID() string {
-	if c.remote != nil {
-		return c.remote.id
-	}
-	return c.job.ID()
-}
+func (c *JobClient) JobID() string { return c.h.JobID() }
 
 // Cancel stops the job.
-func (c *JobClient) Cancel() {
-	if c.remote != nil {
-		c.remote.cancel()
-		return
-	}
-	c.job.Cancel()
-}
+func (c *JobClient) Cancel() { c.h.Cancel() }
 
 // TriggerSavepoint writes a savepoint into dir (empty: the configured
 // execution.checkpointing.savepoint-dir) and returns its path.
-func (c *JobClient) TriggerSavepoint(dir string) (string, error) {
-	if c.remote != nil {
-		return c.remote.savepoint(dir, false, false)
-	}
-	return c.job.TriggerSavepoint(dir)
-}
+func (c *JobClient) TriggerSavepoint(dir string) (string, error) { return c.h.TriggerSavepoint(dir) }
 
 // StopWithSavepoint writes a savepoint and stops the job. With drain, event
 // time is ended first, so every window and timer fires (Flink's stop --drain).
 func (c *JobClient) StopWithSavepoint(dir string, drain bool) (string, error) {
-	if c.remote != nil {
-		return c.remote.savepoint(dir, true, drain)
-	}
-	return c.job.StopWithSavepoint(dir, drain)
+	return c.h.StopWithSavepoint(dir, drain)
 }
 
 func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
-	mode := string(e.mode)
-	if mode == "" {
-		mode = conf.RuntimeModeStreaming
-	}
-	return jobmaster.ResolveMode(g, mode)
+	return launch.ResolveMode(g, string(e.mode))
 }
 
 func joinBuildErrors(errs []error) error {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -137,10 +136,7 @@ func TestRandomFailuresGiveTheFailureFreeWindowResults(t *testing.T) {
 					}
 					return false
 				}}
-			strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 20})
-			if err != nil {
-				t.Fatal(err)
-			}
+			strategy := stream.FixedDelayRestart(20, 0)
 			env := windowJob[windowTotal](2, sink, func(int64) {
 				if chance(0.0002) {
 					failures.Add(1)

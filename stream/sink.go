@@ -66,11 +66,13 @@ type TwoPhaseCommitSink[T, C any] interface {
 	CreateCommitter() (Committer[C], error)
 }
 
-// committerInContext is a two-phase-commit sink of this package whose
-// committer needs its subtask's context (the file sink resolves its base
-// URI in the job's file systems).
-type committerInContext[C any] interface {
-	createCommitterIn(ctx SinkContext) (Committer[C], error)
+// CommitterInContext is implemented by a two-phase-commit sink whose
+// committer needs its subtask's context (as Flink's createCommitter takes a
+// CommitterInitContext): the file sink resolves its base URI in the job's
+// file systems. In a job, CreateCommitterIn is called instead of
+// CreateCommitter.
+type CommitterInContext[C any] interface {
+	CreateCommitterIn(ctx SinkContext) (Committer[C], error)
 }
 
 // SinkTo writes the stream to sink.
@@ -132,8 +134,8 @@ func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) erro
 func (s *sinkOp[T, C]) Open() error {
 	if s.newCommitter != nil {
 		newCommitter := s.newCommitter
-		if cc, ok := s.sink.(committerInContext[C]); ok {
-			newCommitter = func() (Committer[C], error) { return cc.createCommitterIn(s) }
+		if cc, ok := s.sink.(CommitterInContext[C]); ok {
+			newCommitter = func() (Committer[C], error) { return cc.CreateCommitterIn(s) }
 		}
 		c, err := newCommitter()
 		if err != nil {

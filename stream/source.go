@@ -63,14 +63,29 @@ type SplitEnumeratorContext[S Split] interface {
 }
 
 // InputStatus is what SourceReader.PollNext reports.
-type InputStatus = task.SourceStatus
+type InputStatus int
 
 // Reader statuses.
 const (
-	MoreAvailable    = task.MoreAvailable
-	NothingAvailable = task.NothingAvailable
-	EndOfInput       = task.EndOfInput
+	// MoreAvailable: the reader has more records now; poll again at once.
+	MoreAvailable InputStatus = iota
+	// NothingAvailable: nothing now; the reader signals when more arrives.
+	NothingAvailable
+	// EndOfInput: the reader has emitted its last record.
+	EndOfInput
 )
+
+// sourceStatus is s in the engine's terms.
+func (s InputStatus) sourceStatus() task.SourceStatus {
+	switch s {
+	case MoreAvailable:
+		return task.MoreAvailable
+	case NothingAvailable:
+		return task.NothingAvailable
+	default:
+		return task.EndOfInput
+	}
+}
 
 // SourceReaderContext is a reader's view of its subtask.
 type SourceReaderContext interface {
@@ -450,7 +465,7 @@ func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
 		err = s.err
 	}
 	if err != nil {
-		return st, err
+		return st.sourceStatus(), err
 	}
 	if st == EndOfInput {
 		if s.cancelWM != nil {
@@ -458,10 +473,10 @@ func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
 		}
 		// The end of a bounded source ends event time: every window fires.
 		if err := s.out.EmitWatermark(task.MaxWatermark); err != nil {
-			return st, err
+			return st.sourceStatus(), err
 		}
 	}
-	return st, nil
+	return st.sourceStatus(), nil
 }
 
 func (s *sourceOp[T, S]) Available() <-chan struct{} { return s.reader.Available() }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -47,16 +48,16 @@ func main() {
 	env := stream.NewEnvironment(opts...)
 	var lines stream.DataStream[string]
 	if flag.NArg() > 0 {
-		lines = stream.ReadTextFile(env, flag.Args()...)
+		lines = file.ReadTextFile(env, flag.Args()...)
 	} else {
 		lines = stream.FromSlice(env, sample)
 	}
 	counts := Build(lines)
 	if *output != "" {
-		stream.SinkToCommitting(counts, stream.FileSink(*output, func(wc WordCount, w io.Writer) error {
+		stream.SinkToCommitting(counts, file.ForRowFormat(*output, func(wc WordCount, w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s %d\n", wc.Word, wc.Count)
 			return err
-		}).WithBucketAssigner(stream.BasePathBucketAssigner[WordCount]())).Name("Counts").UID("counts-file")
+		}).WithBucketAssigner(file.BasePathBucketAssigner[WordCount]())).Name("Counts").UID("counts-file")
 	} else {
 		stream.Print(counts)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -19,7 +20,7 @@ func TestWordCountOverFiles(t *testing.T) {
 	for _, par := range []int{1, 4} {
 		env := stream.NewEnvironment(stream.WithParallelism(par), stream.WithRuntimeMode(stream.Automatic),
 			stream.WithLogger(slog.New(slog.DiscardHandler)))
-		res := stream.Collect(Build(stream.ReadTextFile(env, p)))
+		res := stream.Collect(Build(file.ReadTextFile(env, p)))
 		if _, err := env.Execute("wc"); err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -100,10 +101,10 @@ func main() {
 			return r
 		})
 	}
-	sink := stream.FileSink(*out, func(r Rec, w io.Writer) error {
+	sink := file.ForRowFormat(*out, func(r Rec, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%d %d\n", r.Key, r.Count)
 		return err
-	}).WithBucketAssigner(stream.BasePathBucketAssigner[Rec]())
+	}).WithBucketAssigner(file.BasePathBucketAssigner[Rec]())
 	stream.SinkToCommitting(records, sink).UID("files")
 	res, err := env.Execute("cluster test")
 	if err != nil {

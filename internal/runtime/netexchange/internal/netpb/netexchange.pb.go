@@ -57,7 +57,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[0]
+	mi := &file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -69,7 +69,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[0]
+	mi := &file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -82,7 +82,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP(), []int{0}
+	return file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Hello) GetVersion() uint32 {
@@ -121,7 +121,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[1]
+	mi := &file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -133,7 +133,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[1]
+	mi := &file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -146,7 +146,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP(), []int{1}
+	return file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Message) GetHello() *Hello {
@@ -170,11 +170,11 @@ func (x *Message) GetError() string {
 	return ""
 }
 
-var File_runtime_netexchange_internal_netpb_netexchange_proto protoreflect.FileDescriptor
+var File_internal_runtime_netexchange_internal_netpb_netexchange_proto protoreflect.FileDescriptor
 
-const file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc = "" +
+const file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc = "" +
 	"\n" +
-	"4runtime/netexchange/internal/netpb/netexchange.proto\x12\x15sluice.netexchange.v1\"[\n" +
+	"=internal/runtime/netexchange/internal/netpb/netexchange.proto\x12\x15sluice.netexchange.v1\"[\n" +
 	"\x05Hello\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1e\n" +
@@ -186,26 +186,26 @@ const file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc = "" +
 	"\x06frames\x18\x02 \x01(\fR\x06frames\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error2]\n" +
 	"\fDataExchange\x12M\n" +
-	"\aConnect\x12\x1e.sluice.netexchange.v1.Message\x1a\x1e.sluice.netexchange.v1.Message(\x010\x01B=Z;github.com/sluice/sluice/internal/runtime/netexchange/internal/netpbb\x06proto3"
+	"\aConnect\x12\x1e.sluice.netexchange.v1.Message\x1a\x1e.sluice.netexchange.v1.Message(\x010\x01BFZDgithub.com/sluice/sluice/internal/runtime/netexchange/internal/netpbb\x06proto3"
 
 var (
-	file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescOnce sync.Once
-	file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData []byte
+	file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescOnce sync.Once
+	file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData []byte
 )
 
-func file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP() []byte {
-	file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescOnce.Do(func() {
-		file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc), len(file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc)))
+func file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescGZIP() []byte {
+	file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescOnce.Do(func() {
+		file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc), len(file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc)))
 	})
-	return file_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData
+	return file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDescData
 }
 
-var file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
-var file_runtime_netexchange_internal_netpb_netexchange_proto_goTypes = []any{
+var file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_internal_runtime_netexchange_internal_netpb_netexchange_proto_goTypes = []any{
 	(*Hello)(nil),   // 0: sluice.netexchange.v1.Hello
 	(*Message)(nil), // 1: sluice.netexchange.v1.Message
 }
-var file_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs = []int32{
+var file_internal_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs = []int32{
 	0, // 0: sluice.netexchange.v1.Message.hello:type_name -> sluice.netexchange.v1.Hello
 	1, // 1: sluice.netexchange.v1.DataExchange.Connect:input_type -> sluice.netexchange.v1.Message
 	1, // 2: sluice.netexchange.v1.DataExchange.Connect:output_type -> sluice.netexchange.v1.Message
@@ -216,26 +216,26 @@ var file_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs = []int32{
 	0, // [0:1] is the sub-list for field type_name
 }
 
-func init() { file_runtime_netexchange_internal_netpb_netexchange_proto_init() }
-func file_runtime_netexchange_internal_netpb_netexchange_proto_init() {
-	if File_runtime_netexchange_internal_netpb_netexchange_proto != nil {
+func init() { file_internal_runtime_netexchange_internal_netpb_netexchange_proto_init() }
+func file_internal_runtime_netexchange_internal_netpb_netexchange_proto_init() {
+	if File_internal_runtime_netexchange_internal_netpb_netexchange_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc), len(file_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc), len(file_internal_runtime_netexchange_internal_netpb_netexchange_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_runtime_netexchange_internal_netpb_netexchange_proto_goTypes,
-		DependencyIndexes: file_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs,
-		MessageInfos:      file_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes,
+		GoTypes:           file_internal_runtime_netexchange_internal_netpb_netexchange_proto_goTypes,
+		DependencyIndexes: file_internal_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs,
+		MessageInfos:      file_internal_runtime_netexchange_internal_netpb_netexchange_proto_msgTypes,
 	}.Build()
-	File_runtime_netexchange_internal_netpb_netexchange_proto = out.File
-	file_runtime_netexchange_internal_netpb_netexchange_proto_goTypes = nil
-	file_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs = nil
+	File_internal_runtime_netexchange_internal_netpb_netexchange_proto = out.File
+	file_internal_runtime_netexchange_internal_netpb_netexchange_proto_goTypes = nil
+	file_internal_runtime_netexchange_internal_netpb_netexchange_proto_depIdxs = nil
 }

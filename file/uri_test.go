@@ -1,4 +1,4 @@
-package stream_test
+package file_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/fs/memfs"
 	"github.com/sluice/sluice/stream"
@@ -86,10 +87,10 @@ func TestFileURIsResolveInTheJobsFileSystems(t *testing.T) {
 		writeMem(t, m, fmt.Sprintf("/in/%d.txt", f), b.String())
 	}
 	env := asyncTestEnv(stream.WithParallelism(2), stream.WithFileSystems(r))
-	lines := stream.ReadTextFile(env, "mem:///in/0.txt", "mem:///in/1.txt", "mem:///in/2.txt")
+	lines := file.ReadTextFile(env, "mem:///in/0.txt", "mem:///in/1.txt", "mem:///in/2.txt")
 	upper := stream.Map(lines, strings.ToUpper)
-	stream.SinkToCommitting(upper, stream.FileSink("mem:///out", stream.SimpleStringEncoder[string]()).
-		WithBucketAssigner(stream.BasePathBucketAssigner[string]())).Name("files")
+	stream.SinkToCommitting(upper, file.ForRowFormat("mem:///out", file.SimpleStringEncoder[string]()).
+		WithBucketAssigner(file.BasePathBucketAssigner[string]())).Name("files")
 	if _, err := env.Execute("file URIs"); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +119,14 @@ func TestFileURIErrors(t *testing.T) {
 	}{
 		{"sink of an unknown scheme", func(env *stream.Environment) {
 			stream.SinkToCommitting(stream.FromSlice(env, []string{"a"}),
-				stream.FileSink("nosuch:///out", stream.SimpleStringEncoder[string]())).Name("files")
+				file.ForRowFormat("nosuch:///out", file.SimpleStringEncoder[string]())).Name("files")
 		}, []string{`operator "files"`, "nosuch:///out", "no filesystem for this URI scheme"}},
 		{"source of an unknown scheme", func(env *stream.Environment) {
-			stream.Print(stream.ReadTextFile(env, "nosuch:///in.txt"))
-		}, []string{"text file source", "nosuch:///in.txt"}},
+			stream.Print(file.ReadTextFile(env, "nosuch:///in.txt"))
+		}, []string{"file: text file source", "nosuch:///in.txt"}},
 		{"missing file", func(env *stream.Environment) {
-			stream.Print(stream.ReadTextFile(env, "mem:///absent.txt"))
-		}, []string{"text file source", "/absent.txt"}},
+			stream.Print(file.ReadTextFile(env, "mem:///absent.txt"))
+		}, []string{"file: text file source", "/absent.txt"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := memResolver(t)

@@ -1,4 +1,8 @@
-package stream
+// Package file is the file connector: a bounded source of the lines of
+// text files (ReadTextFile) and a row-format file sink (ForRowFormat,
+// Flink's FileSink.forRowFormat), over local paths and the URIs of the
+// job's file systems (file://, hdfs:// on a cluster).
+package file
 
 import (
 	"bufio"
@@ -16,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/stream"
 )
 
 // A row-format file sink (Flink's FileSink.forRowFormat).
@@ -55,9 +60,9 @@ const (
 	DefaultDateTimeBucketFormat       = "yyyy-MM-dd--HH"
 )
 
-// FileCommittable is a pending part file: the committer renames
+// Committable is a pending part file: the committer renames
 // PendingPath to FinalPath.
-type FileCommittable struct {
+type Committable struct {
 	PendingPath string
 	FinalPath   string
 }
@@ -214,7 +219,7 @@ type datePart struct {
 func parseDateTimePattern(p string) (dateTimePattern, error) {
 	var out dateTimePattern
 	bad := func(pos int, format string, args ...any) (dateTimePattern, error) {
-		return dateTimePattern{}, fmt.Errorf("stream: date-time bucket format %q, position %d: %s", p, pos, fmt.Sprintf(format, args...))
+		return dateTimePattern{}, fmt.Errorf("file: date-time bucket format %q, position %d: %s", p, pos, fmt.Sprintf(format, args...))
 	}
 	if p == "" {
 		return bad(0, "the format is empty")
@@ -341,10 +346,10 @@ func SimpleStringEncoder[T any]() func(v T, w io.Writer) error {
 	}
 }
 
-// RowFileSink is a row-format file sink; build it with FileSink and write
+// RowSink is a row-format file sink; build it with FileSink and write
 // a stream to it with SinkToCommitting. Its With methods return a
 // modified copy.
-type RowFileSink[T any] struct {
+type RowSink[T any] struct {
 	basePath      string
 	encoder       func(T, io.Writer) error
 	fsys          fs.FileSystem
@@ -355,7 +360,7 @@ type RowFileSink[T any] struct {
 	err           error
 }
 
-// FileSink returns a row-format file sink writing records under basePath,
+// ForRowFormat returns a row-format file sink writing records under basePath,
 // each encoded by encoder (for example SimpleStringEncoder). By default it
 // writes to the local filesystem, rolls parts with DefaultRollingPolicy{},
 // buckets records by hour of processing time in the local time zone
@@ -363,20 +368,20 @@ type RowFileSink[T any] struct {
 // "part-<uuid>-<subtask>-<counter>" and checks time-based rolling every
 // DefaultBucketCheckInterval.
 //
-//	sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).
-//		WithRollingPolicy(stream.DefaultRollingPolicy{MaxPartSize: 64 << 20})
+//	sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).
+//		WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: 64 << 20})
 //	stream.SinkToCommitting(lines, sink)
-func FileSink[T any](basePath string, encoder func(v T, w io.Writer) error) *RowFileSink[T] {
-	s := &RowFileSink[T]{
+func ForRowFormat[T any](basePath string, encoder func(v T, w io.Writer) error) *RowSink[T] {
+	s := &RowSink[T]{
 		basePath: basePath, encoder: encoder, policy: DefaultRollingPolicy{},
 		checkInterval: DefaultBucketCheckInterval,
 	}
 	var errs []error
 	if basePath == "" {
-		errs = append(errs, errors.New("stream: file sink: the base path is empty"))
+		errs = append(errs, errors.New("file: sink: the base path is empty"))
 	}
 	if encoder == nil {
-		errs = append(errs, errors.New("stream: file sink: the encoder is nil"))
+		errs = append(errs, errors.New("file: sink: the encoder is nil"))
 	}
 	assigner, err := DateTimeBucketAssigner[T](DefaultDateTimeBucketFormat, nil)
 	s.assigner, s.err = assigner, errors.Join(append(errs, err)...)
@@ -385,28 +390,28 @@ func FileSink[T any](basePath string, encoder func(v T, w io.Writer) error) *Row
 
 // WithFileSystem writes through fsys, the base path being a path of fsys,
 // instead of resolving the base path in the job's file systems.
-func (s *RowFileSink[T]) WithFileSystem(fsys fs.FileSystem) *RowFileSink[T] {
+func (s *RowSink[T]) WithFileSystem(fsys fs.FileSystem) *RowSink[T] {
 	c := *s
 	c.fsys = fsys
 	return &c
 }
 
 // WithRollingPolicy sets when parts roll.
-func (s *RowFileSink[T]) WithRollingPolicy(p RollingPolicy) *RowFileSink[T] {
+func (s *RowSink[T]) WithRollingPolicy(p RollingPolicy) *RowSink[T] {
 	c := *s
 	c.policy = p
 	return &c
 }
 
 // WithBucketAssigner sets how records are bucketed.
-func (s *RowFileSink[T]) WithBucketAssigner(a BucketAssigner[T]) *RowFileSink[T] {
+func (s *RowSink[T]) WithBucketAssigner(a BucketAssigner[T]) *RowSink[T] {
 	c := *s
 	c.assigner = a
 	return &c
 }
 
 // WithOutputFileConfig sets the part files' prefix and suffix.
-func (s *RowFileSink[T]) WithOutputFileConfig(cfg OutputFileConfig) *RowFileSink[T] {
+func (s *RowSink[T]) WithOutputFileConfig(cfg OutputFileConfig) *RowSink[T] {
 	c := *s
 	c.names = cfg
 	return &c
@@ -414,28 +419,28 @@ func (s *RowFileSink[T]) WithOutputFileConfig(cfg OutputFileConfig) *RowFileSink
 
 // WithBucketCheckInterval sets how often time-based rolling is checked
 // (default DefaultBucketCheckInterval, one minute).
-func (s *RowFileSink[T]) WithBucketCheckInterval(d time.Duration) *RowFileSink[T] {
+func (s *RowSink[T]) WithBucketCheckInterval(d time.Duration) *RowSink[T] {
 	c := *s
 	c.checkInterval = d
 	return &c
 }
 
-func (s *RowFileSink[T]) validate() error {
+func (s *RowSink[T]) validate() error {
 	var errs []error
 	if s.err != nil {
 		errs = append(errs, s.err)
 	}
 	if s.policy == nil {
-		errs = append(errs, errors.New("stream: file sink: the rolling policy is nil"))
+		errs = append(errs, errors.New("file: sink: the rolling policy is nil"))
 	}
 	if s.assigner == nil {
-		errs = append(errs, errors.New("stream: file sink: the bucket assigner is nil"))
+		errs = append(errs, errors.New("file: sink: the bucket assigner is nil"))
 	}
 	if s.checkInterval <= 0 {
-		errs = append(errs, fmt.Errorf("stream: file sink: the bucket check interval must be positive, got %v", s.checkInterval))
+		errs = append(errs, fmt.Errorf("file: sink: the bucket check interval must be positive, got %v", s.checkInterval))
 	}
 	if strings.Contains(s.names.PartPrefix, "/") || strings.Contains(s.names.PartSuffix, "/") {
-		errs = append(errs, fmt.Errorf("stream: file sink: part prefix %q and suffix %q must not contain '/'", s.names.PartPrefix, s.names.PartSuffix))
+		errs = append(errs, fmt.Errorf("file: sink: part prefix %q and suffix %q must not contain '/'", s.names.PartPrefix, s.names.PartSuffix))
 	}
 	return errors.Join(errs...)
 }
@@ -443,7 +448,7 @@ func (s *RowFileSink[T]) validate() error {
 // resolved returns the sink with its filesystem: the one given to
 // WithFileSystem, else the base path's: a URI (file://, hdfs://...)
 // resolves in fileSystems, a plain path is local.
-func (s *RowFileSink[T]) resolved(fileSystems *fs.Resolver) (*RowFileSink[T], error) {
+func (s *RowSink[T]) resolved(fileSystems *fs.Resolver) (*RowSink[T], error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -460,20 +465,20 @@ func (s *RowFileSink[T]) resolved(fileSystems *fs.Resolver) (*RowFileSink[T], er
 	}
 	fsys, p, err := fileSystems.For(s.basePath)
 	if err != nil {
-		return nil, fmt.Errorf("stream: file sink: base path: %w", err)
+		return nil, fmt.Errorf("file: sink: base path: %w", err)
 	}
 	c.fsys, c.basePath = fsys, p
 	return &c, nil
 }
 
 // CreateWriter implements Sink.
-func (s *RowFileSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
+func (s *RowSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T], error) {
 	s, err := s.resolved(ctx.FileSystems())
 	if err != nil {
 		return nil, err
 	}
 	if err := s.fsys.MkdirAll(s.basePath); err != nil {
-		return nil, fmt.Errorf("stream: file sink: creating the base directory %s: %w", s.basePath, err)
+		return nil, fmt.Errorf("file: sink: creating the base directory %s: %w", s.basePath, err)
 	}
 	w := &fileSinkWriter[T]{
 		s: s, ctx: ctx, uuid: newUUID(), subtask: ctx.Subtask(),
@@ -489,11 +494,13 @@ func (s *RowFileSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
 // CreateCommitter implements TwoPhaseCommitSink. Outside a job it knows
 // only the local filesystem (and WithFileSystem's); in a job, the sink
 // resolves its base path in the job's file systems instead.
-func (s *RowFileSink[T]) CreateCommitter() (Committer[FileCommittable], error) {
-	return s.createCommitterIn(nil)
+func (s *RowSink[T]) CreateCommitter() (stream.Committer[Committable], error) {
+	return s.CreateCommitterIn(nil)
 }
 
-func (s *RowFileSink[T]) createCommitterIn(ctx SinkContext) (Committer[FileCommittable], error) {
+// CreateCommitterIn implements stream.CommitterInContext: the committer of
+// a job's subtask resolves the base path in the job's file systems.
+func (s *RowSink[T]) CreateCommitterIn(ctx stream.SinkContext) (stream.Committer[Committable], error) {
 	var fileSystems *fs.Resolver
 	if ctx != nil {
 		fileSystems = ctx.FileSystems()
@@ -508,14 +515,14 @@ func (s *RowFileSink[T]) createCommitterIn(ctx SinkContext) (Committer[FileCommi
 // fileSinkWriter writes the parts of one subtask. Its methods and its
 // timer run on the task goroutine.
 type fileSinkWriter[T any] struct {
-	s           *RowFileSink[T]
-	ctx         SinkContext
+	s           *RowSink[T]
+	ctx         stream.SinkContext
 	uuid        string
 	subtask     int
 	prefix      string
 	counter     int64
 	buckets     map[string]*fileBucket
-	pending     []FileCommittable
+	pending     []Committable
 	cancelCheck func()
 	closed      bool
 }
@@ -568,7 +575,7 @@ func (w *fileSinkWriter[T]) Write(v T, ts int64) error {
 	}
 	p := b.part
 	if err := w.s.encoder(v, &p.counter); err != nil {
-		return fmt.Errorf("stream: file sink: writing a record to %s: %w", p.path, err)
+		return fmt.Errorf("file: sink: writing a record to %s: %w", p.path, err)
 	}
 	p.info.Size = p.counter.n
 	p.info.LastUpdateTime = now
@@ -579,12 +586,12 @@ func (w *fileSinkWriter[T]) newBucket(id string) (*fileBucket, error) {
 	if id != "" {
 		clean := path.Clean(id)
 		if path.IsAbs(id) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
-			return nil, fmt.Errorf("stream: file sink: bucket id %q is not a relative directory inside the base path", id)
+			return nil, fmt.Errorf("file: sink: bucket id %q is not a relative directory inside the base path", id)
 		}
 	}
 	b := &fileBucket{id: id, dir: path.Join(w.s.basePath, id)}
 	if err := w.s.fsys.MkdirAll(b.dir); err != nil {
-		return nil, fmt.Errorf("stream: file sink: creating the directory %s of bucket %q: %w", b.dir, id, err)
+		return nil, fmt.Errorf("file: sink: creating the directory %s of bucket %q: %w", b.dir, id, err)
 	}
 	w.buckets[id] = b
 	return b, nil
@@ -600,7 +607,7 @@ func (w *fileSinkWriter[T]) openPart(b *fileBucket, now int64) error {
 	}
 	f, err := w.s.fsys.Create(p.path)
 	if err != nil {
-		return fmt.Errorf("stream: file sink: creating a part file: %w", err)
+		return fmt.Errorf("file: sink: creating a part file: %w", err)
 	}
 	p.file = f
 	p.buf = bufio.NewWriterSize(f, 64<<10)
@@ -618,9 +625,9 @@ func (w *fileSinkWriter[T]) roll(b *fileBucket) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("stream: file sink: closing part file %s: %w", p.path, err)
+		return fmt.Errorf("file: sink: closing part file %s: %w", p.path, err)
 	}
-	w.pending = append(w.pending, FileCommittable{PendingPath: p.path, FinalPath: p.final})
+	w.pending = append(w.pending, Committable{PendingPath: p.path, FinalPath: p.final})
 	return nil
 }
 
@@ -654,7 +661,7 @@ func (w *fileSinkWriter[T]) Flush(bool) error {
 	for _, b := range w.buckets {
 		if b.part != nil {
 			if err := b.part.buf.Flush(); err != nil {
-				return fmt.Errorf("stream: file sink: writing part file %s: %w", b.part.path, err)
+				return fmt.Errorf("file: sink: writing part file %s: %w", b.part.path, err)
 			}
 		}
 	}
@@ -663,7 +670,7 @@ func (w *fileSinkWriter[T]) Flush(bool) error {
 
 // PrepareCommit rolls every in-progress part and returns the parts
 // pending since the last call.
-func (w *fileSinkWriter[T]) PrepareCommit() ([]FileCommittable, error) {
+func (w *fileSinkWriter[T]) PrepareCommit() ([]Committable, error) {
 	for id, b := range w.buckets {
 		if b.part != nil {
 			if err := w.roll(b); err != nil {
@@ -694,7 +701,7 @@ func (w *fileSinkWriter[T]) Close() error {
 			b.part = nil
 			p.file.Close() // its content is abandoned
 			if err := w.s.fsys.Remove(p.path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("stream: file sink: removing abandoned part file: %w", err))
+				errs = append(errs, fmt.Errorf("file: sink: removing abandoned part file: %w", err))
 			}
 		}
 	}
@@ -707,7 +714,7 @@ type fileCommitter struct{ fsys fs.FileSystem }
 // Commit renames every pending part to its final name. It is idempotent:
 // a part whose pending file is gone and whose final file exists was
 // committed before.
-func (c *fileCommitter) Commit(cs []FileCommittable) error {
+func (c *fileCommitter) Commit(cs []Committable) error {
 	for _, f := range cs {
 		err := c.fsys.Rename(f.PendingPath, f.FinalPath)
 		if err == nil {
@@ -716,14 +723,14 @@ func (c *fileCommitter) Commit(cs []FileCommittable) error {
 		if c.committedBefore(f) {
 			continue
 		}
-		return fmt.Errorf("stream: file sink: committing %s: %w", f.FinalPath, err)
+		return fmt.Errorf("file: sink: committing %s: %w", f.FinalPath, err)
 	}
 	return nil
 }
 
 // committedBefore reports whether f's pending file is gone and its final
 // file exists.
-func (c *fileCommitter) committedBefore(f FileCommittable) bool {
+func (c *fileCommitter) committedBefore(f Committable) bool {
 	if _, err := c.fsys.Stat(f.PendingPath); !errors.Is(err, iofs.ErrNotExist) {
 		return false
 	}

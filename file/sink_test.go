@@ -1,4 +1,4 @@
-package stream_test
+package file_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
@@ -73,9 +74,9 @@ func (c *fileSinkCtx) advance(t *testing.T, ms int64) {
 	}
 }
 
-type fileWriter = stream.CommittingWriter[string, stream.FileCommittable]
+type fileWriter = stream.CommittingWriter[string, file.Committable]
 
-func openFileWriter(t *testing.T, sink *stream.RowFileSink[string], ctx *fileSinkCtx) fileWriter {
+func openFileWriter(t *testing.T, sink *file.RowSink[string], ctx *fileSinkCtx) fileWriter {
 	t.Helper()
 	w, err := sink.CreateWriter(ctx)
 	if err != nil {
@@ -142,9 +143,9 @@ func partsInOrder(t *testing.T, dir string) []string {
 
 func TestFileSinkRollsBySizeAndCommitsIdempotently(t *testing.T) {
 	dir := t.TempDir()
-	sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).
-		WithBucketAssigner(stream.BasePathBucketAssigner[string]()).
-		WithRollingPolicy(stream.DefaultRollingPolicy{MaxPartSize: 10, RolloverInterval: -1, InactivityInterval: -1})
+	sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).
+		WithBucketAssigner(file.BasePathBucketAssigner[string]()).
+		WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: 10, RolloverInterval: -1, InactivityInterval: -1})
 	w := openFileWriter(t, sink, &fileSinkCtx{subtask: 3, now: 1_000_000})
 	for _, v := range []string{"aaaa", "bbbb", "cccc", "dddd", "eeee"} {
 		if err := w.Write(v, stream.NoTimestamp); err != nil {
@@ -213,37 +214,37 @@ func TestFileSinkRollsByProcessingTime(t *testing.T) {
 	adv := func(d time.Duration) step { return step{advance: d} }
 	tests := []struct {
 		name   string
-		policy stream.DefaultRollingPolicy
+		policy file.DefaultRollingPolicy
 		steps  []step
 		want   []string
 	}{
 		{
 			name:   "inactivity",
-			policy: stream.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Hour, InactivityInterval: 10 * time.Second},
+			policy: file.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Hour, InactivityInterval: 10 * time.Second},
 			steps:  []step{w("a"), adv(5 * time.Second), w("b"), adv(9 * time.Second), w("c"), adv(10 * time.Second), w("d")},
 			want:   []string{"a\nb\nc\n", "d\n"},
 		},
 		{
 			name:   "inactivity, several parts",
-			policy: stream.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Hour, InactivityInterval: 10 * time.Second},
+			policy: file.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Hour, InactivityInterval: 10 * time.Second},
 			steps:  []step{w("a"), adv(30 * time.Second), w("b"), w("c"), adv(11 * time.Second), w("d"), adv(3 * time.Second), w("e")},
 			want:   []string{"a\n", "b\nc\n", "d\ne\n"},
 		},
 		{
 			name:   "rollover",
-			policy: stream.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: 10 * time.Second, InactivityInterval: time.Hour},
+			policy: file.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: 10 * time.Second, InactivityInterval: time.Hour},
 			steps:  []step{w("a"), adv(4 * time.Second), w("b"), adv(4 * time.Second), w("c"), adv(4 * time.Second), w("d"), adv(4 * time.Second), w("e")},
 			want:   []string{"a\nb\nc\n", "d\ne\n"},
 		},
 		{
 			name:   "neither",
-			policy: stream.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Minute, InactivityInterval: 30 * time.Second},
+			policy: file.DefaultRollingPolicy{MaxPartSize: -1, RolloverInterval: time.Minute, InactivityInterval: 30 * time.Second},
 			steps:  []step{w("a"), adv(20 * time.Second), w("b"), adv(20 * time.Second), w("c")},
 			want:   []string{"a\nb\nc\n"},
 		},
 		{
 			name:   "default policy: one minute",
-			policy: stream.DefaultRollingPolicy{},
+			policy: file.DefaultRollingPolicy{},
 			steps:  []step{w("a"), adv(59 * time.Second), w("b"), adv(time.Second), w("c")},
 			want:   []string{"a\nb\n", "c\n"},
 		},
@@ -251,8 +252,8 @@ func TestFileSinkRollsByProcessingTime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).
-				WithBucketAssigner(stream.BasePathBucketAssigner[string]()).
+			sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).
+				WithBucketAssigner(file.BasePathBucketAssigner[string]()).
 				WithRollingPolicy(tt.policy).
 				WithBucketCheckInterval(time.Second)
 			ctx := &fileSinkCtx{now: 1_000_000}
@@ -283,11 +284,11 @@ func TestFileSinkRollsByProcessingTime(t *testing.T) {
 
 func TestFileSinkDateTimeBuckets(t *testing.T) {
 	dir := t.TempDir()
-	assigner, err := stream.DateTimeBucketAssigner[string](stream.DefaultDateTimeBucketFormat, time.UTC)
+	assigner, err := file.DateTimeBucketAssigner[string](file.DefaultDateTimeBucketFormat, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).WithBucketAssigner(assigner)
+	sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).WithBucketAssigner(assigner)
 	ctx := &fileSinkCtx{now: time.Date(2024, 3, 5, 13, 59, 59, 0, time.UTC).UnixMilli()}
 	w := openFileWriter(t, sink, ctx)
 	w.Write("a", stream.NoTimestamp)
@@ -333,7 +334,7 @@ func TestDateTimeBucketFormat(t *testing.T) {
 		{format: "ddd", err: `position 0: 'd' repeated 3 times`},
 	}
 	for _, tt := range tests {
-		a, err := stream.DateTimeBucketAssigner[int](tt.format, time.UTC)
+		a, err := file.DateTimeBucketAssigner[int](tt.format, time.UTC)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), strconv.Quote(tt.format)) {
 				t.Errorf("%q: got error %v, want one containing %q and the format", tt.format, err, tt.err)
@@ -344,20 +345,20 @@ func TestDateTimeBucketFormat(t *testing.T) {
 			t.Errorf("%q: %v", tt.format, err)
 			continue
 		}
-		if got := a.BucketID(0, stream.BucketContext{CurrentProcessingTime: at.UnixMilli()}); got != tt.want {
+		if got := a.BucketID(0, file.BucketContext{CurrentProcessingTime: at.UnixMilli()}); got != tt.want {
 			t.Errorf("%q: got %q, want %q", tt.format, got, tt.want)
 		}
 	}
 	// Another zone gives another hour.
-	a, _ := stream.DateTimeBucketAssigner[int]("HH", time.FixedZone("UTC+2", 2*3600))
-	if got := a.BucketID(0, stream.BucketContext{CurrentProcessingTime: at.UnixMilli()}); got != "15" {
+	a, _ := file.DateTimeBucketAssigner[int]("HH", time.FixedZone("UTC+2", 2*3600))
+	if got := a.BucketID(0, file.BucketContext{CurrentProcessingTime: at.UnixMilli()}); got != "15" {
 		t.Errorf("in UTC+2: got %q, want 15", got)
 	}
 }
 
 func TestFileSinkCloseRemovesInProgressButKeepsPending(t *testing.T) {
 	dir := t.TempDir()
-	sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).WithBucketAssigner(stream.BasePathBucketAssigner[string]())
+	sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).WithBucketAssigner(file.BasePathBucketAssigner[string]())
 	w, err := sink.CreateWriter(&fileSinkCtx{})
 	if err != nil {
 		t.Fatal(err)
@@ -385,20 +386,20 @@ func TestFileSinkCloseRemovesInProgressButKeepsPending(t *testing.T) {
 func TestFileSinkErrors(t *testing.T) {
 	t.Run("commit of a part that is neither pending nor committed", func(t *testing.T) {
 		dir := t.TempDir()
-		c, err := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).CreateCommitter()
+		c, err := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).CreateCommitter()
 		if err != nil {
 			t.Fatal(err)
 		}
 		final := filepath.Join(dir, "part-x-0-0")
-		err = c.Commit([]stream.FileCommittable{{PendingPath: filepath.Join(dir, ".part-x-0-0.inprogress.y"), FinalPath: final}})
+		err = c.Commit([]file.Committable{{PendingPath: filepath.Join(dir, ".part-x-0-0.inprogress.y"), FinalPath: final}})
 		if !errors.Is(err, iofs.ErrNotExist) || !strings.Contains(err.Error(), final) {
 			t.Fatalf("got %v, want a not-exist error naming %s", err, final)
 		}
 	})
 	t.Run("bucket outside the base path", func(t *testing.T) {
 		dir := t.TempDir()
-		sink := stream.FileSink(filepath.Join(dir, "out"), stream.SimpleStringEncoder[string]()).
-			WithBucketAssigner(stream.BucketAssignerFunc[string](func(v string, _ stream.BucketContext) string { return v }))
+		sink := file.ForRowFormat(filepath.Join(dir, "out"), file.SimpleStringEncoder[string]()).
+			WithBucketAssigner(file.BucketAssignerFunc[string](func(v string, _ file.BucketContext) string { return v }))
 		w := openFileWriter(t, sink, &fileSinkCtx{})
 		for _, id := range []string{"../escape", "/abs", "a/../../b"} {
 			if err := w.Write(id, stream.NoTimestamp); err == nil || !strings.Contains(err.Error(), strconv.Quote(id)) {
@@ -410,7 +411,7 @@ func TestFileSinkErrors(t *testing.T) {
 		}
 	})
 	t.Run("bad configuration", func(t *testing.T) {
-		sink := stream.FileSink[string]("", nil).WithBucketCheckInterval(0)
+		sink := file.ForRowFormat[string]("", nil).WithBucketCheckInterval(0)
 		_, err := sink.CreateWriter(&fileSinkCtx{})
 		for _, want := range []string{"base path is empty", "encoder is nil", "bucket check interval must be positive"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -433,10 +434,10 @@ func TestFileSinkBoundedJob(t *testing.T) {
 		t.Run(fmt.Sprintf("p%d", par), func(t *testing.T) {
 			dir := t.TempDir()
 			env := asyncTestEnv(stream.WithParallelism(par))
-			sink := stream.FileSink(dir, stream.SimpleStringEncoder[string]()).
-				WithBucketAssigner(stream.BasePathBucketAssigner[string]()).
-				WithRollingPolicy(stream.DefaultRollingPolicy{MaxPartSize: maxPart}).
-				WithOutputFileConfig(stream.OutputFileConfig{PartPrefix: "out", PartSuffix: ".txt"})
+			sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).
+				WithBucketAssigner(file.BasePathBucketAssigner[string]()).
+				WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: maxPart}).
+				WithOutputFileConfig(file.OutputFileConfig{PartPrefix: "out", PartSuffix: ".txt"})
 			stream.SinkToCommitting(stream.FromSlice(env, lines), sink).Name("files")
 			if _, err := env.Execute("file sink"); err != nil {
 				t.Fatal(err)
@@ -492,12 +493,12 @@ func TestFileSinkJobBucketsByTaskClock(t *testing.T) {
 	dir := t.TempDir()
 	clk := clock.NewManual(time.Date(2024, 3, 5, 13, 45, 0, 0, time.UTC).UnixMilli())
 	env := asyncTestEnv(stream.WithParallelism(2), stream.WithClock(clk))
-	assigner, err := stream.DateTimeBucketAssigner[int](stream.DefaultDateTimeBucketFormat, time.UTC)
+	assigner, err := file.DateTimeBucketAssigner[int](file.DefaultDateTimeBucketFormat, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stream.SinkToCommitting(stream.FromSlice(env, asyncInputs(100)),
-		stream.FileSink(dir, stream.SimpleStringEncoder[int]()).WithBucketAssigner(assigner))
+		file.ForRowFormat(dir, file.SimpleStringEncoder[int]()).WithBucketAssigner(assigner))
 	if _, err := env.Execute("file sink"); err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +528,7 @@ func TestFileSinkUnwritableBasePathFailsJobNamingPath(t *testing.T) {
 	base := filepath.Join(blocker, "out") // a directory under a regular file
 	env := asyncTestEnv(stream.WithParallelism(2))
 	stream.SinkToCommitting(stream.FromSlice(env, []string{"a", "b"}),
-		stream.FileSink(base, stream.SimpleStringEncoder[string]())).Name("files")
+		file.ForRowFormat(base, file.SimpleStringEncoder[string]())).Name("files")
 	_, err := env.Execute("file sink")
 	if err == nil || !strings.Contains(err.Error(), base) || !strings.Contains(err.Error(), `operator "files"`) {
 		t.Fatalf("want an error naming the operator and %s, got %v", base, err)

@@ -1,0 +1,397 @@
+// Package launch is the start-up of a job binary: it reads where the
+// process was told to run its job (SLUICE_EXECUTION_TARGET and the variables
+// that go with it) and runs the job there:
+//
+//   - local: the whole job in this process, on the JobMaster core's embedded
+//     executor;
+//   - plan: the job graph written to a file for the CLI (sluice info, or a
+//     client building the graph), and the process ends;
+//   - remote: the graph and this binary submitted to a JobManager's REST
+//     endpoint, then followed to the end unless detached;
+//   - worker: this process's share of an attempt on a cluster (cluster/worker),
+//     and the process ends when the JobMaster ends the session.
+//
+// It is the only importer of cluster/worker, so the front ends (stream, and
+// the Beam runner and SQL planner to come) share one start-up and none of
+// them knows the processes of a cluster. Everything it takes from the
+// process (environment, arguments, stdout, the exit) comes in a Process, so
+// tests run it without touching their own process.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/cluster/worker"
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/restclient"
+)
+
+// Targets of a job binary (conf.EnvExecutionTarget).
+const (
+	TargetLocal  = conf.TargetLocal
+	TargetPlan   = conf.BinaryModePlan
+	TargetRemote = conf.TargetRemote
+	TargetWorker = conf.BinaryModeWorker
+)
+
+// Process is what the start-up takes from the process it runs in.
+type Process struct {
+	// Target is local (the default), plan, remote or worker.
+	Target string
+	// PlanOut is the file a plan is written to (SLUICE_PLAN_OUT).
+	PlanOut string
+	// JobManager is the REST address a remote job is submitted to
+	// (SLUICE_JOBMANAGER).
+	JobManager string
+	// DynamicProperties are the configuration overrides the process was
+	// started with: the CLI's -D, then a worker's deployment.
+	DynamicProperties []string
+	// Worker is a worker's deployment (worker target only).
+	Worker *deployment.WorkerDeployment
+	// Executable is this job binary, submitted with a remote job.
+	Executable string
+	// Args are the program's arguments, submitted with a remote job.
+	Args []string
+	// Stdout receives what the job binary tells its user ("Job has been
+	// submitted with JobID ...", as Flink's client prints).
+	Stdout io.Writer
+	// Exit ends the process. A job binary run for its plan, or as a
+	// worker, never continues past Execute: its program's main must not run
+	// on after the job (as Flink's client ends a program's main once it has
+	// its plan). It is called only for those two targets.
+	Exit func(code int)
+}
+
+// FromEnvironment reads the Process from this process's environment. It is
+// the one place start-up reads the environment.
+func FromEnvironment() (*Process, error) {
+	return FromGetenv(os.Getenv, os.Args[1:], os.Stdout, os.Exit, os.Executable)
+}
+
+// FromGetenv is FromEnvironment with the process's parts given.
+func FromGetenv(getenv func(string) string, args []string, stdout io.Writer, exit func(int), executable func() (string, error)) (*Process, error) {
+	p := &Process{
+		PlanOut:           getenv(conf.EnvPlanOut),
+		JobManager:        getenv(conf.EnvJobManager),
+		DynamicProperties: conf.SplitDynamicProperties(getenv(conf.EnvDynamicProperties)),
+		Args:              args,
+		Stdout:            stdout,
+		Exit:              exit,
+	}
+	switch t := getenv(conf.EnvExecutionTarget); t {
+	case "", TargetLocal:
+		p.Target = TargetLocal
+	case TargetPlan, TargetRemote, TargetWorker:
+		p.Target = t
+	default:
+		return nil, fmt.Errorf("launch: %s=%q: want local, plan, remote or worker", conf.EnvExecutionTarget, t)
+	}
+	if p.Target == TargetWorker {
+		d, err := deployment.ReadWorkerDeployment(getenv(conf.EnvWorkerDeployment))
+		if err != nil {
+			return nil, err
+		}
+		p.Worker = d
+		for k, v := range d.Configuration {
+			p.DynamicProperties = append(p.DynamicProperties, k+"="+v)
+		}
+	}
+	if p.Target == TargetRemote {
+		self, err := executable()
+		if err != nil {
+			return nil, fmt.Errorf("launch: finding this job binary to submit: %w", err)
+		}
+		p.Executable = self
+	}
+	return p, nil
+}
+
+// Local is a Process that runs its jobs in itself: the default of tests and
+// of programs that never go through the CLI.
+func Local() *Process {
+	return &Process{Target: TargetLocal, Stdout: io.Discard, Exit: func(int) {}}
+}
+
+// Overrides are the process's dynamic properties as a configuration, or nil
+// when there are none.
+func (p *Process) Overrides() *conf.Configuration {
+	if len(p.DynamicProperties) == 0 {
+		return nil
+	}
+	return conf.FromDynamicProperties(p.DynamicProperties)
+}
+
+// Job is what a front end hands to Launch.
+type Job struct {
+	// Graph is the job graph, with the job's configuration in Graph.Config.
+	Graph *graph.JobGraph
+	// Config is the job's effective configuration.
+	Config *conf.Configuration
+	// Mode is the configured runtime mode (STREAMING, BATCH or AUTOMATIC;
+	// empty: STREAMING).
+	Mode string
+	// Options builds the JobMaster core's options for the resolved mode.
+	Options func(task.RuntimeMode) (jobmaster.Options, error)
+	// Log receives the start-up's logs.
+	Log *slog.Logger
+}
+
+// ErrEnded is returned by Launch for the plan and worker targets when Exit
+// returns (only a test's Exit does): the job ran in this process as far as
+// the target goes, and there is no job to follow.
+var ErrEnded = errors.New("launch: the process's part of the job has ended")
+
+// Launch runs the job where the process says. For local and remote it
+// returns a Handle on the running job; for plan and worker it ends the
+// process through Exit once its part is done.
+func (p *Process) Launch(ctx context.Context, j Job) (*Handle, error) {
+	if j.Log == nil {
+		j.Log = slog.New(slog.DiscardHandler)
+	}
+	switch p.Target {
+	case TargetPlan:
+		if err := j.Graph.Validate(); err != nil {
+			return nil, err
+		}
+		if err := p.writePlan(j.Graph); err != nil {
+			return nil, err
+		}
+		p.Exit(0)
+		return nil, ErrEnded
+	case TargetWorker:
+		err := p.runWorker(ctx, j)
+		if err != nil {
+			j.Log.Error("worker failed", "err", err)
+			p.Exit(1)
+			return nil, err
+		}
+		p.Exit(0)
+		return nil, ErrEnded
+	case TargetRemote:
+		return p.submitRemote(ctx, j)
+	}
+	return startLocal(ctx, j)
+}
+
+func startLocal(ctx context.Context, j Job) (*Handle, error) {
+	g := j.Graph
+	mode, err := ResolveMode(g, j.Mode)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := graph.BuildPlan(g)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := j.Options(mode)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Checkpoints != nil || opts.RestoreFrom != "" {
+		for _, n := range g.Nodes {
+			if n.UID == "" && (n.Keyed || n.Inputs == 0) {
+				j.Log.Warn("stateful operator without a UID: its state is matched by a generated ID that changes when the job's shape changes; set one with UID(...) to restore savepoints across job versions",
+					"operator", n.Name, "id", n.ID)
+			}
+		}
+	}
+	j.Log.Info("executing job", "job", g.Name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
+	job, err := jobmaster.Start(ctx, plan, opts)
+	if err != nil {
+		return nil, fmt.Errorf("launch: starting job %q: %w", g.Name, err)
+	}
+	return &Handle{name: g.Name, local: job}, nil
+}
+
+// ResolveMode turns the configured runtime mode into the one the job runs
+// in (AUTOMATIC: BATCH when every source is bounded).
+func ResolveMode(g *graph.JobGraph, mode string) (task.RuntimeMode, error) {
+	if mode == "" {
+		mode = conf.RuntimeModeStreaming
+	}
+	return jobmaster.ResolveMode(g, mode)
+}
+
+// writePlan writes the job graph for the client.
+func (p *Process) writePlan(g *graph.JobGraph) error {
+	if p.PlanOut == "" {
+		return fmt.Errorf("launch: %s=plan needs %s, the file to write the job graph to", conf.EnvExecutionTarget, conf.EnvPlanOut)
+	}
+	b, err := g.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.PlanOut, b, 0o644); err != nil {
+		return fmt.Errorf("launch: writing the job graph: %w", err)
+	}
+	return nil
+}
+
+// runWorker runs this process's share of a job deployed on a cluster until
+// the JobMaster ends the session.
+func (p *Process) runWorker(ctx context.Context, j Job) error {
+	plan, err := graph.BuildPlan(j.Graph)
+	if err != nil {
+		return err
+	}
+	mode, err := ResolveMode(j.Graph, j.Mode)
+	if err != nil {
+		return err
+	}
+	opts, err := j.Options(mode)
+	if err != nil {
+		return err
+	}
+	return worker.Run(ctx, plan, opts, p.Worker)
+}
+
+// submitRemote submits the job and this binary to the JobManager; unless
+// execution.attached is false, the Handle then follows the job to its end.
+func (p *Process) submitRemote(ctx context.Context, j Job) (*Handle, error) {
+	g := j.Graph
+	if p.JobManager == "" {
+		return nil, fmt.Errorf("launch: %s=remote needs %s, the JobManager's REST address (host:port)", conf.EnvExecutionTarget, conf.EnvJobManager)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := restclient.New(p.JobManager)
+	if err != nil {
+		return nil, fmt.Errorf("launch: JobManager %q: %w", p.JobManager, err)
+	}
+	b, err := g.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	overrides := map[string]string{}
+	for _, prop := range p.DynamicProperties {
+		if k, v, err := conf.ParseDynamicProperty(prop); err == nil {
+			overrides[k] = v
+		}
+	}
+	id, err := c.Submit(ctx, restclient.Submission{Graph: b, BinaryPath: p.Executable, Args: p.Args,
+		SavepointPath: conf.Get(j.Config, conf.StateRecoveryPath), AllowNonRestoredState: conf.Get(j.Config, conf.StateRecoveryIgnoreUnclaimedState),
+		Configuration: overrides})
+	if err != nil {
+		return nil, fmt.Errorf("launch: submitting job %q to %s: %w", g.Name, p.JobManager, err)
+	}
+	fmt.Fprintf(p.Stdout, "Job has been submitted with JobID %s\n", id)
+	rj := &remoteJob{c: c, id: id, name: g.Name, ctx: ctx, log: j.Log, detached: !conf.Get(j.Config, conf.ExecutionAttached)}
+	return &Handle{name: g.Name, remote: rj}, nil
+}
+
+// Result describes a finished job.
+type Result struct {
+	JobID    string
+	Duration time.Duration
+	// Subtasks are the metrics per subtask of the last attempt (local jobs).
+	Subtasks []jobmaster.SubtaskMetrics
+	// Restarts counts recoveries from failures.
+	Restarts int
+	// Checkpoints counts completed checkpoints.
+	Checkpoints int
+	// Savepoint is the savepoint a stop-with-savepoint wrote.
+	Savepoint string
+}
+
+// Handle is a launched job: in this process, or on a cluster.
+type Handle struct {
+	name   string
+	local  *jobmaster.Job
+	remote *remoteJob
+}
+
+// Wait blocks until the job ends (at once for a detached remote job).
+func (h *Handle) Wait() (*Result, error) {
+	if h.remote != nil {
+		return h.remote.wait()
+	}
+	res, err := h.local.Wait()
+	r := &Result{JobID: h.local.ID()}
+	if res != nil {
+		r.Duration, r.Subtasks, r.Restarts, r.Checkpoints, r.Savepoint = res.Duration, res.Subtasks, res.Restarts, res.Checkpoints, res.Savepoint
+	}
+	return r, err
+}
+
+// JobID is the job's identifier.
+func (h *Handle) JobID() string {
+	if h.remote != nil {
+		return h.remote.id
+	}
+	return h.local.ID()
+}
+
+// Cancel stops the job.
+func (h *Handle) Cancel() {
+	if h.remote != nil {
+		h.remote.cancel()
+		return
+	}
+	h.local.Cancel()
+}
+
+// TriggerSavepoint writes a savepoint into dir (empty: the configured
+// execution.checkpointing.savepoint-dir) and returns its path.
+func (h *Handle) TriggerSavepoint(dir string) (string, error) {
+	if h.remote != nil {
+		return h.remote.c.Savepoint(h.remote.ctx, h.remote.id, rest.SavepointTriggerRequest{TargetDirectory: dir})
+	}
+	return h.local.TriggerSavepoint(dir)
+}
+
+// StopWithSavepoint writes a savepoint and stops the job; with drain, event
+// time is ended first.
+func (h *Handle) StopWithSavepoint(dir string, drain bool) (string, error) {
+	if h.remote != nil {
+		return h.remote.c.StopWithSavepoint(h.remote.ctx, h.remote.id, rest.StopRequest{TargetDirectory: dir, Drain: drain})
+	}
+	return h.local.StopWithSavepoint(dir, drain)
+}
+
+// remoteJob is a job running on a cluster, followed through its REST API.
+type remoteJob struct {
+	c        *restclient.Client
+	ctx      context.Context
+	log      *slog.Logger
+	id, name string
+	detached bool
+}
+
+func (r *remoteJob) wait() (*Result, error) {
+	res := &Result{JobID: r.id}
+	if r.detached {
+		return res, nil
+	}
+	er, err := r.c.WaitForResult(r.ctx, r.id)
+	if err != nil {
+		return res, fmt.Errorf("launch: following job %q (%s): %w", r.name, r.id, err)
+	}
+	res.Duration = time.Duration(er.NetRuntime) * time.Millisecond
+	if n, err := strconv.Atoi(er.AccumulatorResults["restarts"]); err == nil {
+		res.Restarts = n
+	}
+	if n, err := strconv.Atoi(er.AccumulatorResults["checkpoints"]); err == nil {
+		res.Checkpoints = n
+	}
+	res.Savepoint = er.AccumulatorResults["savepoint"]
+	return res, er.Err()
+}
+
+func (r *remoteJob) cancel() {
+	if err := r.c.Cancel(r.ctx, r.id); err != nil {
+		r.log.Warn("cancelling the job failed", "job", r.id, "err", err)
+	}
+}
