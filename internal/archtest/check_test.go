@@ -375,23 +375,27 @@ func (t *table) checkEdges(l *listing, p string, r rule, imports map[string]stri
 	return msgs
 }
 
-// checkPromises reports every promise the non-test imports break, with the
-// chain of imports that breaks it.
+// checkPromises reports every promise the non-test imports break, with a
+// chain of imports that breaks it: once, at the last package of the chain
+// that the promise covers, and for the first package of the chain it forbids.
 func (t *table) checkPromises(l *listing) []string {
 	var msgs []string
 	for _, pr := range t.promises {
+		forbidden := func(p string) bool { return matchesAny(pr.never, p) }
 		for _, p := range l.packages() {
 			if !matchesAny(pr.from, p) {
 				continue
 			}
-			for _, chain := range l.reach(p, pr.via) {
-				if to := chain[len(chain)-1]; matchesAny(pr.never, to) {
-					how := "links"
-					if pr.via != "" {
-						how = "reaches, not through " + pr.via + ","
-					}
-					msgs = append(msgs, fmt.Sprintf("%s %s %s: %s (through %s)", p, how, to, pr.why, strings.Join(chain, " → ")))
+			for _, chain := range l.reach(p, pr.via, forbidden) {
+				to := chain[len(chain)-1]
+				if !forbidden(to) || slices.ContainsFunc(chain[1:len(chain)-1], func(q string) bool { return matchesAny(pr.from, q) }) {
+					continue
 				}
+				how := "links"
+				if pr.via != "" {
+					how = "reaches, not through " + pr.via + ","
+				}
+				msgs = append(msgs, fmt.Sprintf("%s %s %s: %s (through %s)", p, how, to, pr.why, strings.Join(chain, " → ")))
 			}
 		}
 	}
@@ -400,8 +404,8 @@ func (t *table) checkPromises(l *listing) []string {
 
 // reach gives, for every package of the module that p's non-test imports
 // lead to without passing through avoid, one shortest chain of imports from
-// p to it.
-func (l *listing) reach(p, avoid string) [][]string {
+// p to it. It follows no import of a package for which stop is true.
+func (l *listing) reach(p, avoid string, stop func(string) bool) [][]string {
 	parent := map[string]string{p: ""}
 	queue := []string{p}
 	var chains [][]string
@@ -415,6 +419,9 @@ func (l *listing) reach(p, avoid string) [][]string {
 			}
 			slices.Reverse(chain)
 			chains = append(chains, chain)
+			if stop(q) {
+				continue
+			}
 		}
 		imps := make([]string, 0, len(l.pkgs[q].imports))
 		for imp := range l.pkgs[q].imports {

@@ -2,6 +2,7 @@ package archtest
 
 import (
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -19,16 +20,21 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// loadModule lists the module the test runs in.
+// loadModule lists the module the test runs in (once for all tests; they
+// must not change the listing).
 func loadModule(t *testing.T) *listing {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := load(wd)
+	l, err := moduleListing()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
+
+var moduleListing = sync.OnceValues(func() (*listing, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return load(wd)
+})
