@@ -54,7 +54,50 @@ type table struct {
 	rules    []rule
 	promises []promise
 	// stdGroups names sets of standard-library packages that rules share.
-	stdGroups map[string][]string
+	stdGroups []stdGroup
+}
+
+// A stdGroup is a named set of standard-library packages.
+type stdGroup struct {
+	name string
+	why  string   // what the packages have in common
+	pkgs []string // packages of the standard library, or names of other groups
+}
+
+// group finds a group of the standard library by name.
+func (t *table) group(name string) *stdGroup {
+	for i := range t.stdGroups {
+		if t.stdGroups[i].name == name {
+			return &t.stdGroups[i]
+		}
+	}
+	return nil
+}
+
+// expand lists the packages of a group and of the groups it names.
+func (t *table) expand(group string) []string {
+	var pkgs []string
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(g string) {
+		if seen[g] {
+			return
+		}
+		seen[g] = true
+		grp := t.group(g)
+		if grp == nil {
+			return
+		}
+		for _, p := range grp.pkgs {
+			if t.group(p) != nil {
+				walk(p)
+			} else {
+				pkgs = append(pkgs, p)
+			}
+		}
+	}
+	walk(group)
+	return pkgs
 }
 
 // pkgImports is what one package of the module imports directly. Each map
@@ -69,6 +112,7 @@ type pkgImports struct {
 // build configuration, the union of them all.
 type listing struct {
 	module   string
+	dir      string                 // the module's root directory
 	std      map[string]bool        // go list std
 	moduleOf map[string]string      // a third-party package → its module
 	pkgs     map[string]*pkgImports // a package of the module (relative path) → its imports
@@ -123,6 +167,7 @@ func load(dir string) (*listing, error) {
 	module, dir, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
 	l := &listing{
 		module:   module,
+		dir:      dir,
 		std:      map[string]bool{},
 		moduleOf: map[string]string{},
 		pkgs:     map[string]*pkgImports{},
@@ -267,13 +312,13 @@ func (t *table) validate(l *listing) []string {
 	missing := func(where, kind, name string) {
 		msgs = append(msgs, fmt.Sprintf("%s names %s %q, which does not exist", where, kind, name))
 	}
-	for g, members := range t.stdGroups {
-		if g == "std" || l.std[g] {
-			msgs = append(msgs, fmt.Sprintf("standard-library group %q has the name of a package or of the whole library", g))
+	for _, g := range t.stdGroups {
+		if g.name == "std" || l.std[g.name] {
+			msgs = append(msgs, fmt.Sprintf("standard-library group %q has the name of a package or of the whole library", g.name))
 		}
-		for _, s := range members {
-			if !l.std[s] {
-				missing(fmt.Sprintf("standard-library group %q", g), "standard-library package", s)
+		for _, s := range g.pkgs {
+			if t.group(s) == nil && !l.std[s] {
+				missing(fmt.Sprintf("standard-library group %q", g.name), "standard-library package", s)
 			}
 		}
 	}
@@ -294,7 +339,7 @@ func (t *table) validate(l *listing) []string {
 		}
 		for _, s := range r.std {
 			base, _ := strings.CutSuffix(s, "/...")
-			if s != "std" && t.stdGroups[s] == nil && !l.std[base] {
+			if s != "std" && t.group(s) == nil && !l.std[base] {
 				missing(where, "standard-library package", s)
 			}
 		}
@@ -317,7 +362,7 @@ func (t *table) validate(l *listing) []string {
 // package.
 func (t *table) allowsStd(entries []string, path string) bool {
 	for _, s := range entries {
-		if s == "std" || matches(s, path) || slices.Contains(t.stdGroups[s], path) {
+		if s == "std" || matches(s, path) || slices.Contains(t.expand(s), path) {
 			return true
 		}
 	}
