@@ -173,4 +173,3 @@ func TestEffectiveRestartStrategy(t *testing.T) {
 		}
 	}
 }
-
