@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +35,9 @@ type rule struct {
 	// it, the name of a group of stdGroups, or a package ("p/..." allowed).
 	// Empty: nothing.
 	std []string
+	// noClock: the non-test files use package time for values only
+	// (durations, instants given to them), never the wall clock or timers.
+	noClock bool
 
 	// Test files (TestImports and XTestImports) may import what the rule
 	// allows, the whole standard library, the package itself (from an
@@ -106,6 +114,45 @@ func (t *table) expand(group string) []string {
 type pkgImports struct {
 	imports map[string]string // non-test files
 	tests   map[string]string // test files: internal and external
+	clock   map[string]string // uses of the wall clock in non-test files ("file.go:12: time.Now")
+}
+
+// clockFuncs are the functions of package time that read the wall clock or
+// wait on it.
+var clockFuncs = []string{"After", "AfterFunc", "NewTicker", "NewTimer", "Now", "Since", "Sleep", "Tick", "Until"}
+
+// clockUses lists the uses of clockFuncs in the files of dir.
+func clockUses(dir string, files []string) ([]string, error) {
+	var uses []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		local := map[string]bool{} // the names package time has in the file
+		for _, imp := range f.Imports {
+			if imp.Path.Value != `"time"` {
+				continue
+			}
+			if imp.Name != nil {
+				local[imp.Name.Name] = true
+			} else {
+				local["time"] = true
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && local[x.Name] && slices.Contains(clockFuncs, sel.Sel.Name) {
+				uses = append(uses, fmt.Sprintf("%s:%d: time.%s", name, fset.Position(sel.Pos()).Line, sel.Sel.Name))
+			}
+			return true
+		})
+	}
+	return uses, nil
 }
 
 // listing is the module's import graph, as go list reports it under every
@@ -180,15 +227,15 @@ func load(dir string) (*listing, error) {
 		l.std[p] = true
 	}
 	for _, c := range configs {
-		out, err := goList(dir, c, "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
+		out, err := goList(dir, c, "-json=ImportPath,Dir,GoFiles,Imports,TestImports,XTestImports", "./...")
 		if err != nil {
 			return nil, err
 		}
 		dec := json.NewDecoder(bytes.NewReader(out))
 		for {
 			var p struct {
-				ImportPath                         string
-				Imports, TestImports, XTestImports []string
+				ImportPath, Dir                             string
+				GoFiles, Imports, TestImports, XTestImports []string
 			}
 			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 				break
@@ -201,12 +248,19 @@ func load(dir string) (*listing, error) {
 			}
 			pi := l.pkgs[rel]
 			if pi == nil {
-				pi = &pkgImports{imports: map[string]string{}, tests: map[string]string{}}
+				pi = &pkgImports{imports: map[string]string{}, tests: map[string]string{}, clock: map[string]string{}}
 				l.pkgs[rel] = pi
 			}
 			add(pi.imports, p.Imports, c.String())
 			add(pi.tests, p.TestImports, c.String())
 			add(pi.tests, p.XTestImports, c.String())
+			if slices.Contains(p.Imports, "time") {
+				uses, err := clockUses(p.Dir, p.GoFiles)
+				if err != nil {
+					return nil, err
+				}
+				add(pi.clock, uses, c.String())
+			}
 		}
 		// The module of every third-party package any file imports.
 		out, err = goList(dir, c, "-deps", "-test", "-f", "{{.ImportPath}}\t{{with .Module}}{{.Path}}{{end}}", "./...")
@@ -293,6 +347,15 @@ func check(t *table, l *listing) []string {
 		pi := l.pkgs[p]
 		msgs = append(msgs, t.checkEdges(l, p, r, pi.imports, false)...)
 		msgs = append(msgs, t.checkEdges(l, p, r, pi.tests, true)...)
+		if r.noClock {
+			for _, use := range slices.Sorted(maps.Keys(pi.clock)) {
+				where := ""
+				if c := pi.clock[use]; c != "" {
+					where = " (" + c + ")"
+				}
+				msgs = append(msgs, fmt.Sprintf("%s uses the wall clock, %s%s: rule %q takes time only as values", p, use, where, r.pkgs))
+			}
+		}
 	}
 	msgs = append(msgs, t.checkPromises(l)...)
 	return msgs

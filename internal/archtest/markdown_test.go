@@ -93,6 +93,9 @@ func (t *table) markdown() string {
 	for _, r := range t.rules {
 		text := fmt.Sprintf("%s: %s. Module: %s. Third-party: %s. Standard library: %s.",
 			code(r.pkgs), r.why, orNone(codes(r.mod)), orNone(codes(r.ext)), t.stdList(r.std))
+		if r.noClock {
+			text += " Package `time` only for values: no wall clock, timer or sleep."
+		}
 		if len(r.mod)+len(r.ext)+len(r.std) == 0 {
 			text = fmt.Sprintf("%s: %s. Non-test files: nothing.", code(r.pkgs), r.why)
 		}

@@ -14,7 +14,7 @@ func (l *listing) clone() *listing {
 	c := *l
 	c.pkgs = make(map[string]*pkgImports, len(l.pkgs))
 	for p, pi := range l.pkgs {
-		c.pkgs[p] = &pkgImports{imports: maps.Clone(pi.imports), tests: maps.Clone(pi.tests)}
+		c.pkgs[p] = &pkgImports{imports: maps.Clone(pi.imports), tests: maps.Clone(pi.tests), clock: maps.Clone(pi.clock)}
 	}
 	return &c
 }
@@ -80,6 +80,9 @@ func TestCheckerCatches(t *testing.T) {
 			[]string{`runtime/checkpoint imports net (non-test files)`}},
 		{"os in checkpoint storage, which goes through fs", importIn("runtime/checkpoint/storage", "os", ""),
 			[]string{`runtime/checkpoint/storage imports os (non-test files)`}},
+		{"the wall clock in the checkpoint coordinator", func(l *listing, _ *table) {
+			l.pkgs["runtime/checkpoint"].clock["coordinator.go:7: time.Now"] = ""
+		}, []string{`runtime/checkpoint uses the wall clock, coordinator.go:7: time.Now: rule "runtime/checkpoint" takes time only as values`}},
 		{"a test-file import", testImportIn("runtime/watermark", "runtime/task", ""),
 			[]string{`runtime/watermark imports runtime/task (test files): not in rule "runtime/watermark"`}},
 		{"an integration-tagged import", testImportIn("conf", "integration/minicluster", "-tags integration"),
@@ -90,7 +93,7 @@ func TestCheckerCatches(t *testing.T) {
 				`cluster/taskmanager links kafka`,
 			}},
 		{"an uncovered package", func(l *listing, _ *table) {
-			l.pkgs["runtime/newthing"] = &pkgImports{imports: map[string]string{}, tests: map[string]string{}}
+			l.pkgs["runtime/newthing"] = &pkgImports{imports: map[string]string{}, tests: map[string]string{}, clock: map[string]string{}}
 		}, []string{`runtime/newthing: no rule covers this package`}},
 		{"overlapping rules", func(_ *listing, tb *table) {
 			tb.rules = append(tb.rules, rule{pkgs: "runtime/...", std: []string{"std"}})
@@ -152,7 +155,7 @@ func TestLoadSeesEveryFile(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod":             "module fake\n\ngo 1.22\n",
-		"a/a.go":             "package a\n\nimport _ \"time\"\n",
+		"a/a.go":             "package a\n\nimport t \"time\"\n\nvar _ = t.Duration(1)\n\nfunc f() { _ = t.Now() }\n",
 		"a/a_other.go":       "//go:build !linux\n\npackage a\n\nimport _ \"os/exec\"\n",
 		"a/a_test.go":        "package a\n\nimport _ \"fake/time\"\n",
 		"a/x_test.go":        "package a_test\n\nimport _ \"fake/c\"\n",
@@ -185,11 +188,12 @@ func TestLoadSeesEveryFile(t *testing.T) {
 		"a": {
 			imports: map[string]string{"time": "", "os/exec": "GOOS=darwin -tags integration"},
 			tests:   map[string]string{"fake/time": "", "fake/c": "", "fake/d": "-tags integration"},
+			clock:   map[string]string{"a.go:7: time.Now": ""},
 		},
-		"d": {imports: map[string]string{"fake/c": "-tags integration"}, tests: map[string]string{}},
+		"d": {imports: map[string]string{"fake/c": "-tags integration"}, tests: map[string]string{}, clock: map[string]string{}},
 	}
 	for p, w := range want {
-		if got := l.pkgs[p]; !maps.Equal(got.imports, w.imports) || !maps.Equal(got.tests, w.tests) {
+		if got := l.pkgs[p]; !maps.Equal(got.imports, w.imports) || !maps.Equal(got.tests, w.tests) || !maps.Equal(got.clock, w.clock) {
 			t.Errorf("%s: imports %v, tests %v; want %v, %v", p, got.imports, got.tests, w.imports, w.tests)
 		}
 	}
@@ -197,7 +201,7 @@ func TestLoadSeesEveryFile(t *testing.T) {
 	tb := &table{
 		stdGroups: []stdGroup{{name: "pure", pkgs: []string{"errors"}}},
 		rules: []rule{
-			{pkgs: "a", std: []string{"pure"}, testMod: []string{"c", "d"}},
+			{pkgs: "a", std: []string{"pure"}, noClock: true, testMod: []string{"c", "d"}},
 			{pkgs: "c"}, {pkgs: "time"},
 			{pkgs: "d"},
 		},
@@ -206,6 +210,7 @@ func TestLoadSeesEveryFile(t *testing.T) {
 		`a imports os/exec (non-test files, GOOS=darwin -tags integration): outside the standard library that rule "a" allows`,
 		`a imports time (non-test files): outside the standard library that rule "a" allows`,
 		`a imports time (test files): not in rule "a"`,
+		`a uses the wall clock, a.go:7: time.Now: rule "a" takes time only as values`,
 		`d imports c (non-test files, -tags integration): not in rule "d"`,
 	}
 	if got := check(tb, l); !slices.Equal(got, wantMsgs) {

@@ -79,10 +79,10 @@ var rules = table{
 			mod: []string{"runtime/keygroup"}, std: []string{"pure"}},
 		{pkgs: "runtime/checkpoint", why: "the checkpoint coordinator and barrier aligner: pure state machines, " +
 			"time only as durations (now is an input)",
-			mod: []string{"conf"}, std: []string{"pure", "time"}},
+			mod: []string{"conf"}, std: []string{"pure", "time"}, noClock: true},
 		{pkgs: "runtime/restart", why: "restart strategies and the recoverable/unrecoverable decision: pure, " +
 			"time only as durations, jitter from an injectable source",
-			mod: []string{"conf", "runtime/graph"}, std: []string{"pure", "time", "math/rand/v2"}},
+			mod: []string{"conf", "runtime/graph"}, std: []string{"pure", "time", "math/rand/v2"}, noClock: true},
 		{pkgs: "runtime/checkpoint/storage", why: "Flink-layout checkpoint and savepoint storage, on an fs and never on os",
 			mod: []string{"fs"}, std: []string{"inprocess", "crypto/rand", "hash/crc32", "io/fs", "path"},
 			testMod: []string{"fs/fstest", "fs/memfs"}},
