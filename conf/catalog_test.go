@@ -1,11 +1,7 @@
 package conf
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,32 +170,6 @@ func TestEffectiveRestartStrategy(t *testing.T) {
 	for _, tt := range tests {
 		if got := EffectiveRestartStrategy(FromDynamicProperties(tt.props)); got != tt.want {
 			t.Errorf("EffectiveRestartStrategy(%q) = %q, want %q", tt.props, got, tt.want)
-		}
-	}
-}
-
-// TestImportsAreLeaf enforces that conf is a leaf package: the standard
-// library and the YAML parser only.
-func TestImportsAreLeaf(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(path, "/")
-			if strings.Contains(first, ".") && path != "go.yaml.in/yaml/v3" {
-				t.Errorf("%s imports %q; conf may import only the standard library and go.yaml.in/yaml/v3", name, path)
-			}
 		}
 	}
 }

@@ -2,8 +2,6 @@ package fs_test
 
 import (
 	"errors"
-	"go/parser"
-	"go/token"
 	iofs "io/fs"
 	"net/url"
 	"os"
@@ -84,29 +82,6 @@ func create(f fs.FileSystem, path, content string) error {
 		return errors.New("content lost: " + string(b))
 	}
 	return nil
-}
-
-// fs is a leaf package: it imports the standard library only.
-func TestImportsOnlyStandardLibrary(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			p := strings.Trim(imp.Path.Value, `"`)
-			if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
-				t.Errorf("%s imports %s; package fs may import only the standard library", f, p)
-			}
-		}
-	}
 }
 
 func TestLocalConformance(t *testing.T) {

@@ -1,0 +1,550 @@
+package archtest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// This file is the checker. It knows no package of the module by name: the
+// table (rules_test.go) holds every name, so that renaming a package touches
+// the table only.
+
+// A rule says what the packages it covers may import directly. Every path is
+// relative to the module; "p/..." stands for p and every package below it.
+type rule struct {
+	pkgs string // the packages the rule covers
+	why  string // what the packages are, and so why the rule holds
+
+	mod []string // packages of the module they may import
+	ext []string // third-party modules whose packages they may import
+	// std is what they may import of the standard library: "std" for all of
+	// it, the name of a group of stdGroups, or a package ("p/..." allowed).
+	// Empty: nothing.
+	std []string
+	// noClock: the non-test files use package time for values only
+	// (durations, instants given to them), never the wall clock or timers.
+	noClock bool
+
+	// Test files (TestImports and XTestImports) may import what the rule
+	// allows, the whole standard library, the package itself (from an
+	// external test) and these.
+	testMod []string
+	testExt []string
+}
+
+// A promise is a transitive consequence of the rules that the architecture
+// states and the test checks on its own: no package in from links (through
+// the imports of non-test files) a package in never, or, when via is set,
+// reaches one except through via.
+type promise struct {
+	from  []string
+	never []string
+	via   string
+	why   string
+}
+
+// table is the whole of the import rules.
+type table struct {
+	rules    []rule
+	promises []promise
+	// stdGroups names sets of standard-library packages that rules share.
+	stdGroups []stdGroup
+}
+
+// A stdGroup is a named set of standard-library packages.
+type stdGroup struct {
+	name string
+	why  string   // what the packages have in common
+	pkgs []string // packages of the standard library, or names of other groups
+}
+
+// group finds a group of the standard library by name.
+func (t *table) group(name string) *stdGroup {
+	for i := range t.stdGroups {
+		if t.stdGroups[i].name == name {
+			return &t.stdGroups[i]
+		}
+	}
+	return nil
+}
+
+// expand lists the packages of a group and of the groups it names.
+func (t *table) expand(group string) []string {
+	var pkgs []string
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(g string) {
+		if seen[g] {
+			return
+		}
+		seen[g] = true
+		grp := t.group(g)
+		if grp == nil {
+			return
+		}
+		for _, p := range grp.pkgs {
+			if t.group(p) != nil {
+				walk(p)
+			} else {
+				pkgs = append(pkgs, p)
+			}
+		}
+	}
+	walk(group)
+	return pkgs
+}
+
+// pkgImports is what one package of the module imports directly. Each map
+// takes an import path to the build configuration in which go list first
+// reported it ("" for the default one).
+type pkgImports struct {
+	imports map[string]string // non-test files
+	tests   map[string]string // test files: internal and external
+	clock   map[string]string // uses of the wall clock in non-test files ("file.go:12: time.Now")
+}
+
+// clockFuncs are the functions of package time that read the wall clock or
+// wait on it.
+var clockFuncs = []string{"After", "AfterFunc", "NewTicker", "NewTimer", "Now", "Since", "Sleep", "Tick", "Until"}
+
+// clockUses lists the uses of clockFuncs in the files of dir.
+func clockUses(dir string, files []string) ([]string, error) {
+	var uses []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		local := map[string]bool{} // the names package time has in the file
+		for _, imp := range f.Imports {
+			if imp.Path.Value != `"time"` {
+				continue
+			}
+			if imp.Name != nil {
+				local[imp.Name.Name] = true
+			} else {
+				local["time"] = true
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && local[x.Name] && slices.Contains(clockFuncs, sel.Sel.Name) {
+				uses = append(uses, fmt.Sprintf("%s:%d: time.%s", name, fset.Position(sel.Pos()).Line, sel.Sel.Name))
+			}
+			return true
+		})
+	}
+	return uses, nil
+}
+
+// listing is the module's import graph, as go list reports it under every
+// build configuration, the union of them all.
+type listing struct {
+	module   string
+	dir      string                 // the module's root directory
+	std      map[string]bool        // go list std
+	moduleOf map[string]string      // a third-party package → its module
+	pkgs     map[string]*pkgImports // a package of the module (relative path) → its imports
+}
+
+// config is a build configuration the listing covers: the environment and
+// the flags of go list.
+type config struct {
+	env  []string
+	tags string
+}
+
+func (c config) String() string {
+	s := strings.Join(c.env, " ")
+	if c.tags != "" {
+		s = strings.TrimSpace(s + " -tags " + c.tags)
+	}
+	return s
+}
+
+// configs are the build configurations whose files are checked: the default
+// one, the integration tests, and the files of other systems (…_other.go).
+var configs = []config{
+	{},
+	{tags: "integration"},
+	{env: []string{"GOOS=darwin"}, tags: "integration"},
+}
+
+func goList(dir string, c config, args ...string) ([]byte, error) {
+	all := []string{"list"}
+	if c.tags != "" {
+		all = append(all, "-tags", c.tags)
+	}
+	cmd := exec.Command("go", append(all, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), c.env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s (%s): %w\n%s", strings.Join(cmd.Args[1:], " "), c, err, stderr.Bytes())
+	}
+	return out, nil
+}
+
+// load lists the module that holds dir under every configuration.
+func load(dir string) (*listing, error) {
+	out, err := goList(dir, config{}, "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	if err != nil {
+		return nil, err
+	}
+	module, dir, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
+	l := &listing{
+		module:   module,
+		dir:      dir,
+		std:      map[string]bool{},
+		moduleOf: map[string]string{},
+		pkgs:     map[string]*pkgImports{},
+	}
+	out, err = goList(dir, config{}, "std")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range strings.Fields(string(out)) {
+		l.std[p] = true
+	}
+	for _, c := range configs {
+		out, err := goList(dir, c, "-json=ImportPath,Dir,GoFiles,Imports,TestImports,XTestImports", "./...")
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var p struct {
+				ImportPath, Dir                             string
+				GoFiles, Imports, TestImports, XTestImports []string
+			}
+			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, err
+			}
+			rel, ok := l.rel(p.ImportPath)
+			if !ok {
+				return nil, fmt.Errorf("go list ./... reported %s, outside module %s", p.ImportPath, l.module)
+			}
+			pi := l.pkgs[rel]
+			if pi == nil {
+				pi = &pkgImports{imports: map[string]string{}, tests: map[string]string{}, clock: map[string]string{}}
+				l.pkgs[rel] = pi
+			}
+			add(pi.imports, p.Imports, c.String())
+			add(pi.tests, p.TestImports, c.String())
+			add(pi.tests, p.XTestImports, c.String())
+			if slices.Contains(p.Imports, "time") {
+				uses, err := clockUses(p.Dir, p.GoFiles)
+				if err != nil {
+					return nil, err
+				}
+				add(pi.clock, uses, c.String())
+			}
+		}
+		// The module of every third-party package any file imports.
+		out, err = goList(dir, c, "-deps", "-test", "-f", "{{.ImportPath}}\t{{with .Module}}{{.Path}}{{end}}", "./...")
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			path, mod, _ := strings.Cut(sc.Text(), "\t")
+			path, _, _ = strings.Cut(path, " ") // "p [q.test]" is p compiled for q's tests
+			if mod != "" && mod != l.module {
+				l.moduleOf[path] = mod
+			}
+		}
+	}
+	return l, nil
+}
+
+func add(m map[string]string, imports []string, where string) {
+	for _, imp := range imports {
+		if _, ok := m[imp]; !ok {
+			m[imp] = where
+		}
+	}
+}
+
+// rel gives the path of a package of the module relative to it.
+func (l *listing) rel(path string) (string, bool) {
+	if path == l.module {
+		return ".", true
+	}
+	return strings.CutPrefix(path, l.module+"/")
+}
+
+// matches reports whether a path matches a pattern: the path itself, or with
+// "p/..." p and every path below it.
+func matches(pattern, path string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	return pattern == path
+}
+
+func matchesAny(patterns []string, path string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return matches(p, path) })
+}
+
+// packages lists the packages of the module in sorted order.
+func (l *listing) packages() []string {
+	ps := make([]string, 0, len(l.pkgs))
+	for p := range l.pkgs {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// check lists every way in which the listing breaks the table, or the table
+// fails to describe the listing. Each message names the packages involved.
+func check(t *table, l *listing) []string {
+	var msgs []string
+	msgs = append(msgs, t.validate(l)...)
+	for _, p := range l.packages() {
+		var covering []int
+		for i, r := range t.rules {
+			if matches(r.pkgs, p) {
+				covering = append(covering, i)
+			}
+		}
+		switch len(covering) {
+		case 0:
+			msgs = append(msgs, fmt.Sprintf("%s: no rule covers this package; give it one in the table", p))
+			continue
+		case 1:
+		default:
+			var names []string
+			for _, i := range covering {
+				names = append(names, fmt.Sprintf("%q", t.rules[i].pkgs))
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: covered by more than one rule (%s); the rules must not overlap", p, strings.Join(names, ", ")))
+			continue
+		}
+		r := t.rules[covering[0]]
+		pi := l.pkgs[p]
+		msgs = append(msgs, t.checkEdges(l, p, r, pi.imports, false)...)
+		msgs = append(msgs, t.checkEdges(l, p, r, pi.tests, true)...)
+		if r.noClock {
+			for _, use := range slices.Sorted(maps.Keys(pi.clock)) {
+				where := ""
+				if c := pi.clock[use]; c != "" {
+					where = " (" + c + ")"
+				}
+				msgs = append(msgs, fmt.Sprintf("%s uses the wall clock, %s%s: rule %q takes time only as values", p, use, where, r.pkgs))
+			}
+		}
+	}
+	msgs = append(msgs, t.checkPromises(l)...)
+	return msgs
+}
+
+// validate reports names in the table that the listing lacks.
+func (t *table) validate(l *listing) []string {
+	var msgs []string
+	pkgs := l.packages()
+	exists := func(pattern string) bool {
+		return slices.ContainsFunc(pkgs, func(p string) bool { return matches(pattern, p) })
+	}
+	modules := map[string]bool{}
+	for _, m := range l.moduleOf {
+		modules[m] = true
+	}
+	missing := func(where, kind, name string) {
+		msgs = append(msgs, fmt.Sprintf("%s names %s %q, which does not exist", where, kind, name))
+	}
+	for _, g := range t.stdGroups {
+		if g.name == "std" || l.std[g.name] {
+			msgs = append(msgs, fmt.Sprintf("standard-library group %q has the name of a package or of the whole library", g.name))
+		}
+		for _, s := range g.pkgs {
+			if t.group(s) == nil && !l.std[s] {
+				missing(fmt.Sprintf("standard-library group %q", g.name), "standard-library package", s)
+			}
+		}
+	}
+	for _, r := range t.rules {
+		where := fmt.Sprintf("rule %q", r.pkgs)
+		if !exists(r.pkgs) {
+			missing(where, "package", r.pkgs)
+		}
+		for _, m := range slices.Concat(r.mod, r.testMod) {
+			if !exists(m) {
+				missing(where, "package", m)
+			}
+		}
+		for _, e := range slices.Concat(r.ext, r.testExt) {
+			if !modules[e] {
+				missing(where, "module", e)
+			}
+		}
+		for _, s := range r.std {
+			base, _ := strings.CutSuffix(s, "/...")
+			if s != "std" && t.group(s) == nil && !l.std[base] {
+				missing(where, "standard-library package", s)
+			}
+		}
+	}
+	for _, p := range t.promises {
+		where := fmt.Sprintf("promise %q", p.from)
+		for _, n := range slices.Concat(p.from, p.never) {
+			if !exists(n) {
+				missing(where, "package", n)
+			}
+		}
+		if p.via != "" && !exists(p.via) {
+			missing(where, "package", p.via)
+		}
+	}
+	return msgs
+}
+
+// allowsStd reports whether the rule's std entries admit a standard-library
+// package.
+func (t *table) allowsStd(entries []string, path string) bool {
+	for _, s := range entries {
+		if s == "std" || matches(s, path) || slices.Contains(t.expand(s), path) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEdges reports the imports of p (of its test files if test) that its
+// rule r does not allow.
+func (t *table) checkEdges(l *listing, p string, r rule, imports map[string]string, test bool) []string {
+	files := "non-test files"
+	if test {
+		files = "test files"
+	}
+	paths := make([]string, 0, len(imports))
+	for imp := range imports {
+		paths = append(paths, imp)
+	}
+	sort.Strings(paths)
+	// One message per package of the module or of the standard library, one
+	// per third-party module (naming its packages).
+	var msgs []string
+	byModule := map[string][]string{}
+	var modules []string
+	for _, imp := range paths {
+		where := files
+		if c := imports[imp]; c != "" {
+			where += ", " + c
+		}
+		switch rel, mine := l.rel(imp); {
+		case mine:
+			if !matchesAny(r.mod, rel) && !(test && (rel == p || matchesAny(r.testMod, rel))) {
+				msgs = append(msgs, fmt.Sprintf("%s imports %s (%s): not in rule %q", p, rel, where, r.pkgs))
+			}
+		case l.std[imp]:
+			if !test && !t.allowsStd(r.std, imp) {
+				msgs = append(msgs, fmt.Sprintf("%s imports %s (%s): outside the standard library that rule %q allows", p, imp, where, r.pkgs))
+			}
+		default:
+			mod := l.moduleOf[imp]
+			if mod == "" || !slices.Contains(r.ext, mod) && !(test && slices.Contains(r.testExt, mod)) {
+				key := "module " + mod
+				if mod == "" {
+					key = "a package of no known module"
+				}
+				if byModule[key] == nil {
+					modules = append(modules, key)
+				}
+				byModule[key] = append(byModule[key], imp+" ("+where+")")
+			}
+		}
+	}
+	for _, m := range modules {
+		msgs = append(msgs, fmt.Sprintf("%s imports %s: not in rule %q: %s", p, m, r.pkgs, strings.Join(byModule[m], ", ")))
+	}
+	return msgs
+}
+
+// checkPromises reports every promise the non-test imports break, with a
+// chain of imports that breaks it: once, at the last package of the chain
+// that the promise covers, and for the first package of the chain it forbids.
+func (t *table) checkPromises(l *listing) []string {
+	var msgs []string
+	for _, pr := range t.promises {
+		forbidden := func(p string) bool { return matchesAny(pr.never, p) }
+		for _, p := range l.packages() {
+			if !matchesAny(pr.from, p) {
+				continue
+			}
+			for _, chain := range l.reach(p, pr.via, forbidden) {
+				to := chain[len(chain)-1]
+				if !forbidden(to) || slices.ContainsFunc(chain[1:len(chain)-1], func(q string) bool { return matchesAny(pr.from, q) }) {
+					continue
+				}
+				how := "links"
+				if pr.via != "" {
+					how = "reaches, not through " + pr.via + ","
+				}
+				msgs = append(msgs, fmt.Sprintf("%s %s %s: %s (through %s)", p, how, to, pr.why, strings.Join(chain, " → ")))
+			}
+		}
+	}
+	return msgs
+}
+
+// reach gives, for every package of the module that p's non-test imports
+// lead to without passing through avoid, one shortest chain of imports from
+// p to it. It follows no import of a package for which stop is true.
+func (l *listing) reach(p, avoid string, stop func(string) bool) [][]string {
+	parent := map[string]string{p: ""}
+	queue := []string{p}
+	var chains [][]string
+	for len(queue) > 0 {
+		q := queue[0]
+		queue = queue[1:]
+		if q != p {
+			var chain []string
+			for c := q; c != ""; c = parent[c] {
+				chain = append(chain, c)
+			}
+			slices.Reverse(chain)
+			chains = append(chains, chain)
+			if stop(q) {
+				continue
+			}
+		}
+		imps := make([]string, 0, len(l.pkgs[q].imports))
+		for imp := range l.pkgs[q].imports {
+			if rel, ok := l.rel(imp); ok && l.pkgs[rel] != nil {
+				imps = append(imps, rel)
+			}
+		}
+		sort.Strings(imps)
+		for _, d := range imps {
+			if _, seen := parent[d]; seen || avoid != "" && matches(avoid, d) {
+				continue
+			}
+			parent[d] = q
+			queue = append(queue, d)
+		}
+	}
+	return chains
+}
