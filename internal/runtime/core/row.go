@@ -252,7 +252,7 @@ func (s *Schema) DecodeRow(b []byte) (Row, []byte, error) {
 			if f.Type == Varchar {
 				r.Values[i] = string(data)
 			} else {
-				r.Values[i] = append([]byte(nil), data...)
+				r.Values[i] = append(make([]byte, 0, len(data)), data...)
 			}
 			b = b[k+int(n):]
 		case Boolean:
