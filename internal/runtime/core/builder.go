@@ -24,11 +24,12 @@ type Builder struct {
 	errs           []error
 }
 
-// NewBuilder returns a builder whose nodes get parallelism (at least 1)
-// and maxParallelism (0: derived from each node's parallelism) unless set
-// on the stream.
+// NewBuilder returns a builder whose nodes get parallelism and
+// maxParallelism (0: derived from each node's parallelism) unless set on
+// the stream. Values out of range are reported when the graph is
+// validated, naming each node.
 func NewBuilder(parallelism, maxParallelism int) *Builder {
-	return &Builder{parallelism: max(parallelism, 1), maxParallelism: maxParallelism}
+	return &Builder{parallelism: parallelism, maxParallelism: maxParallelism}
 }
 
 // Parallelism is the default parallelism of new nodes.
