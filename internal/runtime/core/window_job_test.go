@@ -20,6 +20,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/runtime/keygroup"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"
 )
@@ -173,6 +174,11 @@ func (w *windowCount) Open(ctx *core.Context) error {
 }
 
 func (w *windowCount) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int64) error {
+	// The exchange routed the record to the subtask whose keyed state
+	// owns its key.
+	if kg := keygroup.ForEncodedKey(r.Bytes(), ctx.MaxParallelism()); !ctx.Task().KeyGroups.Contains(kg) {
+		return fmt.Errorf("key %q of key group %d reached subtask %d, which owns %s", r.Bytes(), kg, ctx.Subtask(), ctx.Task().KeyGroups)
+	}
 	start := ts - ts%windowSize
 	end := start + windowSize
 	if end-1 <= ctx.CurrentWatermark() {
