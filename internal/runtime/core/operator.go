@@ -264,7 +264,9 @@ func (c *Context) DeleteProcessingTimer(ns string, ts int64) error {
 
 // ValueState returns the value state called name: one byte string per
 // (key, namespace). Values are what the operator encodes (with its
-// record Type's Encode, or its own encoding).
+// record Type's Encode, or its own encoding). Get the handles of an
+// operator's states once, in Open: state registered there is restored
+// from the checkpoint the subtask starts from.
 func (c *Context) ValueState(name string) (*ValueState, error) {
 	k, err := c.keyedOrErr()
 	if err != nil {
@@ -317,7 +319,8 @@ type keyedRuntime struct {
 	last   string
 }
 
-// setKey makes the encoded key in buf current.
+// setKey makes the encoded key in buf current. It allocates the key's
+// string only when the key changes from the previous record's.
 func (k *keyedRuntime) setKey(buf []byte) {
 	if string(buf) != k.last {
 		k.last = string(buf)
