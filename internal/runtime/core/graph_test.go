@@ -20,11 +20,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/window_job.json")
 // are closures, not graph data), the graph survives marshalling with its
 // fingerprint, and its serialised form is testdata/window_job.json.
 func TestWindowJobGraph(t *testing.T) {
-	g1, err := windowJob(events(), nil, newCommitted(), newCommitted()).Build("window count", map[string]string{"parallelism.default": "2"})
+	g1, err := windowJob(events(), nil, newCommitted(), newCommitted(), 3).Build("window count", map[string]string{"parallelism.default": "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g2, err := windowJob(events()[:3], &pause{at: 1}, newCommitted(), newCommitted()).Build("window count", nil)
+	g2, err := windowJob(events()[:3], &pause{at: 1}, newCommitted(), newCommitted(), 3).Build("window count", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestWindowJobGraph(t *testing.T) {
 	}
 
 	// A change of the job's structure changes the fingerprint.
-	other := windowJob(events(), nil, newCommitted(), newCommitted())
+	other := windowJob(events(), nil, newCommitted(), newCommitted(), 3)
 	g3, err := other.Build("window count", nil)
 	if err != nil {
 		t.Fatal(err)

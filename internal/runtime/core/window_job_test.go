@@ -23,6 +23,7 @@ import (
 	"github.com/sluice/sluice/runtime/keygroup"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/runtime/state"
 )
 
 // event is one input record: its key (the record's bytes) and timestamp.
@@ -308,9 +309,9 @@ func (s *txnSink) Finish(ctx *core.Context) error {
 }
 
 // windowJob builds the job: events (parallelism 1) keyed by the record's
-// bytes into the window count (parallelism 3, 16 key groups), results to
-// a sink of parallelism 2, late records to a sink of their own.
-func windowJob(evs []event, p *pause, results, late *committed) *core.Builder {
+// bytes into the window count (parallelism windowPar, 16 key groups),
+// results to a sink of parallelism 2, late records to a sink of their own.
+func windowJob(evs []event, p *pause, results, late *committed, windowPar int) *core.Builder {
 	b := core.NewBuilder(2, 0)
 	src := core.AddSource(b, core.SourceSpec{
 		Name: "events", Out: core.Bytes(), Bounded: true, AssignsWatermarks: true,
@@ -322,7 +323,7 @@ func windowJob(evs []event, p *pause, results, late *committed) *core.Builder {
 		NeedsWatermarks: true,
 		Props:           map[string]string{"size": strconv.Itoa(windowSize)},
 		New:             func() core.Operator { return &windowCount{} },
-	}).UID("window").SetParallelism(3).SetMaxParallelism(16)
+	}).UID("window").SetParallelism(windowPar).SetMaxParallelism(16)
 	core.Sink(win, core.OperatorSpec{Name: "results", New: func() core.Operator { return newTxnSink(results) }}).UID("results")
 	core.Sink(win.SideOutput("late"), core.OperatorSpec{Name: "late", New: func() core.Operator { return newTxnSink(late) }}).UID("late").SetParallelism(1)
 	return b
@@ -377,38 +378,51 @@ func TestWindowJob(t *testing.T) {
 
 	t.Run("without checkpoints", func(t *testing.T) {
 		results, late := newCommitted(), newCommitted()
-		run(t, planOf(t, windowJob(evs, nil, results, late)), local.Options{})
+		run(t, planOf(t, windowJob(evs, nil, results, late, 3)), local.Options{})
 		checkResults(t, evs, results, late)
 	})
 
-	t.Run("failure and restart from a checkpoint", func(t *testing.T) {
-		results, late := newCommitted(), newCommitted()
-		// At 80 the window [30,40) holds every count of its keys and no
-		// record after it falls into it: only its restored state and
-		// timers can emit it.
-		p := &pause{at: 80, fail: true, reached: make(chan struct{})}
-		strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := run(t, planOf(t, windowJob(evs, p, results, late)), local.Options{
-			Checkpoints: checkpointing(t.TempDir()), Restart: strategy,
+	for _, tc := range []struct {
+		name    string
+		backend func(dir string) state.Backend
+		inc     bool
+	}{
+		{"hashmap", func(string) state.Backend { return nil }, false},
+		{"pebble, incremental", func(dir string) state.Backend { return &state.PebbleBackend{Dir: dir} }, true},
+	} {
+		t.Run("failure and restart from a checkpoint, "+tc.name, func(t *testing.T) {
+			results, late := newCommitted(), newCommitted()
+			// At 80 the window [30,40) holds every count of its keys and no
+			// record after it falls into it: only its restored state and
+			// timers can emit it.
+			p := &pause{at: 80, fail: true, reached: make(chan struct{})}
+			strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := checkpointing(t.TempDir())
+			cp.Incremental = tc.inc
+			res := run(t, planOf(t, windowJob(evs, p, results, late, 3)), local.Options{
+				Checkpoints: cp, Restart: strategy, StateBackend: tc.backend(t.TempDir()),
+			})
+			if !p.failed.Load() || res.Restarts != 1 {
+				t.Fatalf("failed %v, restarts %d: want one failure and one restart", p.failed.Load(), res.Restarts)
+			}
+			if got := p.restoredAt.Load(); got != int64(p.at) {
+				t.Errorf("the source restored position %d, want %d", got, p.at)
+			}
+			checkResults(t, evs, results, late)
 		})
-		if !p.failed.Load() || res.Restarts != 1 {
-			t.Fatalf("failed %v, restarts %d: want one failure and one restart", p.failed.Load(), res.Restarts)
-		}
-		if got := p.restoredAt.Load(); got != int64(p.at) {
-			t.Errorf("the source restored position %d, want %d", got, p.at)
-		}
-		checkResults(t, evs, results, late)
-	})
+	}
 
-	t.Run("stop with a savepoint and resume from it", func(t *testing.T) {
+	// The savepoint's keyed state is redistributed by key group: the job
+	// resumes with the window at parallelism 2 instead of 3.
+	t.Run("stop with a savepoint and resume from it, rescaled", func(t *testing.T) {
 		results, late := newCommitted(), newCommitted()
 		wantResults, _ := expected(evs)
 		p := &pause{at: 100, reached: make(chan struct{})}
 		dir := t.TempDir()
-		j, err := local.Start(context.Background(), planOf(t, windowJob(evs, p, results, late)), local.Options{Checkpoints: checkpointing(dir)})
+		j, err := local.Start(context.Background(), planOf(t, windowJob(evs, p, results, late, 3)), local.Options{Checkpoints: checkpointing(dir)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,7 +438,7 @@ func TestWindowJob(t *testing.T) {
 			t.Fatalf("the first run committed %d windows, all %d of the input, before its pause", got, want)
 		}
 		resumed := &pause{at: -1}
-		run(t, planOf(t, windowJob(evs, resumed, results, late)), local.Options{Checkpoints: checkpointing(dir), RestoreFrom: path})
+		run(t, planOf(t, windowJob(evs, resumed, results, late, 2)), local.Options{Checkpoints: checkpointing(dir), RestoreFrom: path})
 		if got := resumed.restoredAt.Load(); got != int64(p.at) {
 			t.Errorf("the source resumed at position %d, want %d", got, p.at)
 		}
