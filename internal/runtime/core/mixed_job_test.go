@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice/sluice/internal/runtime/core"
@@ -47,7 +48,15 @@ func (s *numbersOp) Close() error                    { return nil }
 
 // residueCount counts the numbers per residue modulo 3 (the key, encoded
 // as its decimal string) in value state and emits the counts at the end.
-type residueCount struct{ count *core.ValueState }
+type residueCount struct {
+	count  *core.ValueState
+	closed *atomic.Int64
+}
+
+func (c *residueCount) Close() error {
+	c.closed.Add(1)
+	return nil
+}
 
 func (c *residueCount) Open(ctx *core.Context) error {
 	var err error
@@ -93,11 +102,12 @@ func residueKey(r core.Record, dst []byte) []byte {
 func TestTypedAndUntypedOperatorsShareAJob(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
+	var closed atomic.Int64
 	b := core.NewBuilder(2, 0)
 	src := core.AddTyped(b, "source", "numbers", nil, core.TypeOf[int64](), numbers{n: 100})
 	src.Node().Bounded = true
 	counts := core.Transform(src.KeyBy(residueKey), core.OperatorSpec{Kind: "count", Out: core.Bytes(),
-		New: func() core.Operator { return &residueCount{} }}).SetParallelism(3)
+		New: func() core.Operator { return &residueCount{closed: &closed} }}).SetParallelism(3)
 	core.Sink(counts, core.OperatorSpec{New: func() core.Operator { return collect{&mu, &got} }}).SetParallelism(1)
 	j, err := local.Start(context.Background(), planOf(t, b), local.Options{})
 	if err != nil {
@@ -109,6 +119,9 @@ func TestTypedAndUntypedOperatorsShareAJob(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"0:34", "1:33", "2:33"}; !slices.Equal(got, want) {
 		t.Fatalf("counts %q, want %q", got, want)
+	}
+	if n := closed.Load(); n != 3 {
+		t.Fatalf("%d of 3 subtasks of the count were closed", n)
 	}
 
 	// A typed factory of another type than declared is a build error.

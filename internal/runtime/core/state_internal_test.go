@@ -117,10 +117,16 @@ func TestStateNeedsAKeyedInput(t *testing.T) {
 }
 
 // fakeOutput collects what an operator emits.
-type fakeOutput struct{ n int }
+type fakeOutput struct {
+	n   int
+	wms []int64
+}
 
 func (o *fakeOutput) Collect([]byte, int64) error { o.n++; return nil }
-func (o *fakeOutput) EmitWatermark(int64) error   { return nil }
+func (o *fakeOutput) EmitWatermark(wm int64) error {
+	o.wms = append(o.wms, wm)
+	return nil
+}
 
 type forward struct{}
 
@@ -157,5 +163,43 @@ func TestChainedBytesAllocs(t *testing.T) {
 	}
 	if got, _ := k.CurrentKey(); got != "user-1" {
 		t.Fatalf("current key %q", got)
+	}
+}
+
+// holdBack holds the watermark 5 behind its input, as a Beam watermark
+// hold does.
+type holdBack struct{ forward }
+
+func (holdBack) ProcessWatermark(ctx *Context, wm int64) error { return ctx.EmitWatermark(wm - 5) }
+
+func TestWatermarks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   Operator
+		want []int64
+	}{
+		{"forwarded", forward{}, []int64{10, 20}},
+		{"held back", holdBack{}, []int64{5, 15}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &opFactory{out: Bytes(), ins: []inputSpec{{typ: Bytes()}}, newOp: func() Operator { return tc.op }}
+			out := &fakeOutput{}
+			op, _, err := f.Create(&task.Context{Node: &graph.Node{Name: "wm"}}, task.Output[[]byte](out), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := op.(*opAdapter)
+			if a.ctx.CurrentWatermark() != NoWatermark {
+				t.Fatalf("watermark before the first: %d", a.ctx.CurrentWatermark())
+			}
+			for _, wm := range []int64{10, 20} {
+				if err := op.ProcessWatermark(wm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(out.wms, tc.want) || a.ctx.CurrentWatermark() != 20 {
+				t.Fatalf("emitted %v (current %d), want %v", out.wms, a.ctx.CurrentWatermark(), tc.want)
+			}
+		})
 	}
 }
