@@ -110,11 +110,17 @@ var rules = table{
 			mod: []string{"conf", "fs", "internal/runtime/checkpoint", "internal/runtime/checkpoint/storage", "runtime/clock", "internal/runtime/codec",
 				"internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/restart", "internal/runtime/state", "internal/runtime/task"},
 			std: []string{"std"}},
+		{pkgs: "internal/runtime/core", why: "the core, untyped job API every front end compiles to: records with a serializer contract " +
+			"(bytes, rows, Go types), encoded keys, state, timers, side outputs; adapted onto the engine's task, state and timer machinery",
+			mod: []string{"internal/runtime/codec", "internal/runtime/graph", "internal/runtime/keygroup", "internal/runtime/state",
+				"internal/runtime/task", "internal/runtime/timer", "runtime/clock"},
+			std:     []string{"inprocess"},
+			testMod: []string{"internal/runtime/checkpoint", "internal/runtime/jobmaster", "internal/runtime/restart"}},
 
 		// The user API and connectors.
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
-			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "runtime/clock", "internal/runtime/codec", "internal/runtime/graph",
+			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "runtime/clock", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/graph",
 				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
 				"internal/runtime/window"},
 			std: []string{"std"}, testMod: []string{"file"}},

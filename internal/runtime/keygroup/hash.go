@@ -16,6 +16,7 @@ import (
 // a buffer for composite keys); make one per goroutine.
 type Hasher[K comparable] struct {
 	fn  func(*Hasher[K], K) uint64
+	app func(*Hasher[K], []byte, K) []byte
 	enc func(buf []byte, v reflect.Value) []byte
 	buf []byte
 }
@@ -25,6 +26,24 @@ type Hasher[K comparable] struct {
 func NewHasher[K comparable]() (*Hasher[K], error) {
 	h := &Hasher[K]{}
 	t := reflect.TypeFor[K]()
+	// app appends the bytes fn hashes: a key's encoded key (EncodedKey).
+	word := func(v func(K) uint64) func(*Hasher[K], []byte, K) []byte {
+		return func(_ *Hasher[K], b []byte, k K) []byte { return binary.LittleEndian.AppendUint64(b, v(k)) }
+	}
+	switch t.Kind() {
+	case reflect.String:
+		h.app = func(_ *Hasher[K], b []byte, k K) []byte { return append(b, *(*string)(unsafe.Pointer(&k))...) }
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		h.app = word(func(k K) uint64 { return *(*uint64)(unsafe.Pointer(&k)) })
+	case reflect.Int32, reflect.Uint32:
+		h.app = word(func(k K) uint64 { return uint64(*(*uint32)(unsafe.Pointer(&k))) })
+	case reflect.Int16, reflect.Uint16:
+		h.app = word(func(k K) uint64 { return uint64(*(*uint16)(unsafe.Pointer(&k))) })
+	case reflect.Int8, reflect.Uint8, reflect.Bool:
+		h.app = word(func(k K) uint64 { return uint64(*(*uint8)(unsafe.Pointer(&k))) })
+	default:
+		h.app = func(h *Hasher[K], b []byte, k K) []byte { return h.enc(b, reflect.ValueOf(&k).Elem()) }
+	}
 	switch t.Kind() {
 	case reflect.String:
 		h.fn = func(_ *Hasher[K], k K) uint64 { return xxhash.Sum64String(*(*string)(unsafe.Pointer(&k))) }
@@ -48,6 +67,19 @@ func NewHasher[K comparable]() (*Hasher[K], error) {
 		}
 	}
 	return h, nil
+}
+
+// AppendEncodedKey appends k's encoded key to dst: the bytes whose hash
+// places k, so that ForEncodedKey(h.AppendEncodedKey(nil, k), m) equals
+// h.KeyGroup(k, m). A front end whose keys are bytes (the core API, Beam's
+// encoded keys, SQL rows' key fields) places a record where a typed
+// operator places the key of the same encoding.
+func (h *Hasher[K]) AppendEncodedKey(dst []byte, k K) []byte { return h.app(h, dst, k) }
+
+// ForEncodedKey returns the key group of an encoded key (see
+// Hasher.AppendEncodedKey). A string key's encoded key is its bytes.
+func ForEncodedKey(key []byte, maxParallelism int) int {
+	return ForHash(xxhash.Sum64(key), maxParallelism)
 }
 
 // Hash returns the hash of k.

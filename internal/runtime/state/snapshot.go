@@ -260,6 +260,10 @@ func (t *ValueTable[K, N, V]) freezeSnapshot() (func(b []byte, kg int) ([]byte, 
 	for i, m := range frozen {
 		if len(m) > 0 {
 			t.shared[i] = true
+		} else {
+			// An emptied map stays the task's to fill: the encoder must not
+			// read it while the task writes (it has nothing to encode).
+			frozen[i] = nil
 		}
 	}
 	start := t.s.groups.Start

@@ -49,7 +49,50 @@ func (typeOps[T]) BatchCodec() (BatchCodec, error) {
 type batchCodec[T any] struct {
 	c    *codec.Codec[T]
 	flat bool // values are copied as memory
+	// vc is a custom encoding of the values (CustomType); nil: c's.
+	vc   *ValuesCodec[T]
 	pool sync.Pool
+}
+
+// ValuesCodec encodes the values of a batch of records of type T for the
+// network exchange, for record types whose encoding their front end
+// defines (byte records, rows of a schema). The engine frames the batch
+// (record count and timestamps) and pools it.
+type ValuesCodec[T any] struct {
+	// Append appends the encodings of vs to dst. It may only fail by a
+	// broken invariant (records are checked when they are emitted).
+	Append func(dst []byte, vs []T) []byte
+	// Decode decodes len(dst) values from the front of src into dst,
+	// overwriting them, and returns the rest of src. Values may not alias
+	// src, which the exchange reuses once the batch is decoded.
+	Decode func(src []byte, dst []T) (rest []byte, err error)
+}
+
+// CustomType returns the TypeOps of records of Go type T, named name in
+// plans and fingerprints, whose batches cross the network encoded by vc
+// instead of the canonical codec. Within a process records of T travel as
+// those of TypeOf[T] do: by function call inside a chain and in pooled
+// batches between tasks.
+func CustomType[T any](name string, vc ValuesCodec[T]) TypeOps {
+	return customType[T]{name: name, vc: vc}
+}
+
+type customType[T any] struct {
+	typeOps[T]
+	name string
+	vc   ValuesCodec[T]
+}
+
+func (c customType[T]) TypeName() string { return c.name }
+
+func (c customType[T]) BatchCodec() (BatchCodec, error) {
+	if c.vc.Append == nil || c.vc.Decode == nil {
+		return nil, fmt.Errorf("task: records of type %s cannot cross the network: the type's values codec is incomplete", c.name)
+	}
+	vc := c.vc
+	bc := &batchCodec[T]{vc: &vc}
+	bc.pool.New = func() any { return new(Batch[T]) }
+	return bc, nil
 }
 
 // pointerFree reports whether values of t hold no pointers, so that their
@@ -100,6 +143,9 @@ func (bc *batchCodec[T]) AppendBatch(dst []byte, data any) []byte {
 	if bc.flat {
 		return append(dst, memory(b.Values)...)
 	}
+	if bc.vc != nil {
+		return bc.vc.Append(dst, b.Values)
+	}
 	return bc.c.AppendValues(dst, b.Values)
 }
 
@@ -138,7 +184,13 @@ func (bc *batchCodec[T]) DecodeBatch(data []byte) (any, error) {
 		copy(m, data)
 		return b, nil
 	}
-	rest, err := bc.c.DecodeValues(data, b.Values)
+	var rest []byte
+	var err error
+	if bc.vc != nil {
+		rest, err = bc.vc.Decode(data, b.Values)
+	} else {
+		rest, err = bc.c.DecodeValues(data, b.Values)
+	}
 	if err != nil {
 		b.release()
 		return nil, fmt.Errorf("%w: %w", ErrCorruptBatch, err)
