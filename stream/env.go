@@ -28,6 +28,7 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/launch"
+	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
@@ -50,7 +51,7 @@ const (
 
 // Environment collects the dataflow of one job and executes it.
 type Environment struct {
-	graph       graph.JobGraph
+	jobs        *core.Builder
 	parallelism int
 	// process is where this process runs its jobs (SLUICE_EXECUTION_TARGET).
 	process        *launch.Process
@@ -219,6 +220,7 @@ func NewEnvironment(opts ...Option) *Environment {
 	if e.autoWatermark == 0 {
 		e.autoWatermark = conf.Get(c, conf.PipelineAutoWatermarkInterval)
 	}
+	e.jobs = core.NewBuilder(e.parallelism, e.maxParallelism)
 	return e
 }
 
@@ -228,26 +230,14 @@ func (e *Environment) Configuration() *conf.Configuration { return e.config }
 // Parallelism is the environment's default parallelism.
 func (e *Environment) Parallelism() int { return e.parallelism }
 
-// addNode appends a node with the environment's defaults.
+// addNode appends a node with the environment's defaults: the typed API
+// compiles to the core job API, as every front end does.
 func (e *Environment) addNode(kind, name string, inputs int, impl task.Factory) *graph.Node {
-	n := &graph.Node{
-		ID:             graph.NodeID(len(e.graph.Nodes)),
-		Kind:           kind,
-		Name:           name,
-		Parallelism:    e.parallelism,
-		MaxParallelism: e.maxParallelism,
-		Chaining:       graph.ChainAlways,
-		Inputs:         inputs,
-		Impl:           impl,
-		OutType:        impl.OutType().TypeName(),
-	}
-	_, n.Coordinated = impl.(task.Coordinated)
-	e.graph.Nodes = append(e.graph.Nodes, n)
-	return n
+	return e.jobs.AddNode(kind, name, inputs, impl)
 }
 
 func (e *Environment) addEdge(from *graph.Node, tag string, to *graph.Node, input int, p graph.Partitioning, partitioner any) {
-	e.graph.Edges = append(e.graph.Edges, &graph.Edge{From: from.ID, To: to.ID, Input: input, SideOutput: tag, Partitioning: p, Partitioner: partitioner})
+	e.jobs.AddEdge(from, tag, to, input, p, partitioner)
 }
 
 // fail records a construction error reported at Execute.
@@ -256,17 +246,9 @@ func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
 // Graph returns the job graph built so far, with forward edges between
 // operators of different parallelism turned into rebalancing ones.
 func (e *Environment) Graph(name string) *graph.JobGraph {
-	g := e.graph
-	g.Name = name
 	cfg := conf.With(e.config, conf.ParallelismDefault, e.parallelism)
 	cfg = conf.With(cfg, conf.ExecutionRuntimeMode, string(e.mode))
-	g.Config = cfg.ToMap()
-	for _, ed := range g.Edges {
-		if ed.Partitioning == graph.Forward && g.Node(ed.From).Parallelism != g.Node(ed.To).Parallelism {
-			ed.Partitioning = graph.Rebalance
-		}
-	}
-	return &g
+	return e.jobs.Graph(name, cfg.ToMap())
 }
 
 // JobResult describes a finished job.
