@@ -194,10 +194,9 @@ func New(cfg Config) (*TaskManager, error) {
 	tm.srv = grpc.NewServer(append(slices.Clone(cfg.ServerOptions), grpc.WaitForHandlers(true))...)
 	clusterpb.RegisterTaskManagerServer(tm.srv, tm)
 	tm.st = state{
-		slots:    make([]slotState, cfg.Slots),
-		workers:  make(map[workerKey]*worker),
-		offering: make(map[string]bool),
-		backoff:  cfg.ReconnectBackoff,
+		offers:  newSlotOffers(cfg.Slots),
+		workers: make(map[workerKey]*worker),
+		backoff: cfg.ReconnectBackoff,
 	}
 	ok = true
 	return tm, nil
@@ -255,7 +254,7 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	}
 	serveDone := make(chan error, 1)
 	tm.wg.Go(func() { serveDone <- tm.srv.Serve(tm.lis) })
-	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.slots),
+	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.offers.slots),
 		"resourcemanager", tm.cfg.ResourceManagerAddress, "logdir", tm.logDir)
 	err := tm.loop(ctx, serveDone)
 	tm.stopStopping()
@@ -344,9 +343,8 @@ func (tm *TaskManager) post(f func()) {
 // ---- state, on the owner goroutine ----
 
 type state struct {
-	slots    []slotState
+	offers   *slotOffers
 	workers  map[workerKey]*worker
-	offering map[string]bool // jobs with an offer in flight
 	sess     *session
 	gen      uint64
 	hbSeq    int64
@@ -355,24 +353,6 @@ type state struct {
 	reconnectAt int64
 	backoff     time.Duration
 	closing     bool
-}
-
-type slotPhase int
-
-const (
-	slotFree    slotPhase = iota
-	slotQueued            // assigned, to be offered
-	slotOffered           // offer in flight
-	slotActive            // accepted by the JobMaster
-)
-
-var slotPhaseNames = [...]string{"free", "queued", "offered", "active"}
-
-func (p slotPhase) String() string { return slotPhaseNames[p] }
-
-type slotState struct {
-	jobID, allocationID, jobMaster string
-	phase                          slotPhase
 }
 
 type session struct {
@@ -397,9 +377,10 @@ func (tm *TaskManager) maybeConnect(now int64) {
 	st.gen++
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{gen: st.gen, ctx: ctx, cancel: cancel, out: make(chan *clusterpb.TaskManagerMessage, sessionQueue), openedAt: now}
-	cores, mem := tm.cfg.CPUCores/float64(len(st.slots)), tm.cfg.MemoryBytes/int64(len(st.slots))
+	n := len(st.offers.slots)
+	cores, mem := tm.cfg.CPUCores/float64(n), tm.cfg.MemoryBytes/int64(n)
 	s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
-		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(len(st.slots)),
+		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(n),
 		SlotProfile: &clusterpb.ResourceProfile{CpuCores: cores, MemoryBytes: mem},
 		Pid:         int64(os.Getpid()), ResourceId: tm.resourceID,
 		DataPort: registeredDataPort(tm.cfg.DataPort), Hardware: tm.cfg.Hardware().Proto(),
@@ -486,9 +467,9 @@ func (tm *TaskManager) onMessage(s *session, m *clusterpb.ResourceManagerMessage
 	switch msg := m.GetMsg().(type) {
 	case *clusterpb.ResourceManagerMessage_Heartbeat:
 	case *clusterpb.ResourceManagerMessage_AllocateSlot:
-		tm.allocate(msg.AllocateSlot)
+		tm.stepOffers(oeAllocate{msg.AllocateSlot})
 	case *clusterpb.ResourceManagerMessage_FreeSlots:
-		tm.freeSlots(msg.FreeSlots.GetJobId(), msg.FreeSlots.GetAllocationIds(), "taken back by the ResourceManager", now)
+		tm.stepOffers(oeFree{job: msg.FreeSlots.GetJobId(), allocs: msg.FreeSlots.GetAllocationIds(), reason: "taken back by the ResourceManager"})
 	case *clusterpb.ResourceManagerMessage_Disconnect:
 		s.disconnect = msg.Disconnect.GetReason()
 		tm.log.Warn("the ResourceManager ends the session", "reason", s.disconnect)
@@ -531,10 +512,7 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 	for _, w := range st.workers {
 		tm.stop(w, "the session with the ResourceManager ended", now)
 	}
-	for i := range st.slots {
-		st.slots[i] = slotState{}
-	}
-	clear(st.offering)
+	tm.stepOffers(oeReset{})
 	st.reconnectAt = now + st.backoff.Milliseconds()
 	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
@@ -548,8 +526,8 @@ func (tm *TaskManager) report() {
 		return
 	}
 	st.hbSeq++
-	hb := &clusterpb.Heartbeat{Seq: st.hbSeq, Slots: make([]*clusterpb.SlotStatus, len(st.slots))}
-	for i, sl := range st.slots {
+	hb := &clusterpb.Heartbeat{Seq: st.hbSeq, Slots: make([]*clusterpb.SlotStatus, len(st.offers.slots))}
+	for i, sl := range st.offers.slots {
 		hb.Slots[i] = &clusterpb.SlotStatus{Index: int32(i), AllocationId: sl.allocationID, JobId: sl.jobID}
 	}
 	if f := tm.cfg.KerberosStatus; f != nil {
@@ -617,74 +595,53 @@ func (tm *TaskManager) nextDeadline() (int64, bool) {
 
 // ---- slots ----
 
-func (tm *TaskManager) slotOf(allocationID string) int {
-	for i, s := range tm.st.slots {
-		if s.phase != slotFree && s.allocationID == allocationID {
-			return i
+// stepOffers steps the slot offers with e and carries out their effects.
+func (tm *TaskManager) stepOffers(e offerEvent) {
+	fx, _ := tm.st.offers.Step(tm.clock.NowMillis(), e)
+	for _, f := range fx {
+		switch f := f.(type) {
+		case ofReport:
+			tm.report()
+		case ofOffer:
+			tm.sendOffer(f)
+		case ofStopWorkers:
+			now := tm.clock.NowMillis()
+			for _, w := range tm.st.workers {
+				if w.key.job == f.job && slices.Contains(w.allocs, f.alloc) {
+					tm.stop(w, "its slot was freed", now)
+				}
+			}
+		case ofLog:
+			tm.log.Log(context.Background(), f.level, f.msg, f.args...)
+		default:
+			panic(fmt.Sprintf("taskmanager: unknown offer effect %T", f))
 		}
 	}
-	return -1
 }
 
-func (tm *TaskManager) allocate(a *clusterpb.AllocateSlot) {
-	st := &tm.st
-	i := int(a.GetIndex())
-	switch {
-	case i < 0 || i >= len(st.slots):
-		tm.log.Warn("AllocateSlot names a slot this TaskManager does not have", "index", i, "slots", len(st.slots))
-	case a.GetAllocationId() == "" || a.GetJobId() == "" || a.GetJobMasterAddress() == "":
-		tm.log.Warn("AllocateSlot without allocation id, job or JobMaster address; ignored", "index", i,
-			"allocation", a.GetAllocationId(), "job", a.GetJobId(), "jobmaster", a.GetJobMasterAddress())
-	case st.slots[i].phase != slotFree:
-		if st.slots[i].allocationID == a.GetAllocationId() {
-			return // a repeat
-		}
-		tm.log.Warn("AllocateSlot for a slot in use; refused", "index", i, "allocation", a.GetAllocationId(),
-			"job", a.GetJobId(), "held_by", st.slots[i].allocationID)
-	default:
-		st.slots[i] = slotState{jobID: a.GetJobId(), allocationID: a.GetAllocationId(), jobMaster: a.GetJobMasterAddress(), phase: slotQueued}
-		tm.log.Info("slot allocated", "index", i, "job", a.GetJobId(), "allocation", a.GetAllocationId(), "jobmaster", a.GetJobMasterAddress())
-	}
-	tm.report()
-	tm.startOffers()
-}
-
-// startOffers offers queued slots to their JobMasters, one offer per job
-// at a time; slots queued while an offer is in flight go in the next.
-func (tm *TaskManager) startOffers() {
-	st := &tm.st
-	s := st.sess
+// sendOffer offers slots to a JobMaster on a goroutine of the session and
+// reports the outcome to the owner. A session that ended while the effects
+// were carried out has freed the slots already.
+func (tm *TaskManager) sendOffer(f ofOffer) {
+	s := tm.st.sess
 	if s == nil || !s.registered {
 		return
 	}
-	type group struct{ job, jobMaster string }
-	batches := make(map[group][]int)
-	for i, sl := range st.slots {
-		if sl.phase == slotQueued && !st.offering[sl.jobID] {
-			g := group{sl.jobID, sl.jobMaster}
-			batches[g] = append(batches[g], i)
-		}
+	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host, Slots: f.slots}
+	allocs := make([]string, len(f.slots))
+	for i, sl := range f.slots {
+		allocs[i] = sl.GetAllocationId()
 	}
-	for _, g := range slices.SortedFunc(maps.Keys(batches), func(a, b group) int {
-		return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.jobMaster, b.jobMaster))
-	}) {
-		if st.offering[g.job] {
-			continue // another JobMaster address of the same job: next round
-		}
-		st.offering[g.job] = true
-		offer := &clusterpb.SlotOffer{JobId: g.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host}
-		var allocs []string
-		for _, i := range batches[g] {
-			st.slots[i].phase = slotOffered
-			offer.Slots = append(offer.Slots, &clusterpb.OfferedSlot{Index: int32(i), AllocationId: st.slots[i].allocationID})
-			allocs = append(allocs, st.slots[i].allocationID)
-		}
-		timeout := s.hb.Timeout()
-		tm.wg.Go(func() {
-			accepted, err := tm.offer(s.ctx, g.jobMaster, offer, time.Duration(timeout)*time.Millisecond)
-			tm.post(func() { tm.offerDone(s, g.job, g.jobMaster, allocs, accepted, err) })
+	timeout := s.hb.Timeout()
+	tm.wg.Go(func() {
+		accepted, err := tm.offer(s.ctx, f.jobMaster, offer, time.Duration(timeout)*time.Millisecond)
+		tm.post(func() {
+			if tm.st.sess != s {
+				return // the session ended: the slots are free already
+			}
+			tm.stepOffers(oeOfferDone{job: f.job, jobMaster: f.jobMaster, allocs: allocs, accepted: accepted, err: err})
 		})
-	}
+	})
 }
 
 // offer calls JobMaster.OfferSlots, trying three times.
@@ -715,65 +672,6 @@ func (tm *TaskManager) offer(ctx context.Context, addr string, offer *clusterpb.
 		}
 		backoff *= 2
 	}
-}
-
-func (tm *TaskManager) offerDone(s *session, job, jobMaster string, allocs, accepted []string, err error) {
-	st := &tm.st
-	if st.sess != s {
-		return // the session ended: the slots are free already
-	}
-	delete(st.offering, job)
-	var took, declined []string
-	for _, a := range allocs {
-		i := tm.slotOf(a)
-		if i < 0 || st.slots[i].phase != slotOffered {
-			continue // freed meanwhile
-		}
-		if err == nil && slices.Contains(accepted, a) {
-			st.slots[i].phase = slotActive
-			took = append(took, a)
-		} else {
-			st.slots[i] = slotState{}
-			declined = append(declined, a)
-		}
-	}
-	switch {
-	case err != nil:
-		tm.log.Warn("offering slots to the JobMaster failed; slots freed", "job", job, "jobmaster", jobMaster, "allocations", declined, "err", err)
-	case len(declined) > 0:
-		tm.log.Info("JobMaster declined slots; slots freed", "job", job, "allocations", declined, "accepted", took)
-	default:
-		tm.log.Info("JobMaster accepted slots", "job", job, "allocations", took)
-	}
-	if len(declined) > 0 {
-		tm.report()
-	}
-	tm.startOffers()
-}
-
-// freeSlots frees a job's slots (all of them when allocs is empty),
-// stopping the workers that run in them.
-func (tm *TaskManager) freeSlots(job string, allocs []string, reason string, now int64) {
-	st := &tm.st
-	var freed []string
-	for i, sl := range st.slots {
-		if sl.phase == slotFree || sl.jobID != job || len(allocs) > 0 && !slices.Contains(allocs, sl.allocationID) {
-			continue
-		}
-		for _, w := range st.workers {
-			if w.key.job == job && slices.Contains(w.allocs, sl.allocationID) {
-				tm.stop(w, "its slot was freed", now)
-			}
-		}
-		st.slots[i] = slotState{}
-		freed = append(freed, sl.allocationID)
-	}
-	if len(freed) == 0 {
-		tm.log.Debug("nothing to free", "job", job, "allocations", allocs)
-		return
-	}
-	tm.log.Info("slots freed", "job", job, "allocations", freed, "reason", reason)
-	tm.report()
 }
 
 // ---- workers ----
@@ -962,10 +860,8 @@ func validateSubmit(r *clusterpb.SubmitTasksRequest) error {
 
 // checkHeld reports the first allocation that job does not hold here.
 func (tm *TaskManager) checkHeld(job string, allocs []string) error {
-	for _, a := range allocs {
-		if i := tm.slotOf(a); i < 0 || tm.st.slots[i].jobID != job {
-			return withCode(codes.FailedPrecondition, fmt.Errorf("%w: allocation %q is not a slot of job %q on TaskManager %s", ErrSlotNotHeld, a, job, tm.id))
-		}
+	if a, ok := tm.st.offers.notHeld(job, allocs); ok {
+		return withCode(codes.FailedPrecondition, fmt.Errorf("%w: allocation %q is not a slot of job %q on TaskManager %s", ErrSlotNotHeld, a, job, tm.id))
 	}
 	return nil
 }
@@ -1174,7 +1070,7 @@ func (tm *TaskManager) FreeSlots(ctx context.Context, req *clusterpb.FreeSlotsRe
 		return nil, withCode(codes.InvalidArgument, fmt.Errorf("%w: FreeSlots without job_id", ErrInvalidRequest))
 	}
 	if err := tm.call(ctx, func() {
-		tm.freeSlots(req.GetJobId(), req.GetAllocationIds(), "freed by the JobMaster", tm.clock.NowMillis())
+		tm.stepOffers(oeFree{job: req.GetJobId(), allocs: req.GetAllocationIds(), reason: "freed by the JobMaster"})
 	}); err != nil {
 		return nil, err
 	}
@@ -1222,7 +1118,7 @@ func (tm *TaskManager) Snapshot(ctx context.Context) (Snapshot, error) {
 		if st.sess != nil && st.sess.registered {
 			s.Registered, s.ResourceManagerID = true, st.sess.rmID
 		}
-		for i, sl := range st.slots {
+		for i, sl := range st.offers.slots {
 			s.Slots = append(s.Slots, SlotInfo{Index: i, JobID: sl.jobID, AllocationID: sl.allocationID, State: sl.phase.String()})
 		}
 		for _, w := range st.workers {
