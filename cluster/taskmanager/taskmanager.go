@@ -343,11 +343,11 @@ func (tm *TaskManager) post(f func()) {
 // ---- state, on the owner goroutine ----
 
 type state struct {
-	offers   *slotOffers
-	workers  map[workerKey]*worker
-	sess     *session
-	gen      uint64
-	hbSeq    int64
+	offers  *slotOffers
+	workers map[workerKey]*worker
+	sess    *session
+	gen     uint64
+	hbSeq   int64
 	// reconnectAt is when to connect again; backoff the wait after the
 	// next failure.
 	reconnectAt int64
