@@ -50,6 +50,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/scheduler"
 )
@@ -119,8 +120,8 @@ type TaskManager struct {
 	rmConn *grpc.ClientConn
 	blobs  *blobCache
 
-	ops  chan func()
-	done chan struct{}
+	// loop is the owner goroutine: it runs st's operations one at a time.
+	loop *ownerloop.Loop[ownerEvent, struct{}, struct{}]
 	// stopping ends when Run begins to shut down; it bounds RPC work such
 	// as fetching a binary.
 	stopping     context.Context
@@ -149,9 +150,10 @@ func New(cfg Config) (*TaskManager, error) {
 		host:     cmp.Or(cfg.Host, hostname),
 		hostname: hostname,
 		clock:    cfg.Clock,
-		ops:      make(chan func()),
-		done:     make(chan struct{}),
 	}
+	tm.loop = ownerloop.New(ownerloop.Config[ownerEvent, struct{}, struct{}]{
+		Machine: &owner{tm: tm}, Tick: tickEvent{}, Clock: cfg.Clock,
+	})
 	tm.stopping, tm.stopStopping = context.WithCancel(context.Background())
 	tm.lis, err = listen(cfg.Host, cfg.RPCPort)
 	if err != nil {
@@ -252,13 +254,26 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	if !tm.started.CompareAndSwap(false, true) {
 		return errors.New("taskmanager: Run called twice")
 	}
-	serveDone := make(chan error, 1)
-	tm.wg.Go(func() { serveDone <- tm.srv.Serve(tm.lis) })
+	tm.wg.Go(func() {
+		if err := tm.srv.Serve(tm.lis); err != nil {
+			tm.loop.Post(shutdownEvent{reason: "the TaskManager's RPC server failed", err: fmt.Errorf("taskmanager: serve: %w", err)})
+		}
+	})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-ctx.Done():
+			tm.loop.Post(shutdownEvent{reason: "the TaskManager is shutting down"})
+		case <-tm.loop.Done():
+		}
+	})
 	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.offers.slots),
 		"resourcemanager", tm.cfg.ResourceManagerAddress, "logdir", tm.logDir)
-	err := tm.loop(ctx, serveDone)
+	tm.loop.Post(opEvent(func() {})) // the first step connects
+	// The loop ends when a shutdown has stopped every worker.
+	err := tm.loop.Run(context.Background())
+	watch.Wait()
 	tm.stopStopping()
-	close(tm.done)
 	tm.srv.Stop()
 	tm.wg.Wait()
 	tm.rmConn.Close()
@@ -266,79 +281,86 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	return err
 }
 
-func (tm *TaskManager) loop(ctx context.Context, serveDone <-chan error) error {
-	var (
-		timer   <-chan struct{}
-		stop    = func() {}
-		armedAt int64
-		runErr  error
-		ctxDone = ctx.Done()
-	)
-	defer func() { stop() }()
-	shutdown := func(reason string) {
-		tm.st.closing = true
-		ctxDone = nil
-		tm.stopStopping()
-		now := tm.clock.NowMillis()
-		tm.endSession(reason, now)
-		for _, w := range tm.st.workers {
-			tm.stop(w, reason, now)
+// ownerEvent is what the owner goroutine runs: an operation of the
+// TaskManager (opEvent), its deadline (tickEvent), or a shutdown.
+type ownerEvent interface{ isOwnerEvent() }
+
+// opEvent runs on the owner goroutine, with st to itself.
+type opEvent func()
+
+// tickEvent: the owner's deadline (nextDeadline) has come.
+type tickEvent struct{}
+
+// shutdownEvent begins the TaskManager's shutdown, for reason; err, if
+// set, is what Run returns.
+type shutdownEvent struct {
+	reason string
+	err    error
+}
+
+func (opEvent) isOwnerEvent()       {}
+func (tickEvent) isOwnerEvent()     {}
+func (shutdownEvent) isOwnerEvent() {}
+
+// owner runs the TaskManager's state on its ownerloop. Its decisions about
+// slots are slotOffers'; sessions and workers are managed in place.
+type owner struct {
+	tm     *TaskManager
+	runErr error
+}
+
+// Step implements ownerloop.Machine. After each event it stops the loop
+// once a shutdown has no worker left, and otherwise connects to the
+// ResourceManager when it is time to.
+func (o *owner) Step(now int64, e ownerEvent) ([]struct{}, struct{}) {
+	tm := o.tm
+	switch e := e.(type) {
+	case opEvent:
+		e()
+	case tickEvent:
+		tm.tick(now)
+	case shutdownEvent:
+		if !tm.st.closing {
+			o.runErr = e.err
+			tm.shutdown(e.reason)
 		}
+	default:
+		panic(fmt.Sprintf("taskmanager: unknown owner event %T", e))
 	}
-	for {
-		if tm.st.closing && len(tm.st.workers) == 0 {
-			return runErr
-		}
-		tm.maybeConnect(tm.clock.NowMillis())
-		if next, ok := tm.nextDeadline(); ok {
-			if timer == nil || next != armedAt {
-				stop()
-				timer, stop = tm.clock.AfterMillis(next)
-				armedAt = next
-			}
-		} else if timer != nil {
-			stop()
-			timer, stop = nil, func() {}
-		}
-		select {
-		case <-ctxDone:
-			shutdown("the TaskManager is shutting down")
-		case err := <-serveDone:
-			if err != nil && !tm.st.closing {
-				runErr = fmt.Errorf("taskmanager: serve: %w", err)
-				shutdown("the TaskManager's RPC server failed")
-			}
-			serveDone = nil
-		case f := <-tm.ops:
-			f()
-		case <-timer:
-			timer, stop = nil, func() {}
-			tm.tick(tm.clock.NowMillis())
-		}
+	if tm.st.closing && len(tm.st.workers) == 0 {
+		tm.loop.Stop(o.runErr)
+		return nil, struct{}{}
+	}
+	tm.maybeConnect(tm.clock.NowMillis())
+	return nil, struct{}{}
+}
+
+// Deadline implements ownerloop.Machine.
+func (o *owner) Deadline() (int64, bool) { return o.tm.nextDeadline() }
+
+// shutdown ends the session and stops every worker; the loop ends once
+// they have exited.
+func (tm *TaskManager) shutdown(reason string) {
+	tm.st.closing = true
+	tm.stopStopping()
+	now := tm.clock.NowMillis()
+	tm.endSession(reason, now)
+	for _, w := range tm.st.workers {
+		tm.stop(w, reason, now)
 	}
 }
 
 // call runs f on the owner goroutine and waits for it.
 func (tm *TaskManager) call(ctx context.Context, f func()) error {
-	ran := make(chan struct{})
-	select {
-	case tm.ops <- func() { f(); close(ran) }:
-	case <-tm.done:
+	_, err := tm.loop.Call(ctx, opEvent(f))
+	if errors.Is(err, ownerloop.ErrStopped) {
 		return withCode(codes.Unavailable, ErrStopped)
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	<-ran
-	return nil
+	return err
 }
 
 // post runs f on the owner goroutine unless the TaskManager has stopped.
-func (tm *TaskManager) post(f func()) {
-	select {
-	case tm.ops <- f:
-	case <-tm.done:
-	}
-}
+func (tm *TaskManager) post(f func()) { tm.loop.Post(opEvent(f)) }
 
 // ---- state, on the owner goroutine ----
 

@@ -98,7 +98,8 @@ func New[E, F, A any](cfg Config[E, F, A]) *Loop[E, F, A] {
 func (l *Loop[E, F, A]) Done() <-chan struct{} { return l.done }
 
 // Stop makes Run return err (nil for a clean stop) once the event being
-// stepped, if any, is done. The first Stop wins; later ones do nothing.
+// stepped, if any, is done; no event is stepped after it. A Machine's Step
+// or the applier may call it. The first Stop wins; later ones do nothing.
 func (l *Loop[E, F, A]) Stop(err error) {
 	l.stopOne.Do(func() {
 		l.stopErr = err
@@ -194,6 +195,13 @@ func (l *Loop[E, F, A]) Run(ctx context.Context) error {
 			return l.stopErr
 		case <-l.wake:
 			for _, env := range l.take() {
+				select {
+				case <-l.stop:
+					// A step stopped the loop: what is left is never
+					// stepped; its callers get ErrStopped.
+					return l.stopErr
+				default:
+				}
 				if env.reply != nil && !env.state.CompareAndSwap(queued, taken) {
 					continue // withdrawn by its caller
 				}

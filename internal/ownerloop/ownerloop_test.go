@@ -228,3 +228,38 @@ func TestConcurrentCallers(t *testing.T) {
 		t.Fatalf("sum %d, want 400", got)
 	}
 }
+
+// stopper stops its loop when it steps "stop".
+type stopper struct {
+	l    *Loop[string, string, int]
+	seen []string
+}
+
+func (s *stopper) Step(_ int64, e string) ([]string, int) {
+	s.seen = append(s.seen, e)
+	if e == "stop" {
+		s.l.Stop(nil)
+	}
+	return nil, len(s.seen)
+}
+
+func (s *stopper) Deadline() (int64, bool) { return 0, false }
+
+func TestStopFromStep(t *testing.T) {
+	s := &stopper{}
+	s.l = New(Config[string, string, int]{Machine: s, Clock: clock.NewManual(0)})
+	// Queued before Run: taken in one batch, of which "after" is never
+	// stepped.
+	s.l.Post("before")
+	s.l.Post("stop")
+	s.l.Post("after")
+	if err := s.l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"before", "stop"}; !slices.Equal(s.seen, want) {
+		t.Fatalf("stepped %q, want %q", s.seen, want)
+	}
+	if _, err := s.l.Call(context.Background(), "late"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Call after a stop = %v, want ErrStopped", err)
+	}
+}
