@@ -30,7 +30,7 @@ import (
 //	stopped NOW RESOURCE DIAGNOSTICS...
 //	full NOW TM                            (a send to TM found its queue full)
 //	tick NOW
-//	deadline | slots
+//	deadline | slots | tms                 (tms: the snapshot of TaskManagers)
 //
 // Allocation ids are a1, a2, ... in the order drawn. Output lines are the
 // effects; sessions print as TM#N, numbered in the order of the register
@@ -65,6 +65,17 @@ func (tr *tableTrace) do(f []string) (string, error) {
 		return "none", nil
 	case "slots":
 		return tr.slots(), nil
+	case "tms":
+		_, ans := tr.t.Step(0, evSnapshot{})
+		var out []string
+		for _, in := range ans.tms {
+			out = append(out, fmt.Sprintf("%s resource=%s address=%s slots=%d free=%d registered=%d heartbeat=%d",
+				in.ID, in.ResourceID, in.Address, in.SlotsTotal, in.SlotsFree, in.RegisteredAt.UnixMilli(), in.LastHeartbeat.UnixMilli()))
+		}
+		if len(out) == 0 {
+			return "none", nil
+		}
+		return strings.Join(out, "\n"), nil
 	}
 	if len(f) < 2 {
 		return "", fmt.Errorf("%s: want a time", f[0])
