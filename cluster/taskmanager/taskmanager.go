@@ -28,7 +28,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -52,7 +51,6 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/scheduler"
 )
 
 // Errors of the TaskManager's RPCs. Over gRPC they arrive as status errors
@@ -81,9 +79,6 @@ var (
 	// the requested digest (codes.NotFound).
 	ErrNoBinary = errors.New("taskmanager: the JobMaster has no such job binary")
 )
-
-// rmPeer names the ResourceManager in the heartbeat tracker.
-const rmPeer = "resourcemanager"
 
 // sessionQueue bounds the messages waiting for the ResourceManager stream.
 const sessionQueue = 256
@@ -197,8 +192,8 @@ func New(cfg Config) (*TaskManager, error) {
 	clusterpb.RegisterTaskManagerServer(tm.srv, tm)
 	tm.st = state{
 		offers:  newSlotOffers(cfg.Slots),
+		link:    newRMLink(cfg),
 		workers: make(map[workerKey]*worker),
-		backoff: cfg.ReconnectBackoff,
 	}
 	ok = true
 	return tm, nil
@@ -302,8 +297,9 @@ func (opEvent) isOwnerEvent()       {}
 func (tickEvent) isOwnerEvent()     {}
 func (shutdownEvent) isOwnerEvent() {}
 
-// owner runs the TaskManager's state on its ownerloop. Its decisions about
-// slots are slotOffers'; sessions and workers are managed in place.
+// owner runs the TaskManager's state on its ownerloop. The decisions about
+// sessions are rmLink's and about slots slotOffers'; workers are managed
+// in place.
 type owner struct {
 	tm     *TaskManager
 	runErr error
@@ -331,7 +327,7 @@ func (o *owner) Step(now int64, e ownerEvent) ([]struct{}, struct{}) {
 		tm.loop.Stop(o.runErr)
 		return nil, struct{}{}
 	}
-	tm.maybeConnect(tm.clock.NowMillis())
+	tm.stepLink(lkConnect{workers: len(tm.st.workers)})
 	return nil, struct{}{}
 }
 
@@ -343,8 +339,8 @@ func (o *owner) Deadline() (int64, bool) { return o.tm.nextDeadline() }
 func (tm *TaskManager) shutdown(reason string) {
 	tm.st.closing = true
 	tm.stopStopping()
+	tm.stepLink(lkShutdown{reason: reason})
 	now := tm.clock.NowMillis()
-	tm.endSession(reason, now)
 	for _, w := range tm.st.workers {
 		tm.stop(w, reason, now)
 	}
@@ -366,39 +362,61 @@ func (tm *TaskManager) post(f func()) { tm.loop.Post(opEvent(f)) }
 
 type state struct {
 	offers  *slotOffers
+	link    *rmLink
 	workers map[workerKey]*worker
+	// sess is the stream of the link's open session, nil when the link
+	// is down.
 	sess    *session
-	gen     uint64
 	hbSeq   int64
-	// reconnectAt is when to connect again; backoff the wait after the
-	// next failure.
-	reconnectAt int64
-	backoff     time.Duration
-	closing     bool
+	closing bool
 }
 
+// session is the transport of one session with the ResourceManager: the
+// link decides, the session carries messages.
 type session struct {
-	gen        uint64
-	ctx        context.Context
-	cancel     context.CancelFunc
-	out        chan *clusterpb.TaskManagerMessage
-	openedAt   int64
-	registered bool
-	rmID       string
-	interval   int64 // ms
-	hb         *scheduler.Heartbeats
-	nextBeat   int64
-	disconnect string // reason the ResourceManager gave, if any
+	gen    uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan *clusterpb.TaskManagerMessage
 }
 
-func (tm *TaskManager) maybeConnect(now int64) {
+// stepLink steps the link with e and carries out its effects.
+func (tm *TaskManager) stepLink(e linkEvent) {
 	st := &tm.st
-	if st.closing || st.sess != nil || len(st.workers) > 0 || now < st.reconnectAt {
-		return
+	for _, f := range st.link.Step(tm.clock.NowMillis(), e) {
+		switch f := f.(type) {
+		case lxOpen:
+			tm.open(f.gen)
+		case lxClose:
+			if s := st.sess; s != nil && s.gen == f.gen {
+				s.cancel()
+				st.sess = nil
+			}
+		case lxReport:
+			tm.report()
+		case lxAllocate:
+			tm.stepOffers(oeAllocate{f.a})
+		case lxFree:
+			tm.stepOffers(oeFree{job: f.f.GetJobId(), allocs: f.f.GetAllocationIds(), reason: "taken back by the ResourceManager"})
+		case lxSessionLost:
+			now := tm.clock.NowMillis()
+			for _, w := range st.workers {
+				tm.stop(w, "the session with the ResourceManager ended", now)
+			}
+			tm.stepOffers(oeReset{})
+		case lxLog:
+			tm.log.Log(context.Background(), f.level, f.msg, f.args...)
+		default:
+			panic(fmt.Sprintf("taskmanager: unknown link effect %T", f))
+		}
 	}
-	st.gen++
+}
+
+// open opens session gen: it queues Register and starts the stream.
+func (tm *TaskManager) open(gen uint64) {
+	st := &tm.st
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{gen: st.gen, ctx: ctx, cancel: cancel, out: make(chan *clusterpb.TaskManagerMessage, sessionQueue), openedAt: now}
+	s := &session{gen: gen, ctx: ctx, cancel: cancel, out: make(chan *clusterpb.TaskManagerMessage, sessionQueue)}
 	n := len(st.offers.slots)
 	cores, mem := tm.cfg.CPUCores/float64(n), tm.cfg.MemoryBytes/int64(n)
 	s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
@@ -408,7 +426,6 @@ func (tm *TaskManager) maybeConnect(now int64) {
 		DataPort: registeredDataPort(tm.cfg.DataPort), Hardware: tm.cfg.Hardware().Proto(),
 	}}}
 	st.sess = s
-	tm.log.Debug("connecting to the ResourceManager", "address", tm.cfg.ResourceManagerAddress, "session", s.gen)
 	tm.wg.Go(func() { tm.runSession(s) })
 }
 
@@ -429,7 +446,7 @@ func registeredDataPort(spec string) int32 {
 func (tm *TaskManager) runSession(s *session) {
 	stream, err := clusterpb.NewResourceManagerClient(tm.rmConn).Connect(s.ctx)
 	if err != nil {
-		tm.post(func() { tm.sessionEnded(s, err) })
+		tm.post(func() { tm.stepLink(lkEnded{gen: s.gen, err: err}) })
 		return
 	}
 	var wg sync.WaitGroup
@@ -449,94 +466,11 @@ func (tm *TaskManager) runSession(s *session) {
 	for {
 		m, err := stream.Recv()
 		if err != nil {
-			tm.post(func() { tm.sessionEnded(s, err) })
+			tm.post(func() { tm.stepLink(lkEnded{gen: s.gen, err: err}) })
 			return
 		}
-		tm.post(func() { tm.onMessage(s, m) })
+		tm.post(func() { tm.stepLink(lkMessage{gen: s.gen, m: m}) })
 	}
-}
-
-func (tm *TaskManager) onMessage(s *session, m *clusterpb.ResourceManagerMessage) {
-	st := &tm.st
-	if st.sess != s {
-		return
-	}
-	now := tm.clock.NowMillis()
-	if !s.registered {
-		r := m.GetRegistered()
-		if r == nil {
-			tm.endSession(fmt.Sprintf("the ResourceManager answered Register with %T instead of Registered", m.GetMsg()), now)
-			return
-		}
-		s.registered, s.rmID = true, r.GetResourceManagerId()
-		s.interval = r.GetHeartbeatIntervalMs()
-		if s.interval <= 0 {
-			s.interval = conf.HeartbeatInterval.Default().Milliseconds()
-		}
-		timeout := r.GetHeartbeatTimeoutMs()
-		if timeout <= 0 {
-			timeout = tm.cfg.HeartbeatTimeout.Milliseconds()
-		}
-		s.hb = scheduler.NewHeartbeats(timeout)
-		s.hb.Seen(rmPeer, now)
-		st.backoff = tm.cfg.ReconnectBackoff
-		tm.log.Info("registered at the ResourceManager", "resourcemanager", s.rmID,
-			"heartbeat_interval", time.Duration(s.interval)*time.Millisecond, "heartbeat_timeout", time.Duration(timeout)*time.Millisecond)
-		tm.report()
-		return
-	}
-	s.hb.Seen(rmPeer, now)
-	switch msg := m.GetMsg().(type) {
-	case *clusterpb.ResourceManagerMessage_Heartbeat:
-	case *clusterpb.ResourceManagerMessage_AllocateSlot:
-		tm.stepOffers(oeAllocate{msg.AllocateSlot})
-	case *clusterpb.ResourceManagerMessage_FreeSlots:
-		tm.stepOffers(oeFree{job: msg.FreeSlots.GetJobId(), allocs: msg.FreeSlots.GetAllocationIds(), reason: "taken back by the ResourceManager"})
-	case *clusterpb.ResourceManagerMessage_Disconnect:
-		s.disconnect = msg.Disconnect.GetReason()
-		tm.log.Warn("the ResourceManager ends the session", "reason", s.disconnect)
-	default:
-		tm.log.Warn("unexpected message from the ResourceManager; ignored", "type", fmt.Sprintf("%T", m.GetMsg()))
-	}
-}
-
-func (tm *TaskManager) sessionEnded(s *session, err error) {
-	if tm.st.sess != s {
-		return
-	}
-	reason := s.disconnect
-	if reason == "" {
-		reason = err.Error()
-		if errors.Is(err, io.EOF) {
-			reason = "the ResourceManager closed the session"
-		}
-	}
-	tm.endSession(reason, tm.clock.NowMillis())
-}
-
-// endSession drops the session: its workers are stopped and its slots
-// freed, and a new session is opened after the backoff once no worker is
-// left.
-func (tm *TaskManager) endSession(reason string, now int64) {
-	st := &tm.st
-	s := st.sess
-	if s == nil {
-		return
-	}
-	s.cancel()
-	st.sess = nil
-	if s.registered {
-		tm.log.Warn("session with the ResourceManager ended; stopping workers and freeing slots", "reason", reason)
-	} else if !st.closing {
-		tm.log.Warn("could not register at the ResourceManager", "address", tm.cfg.ResourceManagerAddress,
-			"reason", reason, "retry_in", st.backoff)
-	}
-	for _, w := range st.workers {
-		tm.stop(w, "the session with the ResourceManager ended", now)
-	}
-	tm.stepOffers(oeReset{})
-	st.reconnectAt = now + st.backoff.Milliseconds()
-	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
 
 // report sends the slot report, the state of the TaskManager's Kerberos
@@ -544,7 +478,7 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 func (tm *TaskManager) report() {
 	st := &tm.st
 	s := st.sess
-	if s == nil || !s.registered {
+	if s == nil || !st.link.registered() {
 		return
 	}
 	st.hbSeq++
@@ -558,24 +492,15 @@ func (tm *TaskManager) report() {
 	hb.Hardware = tm.cfg.Hardware().Proto()
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:
-		s.nextBeat = tm.clock.NowMillis() + s.interval
+		tm.stepLink(lkReported{ok: true})
 	default:
-		tm.endSession("the ResourceManager does not read its messages", tm.clock.NowMillis())
+		tm.stepLink(lkReported{ok: false})
 	}
 }
 
 func (tm *TaskManager) tick(now int64) {
 	st := &tm.st
-	if s := st.sess; s != nil {
-		switch {
-		case !s.registered && now-s.openedAt >= tm.cfg.HeartbeatTimeout.Milliseconds():
-			tm.endSession(fmt.Sprintf("no Registered within %v", tm.cfg.HeartbeatTimeout), now)
-		case s.registered && len(s.hb.Expire(now)) > 0:
-			tm.endSession(fmt.Sprintf("no heartbeat from the ResourceManager for %v", time.Duration(s.hb.Timeout())*time.Millisecond), now)
-		case s.registered && now >= s.nextBeat:
-			tm.report()
-		}
-	}
+	tm.stepLink(lkTick{})
 	for _, w := range st.workers {
 		if w.phase == workerStopping && !w.killed && now >= w.killAt {
 			w.killed = true
@@ -594,18 +519,8 @@ func (tm *TaskManager) nextDeadline() (int64, bool) {
 			next, ok = t, true
 		}
 	}
-	switch s := st.sess; {
-	case s == nil:
-		if !st.closing && len(st.workers) == 0 {
-			at(st.reconnectAt)
-		}
-	case !s.registered:
-		at(s.openedAt + tm.cfg.HeartbeatTimeout.Milliseconds())
-	default:
-		at(s.nextBeat)
-		if d, has := s.hb.NextDeadline(); has {
-			at(d)
-		}
+	if d, has := st.link.Deadline(len(st.workers)); has {
+		at(d)
 	}
 	for _, w := range st.workers {
 		if w.phase == workerStopping && !w.killed {
@@ -646,7 +561,7 @@ func (tm *TaskManager) stepOffers(e offerEvent) {
 // were carried out has freed the slots already.
 func (tm *TaskManager) sendOffer(f ofOffer) {
 	s := tm.st.sess
-	if s == nil || !s.registered {
+	if s == nil || !tm.st.link.registered() {
 		return
 	}
 	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host, Slots: f.slots}
@@ -654,7 +569,7 @@ func (tm *TaskManager) sendOffer(f ofOffer) {
 	for i, sl := range f.slots {
 		allocs[i] = sl.GetAllocationId()
 	}
-	timeout := s.hb.Timeout()
+	timeout := tm.st.link.hb.Timeout()
 	tm.wg.Go(func() {
 		accepted, err := tm.offer(s.ctx, f.jobMaster, offer, time.Duration(timeout)*time.Millisecond)
 		tm.post(func() {
@@ -893,7 +808,7 @@ func (tm *TaskManager) reserve(r *clusterpb.SubmitTasksRequest, cancelStart cont
 	if st.closing {
 		return nil, withCode(codes.Unavailable, ErrStopped)
 	}
-	if st.sess == nil || !st.sess.registered {
+	if !st.link.registered() {
 		return nil, withCode(codes.FailedPrecondition, ErrNotRegistered)
 	}
 	key := workerKey{r.GetJobId(), r.GetAttempt(), r.GetWorkerId()}
@@ -1015,7 +930,7 @@ const (
 // workers, and the JobMaster loses the TaskManager.
 func (tm *TaskManager) reportExit(w *worker, status, stderrTail string) {
 	s := tm.st.sess
-	if s == nil || !s.registered {
+	if s == nil || !tm.st.link.registered() {
 		return
 	}
 	m := &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_WorkerExited{WorkerExited: &clusterpb.WorkerExited{
@@ -1137,8 +1052,8 @@ func (tm *TaskManager) Snapshot(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
 	err := tm.call(ctx, func() {
 		st := &tm.st
-		if st.sess != nil && st.sess.registered {
-			s.Registered, s.ResourceManagerID = true, st.sess.rmID
+		if st.link.registered() {
+			s.Registered, s.ResourceManagerID = true, st.link.rmID
 		}
 		for i, sl := range st.offers.slots {
 			s.Slots = append(s.Slots, SlotInfo{Index: i, JobID: sl.jobID, AllocationID: sl.allocationID, State: sl.phase.String()})
