@@ -4,11 +4,14 @@
 // declare a demand (DeclareSlots). A TaskManager given a slot offers it to
 // the job's JobMaster itself.
 //
-// The decisions are package scheduler's pure functions; the platform that
-// starts and stops TaskManagers is behind a Driver (Standalone here, YARN
-// containers in package yarn's driver). All state lives in one owner
-// goroutine, Run, driven by the messages of TaskManagers, the demands of
-// JobMasters, the driver's reports and an injected clock.
+// The decisions are the slot table's (slottable.go): a state machine over
+// package scheduler's pure functions that turns the messages of
+// TaskManagers, the demands of JobMasters, the driver's reports and the
+// time of an injected clock into effects (sends, reports, driver calls,
+// logs). The platform that starts and stops TaskManagers is behind a Driver
+// (Standalone here, YARN containers in package yarn's driver). The table
+// lives in one owner goroutine, Run (an ownerloop.Loop), which carries out
+// its effects.
 //
 // # Protocol
 //

@@ -14,7 +14,10 @@
 // its slots and registers again, retrying with backoff; this is how it
 // outlives a JobManager restart.
 //
-// All state lives in one owner goroutine, Run. Workers are children in a
+// All state lives in one owner goroutine, Run (an ownerloop.Loop). The
+// decisions about sessions are the link's (link.go) and about slots the
+// slot offers' (offers.go): state machines whose effects the owner carries
+// out. Workers are children in a
 // process group of their own that the kernel kills with the TaskManager
 // (Linux); CancelJob and a lost session stop them with SIGTERM, then
 // SIGKILL after a grace period. Their stdout and stderr go to files in the
