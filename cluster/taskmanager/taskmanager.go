@@ -17,9 +17,10 @@
 // All state lives in one owner goroutine, Run (an ownerloop.Loop). The
 // decisions about sessions are the link's (link.go) and about slots the
 // slot offers' (offers.go): state machines whose effects the owner carries
-// out. Workers are children in a
-// process group of their own that the kernel kills with the TaskManager
-// (Linux); CancelJob and a lost session stop them with SIGTERM, then
+// out.
+//
+// Workers are children in a process group of their own that the kernel
+// kills with the TaskManager (Linux); CancelJob and a lost session stop them with SIGTERM, then
 // SIGKILL after a grace period. Their stdout and stderr go to files in the
 // log directory named after job, attempt and worker; a worker that fails is
 // logged with the tail of its stderr.
