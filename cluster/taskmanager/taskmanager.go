@@ -20,10 +20,10 @@
 // out.
 //
 // Workers are children in a process group of their own that the kernel
-// kills with the TaskManager (Linux); CancelJob and a lost session stop them with SIGTERM, then
-// SIGKILL after a grace period. Their stdout and stderr go to files in the
-// log directory named after job, attempt and worker; a worker that fails is
-// logged with the tail of its stderr.
+// kills with the TaskManager (Linux); CancelJob and a lost session stop
+// them with SIGTERM, then SIGKILL after a grace period. Their stdout and
+// stderr go to files in the log directory named after job, attempt and
+// worker; a worker that fails is logged with the tail of its stderr.
 package taskmanager
 
 import (
