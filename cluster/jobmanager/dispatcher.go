@@ -318,10 +318,8 @@ func (d *Dispatcher) Recover() error {
 
 // jobEnded is called by a JobMaster whose job reached a terminal status.
 func (d *Dispatcher) jobEnded(jm *jobMaster, err error) {
-	if d.ctx.Err() != nil && jobmaster.IsCancelled(err) {
-		return // the JobManager is shutting down: a new one recovers the job
-	}
-	d.ha.remove(jm.id)
+	// When the JobManager is shutting down, a new one recovers the job.
+	jm.step(lcEnded{cancelled: jobmaster.IsCancelled(err), shuttingDown: d.ctx.Err() != nil})
 }
 
 func (d *Dispatcher) job(id string) (*jobMaster, error) {
@@ -364,10 +362,9 @@ func (d *Dispatcher) Cancel(id string) error {
 	if err != nil {
 		return err
 	}
-	if jm.info().Status.Terminal() {
-		return fmt.Errorf("%w: %s", ErrJobEnded, id)
+	if err := jm.step(lcCancel{}); err != nil {
+		return fmt.Errorf("%w: %s", err, id)
 	}
-	jm.job.Cancel()
 	return nil
 }
 

@@ -42,8 +42,10 @@ type jobMaster struct {
 	// logins are the Kerberos logins its workers report.
 	logins workerLogins
 
-	mu    sync.Mutex
-	stats jobStats
+	mu struct {
+		sync.Mutex
+		lc jobLifecycle
+	}
 }
 
 // jobStats is what the REST API reports of a job.
@@ -135,6 +137,29 @@ type CheckpointCounts struct {
 
 const maxHistory = 10
 
+// step steps the job's lifecycle with e and carries out its effects
+// after unlocking; it returns the lifecycle's answer.
+func (jm *jobMaster) step(e lcEvent) error {
+	jm.mu.Lock()
+	fx, err := jm.mu.lc.Step(e)
+	jm.mu.Unlock()
+	for _, f := range fx {
+		switch f := f.(type) {
+		case lfLog:
+			jm.log.Log(context.Background(), f.level, f.msg, f.args...)
+		case lfCheckpointInHA:
+			jm.d.ha.checkpointCompleted(jm.id, f.path)
+		case lfCancelJob:
+			jm.job.Cancel()
+		case lfRemoveFromHA:
+			jm.d.ha.remove(jm.id)
+		default:
+			panic(fmt.Sprintf("jobmanager: unknown lifecycle effect %T", f))
+		}
+	}
+	return err
+}
+
 func (jm *jobMaster) StatusChanged(s jobmaster.Status, at int64, cause error) {
 	// Every task of the attempt has ended by now: its failures are all in.
 	var failures []*TaskFailure
@@ -143,71 +168,20 @@ func (jm *jobMaster) StatusChanged(s jobmaster.Status, at int64, cause error) {
 			failures = a.taskFailures()
 		}
 	}
-	jm.mu.Lock()
-	jm.stats.status = s
-	jm.stats.timestamps[s] = at
-	if s == jobmaster.StatusRestarting {
-		jm.stats.restarts++
-	}
-	if cause != nil && !jobmaster.IsCancelled(cause) {
-		jm.stats.exceptions = append(jm.stats.exceptions, rootException(cause, at, failures))
-		if len(jm.stats.exceptions) > maxHistory {
-			jm.stats.exceptions = jm.stats.exceptions[1:]
-		}
-	}
-	if s.Terminal() {
-		jm.stats.end = at
-		jm.stats.err = cause
-	}
-	jm.mu.Unlock()
-	jm.log.Info("job status", "status", string(s))
+	jm.step(lcStatus{status: s, at: at, cause: cause, cancelled: cause != nil && jobmaster.IsCancelled(cause), failures: failures})
 }
 
 func (jm *jobMaster) CheckpointTriggered(c jobmaster.CheckpointStats) {
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	if jm.stats.inProgress == nil {
-		jm.stats.inProgress = map[int64]jobmaster.CheckpointStats{}
-	}
-	jm.stats.inProgress[c.ID] = c
+	jm.step(lcCheckpointTriggered{c})
 }
 
-func (jm *jobMaster) Restored(r jobmaster.RestoreStats) {
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	jm.stats.restored = &r
-	jm.stats.restores++
-}
+func (jm *jobMaster) Restored(r jobmaster.RestoreStats) { jm.step(lcRestored{r}) }
 
 func (jm *jobMaster) CheckpointCompleted(c jobmaster.CheckpointStats) {
-	jm.mu.Lock()
-	delete(jm.stats.inProgress, c.ID)
-	jm.stats.ckpt.Completed++
-	jm.stats.history = appendBounded(jm.stats.history, c)
-	cc := c
-	if c.Kind.IsStop() {
-		jm.stats.stopSave = c.Path
-	}
-	if c.Kind.IsSavepoint() {
-		jm.stats.latestSave = &cc
-	} else {
-		jm.stats.latest = &cc
-	}
-	jm.mu.Unlock()
-	if !c.Kind.IsSavepoint() {
-		jm.d.ha.checkpointCompleted(jm.id, c.Path)
-	}
+	jm.step(lcCheckpointCompleted{c})
 }
 
-func (jm *jobMaster) CheckpointFailed(c jobmaster.CheckpointStats) {
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	delete(jm.stats.inProgress, c.ID)
-	jm.stats.ckpt.Failed++
-	jm.stats.history = appendBounded(jm.stats.history, c)
-	cc := c
-	jm.stats.latestFail = &cc
-}
+func (jm *jobMaster) CheckpointFailed(c jobmaster.CheckpointStats) { jm.step(lcCheckpointFailed{c}) }
 
 func appendBounded(h []jobmaster.CheckpointStats, c jobmaster.CheckpointStats) []jobmaster.CheckpointStats {
 	h = append(h, c)
@@ -225,11 +199,7 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.Recover = recover
 	jm.opts.Log = jm.log
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
-	jm.mu.Lock()
-	jm.stats.status = jobmaster.StatusCreated
-	jm.stats.timestamps = map[jobmaster.Status]int64{jobmaster.StatusCreated: jm.now()}
-	jm.stats.start = jm.now()
-	jm.mu.Unlock()
+	jm.step(lcStart{at: jm.now(), recover: recover})
 	j, err := jobmaster.Start(ctx, jm.plan, jm.opts)
 	if err != nil {
 		return err
@@ -336,7 +306,7 @@ func (jm *jobMaster) info() Info {
 	}
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	st := jm.stats
+	st := jm.mu.lc.stats
 	in := Info{ID: jm.id, Name: jm.name, Status: st.status, Timestamps: map[jobmaster.Status]int64{},
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,

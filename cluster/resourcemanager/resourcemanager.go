@@ -4,11 +4,14 @@
 // declare a demand (DeclareSlots). A TaskManager given a slot offers it to
 // the job's JobMaster itself.
 //
-// The decisions are package scheduler's pure functions; the platform that
-// starts and stops TaskManagers is behind a Driver (Standalone here, YARN
-// containers in package yarn's driver). All state lives in one owner
-// goroutine, Run, driven by the messages of TaskManagers, the demands of
-// JobMasters, the driver's reports and an injected clock.
+// The decisions are the slot table's (slottable.go): a state machine over
+// package scheduler's pure functions that turns the messages of
+// TaskManagers, the demands of JobMasters, the driver's reports and the
+// time of an injected clock into effects (sends, reports, driver calls,
+// logs). The platform that starts and stops TaskManagers is behind a Driver
+// (Standalone here, YARN containers in package yarn's driver). The table
+// lives in one owner goroutine, Run (an ownerloop.Loop), which carries out
+// its effects.
 //
 // # Protocol
 //
@@ -31,17 +34,14 @@
 package resourcemanager
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +52,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/scheduler"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -192,18 +192,21 @@ type ResourceManager struct {
 	log    *slog.Logger
 	clock  clock.Clock
 
-	ops     chan func()   // run on the owner goroutine
-	done    chan struct{} // closed when Run has ended
+	// loop owns table; its applier carries out the table's effects.
+	loop    *ownerloop.Loop[event, effect, answer]
+	table   *slotTable
+	done    chan struct{} // closed when Run has closed the sessions and ended
 	started atomic.Bool
+	nextSes atomic.Uint64
 
-	driverQ queue[driverEvent]
-	lost    queue[LostTaskManager]
-	exited  queue[ExitedWorker]
+	lost   queue[LostTaskManager]
+	exited queue[ExitedWorker]
 
-	st state // REQUIRES: accessed only on the owner goroutine (Run)
+	mu struct {
+		sync.Mutex
+		sessions map[sessionID]*session // from Register until the stream ends
+	}
 }
-
-type driverEvent struct{ resourceID, diagnostics string }
 
 // New returns a ResourceManager using driver for its platform.
 func New(cfg Config, driver Driver) (*ResourceManager, error) {
@@ -222,16 +225,13 @@ func New(cfg Config, driver Driver) (*ResourceManager, error) {
 		driver: driver,
 		log:    cfg.Logger.With("component", "resourcemanager"),
 		clock:  cfg.Clock,
-		ops:    make(chan func()),
 		done:   make(chan struct{}),
-		st: state{
-			tms:      make(map[string]*taskManager),
-			jobs:     make(map[string]*job),
-			hb:       scheduler.NewHeartbeats(cfg.HeartbeatTimeout.Milliseconds()),
-			required: -1,
-		},
+		table:  newSlotTable(cfg, func() string { return "alloc-" + strings.ToLower(rand.Text()[:16]) }),
 	}
-	rm.driverQ.init()
+	rm.mu.sessions = make(map[sessionID]*session)
+	rm.loop = ownerloop.New(ownerloop.Config[event, effect, answer]{
+		Machine: rm.table, Apply: rm.apply, Tick: evTick{}, Clock: cfg.Clock,
+	})
 	rm.lost.init()
 	rm.exited.init()
 	return rm, nil
@@ -249,8 +249,15 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	driverDone := make(chan error, 1)
-	wg.Go(func() { driverDone <- rm.driver.Run(ctx, driverEvents{rm}) })
+	wg.Go(func() {
+		err := rm.driver.Run(ctx, driverEvents{rm})
+		switch {
+		case err != nil:
+			rm.loop.Stop(fmt.Errorf("resourcemanager: driver: %w", err))
+		case ctx.Err() == nil:
+			rm.log.Warn("the driver stopped; no more TaskManagers will be started or released")
+		}
+	})
 	if fn := rm.cfg.OnTaskManagerLost; fn != nil {
 		wg.Go(func() { rm.lost.serve(ctx, fn) })
 	}
@@ -260,9 +267,12 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 	rm.log.Info("ResourceManager started", "id", rm.cfg.ID,
 		"heartbeat_interval", rm.cfg.HeartbeatInterval, "heartbeat_timeout", rm.cfg.HeartbeatTimeout,
 		"strategy", rm.cfg.Strategy)
-	err := rm.loop(ctx, driverDone)
-	for _, tm := range rm.st.tms {
-		tm.sess.close("the ResourceManager is shutting down")
+	err := rm.loop.Run(ctx)
+	// The loop has ended: the table is ours to read.
+	for _, id := range rm.table.sessions() {
+		if s := rm.session(id); s != nil {
+			s.close("the ResourceManager is shutting down")
+		}
 	}
 	close(rm.done)
 	cancel()
@@ -271,76 +281,71 @@ func (rm *ResourceManager) Run(ctx context.Context) error {
 	return err
 }
 
-func (rm *ResourceManager) loop(ctx context.Context, driverDone <-chan error) error {
-	var (
-		timer   <-chan struct{}
-		stop    = func() {}
-		armedAt int64
-	)
-	defer func() { stop() }()
-	for {
-		if next, ok := rm.nextDeadline(); ok {
-			if timer == nil || next != armedAt {
-				stop()
-				timer, stop = rm.clock.AfterMillis(next)
-				armedAt = next
+// apply carries out the slot table's effects on the owner goroutine.
+func (rm *ResourceManager) apply(effects []effect) []event {
+	var follow []event
+	full := make(map[sessionID]bool)
+	for _, f := range effects {
+		switch f := f.(type) {
+		case fxSend:
+			s := rm.session(f.sess)
+			if s == nil || full[f.sess] {
+				continue
 			}
-		} else if timer != nil {
-			stop()
-			timer, stop = nil, func() {}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-driverDone:
-			if err != nil {
-				return fmt.Errorf("resourcemanager: driver: %w", err)
+			if !s.send(f.msg) {
+				full[f.sess] = true
+				follow = append(follow, evQueueFull{sess: f.sess, tm: f.tm})
 			}
-			if ctx.Err() != nil {
-				return nil
+		case fxClose:
+			if s := rm.session(f.sess); s != nil {
+				s.close(f.reason)
 			}
-			rm.log.Warn("the driver stopped; no more TaskManagers will be started or released")
-			driverDone = nil
-		case f := <-rm.ops:
-			f()
-		case <-rm.driverQ.wake:
-			now := rm.clock.NowMillis()
-			for _, e := range rm.driverQ.take() {
-				rm.workerStopped(e, now)
+		case fxLost:
+			if rm.cfg.OnTaskManagerLost != nil {
+				rm.lost.push(f.lost)
 			}
-			rm.schedule(now)
-		case <-timer:
-			timer, stop = nil, func() {}
-			rm.tick(rm.clock.NowMillis())
+		case fxExited:
+			if rm.cfg.OnWorkerExited != nil {
+				rm.exited.push(f.exited)
+			}
+		case fxSetRequired:
+			rm.driver.SetRequired(f.n)
+		case fxRelease:
+			rm.driver.Release(f.resourceID)
+		case fxLog:
+			log := rm.log
+			if f.tm != "" {
+				log = log.With("taskmanager", f.tm)
+			}
+			log.Log(context.Background(), f.level, f.msg, f.args...)
+		default:
+			panic(fmt.Sprintf("resourcemanager: unknown effect %T", f))
 		}
 	}
+	return follow
 }
 
-// call runs f on the owner goroutine and waits for it. It fails when the
-// ResourceManager has stopped or ctx ends first.
-func (rm *ResourceManager) call(ctx context.Context, f func()) error {
-	ran := make(chan struct{})
-	select {
-	case rm.ops <- func() { f(); close(ran) }:
-	case <-rm.done:
-		return withCode(codes.Unavailable, ErrStopped)
-	case <-ctx.Done():
-		return ctx.Err()
+func (rm *ResourceManager) session(id sessionID) *session {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return rm.mu.sessions[id]
+}
+
+// call steps the slot table with e and returns its answer. It fails when
+// the ResourceManager has stopped or ctx ends first.
+func (rm *ResourceManager) call(ctx context.Context, e event) (answer, error) {
+	a, err := rm.loop.Call(ctx, e)
+	if errors.Is(err, ownerloop.ErrStopped) {
+		return a, withCode(codes.Unavailable, ErrStopped)
 	}
-	<-ran
-	return nil
+	return a, err
 }
 
 // TaskManagers returns a snapshot of the registered TaskManagers, sorted by
 // id.
 func (rm *ResourceManager) TaskManagers(ctx context.Context) ([]TaskManagerInfo, error) {
-	var out []TaskManagerInfo
-	err := rm.call(ctx, func() {
-		for _, id := range slices.Sorted(maps.Keys(rm.st.tms)) {
-			out = append(out, rm.st.tms[id].info())
-		}
-	})
-	return out, err
+	a, err := rm.call(ctx, evSnapshot{})
+	return a.tms, err
 }
 
 // DeclareSlots implements clusterpb.ResourceManagerServer: it sets a job's
@@ -349,7 +354,7 @@ func (rm *ResourceManager) DeclareSlots(ctx context.Context, d *clusterpb.SlotDe
 	if err := validateDemand(d); err != nil {
 		return nil, withCode(codes.InvalidArgument, err)
 	}
-	if err := rm.call(ctx, func() { rm.declare(d, rm.clock.NowMillis()) }); err != nil {
+	if _, err := rm.call(ctx, evDeclare{d}); err != nil {
 		return nil, err
 	}
 	return &clusterpb.SlotDemandAck{}, nil
@@ -471,18 +476,27 @@ func (rm *ResourceManager) Connect(stream clusterpb.ResourceManager_ConnectServe
 		rm.log.Warn("registration refused", "taskmanager", reg.GetTaskManagerId(), "err", err)
 		return withCode(codes.InvalidArgument, err)
 	}
-	sess := &session{tmID: reg.GetTaskManagerId(), out: make(chan *clusterpb.ResourceManagerMessage, sendQueue), closed: make(chan struct{})}
-	var regErr error
-	if err := rm.call(ctx, func() { regErr = rm.register(reg, sess, rm.clock.NowMillis()) }); err != nil {
+	sess := &session{id: sessionID(rm.nextSes.Add(1)), tmID: reg.GetTaskManagerId(),
+		out: make(chan *clusterpb.ResourceManagerMessage, sendQueue), closed: make(chan struct{})}
+	rm.mu.Lock()
+	rm.mu.sessions[sess.id] = sess
+	rm.mu.Unlock()
+	defer func() {
+		rm.mu.Lock()
+		delete(rm.mu.sessions, sess.id)
+		rm.mu.Unlock()
+	}()
+	a, err := rm.call(ctx, evRegister{sess: sess.id, reg: reg})
+	if err != nil {
 		return err
 	}
-	if regErr != nil {
-		rm.log.Warn("registration refused", "taskmanager", reg.GetTaskManagerId(), "err", regErr)
-		return withCode(codes.AlreadyExists, regErr)
+	if a.err != nil {
+		rm.log.Warn("registration refused", "taskmanager", reg.GetTaskManagerId(), "err", a.err)
+		return withCode(codes.AlreadyExists, a.err)
 	}
-	err := rm.serve(stream, sess, in, recvErr)
+	err = rm.serve(stream, sess, in, recvErr)
 	// A no-op when the ResourceManager ended the session itself.
-	_ = rm.call(context.Background(), func() { rm.sessionEnded(sess, err) })
+	_, _ = rm.call(context.Background(), evSessionEnded{sess: sess.id, tm: sess.tmID, err: err})
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -502,7 +516,7 @@ func (rm *ResourceManager) serve(stream clusterpb.ResourceManager_ConnectServer,
 			}
 		case m := <-in:
 			if we := m.GetWorkerExited(); we != nil {
-				if err := rm.call(ctx, func() { rm.workerExited(sess, we) }); err != nil {
+				if _, err := rm.call(ctx, evWorkerExited{sess: sess.id, tm: sess.tmID, we: we}); err != nil {
 					return err
 				}
 				continue
@@ -511,7 +525,7 @@ func (rm *ResourceManager) serve(stream clusterpb.ResourceManager_ConnectServer,
 			if hb == nil {
 				return withCode(codes.InvalidArgument, fmt.Errorf("%w: unexpected %T after Register", ErrInvalidRegistration, m.GetMsg()))
 			}
-			if err := rm.call(ctx, func() { rm.heartbeat(sess, hb, rm.clock.NowMillis()) }); err != nil {
+			if _, err := rm.call(ctx, evHeartbeat{sess: sess.id, tm: sess.tmID, hb: hb}); err != nil {
 				return err
 			}
 		case err := <-recvErr:
@@ -552,6 +566,7 @@ func (rm *ResourceManager) disconnect(stream clusterpb.ResourceManager_ConnectSe
 
 // session is the sending side of one TaskManager's stream.
 type session struct {
+	id        sessionID
 	tmID      string
 	out       chan *clusterpb.ResourceManagerMessage
 	closed    chan struct{}
@@ -579,7 +594,7 @@ func (s *session) close(reason string) {
 type driverEvents struct{ rm *ResourceManager }
 
 func (d driverEvents) WorkerStopped(resourceID, diagnostics string) {
-	d.rm.driverQ.push(driverEvent{resourceID: resourceID, diagnostics: diagnostics})
+	d.rm.loop.Post(evWorkerStopped{resourceID: resourceID, diagnostics: diagnostics})
 }
 
 // queue is an unbounded queue with a wake-up channel, for reports that must
@@ -621,429 +636,5 @@ func (q *queue[T]) serve(ctx context.Context, fn func(T)) {
 				fn(v)
 			}
 		}
-	}
-}
-
-// ---- state, on the owner goroutine ----
-
-type state struct {
-	tms           map[string]*taskManager // by TaskManager id
-	jobs          map[string]*job
-	jobSeq        uint64
-	hb            *scheduler.Heartbeats
-	nextHeartbeat int64
-	hbSeq         int64
-	required      int             // last SetRequired; -1 before the first
-	surplus       map[string]bool // idle TaskManagers the demand does not need
-	short         int             // slots demanded and not held, last logged
-}
-
-type taskManager struct {
-	id, resourceID, address, hostname string
-	pid                               int64
-	dataPort                          int
-	hardware                          Hardware
-	profile                           Resources
-	slots                             []slot
-	sess                              *session
-	log                               *slog.Logger
-	registeredAt, lastHeartbeat       int64
-	idleSince                         int64 // when it last became idle; -1 while it holds slots
-	released                          bool  // Driver.Release called since it became idle
-	// kerberos is the login its latest heartbeat reported; nil: none.
-	kerberos *kerberos.Status
-}
-
-type slot struct {
-	jobID, allocationID string
-	pending             bool // AllocateSlot sent, no report shows it yet
-	pendingSince        int64
-}
-
-type job struct {
-	id, address string
-	slots       int
-	order       uint64
-}
-
-func (tm *taskManager) info() TaskManagerInfo {
-	in := TaskManagerInfo{
-		ID: tm.id, ResourceID: tm.resourceID, Address: tm.address, Hostname: tm.hostname, PID: tm.pid,
-		DataPort: tm.dataPort, Hardware: tm.hardware,
-		SlotsTotal: len(tm.slots), SlotResources: tm.profile,
-		Resources:     Resources{CPUCores: tm.profile.CPUCores * float64(len(tm.slots)), MemoryBytes: tm.profile.MemoryBytes * int64(len(tm.slots))},
-		RegisteredAt:  time.UnixMilli(tm.registeredAt),
-		LastHeartbeat: time.UnixMilli(tm.lastHeartbeat),
-	}
-	if tm.kerberos != nil {
-		k := *tm.kerberos
-		in.Kerberos = &k
-	}
-	for i, s := range tm.slots {
-		if s.jobID == "" {
-			in.SlotsFree++
-		}
-		in.Slots = append(in.Slots, SlotInfo{Index: i, JobID: s.jobID, AllocationID: s.allocationID, Pending: s.pending})
-	}
-	return in
-}
-
-func (tm *taskManager) busy() bool {
-	for _, s := range tm.slots {
-		if s.jobID != "" {
-			return true
-		}
-	}
-	return false
-}
-
-func (rm *ResourceManager) register(r *clusterpb.Register, sess *session, now int64) error {
-	st := &rm.st
-	resourceID := cmp.Or(r.GetResourceId(), r.GetTaskManagerId())
-	if old, dup := st.tms[r.GetTaskManagerId()]; dup {
-		return fmt.Errorf("%w: TaskManager %q is registered from %s since %s; it may register again once that session ends",
-			ErrDuplicateTaskManager, old.id, old.address, time.UnixMilli(old.registeredAt).UTC().Format(time.RFC3339))
-	}
-	for _, old := range st.tms {
-		if old.resourceID == resourceID {
-			return fmt.Errorf("%w: resource %q is registered as TaskManager %q from %s",
-				ErrDuplicateTaskManager, resourceID, old.id, old.address)
-		}
-	}
-	tm := &taskManager{
-		id: r.GetTaskManagerId(), resourceID: resourceID, address: r.GetAddress(), hostname: r.GetHostname(),
-		pid: r.GetPid(), dataPort: int(r.GetDataPort()), hardware: hardwareOf(r.GetHardware()),
-		profile:      Resources{CPUCores: r.GetSlotProfile().GetCpuCores(), MemoryBytes: r.GetSlotProfile().GetMemoryBytes()},
-		slots:        make([]slot, r.GetSlots()),
-		sess:         sess,
-		registeredAt: now, lastHeartbeat: now,
-		idleSince: now,
-	}
-	tm.log = rm.log.With("taskmanager", tm.id)
-	if len(st.tms) == 0 {
-		st.nextHeartbeat = now + rm.cfg.HeartbeatInterval.Milliseconds()
-	}
-	st.tms[tm.id] = tm
-	st.hb.Seen(tm.id, now)
-	sess.send(&clusterpb.ResourceManagerMessage{Msg: &clusterpb.ResourceManagerMessage_Registered{Registered: &clusterpb.Registered{
-		ResourceManagerId:   rm.cfg.ID,
-		HeartbeatIntervalMs: rm.cfg.HeartbeatInterval.Milliseconds(),
-		HeartbeatTimeoutMs:  rm.cfg.HeartbeatTimeout.Milliseconds(),
-	}}})
-	tm.log.Info("TaskManager registered", "address", tm.address, "hostname", tm.hostname, "resource", tm.resourceID,
-		"slots", len(tm.slots), "pid", tm.pid)
-	rm.schedule(now)
-	return nil
-}
-
-// workerExited hands a registered TaskManager's report of a worker's exit
-// to OnWorkerExited.
-func (rm *ResourceManager) workerExited(sess *session, we *clusterpb.WorkerExited) {
-	tm := rm.st.tms[sess.tmID]
-	if tm == nil || tm.sess != sess {
-		return // from a session that has ended
-	}
-	tm.log.Info("worker exited", "job", we.GetJobId(), "attempt", we.GetAttempt(), "worker", we.GetWorkerId(), "status", we.GetStatus())
-	if rm.cfg.OnWorkerExited != nil {
-		rm.exited.push(ExitedWorker{TaskManager: tm.id, Job: we.GetJobId(), Attempt: int(we.GetAttempt()),
-			Worker: we.GetWorkerId(), Status: we.GetStatus(), StderrTail: we.GetStderrTail()})
-	}
-}
-
-func (rm *ResourceManager) heartbeat(sess *session, hb *clusterpb.Heartbeat, now int64) {
-	tm := rm.st.tms[sess.tmID]
-	if tm == nil || tm.sess != sess {
-		return // from a session that has ended
-	}
-	rm.st.hb.Seen(tm.id, now)
-	tm.lastHeartbeat = now
-	tm.kerberos = nil
-	if k := hb.GetKerberos(); k != nil {
-		s := k.Status()
-		tm.kerberos = &s
-	}
-	if h := hb.GetHardware(); h != nil {
-		tm.hardware = hardwareOf(h)
-	}
-	if rm.reconcile(tm, hb.GetSlots()) {
-		rm.schedule(now)
-	}
-}
-
-// reconcile applies a TaskManager's slot report and says whether a slot
-// changed hands. The report is the truth, except for a slot assigned here
-// whose allocation the report does not show yet.
-func (rm *ResourceManager) reconcile(tm *taskManager, report []*clusterpb.SlotStatus) bool {
-	changed := false
-	for _, s := range report {
-		i := int(s.GetIndex())
-		if i < 0 || i >= len(tm.slots) {
-			tm.log.Warn("slot report names a slot the TaskManager did not register", "index", i, "slots", len(tm.slots))
-			continue
-		}
-		if (s.GetAllocationId() == "") != (s.GetJobId() == "") {
-			tm.log.Warn("slot report with an allocation id but no job, or a job but no allocation id; ignored",
-				"index", i, "allocation", s.GetAllocationId(), "job", s.GetJobId())
-			continue
-		}
-		cur := &tm.slots[i]
-		switch {
-		case s.GetAllocationId() == cur.allocationID:
-			cur.pending = false
-		case s.GetAllocationId() == "":
-			if cur.pending {
-				continue // the report predates our AllocateSlot
-			}
-			tm.log.Debug("slot free", "index", i, "job", cur.jobID, "allocation", cur.allocationID)
-			*cur = slot{}
-			changed = true
-		default:
-			if cur.pending {
-				tm.log.Warn("TaskManager holds a slot for another allocation than the one assigned",
-					"index", i, "assigned", cur.allocationID, "held", s.GetAllocationId(), "job", s.GetJobId())
-			}
-			*cur = slot{jobID: s.GetJobId(), allocationID: s.GetAllocationId()}
-			changed = true
-		}
-	}
-	return changed
-}
-
-func (rm *ResourceManager) declare(d *clusterpb.SlotDemand, now int64) {
-	st := &rm.st
-	j := st.jobs[d.GetJobId()]
-	if d.GetSlots() == 0 {
-		if j == nil {
-			return
-		}
-		delete(st.jobs, j.id)
-		rm.log.Info("slot demand ended", "job", j.id)
-		for _, id := range slices.Sorted(maps.Keys(st.tms)) {
-			tm := st.tms[id]
-			var allocs []string
-			for _, s := range tm.slots {
-				if s.jobID == j.id {
-					allocs = append(allocs, s.allocationID)
-				}
-			}
-			if len(allocs) > 0 && !tm.sess.send(&clusterpb.ResourceManagerMessage{Msg: &clusterpb.ResourceManagerMessage_FreeSlots{
-				FreeSlots: &clusterpb.FreeSlotsRequest{JobId: j.id, AllocationIds: allocs}}}) {
-				rm.lose(tm, "its message queue is full")
-			}
-		}
-		rm.schedule(now)
-		return
-	}
-	if j == nil {
-		st.jobSeq++
-		j = &job{id: d.GetJobId(), order: st.jobSeq}
-		st.jobs[j.id] = j
-	}
-	if j.slots != int(d.GetSlots()) || j.address != d.GetJobMasterAddress() {
-		rm.log.Info("slot demand", "job", j.id, "slots", d.GetSlots(), "jobmaster", d.GetJobMasterAddress())
-	}
-	j.slots, j.address = int(d.GetSlots()), d.GetJobMasterAddress()
-	rm.schedule(now)
-}
-
-func (rm *ResourceManager) sessionEnded(sess *session, err error) {
-	tm := rm.st.tms[sess.tmID]
-	if tm == nil || tm.sess != sess {
-		return
-	}
-	reason := "the TaskManager closed its session"
-	if err != nil && !errors.Is(err, io.EOF) {
-		reason = "session ended: " + err.Error()
-	}
-	now := rm.clock.NowMillis()
-	rm.lose(tm, reason)
-	rm.schedule(now)
-}
-
-func (rm *ResourceManager) workerStopped(e driverEvent, now int64) {
-	for _, tm := range rm.st.tms {
-		if tm.resourceID == e.resourceID {
-			rm.lose(tm, "stopped by the platform: "+e.diagnostics)
-			return
-		}
-	}
-	rm.log.Info("platform reports a stopped TaskManager that is not registered", "resource", e.resourceID, "diagnostics", e.diagnostics)
-}
-
-// lose forgets a TaskManager, closes its session and reports it. The
-// caller schedules afterwards.
-func (rm *ResourceManager) lose(tm *taskManager, reason string) {
-	rm.loseFor(tm, reason, false)
-}
-
-// loseFor is lose, saying whether the TaskManager was silent for the
-// heartbeat timeout.
-func (rm *ResourceManager) loseFor(tm *taskManager, reason string, timeout bool) {
-	if rm.st.tms[tm.id] != tm {
-		return
-	}
-	delete(rm.st.tms, tm.id)
-	rm.st.hb.Forget(tm.id)
-	tm.sess.close(reason)
-	jobs := make(map[string]bool)
-	for _, s := range tm.slots {
-		if s.jobID != "" {
-			jobs[s.jobID] = true
-		}
-	}
-	l := LostTaskManager{ID: tm.id, ResourceID: tm.resourceID, Address: tm.address, Reason: reason, HeartbeatTimeout: timeout, Jobs: slices.Sorted(maps.Keys(jobs))}
-	tm.log.Warn("TaskManager lost", "reason", reason, "jobs", l.Jobs)
-	if rm.cfg.OnTaskManagerLost != nil {
-		rm.lost.push(l)
-	}
-}
-
-// tick sends heartbeats, loses silent TaskManagers, frees assignments the
-// TaskManagers never confirmed, and releases idle TaskManagers.
-func (rm *ResourceManager) tick(now int64) {
-	st := &rm.st
-	if len(st.tms) > 0 && now >= st.nextHeartbeat {
-		st.hbSeq++
-		for _, id := range slices.Sorted(maps.Keys(st.tms)) {
-			tm := st.tms[id]
-			if !tm.sess.send(&clusterpb.ResourceManagerMessage{Msg: &clusterpb.ResourceManagerMessage_Heartbeat{Heartbeat: &clusterpb.Heartbeat{Seq: st.hbSeq}}}) {
-				rm.lose(tm, "its message queue is full")
-			}
-		}
-		st.nextHeartbeat = now + rm.cfg.HeartbeatInterval.Milliseconds()
-	}
-	for _, id := range st.hb.Expire(now) {
-		if tm := st.tms[id]; tm != nil {
-			rm.loseFor(tm, fmt.Sprintf("no heartbeat for %v (heartbeat.timeout)", rm.cfg.HeartbeatTimeout), true)
-		}
-	}
-	timeout := rm.cfg.HeartbeatTimeout.Milliseconds()
-	for _, tm := range st.tms {
-		for i := range tm.slots {
-			if s := &tm.slots[i]; s.pending && now-s.pendingSince >= timeout {
-				tm.log.Warn("assigned slot not confirmed by the TaskManager in time; freed",
-					"index", i, "job", s.jobID, "allocation", s.allocationID)
-				*s = slot{}
-			}
-		}
-	}
-	rm.schedule(now)
-}
-
-// nextDeadline is when tick must run next.
-func (rm *ResourceManager) nextDeadline() (int64, bool) {
-	st := &rm.st
-	var next int64
-	ok := false
-	at := func(t int64) {
-		if !ok || t < next {
-			next, ok = t, true
-		}
-	}
-	if len(st.tms) > 0 {
-		at(st.nextHeartbeat)
-	}
-	if d, has := st.hb.NextDeadline(); has {
-		at(d)
-	}
-	timeout := rm.cfg.HeartbeatTimeout.Milliseconds()
-	for _, tm := range st.tms {
-		for _, s := range tm.slots {
-			if s.pending {
-				at(s.pendingSince + timeout)
-			}
-		}
-		if st.surplus[tm.id] && !tm.released {
-			at(tm.idleSince + rm.cfg.IdleTimeout.Milliseconds())
-		}
-	}
-	return next, ok
-}
-
-func (rm *ResourceManager) view() ([]scheduler.Demand, []scheduler.TaskManager) {
-	st := &rm.st
-	jobs := slices.SortedFunc(maps.Values(st.jobs), func(a, b *job) int { return cmp.Compare(a.order, b.order) })
-	demands := make([]scheduler.Demand, len(jobs))
-	for i, j := range jobs {
-		demands[i] = scheduler.Demand{JobID: j.id, Slots: j.slots}
-	}
-	tms := make([]scheduler.TaskManager, 0, len(st.tms))
-	for _, tm := range st.tms {
-		t := scheduler.TaskManager{ID: tm.id, Slots: make([]scheduler.Slot, len(tm.slots))}
-		for i, s := range tm.slots {
-			t.Slots[i].JobID = s.jobID
-		}
-		tms = append(tms, t)
-	}
-	return demands, tms
-}
-
-// schedule assigns free slots to jobs, tells the driver how many
-// TaskManagers the demand needs, and releases idle surplus TaskManagers.
-func (rm *ResourceManager) schedule(now int64) {
-	st := &rm.st
-	for again := true; again; {
-		again = false
-		demands, tms := rm.view()
-		for _, a := range scheduler.MatchSlots(demands, tms, rm.cfg.Strategy) {
-			tm, j := st.tms[a.TaskManagerID], st.jobs[a.JobID]
-			if tm == nil {
-				continue // lost while applying this round
-			}
-			alloc := "alloc-" + strings.ToLower(rand.Text()[:16])
-			tm.slots[a.Index] = slot{jobID: j.id, allocationID: alloc, pending: true, pendingSince: now}
-			tm.log.Debug("slot assigned", "index", a.Index, "job", j.id, "allocation", alloc)
-			if !tm.sess.send(&clusterpb.ResourceManagerMessage{Msg: &clusterpb.ResourceManagerMessage_AllocateSlot{AllocateSlot: &clusterpb.AllocateSlot{
-				Index: int32(a.Index), AllocationId: alloc, JobId: j.id, JobMasterAddress: j.address,
-			}}}) {
-				rm.lose(tm, "its message queue is full")
-				again = true
-			}
-		}
-	}
-
-	demands, tms := rm.view()
-	capacity := scheduler.PlanCapacity(demands, tms, rm.cfg.SlotsPerTaskManager)
-	if capacity.Required != st.required {
-		rm.log.Info("TaskManagers required", "required", capacity.Required, "registered", len(st.tms))
-		st.required = capacity.Required
-		rm.driver.SetRequired(capacity.Required)
-	}
-
-	held := make(map[string]int)
-	for _, tm := range st.tms {
-		for _, s := range tm.slots {
-			if s.jobID != "" {
-				held[s.jobID]++
-			}
-		}
-		if tm.busy() {
-			tm.idleSince, tm.released = -1, false
-		} else if tm.idleSince < 0 {
-			tm.idleSince = now
-		}
-	}
-	st.surplus = make(map[string]bool, len(capacity.Surplus))
-	for _, id := range capacity.Surplus {
-		st.surplus[id] = true
-		tm := st.tms[id]
-		if !tm.released && now-tm.idleSince >= rm.cfg.IdleTimeout.Milliseconds() {
-			tm.released = true
-			tm.log.Info("releasing idle TaskManager", "resource", tm.resourceID, "idle", time.Duration(now-tm.idleSince)*time.Millisecond)
-			rm.driver.Release(tm.resourceID)
-		}
-	}
-	short := 0
-	for _, d := range demands {
-		short += max(0, d.Slots-held[d.JobID])
-	}
-	if short != st.short {
-		if short > 0 {
-			rm.log.Info("slot demand exceeds the free slots of the registered TaskManagers",
-				"missing_slots", short, "taskmanagers", len(st.tms), "required", capacity.Required)
-		} else {
-			rm.log.Info("slot demand met", "taskmanagers", len(st.tms))
-		}
-		st.short = short
 	}
 }

@@ -14,12 +14,16 @@
 // its slots and registers again, retrying with backoff; this is how it
 // outlives a JobManager restart.
 //
-// All state lives in one owner goroutine, Run. Workers are children in a
-// process group of their own that the kernel kills with the TaskManager
-// (Linux); CancelJob and a lost session stop them with SIGTERM, then
-// SIGKILL after a grace period. Their stdout and stderr go to files in the
-// log directory named after job, attempt and worker; a worker that fails is
-// logged with the tail of its stderr.
+// All state lives in one owner goroutine, Run (an ownerloop.Loop). The
+// decisions about sessions are the link's (link.go) and about slots the
+// slot offers' (offers.go): state machines whose effects the owner carries
+// out.
+//
+// Workers are children in a process group of their own that the kernel
+// kills with the TaskManager (Linux); CancelJob and a lost session stop
+// them with SIGTERM, then SIGKILL after a grace period. Their stdout and
+// stderr go to files in the log directory named after job, attempt and
+// worker; a worker that fails is logged with the tail of its stderr.
 package taskmanager
 
 import (
@@ -28,7 +32,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -50,8 +53,8 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/scheduler"
 )
 
 // Errors of the TaskManager's RPCs. Over gRPC they arrive as status errors
@@ -80,9 +83,6 @@ var (
 	// the requested digest (codes.NotFound).
 	ErrNoBinary = errors.New("taskmanager: the JobMaster has no such job binary")
 )
-
-// rmPeer names the ResourceManager in the heartbeat tracker.
-const rmPeer = "resourcemanager"
 
 // sessionQueue bounds the messages waiting for the ResourceManager stream.
 const sessionQueue = 256
@@ -119,8 +119,8 @@ type TaskManager struct {
 	rmConn *grpc.ClientConn
 	blobs  *blobCache
 
-	ops  chan func()
-	done chan struct{}
+	// loop is the owner goroutine: it runs st's operations one at a time.
+	loop *ownerloop.Loop[ownerEvent, struct{}, struct{}]
 	// stopping ends when Run begins to shut down; it bounds RPC work such
 	// as fetching a binary.
 	stopping     context.Context
@@ -149,9 +149,10 @@ func New(cfg Config) (*TaskManager, error) {
 		host:     cmp.Or(cfg.Host, hostname),
 		hostname: hostname,
 		clock:    cfg.Clock,
-		ops:      make(chan func()),
-		done:     make(chan struct{}),
 	}
+	tm.loop = ownerloop.New(ownerloop.Config[ownerEvent, struct{}, struct{}]{
+		Machine: &owner{tm: tm}, Tick: tickEvent{}, Clock: cfg.Clock,
+	})
 	tm.stopping, tm.stopStopping = context.WithCancel(context.Background())
 	tm.lis, err = listen(cfg.Host, cfg.RPCPort)
 	if err != nil {
@@ -194,10 +195,9 @@ func New(cfg Config) (*TaskManager, error) {
 	tm.srv = grpc.NewServer(append(slices.Clone(cfg.ServerOptions), grpc.WaitForHandlers(true))...)
 	clusterpb.RegisterTaskManagerServer(tm.srv, tm)
 	tm.st = state{
-		slots:    make([]slotState, cfg.Slots),
-		workers:  make(map[workerKey]*worker),
-		offering: make(map[string]bool),
-		backoff:  cfg.ReconnectBackoff,
+		offers:  newSlotOffers(cfg.Slots),
+		link:    newRMLink(cfg),
+		workers: make(map[workerKey]*worker),
 	}
 	ok = true
 	return tm, nil
@@ -253,13 +253,26 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	if !tm.started.CompareAndSwap(false, true) {
 		return errors.New("taskmanager: Run called twice")
 	}
-	serveDone := make(chan error, 1)
-	tm.wg.Go(func() { serveDone <- tm.srv.Serve(tm.lis) })
-	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.slots),
+	tm.wg.Go(func() {
+		if err := tm.srv.Serve(tm.lis); err != nil {
+			tm.loop.Post(shutdownEvent{reason: "the TaskManager's RPC server failed", err: fmt.Errorf("taskmanager: serve: %w", err)})
+		}
+	})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-ctx.Done():
+			tm.loop.Post(shutdownEvent{reason: "the TaskManager is shutting down"})
+		case <-tm.loop.Done():
+		}
+	})
+	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.offers.slots),
 		"resourcemanager", tm.cfg.ResourceManagerAddress, "logdir", tm.logDir)
-	err := tm.loop(ctx, serveDone)
+	tm.loop.Post(opEvent(func() {})) // the first step connects
+	// The loop ends when a shutdown has stopped every worker.
+	err := tm.loop.Run(context.Background())
+	watch.Wait()
 	tm.stopStopping()
-	close(tm.done)
 	tm.srv.Stop()
 	tm.wg.Wait()
 	tm.rmConn.Close()
@@ -267,145 +280,156 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	return err
 }
 
-func (tm *TaskManager) loop(ctx context.Context, serveDone <-chan error) error {
-	var (
-		timer   <-chan struct{}
-		stop    = func() {}
-		armedAt int64
-		runErr  error
-		ctxDone = ctx.Done()
-	)
-	defer func() { stop() }()
-	shutdown := func(reason string) {
-		tm.st.closing = true
-		ctxDone = nil
-		tm.stopStopping()
-		now := tm.clock.NowMillis()
-		tm.endSession(reason, now)
-		for _, w := range tm.st.workers {
-			tm.stop(w, reason, now)
+// ownerEvent is what the owner goroutine runs: an operation of the
+// TaskManager (opEvent), its deadline (tickEvent), or a shutdown.
+type ownerEvent interface{ isOwnerEvent() }
+
+// opEvent runs on the owner goroutine, with st to itself.
+type opEvent func()
+
+// tickEvent: the owner's deadline (nextDeadline) has come.
+type tickEvent struct{}
+
+// shutdownEvent begins the TaskManager's shutdown, for reason; err, if
+// set, is what Run returns.
+type shutdownEvent struct {
+	reason string
+	err    error
+}
+
+func (opEvent) isOwnerEvent()       {}
+func (tickEvent) isOwnerEvent()     {}
+func (shutdownEvent) isOwnerEvent() {}
+
+// owner runs the TaskManager's state on its ownerloop. The decisions about
+// sessions are rmLink's and about slots slotOffers'; workers are managed
+// in place.
+type owner struct {
+	tm     *TaskManager
+	runErr error
+}
+
+// Step implements ownerloop.Machine. After each event it stops the loop
+// once a shutdown has no worker left, and otherwise connects to the
+// ResourceManager when it is time to.
+func (o *owner) Step(now int64, e ownerEvent) ([]struct{}, struct{}) {
+	tm := o.tm
+	switch e := e.(type) {
+	case opEvent:
+		e()
+	case tickEvent:
+		tm.tick(now)
+	case shutdownEvent:
+		if !tm.st.closing {
+			o.runErr = e.err
+			tm.shutdown(e.reason)
 		}
+	default:
+		panic(fmt.Sprintf("taskmanager: unknown owner event %T", e))
 	}
-	for {
-		if tm.st.closing && len(tm.st.workers) == 0 {
-			return runErr
-		}
-		tm.maybeConnect(tm.clock.NowMillis())
-		if next, ok := tm.nextDeadline(); ok {
-			if timer == nil || next != armedAt {
-				stop()
-				timer, stop = tm.clock.AfterMillis(next)
-				armedAt = next
-			}
-		} else if timer != nil {
-			stop()
-			timer, stop = nil, func() {}
-		}
-		select {
-		case <-ctxDone:
-			shutdown("the TaskManager is shutting down")
-		case err := <-serveDone:
-			if err != nil && !tm.st.closing {
-				runErr = fmt.Errorf("taskmanager: serve: %w", err)
-				shutdown("the TaskManager's RPC server failed")
-			}
-			serveDone = nil
-		case f := <-tm.ops:
-			f()
-		case <-timer:
-			timer, stop = nil, func() {}
-			tm.tick(tm.clock.NowMillis())
-		}
+	if tm.st.closing && len(tm.st.workers) == 0 {
+		tm.loop.Stop(o.runErr)
+		return nil, struct{}{}
+	}
+	tm.stepLink(lkConnect{workers: len(tm.st.workers)})
+	return nil, struct{}{}
+}
+
+// Deadline implements ownerloop.Machine.
+func (o *owner) Deadline() (int64, bool) { return o.tm.nextDeadline() }
+
+// shutdown ends the session and stops every worker; the loop ends once
+// they have exited.
+func (tm *TaskManager) shutdown(reason string) {
+	tm.st.closing = true
+	tm.stopStopping()
+	tm.stepLink(lkShutdown{reason: reason})
+	now := tm.clock.NowMillis()
+	for _, w := range tm.st.workers {
+		tm.stop(w, reason, now)
 	}
 }
 
 // call runs f on the owner goroutine and waits for it.
 func (tm *TaskManager) call(ctx context.Context, f func()) error {
-	ran := make(chan struct{})
-	select {
-	case tm.ops <- func() { f(); close(ran) }:
-	case <-tm.done:
+	_, err := tm.loop.Call(ctx, opEvent(f))
+	if errors.Is(err, ownerloop.ErrStopped) {
 		return withCode(codes.Unavailable, ErrStopped)
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	<-ran
-	return nil
+	return err
 }
 
 // post runs f on the owner goroutine unless the TaskManager has stopped.
-func (tm *TaskManager) post(f func()) {
-	select {
-	case tm.ops <- f:
-	case <-tm.done:
-	}
-}
+func (tm *TaskManager) post(f func()) { tm.loop.Post(opEvent(f)) }
 
 // ---- state, on the owner goroutine ----
 
 type state struct {
-	slots    []slotState
-	workers  map[workerKey]*worker
-	offering map[string]bool // jobs with an offer in flight
-	sess     *session
-	gen      uint64
-	hbSeq    int64
-	// reconnectAt is when to connect again; backoff the wait after the
-	// next failure.
-	reconnectAt int64
-	backoff     time.Duration
-	closing     bool
+	offers  *slotOffers
+	link    *rmLink
+	workers map[workerKey]*worker
+	// sess is the stream of the link's open session, nil when the link
+	// is down.
+	sess    *session
+	hbSeq   int64
+	closing bool
 }
 
-type slotPhase int
-
-const (
-	slotFree    slotPhase = iota
-	slotQueued            // assigned, to be offered
-	slotOffered           // offer in flight
-	slotActive            // accepted by the JobMaster
-)
-
-var slotPhaseNames = [...]string{"free", "queued", "offered", "active"}
-
-func (p slotPhase) String() string { return slotPhaseNames[p] }
-
-type slotState struct {
-	jobID, allocationID, jobMaster string
-	phase                          slotPhase
-}
-
+// session is the transport of one session with the ResourceManager: the
+// link decides, the session carries messages.
 type session struct {
-	gen        uint64
-	ctx        context.Context
-	cancel     context.CancelFunc
-	out        chan *clusterpb.TaskManagerMessage
-	openedAt   int64
-	registered bool
-	rmID       string
-	interval   int64 // ms
-	hb         *scheduler.Heartbeats
-	nextBeat   int64
-	disconnect string // reason the ResourceManager gave, if any
+	gen    uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan *clusterpb.TaskManagerMessage
 }
 
-func (tm *TaskManager) maybeConnect(now int64) {
+// stepLink steps the link with e and carries out its effects.
+func (tm *TaskManager) stepLink(e linkEvent) {
 	st := &tm.st
-	if st.closing || st.sess != nil || len(st.workers) > 0 || now < st.reconnectAt {
-		return
+	for _, f := range st.link.Step(tm.clock.NowMillis(), e) {
+		switch f := f.(type) {
+		case lxOpen:
+			tm.open(f.gen)
+		case lxClose:
+			if s := st.sess; s != nil && s.gen == f.gen {
+				s.cancel()
+				st.sess = nil
+			}
+		case lxReport:
+			tm.report()
+		case lxAllocate:
+			tm.stepOffers(oeAllocate{f.a})
+		case lxFree:
+			tm.stepOffers(oeFree{job: f.f.GetJobId(), allocs: f.f.GetAllocationIds(), reason: "taken back by the ResourceManager"})
+		case lxSessionLost:
+			now := tm.clock.NowMillis()
+			for _, w := range st.workers {
+				tm.stop(w, "the session with the ResourceManager ended", now)
+			}
+			tm.stepOffers(oeReset{})
+		case lxLog:
+			tm.log.Log(context.Background(), f.level, f.msg, f.args...)
+		default:
+			panic(fmt.Sprintf("taskmanager: unknown link effect %T", f))
+		}
 	}
-	st.gen++
+}
+
+// open opens session gen: it queues Register and starts the stream.
+func (tm *TaskManager) open(gen uint64) {
+	st := &tm.st
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{gen: st.gen, ctx: ctx, cancel: cancel, out: make(chan *clusterpb.TaskManagerMessage, sessionQueue), openedAt: now}
-	cores, mem := tm.cfg.CPUCores/float64(len(st.slots)), tm.cfg.MemoryBytes/int64(len(st.slots))
+	s := &session{gen: gen, ctx: ctx, cancel: cancel, out: make(chan *clusterpb.TaskManagerMessage, sessionQueue)}
+	n := len(st.offers.slots)
+	cores, mem := tm.cfg.CPUCores/float64(n), tm.cfg.MemoryBytes/int64(n)
 	s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
-		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(len(st.slots)),
+		TaskManagerId: tm.id, Address: tm.addr, Hostname: tm.hostname, Slots: int32(n),
 		SlotProfile: &clusterpb.ResourceProfile{CpuCores: cores, MemoryBytes: mem},
 		Pid:         int64(os.Getpid()), ResourceId: tm.resourceID,
 		DataPort: registeredDataPort(tm.cfg.DataPort), Hardware: tm.cfg.Hardware().Proto(),
 	}}}
 	st.sess = s
-	tm.log.Debug("connecting to the ResourceManager", "address", tm.cfg.ResourceManagerAddress, "session", s.gen)
 	tm.wg.Go(func() { tm.runSession(s) })
 }
 
@@ -426,7 +450,7 @@ func registeredDataPort(spec string) int32 {
 func (tm *TaskManager) runSession(s *session) {
 	stream, err := clusterpb.NewResourceManagerClient(tm.rmConn).Connect(s.ctx)
 	if err != nil {
-		tm.post(func() { tm.sessionEnded(s, err) })
+		tm.post(func() { tm.stepLink(lkEnded{gen: s.gen, err: err}) })
 		return
 	}
 	var wg sync.WaitGroup
@@ -446,97 +470,11 @@ func (tm *TaskManager) runSession(s *session) {
 	for {
 		m, err := stream.Recv()
 		if err != nil {
-			tm.post(func() { tm.sessionEnded(s, err) })
+			tm.post(func() { tm.stepLink(lkEnded{gen: s.gen, err: err}) })
 			return
 		}
-		tm.post(func() { tm.onMessage(s, m) })
+		tm.post(func() { tm.stepLink(lkMessage{gen: s.gen, m: m}) })
 	}
-}
-
-func (tm *TaskManager) onMessage(s *session, m *clusterpb.ResourceManagerMessage) {
-	st := &tm.st
-	if st.sess != s {
-		return
-	}
-	now := tm.clock.NowMillis()
-	if !s.registered {
-		r := m.GetRegistered()
-		if r == nil {
-			tm.endSession(fmt.Sprintf("the ResourceManager answered Register with %T instead of Registered", m.GetMsg()), now)
-			return
-		}
-		s.registered, s.rmID = true, r.GetResourceManagerId()
-		s.interval = r.GetHeartbeatIntervalMs()
-		if s.interval <= 0 {
-			s.interval = conf.HeartbeatInterval.Default().Milliseconds()
-		}
-		timeout := r.GetHeartbeatTimeoutMs()
-		if timeout <= 0 {
-			timeout = tm.cfg.HeartbeatTimeout.Milliseconds()
-		}
-		s.hb = scheduler.NewHeartbeats(timeout)
-		s.hb.Seen(rmPeer, now)
-		st.backoff = tm.cfg.ReconnectBackoff
-		tm.log.Info("registered at the ResourceManager", "resourcemanager", s.rmID,
-			"heartbeat_interval", time.Duration(s.interval)*time.Millisecond, "heartbeat_timeout", time.Duration(timeout)*time.Millisecond)
-		tm.report()
-		return
-	}
-	s.hb.Seen(rmPeer, now)
-	switch msg := m.GetMsg().(type) {
-	case *clusterpb.ResourceManagerMessage_Heartbeat:
-	case *clusterpb.ResourceManagerMessage_AllocateSlot:
-		tm.allocate(msg.AllocateSlot)
-	case *clusterpb.ResourceManagerMessage_FreeSlots:
-		tm.freeSlots(msg.FreeSlots.GetJobId(), msg.FreeSlots.GetAllocationIds(), "taken back by the ResourceManager", now)
-	case *clusterpb.ResourceManagerMessage_Disconnect:
-		s.disconnect = msg.Disconnect.GetReason()
-		tm.log.Warn("the ResourceManager ends the session", "reason", s.disconnect)
-	default:
-		tm.log.Warn("unexpected message from the ResourceManager; ignored", "type", fmt.Sprintf("%T", m.GetMsg()))
-	}
-}
-
-func (tm *TaskManager) sessionEnded(s *session, err error) {
-	if tm.st.sess != s {
-		return
-	}
-	reason := s.disconnect
-	if reason == "" {
-		reason = err.Error()
-		if errors.Is(err, io.EOF) {
-			reason = "the ResourceManager closed the session"
-		}
-	}
-	tm.endSession(reason, tm.clock.NowMillis())
-}
-
-// endSession drops the session: its workers are stopped and its slots
-// freed, and a new session is opened after the backoff once no worker is
-// left.
-func (tm *TaskManager) endSession(reason string, now int64) {
-	st := &tm.st
-	s := st.sess
-	if s == nil {
-		return
-	}
-	s.cancel()
-	st.sess = nil
-	if s.registered {
-		tm.log.Warn("session with the ResourceManager ended; stopping workers and freeing slots", "reason", reason)
-	} else if !st.closing {
-		tm.log.Warn("could not register at the ResourceManager", "address", tm.cfg.ResourceManagerAddress,
-			"reason", reason, "retry_in", st.backoff)
-	}
-	for _, w := range st.workers {
-		tm.stop(w, "the session with the ResourceManager ended", now)
-	}
-	for i := range st.slots {
-		st.slots[i] = slotState{}
-	}
-	clear(st.offering)
-	st.reconnectAt = now + st.backoff.Milliseconds()
-	st.backoff = min(2*st.backoff, tm.cfg.ReconnectBackoffMax)
 }
 
 // report sends the slot report, the state of the TaskManager's Kerberos
@@ -544,12 +482,12 @@ func (tm *TaskManager) endSession(reason string, now int64) {
 func (tm *TaskManager) report() {
 	st := &tm.st
 	s := st.sess
-	if s == nil || !s.registered {
+	if s == nil || !st.link.registered() {
 		return
 	}
 	st.hbSeq++
-	hb := &clusterpb.Heartbeat{Seq: st.hbSeq, Slots: make([]*clusterpb.SlotStatus, len(st.slots))}
-	for i, sl := range st.slots {
+	hb := &clusterpb.Heartbeat{Seq: st.hbSeq, Slots: make([]*clusterpb.SlotStatus, len(st.offers.slots))}
+	for i, sl := range st.offers.slots {
 		hb.Slots[i] = &clusterpb.SlotStatus{Index: int32(i), AllocationId: sl.allocationID, JobId: sl.jobID}
 	}
 	if f := tm.cfg.KerberosStatus; f != nil {
@@ -558,24 +496,15 @@ func (tm *TaskManager) report() {
 	hb.Hardware = tm.cfg.Hardware().Proto()
 	select {
 	case s.out <- &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Heartbeat{Heartbeat: hb}}:
-		s.nextBeat = tm.clock.NowMillis() + s.interval
+		tm.stepLink(lkReported{ok: true})
 	default:
-		tm.endSession("the ResourceManager does not read its messages", tm.clock.NowMillis())
+		tm.stepLink(lkReported{ok: false})
 	}
 }
 
 func (tm *TaskManager) tick(now int64) {
 	st := &tm.st
-	if s := st.sess; s != nil {
-		switch {
-		case !s.registered && now-s.openedAt >= tm.cfg.HeartbeatTimeout.Milliseconds():
-			tm.endSession(fmt.Sprintf("no Registered within %v", tm.cfg.HeartbeatTimeout), now)
-		case s.registered && len(s.hb.Expire(now)) > 0:
-			tm.endSession(fmt.Sprintf("no heartbeat from the ResourceManager for %v", time.Duration(s.hb.Timeout())*time.Millisecond), now)
-		case s.registered && now >= s.nextBeat:
-			tm.report()
-		}
-	}
+	tm.stepLink(lkTick{})
 	for _, w := range st.workers {
 		if w.phase == workerStopping && !w.killed && now >= w.killAt {
 			w.killed = true
@@ -594,18 +523,8 @@ func (tm *TaskManager) nextDeadline() (int64, bool) {
 			next, ok = t, true
 		}
 	}
-	switch s := st.sess; {
-	case s == nil:
-		if !st.closing && len(st.workers) == 0 {
-			at(st.reconnectAt)
-		}
-	case !s.registered:
-		at(s.openedAt + tm.cfg.HeartbeatTimeout.Milliseconds())
-	default:
-		at(s.nextBeat)
-		if d, has := s.hb.NextDeadline(); has {
-			at(d)
-		}
+	if d, has := st.link.Deadline(len(st.workers)); has {
+		at(d)
 	}
 	for _, w := range st.workers {
 		if w.phase == workerStopping && !w.killed {
@@ -617,74 +536,53 @@ func (tm *TaskManager) nextDeadline() (int64, bool) {
 
 // ---- slots ----
 
-func (tm *TaskManager) slotOf(allocationID string) int {
-	for i, s := range tm.st.slots {
-		if s.phase != slotFree && s.allocationID == allocationID {
-			return i
+// stepOffers steps the slot offers with e and carries out their effects.
+func (tm *TaskManager) stepOffers(e offerEvent) {
+	fx, _ := tm.st.offers.Step(tm.clock.NowMillis(), e)
+	for _, f := range fx {
+		switch f := f.(type) {
+		case ofReport:
+			tm.report()
+		case ofOffer:
+			tm.sendOffer(f)
+		case ofStopWorkers:
+			now := tm.clock.NowMillis()
+			for _, w := range tm.st.workers {
+				if w.key.job == f.job && slices.Contains(w.allocs, f.alloc) {
+					tm.stop(w, "its slot was freed", now)
+				}
+			}
+		case ofLog:
+			tm.log.Log(context.Background(), f.level, f.msg, f.args...)
+		default:
+			panic(fmt.Sprintf("taskmanager: unknown offer effect %T", f))
 		}
 	}
-	return -1
 }
 
-func (tm *TaskManager) allocate(a *clusterpb.AllocateSlot) {
-	st := &tm.st
-	i := int(a.GetIndex())
-	switch {
-	case i < 0 || i >= len(st.slots):
-		tm.log.Warn("AllocateSlot names a slot this TaskManager does not have", "index", i, "slots", len(st.slots))
-	case a.GetAllocationId() == "" || a.GetJobId() == "" || a.GetJobMasterAddress() == "":
-		tm.log.Warn("AllocateSlot without allocation id, job or JobMaster address; ignored", "index", i,
-			"allocation", a.GetAllocationId(), "job", a.GetJobId(), "jobmaster", a.GetJobMasterAddress())
-	case st.slots[i].phase != slotFree:
-		if st.slots[i].allocationID == a.GetAllocationId() {
-			return // a repeat
-		}
-		tm.log.Warn("AllocateSlot for a slot in use; refused", "index", i, "allocation", a.GetAllocationId(),
-			"job", a.GetJobId(), "held_by", st.slots[i].allocationID)
-	default:
-		st.slots[i] = slotState{jobID: a.GetJobId(), allocationID: a.GetAllocationId(), jobMaster: a.GetJobMasterAddress(), phase: slotQueued}
-		tm.log.Info("slot allocated", "index", i, "job", a.GetJobId(), "allocation", a.GetAllocationId(), "jobmaster", a.GetJobMasterAddress())
-	}
-	tm.report()
-	tm.startOffers()
-}
-
-// startOffers offers queued slots to their JobMasters, one offer per job
-// at a time; slots queued while an offer is in flight go in the next.
-func (tm *TaskManager) startOffers() {
-	st := &tm.st
-	s := st.sess
-	if s == nil || !s.registered {
+// sendOffer offers slots to a JobMaster on a goroutine of the session and
+// reports the outcome to the owner. A session that ended while the effects
+// were carried out has freed the slots already.
+func (tm *TaskManager) sendOffer(f ofOffer) {
+	s := tm.st.sess
+	if s == nil || !tm.st.link.registered() {
 		return
 	}
-	type group struct{ job, jobMaster string }
-	batches := make(map[group][]int)
-	for i, sl := range st.slots {
-		if sl.phase == slotQueued && !st.offering[sl.jobID] {
-			g := group{sl.jobID, sl.jobMaster}
-			batches[g] = append(batches[g], i)
-		}
+	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host, Slots: f.slots}
+	allocs := make([]string, len(f.slots))
+	for i, sl := range f.slots {
+		allocs[i] = sl.GetAllocationId()
 	}
-	for _, g := range slices.SortedFunc(maps.Keys(batches), func(a, b group) int {
-		return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.jobMaster, b.jobMaster))
-	}) {
-		if st.offering[g.job] {
-			continue // another JobMaster address of the same job: next round
-		}
-		st.offering[g.job] = true
-		offer := &clusterpb.SlotOffer{JobId: g.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host}
-		var allocs []string
-		for _, i := range batches[g] {
-			st.slots[i].phase = slotOffered
-			offer.Slots = append(offer.Slots, &clusterpb.OfferedSlot{Index: int32(i), AllocationId: st.slots[i].allocationID})
-			allocs = append(allocs, st.slots[i].allocationID)
-		}
-		timeout := s.hb.Timeout()
-		tm.wg.Go(func() {
-			accepted, err := tm.offer(s.ctx, g.jobMaster, offer, time.Duration(timeout)*time.Millisecond)
-			tm.post(func() { tm.offerDone(s, g.job, g.jobMaster, allocs, accepted, err) })
+	timeout := tm.st.link.hb.Timeout()
+	tm.wg.Go(func() {
+		accepted, err := tm.offer(s.ctx, f.jobMaster, offer, time.Duration(timeout)*time.Millisecond)
+		tm.post(func() {
+			if tm.st.sess != s {
+				return // the session ended: the slots are free already
+			}
+			tm.stepOffers(oeOfferDone{job: f.job, jobMaster: f.jobMaster, allocs: allocs, accepted: accepted, err: err})
 		})
-	}
+	})
 }
 
 // offer calls JobMaster.OfferSlots, trying three times.
@@ -715,65 +613,6 @@ func (tm *TaskManager) offer(ctx context.Context, addr string, offer *clusterpb.
 		}
 		backoff *= 2
 	}
-}
-
-func (tm *TaskManager) offerDone(s *session, job, jobMaster string, allocs, accepted []string, err error) {
-	st := &tm.st
-	if st.sess != s {
-		return // the session ended: the slots are free already
-	}
-	delete(st.offering, job)
-	var took, declined []string
-	for _, a := range allocs {
-		i := tm.slotOf(a)
-		if i < 0 || st.slots[i].phase != slotOffered {
-			continue // freed meanwhile
-		}
-		if err == nil && slices.Contains(accepted, a) {
-			st.slots[i].phase = slotActive
-			took = append(took, a)
-		} else {
-			st.slots[i] = slotState{}
-			declined = append(declined, a)
-		}
-	}
-	switch {
-	case err != nil:
-		tm.log.Warn("offering slots to the JobMaster failed; slots freed", "job", job, "jobmaster", jobMaster, "allocations", declined, "err", err)
-	case len(declined) > 0:
-		tm.log.Info("JobMaster declined slots; slots freed", "job", job, "allocations", declined, "accepted", took)
-	default:
-		tm.log.Info("JobMaster accepted slots", "job", job, "allocations", took)
-	}
-	if len(declined) > 0 {
-		tm.report()
-	}
-	tm.startOffers()
-}
-
-// freeSlots frees a job's slots (all of them when allocs is empty),
-// stopping the workers that run in them.
-func (tm *TaskManager) freeSlots(job string, allocs []string, reason string, now int64) {
-	st := &tm.st
-	var freed []string
-	for i, sl := range st.slots {
-		if sl.phase == slotFree || sl.jobID != job || len(allocs) > 0 && !slices.Contains(allocs, sl.allocationID) {
-			continue
-		}
-		for _, w := range st.workers {
-			if w.key.job == job && slices.Contains(w.allocs, sl.allocationID) {
-				tm.stop(w, "its slot was freed", now)
-			}
-		}
-		st.slots[i] = slotState{}
-		freed = append(freed, sl.allocationID)
-	}
-	if len(freed) == 0 {
-		tm.log.Debug("nothing to free", "job", job, "allocations", allocs)
-		return
-	}
-	tm.log.Info("slots freed", "job", job, "allocations", freed, "reason", reason)
-	tm.report()
 }
 
 // ---- workers ----
@@ -962,10 +801,8 @@ func validateSubmit(r *clusterpb.SubmitTasksRequest) error {
 
 // checkHeld reports the first allocation that job does not hold here.
 func (tm *TaskManager) checkHeld(job string, allocs []string) error {
-	for _, a := range allocs {
-		if i := tm.slotOf(a); i < 0 || tm.st.slots[i].jobID != job {
-			return withCode(codes.FailedPrecondition, fmt.Errorf("%w: allocation %q is not a slot of job %q on TaskManager %s", ErrSlotNotHeld, a, job, tm.id))
-		}
+	if a, ok := tm.st.offers.notHeld(job, allocs); ok {
+		return withCode(codes.FailedPrecondition, fmt.Errorf("%w: allocation %q is not a slot of job %q on TaskManager %s", ErrSlotNotHeld, a, job, tm.id))
 	}
 	return nil
 }
@@ -975,7 +812,7 @@ func (tm *TaskManager) reserve(r *clusterpb.SubmitTasksRequest, cancelStart cont
 	if st.closing {
 		return nil, withCode(codes.Unavailable, ErrStopped)
 	}
-	if st.sess == nil || !st.sess.registered {
+	if !st.link.registered() {
 		return nil, withCode(codes.FailedPrecondition, ErrNotRegistered)
 	}
 	key := workerKey{r.GetJobId(), r.GetAttempt(), r.GetWorkerId()}
@@ -1097,7 +934,7 @@ const (
 // workers, and the JobMaster loses the TaskManager.
 func (tm *TaskManager) reportExit(w *worker, status, stderrTail string) {
 	s := tm.st.sess
-	if s == nil || !s.registered {
+	if s == nil || !tm.st.link.registered() {
 		return
 	}
 	m := &clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_WorkerExited{WorkerExited: &clusterpb.WorkerExited{
@@ -1174,7 +1011,7 @@ func (tm *TaskManager) FreeSlots(ctx context.Context, req *clusterpb.FreeSlotsRe
 		return nil, withCode(codes.InvalidArgument, fmt.Errorf("%w: FreeSlots without job_id", ErrInvalidRequest))
 	}
 	if err := tm.call(ctx, func() {
-		tm.freeSlots(req.GetJobId(), req.GetAllocationIds(), "freed by the JobMaster", tm.clock.NowMillis())
+		tm.stepOffers(oeFree{job: req.GetJobId(), allocs: req.GetAllocationIds(), reason: "freed by the JobMaster"})
 	}); err != nil {
 		return nil, err
 	}
@@ -1219,10 +1056,10 @@ func (tm *TaskManager) Snapshot(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
 	err := tm.call(ctx, func() {
 		st := &tm.st
-		if st.sess != nil && st.sess.registered {
-			s.Registered, s.ResourceManagerID = true, st.sess.rmID
+		if st.link.registered() {
+			s.Registered, s.ResourceManagerID = true, st.link.rmID
 		}
-		for i, sl := range st.slots {
+		for i, sl := range st.offers.slots {
 			s.Slots = append(s.Slots, SlotInfo{Index: i, JobID: sl.jobID, AllocationID: sl.allocationID, State: sl.phase.String()})
 		}
 		for _, w := range st.workers {
