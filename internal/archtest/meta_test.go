@@ -96,8 +96,8 @@ func TestCheckerCatches(t *testing.T) {
 			l.pkgs["runtime/newthing"] = &pkgImports{imports: map[string]string{}, tests: map[string]string{}, clock: map[string]string{}}
 		}, []string{`runtime/newthing: no rule covers this package`}},
 		{"overlapping rules", func(_ *listing, tb *table) {
-			tb.rules = append(tb.rules, rule{pkgs: "runtime/...", std: []string{"std"}})
-		}, []string{`covered by more than one rule ("runtime`}},
+			tb.rules = append(tb.rules, rule{pkgs: "internal/runtime/...", std: []string{"std"}})
+		}, []string{`covered by more than one rule ("internal/runtime`}},
 		{"a renamed package", rename("internal/runtime/watermark", "runtime/valve"), []string{
 			`rule "internal/runtime/watermark" names package "internal/runtime/watermark", which does not exist`,
 			`rule "internal/runtime/task" names package "internal/runtime/watermark", which does not exist`,
