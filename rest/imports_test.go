@@ -20,7 +20,7 @@ func TestImportRules(t *testing.T) {
 		"github.com/sluice/sluice/rest",
 		"github.com/sluice/sluice/conf",
 		"github.com/sluice/sluice/runtime/graph",
-		"github.com/sluice/sluice/runtime/clock",
+		"github.com/sluice/sluice/internal/clock",
 	}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {

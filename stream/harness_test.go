@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/keygroup"
 	"github.com/sluice/sluice/runtime/state"
 	"github.com/sluice/sluice/runtime/task"

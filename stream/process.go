@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/keygroup"
 	"github.com/sluice/sluice/runtime/state"

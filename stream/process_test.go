@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/stream"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/task"

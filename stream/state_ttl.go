@@ -1,7 +1,7 @@
 package stream
 
 import (
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/state"
 )
 

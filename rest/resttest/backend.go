@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"

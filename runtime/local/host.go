@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/checkpoint"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/state"

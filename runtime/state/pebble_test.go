@@ -11,7 +11,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/codec"
 	"github.com/sluice/sluice/runtime/keygroup"
 )

@@ -3,7 +3,7 @@ package state
 import (
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/keygroup"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
 )

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/graph"
 )

@@ -16,7 +16,7 @@ import (
 	"math"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/runtime/keygroup"
 	"github.com/sluice/sluice/runtime/state"
