@@ -65,13 +65,15 @@ func (s System) AfterMillis(deadline int64) (<-chan struct{}, func()) {
 // Manual is a clock that moves only when Advance or Set is called, and that
 // reports the timers armed on it: a test waits with BlockUntil or
 // BlockUntilArmedAt until the code under test is waiting on the clock, then
-// moves time, instead of polling. It is safe for concurrent use.
+// moves time, instead of polling. It is safe for concurrent use; its zero
+// value is a clock at epoch 0.
 type Manual struct {
 	mu struct {
 		sync.Mutex
 		now     int64
 		waiters []manualWaiter
-		// changed is closed, and replaced, whenever waiters changes.
+		// changed is closed, and replaced, whenever waiters changes; nil
+		// until someone waits or a timer is armed.
 		changed chan struct{}
 	}
 }
@@ -85,7 +87,6 @@ type manualWaiter struct {
 func NewManual(start int64) *Manual {
 	m := &Manual{}
 	m.mu.now = start
-	m.mu.changed = make(chan struct{})
 	return m
 }
 
@@ -127,7 +128,9 @@ func (m *Manual) AfterMillis(deadline int64) (<-chan struct{}, func()) {
 // changedLocked wakes every BlockUntil.
 // REQUIRES: m.mu held.
 func (m *Manual) changedLocked() {
-	close(m.mu.changed)
+	if m.mu.changed != nil {
+		close(m.mu.changed)
+	}
 	m.mu.changed = make(chan struct{})
 }
 
@@ -210,6 +213,9 @@ func (m *Manual) BlockUntilArmedAt(ctx context.Context, deadline int64) error {
 func (m *Manual) blockUntil(ctx context.Context, ok func(armed []int64) bool, want func() string) error {
 	for {
 		m.mu.Lock()
+		if m.mu.changed == nil {
+			m.mu.changed = make(chan struct{})
+		}
 		armed, now, changed := m.armedLocked(), m.mu.now, m.mu.changed
 		m.mu.Unlock()
 		if ok(armed) {

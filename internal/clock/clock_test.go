@@ -148,3 +148,15 @@ func TestSystemFires(t *testing.T) {
 		t.Fatalf("Now(System) is %v off the wall clock", d)
 	}
 }
+
+func TestManualZeroValue(t *testing.T) {
+	var m Manual
+	c, _ := m.AfterMillis(5)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	m.Advance(5)
+	<-c
+}
