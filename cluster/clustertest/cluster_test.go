@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/runtime/checkpoint/storage"
 )
 
@@ -482,7 +483,7 @@ func (c *cluster) startRecoveryJob(n, keys int, jobArgs ...string) *recoveryJob 
 // waitCheckpoint waits for the job's first completed checkpoint.
 func (c *cluster) waitCheckpoint(t *testing.T) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "a completed checkpoint", func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
 		return len(m) > 0
 	})
@@ -528,7 +529,7 @@ func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 	c := newCluster(t, 3)
 	j := c.startRecoveryJob(6000, 6, "-worker-delay", "3s")
 	var victims []*proc
-	waitFor(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
+	testwait.Eventually(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
 		victims = c.workerTaskManagers()
 		return len(victims) > 0
 	})
@@ -538,7 +539,7 @@ func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 	}
 	victims[0].kill()
 	var killed string
-	waitFor(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
 		after := taskManagerIDs(t, c)
 		for id := range before {
 			if !after[id] {
@@ -588,7 +589,7 @@ func (c *cluster) onlyJob(t *testing.T) jobOverview {
 		Jobs []jobOverview `json:"jobs"`
 	}
 	var b []byte
-	waitFor(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
 		var err error
 		b, err = httpGet(c.rest() + "/jobs/overview")
 		return err == nil && json.Unmarshal(b, &jobs) == nil && len(jobs.Jobs) > 0
@@ -645,7 +646,7 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 				}
 			}
 			frozenAt := time.Now()
-			waitFor(t, 30*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
+			testwait.Eventually(t, 30*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
 			noticed := time.Since(frozenAt)
 			t.Logf("the job restarted %v after the freeze (heartbeat.timeout %v)", noticed.Round(time.Millisecond), timeout)
 			// Noticed within heartbeat.timeout, plus the failover itself, on a
@@ -665,7 +666,7 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 			// Its TaskManager stops it, asked by the JobMaster or (frozen too)
 			// for its own lost session, unless it found its silence and
 			// stopped first.
-			waitFor(t, 30*time.Second, "the old worker to exit", func() bool {
+			testwait.Eventually(t, 30*time.Second, "the old worker to exit", func() bool {
 				for _, w := range childrenOf(tm.cmd.Process.Pid) {
 					if slices.Contains(workers, w) {
 						return false
@@ -729,7 +730,7 @@ func TestFullCheckpoint(t *testing.T) {
 		return md.Shared
 	}
 	// Incremental checkpoints with shared SSTs first.
-	waitFor(t, 60*time.Second, "an incremental checkpoint referencing shared files", func() bool {
+	testwait.Eventually(t, 60*time.Second, "an incremental checkpoint referencing shared files", func() bool {
 		ms, _ := filepath.Glob(filepath.Join(jobDir, "chk-*", storage.MetadataFileName))
 		for _, p := range ms {
 			id, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(p)), "chk-"))
@@ -784,13 +785,13 @@ func TestCLILifecycle(t *testing.T) {
 		return m[1]
 	}
 	job := run()
-	waitFor(t, 30*time.Second, "the job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
 	})
 	// The JobManager exports the job's metrics for Prometheus: per subtask
 	// from the workers' reports, and its checkpoints.
-	waitFor(t, 30*time.Second, "metrics of the running job", func() bool {
+	testwait.Eventually(t, 30*time.Second, "metrics of the running job", func() bool {
 		b, err := httpGet(c.rest() + "/metrics")
 		if err != nil {
 			return false
@@ -823,14 +824,14 @@ func TestCLILifecycle(t *testing.T) {
 	if m == nil {
 		t.Fatalf("sluice stop did not name its savepoint:\n%s", stop)
 	}
-	waitFor(t, 30*time.Second, "the stopped job to end", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the stopped job to end", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job + `.*FINISHED|FINISHED.*` + job).MatchString(o)
 	})
 	// Resume from the stop's savepoint and let it finish: the output is
 	// exactly once over both runs.
 	job2 := run("-s", m[1])
-	waitFor(t, 60*time.Second, "the resumed job to finish", func() bool {
+	testwait.Eventually(t, 60*time.Second, "the resumed job to finish", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job2 + `.*FINISHED|FINISHED.*` + job2).MatchString(o)
 	})
@@ -838,28 +839,17 @@ func TestCLILifecycle(t *testing.T) {
 
 	// Cancel.
 	job3 := run()
-	waitFor(t, 30*time.Second, "the third job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the third job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, job3)
 	})
 	c.mustSluice("cancel", "-m", c.rest(), job3)
-	waitFor(t, 30*time.Second, "the job to be cancelled", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to be cancelled", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job3 + `.*CANCELED|CANCELED.*` + job3).MatchString(o)
 	})
 	if o, err := c.sluice("cancel", "-m", c.rest(), job3); err == nil {
 		t.Errorf("cancelling a cancelled job succeeded:\n%s", o)
-	}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -927,7 +917,7 @@ func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
-	waitFor(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
+	testwait.Eventually(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
 	// Let the job run into backpressure, then watch memory for 3 s.
 	time.Sleep(2 * time.Second)
 	var peak int64
@@ -1051,7 +1041,7 @@ func TestShutDownOverREST(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
-	waitFor(t, 30*time.Second, "the job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, m[1]) && strings.Contains(o, "RUNNING")
 	})

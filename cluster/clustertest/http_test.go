@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 func httpGet(addr string) ([]byte, error) {
@@ -91,7 +93,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
 	job := m[1]
-	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "a completed checkpoint", func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
 		return len(m) > 0
 	})
@@ -102,7 +104,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 	}
 	victims[0].kill()
 	var killed string
-	waitFor(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
 		after := taskManagerIDs(t, c)
 		for id := range before {
 			if !after[id] {
@@ -129,7 +131,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		} `json:"exceptionHistory"`
 	}
 	var lost *exception
-	waitFor(t, 30*time.Second, "the lost worker's or TaskManager's failure in the exception history", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the lost worker's or TaskManager's failure in the exception history", func() bool {
 		b, err := httpGet(c.rest() + "/jobs/" + job + "/exceptions")
 		if err != nil || json.Unmarshal(b, &history) != nil {
 			return false
@@ -154,7 +156,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		t.Errorf("the root failure %+v does not name its type, subtask and TaskManager", root.exception)
 	}
 
-	waitFor(t, 30*time.Second, "the job restored from its checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job restored from its checkpoint", func() bool {
 		b, err := httpGet(c.rest() + "/jobs/" + job + "/checkpoints")
 		if err != nil {
 			return false

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/runtime/checkpoint"
 )
@@ -166,18 +167,6 @@ func TestBackendTaskManagers(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkMembers(t, doc, tc.want) })
-	}
-}
-
-// eventually polls cond until it holds, failing after 30 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}
 }
 
@@ -361,7 +350,7 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 	fc.clock.Advance(1000)
 	trigger := member(api.post("/jobs/"+id+"/savepoints", fmt.Sprintf(`{"target-directory": %q, "cancel-job": true}`, spDir)), "request-id")
 	var location string
-	eventually(t, "the savepoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the savepoint", func() bool {
 		st := api.get("/jobs/" + id + "/savepoints/" + strings.Trim(trigger, `"`))
 		location = member(st, "operation/location")
 		return member(st, "status/id") == `"COMPLETED"`

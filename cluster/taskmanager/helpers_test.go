@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // wait bounds every wait of a test for something that must happen.
@@ -86,18 +87,6 @@ func (l *logs) String() string {
 func newLogs(t testing.TB) (*logs, *slog.Logger) {
 	l := &logs{t: t}
 	return l, slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// eventually polls cond until it holds, failing after wait.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func serve(t testing.TB, register func(*grpc.Server)) string {
@@ -417,7 +406,7 @@ func slotStates(t testing.TB, tm *TaskManager) string {
 // returns the allocation ids of its active slots.
 func activeAllocations(t testing.TB, tm *TaskManager, want string) []string {
 	t.Helper()
-	eventually(t, "slots "+want, func() bool { return slotStates(t, tm) == want })
+	testwait.Eventually(t, wait, "slots "+want, func() bool { return slotStates(t, tm) == want })
 	var ids []string
 	for _, s := range snapshot(t, tm).Slots {
 		if s.State == "active" {
@@ -441,7 +430,7 @@ type fakeRecord struct {
 func readRecord(t testing.TB, path string) fakeRecord {
 	t.Helper()
 	var data []byte
-	eventually(t, "worker record "+path, func() bool {
+	testwait.Eventually(t, wait, "worker record "+path, func() bool {
 		var err error
 		data, err = os.ReadFile(path)
 		return err == nil

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/runtime/exchange"
 	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
 	"github.com/sluice/sluice/runtime/task"
@@ -308,7 +309,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, err
 			}
 			go func() {
-				eventually(t, "high to await low's stream", awaiting(high, low))
+				testwait.Eventually(t, 10*time.Second, "high to await low's stream", awaiting(high, low))
 				h.release <- nil
 			}()
 			return high.Sender(ctx, low.Addr(), key, 0, ints)
@@ -333,7 +334,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, err
 			}
 			s, err := low.Sender(ctx, high.Addr(), key, 0, ints)
-			eventually(t, "high to adopt low's stream", settled(high, low))
+			testwait.Eventually(t, 10*time.Second, "high to adopt low's stream", settled(high, low))
 			h.release <- nil
 			return s, err
 		})
@@ -361,7 +362,7 @@ func TestCrossingDials(t *testing.T) {
 		err := exchangeBothWays(ctx, [2]*Endpoint{low, high}, ints, func(i int, key GateKey) (*Sender, error) {
 			if i == 1 {
 				go func() {
-					eventually(t, "high to await low's stream", awaiting(high, low))
+					testwait.Eventually(t, 10*time.Second, "high to await low's stream", awaiting(high, low))
 					h.release <- errors.New("injected dial failure")
 				}()
 				return high.Sender(ctx, low.Addr(), key, 0, ints)
@@ -370,7 +371,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, fmt.Errorf("low's failed dial: %v", err)
 			}
 			// Once high's stream arrives, low's next sender uses it.
-			eventually(t, "high's stream at low", settled(low, high))
+			testwait.Eventually(t, 10*time.Second, "high's stream at low", settled(low, high))
 			return low.Sender(ctx, high.Addr(), key, 0, ints)
 		})
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // YARN report) is not hammered.
 const (
 	minInterval = time.Millisecond
-	maxInterval = 20 * time.Millisecond
+	maxInterval = 50 * time.Millisecond
 )
 
 // Eventually polls cond until it returns true, and fails t (Fatalf) if it
