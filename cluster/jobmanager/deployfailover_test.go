@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/resourcemanager"
-	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/runtime/restart"
 )
@@ -110,7 +109,7 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 			fc.worker(1, "tm-1")
 			fc.worker(1, "tm-2")
 			var in Info
-			testwait.Eventually(t, 30*time.Second, "the job running its second attempt", func() bool {
+			eventually(t, "the job running its second attempt", func() bool {
 				in, _ = fc.d.Job(id)
 				return in.Status == local.StatusRunning && in.Restarts == 1
 			})
@@ -154,7 +153,7 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 	fc.worker(1, "tm-1")
 	fc.worker(1, "tm-2")
 	var in Info
-	testwait.Eventually(t, 30*time.Second, "the job running its second attempt", func() bool {
+	eventually(t, "the job running its second attempt", func() bool {
 		in, _ = fc.d.Job(id)
 		return in.Status == local.StatusRunning && in.Restarts == 1
 	})
@@ -186,7 +185,7 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 		Status: "signal: killed", StderrTail: "out of memory"})
 	fc.worker(2, "tm-1")
 	fc.worker(2, "tm-2")
-	testwait.Eventually(t, 30*time.Second, "the job running its third attempt", func() bool {
+	eventually(t, "the job running its third attempt", func() bool {
 		in, _ = fc.d.Job(id)
 		return in.Status == local.StatusRunning && in.Restarts == 2
 	})

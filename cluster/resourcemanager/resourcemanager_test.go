@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/scheduler"
 	"github.com/sluice/sluice/security/kerberos"
 )
@@ -306,13 +307,7 @@ func (h *harness) snapshot() []TaskManagerInfo {
 // eventually polls cond until it holds, failing after wait.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(h.t, wait, what, cond)
 }
 
 // beat sends a heartbeat and waits until the ResourceManager has recorded

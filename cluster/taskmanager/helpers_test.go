@@ -89,6 +89,12 @@ func newLogs(t testing.TB) (*logs, *slog.Logger) {
 	return l, slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// eventually polls cond until it holds, failing after wait.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	testwait.Eventually(t, wait, what, cond)
+}
+
 func serve(t testing.TB, register func(*grpc.Server)) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -406,7 +412,7 @@ func slotStates(t testing.TB, tm *TaskManager) string {
 // returns the allocation ids of its active slots.
 func activeAllocations(t testing.TB, tm *TaskManager, want string) []string {
 	t.Helper()
-	testwait.Eventually(t, wait, "slots "+want, func() bool { return slotStates(t, tm) == want })
+	eventually(t, "slots "+want, func() bool { return slotStates(t, tm) == want })
 	var ids []string
 	for _, s := range snapshot(t, tm).Slots {
 		if s.State == "active" {
@@ -430,7 +436,7 @@ type fakeRecord struct {
 func readRecord(t testing.TB, path string) fakeRecord {
 	t.Helper()
 	var data []byte
-	testwait.Eventually(t, wait, "worker record "+path, func() bool {
+	eventually(t, "worker record "+path, func() bool {
 		var err error
 		data, err = os.ReadFile(path)
 		return err == nil

@@ -20,7 +20,6 @@ import (
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -44,7 +43,7 @@ func TestRegisterAllocateOffer(t *testing.T) {
 	}
 	tm, _ := startTM(t, r.addr, func(c *Config) { c.CPUCores = 3; c.MemoryBytes = 4 << 30 })
 
-	testwait.Eventually(t, wait, "registered", func() bool { return snapshot(t, tm).Registered && len(r.taskManagers(t)) == 1 })
+	eventually(t, "registered", func() bool { return snapshot(t, tm).Registered && len(r.taskManagers(t)) == 1 })
 	info := r.taskManagers(t)[0]
 	if info.ID != tm.ID() || info.Address != tm.Address() || !strings.HasPrefix(info.Address, "127.0.0.1:") ||
 		info.SlotsTotal != 2 || info.SlotResources.CPUCores != 1.5 || info.SlotResources.MemoryBytes != 2<<30 {
@@ -73,7 +72,7 @@ func TestRegisterAllocateOffer(t *testing.T) {
 		}
 	}
 	// The ResourceManager's view follows the slot reports.
-	testwait.Eventually(t, wait, "confirmed at the ResourceManager", func() bool {
+	eventually(t, "confirmed at the ResourceManager", func() bool {
 		in := r.taskManagers(t)[0]
 		return in.SlotsFree == 0 && !in.Slots[0].Pending && !in.Slots[1].Pending
 	})
@@ -85,12 +84,12 @@ func TestRegisterAllocateOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	activeAllocations(t, tm, "active:job1 free")
-	testwait.Eventually(t, wait, "free at the ResourceManager", func() bool { return r.taskManagers(t)[0].SlotsFree == 1 })
+	eventually(t, "free at the ResourceManager", func() bool { return r.taskManagers(t)[0].SlotsFree == 1 })
 
 	// The demand ends: the ResourceManager takes the slot back.
 	r.declare(t, "job1", jm.addr, 0)
 	activeAllocations(t, tm, "free free")
-	testwait.Eventually(t, wait, "all free at the ResourceManager", func() bool { return r.taskManagers(t)[0].SlotsFree == 2 })
+	eventually(t, "all free at the ResourceManager", func() bool { return r.taskManagers(t)[0].SlotsFree == 2 })
 
 	if _, err := client.FreeSlots(context.Background(), &clusterpb.FreeSlotsRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("FreeSlots without job: %v", err)
@@ -147,7 +146,7 @@ func TestSubmitAndCancel(t *testing.T) {
 	}
 	// stdout goes to the log directory.
 	stdout := filepath.Join(tm.LogDir(), "job1-0-w0.out")
-	testwait.Eventually(t, wait, "stdout file", func() bool {
+	eventually(t, "stdout file", func() bool {
 		data, _ := os.ReadFile(stdout)
 		return strings.Contains(string(data), "fakejob started")
 	})
@@ -232,7 +231,7 @@ func TestSubmitAndCancel(t *testing.T) {
 	if alive(rec2.PID) {
 		t.Errorf("worker %d alive after CancelJob", rec2.PID)
 	}
-	testwait.Eventually(t, wait, "child killed", func() bool { return !alive(child.PID) })
+	eventually(t, "child killed", func() bool { return !alive(child.PID) })
 
 	if _, err := client.CancelJob(context.Background(), &clusterpb.CancelJobRequest{UpToAttempt: -2}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bad CancelJob: %v", err)
@@ -281,7 +280,7 @@ func TestWorkerFailureIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	readRecord(t, out)
-	testwait.Eventually(t, wait, "failure logged", func() bool {
+	eventually(t, "failure logged", func() bool {
 		s := logs.String()
 		return strings.Contains(s, `msg="worker failed"`) && strings.Contains(s, "exit status 3") &&
 			strings.Contains(s, "fakejob: line before") && strings.Contains(s, "boom: deliberate failure")
@@ -307,7 +306,7 @@ func TestSessionLossKillsWorkersAndReregisters(t *testing.T) {
 	// The connection breaks: both sides notice at once.
 	p.cut()
 	r.expectLost(t, tm.ID(), "")
-	testwait.Eventually(t, wait, "worker killed", func() bool { return !alive(rec.PID) })
+	eventually(t, "worker killed", func() bool { return !alive(rec.PID) })
 	// The TaskManager registers again and, the demand standing, gets new
 	// slots for the job.
 	again := activeAllocations(t, tm, "active:job1 active:job1")
@@ -338,11 +337,11 @@ func TestSilence(t *testing.T) {
 	// timeout, and the TaskManager the ResourceManager.
 	p.freeze()
 	r.expectLost(t, tm.ID(), "no heartbeat")
-	testwait.Eventually(t, wait, "session dropped", func() bool { return !snapshot(t, tm).Registered })
+	eventually(t, "session dropped", func() bool { return !snapshot(t, tm).Registered })
 	if !strings.Contains(logs.String(), "no heartbeat from the ResourceManager") {
 		t.Error("the TaskManager did not log the silent ResourceManager")
 	}
-	testwait.Eventually(t, wait, "worker killed", func() bool { return !alive(rec.PID) })
+	eventually(t, "worker killed", func() bool { return !alive(rec.PID) })
 	p.unfreeze()
 	activeAllocations(t, tm, "active:job1 free")
 }
@@ -395,7 +394,7 @@ func TestRefusedRegistrationIsRetried(t *testing.T) {
 	// Two TaskManagers with one id: the second is refused until the first
 	// ends.
 	first, _ := startTM(t, r.addr, func(c *Config) { c.ID = "same" })
-	testwait.Eventually(t, wait, "first registered", func() bool { return snapshot(t, first).Registered })
+	eventually(t, "first registered", func() bool { return snapshot(t, first).Registered })
 	ctx, cancel := context.WithCancel(context.Background())
 	l, log := newLogs(t)
 	second, err := New(Config{ID: "same", ResourceManagerAddress: r.addr, Host: "127.0.0.1", WorkDir: t.TempDir(),
@@ -406,7 +405,7 @@ func TestRefusedRegistrationIsRetried(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- second.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	testwait.Eventually(t, wait, "refusal logged", func() bool { return strings.Contains(l.String(), "is registered from "+first.Address()) })
+	eventually(t, "refusal logged", func() bool { return strings.Contains(l.String(), "is registered from "+first.Address()) })
 	if snapshot(t, second).Registered {
 		t.Fatal("a duplicate registered")
 	}
@@ -501,16 +500,16 @@ func TestHeartbeatCarriesKerberosStatus(t *testing.T) {
 			var info resourcemanager.TaskManagerInfo
 			seen := r.seenAs(t, tm.ID(), &info)
 			if tc.login == nil {
-				testwait.Eventually(t, wait, "a heartbeat after registering", func() bool { return seen() && info.LastHeartbeat.After(info.RegisteredAt) })
+				eventually(t, "a heartbeat after registering", func() bool { return seen() && info.LastHeartbeat.After(info.RegisteredAt) })
 				if info.Kerberos != nil {
 					t.Fatalf("the ResourceManager sees a login %+v of a TaskManager without one", info.Kerberos)
 				}
 				return
 			}
-			testwait.Eventually(t, wait, "the login at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
+			eventually(t, "the login at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
 			// The next heartbeats carry the login's new state.
 			relogins.Store(3)
-			testwait.Eventually(t, wait, "the re-logins at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
+			eventually(t, "the re-logins at the ResourceManager", func() bool { return seen() && info.Kerberos != nil && *info.Kerberos == status() })
 		})
 	}
 }
@@ -530,12 +529,12 @@ func TestRegistrationAndHeartbeatCarryHardware(t *testing.T) {
 	want := func() resourcemanager.Hardware {
 		return resourcemanager.Hardware{CPUCores: 4, PhysicalMemoryBytes: 8 << 30, FreeMemoryBytes: free.Load()}
 	}
-	testwait.Eventually(t, wait, "the hardware at the ResourceManager", func() bool { return seen() && info.Hardware == want() })
+	eventually(t, "the hardware at the ResourceManager", func() bool { return seen() && info.Hardware == want() })
 	if info.DataPort != 6121 {
 		t.Errorf("data port %d, want 6121", info.DataPort)
 	}
 	free.Store(2 << 30)
-	testwait.Eventually(t, wait, "the free memory of a later heartbeat", func() bool { return seen() && info.Hardware == want() })
+	eventually(t, "the free memory of a later heartbeat", func() bool { return seen() && info.Hardware == want() })
 }
 
 // The data port a TaskManager registers with is the first of
