@@ -21,6 +21,7 @@ func TestImportRules(t *testing.T) {
 		"github.com/sluice/sluice/conf",
 		"github.com/sluice/sluice/runtime/graph",
 		"github.com/sluice/sluice/internal/clock",
+		"github.com/sluice/sluice/internal/testwait", // tests only
 	}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {

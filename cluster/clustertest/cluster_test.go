@@ -230,18 +230,16 @@ func (c *cluster) mustSluice(args ...string) string {
 func (c *cluster) waitTaskManagers(n int) {
 	c.t.Helper()
 	re := regexp.MustCompile(`"taskmanagers":(\d+)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(c.t, 30*time.Second, fmt.Sprintf("%d TaskManagers to register", n), func() bool {
 		if b, err := httpGet(c.rest() + "/overview"); err == nil {
 			if m := re.FindSubmatch(b); m != nil {
 				if got, _ := strconv.Atoi(string(m[1])); got == n {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatalf("%d TaskManagers did not register within 30 s", n)
+		return false
+	})
 }
 
 // live are the TaskManagers that run.
@@ -918,9 +916,14 @@ func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
 	testwait.Eventually(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
-	// Let the job run into backpressure, then watch memory for 3 s.
-	time.Sleep(2 * time.Second)
+	// Let the job run into backpressure (its subtasks report seconds spent
+	// waiting for output buffers), then watch memory for 3 s.
+	testwait.Eventually(t, 30*time.Second, "the job to run into backpressure (2 s back-pressured reported)", func() bool {
+		ms, _ := jobMetric(c, "flink_taskmanager_job_task_accumulatedBackpressuredTime", m[1])
+		return ms >= 2000
+	})
 	var peak int64
+	// Sampling RSS every 100 ms over 3 s is the measurement itself.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		for _, pid := range c.workerPids() {
 			peak = max(peak, rssKB(pid))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,21 @@ func httpGet(addr string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s", addr, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
+}
+
+// jobMetric is the sum over its series of job's metric at GET /metrics
+// (flink_..., labelled job_id), false if /metrics did not answer.
+func jobMetric(c *cluster, metric, job string) (float64, bool) {
+	b, err := httpGet(c.rest() + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	total := 0.0
+	for _, m := range regexp.MustCompile(metric+`\{[^}]*job_id="`+regexp.QuoteMeta(job)+`"[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		total += v
+	}
+	return total, true
 }
 
 // taskManagerIDs are the ids of the TaskManagers registered now.

@@ -213,12 +213,8 @@ func oneStream(eps [2]*Endpoint, dialler *Endpoint, d *testDialer) error {
 		return fmt.Errorf("%s dialled the stream, want %s", dialled[0].Addr(), dialler.Addr())
 	}
 	// A superseded dial's connection is closed as the dial returns.
-	deadline := time.Now().Add(10 * time.Second)
-	for d.open.Load() != 1 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d connections between the endpoints, want 1", d.open.Load())
-		}
-		time.Sleep(time.Millisecond) // polling, not synchronisation
+	if err := testwait.Poll(10*time.Second, func() bool { return d.open.Load() == 1 }); err != nil {
+		return fmt.Errorf("%d connections between the endpoints, want 1 (%v)", d.open.Load(), err)
 	}
 	return nil
 }
