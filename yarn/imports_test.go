@@ -38,6 +38,7 @@ func TestImportRules(t *testing.T) {
 		"github.com/colinmarc/hdfs/v2":                     true, // proto registry clash test
 		"github.com/sluice/sluice/integration/minicluster": true, // integration tests
 		"github.com/sluice/sluice/yarn":                    true, // external tests
+		"github.com/sluice/sluice/internal/testwait":       true, // waiting with a deadline
 	}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {

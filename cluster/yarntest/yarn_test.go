@@ -181,21 +181,21 @@ var (
 // match polls a running command's output for re until it matches.
 func match(t testing.TB, p *run, re *regexp.Regexp, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if m := re.FindStringSubmatch(p.out.String()); m != nil {
-			return m[1]
+	var m []string
+	if err := testwait.Poll(within, func() bool {
+		if m = re.FindStringSubmatch(p.out.String()); m != nil {
+			return true
 		}
 		select {
 		case <-p.done:
 			t.Fatalf("sluice ended (%v) without printing %v:\n%s", p.err, re, p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %v within %v:\n%s", re, within, p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling output with a deadline
+		return false
+	}); err != nil {
+		t.Fatalf("no %v within %v (%v):\n%s", re, within, err, p.out.String())
 	}
+	return m[1]
 }
 
 // runningJob polls the REST endpoint until a job runs and returns its id.
