@@ -486,21 +486,13 @@ func TestRegisterTimeout(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.connect("slow")
 	// Send nothing: the handler's deadline is armed once the stream reaches
-	// it; advance the clock until it fires.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range 1000 {
-			select {
-			case err := <-c.err:
-				c.err <- err
-				return
-			case <-time.After(10 * time.Millisecond):
-				h.clock.Advance(timeout.Milliseconds())
-			}
-		}
-	}()
-	<-done
+	// it; move the clock to it then.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.clock.BlockUntilArmedAt(ctx, h.clock.NowMillis()+timeout.Milliseconds()); err != nil {
+		t.Fatalf("the handler armed no Register deadline: %v", err)
+	}
+	h.clock.Advance(timeout.Milliseconds())
 	err, _ := c.ended()
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "no Register message in time") {
 		t.Fatalf("got %v", err)
