@@ -72,8 +72,8 @@ type Manual struct {
 		sync.Mutex
 		now     int64
 		waiters []manualWaiter
-		// changed is closed, and replaced, whenever waiters changes; nil
-		// until someone waits or a timer is armed.
+		// changed is closed when waiters changes; nil while no
+		// BlockUntil waits, so arming costs nothing more then.
 		changed chan struct{}
 	}
 }
@@ -130,8 +130,8 @@ func (m *Manual) AfterMillis(deadline int64) (<-chan struct{}, func()) {
 func (m *Manual) changedLocked() {
 	if m.mu.changed != nil {
 		close(m.mu.changed)
+		m.mu.changed = nil
 	}
-	m.mu.changed = make(chan struct{})
 }
 
 // Advance moves the clock forward by d milliseconds and fires due timers.

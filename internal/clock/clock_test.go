@@ -160,3 +160,28 @@ func TestManualZeroValue(t *testing.T) {
 	m.Advance(5)
 	<-c
 }
+
+func TestBlockUntilCountsTimersArmedConcurrently(t *testing.T) {
+	m := NewManual(0)
+	const n = 8
+	fired := make(chan struct{}, n)
+	for i := range n {
+		go func() {
+			c, _ := m.AfterMillis(int64(10 + i))
+			<-c
+			fired <- struct{}{}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.BlockUntil(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	m.Advance(100)
+	for range n {
+		<-fired
+	}
+	if got := m.Armed(); len(got) != 0 {
+		t.Fatalf("armed %v after all fired", got)
+	}
+}

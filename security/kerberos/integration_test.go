@@ -84,7 +84,7 @@ func TestKeytabLoginAgainstTheKDC(t *testing.T) {
 	}
 }
 
-// TestReloginFromKeytab runs the owner loop with a scripted clock against the real KDC: at 80%
+// TestReloginFromKeytab runs the owner loop with a manual clock against the real KDC: at 80%
 // of the lifetime it logs in again and installs the new TGT.
 func TestReloginFromKeytab(t *testing.T) {
 	k := kdcOf(t)
@@ -104,7 +104,7 @@ func TestReloginFromKeytab(t *testing.T) {
 	armed(t, clk, want)
 	clk.SetTime(want)
 	testwait.Eventually(t, 30*time.Second, "the re-login", func() bool { return l.Metrics().Refreshes.Load() == 1 })
-	// The scripted clock now runs 8h ahead of the KDC's, so the new ticket looks due already:
+	// The manual clock now runs 8h ahead of the KDC's, so the new ticket looks due already:
 	// the loop must still wait the minimum interval instead of hammering the KDC.
 	armed(t, clk, want.Add(time.Minute))
 	if n := l.Metrics().Refreshes.Load(); n != 1 {

@@ -40,7 +40,7 @@ func TestNextObtainAndRetry(t *testing.T) {
 	}
 }
 
-// TestManagerLoop drives Run with a scripted clock and a scripted source
+// TestManagerLoop drives Run with a manual clock and a scripted source
 // of tokens: obtain, wait 75% of the lifetime, fail, retry after the
 // backoff, obtain again.
 func TestManagerLoop(t *testing.T) {
