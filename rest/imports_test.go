@@ -19,7 +19,7 @@ func TestImportRules(t *testing.T) {
 	allowed := []string{
 		"github.com/sluice/sluice/rest",
 		"github.com/sluice/sluice/conf",
-		"github.com/sluice/sluice/runtime/graph",
+		"github.com/sluice/sluice/internal/runtime/graph",
 		"github.com/sluice/sluice/internal/clock",
 		"github.com/sluice/sluice/internal/testwait", // tests only
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // opHarness drives one process-function operator directly, like Flink's

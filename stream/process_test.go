@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // Boundedness says whether a source ends.
@@ -138,7 +138,7 @@ func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil
 
 // CheckpointedEnumerator is implemented by enumerators whose state (e.g.
 // the splits not assigned yet) is part of checkpoints, encoded by the
-// enumerator (runtime/codec is the canonical choice).
+// enumerator (internal/runtime/codec is the canonical choice).
 type CheckpointedEnumerator interface {
 	SnapshotEnumerator(checkpointID int64) ([]byte, error)
 }

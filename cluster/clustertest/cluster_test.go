@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/testwait"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
 )
 
 // Binaries built once for the package's tests.

@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/graph"
 )
 
 // Job is one job of the fake cluster.

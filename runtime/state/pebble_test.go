@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // backends are the state backends every table test runs on.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 func TestSnapshotRestoresAcrossRescaling(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 type countingSink struct{ n int }

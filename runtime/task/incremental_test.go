@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // keyedSource is a source subtask with keyed state: Open registers it (and

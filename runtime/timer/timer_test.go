@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // fakeScheduler records what the service arms, like the task's timer queue.
