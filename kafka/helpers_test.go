@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -222,12 +223,11 @@ func readAll(t testing.TB, par int, src *kafka.Source[string]) ([]string, error)
 
 // liveSink records what reaches it while the job runs.
 type liveSink[T any] struct {
-	mu     sync.Mutex
-	recs   []stream.Record[T]
-	notify chan struct{}
+	mu   sync.Mutex
+	recs []stream.Record[T]
 }
 
-func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{notify: make(chan struct{}, 1)} }
+func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
 func (s *liveSink[T]) Flush(bool) error                                              { return nil }
@@ -236,10 +236,6 @@ func (s *liveSink[T]) Write(v T, ts int64) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
@@ -258,23 +254,20 @@ func (s *liveSink[T]) values() []T {
 }
 
 // waitFor polls cond until it holds, failing the test at the deadline or
-// when the job ends.
-func waitFor(t testing.TB, what string, done <-chan error, notify <-chan struct{}, cond func() bool) {
+// as soon as the job (done) ends.
+func waitFor(t testing.TB, what string, done <-chan error, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(testTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
+	testwait.Eventually(t, testTimeout, what, func() bool {
+		if cond() {
+			return true
+		}
 		select {
 		case err := <-done:
 			t.Fatalf("waiting for %s: the job ended: %v", what, err)
-		case <-deadline.C:
-			t.Fatalf("waiting for %s: timed out", what)
-		case <-notify:
-		case <-tick.C:
+		default:
 		}
-	}
+		return false
+	})
 }
 
 // runJob starts env in the background; stop cancels it and checks it ended

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice/sluice/integration/kafkabroker"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -44,8 +45,7 @@ func realClusterAt(t *testing.T, addr string) (*cluster, func(string) string) {
 // broker writes commit and abort markers after it answered EndTxn.
 func (c *cluster) waitStable(t *testing.T, topic string) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	testwait.Eventually(t, testTimeout, "no transaction open on "+topic, func() bool {
 		ls, err := c.adm.ListCommittedOffsets(ctxT(t), topic)
 		if err != nil {
 			t.Fatal(err)
@@ -60,14 +60,8 @@ func (c *cluster) waitStable(t *testing.T, topic string) {
 				stable = false
 			}
 		})
-		if stable {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("transactions on %s still open", topic)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the broker with a deadline
-	}
+		return stable
+	})
 }
 
 func TestIntegrationBoundedSourceRead(t *testing.T) {
@@ -203,13 +197,10 @@ func TestIntegrationTimedOutTransactionIsReportedLost(t *testing.T) {
 	}
 	// The broker's check runs every
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s).
-	deadline := time.Now().Add(testTimeout)
-	for lso, hwm := c.stableEnd(t, topic); lso < hwm; lso, hwm = c.stableEnd(t, topic) {
-		if time.Now().After(deadline) {
-			t.Fatal("the broker did not abort the timed-out transaction")
-		}
-		time.Sleep(200 * time.Millisecond) // polling the broker with a deadline
-	}
+	testwait.Eventually(t, testTimeout, "the broker to abort the timed-out transaction", func() bool {
+		lso, hwm := c.stableEnd(t, topic)
+		return lso >= hwm
+	})
 	err = committer.Commit(cs)
 	t.Logf("commit of the timed-out transaction: %v", err)
 	if !errors.Is(err, kafka.ErrTransactionAborted) {
@@ -238,13 +229,15 @@ func TestIntegrationSourceCommitsOffsetsAndRestartsFromThem(t *testing.T) {
 	if err := r.NotifyCheckpointComplete(1); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testTimeout)
-	for src.Metrics().OffsetCommits.Load() == 0 {
-		if time.Now().After(deadline) || src.Metrics().OffsetCommitFailures.Load() > 0 {
+	testwait.Eventually(t, testTimeout, "the offsets to be committed", func() bool {
+		if src.Metrics().OffsetCommits.Load() > 0 {
+			return true
+		}
+		if src.Metrics().OffsetCommitFailures.Load() > 0 {
 			t.Fatal("offsets not committed")
 		}
-		time.Sleep(20 * time.Millisecond) // polling a counter with a deadline
-	}
+		return false
+	})
 	c.produce(t, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("new")})
 	again := mustSource(t, kafka.StringValues(), kafka.BootstrapServers(c.addrs...), kafka.Topics(topic), kafka.GroupID(group),
 		kafka.StartingOffsets(kafka.CommittedOffsets(kafka.ResetNone)), kafka.Bounded(kafka.Latest()), kafka.WithLogger(testLogger(t)))

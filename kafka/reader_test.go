@@ -3,12 +3,14 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -216,13 +218,12 @@ func TestReaderCommitsOffsetsWhenACheckpointCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[int32]int64{0: 10, 1: 10}
-	deadline := time.Now().Add(testTimeout)
-	for got := committed(); !mapsEqual(got, want); got = committed() {
-		if time.Now().After(deadline) {
-			t.Fatalf("committed %v, want %v", got, want)
+	testwait.EventuallyNil(t, testTimeout, "checkpoint 7's offsets to be committed", func() error {
+		if got := committed(); !mapsEqual(got, want) {
+			return fmt.Errorf("committed %v, want %v", got, want)
 		}
-		time.Sleep(10 * time.Millisecond) // polling the broker with a deadline
-	}
+		return nil
+	})
 	if n := src.Metrics().OffsetCommits.Load(); n != 1 {
 		t.Fatalf("OffsetCommits = %d, want 1", n)
 	}
@@ -438,15 +439,11 @@ func TestFailedDiscoveryFailsTheNextSplitRequest(t *testing.T) {
 	if _, err := c.adm.DeleteTopics(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testTimeout)
-	for {
+	testwait.Eventually(t, testTimeout, "HandleSplitRequest to fail with ErrTopicNotFound once discovery fails", func() bool {
 		err := e.HandleSplitRequest(0)
-		if errors.Is(err, kafka.ErrTopicNotFound) {
-			return
-		}
-		if err != nil || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, kafka.ErrTopicNotFound) {
 			t.Fatalf("HandleSplitRequest: %v, want ErrTopicNotFound once discovery fails", err)
 		}
-		time.Sleep(10 * time.Millisecond) // polling the enumerator with a deadline
-	}
+		return err != nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -246,10 +247,9 @@ func TestExactlyOnceFailedRunLeavesNothingVisible(t *testing.T) {
 	in := stream.Map(stream.FromSlice(env, numbered(1000)), func(v string) string {
 		if v == "v0500" {
 			// Fail once part of the transaction has reached the broker.
-			deadline := time.Now().Add(testTimeout)
-			for _, hwm := c.stableEnd(t, "fail"); hwm == 0 && time.Now().Before(deadline); _, hwm = c.stableEnd(t, "fail") {
-				time.Sleep(5 * time.Millisecond) // polling the broker with a deadline
-			}
+			// It fails whether or not the broker shows it in time; what
+			// follows checks that nothing of the run is visible.
+			_ = testwait.Poll(testTimeout, func() bool { _, hwm := c.stableEnd(t, "fail"); return hwm > 0 })
 			panic("boom")
 		}
 		return v

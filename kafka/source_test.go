@@ -184,7 +184,7 @@ func TestPartitionDiscoveryPicksUpNewPartitionsAndTopics(t *testing.T) {
 			return true
 		}
 	}
-	waitFor(t, "the first record", done, sink.notify, has("grow/0"))
+	waitFor(t, "the first record", done, has("grow/0"))
 
 	// New partitions start at the earliest offset: records written before
 	// discovery found them are read too.
@@ -195,7 +195,7 @@ func TestPartitionDiscoveryPicksUpNewPartitionsAndTopics(t *testing.T) {
 	c.produce(t, &kgo.Record{Topic: "grow", Partition: 1, Value: []byte("grow/1")}, &kgo.Record{Topic: "grow", Partition: 2, Value: []byte("grow/2")})
 	c.createTopic(t, "late", 1)
 	c.produce(t, &kgo.Record{Topic: "late", Partition: 0, Value: []byte("late/0")})
-	waitFor(t, "the records of the new partitions", done, sink.notify, has("grow/1", "grow/2", "late/0"))
+	waitFor(t, "the records of the new partitions", done, has("grow/1", "grow/2", "late/0"))
 	stop()
 	if got, want := sorted(sink.values()), []string{"grow/0", "grow/1", "grow/2", "late/0"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v (each once)", got, want)

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,23 +53,31 @@ func fired(s *liveSink[windowCount]) []string {
 
 // advance moves the clock by one watermark period at a time until cond
 // holds.
-func advance(t *testing.T, what string, clk *clock.Manual, done chan error, notify chan struct{}, cond func() bool) {
+func advance(t *testing.T, what string, clk *clock.Manual, done chan error, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out at clock %d", what, clk.NowMillis())
+	testwait.Eventually(t, testTimeout, what, func() bool {
+		if cond() {
+			return true
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("waiting for %s: the job ended: %v", what, err)
 		default:
 		}
-		clk.Advance(100)
-		select {
-		case <-notify:
-		case <-time.After(5 * time.Millisecond):
-		}
+		tick(t, clk)
+		return false
+	})
+}
+
+// tick moves the clock by one watermark period and waits until the source
+// has emitted that period's watermark: it has armed the next period's timer.
+func tick(t *testing.T, clk *clock.Manual) {
+	t.Helper()
+	clk.Advance(100)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := clk.BlockUntilArmedAt(ctx, clk.NowMillis()+100); err != nil {
+		t.Fatalf("the source did not take the watermark period at %d: %v", clk.NowMillis(), err)
 	}
 }
 
@@ -85,35 +95,27 @@ func TestWatermarksArePerPartition(t *testing.T) {
 		c.produce(t, wmRecord(0, ts))
 	}
 	clk, sink, seen, done := windowJob(t, c, stream.ForMonotonousTimestamps[string]())
-	waitFor(t, "partition 0's records", done, nil, func() bool { return seen.Load() == 10 })
+	waitFor(t, "partition 0's records", done, func() bool { return seen.Load() == 10 })
 	// Partition 1, assigned but empty, holds the watermark at its start:
 	// no window may fire however far processing time goes.
 	for i := 0; i < 10; i++ {
-		clk.Advance(100)
-		select {
-		case <-sink.notify:
-		case <-time.After(5 * time.Millisecond):
-		}
+		tick(t, clk)
 	}
 	if f := fired(sink); len(f) != 0 {
 		t.Fatalf("windows fired while partition 1 had no records: %v", f)
 	}
 	// Partition 1 reaches 1500: only [0,1000) is complete.
 	c.produce(t, wmRecord(1, 200), wmRecord(1, 1500))
-	advance(t, "window [0,1000)", clk, done, sink.notify, func() bool { return len(fired(sink)) > 0 })
+	advance(t, "window [0,1000)", clk, done, func() bool { return len(fired(sink)) > 0 })
 	if f, want := fired(sink), []string{"1000:2"}; !slices.Equal(f, want) {
 		t.Fatalf("fired %v, want %v", f, want)
 	}
 	// Partition 1 jumps ahead: partition 0 (at 9000) now holds the watermark at 8999.
 	c.produce(t, wmRecord(1, 20000))
-	advance(t, "window [8000,9000)", clk, done, sink.notify, func() bool { return slices.Contains(fired(sink), "9000:1") })
+	advance(t, "window [8000,9000)", clk, done, func() bool { return slices.Contains(fired(sink), "9000:1") })
 	want := []string{"1000:2", "2000:2", "3000:1", "4000:1", "5000:1", "6000:1", "7000:1", "8000:1", "9000:1"}
 	for i := 0; i < 5; i++ { // later periods fire nothing more
-		clk.Advance(100)
-		select {
-		case <-sink.notify:
-		case <-time.After(5 * time.Millisecond):
-		}
+		tick(t, clk)
 	}
 	if f := fired(sink); !slices.Equal(f, want) {
 		t.Fatalf("fired %v\nwant  %v", f, want)
@@ -129,7 +131,7 @@ func TestIdlePartitionReleasesTheWatermark(t *testing.T) {
 		c.produce(t, wmRecord(0, ts))
 	}
 	clk, sink, _, done := windowJob(t, c, stream.ForMonotonousTimestamps[string]().WithIdleness(500*time.Millisecond))
-	advance(t, "window [3000,4000)", clk, done, sink.notify, func() bool { return slices.Contains(fired(sink), "4000:1") })
+	advance(t, "window [3000,4000)", clk, done, func() bool { return slices.Contains(fired(sink), "4000:1") })
 	if f, want := fired(sink), []string{"1000:1", "2000:1", "3000:1", "4000:1"}; !slices.Equal(f, want) {
 		t.Fatalf("fired %v, want %v", f, want)
 	}
@@ -158,7 +160,7 @@ func TestReaderWithoutPartitionsDoesNotHoldBackWindows(t *testing.T) {
 	sink := newLiveSink[windowCount]()
 	stream.SinkTo(counts, sink)
 	done, _ := runJob(t, env)
-	advance(t, "window [1000,2000)", clk, done, sink.notify, func() bool { return slices.Contains(fired(sink), "2000:2") })
+	advance(t, "window [1000,2000)", clk, done, func() bool { return slices.Contains(fired(sink), "2000:2") })
 	if f, want := fired(sink), []string{"1000:2", "2000:2"}; !slices.Equal(f, want) {
 		t.Fatalf("fired %v, want %v", f, want)
 	}

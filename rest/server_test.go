@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
 )
@@ -443,17 +444,12 @@ func TestAsyncOperations(t *testing.T) {
 	// poll asks until the answer is no longer IN_PROGRESS.
 	poll := func(path string) string {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			body := status(path)
-			if !strings.Contains(body, `"IN_PROGRESS"`) {
-				return body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s still IN_PROGRESS after 10 s", path)
-			}
-			time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-		}
+		var body string
+		testwait.Eventually(t, 10*time.Second, "GET "+path+" to be no longer IN_PROGRESS", func() bool {
+			body = status(path)
+			return !strings.Contains(body, `"IN_PROGRESS"`)
+		})
+		return body
 	}
 
 	ok := trigger("/savepoints", `{"target-directory":"/sp","triggerId":"`+trigger1+`"}`)

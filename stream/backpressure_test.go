@@ -1,11 +1,13 @@
 package stream_test
 
 import (
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -46,22 +48,19 @@ func TestSlowSinkBackpressuresSourceAndMemoryStaysBounded(t *testing.T) {
 
 	// Wait until the source stops making progress: it must be blocked on
 	// credits, holding at most the buffers in flight.
+	// No event says "blocked", so settled means: no new record for 100 ms
+	// (an unthrottled source makes thousands in that time).
 	bound := int64(credits*batch + batch + 1)
-	deadline := time.Now().Add(10 * time.Second)
-	prev, stable := int64(-1), 0
-	for stable < 50 {
-		if time.Now().After(deadline) {
-			t.Fatalf("source never settled; generated %d", generated.Load())
+	prev, since := int64(-1), time.Now()
+	testwait.EventuallyNil(t, 10*time.Second, "the source to settle", func() error {
+		if g := generated.Load(); g != prev {
+			prev, since = g, time.Now()
 		}
-		g := generated.Load()
-		if g == prev {
-			stable++
-		} else {
-			stable = 0
+		if time.Since(since) < 100*time.Millisecond {
+			return fmt.Errorf("source never settled; generated %d", prev)
 		}
-		prev = g
-		time.Sleep(2 * time.Millisecond) // polling interval, not synchronisation
-	}
+		return nil
+	})
 	if g := generated.Load(); g > bound || g == 0 {
 		t.Fatalf("source generated %d records while the sink was blocked; want 1..%d", g, bound)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -53,13 +54,12 @@ func countingStream(par int, n, keys int64, progress *atomic.Int64, opts ...stre
 
 func waitProgress(t *testing.T, p *atomic.Int64, atLeast int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for p.Load() < atLeast {
-		if time.Now().After(deadline) {
-			t.Fatalf("the job processed only %d records", p.Load())
+	testwait.EventuallyNil(t, 20*time.Second, fmt.Sprintf("the job to process %d records", atLeast), func() error {
+		if n := p.Load(); n < atLeast {
+			return fmt.Errorf("the job processed only %d records", n)
 		}
-		time.Sleep(time.Millisecond) // polling interval
-	}
+		return nil
+	})
 }
 
 // TestStopWithSavepointAndRescale2To3To1 stops a job with a savepoint,
@@ -363,14 +363,10 @@ func TestRetainedCheckpointOnCancellationResumesTheJob(t *testing.T) {
 				t.Fatal(err)
 			}
 			var chks []string
-			deadline := time.Now().Add(20 * time.Second)
-			for len(chks) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("no checkpoint completed")
-				}
+			testwait.Eventually(t, 20*time.Second, "a completed checkpoint (no checkpoint completed)", func() bool {
 				chks, _ = filepath.Glob(filepath.Join(dir, "chk", "*", "chk-*", "_metadata"))
-				time.Sleep(5 * time.Millisecond) // polling interval
-			}
+				return len(chks) > 0
+			})
 			client.Cancel()
 			if _, err := client.Wait(); err == nil {
 				t.Fatal("a cancelled job reported success")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -303,12 +304,11 @@ func TestProcessingTimeWindowsAtEndOfInput(t *testing.T) {
 
 // liveSink records what it gets at once, for jobs that do not end.
 type liveSink[T any] struct {
-	mu     sync.Mutex
-	recs   []stream.Record[T]
-	notify chan struct{}
+	mu   sync.Mutex
+	recs []stream.Record[T]
 }
 
-func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{notify: make(chan struct{}, 1)} }
+func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
 func (s *liveSink[T]) Flush(bool) error                                              { return nil }
@@ -317,10 +317,6 @@ func (s *liveSink[T]) Write(v T, ts int64) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
@@ -439,22 +435,25 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 		}
 		return sorted(got)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(first()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("window [0,1000) did not fire; clock at %d, results %v", clk.NowMillis(), sink.records())
+	testwait.EventuallyNil(t, 30*time.Second, "window [0,1000)", func() error {
+		if len(first()) >= 2 {
+			return nil
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("job ended: %v", err)
 		default:
 		}
+		// One watermark period at a time, each once the source has taken
+		// the one before (it arms its next timers then).
 		clk.Advance(100)
-		select {
-		case <-sink.notify:
-		case <-time.After(2 * time.Millisecond):
+		armed, stop := context.WithTimeout(ctx, 10*time.Second)
+		defer stop()
+		if err := clk.BlockUntilArmedAt(armed, clk.NowMillis()+100); err != nil {
+			t.Fatalf("the source did not take the period at %d: %v", clk.NowMillis(), err)
 		}
-	}
+		return fmt.Errorf("window [0,1000) did not fire; clock at %d, results %v", clk.NowMillis(), sink.records())
+	})
 	assertEqual(t, "first window", first(), []string{"busy=10@999", "quiet=1@999"})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {

@@ -5,6 +5,7 @@ package yarn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -225,20 +227,19 @@ func TestUnmanagedAMFlow(t *testing.T) {
 	}
 	// The AMRMToken appears in the report once the attempt is launched.
 	var report *yarn.ApplicationReport
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.EventuallyNil(t, time.Minute, "an AMRMToken in the report", func() error {
 		report, err = cl.GetApplicationReport(ctx, na.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if report.AMRMToken != nil {
-			break
+			return nil
 		}
-		if report.State.Terminal() || time.Now().After(deadline) {
+		if report.State.Terminal() {
 			t.Fatalf("no AMRMToken in report: %+v", report)
 		}
-		time.Sleep(100 * time.Millisecond) // polling the RM, not synchronising goroutines
-	}
+		return fmt.Errorf("no AMRMToken in report: %+v", report)
+	})
 	if report.AMRMToken.Kind != hadoop.KindAMRMToken || !report.Unmanaged {
 		t.Errorf("token %v, unmanaged %v", report.AMRMToken, report.Unmanaged)
 	}
@@ -269,7 +270,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 	ask := yarn.ResourceRequest{Priority: 1, ResourceName: yarn.AnyResource, Capability: yarn.Resource{MemoryMB: 128, VCores: 1}, NumContainers: 1}
 	var container *yarn.Container
 	req := yarn.AllocateRequest{Asks: []yarn.ResourceRequest{ask}, Progress: 0.1}
-	for container == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "a container allocated", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -281,10 +283,10 @@ func TestUnmanagedAMFlow(t *testing.T) {
 			// Withdraw the ask now it is satisfied.
 			ask.NumContainers = 0
 			req.Asks = []yarn.ResourceRequest{ask}
-			break
+			return true
 		}
-		time.Sleep(100 * time.Millisecond) // heartbeat interval
-	}
+		return false
+	})
 	if container.Token == nil || container.Resource.MemoryMB < 128 {
 		t.Fatalf("container %+v", container)
 	}
@@ -338,7 +340,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 	}
 
 	var done *yarn.ContainerStatus
-	for done == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "the container to complete", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -350,10 +353,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 				done = &s
 			}
 		}
-		if done == nil {
-			time.Sleep(100 * time.Millisecond) // heartbeat interval
-		}
-	}
+		return done != nil
+	})
 	if done.ExitStatus != yarn.ExitSuccess || done.State != yarn.ContainerComplete {
 		t.Fatalf("container ended with %s: %q", yarn.ExitStatusName(done.ExitStatus), done.Diagnostics)
 	}
@@ -374,7 +375,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 	ask.NumContainers = 1
 	req = yarn.AllocateRequest{Asks: []yarn.ResourceRequest{ask}, Progress: 0.6}
 	var sleeper *yarn.Container
-	for sleeper == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "a container for the sleeper", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -385,10 +387,10 @@ func TestUnmanagedAMFlow(t *testing.T) {
 			sleeper = &cc
 			ask.NumContainers = 0
 			req.Asks = []yarn.ResourceRequest{ask}
-			break
+			return true
 		}
-		time.Sleep(100 * time.Millisecond) // heartbeat interval
-	}
+		return false
+	})
 	if err := nm.StartContainer(ctx, *sleeper, yarn.ContainerLaunchContext{Commands: []string{"sleep 600"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +399,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 		t.Fatalf("stopContainers: stopped %v, failed %v, err %v", stopped, stopFailed, err)
 	}
 	var killed *yarn.ContainerStatus
-	for killed == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "the stopped container to complete", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -409,10 +412,8 @@ func TestUnmanagedAMFlow(t *testing.T) {
 				killed = &s
 			}
 		}
-		if killed == nil {
-			time.Sleep(100 * time.Millisecond) // heartbeat interval
-		}
-	}
+		return killed != nil
+	})
 	if killed.ExitStatus != yarn.ExitKilledByAppMaster {
 		t.Errorf("the stopped container ended with %s (%q), want KILLED_BY_APPMASTER", yarn.ExitStatusName(killed.ExitStatus), killed.Diagnostics)
 	}

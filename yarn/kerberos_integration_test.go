@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn"
 	"github.com/sluice/sluice/yarn/delegation"
@@ -150,21 +151,18 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 	}
 	defer os.WriteFile(release, nil, 0o644)
 	var held *hadoop.Credentials
-	for deadline := time.Now().Add(2 * time.Minute); held == nil; {
+	testwait.Eventually(t, 2*time.Minute, "the AM's credentials (the container's file)", func() bool {
 		if b, err := os.ReadFile(amTokensOut); err == nil {
 			if held, err = hadoop.ParseCredentials(b); err != nil {
 				t.Fatal(err)
 			}
-			break
+			return true
 		}
 		if r, err := cl.GetApplicationReport(ctx, na.ID); err != nil || r.State.Terminal() {
 			t.Fatalf("the AM container did not hand its credentials over: %+v, %v", r, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no AM credentials after 2 minutes")
-		}
-		time.Sleep(200 * time.Millisecond) // polling for the container's file
-	}
+		return false
+	})
 	amrm, ok := held.TokenByKind(hadoop.KindAMRMToken)
 	if !ok {
 		t.Fatalf("no AMRMToken in the AM's credentials: %v", held.TokenAliases())
@@ -190,7 +188,8 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 	ask := yarn.ResourceRequest{Priority: 1, ResourceName: yarn.AnyResource, Capability: yarn.Resource{MemoryMB: 128, VCores: 1}, NumContainers: 1}
 	req := yarn.AllocateRequest{Asks: []yarn.ResourceRequest{ask}, Progress: 0.1}
 	var container *yarn.Container
-	for container == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "a container allocated", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -201,10 +200,10 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 			container = &cc
 			ask.NumContainers = 0
 			req.Asks = []yarn.ResourceRequest{ask}
-			break
+			return true
 		}
-		time.Sleep(100 * time.Millisecond) // heartbeat interval
-	}
+		return false
+	})
 
 	var creds hadoop.Credentials
 	creds.AddToken(hdfsToken.Service, hdfsToken)
@@ -227,7 +226,8 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 		t.Fatalf("start container over DIGEST-MD5 auth-conf: %v", err)
 	}
 	var done *yarn.ContainerStatus
-	for done == nil {
+	// Allocate is the AM's heartbeat: it is called until the RM answers.
+	testwait.Eventually(t, 2*time.Minute, "the container to complete", func() bool {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -239,10 +239,8 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 				done = &s
 			}
 		}
-		if done == nil {
-			time.Sleep(100 * time.Millisecond) // heartbeat interval
-		}
-	}
+		return done != nil
+	})
 	if done.ExitStatus != yarn.ExitSuccess {
 		t.Fatalf("container ended with %s: %q", yarn.ExitStatusName(done.ExitStatus), done.Diagnostics)
 	}

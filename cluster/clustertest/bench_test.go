@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // BenchmarkTaskManagerLossToRunning measures the time from kill -9 of a
@@ -45,29 +47,29 @@ func BenchmarkTaskManagerLossToRunning(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		deadline := time.Now().Add(60 * time.Second)
-		for len(c.workerTaskManagers()) < 2 || len(c.live()) < 3 {
-			if time.Now().After(deadline) {
-				b.Fatal("the job did not come back to two workers")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		time.Sleep(time.Second) // let checkpoints complete
+		testwait.Eventually(b, 60*time.Second, "the job to come back to two workers", func() bool {
+			return len(c.workerTaskManagers()) >= 2 && len(c.live()) >= 3
+		})
+		// A checkpoint completes on the two workers, so that the next
+		// failover restores from one.
+		done, _ := jobMetric(c, "flink_jobmanager_job_numberOfCompletedCheckpoints", job)
+		testwait.Eventually(b, 60*time.Second, "a checkpoint of the recovered job", func() bool {
+			n, _ := jobMetric(c, "flink_jobmanager_job_numberOfCompletedCheckpoints", job)
+			return n > done
+		})
 		victim := c.workerTaskManagers()[0]
 		b.StartTimer()
 		killed := time.Now()
 		victim.kill()
-		for {
+		// The sample is the job's RUNNING timestamp, not when this loop sees it.
+		testwait.Eventually(b, 60*time.Second, "the job to be RUNNING again", func() bool {
 			ok, at := running()
 			if ok && at >= killed.UnixMilli() {
 				samples = append(samples, float64(at-killed.UnixMilli()))
-				break
+				return true
 			}
-			if time.Since(killed) > 60*time.Second {
-				b.Fatal("the job was not RUNNING again within 60 s")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return false
+		})
 		b.StopTimer()
 		c.startTaskManager()
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // Binaries built once for the package's tests.
@@ -229,18 +230,16 @@ func (c *cluster) mustSluice(args ...string) string {
 func (c *cluster) waitTaskManagers(n int) {
 	c.t.Helper()
 	re := regexp.MustCompile(`"taskmanagers":(\d+)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(c.t, 30*time.Second, fmt.Sprintf("%d TaskManagers to register", n), func() bool {
 		if b, err := httpGet(c.rest() + "/overview"); err == nil {
 			if m := re.FindSubmatch(b); m != nil {
 				if got, _ := strconv.Atoi(string(m[1])); got == n {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatalf("%d TaskManagers did not register within 30 s", n)
+		return false
+	})
 }
 
 // live are the TaskManagers that run.
@@ -482,7 +481,7 @@ func (c *cluster) startRecoveryJob(n, keys int, jobArgs ...string) *recoveryJob 
 // waitCheckpoint waits for the job's first completed checkpoint.
 func (c *cluster) waitCheckpoint(t *testing.T) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "a completed checkpoint", func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
 		return len(m) > 0
 	})
@@ -528,7 +527,7 @@ func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 	c := newCluster(t, 3)
 	j := c.startRecoveryJob(6000, 6, "-worker-delay", "3s")
 	var victims []*proc
-	waitFor(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
+	testwait.Eventually(t, 60*time.Second, "a TaskManager to start a worker", func() bool {
 		victims = c.workerTaskManagers()
 		return len(victims) > 0
 	})
@@ -538,7 +537,7 @@ func TestKillTaskManagerWhileTheAttemptDeploys(t *testing.T) {
 	}
 	victims[0].kill()
 	var killed string
-	waitFor(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
 		after := taskManagerIDs(t, c)
 		for id := range before {
 			if !after[id] {
@@ -588,7 +587,7 @@ func (c *cluster) onlyJob(t *testing.T) jobOverview {
 		Jobs []jobOverview `json:"jobs"`
 	}
 	var b []byte
-	waitFor(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
 		var err error
 		b, err = httpGet(c.rest() + "/jobs/overview")
 		return err == nil && json.Unmarshal(b, &jobs) == nil && len(jobs.Jobs) > 0
@@ -645,7 +644,7 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 				}
 			}
 			frozenAt := time.Now()
-			waitFor(t, 30*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
+			testwait.Eventually(t, 30*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
 			noticed := time.Since(frozenAt)
 			t.Logf("the job restarted %v after the freeze (heartbeat.timeout %v)", noticed.Round(time.Millisecond), timeout)
 			// Noticed within heartbeat.timeout, plus the failover itself, on a
@@ -665,7 +664,7 @@ func TestFrozenTaskManagerRecoversExactlyOnce(t *testing.T) {
 			// Its TaskManager stops it, asked by the JobMaster or (frozen too)
 			// for its own lost session, unless it found its silence and
 			// stopped first.
-			waitFor(t, 30*time.Second, "the old worker to exit", func() bool {
+			testwait.Eventually(t, 30*time.Second, "the old worker to exit", func() bool {
 				for _, w := range childrenOf(tm.cmd.Process.Pid) {
 					if slices.Contains(workers, w) {
 						return false
@@ -729,7 +728,7 @@ func TestFullCheckpoint(t *testing.T) {
 		return md.Shared
 	}
 	// Incremental checkpoints with shared SSTs first.
-	waitFor(t, 60*time.Second, "an incremental checkpoint referencing shared files", func() bool {
+	testwait.Eventually(t, 60*time.Second, "an incremental checkpoint referencing shared files", func() bool {
 		ms, _ := filepath.Glob(filepath.Join(jobDir, "chk-*", storage.MetadataFileName))
 		for _, p := range ms {
 			id, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(p)), "chk-"))
@@ -784,13 +783,13 @@ func TestCLILifecycle(t *testing.T) {
 		return m[1]
 	}
 	job := run()
-	waitFor(t, 30*time.Second, "the job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
 	})
 	// The JobManager exports the job's metrics for Prometheus: per subtask
 	// from the workers' reports, and its checkpoints.
-	waitFor(t, 30*time.Second, "metrics of the running job", func() bool {
+	testwait.Eventually(t, 30*time.Second, "metrics of the running job", func() bool {
 		b, err := httpGet(c.rest() + "/metrics")
 		if err != nil {
 			return false
@@ -823,14 +822,14 @@ func TestCLILifecycle(t *testing.T) {
 	if m == nil {
 		t.Fatalf("sluice stop did not name its savepoint:\n%s", stop)
 	}
-	waitFor(t, 30*time.Second, "the stopped job to end", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the stopped job to end", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job + `.*FINISHED|FINISHED.*` + job).MatchString(o)
 	})
 	// Resume from the stop's savepoint and let it finish: the output is
 	// exactly once over both runs.
 	job2 := run("-s", m[1])
-	waitFor(t, 60*time.Second, "the resumed job to finish", func() bool {
+	testwait.Eventually(t, 60*time.Second, "the resumed job to finish", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job2 + `.*FINISHED|FINISHED.*` + job2).MatchString(o)
 	})
@@ -838,28 +837,17 @@ func TestCLILifecycle(t *testing.T) {
 
 	// Cancel.
 	job3 := run()
-	waitFor(t, 30*time.Second, "the third job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the third job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, job3)
 	})
 	c.mustSluice("cancel", "-m", c.rest(), job3)
-	waitFor(t, 30*time.Second, "the job to be cancelled", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to be cancelled", func() bool {
 		o, _ := c.sluice("list", "-a", "-m", c.rest())
 		return regexp.MustCompile(job3 + `.*CANCELED|CANCELED.*` + job3).MatchString(o)
 	})
 	if o, err := c.sluice("cancel", "-m", c.rest(), job3); err == nil {
 		t.Errorf("cancelling a cancelled job succeeded:\n%s", o)
-	}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -927,10 +915,15 @@ func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
-	waitFor(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
-	// Let the job run into backpressure, then watch memory for 3 s.
-	time.Sleep(2 * time.Second)
+	testwait.Eventually(t, 30*time.Second, "two workers", func() bool { return len(c.workerPids()) == 2 })
+	// Let the job run into backpressure (its subtasks report seconds spent
+	// waiting for output buffers), then watch memory for 3 s.
+	testwait.Eventually(t, 30*time.Second, "the job to run into backpressure (2 s back-pressured reported)", func() bool {
+		ms, _ := jobMetric(c, "flink_taskmanager_job_task_accumulatedBackpressuredTime", m[1])
+		return ms >= 2000
+	})
 	var peak int64
+	// Sampling RSS every 100 ms over 3 s is the measurement itself.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		for _, pid := range c.workerPids() {
 			peak = max(peak, rssKB(pid))
@@ -1051,7 +1044,7 @@ func TestShutDownOverREST(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
-	waitFor(t, 30*time.Second, "the job to run", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())
 		return strings.Contains(o, m[1]) && strings.Contains(o, "RUNNING")
 	})

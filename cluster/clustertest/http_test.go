@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 func httpGet(addr string) ([]byte, error) {
@@ -22,6 +25,21 @@ func httpGet(addr string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s", addr, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
+}
+
+// jobMetric is the sum over its series of job's metric at GET /metrics
+// (flink_..., labelled job_id), false if /metrics did not answer.
+func jobMetric(c *cluster, metric, job string) (float64, bool) {
+	b, err := httpGet(c.rest() + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	total := 0.0
+	for _, m := range regexp.MustCompile(metric+`\{[^}]*job_id="`+regexp.QuoteMeta(job)+`"[^}]*\} ([0-9.e+]+)`).FindAllSubmatch(b, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		total += v
+	}
+	return total, true
 }
 
 // taskManagerIDs are the ids of the TaskManagers registered now.
@@ -91,7 +109,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
 	}
 	job := m[1]
-	waitFor(t, 30*time.Second, "a completed checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "a completed checkpoint", func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.dir, "ckpt", "*", "chk-*", "_metadata"))
 		return len(m) > 0
 	})
@@ -102,7 +120,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 	}
 	victims[0].kill()
 	var killed string
-	waitFor(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the killed TaskManager to be lost", func() bool {
 		after := taskManagerIDs(t, c)
 		for id := range before {
 			if !after[id] {
@@ -129,7 +147,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		} `json:"exceptionHistory"`
 	}
 	var lost *exception
-	waitFor(t, 30*time.Second, "the lost worker's or TaskManager's failure in the exception history", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the lost worker's or TaskManager's failure in the exception history", func() bool {
 		b, err := httpGet(c.rest() + "/jobs/" + job + "/exceptions")
 		if err != nil || json.Unmarshal(b, &history) != nil {
 			return false
@@ -154,7 +172,7 @@ func TestRESTAnswersOfARealCluster(t *testing.T) {
 		t.Errorf("the root failure %+v does not name its type, subtask and TaskManager", root.exception)
 	}
 
-	waitFor(t, 30*time.Second, "the job restored from its checkpoint", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the job restored from its checkpoint", func() bool {
 		b, err := httpGet(c.rest() + "/jobs/" + job + "/checkpoints")
 		if err != nil {
 			return false

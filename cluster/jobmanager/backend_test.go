@@ -17,6 +17,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
 )
 
@@ -172,35 +173,25 @@ func TestBackendTaskManagers(t *testing.T) {
 // eventually polls cond until it holds, failing after 30 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
-	}
+	testwait.Eventually(t, 30*time.Second, what, cond)
 }
 
 // membersEventually polls GET path until its members are want.
 func membersEventually(t *testing.T, api restAPI, path string, want map[string]string) any {
 	t.Helper()
 	var doc any
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := testwait.Poll(30*time.Second, func() bool {
 		doc = api.get(path)
 		ok := true
 		for p, w := range want {
 			ok = ok && member(doc, p) == w
 		}
-		if ok {
-			return doc
-		}
-		if time.Now().After(deadline) {
-			checkMembers(t, doc, want)
-			t.Fatalf("GET %s did not answer the members above within 30 s", path)
-		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
+		return ok
+	}); err != nil {
+		checkMembers(t, doc, want)
+		t.Fatalf("GET %s did not answer the members above within 30 s (%v)", path, err)
 	}
+	return doc
 }
 
 // The REST answers of the real Backend as a job runs on a cluster whose

@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/security/kerberos"
 )
@@ -135,18 +137,14 @@ func TestBackendMetricsLogins(t *testing.T) {
 
 	// The worker exits: its login is no longer exported.
 	endSession(s)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.EventuallyNil(t, 10*time.Second, "the ended session's login to leave the metrics", func() error {
 		snap, err := (Backend{D: d}).Metrics(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(snap.KerberosLogins) == 0 && snap.DelegationTokens == nil {
-			break
+		if len(snap.KerberosLogins) != 0 || snap.DelegationTokens != nil {
+			return fmt.Errorf("after the worker's session ended: logins %+v", snap.KerberosLogins)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the worker's session ended: logins %+v", snap.KerberosLogins)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the session's end, with a deadline
-	}
+		return nil
+	})
 }

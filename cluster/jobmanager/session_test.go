@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 type tWriter struct{ t testing.TB }
@@ -75,36 +76,15 @@ func (f *fakeStream) sent() []*clusterpb.JobMasterMessage {
 	return append([]*clusterpb.JobMasterMessage(nil), f.out...)
 }
 
-// armClock is a manual clock that reports every deadline armed on it: the
-// session's loop arms the worker's heartbeat deadline, so the test sees
-// each decision before it moves time.
-type armClock struct {
-	*clock.Manual
-	armed chan int64
-}
-
-func newArmClock() *armClock {
-	return &armClock{Manual: clock.NewManual(0), armed: make(chan int64, 1024)}
-}
-
-func (c *armClock) AfterMillis(deadline int64) (<-chan struct{}, func()) {
-	c.armed <- deadline
-	return c.Manual.AfterMillis(deadline)
-}
-
-// waitArmed waits until the session's loop arms deadline.
-func (c *armClock) waitArmed(t *testing.T, deadline int64) {
+// waitArmed waits until the session's loop arms deadline on clk: the
+// loop arms the worker's heartbeat deadline, so the test sees each decision
+// before it moves time.
+func waitArmed(t *testing.T, clk *clock.Manual, deadline int64) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case d := <-c.armed:
-			if d == deadline {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("the session did not arm the heartbeat deadline %d", deadline)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilArmedAt(ctx, deadline); err != nil {
+		t.Fatalf("the session did not arm the heartbeat deadline %d: %v", deadline, err)
 	}
 }
 
@@ -196,11 +176,11 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 		{name: "no heartbeats announced: never timed out", heartbeats: false, heard: []int64{1000}, metrics: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newArmClock()
+			clk := clock.NewManual(0)
 			r := startSession(t, &clusterpb.Hello{JobId: "job", WorkerId: "job-0-tm-1", TaskManagerId: "tm-1", Pid: 42, Heartbeats: tc.heartbeats},
 				liveness{interval: interval * time.Millisecond, timeout: timeout * time.Millisecond, clock: clk})
 			if tc.heartbeats {
-				clk.waitArmed(t, timeout)
+				waitArmed(t, clk, timeout)
 			}
 			for _, at := range tc.heard {
 				clk.Set(at)
@@ -210,7 +190,7 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 				}
 				r.deliver(t, m)
 				if tc.heartbeats {
-					clk.waitArmed(t, at+timeout)
+					waitArmed(t, clk, at+timeout)
 				}
 			}
 			// Heartbeats are noted, not handed on (nor kept for a handler).
@@ -242,12 +222,8 @@ func TestSessionHeartbeatTimeout(t *testing.T) {
 			}
 			// The sender goroutine writes the queued WorkerAccepted; a
 			// session that ends first drops what it has not written.
-			for deadline := time.Now().Add(10 * time.Second); len(r.stream.sent()) == 0; {
-				if time.Now().After(deadline) {
-					t.Fatal("the session sent the worker nothing")
-				}
-				time.Sleep(time.Millisecond) // polling the fake stream, not timing the session
-			}
+			testwait.Eventually(t, 10*time.Second, "the session to send the worker something (it sent nothing)",
+				func() bool { return len(r.stream.sent()) > 0 })
 			clk.Set(tc.silentAt)
 			err := r.waitEnded(t)
 			if status.Code(err) != codes.Aborted {

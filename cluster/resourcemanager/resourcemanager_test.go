@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/scheduler"
 	"github.com/sluice/sluice/security/kerberos"
 )
@@ -306,13 +307,7 @@ func (h *harness) snapshot() []TaskManagerInfo {
 // eventually polls cond until it holds, failing after wait.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(h.t, wait, what, cond)
 }
 
 // beat sends a heartbeat and waits until the ResourceManager has recorded
@@ -491,21 +486,13 @@ func TestRegisterTimeout(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.connect("slow")
 	// Send nothing: the handler's deadline is armed once the stream reaches
-	// it; advance the clock until it fires.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range 1000 {
-			select {
-			case err := <-c.err:
-				c.err <- err
-				return
-			case <-time.After(10 * time.Millisecond):
-				h.clock.Advance(timeout.Milliseconds())
-			}
-		}
-	}()
-	<-done
+	// it; move the clock to it then.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.clock.BlockUntilArmedAt(ctx, h.clock.NowMillis()+timeout.Milliseconds()); err != nil {
+		t.Fatalf("the handler armed no Register deadline: %v", err)
+	}
+	h.clock.Advance(timeout.Milliseconds())
 	err, _ := c.ended()
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "no Register message in time") {
 		t.Fatalf("got %v", err)

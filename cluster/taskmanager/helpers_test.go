@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // wait bounds every wait of a test for something that must happen.
@@ -91,13 +92,7 @@ func newLogs(t testing.TB) (*logs, *slog.Logger) {
 // eventually polls cond until it holds, failing after wait.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, wait, what, cond)
 }
 
 func serve(t testing.TB, register func(*grpc.Server)) string {

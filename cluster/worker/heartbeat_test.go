@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestHeartbeats(t *testing.T) {
 			want: []event{{gap: 12000}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := &armClock{Manual: clock.NewManual(0), armed: make(chan int64, 64)}
+			clk := clock.NewManual(0)
 			events := make(chan event, 16)
 			stop, done := make(chan struct{}), make(chan struct{})
 			go func() {
@@ -47,10 +48,11 @@ func TestHeartbeats(t *testing.T) {
 			for _, d := range tc.steps {
 				// The loop has armed its next tick: it has taken the time
 				// it last beat at.
-				select {
-				case <-clk.armed:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the loop armed no tick")
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := clk.BlockUntil(ctx, 1)
+				cancel()
+				if err != nil {
+					t.Fatalf("the loop armed no tick: %v", err)
 				}
 				clk.Advance(d)
 				select {
@@ -87,15 +89,4 @@ func TestHeartbeats(t *testing.T) {
 			<-done
 		})
 	}
-}
-
-// armClock is a manual clock that reports every timer armed on it.
-type armClock struct {
-	*clock.Manual
-	armed chan int64
-}
-
-func (c *armClock) AfterMillis(deadline int64) (<-chan struct{}, func()) {
-	c.armed <- deadline
-	return c.Manual.AfterMillis(deadline)
 }

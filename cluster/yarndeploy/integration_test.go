@@ -32,6 +32,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -158,20 +159,13 @@ func randomName(prefix string) string {
 // waitGone polls until p does not exist on HDFS.
 func waitGone(t *testing.T, fsys *hdfs.FileSystem, p string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testwait.Eventually(t, within, p+" to be gone from HDFS", func() bool {
 		_, err := fsys.Stat(p)
-		if errors.Is(err, iofs.ErrNotExist) {
-			return
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			t.Fatalf("stat %s: %v", p, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists after %v", p, within)
-		}
-		time.Sleep(100 * time.Millisecond) // polling HDFS with a deadline
-	}
+		return err != nil
+	})
 }
 
 // TestDeployRunsTaskManagers deploys an application whose ApplicationMaster
@@ -477,21 +471,18 @@ func TestAppMasterCommand(t *testing.T) {
 		t.Fatal("the ApplicationMaster registered no REST endpoint")
 	}
 	var body []byte
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.EventuallyNil(t, 30*time.Second, "the session's REST endpoint "+app.RESTAddress+" to answer /overview", func() error {
 		resp, err := http.Get(strings.TrimSuffix(app.RESTAddress, "/") + "/overview")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session's REST endpoint %s did not answer /overview: %v %s", app.RESTAddress, err, body)
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s", resp.Status, body)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(string(body), `"slots-total"`) {
 		t.Errorf("/overview: %s", body)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -286,18 +287,6 @@ func (r *stopRecorder) get(id string) (string, bool) {
 	return d, ok
 }
 
-// eventually polls cond every millisecond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
-	}
-}
-
 // logRecorder passes log lines to t.Log and keeps them.
 type logRecorder struct {
 	t  *testing.T
@@ -367,7 +356,7 @@ func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
 func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 	r := startDriver(t, map[int64]bool{3: true})
 	r.d.SetRequired(2)
-	eventually(t, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
+	testwait.Eventually(t, 10*time.Second, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
 	started := r.nm.startedIDs() // launched concurrently: in any order
 	slices.SortFunc(started, func(a, b yarn.ContainerID) int { return int(a.ID - b.ID) })
 	if started[0].ID != 1 || started[1].ID != 2 {
@@ -397,16 +386,16 @@ func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 	// replacement (container 3) fails to launch, is released and replaced
 	// by container 4.
 	r.rm.complete(started[1], 3, "Exception from container-launch")
-	eventually(t, "the exit reported", func() bool { _, ok := r.events.get(started[1].String()); return ok })
+	testwait.Eventually(t, 10*time.Second, "the exit reported", func() bool { _, ok := r.events.get(started[1].String()); return ok })
 	diag, _ := r.events.get(started[1].String())
 	if !strings.Contains(diag, "exited with code 3") || !strings.Contains(diag, "Exception from container-launch") {
 		t.Errorf("diagnostics %q", diag)
 	}
-	eventually(t, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
+	testwait.Eventually(t, 10*time.Second, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
 	if got := r.nm.startedIDs()[2].ID; got != 4 {
 		t.Errorf("replacement is container %d, want 4 (3 failed to launch)", got)
 	}
-	eventually(t, "the failed launch released", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the failed launch released", func() bool {
 		_, rel, _ := r.rm.snapshot()
 		return len(rel) == 1 && rel[0].ID == 3
 	})
@@ -418,7 +407,7 @@ func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 	// lowers the demand: released, not replaced.
 	r.d.SetRequired(1)
 	r.d.Release(started[0].String())
-	eventually(t, "the stopped TaskManager released", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the stopped TaskManager released", func() bool {
 		live, rel, _ := r.rm.snapshot()
 		return len(rel) == 2 && rel[1] == started[0] && live == 1
 	})
@@ -442,7 +431,7 @@ func TestDriverReleasesSurplus(t *testing.T) {
 	r.rm.extra = 2
 	r.rm.mu.Unlock()
 	r.d.SetRequired(1)
-	eventually(t, "surplus released", func() bool {
+	testwait.Eventually(t, 10*time.Second, "surplus released", func() bool {
 		_, rel, _ := r.rm.snapshot()
 		return len(rel) == 2
 	})
@@ -475,12 +464,12 @@ func TestDriverShutdownCommand(t *testing.T) {
 func TestDriverHeartbeatsSlowlyWhenIdle(t *testing.T) {
 	r := startDriver(t, nil)
 	r.d.SetRequired(1)
-	eventually(t, "one TaskManager", func() bool { return len(r.nm.startedIDs()) == 1 })
+	testwait.Eventually(t, 10*time.Second, "one TaskManager", func() bool { return len(r.nm.startedIDs()) == 1 })
 	r.rm.mu.Lock()
 	before := r.rm.calls
 	r.rm.mu.Unlock()
 	began := time.Now()
-	eventually(t, "two more heartbeats", func() bool {
+	testwait.Eventually(t, 10*time.Second, "two more heartbeats", func() bool {
 		r.rm.mu.Lock()
 		defer r.rm.mu.Unlock()
 		return r.rm.calls >= before+2
@@ -563,7 +552,7 @@ func TestDriverReplacesContainersYARNTookAway(t *testing.T) {
 			name: "preempted",
 			takeAway: func(t *testing.T, r *driverRig, victim yarn.Container) {
 				r.rm.warnPreemption(victim.ID)
-				eventually(t, "the preemption notice logged", func() bool {
+				testwait.Eventually(t, 10*time.Second, "the preemption notice logged", func() bool {
 					return strings.Contains(r.logs.String(), "the YARN scheduler will preempt a container")
 				})
 				r.rm.complete(victim.ID, yarn.ExitPreempted, "Container preempted by scheduler")
@@ -606,7 +595,7 @@ func TestDriverReplacesContainersYARNTookAway(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := startDriver(t, nil)
 			r.d.SetRequired(2)
-			eventually(t, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
+			testwait.Eventually(t, 10*time.Second, "two TaskManagers launched", func() bool { return len(r.nm.startedIDs()) == 2 })
 			r.rm.mu.Lock()
 			victim := r.rm.live[yarn.ContainerID{Attempt: testAttempt, ID: 2}]
 			r.rm.mu.Unlock()
@@ -614,7 +603,7 @@ func TestDriverReplacesContainersYARNTookAway(t *testing.T) {
 
 			tt.takeAway(t, r, victim)
 
-			eventually(t, "the loss reported", func() bool { _, ok := r.events.get(victim.ID.String()); return ok })
+			testwait.Eventually(t, 10*time.Second, "the loss reported", func() bool { _, ok := r.events.get(victim.ID.String()); return ok })
 			diag, _ := r.events.get(victim.ID.String())
 			for _, w := range tt.want {
 				if w = subst.Replace(w); !strings.Contains(diag, w) {
@@ -623,7 +612,7 @@ func TestDriverReplacesContainersYARNTookAway(t *testing.T) {
 			}
 			// The replacement: one more container asked for, allocated
 			// and launched; the lost one is not released (YARN has it).
-			eventually(t, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
+			testwait.Eventually(t, 10*time.Second, "a replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
 			if got := r.nm.startedIDs()[2]; got.ID != 3 {
 				t.Errorf("replacement is container %v, want sequence 3", got)
 			}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // appMasters are the pids of the ApplicationMaster processes of an
@@ -55,7 +57,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
-	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	first := report(t, ctx, yc, appID).CurrentAttempt
 	if st, err := rc.Job(ctx, job); err != nil {
 		t.Fatalf("job %s before the kill: %v", job, err)
@@ -71,7 +73,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	}
 	killed := time.Now()
 	t.Logf("killed the ApplicationMaster (pid %d, attempt %v)", ams[0], first)
-	waitFor(t, 2*time.Minute, "a second attempt", func() bool {
+	testwait.Eventually(t, 2*time.Minute, "a second attempt", func() bool {
 		rep := report(t, ctx, yc, appID)
 		return rep.CurrentAttempt != first
 	})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/yarn"
 )
@@ -93,7 +94,7 @@ func (r *rig) containersOf(t testing.TB, appID string) (requested, launched int)
 		return -1, -1
 	}
 	var log string
-	waitFor(t, 30*time.Second, "the ApplicationMaster's log of "+appID, func() bool {
+	testwait.Eventually(t, 30*time.Second, "the ApplicationMaster's log of "+appID, func() bool {
 		for dir, files := range r.containerLogs(t, appID) {
 			if strings.HasSuffix(dir, "_01_000001") && slices.Contains(files, "appmaster.err") {
 				b, _ := os.ReadFile(filepath.Join(dir, "appmaster.err"))

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // shortTicketKrb5Conf writes a copy of the KDC's krb5.conf asking for
@@ -115,7 +117,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		t.Fatalf("no TaskManager container of %s runs a worker", appID)
 	}
 	killed := killTaskManager(t, ctx, rc, victims[0], before)
-	waitFor(t, 2*time.Minute, "a checkpoint completed after the recovery", func() bool {
+	testwait.Eventually(t, 2*time.Minute, "a checkpoint completed after the recovery", func() bool {
 		st, err := rc.JobCheckpoints(ctx, job)
 		return err == nil && st.Latest.Completed != nil && st.Latest.Completed.LatestAckTimestamp > killed.UnixMilli()
 	})

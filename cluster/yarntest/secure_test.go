@@ -21,6 +21,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/kerberos"
 	"github.com/sluice/sluice/yarn"
@@ -124,13 +125,13 @@ func TestSecureApplicationMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := runningJob(t, ctx, rc, 2*time.Minute)
-	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	succeeded(t, p, appID)
 	if !strings.Contains(p.out.String(), "Obtained an HDFS delegation token") {
 		t.Errorf("the client did not report obtaining an HDFS delegation token")
 	}
 	checkExactlyOnce(t, r.fs, out, n, keys)
-	waitFor(t, 30*time.Second, "the staging directory "+staging+" to be deleted", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the staging directory "+staging+" to be deleted", func() bool {
 		_, err := r.fs.Stat(staging)
 		return errors.Is(err, iofs.ErrNotExist)
 	})
@@ -240,11 +241,11 @@ func TestSecureSession(t *testing.T) {
 		t.Fatal("no job id printed")
 	}
 	job := m[1]
-	waitFor(t, 2*time.Minute, "list to show the job RUNNING", func() bool {
+	testwait.Eventually(t, 2*time.Minute, "list to show the job RUNNING", func() bool {
 		o, err := r.start(ctx, append([]string{"list"}, session...)...).wait()
 		return err == nil && listed(o, job, "RUNNING")
 	})
-	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
 		return len(r.hdfsCheckpoints(path.Join(r.hdfs, "ckpt"))) > 0
 	})
 	o, err = r.sluice(t, ctx, append(append([]string{"savepoint"}, session...), job, "hdfs://"+r.hdfs+"/savepoints")...)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -79,7 +80,7 @@ func TestSessionTwoJobs(t *testing.T) {
 		t.Fatalf("two jobs share an id: %q", ids)
 	}
 
-	waitFor(t, 2*time.Minute, "list to show the three jobs RUNNING", func() bool {
+	testwait.Eventually(t, 2*time.Minute, "list to show the three jobs RUNNING", func() bool {
 		o, err := r.start(ctx, append([]string{"list"}, session...)...).wait()
 		return err == nil && listed(o, ids[0], "RUNNING") && listed(o, ids[1], "RUNNING") && listed(o, ids[2], "RUNNING")
 	})
@@ -118,7 +119,7 @@ func TestSessionTwoJobs(t *testing.T) {
 	} else if _, err := r.fs.Stat(path.Join(sp.Path, "_metadata")); err != nil {
 		t.Errorf("stop's savepoint metadata on HDFS: %v", err)
 	}
-	waitFor(t, time.Minute, "list --all to show "+ids[2]+" FINISHED", func() bool {
+	testwait.Eventually(t, time.Minute, "list --all to show "+ids[2]+" FINISHED", func() bool {
 		o, err := r.start(ctx, append([]string{"list", "--all"}, session...)...).wait()
 		return err == nil && listed(o, ids[2], "FINISHED")
 	})
@@ -126,7 +127,7 @@ func TestSessionTwoJobs(t *testing.T) {
 	if o, err := r.sluice(t, ctx, append(append([]string{"cancel"}, session...), ids[1])...); err != nil || !strings.Contains(o, "Cancelled job "+ids[1]) {
 		t.Fatalf("sluice cancel %s: %v", ids[1], err)
 	}
-	waitFor(t, time.Minute, "list --all to show "+ids[1]+" CANCELED and "+ids[0]+" RUNNING", func() bool {
+	testwait.Eventually(t, time.Minute, "list --all to show "+ids[1]+" CANCELED and "+ids[0]+" RUNNING", func() bool {
 		o, err := r.start(ctx, append([]string{"list", "--all"}, session...)...).wait()
 		return err == nil && listed(o, ids[1], "CANCELED") && listed(o, ids[0], "RUNNING")
 	})

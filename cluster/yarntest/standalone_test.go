@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // freePorts are n distinct loopback ports nobody listens on now.
@@ -79,7 +81,7 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 			"-Dtaskmanager.numberOfTaskSlots=1", "-Dtaskmanager.host=" + host,
 			"-Dprocess.taskmanager.working-dir=" + filepath.Join(r.work, "tm"+strconv.Itoa(i))}, krb...)...)
 	}
-	waitFor(t, time.Minute, "two TaskManagers registered", func() bool {
+	testwait.Eventually(t, time.Minute, "two TaskManagers registered", func() bool {
 		b, err := httpGet(ctx, "http://"+rest+"/taskmanagers")
 		return err == nil && strings.Count(b, `"slotsNumber"`) == 2
 	})
@@ -89,14 +91,14 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 	args := append([]string{"run", "-m", rest, "-p", "2", "-Dexecution.checkpointing.dir=hdfs://" + path.Join(r.hdfs, "ckpt")}, checkpointed...)
 	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	client := r.start(ctx, args...)
-	waitFor(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
 		return len(r.hdfsCheckpoints(path.Join(r.hdfs, "ckpt"))) > 0
 	})
 
 	// Every process reports its login (workers with their metrics
 	// reports, TaskManagers with their heartbeats).
 	var missing []string
-	waitFor(t, 30*time.Second, "GET /metrics to show the Kerberos logins of every process", func() bool {
+	testwait.Eventually(t, 30*time.Second, "GET /metrics to show the Kerberos logins of every process", func() bool {
 		m, err := httpGet(ctx, "http://"+rest+"/metrics")
 		if err != nil {
 			return false

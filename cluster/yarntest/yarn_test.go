@@ -28,6 +28,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/kerberos"
 )
@@ -180,39 +181,28 @@ var (
 // match polls a running command's output for re until it matches.
 func match(t testing.TB, p *run, re *regexp.Regexp, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if m := re.FindStringSubmatch(p.out.String()); m != nil {
-			return m[1]
+	var m []string
+	if err := testwait.Poll(within, func() bool {
+		if m = re.FindStringSubmatch(p.out.String()); m != nil {
+			return true
 		}
 		select {
 		case <-p.done:
 			t.Fatalf("sluice ended (%v) without printing %v:\n%s", p.err, re, p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %v within %v:\n%s", re, within, p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling output with a deadline
+		return false
+	}); err != nil {
+		t.Fatalf("no %v within %v (%v):\n%s", re, within, err, p.out.String())
 	}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+	return m[1]
 }
 
 // runningJob polls the REST endpoint until a job runs and returns its id.
 func runningJob(t testing.TB, ctx context.Context, rc *restclient.Client, within time.Duration) string {
 	t.Helper()
 	var id string
-	waitFor(t, within, "a RUNNING job", func() bool {
+	testwait.Eventually(t, within, "a RUNNING job", func() bool {
 		jobs, err := rc.Jobs(ctx)
 		if err != nil {
 			return false
@@ -251,7 +241,7 @@ func killTaskManager(t *testing.T, ctx context.Context, rc *restclient.Client, p
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "a replacement TaskManager", func() bool {
+	testwait.Eventually(t, 2*time.Minute, "a replacement TaskManager", func() bool {
 		tms, err := rc.TaskManagers(ctx)
 		if err != nil {
 			return false
@@ -341,7 +331,7 @@ func (r *rig) stagingGone(t *testing.T, appID string) {
 		t.Fatal(err)
 	}
 	dir := path.Join("/user", user, ".sluice", appID)
-	waitFor(t, 30*time.Second, "the staging directory "+dir+" to be deleted", func() bool {
+	testwait.Eventually(t, 30*time.Second, "the staging directory "+dir+" to be deleted", func() bool {
 		_, err := r.fs.Stat(dir)
 		return errors.Is(err, iofs.ErrNotExist)
 	})
@@ -378,7 +368,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	began := time.Now()
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
 	toJobRunning := time.Since(began)
-	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	if chk := r.hdfsCheckpoints(r.hdfs + "/ckpt"); len(chk) == 0 {
 		t.Errorf("the job completed a checkpoint but hdfs://%s/ckpt holds no chk-N directory", r.hdfs)
 	} else {
@@ -528,7 +518,7 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
-	waitFor(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	testwait.Eventually(t, time.Minute, "a completed checkpoint on HDFS", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
 	before := map[string]bool{}
 	tms, err := rc.TaskManagers(ctx)
 	if err != nil {
@@ -538,7 +528,7 @@ func TestTaskManagerContainerKilled(t *testing.T) {
 		before[tm.ID] = true
 	}
 	var victims []int
-	waitFor(t, 30*time.Second, "a TaskManager container running a worker", func() bool {
+	testwait.Eventually(t, 30*time.Second, "a TaskManager container running a worker", func() bool {
 		victims = taskManagersWithWorkers(appID)
 		return len(victims) > 0
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -97,7 +98,7 @@ func checkIdentity(t *testing.T, rep *yarn.ApplicationReport, typ, name, queue s
 func noContainersLeft(t *testing.T, ctx context.Context, yc *yarn.Client, appID string) {
 	t.Helper()
 	var last string
-	waitFor(t, time.Minute, "no containers of "+appID+" left", func() bool {
+	testwait.Eventually(t, time.Minute, "no containers of "+appID+" left", func() bool {
 		rep := report(t, ctx, yc, appID)
 		if rep.FinishTime.IsZero() || rep.NumContainers > 0 {
 			last = fmt.Sprintf("application %v, %d containers", rep.State, rep.NumContainers)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 const wait = 30 * time.Second
@@ -133,17 +134,6 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestProcess runs the taskmanager command as a process against a
 // ResourceManager and a JobMaster of the test: it registers, runs a worker,
 // stops it with itself on SIGTERM, and when killed outright its worker dies
@@ -219,7 +209,7 @@ func TestProcess(t *testing.T) {
 			}()
 
 			var tm resourcemanager.TaskManagerInfo
-			eventually(t, "registered", func() bool {
+			testwait.Eventually(t, wait, "registered", func() bool {
 				tms, err := rm.TaskManagers(context.Background())
 				if err != nil || len(tms) != 1 {
 					return false
@@ -256,7 +246,7 @@ func TestProcess(t *testing.T) {
 			var rec struct {
 				PID int `json:"pid"`
 			}
-			eventually(t, "worker record", func() bool {
+			testwait.Eventually(t, wait, "worker record", func() bool {
 				b, err := os.ReadFile(record)
 				return err == nil && json.Unmarshal(b, &rec) == nil
 			})
@@ -280,7 +270,7 @@ func TestProcess(t *testing.T) {
 			}
 			// Killed or stopped, its worker goes with it (SIGKILL: by the
 			// kernel, Pdeathsig), and the ResourceManager notices at once.
-			eventually(t, "worker gone", func() bool { return !alive(rec.PID) })
+			testwait.Eventually(t, wait, "worker gone", func() bool { return !alive(rec.PID) })
 			select {
 			case l := <-lost:
 				if l.ID != tm.ID {

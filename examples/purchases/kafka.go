@@ -27,8 +27,9 @@ const (
 
 // BuildKafka is the pipeline of the Flink–Kafka guide: purchases from a
 // topic, per-customer one-minute totals to a topic with exactly-once
-// delivery, late purchases to a topic of their own.
-func BuildKafka(env *stream.Environment, bootstrap []string, bounded bool, seen *atomic.Int64) error {
+// delivery, late purchases to a topic of their own. seen, if not nil, is
+// called for each purchase read.
+func BuildKafka(env *stream.Environment, bootstrap []string, bounded bool, seen func()) error {
 	srcOpts := []kafka.SourceOpt{kafka.BootstrapServers(bootstrap...), kafka.Topics(PurchasesTopic), kafka.StartingOffsets(kafka.Earliest())}
 	if bounded {
 		srcOpts = append(srcOpts, kafka.Bounded(kafka.Latest()))
@@ -39,7 +40,7 @@ func BuildKafka(env *stream.Environment, bootstrap []string, bounded bool, seen 
 	}
 	purchases := stream.FromSource[Purchase, kafka.PartitionSplit](env, src, Strategy(), "Purchases from Kafka").UID("kafka-purchases")
 	if seen != nil {
-		purchases = stream.Map(purchases, func(p Purchase) Purchase { seen.Add(1); return p }).Name("Count")
+		purchases = stream.Map(purchases, func(p Purchase) Purchase { seen(); return p }).Name("Count")
 	}
 	totals := Build(purchases)
 	sinkOpts := func(topic string) []kafka.SinkOpt {
@@ -94,7 +95,13 @@ func runWithKafka(bootstrap string, n int64, rate float64, opts []stream.Option)
 	env := stream.NewEnvironment(append(opts, stream.WithCheckpointing(time.Second, ""),
 		stream.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))...)
 	var seen atomic.Int64
-	if err := BuildKafka(env, addrs, false, &seen); err != nil {
+	allSeen := make(chan struct{})
+	count := func() {
+		if seen.Add(1) == n {
+			close(allSeen)
+		}
+	}
+	if err := BuildKafka(env, addrs, false, count); err != nil {
 		return err
 	}
 	job, err := env.ExecuteAsync(ctx, "Purchase totals from Kafka")
@@ -105,12 +112,11 @@ func runWithKafka(bootstrap string, n int64, rate float64, opts []stream.Option)
 		job.Cancel()
 		return err
 	}
-	for deadline := time.Now().Add(time.Minute); seen.Load() < n; {
-		if time.Now().After(deadline) {
-			job.Cancel()
-			return fmt.Errorf("the job read only %d of %d purchases in a minute", seen.Load(), n)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the job's progress
+	select {
+	case <-allSeen:
+	case <-time.After(time.Minute):
+		job.Cancel()
+		return fmt.Errorf("the job read only %d of %d purchases in a minute", seen.Load(), n)
 	}
 	if _, err := job.StopWithSavepoint(tmp, true); err != nil {
 		return fmt.Errorf("stopping the job: %w", err)

@@ -63,6 +63,9 @@ type table struct {
 	promises []promise
 	// stdGroups names sets of standard-library packages that rules share.
 	stdGroups []stdGroup
+	// everyTest lists module packages that the test files of every package
+	// may import (the shared test helpers).
+	everyTest []string
 }
 
 // A stdGroup is a named set of standard-library packages.
@@ -385,6 +388,11 @@ func (t *table) validate(l *listing) []string {
 			}
 		}
 	}
+	for _, m := range t.everyTest {
+		if !exists(m) {
+			missing("the helpers of every test", "package", m)
+		}
+	}
 	for _, r := range t.rules {
 		where := fmt.Sprintf("rule %q", r.pkgs)
 		if !exists(r.pkgs) {
@@ -456,7 +464,7 @@ func (t *table) checkEdges(l *listing, p string, r rule, imports map[string]stri
 		}
 		switch rel, mine := l.rel(imp); {
 		case mine:
-			if !matchesAny(r.mod, rel) && !(test && (rel == p || matchesAny(r.testMod, rel))) {
+			if !matchesAny(r.mod, rel) && !(test && (rel == p || matchesAny(r.testMod, rel) || matchesAny(t.everyTest, rel))) {
 				msgs = append(msgs, fmt.Sprintf("%s imports %s (%s): not in rule %q", p, rel, where, r.pkgs))
 			}
 		case l.std[imp]:

@@ -78,7 +78,7 @@ func (t *table) markdown() string {
 	para("Every package of the module has one rule, and imports directly only what its rule allows: " +
 		"the packages of the module it lists, packages of the third-party modules it lists, and of the " +
 		"standard library (what `go list std` lists) all of it, the set it names, or nothing. Test files may also " +
-		"import the whole standard library, their own package and what the rule allows tests. Every file counts: " +
+		"import the whole standard library, their own package, the shared test helpers (" + codeList(t.everyTest) + ") and what the rule allows tests. Every file counts: " +
 		"non-test and test files (internal and external), with and without `-tags integration`, and files for " +
 		"other systems (`GOOS=darwin`). `internal/archtest` fails on an import its rule does not allow, on a package " +
 		"no rule covers, and on a rule naming a package, module or standard-library package that does not exist, " +
@@ -184,4 +184,13 @@ func wrap(text, first, rest string) string {
 		line, empty = line+w, false
 	}
 	return b.String() + line + "\n"
+}
+
+// codeList is paths as code, joined with commas.
+func codeList(paths []string) string {
+	var parts []string
+	for _, p := range paths {
+		parts = append(parts, code(p))
+	}
+	return strings.Join(parts, ", ")
 }

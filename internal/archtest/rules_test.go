@@ -19,6 +19,8 @@ var rules = table{
 		}},
 	},
 
+	everyTest: []string{"internal/testwait"},
+
 	rules: []rule{
 		// Leaves.
 		{pkgs: "conf", why: "configuration: Flink key names, config.yaml, -D, validation; a leaf",
@@ -30,7 +32,7 @@ var rules = table{
 		{pkgs: "fs/fstest", why: "the conformance suite of fs implementations",
 			mod: []string{"fs"}, std: []string{"std"}},
 		{pkgs: "security/...", why: "the Kerberos login that Hadoop IPC, HDFS and Kafka share; tests run a MiniKdc",
-			mod: []string{"conf"}, ext: []string{"github.com/jcmturner/gokrb5/v8"}, std: []string{"std"},
+			mod: []string{"conf", "internal/clock"}, ext: []string{"github.com/jcmturner/gokrb5/v8"}, std: []string{"std"},
 			testMod: []string{"integration/minicluster"}},
 
 		// Hadoop and YARN: protocol libraries, neither the engine nor the user API.
@@ -56,7 +58,7 @@ var rules = table{
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"},
 			testMod: []string{"integration/minicluster", "yarn/delegation", "yarn/internal/ipc/ipctest"}},
 		{pkgs: "yarn/delegation", why: "HDFS delegation tokens: obtained over Kerberos IPC, renewed, handed on",
-			mod: []string{"hadoop", "security/kerberos", "yarn/internal/ipc", "yarn/internal/proto/commonpb"},
+			mod: []string{"hadoop", "internal/clock", "security/kerberos", "yarn/internal/ipc", "yarn/internal/proto/commonpb"},
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"},
 			testMod: []string{"integration/minicluster", "yarn", "yarn/internal/ipc/ipctest"}},
 		{pkgs: "hdfs", why: "fs over HDFS (colinmarc/hdfs); its integration tests run a job on HDFS",
@@ -65,8 +67,10 @@ var rules = table{
 
 		// The engine.
 		{pkgs: "internal/runtime", why: "the root of the engine: documentation only"},
-		{pkgs: "internal/clock", why: "processing time (system or manual); a leaf",
-			std: []string{"sync", "time"}},
+		{pkgs: "internal/clock", why: "the tree's one clock: processing time (system or manual, whose manual clock reports armed timers); a leaf",
+			std: []string{"context", "fmt", "slices", "sync", "time"}},
+		{pkgs: "internal/testwait", why: "the one Eventually of the tests: poll a condition with a deadline; a leaf",
+			std: []string{"std"}},
 		{pkgs: "internal/runtime/keygroup", why: "key → key group → subtask (deterministic hashing); a leaf",
 			ext: []string{"github.com/cespare/xxhash/v2"}, std: []string{"pure"}},
 		{pkgs: "internal/runtime/watermark", why: "the valve combining input watermarks: a pure state machine, a leaf",
@@ -221,7 +225,7 @@ var rules = table{
 
 		// Test harnesses and benchmarks.
 		{pkgs: "integration/internal/harness", why: "starting and stopping the Java services of the integration harness",
-			std: []string{"std"}},
+			mod: []string{"internal/testwait"}, std: []string{"std"}},
 		{pkgs: "integration/kafkabroker", why: "a real Kafka broker (PLAINTEXT and GSSAPI) for tests",
 			mod: []string{"integration/internal/harness"}, std: []string{"std"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kmsg"}},

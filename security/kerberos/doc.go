@@ -11,7 +11,7 @@
 // lifetime, as Hadoop's UserGroupInformation), retries failures with backoff
 // until the ticket is gone, logs each new expiry and updates the Metrics. The
 // decision of when to act is the pure function nextRefresh, driven in tests
-// by a scripted Clock.
+// by internal/clock's Manual clock.
 //
 // Users of a Login (Hadoop IPC's SASL GSSAPI, HDFS, Kafka's GSSAPI) ask it
 // for service tickets (ServiceTicket) or for a gokrb5 client (GokrbClient);

@@ -14,6 +14,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/krberror"
 	"github.com/jcmturner/gokrb5/v8/messages"
+
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // TestClassifyGokrb5Errors feeds errors built the way gokrb5 builds them
@@ -95,7 +97,7 @@ func TestLoginErrorsNameWhatToCheck(t *testing.T) {
 	os.WriteFile(ccGarbage, []byte{5, 4, 0, 0, 1}, 0o600)
 	expired := filepath.Join(dir, "cc-expired")
 	writeCache(t, expired, fakeTGT(t, "bob@EXAMPLE.COM", Times{Auth: t0, Start: t0, End: t0.Add(time.Hour)}, false))
-	now := newScriptedClock(t0.Add(2 * time.Hour))
+	now := clock.NewManualAt(t0.Add(2 * time.Hour))
 
 	tests := []struct {
 		name string

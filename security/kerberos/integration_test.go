@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(minicluster.RunMain(m)) }
@@ -82,11 +84,11 @@ func TestKeytabLoginAgainstTheKDC(t *testing.T) {
 	}
 }
 
-// TestReloginFromKeytab runs the owner loop with a scripted clock against the real KDC: at 80%
+// TestReloginFromKeytab runs the owner loop with a manual clock against the real KDC: at 80%
 // of the lifetime it logs in again and installs the new TGT.
 func TestReloginFromKeytab(t *testing.T) {
 	k := kdcOf(t)
-	clk := newScriptedClock(time.Now())
+	clk := clock.NewManualAt(time.Now())
 	l, err := New(Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}, WithClock(clk), WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +101,12 @@ func TestReloginFromKeytab(t *testing.T) {
 	go func() { defer wg.Done(); l.Run(ctx) }()
 	defer func() { cancel(); wg.Wait() }()
 	want := first.Start.Add(time.Duration(float64(first.Lifetime()) * renewWindow))
-	poll(t, func() bool { at, ok := clk.nextTimer(); return ok && at.Equal(want) })
-	clk.set(want)
-	poll(t, func() bool { return l.Metrics().Refreshes.Load() == 1 })
-	// The scripted clock now runs 8h ahead of the KDC's, so the new ticket looks due already:
+	armed(t, clk, want)
+	clk.SetTime(want)
+	testwait.Eventually(t, 30*time.Second, "the re-login", func() bool { return l.Metrics().Refreshes.Load() == 1 })
+	// The manual clock now runs 8h ahead of the KDC's, so the new ticket looks due already:
 	// the loop must still wait the minimum interval instead of hammering the KDC.
-	poll(t, func() bool { at, ok := clk.nextTimer(); return ok && at.Equal(want.Add(time.Minute)) })
+	armed(t, clk, want.Add(time.Minute))
 	if n := l.Metrics().Refreshes.Load(); n != 1 {
 		t.Fatalf("%d refreshes, want 1", n)
 	}
@@ -113,14 +115,13 @@ func TestReloginFromKeytab(t *testing.T) {
 	}
 }
 
-func poll(t *testing.T, cond func() bool) {
+// armed waits until the login's loop arms its timer for at.
+func armed(t *testing.T, clk *clock.Manual, at time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 30s")
-		}
-		time.Sleep(5 * time.Millisecond) // polling another goroutine's progress with a deadline
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilArmedAt(ctx, at.UnixMilli()); err != nil {
+		t.Fatalf("the login did not plan a refresh at %s: %v", at, err)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
+
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // Source says where a Login's credentials come from.
@@ -53,7 +55,7 @@ func WithLogger(l *slog.Logger) Option { return func(x *Login) { x.log = l } }
 
 // WithClock sets the clock that plans refreshes and judges expiry.
 // Default: the wall clock.
-func WithClock(c Clock) Option { return func(x *Login) { x.clock = c } }
+func WithClock(c clock.Clock) Option { return func(x *Login) { x.clock = c } }
 
 // Login is a Kerberos login kept valid by its Run loop. It is safe for
 // concurrent use.
@@ -68,7 +70,7 @@ type Login struct {
 	kt        *keytab.Keytab // FromKeytab only
 	ccPath    string         // FromTicketCache only
 	log       *slog.Logger
-	clock     Clock
+	clock     clock.Clock
 	metrics   Metrics
 
 	mu struct {
@@ -100,7 +102,7 @@ func New(cfg Config, opts ...Option) (*Login, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Login{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: System{}}
+	l := &Login{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: clock.System{}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -205,7 +207,7 @@ func (l *Login) current() (*session, error) {
 		return nil, ErrClosed
 	}
 	s := l.mu.cur
-	if now := l.clock.Now(); !now.Before(s.cred.times.End) {
+	if now := clock.Now(l.clock); !now.Before(s.cred.times.End) {
 		return nil, &Error{Kind: ErrTicketExpired, Op: "use TGT", Principal: l.principal,
 			Hint: fmt.Sprintf("the TGT expired at %s and was not renewed (see earlier re-login errors); %s",
 				s.cred.times.End.UTC().Format(time.RFC3339), hints[ErrTicketExpired])}
@@ -407,7 +409,7 @@ func (l *Login) cacheLogin() (*session, error) {
 	if err := l.checkRealm(cred.realm); err != nil {
 		return nil, err
 	}
-	if now := l.clock.Now(); !now.Before(cred.times.End) {
+	if now := clock.Now(l.clock); !now.Before(cred.times.End) {
 		return nil, &Error{Kind: ErrTicketExpired, Op: op, Principal: cred.principal(), Path: l.ccPath,
 			Hint: fmt.Sprintf("the cache's TGT expired at %s: run kinit again, or log in from a keytab", cred.times.End.UTC().Format(time.RFC3339))}
 	}
@@ -418,7 +420,7 @@ func (l *Login) cacheLogin() (*session, error) {
 func (l *Login) renew(prev *session) (*session, error) {
 	const op = "renew TGT"
 	c := prev.cred
-	now := l.clock.Now()
+	now := clock.Now(l.clock)
 	if !renewable(c) || !now.Before(c.times.RenewTill) {
 		return nil, &Error{Kind: ErrTicketExpired, Op: op, Principal: c.principal(), Path: l.ccPath,
 			Hint: fmt.Sprintf("the TGT (expiring %s) is not renewable past %s and the ticket cache holds no newer one: run kinit again, or log in from a keytab",

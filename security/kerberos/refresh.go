@@ -5,27 +5,9 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice/sluice/internal/clock"
 )
-
-// Clock tells time and arms timers; refresh planning reads no other time.
-type Clock interface {
-	Now() time.Time
-	// NewTimer returns a channel that receives once d has passed, and a
-	// function that releases the timer.
-	NewTimer(d time.Duration) (<-chan time.Time, func())
-}
-
-// System is the wall clock.
-type System struct{}
-
-// Now implements Clock.
-func (System) Now() time.Time { return time.Now() }
-
-// NewTimer implements Clock.
-func (System) NewTimer(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
-}
 
 // Metrics of a Login. Names are those under which the JobManager exports
 // them at GET /metrics, for every process of the cluster (the processes
@@ -127,8 +109,8 @@ func (l *Login) Run(ctx context.Context) error {
 	st := refreshState{Times: l.Times()}
 	for {
 		at := nextRefresh(st, l.cfg.MinRefreshInterval)
-		if d := at.Sub(l.clock.Now()); d > 0 {
-			c, stop := l.clock.NewTimer(d)
+		if d := at.Sub(clock.Now(l.clock)); d > 0 {
+			c, stop := clock.After(l.clock, d)
 			select {
 			case <-ctx.Done():
 				stop()
@@ -144,12 +126,12 @@ func (l *Login) Run(ctx context.Context) error {
 		if closed {
 			return ErrClosed
 		}
-		st.LastAttempt = l.clock.Now()
+		st.LastAttempt = clock.Now(l.clock)
 		s, err := l.obtain(prev)
 		if err != nil {
 			st.Failures++
 			l.metrics.RefreshFailures.Add(1)
-			now := l.clock.Now()
+			now := clock.Now(l.clock)
 			if now.Before(st.Times.End) {
 				l.log.Warn("kerberos: re-login failed; the current TGT is still valid", "principal", l.principal,
 					"source", l.source.String(), "expires", st.Times.End, "attempt", st.Failures,

@@ -16,6 +16,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/iana/nametype"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
+
+	"github.com/sluice/sluice/internal/clock"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -133,7 +135,7 @@ func TestTicketCacheRoundTrip(t *testing.T) {
 	times := Times{Auth: t0, Start: t0, End: t0.Add(time.Hour), RenewTill: t0.Add(24 * time.Hour)}
 	cred := fakeTGT(t, "alice/host.example.com@EXAMPLE.COM", times, true)
 	writeCache(t, cc, cred)
-	clk := newScriptedClock(t0.Add(time.Minute))
+	clk := clock.NewManualAt(t0.Add(time.Minute))
 	l, err := New(Config{Krb5Conf: writeKrb5Conf(t, dir), UseTicketCache: true, TicketCache: "FILE:" + cc}, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +173,7 @@ func TestRunRefreshesFromTheTicketCache(t *testing.T) {
 	cc := filepath.Join(dir, "cc")
 	first := Times{Auth: t0, Start: t0, End: t0.Add(time.Hour)}
 	writeCache(t, cc, fakeTGT(t, "bob@EXAMPLE.COM", first, false))
-	clk := newScriptedClock(t0)
+	clk := clock.NewManualAt(t0)
 	l, err := New(Config{Krb5Conf: writeKrb5Conf(t, dir), UseTicketCache: true, TicketCache: cc, MinRefreshInterval: time.Minute},
 		WithClock(clk), WithLogger(testLogger(t)))
 	if err != nil {
@@ -193,23 +195,17 @@ func TestRunRefreshesFromTheTicketCache(t *testing.T) {
 
 	waitTimer := func(want time.Time) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if at, ok := clk.nextTimer(); ok && at.Equal(want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				at, _ := clk.nextTimer()
-				t.Fatalf("the loop did not arm a timer for %s (armed: %s)", want.Sub(t0), at.Sub(t0))
-			}
-			time.Sleep(time.Millisecond) // polling the loop's state with a deadline
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := clk.BlockUntilArmedAt(ctx, want.UnixMilli()); err != nil {
+			t.Fatalf("the loop did not arm a timer for %s (t0 is %d): %v", want.Sub(t0), t0.UnixMilli(), err)
 		}
 	}
 
 	waitTimer(t0.Add(48 * time.Minute))
 	second := Times{Auth: t0.Add(47 * time.Minute), Start: t0.Add(47 * time.Minute), End: t0.Add(107 * time.Minute)}
 	writeCache(t, cc, fakeTGT(t, "bob@EXAMPLE.COM", second, false))
-	clk.set(t0.Add(48 * time.Minute))
+	clk.SetTime(t0.Add(48 * time.Minute))
 	// The next refresh is planned at 80% of the new ticket's lifetime.
 	waitTimer(second.Start.Add(48 * time.Minute))
 	if got := l.Times(); got != second {
@@ -220,7 +216,7 @@ func TestRunRefreshesFromTheTicketCache(t *testing.T) {
 	}
 	// No newer ticket: the attempt fails (not renewable) and is retried
 	// after the minimum interval while the ticket is still valid.
-	clk.set(second.Start.Add(48 * time.Minute))
+	clk.SetTime(second.Start.Add(48 * time.Minute))
 	waitTimer(second.Start.Add(49 * time.Minute))
 	if got := l.Metrics().RefreshFailures.Load(); got != 1 {
 		t.Errorf("failures = %d, want 1", got)
@@ -228,7 +224,7 @@ func TestRunRefreshesFromTheTicketCache(t *testing.T) {
 	if _, err := l.CurrentClient(); err != nil {
 		t.Fatalf("the TGT is still valid, yet: %v", err)
 	}
-	clk.set(second.End)
+	clk.SetTime(second.End)
 	if _, err := l.CurrentClient(); !errors.Is(err, ErrTicketExpired) {
 		t.Fatalf("after the end, CurrentClient err = %v, want ErrTicketExpired", err)
 	} else {

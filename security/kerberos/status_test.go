@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/clock"
 )
 
 func TestMetricsStatus(t *testing.T) {
@@ -47,7 +49,7 @@ func TestLoginStatus(t *testing.T) {
 			dir := t.TempDir()
 			cc := filepath.Join(dir, "cc")
 			writeCache(t, cc, fakeTGT(t, "carol@EXAMPLE.COM", tc.times, tc.renewable))
-			l, err := New(Config{Krb5Conf: writeKrb5Conf(t, dir), UseTicketCache: true, TicketCache: cc}, WithClock(newScriptedClock(t0)))
+			l, err := New(Config{Krb5Conf: writeKrb5Conf(t, dir), UseTicketCache: true, TicketCache: cc}, WithClock(clock.NewManualAt(t0)))
 			if err != nil {
 				t.Fatal(err)
 			}

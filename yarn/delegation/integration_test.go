@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -113,7 +114,7 @@ func TestManagerAgainstTheNameNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	clk := &scriptedClock{now: time.Now()}
+	clk := clock.NewManualAt(time.Now())
 	got := make(chan *hadoop.Credentials, 2)
 	m, err := NewManager(ManagerConfig{Client: dc, NameNodes: []NameNode{nn}, Clock: clk, OnTokens: func(c *hadoop.Credentials) { got <- c }})
 	if err != nil {

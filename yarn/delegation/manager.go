@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/hadoop"
-	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // ManagerConfig configures a Manager. Every field documents its default.
@@ -33,7 +33,7 @@ type ManagerConfig struct {
 	// goroutine; required.
 	OnTokens func(*hadoop.Credentials)
 	// Clock plans the attempts. Default: the wall clock.
-	Clock kerberos.Clock
+	Clock clock.Clock
 	// Logger receives obtains, expiries and failures. Default: discard.
 	Logger *slog.Logger
 }
@@ -91,7 +91,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		cfg.RetryBackoff = time.Hour
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = kerberos.System{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -158,7 +158,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	var earliest time.Time
 	clk, log := m.cfg.Clock, m.cfg.Logger
 	for {
-		now := clk.Now()
+		now := clock.Now(clk)
 		creds, expiries, err := m.obtain(ctx)
 		var at time.Time
 		if err != nil {
@@ -176,8 +176,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			log.Info("delegation: obtained tokens", "tokens", creds.NumTokens(), "expires", earliest, "next", at)
 			m.cfg.OnTokens(creds)
 		}
-		if d := at.Sub(clk.Now()); d > 0 {
-			c, stop := clk.NewTimer(d)
+		if d := at.Sub(clock.Now(clk)); d > 0 {
+			c, stop := clock.After(clk, d)
 			select {
 			case <-ctx.Done():
 				stop()

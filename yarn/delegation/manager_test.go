@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/internal/clock"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -39,57 +40,11 @@ func TestNextObtainAndRetry(t *testing.T) {
 	}
 }
 
-// scriptedClock moves only when told.
-type scriptedClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []scriptedTimer
-}
-
-type scriptedTimer struct {
-	at time.Time
-	c  chan time.Time
-}
-
-func (c *scriptedClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *scriptedClock) NewTimer(d time.Duration) (<-chan time.Time, func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.timers = append(c.timers, scriptedTimer{c.now.Add(d), ch})
-	return ch, func() {}
-}
-
-func (c *scriptedClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-	kept := c.timers[:0]
-	for _, w := range c.timers {
-		if !w.at.After(t) {
-			w.c <- t
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.timers = kept
-}
-
-func (c *scriptedClock) armed() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.timers) == 0 {
-		return time.Time{}, false
-	}
-	return c.timers[len(c.timers)-1].at, true
-}
-
-// TestManagerLoop drives Run with a scripted clock and a scripted source
+// TestManagerLoop drives Run with a manual clock and a scripted source
 // of tokens: obtain, wait 75% of the lifetime, fail, retry after the
 // backoff, obtain again.
 func TestManagerLoop(t *testing.T) {
-	clk := &scriptedClock{now: t0}
+	clk := clock.NewManualAt(t0)
 	var got []*hadoop.Credentials
 	var mu sync.Mutex
 	m, err := NewManager(ManagerConfig{Client: &Client{}, NameNodes: []NameNode{{Addr: "nn:8020", Principal: "hdfs/_HOST@R"}},
@@ -107,35 +62,29 @@ func TestManagerLoop(t *testing.T) {
 		}
 		c := &hadoop.Credentials{}
 		c.AddToken("127.0.0.1:8020", &hadoop.Token{Kind: HDFSTokenKind, Identifier: []byte{1}})
-		return c, []time.Time{clk.Now().Add(24 * time.Hour)}, nil
+		return c, []time.Time{clock.Now(clk).Add(24 * time.Hour)}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()
 	waitArmed := func(want time.Time) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if at, ok := clk.armed(); ok && at.Equal(want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				at, _ := clk.armed()
-				t.Fatalf("no timer for %s (last armed %s)", want.Sub(t0), at.Sub(t0))
-			}
-			time.Sleep(time.Millisecond) // polling the loop with a deadline
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := clk.BlockUntilArmedAt(ctx, want.UnixMilli()); err != nil {
+			t.Fatalf("no timer for %s (t0 is %d): %v", want.Sub(t0), t0.UnixMilli(), err)
 		}
 	}
 	waitArmed(t0.Add(18 * time.Hour))
 	if m.Metrics().Expiry.Load() != t0.Add(24*time.Hour).Unix() || m.Metrics().Obtained.Load() != 1 {
 		t.Errorf("metrics after the first round: expiry %d obtained %d", m.Metrics().Expiry.Load(), m.Metrics().Obtained.Load())
 	}
-	clk.set(t0.Add(18 * time.Hour))
+	clk.SetTime(t0.Add(18 * time.Hour))
 	waitArmed(t0.Add(18*time.Hour + 10*time.Minute))
 	if m.Metrics().Failures.Load() != 1 {
 		t.Errorf("failures %d, want 1", m.Metrics().Failures.Load())
 	}
-	clk.set(t0.Add(18*time.Hour + 10*time.Minute))
+	clk.SetTime(t0.Add(18*time.Hour + 10*time.Minute))
 	waitArmed(t0.Add(18*time.Hour + 10*time.Minute + 18*time.Hour))
 	cancel()
 	if err := <-done; err != nil {

@@ -89,7 +89,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *workerDelay > 0 && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
-		time.Sleep(*workerDelay)
+		time.Sleep(*workerDelay) // the behaviour asked for: a worker slow to start
 	}
 	if *vary && os.Getenv("SLUICE_EXECUTION_TARGET") == "worker" {
 		records = stream.Filter(records, func(Rec) bool { return true })
@@ -97,7 +97,7 @@ func main() {
 	if *slow > 0 {
 		d := *slow
 		records = stream.Map(records, func(r Rec) Rec {
-			time.Sleep(d)
+			time.Sleep(d) // the behaviour asked for: a slow operator
 			return r
 		})
 	}

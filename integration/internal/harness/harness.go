@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // Errors of this package; returned errors wrap one of them.
@@ -292,14 +294,11 @@ func GroupMembers(pgid int) []int {
 // groupSettle gives the members of a process group that are already dying a moment to go, and
 // returns those still alive after it.
 func groupSettle(pgid int) []int {
-	deadline := time.Now().Add(groupSettleTime)
-	for {
-		left := GroupMembers(pgid)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc: no event announces another process's death
-	}
+	var left []int
+	// Polling /proc: no event announces another process's death. Those
+	// left after groupSettleTime are the answer, not a failure.
+	_ = testwait.Poll(groupSettleTime, func() bool { left = GroupMembers(pgid); return len(left) == 0 })
+	return left
 }
 
 const groupSettleTime = 2 * time.Second

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice/sluice/internal/runtime/exchange"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // upstream sends batches and events on its channels the way a task's
@@ -288,7 +289,7 @@ func TestBackpressureBoundsInFlightBuffers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the credited buffers to arrive", func() bool { return len(gate.C()) == credits })
+	testwait.Eventually(t, 10*time.Second, "the credited buffers to arrive", func() bool { return len(gate.C()) == credits })
 	// Nothing was released, so no credit can be on its way.
 	if s.TrySend(batch(99)) || s.Credits() != 0 {
 		t.Fatal("a sender with its credits spent must not send")
@@ -306,7 +307,7 @@ func TestBackpressureBoundsInFlightBuffers(t *testing.T) {
 		t.Fatal("receiving is not releasing: the credit must come back only on Release")
 	}
 	held[0].Release()
-	eventually(t, "the released credit", func() bool { return s.Credits() == 1 })
+	testwait.Eventually(t, 10*time.Second, "the released credit", func() bool { return s.Credits() == 1 })
 	if !s.TrySend(batch(3)) || s.TrySend(batch(99)) {
 		t.Fatal("one release must allow exactly one more buffer")
 	}
@@ -420,7 +421,7 @@ func TestConnectionLossFailsBothSides(t *testing.T) {
 		t.Fatalf("blocked sender: %v", err)
 	}
 	var err2 error
-	eventually(t, "the flowing sender to fail", func() bool {
+	testwait.Eventually(t, 10*time.Second, "the flowing sender to fail", func() bool {
 		err2 = flowing.Send(ctx, one)
 		return err2 != nil
 	})
@@ -474,7 +475,7 @@ func TestEndpointCloseFailsPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "credits", func() bool { return toB.Credits() == 1 && toA.Credits() == 1 })
+	testwait.Eventually(t, 10*time.Second, "credits", func() bool { return toB.Credits() == 1 && toA.Credits() == 1 })
 	b.Close()
 	for name, g := range map[string]*Gate{"peer's gate": ga, "own gate": gbb} {
 		select {
@@ -532,7 +533,7 @@ func TestUnknownChannelsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first sender's credit", func() bool { return first.Credits() == 1 })
+	testwait.Eventually(t, 10*time.Second, "the first sender's credit", func() bool { return first.Credits() == 1 })
 
 	cases := []struct {
 		name    string
@@ -591,7 +592,7 @@ func TestClosingEitherEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "credit", func() bool { return s.Credits() == 1 })
+		testwait.Eventually(t, 10*time.Second, "credit", func() bool { return s.Credits() == 1 })
 		g.Close()
 		if !errors.Is(g.Err(), ErrClosed) {
 			t.Fatalf("closed gate: %v", g.Err())

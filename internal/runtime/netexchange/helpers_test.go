@@ -103,18 +103,6 @@ func receive(ctx context.Context, g *Gate, want int, codecs []task.BatchCodec) (
 	return got, nil
 }
 
-// eventually polls cond until it holds or 10 s passed.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling, not synchronisation
-	}
-}
-
 // proxy forwards TCP connections to target until cut: a network of our own
 // that can fail.
 type proxy struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/exchange"
 	"github.com/sluice/sluice/internal/runtime/netexchange/internal/netpb"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // testDialer dials the TCP connections of endpoints' gRPC clients: it
@@ -212,12 +213,8 @@ func oneStream(eps [2]*Endpoint, dialler *Endpoint, d *testDialer) error {
 		return fmt.Errorf("%s dialled the stream, want %s", dialled[0].Addr(), dialler.Addr())
 	}
 	// A superseded dial's connection is closed as the dial returns.
-	deadline := time.Now().Add(10 * time.Second)
-	for d.open.Load() != 1 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d connections between the endpoints, want 1", d.open.Load())
-		}
-		time.Sleep(time.Millisecond) // polling, not synchronisation
+	if err := testwait.Poll(10*time.Second, func() bool { return d.open.Load() == 1 }); err != nil {
+		return fmt.Errorf("%d connections between the endpoints, want 1 (%v)", d.open.Load(), err)
 	}
 	return nil
 }
@@ -308,7 +305,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, err
 			}
 			go func() {
-				eventually(t, "high to await low's stream", awaiting(high, low))
+				testwait.Eventually(t, 10*time.Second, "high to await low's stream", awaiting(high, low))
 				h.release <- nil
 			}()
 			return high.Sender(ctx, low.Addr(), key, 0, ints)
@@ -333,7 +330,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, err
 			}
 			s, err := low.Sender(ctx, high.Addr(), key, 0, ints)
-			eventually(t, "high to adopt low's stream", settled(high, low))
+			testwait.Eventually(t, 10*time.Second, "high to adopt low's stream", settled(high, low))
 			h.release <- nil
 			return s, err
 		})
@@ -361,7 +358,7 @@ func TestCrossingDials(t *testing.T) {
 		err := exchangeBothWays(ctx, [2]*Endpoint{low, high}, ints, func(i int, key GateKey) (*Sender, error) {
 			if i == 1 {
 				go func() {
-					eventually(t, "high to await low's stream", awaiting(high, low))
+					testwait.Eventually(t, 10*time.Second, "high to await low's stream", awaiting(high, low))
 					h.release <- errors.New("injected dial failure")
 				}()
 				return high.Sender(ctx, low.Addr(), key, 0, ints)
@@ -370,7 +367,7 @@ func TestCrossingDials(t *testing.T) {
 				return nil, fmt.Errorf("low's failed dial: %v", err)
 			}
 			// Once high's stream arrives, low's next sender uses it.
-			eventually(t, "high's stream at low", settled(low, high))
+			testwait.Eventually(t, 10*time.Second, "high's stream at low", settled(low, high))
 			return low.Sender(ctx, high.Addr(), key, 0, ints)
 		})
 		if err != nil {

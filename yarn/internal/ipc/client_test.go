@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn/internal/ipc"
 	"github.com/sluice/sluice/yarn/internal/ipc/ipctest"
 	"github.com/sluice/sluice/yarn/internal/proto/commonpb"
@@ -73,18 +74,6 @@ func callEcho(ctx context.Context, c *ipc.Client, ep ipc.Endpoint, kind string, 
 	var resp commonpb.TokenProto
 	err := c.Call(ctx, ep, "echo", &commonpb.TokenProto{Kind: proto.String(kind)}, &resp, opts...)
 	return &resp, err
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestCallFraming(t *testing.T) {
@@ -245,7 +234,7 @@ func TestPingsWhileIdle(t *testing.T) {
 	if _, err := callEcho(context.Background(), c, ep, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three pings", func() bool { return s.Pings() >= 3 })
+	testwait.Eventually(t, 10*time.Second, "three pings", func() bool { return s.Pings() >= 3 })
 	if _, err := callEcho(context.Background(), c, ep, "y"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +251,7 @@ func TestIdleConnectionClosedAndReopened(t *testing.T) {
 	if _, err := callEcho(context.Background(), c, ep, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "idle close", func() bool { return s.OpenConns() == 0 })
+	testwait.Eventually(t, 10*time.Second, "idle close", func() bool { return s.OpenConns() == 0 })
 	if _, err := callEcho(context.Background(), c, ep, "y"); err != nil {
 		t.Fatal(err)
 	}
