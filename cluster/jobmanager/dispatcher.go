@@ -208,6 +208,11 @@ func (d *Dispatcher) applyLifecycle(id string, jm *jobMaster, f lcEffect) {
 	case lfCheckpointInHA:
 		d.ha.checkpointCompleted(id, f.path)
 	case lfCancelJob:
+		// A panic here would end the loop, and the JobManager with it.
+		if jm.job == nil {
+			d.log.Warn("a job cancelled before its owner loop started is not cancelled", "job", id)
+			break
+		}
 		jm.job.Cancel()
 	case lfRemoveFromHA:
 		d.ha.remove(id)
