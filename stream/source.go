@@ -5,10 +5,10 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // Boundedness says whether a source ends.

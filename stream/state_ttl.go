@@ -1,8 +1,8 @@
 package stream
 
 import (
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/state"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // List and map state with a TTL expire per element and per entry, as in

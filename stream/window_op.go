@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/keygroup"
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/internal/runtime/timer"
 	"github.com/sluice/sluice/internal/runtime/window"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // windowSpec is a window operator's configuration, shared by its subtasks.

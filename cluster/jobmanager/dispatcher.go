@@ -23,11 +23,11 @@ import (
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // Errors of the Dispatcher.

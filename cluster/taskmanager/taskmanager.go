@@ -53,8 +53,8 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/ownerloop"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // Errors of the TaskManager's RPCs. Over gRPC they arrive as status errors

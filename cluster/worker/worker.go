@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
@@ -30,7 +31,6 @@ import (
 	"github.com/sluice/sluice/internal/runtime/netexchange"
 	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/security/kerberos"
 )
 

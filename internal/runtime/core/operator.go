@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/internal/runtime/timer"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // NoTimestamp marks a record without an event timestamp.

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // A job over Row records: two sources merged by a two-input operator,

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/keygroup"
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // keyedContext is an operator Context with keyed state and no task (the

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/restart"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // outcome is what the scripted executor does with one attempt.

@@ -19,9 +19,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/keygroup"
 	"github.com/sluice/sluice/internal/runtime/state/pebblestore"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // ErrNoKey is returned when state is accessed outside keyed processing.

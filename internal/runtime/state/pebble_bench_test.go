@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // BenchmarkPebbleIncrementalCheckpoint builds a large pebble state (by
