@@ -10,10 +10,10 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,6 +24,7 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
@@ -81,6 +82,12 @@ type SlotDeclarer interface {
 
 // Dispatcher accepts jobs, runs a JobMaster for each, and keeps them in the
 // HA store so that a new JobManager recovers them.
+//
+// Its coordination state, the job table with every job's lifecycle and
+// the TaskManager connections (jobTable), is owned by one owner loop
+// (ownerloop.Loop), started by NewDispatcher and stopped by Close. Changes
+// go through the loop (Call); reads of the jobs go to the view the loop
+// publishes (jobs), so that REST and the gRPC handlers never wait for it.
 type Dispatcher struct {
 	cfg    dispatcherConfig
 	log    *slog.Logger
@@ -89,10 +96,9 @@ type Dispatcher struct {
 	blobs  *blobStore
 	ha     *haStore
 
-	mu    sync.Mutex
-	jobs  map[string]*jobMaster
-	order []string
-	conns map[string]*grpc.ClientConn
+	loop      *ownerloop.Loop[dEvent, dEffect, dAnswer]
+	jobs      atomic.Pointer[jobsView] // published by the loop
+	closeOnce sync.Once
 }
 
 // NewDispatcher returns a Dispatcher; Recover then restarts the jobs of
@@ -122,7 +128,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		dc.cancelGrace = cfg.CancelGrace
 	}
 	dc.live = liveness{interval: conf.Get(cfg.Conf, conf.HeartbeatInterval), timeout: conf.Get(cfg.Conf, conf.HeartbeatTimeout), clock: cfg.Clock}
-	d := &Dispatcher{cfg: dc, log: cfg.Log, jobs: map[string]*jobMaster{}, conns: map[string]*grpc.ClientConn{}}
+	d := &Dispatcher{cfg: dc, log: cfg.Log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.ha = &haStore{log: cfg.Log, records: map[string]*jobRecord{}}
 	switch conf.Get(cfg.Conf, conf.HighAvailabilityType) {
@@ -151,7 +157,68 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		}
 		d.blobs = &blobStore{fs: fs.Local{}, dir: abs}
 	}
+	d.jobs.Store(&jobsView{byID: map[string]*jobMaster{}})
+	d.loop = ownerloop.New(ownerloop.Config[dEvent, dEffect, dAnswer]{Machine: newJobTable(), Apply: d.apply,
+		Tick: dTick{}, Clock: cfg.Clock})
+	go d.loop.Run(context.Background()) // stopped by Close
 	return d, nil
+}
+
+// call steps the job table with e on its loop and returns the answer's
+// error, or errDispatcherClosed once the loop has stopped.
+func (d *Dispatcher) call(e dEvent) (dAnswer, error) {
+	a, err := d.loop.Call(context.Background(), e)
+	if errors.Is(err, ownerloop.ErrStopped) {
+		return a, errDispatcherClosed
+	}
+	if err != nil {
+		return a, err
+	}
+	return a, a.err
+}
+
+// apply carries out the job table's effects, on its loop.
+func (d *Dispatcher) apply(fx []dEffect) []dEvent {
+	for _, f := range fx {
+		switch f := f.(type) {
+		case dfPublishJobs:
+			d.jobs.Store(f.v)
+		case dfPublishJob:
+			f.jm.stats.Store(f.st)
+		case dfJob:
+			d.applyLifecycle(f.id, f.jm, f.f)
+		case dfCloseConn:
+			f.conn.Close()
+		default:
+			panic(fmt.Sprintf("jobmanager: unknown job table effect %T", f))
+		}
+	}
+	return nil
+}
+
+// applyLifecycle carries out effect f of job id's lifecycle.
+func (d *Dispatcher) applyLifecycle(id string, jm *jobMaster, f lcEffect) {
+	switch f := f.(type) {
+	case lfLog:
+		log := jm.log
+		if log == nil {
+			log = d.log.With("job", id)
+		}
+		log.Log(context.Background(), f.level, f.msg, f.args...)
+	case lfCheckpointInHA:
+		d.ha.checkpointCompleted(id, f.path)
+	case lfCancelJob:
+		// A panic here would end the loop, and the JobManager with it.
+		if jm.job == nil {
+			d.log.Warn("a job cancelled before its owner loop started is not cancelled", "job", id)
+			break
+		}
+		jm.job.Cancel()
+	case lfRemoveFromHA:
+		d.ha.remove(id)
+	default:
+		panic(fmt.Sprintf("jobmanager: unknown lifecycle effect %T", f))
+	}
 }
 
 // now is the time on the JobMasters' clock, epoch ms.
@@ -160,19 +227,18 @@ func (d *Dispatcher) now() int64 { return d.cfg.Clock.NowMillis() }
 // Close cancels every job (their checkpoints stay for a new JobManager
 // when HA is on) and closes connections.
 func (d *Dispatcher) Close() {
-	d.cancel()
-	d.mu.Lock()
-	jobs := slices.Collect(maps.Values(d.jobs))
-	d.mu.Unlock()
-	for _, jm := range jobs {
-		<-jm.done
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = map[string]*grpc.ClientConn{}
+	d.closeOnce.Do(func() {
+		// Closing first: a job that ends cancelled from now on is
+		// suspended, not removed from the HA store.
+		a, _ := d.call(dClose{})
+		d.cancel()
+		for _, jm := range a.jobs {
+			<-jm.done
+		}
+		d.call(dCloseConns{})
+		d.loop.Stop(nil)
+		<-d.loop.Done()
+	})
 }
 
 // Submission is a job to run.
@@ -221,14 +287,9 @@ func (d *Dispatcher) Submit(s Submission) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d.mu.Lock()
-	if _, dup := d.jobs[id]; dup {
-		d.mu.Unlock()
-		return "", fmt.Errorf("%w: job %s exists", ErrBadSubmission, id)
+	if _, err := d.call(dAdd{id: id, jm: jm}); err != nil {
+		return "", err
 	}
-	d.jobs[id] = jm
-	d.order = append(d.order, id)
-	d.mu.Unlock()
 	if err := d.ha.put(rec, s.GraphJSON); err != nil {
 		d.forget(id)
 		return "", err
@@ -242,12 +303,7 @@ func (d *Dispatcher) Submit(s Submission) (string, error) {
 	return id, nil
 }
 
-func (d *Dispatcher) forget(id string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.jobs, id)
-	d.order = slices.DeleteFunc(d.order, func(s string) bool { return s == id })
-}
+func (d *Dispatcher) forget(id string) { d.call(dForget{id}) }
 
 // newJobMaster prepares the JobMaster of a job.
 func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON []byte) (*jobMaster, error) {
@@ -303,10 +359,10 @@ func (d *Dispatcher) Recover() error {
 			d.log.Error("cannot recover job", "job", rec.ID, "err", err)
 			continue
 		}
-		d.mu.Lock()
-		d.jobs[rec.ID] = jm
-		d.order = append(d.order, rec.ID)
-		d.mu.Unlock()
+		if _, err := d.call(dAdd{id: rec.ID, jm: jm, recover: true}); err != nil {
+			d.log.Error("cannot recover job", "job", rec.ID, "err", err)
+			continue
+		}
 		if err := jm.start(d.ctx, true); err != nil {
 			d.log.Error("cannot recover job", "job", rec.ID, "err", err)
 			continue
@@ -318,14 +374,11 @@ func (d *Dispatcher) Recover() error {
 
 // jobEnded is called by a JobMaster whose job reached a terminal status.
 func (d *Dispatcher) jobEnded(jm *jobMaster, err error) {
-	// When the JobManager is shutting down, a new one recovers the job.
-	jm.step(lcEnded{cancelled: jobmaster.IsCancelled(err), shuttingDown: d.ctx.Err() != nil})
+	d.call(dEnded{id: jm.id, cancelled: jobmaster.IsCancelled(err)})
 }
 
 func (d *Dispatcher) job(id string) (*jobMaster, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	jm, ok := d.jobs[id]
+	jm, ok := d.jobs.Load().byID[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNoJob, id)
 	}
@@ -334,12 +387,7 @@ func (d *Dispatcher) job(id string) (*jobMaster, error) {
 
 // Jobs lists every job, in submission order.
 func (d *Dispatcher) Jobs() []Info {
-	d.mu.Lock()
-	jms := make([]*jobMaster, 0, len(d.order))
-	for _, id := range d.order {
-		jms = append(jms, d.jobs[id])
-	}
-	d.mu.Unlock()
+	jms := d.jobs.Load().order
 	out := make([]Info, len(jms))
 	for i, jm := range jms {
 		out[i] = jm.info()
@@ -358,12 +406,11 @@ func (d *Dispatcher) Job(id string) (Info, error) {
 
 // Cancel cancels a job.
 func (d *Dispatcher) Cancel(id string) error {
-	jm, err := d.job(id)
-	if err != nil {
+	if _, err := d.call(dCancel{id}); err != nil {
+		if errors.Is(err, ErrJobEnded) {
+			return fmt.Errorf("%w: %s", err, id)
+		}
 		return err
-	}
-	if err := jm.step(lcCancel{}); err != nil {
-		return fmt.Errorf("%w: %s", err, id)
 	}
 	return nil
 }
@@ -489,9 +536,7 @@ func (e *TaskManagerLostError) Is(target error) bool {
 // Without this, a TaskManager frozen with its workers (SIGSTOP, a stalled
 // host) would keep its tasks' streams open and the job stuck.
 func (d *Dispatcher) TaskManagerLost(l resourcemanager.LostTaskManager) {
-	d.mu.Lock()
-	jms := slices.Collect(maps.Values(d.jobs))
-	d.mu.Unlock()
+	jms := d.jobs.Load().order
 	err := &TaskManagerLostError{TaskManager: l.ID, Reason: l.Reason, HeartbeatTimeout: l.HeartbeatTimeout}
 	for _, jm := range jms {
 		// The slots go first: the restart that follows must not pick them.
@@ -549,18 +594,21 @@ func (d *Dispatcher) WorkerExited(e resourcemanager.ExitedWorker) {
 
 // taskManager returns a client of the TaskManager at addr.
 func (d *Dispatcher) taskManager(addr string) (clusterpb.TaskManagerClient, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c, ok := d.conns[addr]
-	if !ok {
-		var err error
-		c, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	a, err := d.call(dConn{addr})
+	if err != nil {
+		return nil, err
+	}
+	if a.conn == nil {
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return nil, err
 		}
-		d.conns[addr] = c
+		if a, err = d.call(dDialed{addr: addr, conn: c}); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
-	return clusterpb.NewTaskManagerClient(c), nil
+	return clusterpb.NewTaskManagerClient(a.conn), nil
 }
 
 func (d *Dispatcher) submitTasks(ctx context.Context, addr string, req *clusterpb.SubmitTasksRequest) error {

@@ -33,9 +33,6 @@ type remoteExecutor struct {
 	jm *jobMaster
 
 	mu sync.Mutex
-	// pending are the workers of the attempt being deployed, by worker id,
-	// waiting for their Hello.
-	pending map[string]chan *session
 	// current is the latest attempt, from the start of its deployment;
 	// nil before the first. It stays once the attempt is closed (the REST
 	// API shows its tasks' states), but its TaskManagers are released
@@ -51,7 +48,7 @@ func (x *remoteExecutor) currentAttempt() *remoteAttempt {
 }
 
 func newRemoteExecutor(jm *jobMaster) *remoteExecutor {
-	return &remoteExecutor{jm: jm, pending: map[string]chan *session{}}
+	return &remoteExecutor{jm: jm}
 }
 
 // slotsNeeded is the number of slots an attempt takes: every chain shares
@@ -77,7 +74,7 @@ func (x *remoteExecutor) taskManagerLost(err *TaskManagerLostError) bool {
 // exited, if it is of the current attempt n; it reports whether it was.
 func (x *remoteExecutor) workerExited(n int, err *WorkerExitedError) bool {
 	a := x.currentAttempt()
-	return a != nil && a.n == n && a.workerExited(err)
+	return a != nil && a.workerExited(n, err)
 }
 
 // setCurrent makes a the current attempt.
@@ -89,15 +86,10 @@ func (x *remoteExecutor) setCurrent(a *remoteAttempt) {
 
 // attach hands a worker's session to the deployment waiting for it.
 func (x *remoteExecutor) attach(s *session) error {
-	x.mu.Lock()
-	ch, ok := x.pending[s.hello.WorkerId]
-	delete(x.pending, s.hello.WorkerId)
-	x.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("jobmanager: job %s expects no worker %q (attempt %d)", x.jm.id, s.hello.WorkerId, s.hello.Attempt)
+	if a := x.currentAttempt(); a != nil {
+		return a.attach(s)
 	}
-	ch <- s
-	return nil
+	return fmt.Errorf("jobmanager: job %s expects no worker %q (attempt %d)", x.jm.id, s.hello.WorkerId, s.hello.Attempt)
 }
 
 // workerID names the worker of an attempt on a TaskManager: letters,
@@ -184,20 +176,13 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jo
 	}
 	// Start the workers.
 	waits := map[string]chan *session{}
-	x.mu.Lock()
+	tmOf := map[string]string{}
 	for _, w := range workers {
-		ch := make(chan *session, 1)
-		x.pending[w.id] = ch
-		waits[w.id] = ch
+		waits[w.id] = make(chan *session, 1)
+		tmOf[w.id] = w.tm
 	}
-	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		for _, w := range workers {
-			delete(x.pending, w.id)
-		}
-		x.mu.Unlock()
-	}()
+	a.expect(waits, tmOf)
+	defer a.step(abDeployEnded{})
 	for _, w := range workers {
 		req := &clusterpb.SubmitTasksRequest{
 			JobId: jm.id, Attempt: int32(d.Attempt), WorkerId: w.id,
@@ -358,17 +343,17 @@ type remoteAttempt struct {
 	// states are the subtasks' execution states.
 	states *taskStates
 
-	mu       sync.Mutex
-	started  bool
-	ended    map[checkpoint.TaskID]bool
-	failures []*TaskFailure
-	// sessions are the attempt's workers (appended while it deploys,
-	// under mu; read without it once deployed).
-	sessions []*session
-	// tms are the TaskManagers the attempt runs on, by id, in order.
-	tms    map[string]*attemptTM
-	tmList []*attemptTM
-	wg     sync.WaitGroup
+	mu sync.Mutex
+	// book decides the deployment's bookkeeping (attemptbook.go). Its
+	// sessions are appended while the attempt deploys, under mu, and read
+	// without it once deployed.
+	book *attemptBook
+	// tms are the contexts of the TaskManagers the attempt runs on, by id.
+	tms map[string]*attemptTM
+	// waits are the deployment's channels for the workers' sessions, by
+	// worker id (set by expect, under mu).
+	waits map[string]chan *session
+	wg    sync.WaitGroup
 }
 
 // attemptTM is a TaskManager an attempt runs a worker on.
@@ -381,8 +366,8 @@ type attemptTM struct {
 
 func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *graph.Plan) *remoteAttempt {
 	a := &remoteAttempt{x: x, n: n, events: events, where: map[checkpoint.TaskID]*session{},
-		ended: map[checkpoint.TaskID]bool{}, metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{},
-		tms: map[string]*attemptTM{}, abortDeploy: func(error) {}}
+		metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{},
+		book: newAttemptBook(x.jm.id, n), tms: map[string]*attemptTM{}, abortDeploy: func(error) {}}
 	for _, c := range plan.Chains {
 		for s := 0; s < c.Parallelism; s++ {
 			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
@@ -397,25 +382,81 @@ func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *grap
 	return a
 }
 
+// step steps the attempt's bookkeeping with e and carries out its
+// effects after unlocking; it returns the answer.
+func (a *remoteAttempt) step(e abEvent) abAnswer {
+	a.mu.Lock()
+	fx, ans := a.book.Step(e)
+	var lose []*attemptTM
+	for _, f := range fx {
+		if f, ok := f.(afLoseTaskManager); ok {
+			lose = append(lose, a.tms[f.tm])
+		}
+	}
+	a.mu.Unlock()
+	for _, f := range fx {
+		switch f := f.(type) {
+		case afLoseTaskManager:
+			lose[0].lose(f.err)
+			lose = lose[1:]
+		case afAbortDeploy:
+			a.abortDeploy(f.err)
+		case afFailSession:
+			f.s.fail(f.err)
+		default:
+			panic(fmt.Sprintf("jobmanager: unknown attempt effect %T", f))
+		}
+	}
+	return ans
+}
+
 // onTaskManager records that the attempt runs a worker on TaskManager id.
 func (a *remoteAttempt) onTaskManager(id, addr string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.tms[id]; ok {
-		return
+	if _, ok := a.tms[id]; !ok {
+		t := &attemptTM{id: id, addr: addr}
+		t.gone, t.lose = context.WithCancelCause(context.Background())
+		a.tms[id] = t
 	}
-	t := &attemptTM{id: id, addr: addr}
-	t.gone, t.lose = context.WithCancelCause(context.Background())
-	a.tms[id] = t
-	a.tmList = append(a.tmList, t)
+	a.mu.Unlock()
+	a.step(abTaskManager{tm: id, addr: addr})
+}
+
+// expect makes the deployment wait for the Hello of the workers of waits,
+// whose TaskManagers are tmOf.
+func (a *remoteAttempt) expect(waits map[string]chan *session, tmOf map[string]string) {
+	a.mu.Lock()
+	a.waits = waits
+	a.mu.Unlock()
+	a.step(abExpect{workers: tmOf})
+}
+
+// attach hands a worker's session to the deployment waiting for it.
+func (a *remoteAttempt) attach(s *session) error {
+	a.mu.Lock()
+	_, ans := a.book.Step(abHello{worker: s.hello.WorkerId, attempt: int(s.hello.Attempt)})
+	ch := a.waits[s.hello.WorkerId]
+	a.mu.Unlock()
+	if ans.err != nil {
+		return ans.err
+	}
+	ch <- s
+	return nil
 }
 
 // connected adds the session of the attempt's worker on TaskManager tm.
 func (a *remoteAttempt) connected(s *session, tm string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	s.tm = tm
-	a.sessions = append(a.sessions, s)
+	a.mu.Unlock()
+	a.step(abConnected{tm: tm, s: s})
+}
+
+// sessions are the attempt's workers' (complete once it has deployed).
+func (a *remoteAttempt) sessions() []*session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.book.sessions)
 }
 
 // taskManagerLost fails the tasks of the attempt's worker on the lost
@@ -426,54 +467,16 @@ func (a *remoteAttempt) connected(s *session, tm string) {
 // stop the worker (it is unreachable; it stops its workers itself when
 // its session with the ResourceManager ends).
 func (a *remoteAttempt) taskManagerLost(err *TaskManagerLostError) bool {
-	t, on, ok := a.workerOn(err.TaskManager)
-	if !ok {
-		return false
-	}
-	t.lose(err)
-	a.abortDeploy(err)
-	for _, s := range on {
-		s.fail(err)
-	}
-	return true
-}
-
-// workerOn returns the attempt's TaskManager tm and the sessions of its
-// worker there; ok is false when the attempt does not run on tm or has
-// already lost it.
-func (a *remoteAttempt) workerOn(tm string) (t *attemptTM, on []*session, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t, ok = a.tms[tm]
-	if !ok || t.gone.Err() != nil {
-		return nil, nil, false
-	}
-	for _, s := range a.sessions {
-		if s.tm == tm {
-			on = append(on, s)
-		}
-	}
-	return t, on, true
+	return a.step(abTaskManagerLost{err}).ok
 }
 
 // workerExited fails the attempt's worker that exited: a deployment under
 // way ends with err, and so does the worker's session if it connected,
-// which fails its tasks. It reports whether the worker is the attempt's,
-// on a TaskManager the attempt still holds (not released: the attempt is
-// not closed).
-func (a *remoteAttempt) workerExited(err *WorkerExitedError) bool {
-	if err.Worker != workerID(a.x.jm.id, a.n, err.TaskManager) {
-		return false
-	}
-	_, on, ok := a.workerOn(err.TaskManager)
-	if !ok {
-		return false
-	}
-	a.abortDeploy(err)
-	for _, s := range on {
-		s.fail(err)
-	}
-	return true
+// which fails its tasks. It reports whether the worker is of this attempt
+// (n), on a TaskManager the attempt still holds (not released: the
+// attempt is not closed).
+func (a *remoteAttempt) workerExited(n int, err *WorkerExitedError) bool {
+	return a.step(abWorkerExited{n: n, err: err}).ok
 }
 
 // handler processes one worker's messages, in order, on its session's
@@ -639,16 +642,9 @@ func (a *remoteAttempt) forwardTrigger(t *clusterpb.TriggerCheckpoint) {
 
 // taskEnded reports a task's end once, and keeps its failure.
 func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
-	a.mu.Lock()
-	if !a.started || a.ended[t] {
-		a.mu.Unlock()
+	if !a.step(abTaskEnded{t: t, err: err}).ok {
 		return
 	}
-	a.ended[t] = true
-	if tf, ok := err.(*TaskFailure); ok {
-		a.failures = append(a.failures, tf)
-	}
-	a.mu.Unlock()
 	st := rest.TaskFinished
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -688,7 +684,7 @@ func lostError(s *session) error {
 func (a *remoteAttempt) taskFailures() []*TaskFailure {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.failures)
+	return slices.Clone(a.book.failures)
 }
 
 // Tasks implements jobmaster.Attempt.
@@ -699,15 +695,14 @@ func (a *remoteAttempt) Metrics() []jobmaster.SubtaskMetrics { return a.subtasks
 
 // Start implements jobmaster.Attempt.
 func (a *remoteAttempt) Start() {
-	a.mu.Lock()
-	a.started = true
-	a.mu.Unlock()
+	a.step(abStart{})
 	a.states.setAll(rest.TaskRunning, a.x.jm.now())
-	for _, s := range a.sessions {
+	sessions := a.sessions()
+	for _, s := range sessions {
 		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Start{Start: &clusterpb.Start{}}})
 	}
 	// A worker lost before Start has not reported its tasks yet.
-	for _, s := range a.sessions {
+	for _, s := range sessions {
 		select {
 		case <-s.done:
 			a.lost(s)
@@ -742,7 +737,7 @@ func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks 
 		}
 		plain[s] = append(plain[s], key(t))
 	}
-	for _, s := range a.sessions {
+	for _, s := range a.sessions() {
 		if cc, ok := coordinated[s]; ok {
 			s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_CheckpointCoordinators{CheckpointCoordinators: cc}})
 		}
@@ -755,7 +750,7 @@ func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks 
 }
 
 func (a *remoteAttempt) broadcast(m *clusterpb.JobMasterMessage) {
-	for _, s := range a.sessions {
+	for _, s := range a.sessions() {
 		s.send(m)
 	}
 }
@@ -785,7 +780,7 @@ func (a *remoteAttempt) Cancel(cause error) {
 		defer a.wg.Done()
 		t := time.NewTimer(a.x.jm.d.cfg.cancelGrace)
 		defer t.Stop()
-		for _, s := range a.sessions {
+		for _, s := range a.sessions() {
 			select {
 			case <-s.done:
 			case <-t.C:
@@ -804,7 +799,10 @@ func (a *remoteAttempt) Cancel(cause error) {
 // ResourceManager ends.
 func (a *remoteAttempt) killWorkers() {
 	a.mu.Lock()
-	tms := slices.Clone(a.tmList)
+	var tms []*attemptTM
+	for _, id := range a.book.heldTaskManagers() {
+		tms = append(tms, a.tms[id])
+	}
 	a.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, t := range tms {
@@ -829,13 +827,7 @@ func (a *remoteAttempt) killWorkers() {
 
 // release forgets the attempt's TaskManagers: losing one of them no
 // longer fails anything.
-func (a *remoteAttempt) release() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, t := range a.tmList {
-		t.lose(nil)
-	}
-}
+func (a *remoteAttempt) release() { a.step(abRelease{}) }
 
 // abandon stops the workers of an attempt that failed to deploy (jobCtx
 // is the job's, which ends when the job is cancelled, not the
@@ -847,10 +839,7 @@ func (a *remoteAttempt) abandon(jobCtx context.Context) {
 		st = rest.TaskCanceled
 	}
 	a.states.setAll(st, a.x.jm.now())
-	a.mu.Lock()
-	sessions := slices.Clone(a.sessions)
-	a.mu.Unlock()
-	for _, s := range sessions {
+	for _, s := range a.sessions() {
 		s.close()
 	}
 	a.killWorkers()
@@ -860,13 +849,14 @@ func (a *remoteAttempt) abandon(jobCtx context.Context) {
 // Close implements jobmaster.Attempt: the sessions end (the workers exit) and
 // stragglers are killed.
 func (a *remoteAttempt) Close() {
-	for _, s := range a.sessions {
+	sessions := a.sessions()
+	for _, s := range sessions {
 		s.close()
 	}
 	a.wg.Wait()
 	t := time.NewTimer(a.x.jm.d.cfg.cancelGrace)
 	defer t.Stop()
-	for _, s := range a.sessions {
+	for _, s := range sessions {
 		select {
 		case <-s.done:
 		case <-t.C:

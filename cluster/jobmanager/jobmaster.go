@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
@@ -42,10 +42,9 @@ type jobMaster struct {
 	// logins are the Kerberos logins its workers report.
 	logins workerLogins
 
-	mu struct {
-		sync.Mutex
-		lc jobLifecycle
-	}
+	// stats are what REST shows of the job's lifecycle, as the
+	// Dispatcher's loop last published them (nil: none yet).
+	stats atomic.Pointer[jobStats]
 }
 
 // jobStats is what the REST API reports of a job.
@@ -137,28 +136,9 @@ type CheckpointCounts struct {
 
 const maxHistory = 10
 
-// step steps the job's lifecycle with e and carries out its effects
-// after unlocking; it returns the lifecycle's answer.
-func (jm *jobMaster) step(e lcEvent) error {
-	jm.mu.Lock()
-	fx, err := jm.mu.lc.Step(e)
-	jm.mu.Unlock()
-	for _, f := range fx {
-		switch f := f.(type) {
-		case lfLog:
-			jm.log.Log(context.Background(), f.level, f.msg, f.args...)
-		case lfCheckpointInHA:
-			jm.d.ha.checkpointCompleted(jm.id, f.path)
-		case lfCancelJob:
-			jm.job.Cancel()
-		case lfRemoveFromHA:
-			jm.d.ha.remove(jm.id)
-		default:
-			panic(fmt.Sprintf("jobmanager: unknown lifecycle effect %T", f))
-		}
-	}
-	return err
-}
+// report hands what the job's owner loop reported to the job's lifecycle,
+// on the Dispatcher's loop, and returns once its effects are carried out.
+func (jm *jobMaster) report(e lcEvent) { jm.d.call(dReport{id: jm.id, e: e}) }
 
 func (jm *jobMaster) StatusChanged(s jobmaster.Status, at int64, cause error) {
 	// Every task of the attempt has ended by now: its failures are all in.
@@ -168,20 +148,20 @@ func (jm *jobMaster) StatusChanged(s jobmaster.Status, at int64, cause error) {
 			failures = a.taskFailures()
 		}
 	}
-	jm.step(lcStatus{status: s, at: at, cause: cause, cancelled: cause != nil && jobmaster.IsCancelled(cause), failures: failures})
+	jm.report(lcStatus{status: s, at: at, cause: cause, cancelled: cause != nil && jobmaster.IsCancelled(cause), failures: failures})
 }
 
 func (jm *jobMaster) CheckpointTriggered(c jobmaster.CheckpointStats) {
-	jm.step(lcCheckpointTriggered{c})
+	jm.report(lcCheckpointTriggered{c})
 }
 
-func (jm *jobMaster) Restored(r jobmaster.RestoreStats) { jm.step(lcRestored{r}) }
+func (jm *jobMaster) Restored(r jobmaster.RestoreStats) { jm.report(lcRestored{r}) }
 
 func (jm *jobMaster) CheckpointCompleted(c jobmaster.CheckpointStats) {
-	jm.step(lcCheckpointCompleted{c})
+	jm.report(lcCheckpointCompleted{c})
 }
 
-func (jm *jobMaster) CheckpointFailed(c jobmaster.CheckpointStats) { jm.step(lcCheckpointFailed{c}) }
+func (jm *jobMaster) CheckpointFailed(c jobmaster.CheckpointStats) { jm.report(lcCheckpointFailed{c}) }
 
 func appendBounded(h []jobmaster.CheckpointStats, c jobmaster.CheckpointStats) []jobmaster.CheckpointStats {
 	h = append(h, c)
@@ -199,7 +179,7 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.Recover = recover
 	jm.opts.Log = jm.log
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
-	jm.step(lcStart{at: jm.now(), recover: recover})
+	jm.d.call(dStart{id: jm.id, recover: recover})
 	j, err := jobmaster.Start(ctx, jm.plan, jm.opts)
 	if err != nil {
 		return err
@@ -304,9 +284,10 @@ func (jm *jobMaster) info() Info {
 			tasks = a.states.list()
 		}
 	}
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	st := jm.mu.lc.stats
+	st := jm.stats.Load()
+	if st == nil {
+		st = &jobStats{}
+	}
 	in := Info{ID: jm.id, Name: jm.name, Status: st.status, Timestamps: map[jobmaster.Status]int64{},
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,

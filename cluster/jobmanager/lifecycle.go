@@ -12,9 +12,10 @@ import (
 // (internal/runtime/jobmaster) reports through its Listener and what the Dispatcher asks
 // (cancel, the job's end) and returns what to log, write to the HA store
 // and ask of the job (lcEffect). Its stats are what the REST API shows.
-// The jobMaster guards it with its mutex, since the job's loop reports and
-// REST handlers read on goroutines of their own, and carries out the
-// effects after unlocking. trace_test.go drives it directly.
+// The Dispatcher's job table (jobtable.go) holds every job's lifecycle and
+// steps it on the Dispatcher's owner loop, which carries out the effects
+// and publishes the stats for REST. lifecycle_trace_test.go drives it
+// directly.
 
 // jobPhase is where a job is in its lifecycle. Created, running,
 // restarting, finished, failed and canceled follow the job's status;

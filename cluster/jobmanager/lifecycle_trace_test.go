@@ -60,6 +60,24 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 	if tr.l == nil {
 		return "", errors.New("no lifecycle: start the block with new")
 	}
+	if f[0] == "state" {
+		return tr.state(), nil
+	}
+	e, err := parseLifecycleEvent(f)
+	if err != nil {
+		return "", err
+	}
+	fx, err := tr.l.Step(e)
+	out := lifecycleEffects(fx)
+	if err != nil {
+		out = append(out, "error: "+err.Error())
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// parseLifecycleEvent parses the fields of a lifecycle event (any but new
+// and state).
+func parseLifecycleEvent(f []string) (lcEvent, error) {
 	num := func(i int) (int64, error) {
 		if i >= len(f) {
 			return 0, fmt.Errorf("%s: argument %d missing", f[0], i)
@@ -78,18 +96,16 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 	}
 	var e lcEvent
 	switch f[0] {
-	case "state":
-		return tr.state(), nil
 	case "start":
 		at, err := num(1)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		e = lcStart{at: at, recover: slices.Contains(f[2:], "recover")}
 	case "status":
 		at, err := num(1)
 		if err != nil || len(f) < 3 {
-			return "", fmt.Errorf("status: want AT STATUS: %v", err)
+			return nil, fmt.Errorf("status: want AT STATUS: %v", err)
 		}
 		ev := lcStatus{status: jobmaster.Status(f[2]), at: at}
 		for i := 3; i < len(f); i++ {
@@ -101,7 +117,7 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 				task, msg, ok1 := strings.Cut(v, ":")
 				name, tm, ok2 := strings.Cut(task, "@")
 				if !ok1 || !ok2 {
-					return "", fmt.Errorf("fail %q: want TASK@TM:MSG", v)
+					return nil, fmt.Errorf("fail %q: want TASK@TM:MSG", v)
 				}
 				ev.failures = append(ev.failures, &TaskFailure{TaskName: name, TaskManagerID: tm, Class: "java.lang.RuntimeException",
 					Millis: at, Err: errors.New(msg)})
@@ -109,7 +125,7 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 				ev.cause = errors.New(strings.Join(append([]string{v}, f[i+1:]...), " "))
 				i = len(f)
 			default:
-				return "", fmt.Errorf("unknown option %q", k)
+				return nil, fmt.Errorf("unknown option %q", k)
 			}
 		}
 		if ev.cause == nil && len(ev.failures) > 0 {
@@ -122,27 +138,27 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 	case "triggered":
 		c, err := ckpt()
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		e = lcCheckpointTriggered{c}
 	case "completed":
 		c, err := ckpt()
 		if err != nil || len(f) < 5 {
-			return "", fmt.Errorf("completed: want ID KIND AT PATH: %v", err)
+			return nil, fmt.Errorf("completed: want ID KIND AT PATH: %v", err)
 		}
 		c.Path = f[4]
 		e = lcCheckpointCompleted{c}
 	case "failed":
 		c, err := ckpt()
 		if err != nil || len(f) < 5 {
-			return "", fmt.Errorf("failed: want ID KIND AT REASON: %v", err)
+			return nil, fmt.Errorf("failed: want ID KIND AT REASON: %v", err)
 		}
 		c.Err = errors.New(strings.Join(f[4:], " "))
 		e = lcCheckpointFailed{c}
 	case "restored":
 		c, err := ckpt()
 		if err != nil || len(f) < 5 {
-			return "", fmt.Errorf("restored: want ID KIND AT PATH: %v", err)
+			return nil, fmt.Errorf("restored: want ID KIND AT PATH: %v", err)
 		}
 		e = lcRestored{jobmaster.RestoreStats{ID: c.ID, Kind: c.Kind, Path: f[4], Millis: c.TriggerMillis}}
 	case "cancel":
@@ -150,9 +166,13 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 	case "ended":
 		e = lcEnded{cancelled: slices.Contains(f[1:], "cancelled"), shuttingDown: slices.Contains(f[1:], "shutting-down")}
 	default:
-		return "", fmt.Errorf("unknown event %q", f[0])
+		return nil, fmt.Errorf("unknown event %q", f[0])
 	}
-	fx, err := tr.l.Step(e)
+	return e, nil
+}
+
+// lifecycleEffects are the lines of a lifecycle's effects.
+func lifecycleEffects(fx []lcEffect) []string {
 	var out []string
 	for _, x := range fx {
 		switch x := x.(type) {
@@ -172,20 +192,20 @@ func (tr *lifecycleTrace) do(f []string) (string, error) {
 			out = append(out, fmt.Sprintf("unknown effect %T", x))
 		}
 	}
-	if err != nil {
-		out = append(out, "error: "+err.Error())
-	}
-	return strings.Join(out, "\n"), nil
+	return out
 }
 
-func (tr *lifecycleTrace) state() string {
-	st := tr.l.stats
+func (tr *lifecycleTrace) state() string { return lifecycleState(tr.l) }
+
+// lifecycleState describes l: its phase, status, counts and REST view.
+func lifecycleState(l *jobLifecycle) string {
+	st := l.stats
 	var ts []string
 	for _, s := range slices.Sorted(maps.Keys(st.timestamps)) {
 		ts = append(ts, fmt.Sprintf("%s@%d", s, st.timestamps[s]))
 	}
 	out := []string{
-		fmt.Sprintf("phase=%s status=%s start=%d end=%d restarts=%d timestamps=%s", tr.l.phase, st.status, st.start, st.end,
+		fmt.Sprintf("phase=%s status=%s start=%d end=%d restarts=%d timestamps=%s", l.phase, st.status, st.start, st.end,
 			st.restarts, strings.Join(ts, ",")),
 		fmt.Sprintf("checkpoints completed=%d failed=%d in-progress=%v restores=%d stop-savepoint=%q",
 			st.ckpt.Completed, st.ckpt.Failed, slices.Sorted(maps.Keys(st.inProgress)), st.restores, st.stopSave),

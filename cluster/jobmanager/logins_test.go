@@ -91,9 +91,7 @@ func TestBackendMetricsLogins(t *testing.T) {
 		close(jm.done) // the job has no owner loop to end it
 		d.Close()
 	}()
-	d.mu.Lock()
-	d.jobs[jm.id], d.order = jm, append(d.order, jm.id)
-	d.mu.Unlock()
+	addTestJob(t, d, jm)
 	a := newRemoteAttempt(newRemoteExecutor(jm), 0, nil, jm.plan)
 	s := testSession("job-0-tm-1", "tm-1", "nm1.example.com")
 	handle := a.handler(s, nil)

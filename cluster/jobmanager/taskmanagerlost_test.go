@@ -51,9 +51,7 @@ func newTestJob(t *testing.T, tmAddr func(tm string) string) *testJob {
 	plan := &graph.Plan{Chains: []*graph.Chain{{ID: 0, Name: "source", Parallelism: 2}, {ID: 1, Name: "sink", Parallelism: 2}}}
 	jm := &jobMaster{d: d, id: "job", name: "test", plan: plan, pool: newSlotPool(), log: testLogger(t), done: make(chan struct{})}
 	jm.exec = newRemoteExecutor(jm)
-	d.mu.Lock()
-	d.jobs[jm.id], d.order = jm, append(d.order, jm.id)
-	d.mu.Unlock()
+	addTestJob(t, d, jm)
 	var offered []slot
 	for i, tm := range []string{"tm-a", "tm-b", "tm-c"} {
 		offered = append(offered, slot{allocation: "alloc-" + tm, tm: tm, tmAddr: tmAddr(tm), index: int32(i)})

@@ -177,7 +177,7 @@ var rules = table{
 			testMod: []string{"cluster/resourcemanager", "internal/tracetest"}},
 		{pkgs: "cluster/jobmanager", why: "Dispatcher, JobMasters (internal/runtime/jobmaster with a remote executor), REST backend: " +
 			"no user code, connectors, TaskManager or worker",
-			mod: []string{"cluster/clusterpb", "cluster/resourcemanager", "conf", "fs", "rest", "internal/runtime/checkpoint",
+			mod: []string{"cluster/clusterpb", "cluster/resourcemanager", "conf", "fs", "rest", "internal/ownerloop", "internal/runtime/checkpoint",
 				"internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/restart", "internal/runtime/task",
 				"scheduler", "security/kerberos"},
 			ext: []string{"google.golang.org/grpc"}, std: []string{"std"},
