@@ -15,6 +15,11 @@ import (
 // marks the subtask's output idle after that much processing time without
 // records.
 //
+// As in Flink, the operator takes its input's parallelism (not the
+// environment's default) and chains to it, so each watermark generator sees
+// exactly one upstream subtask's records in their order. SetParallelism on
+// the result changes that, and records are then redistributed.
+//
 // In BATCH mode only timestamps are assigned: event time ends with the
 // final watermark at the end of the input.
 func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkStrategy[T]) DataStream[T] {
@@ -23,6 +28,7 @@ func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkSt
 		return op, []any{op}, nil
 	}))
 	out.node.AssignsWatermarks = strategy.generatesWatermarks()
+	out.node.Parallelism = in.node.Parallelism
 	return out
 }
 
