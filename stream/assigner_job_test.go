@@ -1,6 +1,8 @@
 package stream_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,24 @@ func TestAssignerTakesItsInputsParallelism(t *testing.T) {
 	execute(t, env)
 	// The watermark 5000 fires [1000,2000) and makes the record at 2000 late.
 	assertEqual(t, "windows", sortedRecs(out), []string{"a=1@1999", "a=1@5999"})
+}
+
+// TestMissingWatermarksHintNamesTheAPI: the error for an event-time
+// operator without watermarks points at functions that exist.
+func TestMissingWatermarksHintNamesTheAPI(t *testing.T) {
+	env := newEnv(1, stream.Streaming)
+	keyed := stream.KeyBy(stream.FromElements(env, e("a", 1, 1)), func(v ev) string { return v.Key })
+	stream.Discard(stream.Window(keyed, stream.TumblingEventTimeWindows(10*time.Millisecond)).Reduce(sumByKey))
+	_, err := env.Execute(t.Name())
+	if err == nil {
+		t.Fatal("an event-time window without watermarks validated")
+	}
+	for _, name := range []string{"FromSource", "DataGenWithWatermarks", "AssignTimestampsAndWatermarks"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	if regexp.MustCompile(`\bWithWatermarks\b`).MatchString(err.Error()) {
+		t.Errorf("error %q names WithWatermarks, which does not exist", err)
+	}
 }
