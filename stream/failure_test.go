@@ -82,7 +82,7 @@ func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64
 	checked := stream.Map(src, func(e ev) ev { mapFail(e.Ts); return e })
 	type acc struct{ N, S int64 }
 	agg := stream.AggregateFuncs[ev, acc, acc]{
-		AddFn: func(e ev, a acc) acc { return acc{a.N + 1, a.S + e.V} }, Get: func(a acc) acc { return a },
+		AddFn: func(e ev, a acc) acc { return acc{a.N + 1, a.S + e.V} }, ResultFn: func(a acc) acc { return a },
 		MergeFn: func(a, b acc) acc { return acc{a.N + b.N, a.S + b.S} },
 	}
 	totals := stream.WindowAggregateWith(stream.Window(stream.KeyBy(checked, func(e ev) int64 { return e.Key }), stream.TumblingEventTimeWindows(100*time.Millisecond)),

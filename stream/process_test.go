@@ -258,8 +258,8 @@ func TestKeyedProcessStateKindsInAJob(t *testing.T) {
 	distinct := stream.NewMapDescriptor[string, bool]("distinct")
 	longest := stream.NewReducingDescriptor("longest", func(a, b int) int { return max(a, b) })
 	meanLen := stream.NewAggregatingDescriptor("mean", stream.AggregateFunction[int, [2]int, float64](stream.AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	}))
 	fn := stream.KeyedProcessFuncs[string, visit, summary]{
 		Element: func(ctx *stream.KeyedContext[string], v visit, _ stream.Collector[summary]) error {

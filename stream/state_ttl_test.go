@@ -224,8 +224,8 @@ func TestTTLReducingAndAggregatingState(t *testing.T) {
 func testTTLReducingAndAggregatingState(t *testing.T, backend state.Backend) {
 	sum := NewReducingDescriptor("sum", func(a, b int) int { return a + b }).WithTTL(ttl(time.Second, false, false))
 	avg := NewAggregatingDescriptor("avg", AggregateFunction[int, [2]int, float64](AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	})).WithTTL(ttl(time.Second, false, false))
 	h := newScriptHarness(t, backend)
 	add := func(v int) func(ctx *KeyedContext[string], out Collector[string]) error {
@@ -263,8 +263,8 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 	byParity := NewMapDescriptor[bool, int]("parity")
 	maxD := NewReducingDescriptor("max", func(a, b int) int { return max(a, b) })
 	mean := NewAggregatingDescriptor("mean", AggregateFunction[int, [2]int, float64](AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	}))
 	h := newScriptHarness(t, backend)
 	put := func(key string, v int) {

@@ -290,9 +290,9 @@ func TestWindowPerRecordPathDoesNotAllocate(t *testing.T) {
 		return KeyBy(FromSlice[rec](testEnv(), nil), func(r rec) int64 { return r.Key })
 	}
 	count := AggregateFuncs[rec, int64, int64]{
-		AddFn:   func(_ rec, n int64) int64 { return n + 1 },
-		Get:     func(n int64) int64 { return n },
-		MergeFn: func(a, b int64) int64 { return a + b },
+		AddFn:    func(_ rec, n int64) int64 { return n + 1 },
+		ResultFn: func(n int64) int64 { return n },
+		MergeFn:  func(a, b int64) int64 { return a + b },
 	}
 	input := func(t *testing.T, ds DataStream[int64]) task.Input[rec] {
 		return newWindowHarness[rec](t, clock.NewManual(0), false, ds, "").in

@@ -91,9 +91,9 @@ func TestWindowAll(t *testing.T) {
 func TestIncrementalAggregationWithProcessFunction(t *testing.T) {
 	data := []ev{e("a", 1, 1), e("a", 2, 2), e("b", 10, 5), e("a", 4, 15), e("b", 20, 9)}
 	count := stream.AggregateFuncs[ev, int, int]{
-		AddFn:   func(_ ev, n int) int { return n + 1 },
-		Get:     func(n int) int { return n },
-		MergeFn: func(a, b int) int { return a + b },
+		AddFn:    func(_ ev, n int) int { return n + 1 },
+		ResultFn: func(n int) int { return n },
+		MergeFn:  func(a, b int) int { return a + b },
 	}
 	labelCount := stream.ProcessWindowFunc(func(key string, ctx stream.WindowContext[string, stream.TimeWindow], counts []int, out stream.Collector[string]) {
 		out.Collect(fmt.Sprintf("%s%v count=%d elems=%d", key, ctx.Window(), counts[0], len(counts)))
@@ -218,7 +218,7 @@ func TestEvictors(t *testing.T) {
 		env := newEnv(1, stream.Streaming)
 		keyed := stream.KeyBy(events(env, late...), func(v ev) string { return v.Key })
 		ws := stream.Window(keyed, stream.TumblingEventTimeWindows(100*time.Millisecond)).AllowedLateness(time.Second).Evictor(stream.CountEvictor(1, true))
-		sum := stream.AggregateFuncs[ev, int, int]{AddFn: func(v ev, s int) int { return s + v.Val }, Get: func(s int) int { return s }}
+		sum := stream.AggregateFuncs[ev, int, int]{AddFn: func(v ev, s int) int { return s + v.Val }, ResultFn: func(s int) int { return s }}
 		res := stream.Collect(stream.WindowAggregate(ws, sum))
 		execute(t, env)
 		assertEqual(t, "firings", keyRecs(res, func(int) bool { return true }), []string{"3@99", "6@99"})

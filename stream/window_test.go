@@ -186,8 +186,8 @@ func TestSlidingEventTimeWindows(t *testing.T) {
 		N   int
 	}
 	count := stream.AggregateFuncs[ev, acc, string]{
-		AddFn: func(v ev, a acc) acc { return acc{v.Key, a.N + 1} },
-		Get:   func(a acc) string { return fmt.Sprintf("%s:%d", a.Key, a.N) },
+		AddFn:    func(v ev, a acc) acc { return acc{v.Key, a.N + 1} },
+		ResultFn: func(a acc) string { return fmt.Sprintf("%s:%d", a.Key, a.N) },
 	}
 	data := []ev{e("a", 1, 0), e("a", 1, 4), e("a", 1, 7), e("a", 1, 12), e("b", 1, 5)}
 	want := []string{"a:2@4", "a:3@9", "a:2@14", "a:1@19", "b:1@9", "b:1@14"}
@@ -231,9 +231,9 @@ func TestSessionWindowsMerge(t *testing.T) {
 		type acc struct{ Sum, N int }
 		merges := 0
 		agg := stream.AggregateFuncs[ev, acc, string]{
-			AddFn:   func(v ev, a acc) acc { return acc{a.Sum + v.Val, a.N + 1} },
-			Get:     func(a acc) string { return fmt.Sprintf("sum=%d,n=%d", a.Sum, a.N) },
-			MergeFn: func(a, b acc) acc { merges++; return acc{a.Sum + b.Sum, a.N + b.N} },
+			AddFn:    func(v ev, a acc) acc { return acc{a.Sum + v.Val, a.N + 1} },
+			ResultFn: func(a acc) string { return fmt.Sprintf("sum=%d,n=%d", a.Sum, a.N) },
+			MergeFn:  func(a, b acc) acc { merges++; return acc{a.Sum + b.Sum, a.N + b.N} },
 		}
 		env := newEnv(1, stream.Streaming)
 		keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
@@ -252,8 +252,8 @@ func TestSessionWindowsMerge(t *testing.T) {
 		keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
 		ws := stream.Window(keyed, stream.EventTimeSessionWindows(10*time.Millisecond))
 		stream.Discard(stream.WindowAggregate(ws, stream.AggregateFuncs[ev, int, int]{
-			AddFn: func(v ev, a int) int { return a + v.Val },
-			Get:   func(a int) int { return a },
+			AddFn:    func(v ev, a int) int { return a + v.Val },
+			ResultFn: func(a int) int { return a },
 		}))
 		_, err := env.Execute("x")
 		if err == nil || !strings.Contains(err.Error(), "EventTimeSessionWindows(10) merges windows, so AggregateFuncs needs MergeFn") {

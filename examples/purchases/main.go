@@ -71,9 +71,9 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 	windows := stream.Window(keyed, stream.TumblingEventTimeWindows(time.Minute)).SideOutputLateData(Late)
 	type acc struct{ n, cents int64 }
 	sum := stream.AggregateFuncs[Purchase, acc, acc]{
-		AddFn:   func(p Purchase, a acc) acc { return acc{a.n + 1, a.cents + p.AmountCents} },
-		Get:     func(a acc) acc { return a },
-		MergeFn: func(a, b acc) acc { return acc{a.n + b.n, a.cents + b.cents} },
+		AddFn:    func(p Purchase, a acc) acc { return acc{a.n + 1, a.cents + p.AmountCents} },
+		ResultFn: func(a acc) acc { return a },
+		MergeFn:  func(a, b acc) acc { return acc{a.n + b.n, a.cents + b.cents} },
 	}
 	return stream.WindowAggregateWith(windows, sum, stream.ProcessWindowFunc(
 		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) {

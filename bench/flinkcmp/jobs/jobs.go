@@ -243,9 +243,9 @@ func q5(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
 	byAuction := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Auction })
 	count := stream.AggregateFuncs[nexmark.Bid, int64, int64]{
-		AddFn:   func(_ nexmark.Bid, c int64) int64 { return c + 1 },
-		Get:     func(c int64) int64 { return c },
-		MergeFn: func(a, b int64) int64 { return a + b },
+		AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
+		ResultFn: func(c int64) int64 { return c },
+		MergeFn:  func(a, b int64) int64 { return a + b },
 	}
 	counts := stream.WindowAggregateWith(stream.Window(byAuction, stream.SlidingEventTimeWindows(nexmark.Q5Size, nexmark.Q5Slide)),
 		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) {
