@@ -86,10 +86,11 @@ func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64
 		MergeFn: func(a, b acc) acc { return acc{a.N + b.N, a.S + b.S} },
 	}
 	totals := stream.WindowAggregateWith(stream.Window(stream.KeyBy(checked, func(e ev) int64 { return e.Key }), stream.TumblingEventTimeWindows(100*time.Millisecond)),
-		agg, stream.ProcessWindowFunc(func(k int64, ctx stream.WindowContext[int64, stream.TimeWindow], as []acc, out stream.Collector[windowTotal]) {
+		agg, stream.ProcessWindowFunc(func(k int64, ctx stream.WindowContext[int64, stream.TimeWindow], as []acc, out stream.Collector[windowTotal]) error {
 			for _, a := range as {
 				out.Collect(windowTotal{k, ctx.Window().Start, a.N, a.S})
 			}
+			return nil
 		})).UID("windows")
 	stream.SinkToCommitting(totals, sink)
 	return env

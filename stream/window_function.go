@@ -16,7 +16,9 @@ type WindowContext[K comparable, W AnyWindow] interface {
 	CurrentProcessingTime() int64
 	// WindowState is state scoped to the key and this window: use it with
 	// Value, List, MapOf, Reducing, Aggregating. Clear it in Clear. It is
-	// not available with merging (session) windows.
+	// not available with merging (session) windows: there, calling it fails
+	// the job with ErrPerWindowStateMerging (as Flink does), whether or not
+	// the function looks at the errors of the state's methods.
 	WindowState() KeyedStateContext[K]
 	// GlobalState is state scoped to the key only, shared by all windows.
 	GlobalState() KeyedStateContext[K]
@@ -28,35 +30,37 @@ type WindowContext[K comparable, W AnyWindow] interface {
 // pre-aggregated value instead.
 type ProcessWindowFunction[IN, OUT any, K comparable, W AnyWindow] interface {
 	// Process emits the results of a window that fired. elements belong to
-	// the operator: do not modify or keep them after the call.
-	Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])
+	// the operator: do not modify or keep them after the call. An error
+	// fails the task, as from a keyed process function.
+	Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error
 	// Clear is called when the window's state is dropped: clear the
-	// per-window state (ctx.WindowState()) here.
-	Clear(ctx WindowContext[K, W])
+	// per-window state (ctx.WindowState()) here. An error fails the task.
+	Clear(ctx WindowContext[K, W]) error
 }
 
 // ProcessWindowFuncs builds a ProcessWindowFunction from closures; ClearFn
 // may be nil.
 type ProcessWindowFuncs[IN, OUT any, K comparable, W AnyWindow] struct {
-	ProcessFn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])
-	ClearFn   func(ctx WindowContext[K, W])
+	ProcessFn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error
+	ClearFn   func(ctx WindowContext[K, W]) error
 }
 
 // Process implements ProcessWindowFunction.
-func (f ProcessWindowFuncs[IN, OUT, K, W]) Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) {
-	f.ProcessFn(key, ctx, elements, out)
+func (f ProcessWindowFuncs[IN, OUT, K, W]) Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error {
+	return f.ProcessFn(key, ctx, elements, out)
 }
 
 // Clear implements ProcessWindowFunction.
-func (f ProcessWindowFuncs[IN, OUT, K, W]) Clear(ctx WindowContext[K, W]) {
+func (f ProcessWindowFuncs[IN, OUT, K, W]) Clear(ctx WindowContext[K, W]) error {
 	if f.ClearFn != nil {
-		f.ClearFn(ctx)
+		return f.ClearFn(ctx)
 	}
+	return nil
 }
 
 // ProcessWindowFunc turns a plain function into a ProcessWindowFunction
 // (without Clear); its types are inferred from fn.
-func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])) ProcessWindowFunction[IN, OUT, K, W] {
+func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error) ProcessWindowFunction[IN, OUT, K, W] {
 	return ProcessWindowFuncs[IN, OUT, K, W]{ProcessFn: fn}
 }
 
@@ -88,6 +92,9 @@ type windowCtx[K comparable, W AnyWindow] struct {
 	env       *winEnv[K, W]
 	w         W
 	perWindow *keyedStates[K]
+	// err is set when the function asked for per-window state of a
+	// merging window: the call fails the task with it.
+	err error
 }
 
 func (c *windowCtx[K, W]) Window() W                    { return c.w }
@@ -102,14 +109,28 @@ func (c *windowCtx[K, W]) WindowState() KeyedStateContext[K] {
 	if c.perWindow == nil {
 		scope := &windowScope{ns: c.w}
 		if c.env.merging {
-			scope.err = errPerWindowStateMerging
+			scope.err = ErrPerWindowStateMerging
+			c.err = ErrPerWindowStateMerging
 		}
 		c.perWindow = &keyedStates[K]{keyed: c.env.keyed, handles: map[any]any{}, scope: scope}
 	}
 	return stateStore[K]{c.perWindow}
 }
 
-func (c *windowCtx[K, W]) reset(w W) { c.w, c.perWindow = w, nil }
+func (c *windowCtx[K, W]) reset(w W) { c.w, c.perWindow, c.err = w, nil, nil }
+
+// settle returns the first of a window function call's error, the
+// per-window state misuse and the sticky errors of its outputs.
+func (c *windowCtx[K, W]) settle(err error) error {
+	if err == nil {
+		err = c.err
+	}
+	c.err = nil
+	if serr := c.env.sides.takeErr(); err == nil {
+		err = serr
+	}
+	return err
+}
 
 // Window contents.
 
@@ -277,18 +298,17 @@ func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 	p.ctx.reset(w)
 	ts := w.MaxTimestamp()
 	p.out.ts, p.env.sides.ts = ts, ts
-	p.pf.Process(key, &p.ctx, elems, &p.out)
-	if err := p.out.takeErr(); err != nil {
-		return err
+	err := p.pf.Process(key, &p.ctx, elems, &p.out)
+	if cerr := p.out.takeErr(); err == nil {
+		err = cerr
 	}
-	return p.env.sides.takeErr()
+	return p.ctx.settle(err)
 }
 
 func (p *processList[IN, OUT, K, W]) clear(_ K, w W) error {
 	p.ctx.reset(w)
 	p.env.sides.ts = w.MaxTimestamp()
-	p.pf.Clear(&p.ctx)
-	return p.env.sides.takeErr()
+	return p.ctx.settle(p.pf.Clear(&p.ctx))
 }
 
 // processSingle runs a ProcessWindowFunction over a pre-reduced value.

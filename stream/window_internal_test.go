@@ -157,12 +157,13 @@ func keyedKV(env *Environment) KeyedStream[kv, string] {
 	return KeyBy(FromSlice[kv](env, nil), func(x kv) string { return x.K })
 }
 
-func listWindow(key string, ctx WindowContext[string, TimeWindow], elems []kv, out Collector[string]) {
+func listWindow(key string, ctx WindowContext[string, TimeWindow], elems []kv, out Collector[string]) error {
 	var vs []int
 	for _, x := range elems {
 		vs = append(vs, x.V)
 	}
 	out.Collect(fmt.Sprintf("%s[%d,%d)%v", key, ctx.Window().Start, ctx.Window().End, vs))
+	return nil
 }
 
 func TestHarnessProcessingTimeTumbling(t *testing.T) {

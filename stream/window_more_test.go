@@ -95,8 +95,9 @@ func TestIncrementalAggregationWithProcessFunction(t *testing.T) {
 		ResultFn: func(n int) int { return n },
 		MergeFn:  func(a, b int) int { return a + b },
 	}
-	labelCount := stream.ProcessWindowFunc(func(key string, ctx stream.WindowContext[string, stream.TimeWindow], counts []int, out stream.Collector[string]) {
+	labelCount := stream.ProcessWindowFunc(func(key string, ctx stream.WindowContext[string, stream.TimeWindow], counts []int, out stream.Collector[string]) error {
 		out.Collect(fmt.Sprintf("%s%v count=%d elems=%d", key, ctx.Window(), counts[0], len(counts)))
+		return nil
 	})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -270,17 +271,40 @@ func TestWindowJoin(t *testing.T) {
 	}
 }
 
+// TestPerWindowStateNotAllowedInSessions: asking for per-window state of a
+// merging window fails the job, as in Flink, even when the function ignores
+// the error the state handle returns.
 func TestPerWindowStateNotAllowedInSessions(t *testing.T) {
 	d := stream.NewValueDescriptor[int]("n")
-	env := newEnv(1, stream.Streaming)
-	keyed := stream.KeyBy(events(env, e("a", 1, 1)), func(v ev) string { return v.Key })
-	ws := stream.Window(keyed, stream.EventTimeSessionWindows(time.Second))
-	res := stream.Collect(stream.WindowProcess(ws, stream.ProcessWindowFunc(func(_ string, ctx stream.WindowContext[string, stream.TimeWindow], _ []ev, out stream.Collector[string]) {
-		err := stream.Value(ctx.WindowState(), d).Update(1)
-		out.Collect(fmt.Sprint(err))
-	})))
-	execute(t, env)
-	assertEqual(t, "error", keyRecs(res, func(string) bool { return true }), []string{"stream: per-window state is not allowed when using merging (session) windows@1000"})
+	for _, tc := range []struct {
+		name   string
+		handle func(err error) error // what the function does with the handle's error
+	}{
+		{"ignored", func(error) error { return nil }},
+		{"returned", func(err error) error { return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(1, stream.Streaming)
+			keyed := stream.KeyBy(events(env, e("a", 1, 1)), func(v ev) string { return v.Key })
+			ws := stream.Window(keyed, stream.EventTimeSessionWindows(time.Second))
+			var handleErr error // one subtask; read after Execute
+			stream.Discard(stream.WindowProcess(ws, stream.ProcessWindowFunc(func(_ string, ctx stream.WindowContext[string, stream.TimeWindow], _ []ev, out stream.Collector[string]) error {
+				handleErr = stream.Value(ctx.WindowState(), d).Update(1)
+				out.Collect("fired")
+				return tc.handle(handleErr)
+			})))
+			_, err := env.Execute(t.Name())
+			if !errors.Is(err, stream.ErrPerWindowStateMerging) {
+				t.Fatalf("job ended with %v, want %v", err, stream.ErrPerWindowStateMerging)
+			}
+			if !strings.Contains(err.Error(), "stream: per-window state is not allowed when using merging (session) windows") {
+				t.Fatalf("error %q does not say why", err)
+			}
+			if !errors.Is(handleErr, stream.ErrPerWindowStateMerging) {
+				t.Fatalf("the state handle returned %v", handleErr)
+			}
+		})
+	}
 }
 
 func TestProcessingTimeWindowsAtEndOfInput(t *testing.T) {
@@ -459,5 +483,33 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("job ended with %v, want context.Canceled", err)
+	}
+}
+
+// TestProcessWindowFunctionErrorFailsTheJob: an error from Process or
+// Clear fails the task, as one from a keyed process function does.
+func TestProcessWindowFunctionErrorFailsTheJob(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		fn   stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]
+	}{
+		{"Process", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error { return boom },
+		}},
+		{"Clear", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error { return nil },
+			ClearFn:   func(stream.WindowContext[string, stream.TimeWindow]) error { return boom },
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(1, stream.Streaming)
+			keyed := stream.KeyBy(events(env, e("a", 1, 1), wm(100)), func(v ev) string { return v.Key })
+			ws := stream.Window(keyed, stream.TumblingEventTimeWindows(10*time.Millisecond))
+			stream.Discard(stream.WindowProcess(ws, tc.fn))
+			if _, err := env.Execute(t.Name()); !errors.Is(err, boom) {
+				t.Fatalf("job ended with %v, want %v", err, boom)
+			}
+		})
 	}
 }

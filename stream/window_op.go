@@ -600,6 +600,7 @@ func (op *windowOp[T, K, W, ACC]) Finish() error {
 
 func (op *windowOp[T, K, W, ACC]) Close() error { return nil }
 
-// errPerWindowStateMerging is what per-window state handles return in
-// merging (session) windows, as in Flink.
-var errPerWindowStateMerging = errors.New("stream: per-window state is not allowed when using merging (session) windows")
+// ErrPerWindowStateMerging fails a job whose ProcessWindowFunction asks for
+// per-window state (WindowContext.WindowState) of merging (session)
+// windows, as in Flink; the state's handles return it too.
+var ErrPerWindowStateMerging = errors.New("stream: per-window state is not allowed when using merging (session) windows")

@@ -128,12 +128,13 @@ func (r winRes) String() string {
 }
 
 // describeWindow is a process function listing a time window's contents.
-func describeWindow(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[winRes]) {
+func describeWindow(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[winRes]) error {
 	r := winRes{Key: key, Start: ctx.Window().Start, End: ctx.Window().End, N: len(elems)}
 	for _, v := range elems {
 		r.Sum += v.Val
 	}
 	out.Collect(r)
+	return nil
 }
 
 var modes = []struct {
@@ -368,7 +369,7 @@ func TestAllowedLatenessRefiresWindows(t *testing.T) {
 				AllowedLateness(5 * time.Millisecond).
 				SideOutputLateData(lateTag)
 			out := stream.WindowProcess(ws, stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
-				ProcessFn: func(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[string]) {
+				ProcessFn: func(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[string]) error {
 					// Per-window state counts this window's firings, global
 					// state all firings of the key.
 					n, _ := stream.Value(ctx.WindowState(), firings).Value()
@@ -380,9 +381,10 @@ func TestAllowedLatenessRefiresWindows(t *testing.T) {
 						sum += v.Val
 					}
 					out.Collect(fmt.Sprintf("%s%v sum=%d firing=%d of %d wm=%d", key, ctx.Window(), sum, n+1, g+1, ctx.CurrentWatermark()))
+					return nil
 				},
-				ClearFn: func(ctx stream.WindowContext[string, stream.TimeWindow]) {
-					stream.Value(ctx.WindowState(), firings).Clear()
+				ClearFn: func(ctx stream.WindowContext[string, stream.TimeWindow]) error {
+					return stream.Value(ctx.WindowState(), firings).Clear()
 				},
 			})
 			res := stream.Collect(out)

@@ -76,11 +76,12 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 		MergeFn:  func(a, b acc) acc { return acc{a.n + b.n, a.cents + b.cents} },
 	}
 	return stream.WindowAggregateWith(windows, sum, stream.ProcessWindowFunc(
-		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) {
+		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) error {
 			w := ctx.Window()
 			for _, a := range sums {
 				out.Collect(Total{customer, time.UnixMilli(w.Start), time.UnixMilli(w.End), a.n, a.cents})
 			}
+			return nil
 		})).Name("Per-customer totals").UID("customer-totals")
 }
 

@@ -248,8 +248,9 @@ func q5(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 		MergeFn:  func(a, b int64) int64 { return a + b },
 	}
 	counts := stream.WindowAggregateWith(stream.Window(byAuction, stream.SlidingEventTimeWindows(nexmark.Q5Size, nexmark.Q5Slide)),
-		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) {
+		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) error {
 			out.Collect(auctionCount{End: ctx.Window().End, Auction: auction, Count: c[0]})
+			return nil
 		}))
 	byWindow := stream.KeyBy(counts, func(c auctionCount) int64 { return c.End })
 	hottest := stream.Window(byWindow, stream.TumblingEventTimeWindows(nexmark.Q5Slide)).Reduce(func(a, b auctionCount) auctionCount {
@@ -278,8 +279,9 @@ func q7(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 		return a
 	}
 	perAuction := stream.WindowReduceWith(stream.Window(byAuction, stream.TumblingEventTimeWindows(nexmark.Q7Size)),
-		higher, stream.ProcessWindowFunc(func(_ int64, ctx stream.WindowContext[int64, stream.TimeWindow], b []nexmark.Bid, out stream.Collector[highestBid]) {
+		higher, stream.ProcessWindowFunc(func(_ int64, ctx stream.WindowContext[int64, stream.TimeWindow], b []nexmark.Bid, out stream.Collector[highestBid]) error {
 			out.Collect(highestBid{End: ctx.Window().End, Auction: b[0].Auction, Bidder: b[0].Bidder, Price: b[0].Price})
+			return nil
 		}))
 	byWindow := stream.KeyBy(perAuction, func(h highestBid) int64 { return h.End })
 	highest := stream.Window(byWindow, stream.TumblingEventTimeWindows(nexmark.Q7Size)).Reduce(func(a, b highestBid) highestBid {
