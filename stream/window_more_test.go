@@ -495,11 +495,15 @@ func TestProcessWindowFunctionErrorFailsTheJob(t *testing.T) {
 		fn   stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]
 	}{
 		{"Process", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
-			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error { return boom },
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error {
+				return boom
+			},
 		}},
 		{"Clear", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
-			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error { return nil },
-			ClearFn:   func(stream.WindowContext[string, stream.TimeWindow]) error { return boom },
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error {
+				return nil
+			},
+			ClearFn: func(stream.WindowContext[string, stream.TimeWindow]) error { return boom },
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
