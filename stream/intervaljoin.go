@@ -96,6 +96,8 @@ func (c *ProcessJoinContext) RightTimestamp() int64 { return c.right }
 // ProcessJoinFunction is called for every joined pair of an interval join.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type ProcessJoinFunction[L, R, O any] interface {
 	ProcessElement(ctx *ProcessJoinContext, left L, right R, out Collector[O]) error
 }
@@ -314,6 +316,7 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 	keyL, keyR := j.b.left.key, j.b.right.key
 	leftTag, rightTag := j.leftLateTag, j.rightLateTag
 	f := newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &intervalJoinOp[L, R, K, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)},
 			keyL: keyL, keyR: keyR, lower: lower, upper: upper}
 		if o, ok := sides[leftTag].(task.Output[L]); ok && leftTag != "" {

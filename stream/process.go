@@ -18,6 +18,20 @@ import (
 // function that has a method Open(RuntimeContext) error gets it once, on the
 // subtask's goroutine, before its first record; a method Close() error is
 // called when the subtask ends (whether or not it failed).
+//
+// Each parallel subtask gets its own instance of a user function, as in
+// Flink (which deserialises a copy per subtask): when the function passed
+// to Process, KeyedProcess, CoProcess, KeyedCoProcess, BroadcastProcess,
+// KeyedBroadcastProcess, IntervalJoinProcess, the window functions or the
+// async I/O operators is a pointer to a struct, every subtask calls Open,
+// its methods and Close on a shallow copy of that struct made when the
+// subtask starts. Fields set in Open or while processing are the subtask's
+// own and never race. The copy is shallow: maps, slices, channels and
+// pointers the struct holds before the job starts are shared by all
+// subtasks, so create per-subtask resources in Open. The func-struct
+// adapters (ProcessFuncs, KeyedProcessFuncs, ...) and plain functions are
+// not copied: their closures share what they capture, so keep per-subtask
+// state in a struct type of your own, or in keyed state.
 type RuntimeContext interface {
 	// JobName is the name passed to Execute.
 	JobName() string
@@ -237,6 +251,8 @@ type ProcessContext struct{ fnContext }
 // state and no timers; for those, key the stream and use KeyedProcess.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type ProcessFunction[I, O any] interface {
 	ProcessElement(ctx *ProcessContext, v I, out Collector[O]) error
 }
@@ -326,6 +342,7 @@ func (p *processOp[I, O]) Close() error  { return p.life.close() }
 func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O] {
 	checkFn(in.env, "Process", fn)
 	return procOneInput(in, "process", "Process", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &processOp[I, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
@@ -523,6 +540,8 @@ func timerTimestamp(ts int64, domain TimeDomain) int64 {
 // current key, so state accessed through their contexts is that key's.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type KeyedProcessFunction[K comparable, I, O any] interface {
 	ProcessElement(ctx *KeyedContext[K], v I, out Collector[O]) error
 	OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
@@ -659,6 +678,7 @@ func KeyedProcess[K comparable, I, O any](in KeyedStream[I, K], fn KeyedProcessF
 	checkFn(in.env, "KeyedProcess", fn)
 	key := in.key
 	out := procOneInput(in.DataStream, "keyed-process", "KeyedProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &keyedProcessOp[K, I, O]{key: key, fn: fn}
 		op.setup(env, out, sides, fn)
 		op.onTimer = fn.OnTimer

@@ -8,28 +8,30 @@ import (
 )
 
 // subtaskSink records which sink subtask wrote each value.
-type subtaskSink struct {
+type subtaskSink[T comparable] struct {
 	mu  sync.Mutex
-	got map[int64]int // value → subtask
+	got map[T]int // value → subtask
 }
 
-func (s *subtaskSink) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[int64], error) {
-	return &subtaskWriter{s: s, subtask: ctx.Subtask()}, nil
+func newSubtaskSink[T comparable]() *subtaskSink[T] { return &subtaskSink[T]{got: map[T]int{}} }
+
+func (s *subtaskSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T], error) {
+	return &subtaskWriter[T]{s: s, subtask: ctx.Subtask()}, nil
 }
 
-type subtaskWriter struct {
-	s       *subtaskSink
+type subtaskWriter[T comparable] struct {
+	s       *subtaskSink[T]
 	subtask int
 }
 
-func (w *subtaskWriter) Write(v int64, _ int64) error {
+func (w *subtaskWriter[T]) Write(v T, _ int64) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	w.s.got[v] = w.subtask
 	return nil
 }
-func (w *subtaskWriter) Flush(bool) error { return nil }
-func (w *subtaskWriter) Close() error     { return nil }
+func (w *subtaskWriter[T]) Flush(bool) error { return nil }
+func (w *subtaskWriter[T]) Close() error     { return nil }
 
 // TestDataGenSubtaskOwnsItsIndexes: subtask s of p generates i = s, s+p,
 // ..., as DataGen's doc says, whichever subtask asks for a split first;
@@ -55,7 +57,7 @@ func TestDataGenSubtaskOwnsItsIndexes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := 0; round < 20; round++ {
 				env := newEnv(par, stream.Streaming)
-				sink := &subtaskSink{got: map[int64]int{}}
+				sink := newSubtaskSink[int64]()
 				stream.SinkTo(tc.src(env), sink) // forward: the sink subtask is the source's
 				execute(t, env)
 				if len(sink.got) != n {

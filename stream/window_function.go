@@ -25,7 +25,8 @@ type WindowContext[K comparable, W AnyWindow] interface {
 }
 
 // ProcessWindowFunction computes a window's results from all its elements
-// (Flink's ProcessWindowFunction). Combined with incremental aggregation
+// (Flink's ProcessWindowFunction). Each subtask gets its own instance of a
+// function that is a pointer to a struct (see RuntimeContext). Combined with incremental aggregation
 // (WindowReduceWith, WindowAggregateWith) it receives the single
 // pre-aggregated value instead.
 type ProcessWindowFunction[IN, OUT any, K comparable, W AnyWindow] interface {
@@ -291,7 +292,7 @@ type processList[IN, OUT any, K comparable, W AnyWindow] struct {
 }
 
 func newProcessList[IN, OUT any, K comparable, W AnyWindow](pf ProcessWindowFunction[IN, OUT, K, W], env *winEnv[K, W], out task.Output[OUT]) *processList[IN, OUT, K, W] {
-	return &processList[IN, OUT, K, W]{pf: pf, env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
+	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
 }
 
 func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
