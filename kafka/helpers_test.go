@@ -230,9 +230,9 @@ type liveSink[T any] struct {
 func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{notify: make(chan struct{}, 1)} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
-func (s *liveSink[T]) Flush(bool) error                                              { return nil }
+func (s *liveSink[T]) Flush(context.Context, bool) error                             { return nil }
 func (s *liveSink[T]) Close() error                                                  { return nil }
-func (s *liveSink[T]) Write(v T, ts int64) error {
+func (s *liveSink[T]) Write(_ context.Context, v T, ts int64) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
@@ -368,7 +368,7 @@ func pollUntil(t testing.TB, r stream.SourceReader[string, kafka.PartitionSplit]
 	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
-		st, err := r.PollNext(out)
+		st, err := r.PollNext(context.Background(), out)
 		if err != nil {
 			t.Fatalf("PollNext: %v", err)
 		}

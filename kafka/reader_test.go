@@ -22,7 +22,7 @@ func newReader(t *testing.T, src *kafka.Source[string], rc *readerCtx) *kafka.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(); err != nil {
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
@@ -49,14 +49,14 @@ func TestReaderEmitsPerSplitAndRestoresFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recordingOutput{}
-	if _, err := r.PollNext(out); err != nil {
+	if _, err := r.PollNext(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"r-0", "r-2"}; !slices.Equal(sorted(out.registered), want) {
 		t.Fatalf("split outputs registered at the first poll: %v, want %v", out.registered, want)
 	}
 	before := len(out.recs)
-	if _, err := r.PollNext(out); err != nil {
+	if _, err := r.PollNext(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(out.recs) - before; n > 7 {
@@ -259,7 +259,7 @@ func TestReaderAsksForSplitsEveryDiscoveryInterval(t *testing.T) {
 		case <-time.After(testTimeout):
 			t.Fatal("the reader was not woken for its split request")
 		}
-		if _, err := r.PollNext(out); err != nil {
+		if _, err := r.PollNext(context.Background(), out); err != nil {
 			t.Fatal(err)
 		}
 		if got := requests(); got != want {
@@ -276,7 +276,7 @@ func TestClosedReaderRefusesWork(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.PollNext(&recordingOutput{}); !errors.Is(err, kafka.ErrClosed) {
+	if _, err := r.PollNext(context.Background(), &recordingOutput{}); !errors.Is(err, kafka.ErrClosed) {
 		t.Fatalf("PollNext after Close: %v, want ErrClosed", err)
 	}
 	if err := r.Close(); err != nil {

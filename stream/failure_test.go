@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -42,10 +43,13 @@ func (s *genTxnSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[
 func (s *genTxnSink[T]) CreateCommitter() (stream.Committer[genTxn[T]], error) {
 	return genTxnCommitter[T]{s}, nil
 }
-func (w *genTxnWriter[T]) Write(v T, _ int64) error { w.buf = append(w.buf, v); return nil }
-func (w *genTxnWriter[T]) Flush(bool) error         { return nil }
-func (w *genTxnWriter[T]) Close() error             { return nil }
-func (w *genTxnWriter[T]) PrepareCommit() ([]genTxn[T], error) {
+func (w *genTxnWriter[T]) Write(_ context.Context, v T, _ int64) error {
+	w.buf = append(w.buf, v)
+	return nil
+}
+func (w *genTxnWriter[T]) Flush(context.Context, bool) error { return nil }
+func (w *genTxnWriter[T]) Close() error                      { return nil }
+func (w *genTxnWriter[T]) PrepareCommit(context.Context) ([]genTxn[T], error) {
 	if w.s.failPrepare != nil && w.s.failPrepare() {
 		return nil, fmt.Errorf("injected failure during a checkpoint")
 	}
@@ -56,7 +60,7 @@ func (w *genTxnWriter[T]) PrepareCommit() ([]genTxn[T], error) {
 
 type genTxnCommitter[T any] struct{ s *genTxnSink[T] }
 
-func (c genTxnCommitter[T]) Commit(ts []genTxn[T]) error {
+func (c genTxnCommitter[T]) Commit(_ context.Context, ts []genTxn[T]) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	for _, t := range ts {

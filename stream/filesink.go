@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -546,7 +547,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *fileSinkWriter[T]) Write(v T, ts int64) error {
+func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts int64) error {
 	now := w.ctx.CurrentProcessingTime()
 	id := w.s.assigner.BucketID(v, BucketContext{CurrentProcessingTime: now, Timestamp: ts})
 	b := w.buckets[id]
@@ -650,7 +651,7 @@ func (w *fileSinkWriter[T]) onCheck(now int64) error {
 }
 
 // Flush writes buffered bytes to the part files.
-func (w *fileSinkWriter[T]) Flush(bool) error {
+func (w *fileSinkWriter[T]) Flush(context.Context, bool) error {
 	for _, b := range w.buckets {
 		if b.part != nil {
 			if err := b.part.buf.Flush(); err != nil {
@@ -663,7 +664,7 @@ func (w *fileSinkWriter[T]) Flush(bool) error {
 
 // PrepareCommit rolls every in-progress part and returns the parts
 // pending since the last call.
-func (w *fileSinkWriter[T]) PrepareCommit() ([]FileCommittable, error) {
+func (w *fileSinkWriter[T]) PrepareCommit(context.Context) ([]FileCommittable, error) {
 	for id, b := range w.buckets {
 		if b.part != nil {
 			if err := w.roll(b); err != nil {
@@ -707,7 +708,7 @@ type fileCommitter struct{ fsys fs.FileSystem }
 // Commit renames every pending part to its final name. It is idempotent:
 // a part whose pending file is gone and whose final file exists was
 // committed before.
-func (c *fileCommitter) Commit(cs []FileCommittable) error {
+func (c *fileCommitter) Commit(_ context.Context, cs []FileCommittable) error {
 	for _, f := range cs {
 		err := c.fsys.Rename(f.PendingPath, f.FinalPath)
 		if err == nil {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -33,13 +34,16 @@ type SinkContext interface {
 	FileSystems() *fs.Resolver
 }
 
-// SinkWriter writes the records of one subtask.
+// SinkWriter writes the records of one subtask. Its methods run on the
+// subtask's goroutine; ctx is the subtask's context, cancelled when the
+// subtask is cancelled or torn down, so a call blocked on I/O (a full
+// producer buffer, a flush) returns.
 type SinkWriter[T any] interface {
 	// Write takes a record and its event timestamp (or NoTimestamp).
-	Write(v T, ts int64) error
+	Write(ctx context.Context, v T, ts int64) error
 	// Flush makes written records durable or visible as far as the sink's
 	// guarantee requires; endOfInput is set when no record will follow.
-	Flush(endOfInput bool) error
+	Flush(ctx context.Context, endOfInput bool) error
 	Close() error
 }
 
@@ -49,13 +53,15 @@ type SinkWriter[T any] interface {
 // committed only once the checkpoint is complete everywhere.
 type CommittingWriter[T, C any] interface {
 	SinkWriter[T]
-	PrepareCommit() ([]C, error)
+	PrepareCommit(ctx context.Context) ([]C, error)
 }
 
 // Committer commits what writers pre-committed. Commit must be idempotent:
-// after a failure, committables restored from a checkpoint are committed again.
+// after a failure, committables restored from a checkpoint are committed
+// again. It runs on the sink subtask's goroutine; ctx is cancelled when the
+// subtask is cancelled or torn down.
 type Committer[C any] interface {
-	Commit(committables []C) error
+	Commit(ctx context.Context, committables []C) error
 	Close() error
 }
 
@@ -94,6 +100,7 @@ func addSink[T, C any](in DataStream[T], name string, sink Sink[T], newCommitter
 
 type sinkOp[T, C any] struct {
 	ctx          *task.Context
+	run          context.Context // the task's, for the writer and committer
 	sink         Sink[T]
 	newCommitter func() (Committer[C], error)
 	w            SinkWriter[T]
@@ -130,6 +137,7 @@ func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) erro
 // writer may fence what it finds lingering (a Kafka transactional producer
 // aborts the open transactions of its ids).
 func (s *sinkOp[T, C]) Open() error {
+	s.run = s.ctx.Ctx()
 	if s.newCommitter != nil {
 		newCommitter := s.newCommitter
 		if cc, ok := s.sink.(committerInContext[C]); ok {
@@ -141,7 +149,7 @@ func (s *sinkOp[T, C]) Open() error {
 		}
 		s.committer = c
 		if len(s.restored) > 0 {
-			if err := c.Commit(s.restored); err != nil {
+			if err := c.Commit(s.run, s.restored); err != nil {
 				return fmt.Errorf("committing restored pre-commits: %w", err)
 			}
 			s.restored = nil
@@ -155,12 +163,12 @@ func (s *sinkOp[T, C]) Open() error {
 	return nil
 }
 
-func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(v, ts) }
+func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(s.run, v, ts) }
 func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
 
 // prepare flushes the writer and, for a two-phase-commit sink, pre-commits.
 func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
-	if err := s.w.Flush(endOfInput); err != nil {
+	if err := s.w.Flush(s.run, endOfInput); err != nil {
 		return nil, err
 	}
 	if s.committer == nil {
@@ -170,7 +178,7 @@ func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
 	if !ok {
 		return nil, fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
 	}
-	return cw.PrepareCommit()
+	return cw.PrepareCommit(s.run)
 }
 
 // SnapshotOperatorState implements task.OperatorStateful: flush, pre-commit
@@ -233,7 +241,7 @@ func (s *sinkOp[T, C]) NotifyCheckpointComplete(id int64) error {
 	if len(due) == 0 {
 		return nil
 	}
-	return s.committer.Commit(due)
+	return s.committer.Commit(s.run, due)
 }
 
 // Finish flushes at the end of input and pre-commits. Without checkpoints
@@ -250,7 +258,7 @@ func (s *sinkOp[T, C]) Finish() error {
 		s.pending = append(s.pending, pendingCommit[C]{task.FinalCheckpoint, cs})
 		return nil
 	}
-	return s.committer.Commit(cs)
+	return s.committer.Commit(s.run, cs)
 }
 
 func (s *sinkOp[T, C]) Close() error {
@@ -286,14 +294,14 @@ func (p *printSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
 	return pw, nil
 }
 
-func (p *printWriter[T]) Write(v T, _ int64) error {
+func (p *printWriter[T]) Write(_ context.Context, v T, _ int64) error {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	_, err := fmt.Fprintf(p.s.w, "%s%v\n", p.prefix, v)
 	return err
 }
-func (p *printWriter[T]) Flush(bool) error { return nil }
-func (p *printWriter[T]) Close() error     { return nil }
+func (p *printWriter[T]) Flush(context.Context, bool) error { return nil }
+func (p *printWriter[T]) Close() error                      { return nil }
 
 // Print writes every record to standard output.
 func Print[T any](in DataStream[T]) DataStream[T] { return PrintTo(in, os.Stdout) }
@@ -309,9 +317,9 @@ type discardWriter[T any] struct{}
 func (discardSink[T]) CreateWriter(SinkContext) (SinkWriter[T], error) {
 	return discardWriter[T]{}, nil
 }
-func (discardWriter[T]) Write(T, int64) error { return nil }
-func (discardWriter[T]) Flush(bool) error     { return nil }
-func (discardWriter[T]) Close() error         { return nil }
+func (discardWriter[T]) Write(context.Context, T, int64) error { return nil }
+func (discardWriter[T]) Flush(context.Context, bool) error     { return nil }
+func (discardWriter[T]) Close() error                          { return nil }
 
 // Discard consumes the stream and drops every record.
 func Discard[T any](in DataStream[T]) DataStream[T] {
@@ -360,22 +368,22 @@ type collectWriter[T any] struct {
 	buf []Record[T]
 }
 
-func (w *collectWriter[T]) Write(v T, ts int64) error {
+func (w *collectWriter[T]) Write(ctx context.Context, v T, ts int64) error {
 	w.buf = append(w.buf, Record[T]{v, ts})
 	if len(w.buf) >= 1024 {
-		w.Flush(false)
+		w.Flush(ctx, false)
 	}
 	return nil
 }
 
-func (w *collectWriter[T]) Flush(bool) error {
+func (w *collectWriter[T]) Flush(context.Context, bool) error {
 	w.c.mu.Lock()
 	w.c.mu.recs = append(w.c.mu.recs, w.buf...)
 	w.c.mu.Unlock()
 	w.buf = w.buf[:0]
 	return nil
 }
-func (w *collectWriter[T]) Close() error { return w.Flush(true) }
+func (w *collectWriter[T]) Close() error { return w.Flush(context.Background(), true) }
 
 // Collect gathers the stream's records in memory; read them after Execute.
 func Collect[T any](in DataStream[T]) *Collected[T] {

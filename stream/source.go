@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -103,10 +104,14 @@ type SplitOutput[T any] interface {
 // SourceReader reads the splits assigned to one subtask. Its methods run on
 // the subtask's goroutine.
 type SourceReader[T any, S Split] interface {
-	Start() error
+	// Start begins reading. ctx is the subtask's context, cancelled when
+	// the subtask is cancelled or torn down: the reader may keep it for its
+	// background work (fetchers) and must not block past its cancellation.
+	Start(ctx context.Context) error
 	// PollNext emits what is available now (a bounded amount) and says
-	// whether more is available, nothing for now, or the input ended.
-	PollNext(out ReaderOutput[T]) (InputStatus, error)
+	// whether more is available, nothing for now, or the input ended. ctx
+	// is the subtask's context, as for Start.
+	PollNext(ctx context.Context, out ReaderOutput[T]) (InputStatus, error)
 	// Available is ready when PollNext may make progress again after it
 	// reported NothingAvailable (nil: only new splits wake the reader).
 	Available() <-chan struct{}
@@ -399,7 +404,7 @@ func (s *sourceOp[T, S]) HandleCoordinatorEvent(ev []byte) error {
 
 func (s *sourceOp[T, S]) Open() error {
 	s.splits = map[string]*splitOut[T, S]{}
-	if err := s.reader.Start(); err != nil {
+	if err := s.reader.Start(s.ctx.Ctx()); err != nil {
 		return err
 	}
 	if len(s.restored) > 0 {
@@ -445,7 +450,7 @@ func (s *sourceOp[T, S]) emitPeriodic(now int64) error {
 }
 
 func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
-	st, err := s.reader.PollNext(s)
+	st, err := s.reader.PollNext(s.ctx.Ctx(), s)
 	if err == nil {
 		err = s.err
 	}

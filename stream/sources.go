@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +140,7 @@ type indexReader[T any] struct {
 	wait    <-chan struct{}
 }
 
-func (r *indexReader[T]) Start() error {
+func (r *indexReader[T]) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
 	r.started = -1
@@ -183,7 +184,7 @@ func (r *indexReader[T]) permits() int64 {
 	return min(allowed, pollBatch)
 }
 
-func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
+func (r *indexReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (InputStatus, error) {
 	if len(r.splits) == 0 {
 		if r.noMore {
 			return EndOfInput, nil
@@ -281,7 +282,7 @@ type textFileReader struct {
 	r      *bufio.Reader
 }
 
-func (r *textFileReader) Start() error {
+func (r *textFileReader) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
 	return nil
@@ -306,7 +307,7 @@ func (r *textFileReader) Close() error {
 	return nil
 }
 
-func (r *textFileReader) PollNext(out ReaderOutput[string]) (InputStatus, error) {
+func (r *textFileReader) PollNext(_ context.Context, out ReaderOutput[string]) (InputStatus, error) {
 	if len(r.splits) == 0 {
 		if r.noMore {
 			return EndOfInput, nil

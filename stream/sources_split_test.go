@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -24,14 +25,14 @@ type subtaskWriter[T comparable] struct {
 	subtask int
 }
 
-func (w *subtaskWriter[T]) Write(v T, _ int64) error {
+func (w *subtaskWriter[T]) Write(_ context.Context, v T, _ int64) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	w.s.got[v] = w.subtask
 	return nil
 }
-func (w *subtaskWriter[T]) Flush(bool) error { return nil }
-func (w *subtaskWriter[T]) Close() error     { return nil }
+func (w *subtaskWriter[T]) Flush(context.Context, bool) error { return nil }
+func (w *subtaskWriter[T]) Close() error                      { return nil }
 
 // TestDataGenSubtaskOwnsItsIndexes: subtask s of p generates i = s, s+p,
 // ..., as DataGen's doc says, whichever subtask asks for a split first;

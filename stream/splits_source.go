@@ -1,5 +1,7 @@
 package stream
 
+import "context"
+
 // SplitRecords is one split of a FromSplits source: its records, read in
 // order, each with its source timestamp.
 type SplitRecords[T any] struct {
@@ -73,7 +75,7 @@ type splitsReader[T any] struct {
 	stop   func()
 }
 
-func (r *splitsReader[T]) Start() error {
+func (r *splitsReader[T]) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
 	return nil
@@ -102,7 +104,7 @@ func (r *splitsReader[T]) Close() error {
 	return nil
 }
 
-func (r *splitsReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
+func (r *splitsReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (InputStatus, error) {
 	if !r.noMore && !r.asked {
 		r.ctx.SendSplitRequest() // until the enumerator says there are no more
 		r.asked = true

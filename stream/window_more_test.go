@@ -335,9 +335,9 @@ type liveSink[T any] struct {
 func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{notify: make(chan struct{}, 1)} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
-func (s *liveSink[T]) Flush(bool) error                                              { return nil }
+func (s *liveSink[T]) Flush(context.Context, bool) error                             { return nil }
 func (s *liveSink[T]) Close() error                                                  { return nil }
-func (s *liveSink[T]) Write(v T, ts int64) error {
+func (s *liveSink[T]) Write(_ context.Context, v T, ts int64) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
@@ -398,7 +398,7 @@ type quietSplitReader struct {
 	stop   func()
 }
 
-func (r *quietSplitReader) Start() error { r.ctx.SendSplitRequest(); return nil }
+func (r *quietSplitReader) Start(context.Context) error { r.ctx.SendSplitRequest(); return nil }
 func (r *quietSplitReader) AddSplits(s []namedSplit) error {
 	r.splits = append(r.splits, s...)
 	return nil
@@ -413,7 +413,7 @@ func (r *quietSplitReader) Close() error {
 	return nil
 }
 
-func (r *quietSplitReader) PollNext(out stream.ReaderOutput[ev]) (stream.InputStatus, error) {
+func (r *quietSplitReader) PollNext(_ context.Context, out stream.ReaderOutput[ev]) (stream.InputStatus, error) {
 	if len(r.splits) < 2 {
 		r.wait = nil
 		return stream.NothingAvailable, nil

@@ -337,12 +337,12 @@ type digestWriter[T any] struct {
 	sum nexmark.Checksum
 }
 
-func (w *digestWriter[T]) Write(v T, _ int64) error {
+func (w *digestWriter[T]) Write(_ context.Context, v T, _ int64) error {
 	w.sum.Add(w.s.hash(v))
 	return nil
 }
 
-func (w *digestWriter[T]) Flush(endOfInput bool) error {
+func (w *digestWriter[T]) Flush(_ context.Context, endOfInput bool) error {
 	if endOfInput {
 		w.s.sp.finish()
 	}

@@ -95,11 +95,11 @@ type endOfInputWriter[T, C any] struct {
 	sp *span
 }
 
-func (w *endOfInputWriter[T, C]) Flush(endOfInput bool) error {
+func (w *endOfInputWriter[T, C]) Flush(ctx context.Context, endOfInput bool) error {
 	if endOfInput {
 		w.sp.finish()
 	}
-	return w.CommittingWriter.Flush(endOfInput)
+	return w.CommittingWriter.Flush(ctx, endOfInput)
 }
 
 // runRaw is the ceiling of the Kafka pipeline: one franz-go client that
