@@ -1,8 +1,8 @@
 package kafka_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
