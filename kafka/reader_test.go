@@ -67,7 +67,7 @@ func TestReaderEmitsPerSplitAndRestoresFromSnapshot(t *testing.T) {
 		if e.split == "" || e.split[len(e.split)-1] != e.value[0] {
 			t.Fatalf("record %q went through split output %q", e.value, e.split)
 		}
-		if e.ts == stream.NoTimestamp || e.ts%1000 != 0 {
+		if e.ts == int64(stream.NoTimestamp) || e.ts%1000 != 0 {
 			t.Fatalf("record %q has source timestamp %d, want its Kafka timestamp", e.value, e.ts)
 		}
 	}

@@ -23,12 +23,16 @@ import (
 // sinkCtx is our fake of the engine's sink context.
 type sinkCtx struct{ subtask, parallelism int }
 
-func (c sinkCtx) Subtask() int                                                     { return c.subtask }
-func (c sinkCtx) Parallelism() int                                                 { return c.parallelism }
-func (c sinkCtx) JobName() string                                                  { return "test" }
-func (c sinkCtx) FileSystems() *fs.Resolver                                        { return fs.NewResolver() }
-func (c sinkCtx) CurrentProcessingTime() int64                                     { return time.Now().UnixMilli() }
-func (c sinkCtx) RegisterProcessingTimer(int64, func(int64) error) (cancel func()) { return func() {} }
+func (c sinkCtx) Subtask() int              { return c.subtask }
+func (c sinkCtx) Parallelism() int          { return c.parallelism }
+func (c sinkCtx) JobName() string           { return "test" }
+func (c sinkCtx) FileSystems() *fs.Resolver { return fs.NewResolver() }
+func (c sinkCtx) CurrentProcessingTime() stream.Timestamp {
+	return stream.Timestamp(time.Now().UnixMilli())
+}
+func (c sinkCtx) RegisterProcessingTimer(stream.Timestamp, func(stream.Timestamp) error) (cancel func()) {
+	return func() {}
+}
 
 func mustSink[T any](t testing.TB, ser kafka.Serializer[T], opts ...kafka.SinkOpt) *kafka.Sink[T] {
 	t.Helper()
@@ -89,7 +93,7 @@ func TestSerializerChoosesTopicKeyHeadersAndTimestamp(t *testing.T) {
 		N  int
 		At int64
 	}
-	ser := kafka.SerializerFunc[ev](func(v ev, ts int64) (*kgo.Record, error) {
+	ser := kafka.SerializerFunc[ev](func(v ev, ts stream.Timestamp) (*kgo.Record, error) {
 		if v.N < 0 {
 			return nil, nil // skipped
 		}
@@ -107,7 +111,7 @@ func TestSerializerChoosesTopicKeyHeadersAndTimestamp(t *testing.T) {
 	sink := mustSink(t, ser, kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.AtLeastOnce), kafka.WithLogger(testLogger(t)))
 	env := newEnv(t, 1)
 	in := stream.AssignTimestampsAndWatermarks(stream.FromSlice(env, []ev{{0, 1000}, {1, 2000}, {2, 3000}, {3, 4000}, {-1, 5000}}),
-		stream.NoWatermarks[ev]().WithTimestampAssigner(func(v ev, _ int64) int64 { return v.At }))
+		stream.NoWatermarks[ev]().WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.At) }))
 	stream.SinkTo(in, sink)
 	if _, err := env.ExecuteContext(ctxT(t), t.Name()); err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func flush(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
 }
 
 // record serialises v.
-func record[T any](ser Serializer[T], v T, ts int64) (*kgo.Record, error) {
+func record[T any](ser Serializer[T], v T, ts stream.Timestamp) (*kgo.Record, error) {
 	r, err := ser.Serialize(v, ts)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: serialising a record: %w", err)
@@ -86,7 +86,7 @@ func record[T any](ser Serializer[T], v T, ts int64) (*kgo.Record, error) {
 		return nil, errors.New("kafka: the serializer returned a record without a topic")
 	}
 	if r.Timestamp.IsZero() && ts != noTimestamp {
-		r.Timestamp = millisToTime(ts)
+		r.Timestamp = ts.Time()
 	}
 	return r, nil
 }
@@ -134,7 +134,7 @@ func newPlainWriter[T any](s *Sink[T], sc stream.SinkContext) (*PlainWriter[T], 
 }
 
 // Write produces the record asynchronously.
-func (w *PlainWriter[T]) Write(ctx context.Context, v T, ts int64) error {
+func (w *PlainWriter[T]) Write(ctx context.Context, v T, ts stream.Timestamp) error {
 	w.follow(ctx)
 	if w.closed {
 		return ErrClosed
@@ -279,7 +279,7 @@ func transactionTimeout(ctx context.Context, cfg *sinkConfig, adm *kadm.Client, 
 }
 
 // Write produces the record in the open transaction, beginning one if needed.
-func (w *TxnWriter[T]) Write(ctx context.Context, v T, ts int64) error {
+func (w *TxnWriter[T]) Write(ctx context.Context, v T, ts stream.Timestamp) error {
 	w.follow(ctx)
 	if w.closed {
 		return ErrClosed

@@ -95,7 +95,7 @@ func (a *assignerOp[T]) emit(wm int64, adv, idle, idleChanged bool) error {
 
 func (a *assignerOp[T]) ProcessElement(v T, ts int64) error {
 	if a.strategy.assigner != nil {
-		ts = a.strategy.assigner(v, ts)
+		ts = int64(a.strategy.assigner(v, Timestamp(ts)))
 	}
 	if err := a.out.Collect(v, ts); err != nil {
 		return err
@@ -116,7 +116,7 @@ func (a *assignerOp[T]) ProcessElement(v T, ts int64) error {
 
 // ProcessWatermark drops upstream watermarks except the final one.
 func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
-	if wm != MaxWatermark || a.ended {
+	if wm != maxWatermark || a.ended {
 		return nil
 	}
 	a.ended = true
@@ -129,7 +129,7 @@ func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
 			return err
 		}
 	}
-	return a.out.EmitWatermark(MaxWatermark)
+	return a.out.EmitWatermark(maxWatermark)
 }
 
 func (a *assignerOp[T]) Finish() error { return nil }

@@ -21,7 +21,7 @@ type blockingWriter struct{ s *blockingSink }
 func (s *blockingSink) CreateWriter(stream.SinkContext) (stream.SinkWriter[int64], error) {
 	return blockingWriter{s}, nil
 }
-func (w blockingWriter) Write(context.Context, int64, int64) error {
+func (w blockingWriter) Write(context.Context, int64, stream.Timestamp) error {
 	<-w.s.release
 	w.s.got.Add(1)
 	return nil

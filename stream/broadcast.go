@@ -416,7 +416,7 @@ func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDe
 type KeyedBroadcastProcessFunction[K comparable, IN, BC, O any] interface {
 	ProcessElement(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
 	ProcessBroadcastElement(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
-	OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedBroadcastProcessFuncs builds a KeyedBroadcastProcessFunction from
@@ -425,7 +425,7 @@ type KeyedBroadcastProcessFunction[K comparable, IN, BC, O any] interface {
 type KeyedBroadcastProcessFuncs[K comparable, IN, BC, O any] struct {
 	Element   func(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
 	Broadcast func(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
-	Timer     func(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+	Timer     func(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open      func(rc RuntimeContext) error
 	Close     func() error
 }
@@ -441,7 +441,7 @@ func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) ProcessBroadcastElement(ctx *K
 }
 
 // OnTimer implements KeyedBroadcastProcessFunction.
-func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}
@@ -511,8 +511,8 @@ func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
 	return berr
 }
 
-func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts int64, out Collector[O]) error {
-	err := p.fn.OnTimer(&p.btctx, ts, out)
+func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
+	err := p.fn.OnTimer(&p.btctx, Timestamp(ts), out)
 	if berr := p.bc.takeErr(); err == nil {
 		err = berr
 	}

@@ -39,7 +39,7 @@ func (s *txnSink) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[countE
 }
 func (s *txnSink) CreateCommitter() (stream.Committer[txn], error) { return txnCommitter{s}, nil }
 
-func (w *txnWriter) Write(_ context.Context, v countEvent, _ int64) error {
+func (w *txnWriter) Write(_ context.Context, v countEvent, _ stream.Timestamp) error {
 	w.buf = append(w.buf, v)
 	return nil
 }

@@ -212,7 +212,7 @@ func (c KeyedConnectedStreams[A, B, K]) Connected() ConnectedStreams[A, B] {
 type KeyedCoProcessFunction[K comparable, A, B, O any] interface {
 	ProcessElement1(ctx *KeyedContext[K], v A, out Collector[O]) error
 	ProcessElement2(ctx *KeyedContext[K], v B, out Collector[O]) error
-	OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedCoProcessFuncs builds a KeyedCoProcessFunction from closures.
@@ -220,7 +220,7 @@ type KeyedCoProcessFunction[K comparable, A, B, O any] interface {
 type KeyedCoProcessFuncs[K comparable, A, B, O any] struct {
 	Element1 func(ctx *KeyedContext[K], v A, out Collector[O]) error
 	Element2 func(ctx *KeyedContext[K], v B, out Collector[O]) error
-	Timer    func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	Timer    func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open     func(rc RuntimeContext) error
 	Close    func() error
 }
@@ -236,7 +236,7 @@ func (f KeyedCoProcessFuncs[K, A, B, O]) ProcessElement2(ctx *KeyedContext[K], v
 }
 
 // OnTimer implements KeyedCoProcessFunction.
-func (f KeyedCoProcessFuncs[K, A, B, O]) OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedCoProcessFuncs[K, A, B, O]) OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}

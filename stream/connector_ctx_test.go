@@ -17,7 +17,7 @@ type ctxSink struct {
 }
 
 func (s *ctxSink) CreateWriter(stream.SinkContext) (stream.SinkWriter[int64], error) { return s, nil }
-func (s *ctxSink) Write(ctx context.Context, _ int64, _ int64) error {
+func (s *ctxSink) Write(ctx context.Context, _ int64, _ stream.Timestamp) error {
 	select {
 	case <-s.blocked:
 		return nil

@@ -43,7 +43,7 @@ func (s *genTxnSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[
 func (s *genTxnSink[T]) CreateCommitter() (stream.Committer[genTxn[T]], error) {
 	return genTxnCommitter[T]{s}, nil
 }
-func (w *genTxnWriter[T]) Write(_ context.Context, v T, _ int64) error {
+func (w *genTxnWriter[T]) Write(_ context.Context, v T, _ stream.Timestamp) error {
 	w.buf = append(w.buf, v)
 	return nil
 }
@@ -79,7 +79,7 @@ type windowTotal struct {
 func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64), opts ...stream.Option) *stream.Environment {
 	env := stream.NewEnvironment(append([]stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	type ev struct{ Key, Ts, V int64 }
-	strategy := stream.ForBoundedOutOfOrderness[ev](50 * time.Millisecond).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.Ts })
+	strategy := stream.ForBoundedOutOfOrderness[ev](50 * time.Millisecond).WithTimestampAssigner(func(e ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(e.Ts) })
 	src := stream.DataGenWithWatermarks(env, 40000, 40000, func(i int64) ev {
 		return ev{Key: i % 11, Ts: i - (i*7919)%40, V: i % 97}
 	}, strategy).UID("events")
@@ -92,7 +92,7 @@ func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64
 	totals := stream.WindowAggregateWith(stream.Window(stream.KeyBy(checked, func(e ev) int64 { return e.Key }), stream.TumblingEventTimeWindows(100*time.Millisecond)),
 		agg, stream.ProcessWindowFunc(func(k int64, ctx stream.WindowContext[int64, stream.TimeWindow], as []acc, out stream.Collector[windowTotal]) error {
 			for _, a := range as {
-				out.Collect(windowTotal{k, ctx.Window().Start, a.N, a.S})
+				out.Collect(windowTotal{k, int64(ctx.Window().Start), a.N, a.S})
 			}
 			return nil
 		})).UID("windows")

@@ -547,9 +547,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts int64) error {
-	now := w.ctx.CurrentProcessingTime()
-	id := w.s.assigner.BucketID(v, BucketContext{CurrentProcessingTime: now, Timestamp: ts})
+func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts Timestamp) error {
+	now := int64(w.ctx.CurrentProcessingTime())
+	id := w.s.assigner.BucketID(v, BucketContext{CurrentProcessingTime: now, Timestamp: int64(ts)})
 	b := w.buckets[id]
 	if b == nil {
 		var err error
@@ -563,7 +563,7 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts int64) error {
 		}
 	}
 	if b.part == nil {
-		if err := w.openPart(b, now); err != nil {
+		if err := w.openPart(b, int64(now)); err != nil {
 			return err
 		}
 	}
@@ -572,7 +572,7 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts int64) error {
 		return fmt.Errorf("stream: file sink: writing a record to %s: %w", p.path, err)
 	}
 	p.info.Size = p.counter.n
-	p.info.LastUpdateTime = now
+	p.info.LastUpdateTime = int64(now)
 	return nil
 }
 
@@ -626,8 +626,8 @@ func (w *fileSinkWriter[T]) roll(b *fileBucket) error {
 }
 
 func (w *fileSinkWriter[T]) scheduleCheck() {
-	at := w.ctx.CurrentProcessingTime() + w.s.checkInterval.Milliseconds()
-	w.cancelCheck = w.ctx.RegisterProcessingTimer(at, w.onCheck)
+	at := w.ctx.CurrentProcessingTime().Add(w.s.checkInterval)
+	w.cancelCheck = w.ctx.RegisterProcessingTimer(at, func(now Timestamp) error { return w.onCheck(int64(now)) })
 }
 
 // onCheck rolls parts by processing time and forgets idle buckets.

@@ -34,18 +34,18 @@ type fileSinkCtx struct {
 
 type fileSinkTimer struct {
 	at, seq   int64
-	fn        func(int64) error
+	fn        func(stream.Timestamp) error
 	cancelled bool
 }
 
-func (c *fileSinkCtx) Subtask() int                 { return c.subtask }
-func (c *fileSinkCtx) Parallelism() int             { return 1 }
-func (c *fileSinkCtx) JobName() string              { return "file sink test" }
-func (c *fileSinkCtx) CurrentProcessingTime() int64 { return c.now }
-func (c *fileSinkCtx) FileSystems() *fs.Resolver    { return c.fileSystems }
-func (c *fileSinkCtx) RegisterProcessingTimer(at int64, fn func(int64) error) func() {
+func (c *fileSinkCtx) Subtask() int                            { return c.subtask }
+func (c *fileSinkCtx) Parallelism() int                        { return 1 }
+func (c *fileSinkCtx) JobName() string                         { return "file sink test" }
+func (c *fileSinkCtx) CurrentProcessingTime() stream.Timestamp { return stream.Timestamp(c.now) }
+func (c *fileSinkCtx) FileSystems() *fs.Resolver               { return c.fileSystems }
+func (c *fileSinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(stream.Timestamp) error) func() {
 	c.seq++
-	tm := &fileSinkTimer{at: at, seq: int64(c.seq), fn: fn}
+	tm := &fileSinkTimer{at: int64(at), seq: int64(c.seq), fn: fn}
 	c.timers = append(c.timers, tm)
 	return func() { tm.cancelled = true }
 }
@@ -68,7 +68,7 @@ func (c *fileSinkCtx) advance(t *testing.T, ms int64) {
 		if tm.cancelled {
 			continue
 		}
-		if err := tm.fn(c.now); err != nil {
+		if err := tm.fn(stream.Timestamp(c.now)); err != nil {
 			t.Fatalf("timer at %d: %v", tm.at, err)
 		}
 	}

@@ -44,7 +44,7 @@ func (f *keyedState) ProcessElement(_ *stream.KeyedContext[int64], v int64, out 
 	return nil
 }
 
-func (f *keyedState) OnTimer(*stream.OnTimerContext[int64], int64, stream.Collector[tagged]) error {
+func (f *keyedState) OnTimer(*stream.OnTimerContext[int64], stream.Timestamp, stream.Collector[tagged]) error {
 	return nil
 }
 

@@ -88,10 +88,10 @@ type ProcessJoinContext struct {
 }
 
 // LeftTimestamp is the left record's timestamp.
-func (c *ProcessJoinContext) LeftTimestamp() int64 { return c.left }
+func (c *ProcessJoinContext) LeftTimestamp() Timestamp { return Timestamp(c.left) }
 
 // RightTimestamp is the right record's timestamp.
-func (c *ProcessJoinContext) RightTimestamp() int64 { return c.right }
+func (c *ProcessJoinContext) RightTimestamp() Timestamp { return Timestamp(c.right) }
 
 // ProcessJoinFunction is called for every joined pair of an interval join.
 //
@@ -166,7 +166,7 @@ func (j *intervalJoinOp[L, R, K, O]) late(ts int64) bool {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
-	if ts == NoTimestamp {
+	if ts == noTimestamp {
 		return fmt.Errorf("interval join, left input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {
@@ -201,7 +201,7 @@ func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) right(v R, ts int64) error {
-	if ts == NoTimestamp {
+	if ts == noTimestamp {
 		return fmt.Errorf("interval join, right input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {

@@ -99,7 +99,7 @@ func (r *reduceOp[T, K]) Finish() error {
 	if !r.batch {
 		return nil
 	}
-	return r.acc.Entries(func(_ K, _ state.Void, v T) error { return r.out.Collect(v, NoTimestamp) })
+	return r.acc.Entries(func(_ K, _ state.Void, v T) error { return r.out.Collect(v, noTimestamp) })
 }
 
 // Reduce combines the records of each key with fn and emits the running
@@ -200,7 +200,7 @@ func (a *aggregateOp[IN, K, ACC, OUT]) Finish() error {
 		return nil
 	}
 	return a.acc.Entries(func(_ K, _ state.Void, acc ACC) error {
-		return a.out.Collect(a.fn.Result(acc), NoTimestamp)
+		return a.out.Collect(a.fn.Result(acc), noTimestamp)
 	})
 }
 

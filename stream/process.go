@@ -215,14 +215,14 @@ type fnContext struct {
 
 // Timestamp is the event timestamp of the record being processed (for an
 // event-time timer: the timer's time), or NoTimestamp when it has none.
-func (c *fnContext) Timestamp() int64 { return c.so.ts }
+func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.so.ts) }
 
 // CurrentWatermark is the operator's current input watermark (math.MinInt64
 // before the first one).
-func (c *fnContext) CurrentWatermark() int64 { return c.t.wm }
+func (c *fnContext) CurrentWatermark() Timestamp { return Timestamp(c.t.wm) }
 
-// CurrentProcessingTime is the processing time in epoch milliseconds.
-func (c *fnContext) CurrentProcessingTime() int64 { return c.t.clock.NowMillis() }
+// CurrentProcessingTime is the processing time.
+func (c *fnContext) CurrentProcessingTime() Timestamp { return Timestamp(c.t.clock.NowMillis()) }
 
 func (c *fnContext) sides() *sideOutputs { return &c.so }
 
@@ -381,12 +381,12 @@ func (d TimeDomain) String() string {
 // mode, processing-time timers still pending when the input ends are
 // dropped, and in BATCH mode all timers fire at the end of the input.
 type TimerService interface {
-	CurrentProcessingTime() int64
-	CurrentWatermark() int64
-	RegisterEventTimeTimer(ts int64)
-	RegisterProcessingTimeTimer(ts int64)
-	DeleteEventTimeTimer(ts int64)
-	DeleteProcessingTimeTimer(ts int64)
+	CurrentProcessingTime() Timestamp
+	CurrentWatermark() Timestamp
+	RegisterEventTimeTimer(ts Timestamp)
+	RegisterProcessingTimeTimer(ts Timestamp)
+	DeleteEventTimeTimer(ts Timestamp)
+	DeleteProcessingTimeTimer(ts Timestamp)
 }
 
 // timerService is the TimerService of a keyed function operator. Timer
@@ -398,19 +398,21 @@ type timerService[K comparable] struct {
 	err error
 }
 
-func (t *timerService[K]) CurrentProcessingTime() int64 { return t.t.clock.NowMillis() }
-func (t *timerService[K]) CurrentWatermark() int64      { return t.t.wm }
-func (t *timerService[K]) RegisterEventTimeTimer(ts int64) {
-	t.stick(t.s.RegisterEventTimer(state.Void{}, ts))
+func (t *timerService[K]) CurrentProcessingTime() Timestamp {
+	return Timestamp(t.t.clock.NowMillis())
 }
-func (t *timerService[K]) RegisterProcessingTimeTimer(ts int64) {
-	t.stick(t.s.RegisterProcessingTimer(state.Void{}, ts))
+func (t *timerService[K]) CurrentWatermark() Timestamp { return Timestamp(t.t.wm) }
+func (t *timerService[K]) RegisterEventTimeTimer(ts Timestamp) {
+	t.stick(t.s.RegisterEventTimer(state.Void{}, int64(ts)))
 }
-func (t *timerService[K]) DeleteEventTimeTimer(ts int64) {
-	t.stick(t.s.DeleteEventTimer(state.Void{}, ts))
+func (t *timerService[K]) RegisterProcessingTimeTimer(ts Timestamp) {
+	t.stick(t.s.RegisterProcessingTimer(state.Void{}, int64(ts)))
 }
-func (t *timerService[K]) DeleteProcessingTimeTimer(ts int64) {
-	t.stick(t.s.DeleteProcessingTimer(state.Void{}, ts))
+func (t *timerService[K]) DeleteEventTimeTimer(ts Timestamp) {
+	t.stick(t.s.DeleteEventTimer(state.Void{}, int64(ts)))
+}
+func (t *timerService[K]) DeleteProcessingTimeTimer(ts Timestamp) {
+	t.stick(t.s.DeleteProcessingTimer(state.Void{}, int64(ts)))
 }
 
 func (t *timerService[K]) stick(err error) {
@@ -488,10 +490,10 @@ func (r *keyedRuntime[K]) finish() error {
 	if !r.env.batch {
 		return nil
 	}
-	if err := r.advance(MaxWatermark); err != nil {
+	if err := r.advance(maxWatermark); err != nil {
 		return err
 	}
-	return r.timers.FireProcessingTimers(MaxWatermark)
+	return r.timers.FireProcessingTimers(maxWatermark)
 }
 
 // KeyedContext is the context of a keyed function's call for a record. It
@@ -531,7 +533,7 @@ func timerTimestamp(ts int64, domain TimeDomain) int64 {
 	if domain == EventTimeDomain {
 		return ts
 	}
-	return NoTimestamp
+	return noTimestamp
 }
 
 // KeyedProcessFunction processes the records of a keyed stream with keyed
@@ -544,14 +546,14 @@ func timerTimestamp(ts int64, domain TimeDomain) int64 {
 // struct (see RuntimeContext).
 type KeyedProcessFunction[K comparable, I, O any] interface {
 	ProcessElement(ctx *KeyedContext[K], v I, out Collector[O]) error
-	OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedProcessFuncs builds a KeyedProcessFunction from closures. Element is
 // required; Timer, Open and Close may be nil (a nil Timer ignores timers).
 type KeyedProcessFuncs[K comparable, I, O any] struct {
 	Element func(ctx *KeyedContext[K], v I, out Collector[O]) error
-	Timer   func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	Timer   func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open    func(rc RuntimeContext) error
 	Close   func() error
 }
@@ -562,7 +564,7 @@ func (f KeyedProcessFuncs[K, I, O]) ProcessElement(ctx *KeyedContext[K], v I, ou
 }
 
 // OnTimer implements KeyedProcessFunction.
-func (f KeyedProcessFuncs[K, I, O]) OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedProcessFuncs[K, I, O]) OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}
@@ -603,7 +605,7 @@ type keyedFnOp[K comparable, O any] struct {
 	ctx  KeyedContext[K]
 	tctx OnTimerContext[K]
 	// onTimer is the user's OnTimer.
-	onTimer func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	onTimer func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 func (k *keyedFnOp[K, O]) setup(env *procEnv, out task.Output[O], sides map[string]any, fn any) {
@@ -624,7 +626,7 @@ func (k *keyedFnOp[K, O]) Open() error {
 func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
 	out := timerTimestamp(ts, domain)
 	k.tctx.so.ts, k.tc.ts, k.tctx.domain = out, out, domain
-	err := k.onTimer(&k.tctx, ts, &k.tc)
+	err := k.onTimer(&k.tctx, Timestamp(ts), &k.tc)
 	return k.settle(err, &k.tc, &k.tctx.so)
 }
 

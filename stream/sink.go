@@ -23,12 +23,12 @@ type SinkContext interface {
 	Parallelism() int
 	// JobName is the name passed to Execute.
 	JobName() string
-	// CurrentProcessingTime is the task clock's time in epoch ms.
-	CurrentProcessingTime() int64
+	// CurrentProcessingTime is the task clock's time.
+	CurrentProcessingTime() Timestamp
 	// RegisterProcessingTimer runs fn on the task goroutine (never
 	// concurrently with the writer's methods) once processing time reaches
 	// at; the returned function cancels it.
-	RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func())
+	RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) (cancel func())
 	// FileSystems resolves file URIs by scheme: file:// and plain paths
 	// everywhere, hdfs:// in a cluster's workers.
 	FileSystems() *fs.Resolver
@@ -40,7 +40,7 @@ type SinkContext interface {
 // producer buffer, a flush) returns.
 type SinkWriter[T any] interface {
 	// Write takes a record and its event timestamp (or NoTimestamp).
-	Write(ctx context.Context, v T, ts int64) error
+	Write(ctx context.Context, v T, ts Timestamp) error
 	// Flush makes written records durable or visible as far as the sink's
 	// guarantee requires; endOfInput is set when no record will follow.
 	Flush(ctx context.Context, endOfInput bool) error
@@ -123,14 +123,14 @@ func (s *sinkOp[T, C]) Parallelism() int { return s.ctx.Parallelism }
 func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
 
 // CurrentProcessingTime implements SinkContext.
-func (s *sinkOp[T, C]) CurrentProcessingTime() int64 { return s.ctx.Clock.NowMillis() }
+func (s *sinkOp[T, C]) CurrentProcessingTime() Timestamp { return Timestamp(s.ctx.Clock.NowMillis()) }
 
 // FileSystems implements SinkContext.
 func (s *sinkOp[T, C]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
 
 // RegisterProcessingTimer implements SinkContext.
-func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) error) func() {
-	return s.ctx.RegisterProcessingTimer(at, fn)
+func (s *sinkOp[T, C]) RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) func() {
+	return s.ctx.RegisterProcessingTimer(int64(at), func(now int64) error { return fn(Timestamp(now)) })
 }
 
 // Open commits the pre-commits of the restored checkpoint first: a new
@@ -163,7 +163,7 @@ func (s *sinkOp[T, C]) Open() error {
 	return nil
 }
 
-func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(s.run, v, ts) }
+func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(s.run, v, Timestamp(ts)) }
 func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
 
 // prepare flushes the writer and, for a two-phase-commit sink, pre-commits.
@@ -294,7 +294,7 @@ func (p *printSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
 	return pw, nil
 }
 
-func (p *printWriter[T]) Write(_ context.Context, v T, _ int64) error {
+func (p *printWriter[T]) Write(_ context.Context, v T, _ Timestamp) error {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	_, err := fmt.Fprintf(p.s.w, "%s%v\n", p.prefix, v)
@@ -317,9 +317,9 @@ type discardWriter[T any] struct{}
 func (discardSink[T]) CreateWriter(SinkContext) (SinkWriter[T], error) {
 	return discardWriter[T]{}, nil
 }
-func (discardWriter[T]) Write(context.Context, T, int64) error { return nil }
-func (discardWriter[T]) Flush(context.Context, bool) error     { return nil }
-func (discardWriter[T]) Close() error                          { return nil }
+func (discardWriter[T]) Write(context.Context, T, Timestamp) error { return nil }
+func (discardWriter[T]) Flush(context.Context, bool) error         { return nil }
+func (discardWriter[T]) Close() error                              { return nil }
 
 // Discard consumes the stream and drops every record.
 func Discard[T any](in DataStream[T]) DataStream[T] {
@@ -329,7 +329,7 @@ func Discard[T any](in DataStream[T]) DataStream[T] {
 // Record is a value with its event timestamp.
 type Record[T any] struct {
 	Value     T
-	Timestamp int64
+	Timestamp Timestamp
 }
 
 // Collected gathers a stream's records in memory (embedded local mode only;
@@ -368,7 +368,7 @@ type collectWriter[T any] struct {
 	buf []Record[T]
 }
 
-func (w *collectWriter[T]) Write(ctx context.Context, v T, ts int64) error {
+func (w *collectWriter[T]) Write(ctx context.Context, v T, ts Timestamp) error {
 	w.buf = append(w.buf, Record[T]{v, ts})
 	if len(w.buf) >= 1024 {
 		w.Flush(ctx, false)

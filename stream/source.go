@@ -88,7 +88,7 @@ type SourceReaderContext interface {
 // ReaderOutput receives a reader's records.
 type ReaderOutput[T any] interface {
 	// Collect emits a record with the given source timestamp (or NoTimestamp).
-	Collect(v T, ts int64)
+	Collect(v T, ts Timestamp)
 	// ForSplit returns the output for the records of one split, so
 	// watermarks are generated per split.
 	ForSplit(splitID string) SplitOutput[T]
@@ -98,7 +98,7 @@ type ReaderOutput[T any] interface {
 
 // SplitOutput receives the records of one split.
 type SplitOutput[T any] interface {
-	Collect(v T, ts int64)
+	Collect(v T, ts Timestamp)
 }
 
 // SourceReader reads the splits assigned to one subtask. Its methods run on
@@ -476,7 +476,7 @@ func (s *sourceOp[T, S]) Finish() error                   { return nil }
 func (s *sourceOp[T, S]) Close() error                    { return s.reader.Close() }
 
 // ReaderOutput implementation.
-func (s *sourceOp[T, S]) Collect(v T, ts int64) {
+func (s *sourceOp[T, S]) Collect(v T, ts Timestamp) {
 	if s.main == nil {
 		s.main = &splitOut[T, S]{op: s, tr: s.wm.add("", s.ctx.Clock.NowMillis())}
 	}
@@ -502,7 +502,7 @@ type splitOut[T any, S Split] struct {
 	tr *wmTracker[T]
 }
 
-func (o *splitOut[T, S]) Collect(v T, ts int64) {
+func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
 	s := o.op
 	if s.err != nil {
 		return
@@ -512,7 +512,7 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 	}
 	if !s.batch {
 		prev := o.tr.wm
-		s.wm.onEvent(o.tr, v, ts)
+		s.wm.onEvent(o.tr, v, int64(ts))
 		if o.tr.idle {
 			// Activity ends idleness at once, not at the next period.
 			o.tr.idle = false
@@ -523,7 +523,7 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 				}
 			}
 		}
-		s.err = s.out.Collect(v, ts)
+		s.err = s.out.Collect(v, int64(ts))
 		// A watermark the generator emitted on the event (a punctuated
 		// generator) goes out at once, after the record, as in Flink.
 		if s.err == nil && o.tr.wm > prev {
@@ -533,5 +533,5 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 		}
 		return
 	}
-	s.err = s.out.Collect(v, ts)
+	s.err = s.out.Collect(v, int64(ts))
 }

@@ -25,7 +25,7 @@ type subtaskWriter[T comparable] struct {
 	subtask int
 }
 
-func (w *subtaskWriter[T]) Write(_ context.Context, v T, _ int64) error {
+func (w *subtaskWriter[T]) Write(_ context.Context, v T, _ stream.Timestamp) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	w.s.got[v] = w.subtask

@@ -120,8 +120,8 @@ func (r *splitsReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (Inpu
 				continue
 			}
 			rec := r.src.splits[sp.ID].Records[sp.Next]
-			if rec.Timestamp != NoTimestamp && rec.Timestamp > now {
-				next = min(next, rec.Timestamp)
+			if rec.Timestamp != NoTimestamp && rec.Timestamp > Timestamp(now) {
+				next = min(next, int64(rec.Timestamp))
 				continue
 			}
 			out.ForSplit(sp.SplitID()).Collect(rec.Value, rec.Timestamp)

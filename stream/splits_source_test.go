@@ -14,7 +14,7 @@ import (
 func recs[T any](ts func(T) int64, vs ...T) []stream.Record[T] {
 	out := make([]stream.Record[T], len(vs))
 	for i, v := range vs {
-		out[i] = stream.Record[T]{Value: v, Timestamp: ts(v)}
+		out[i] = stream.Record[T]{Value: v, Timestamp: stream.Timestamp(ts(v))}
 	}
 	return out
 }

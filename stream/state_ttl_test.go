@@ -29,7 +29,7 @@ func newScriptHarness(t *testing.T, backend state.Backend) *opHarness[string] {
 func atTime(t *testing.T, h *opHarness[string], ms int64, fn func(ctx *KeyedContext[string], out Collector[string]) error) {
 	t.Helper()
 	mustOK(t, h.advance(ms-h.clock.NowMillis()))
-	mustOK(t, feed(h, scriptStep{"k", fn}, NoTimestamp))
+	mustOK(t, feed(h, scriptStep{"k", fn}, noTimestamp))
 }
 
 func expectValues(t *testing.T, h *opHarness[string], want ...string) {
@@ -298,7 +298,7 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 			avg, _, _ := Aggregating(ctx, mean).Get()
 			out.Collect(fmt.Sprintf("%s: count=%d seen=%v parity=%v max=%d mean=%.1f", ctx.CurrentKey(), c+1, l, m, mx, avg))
 			return nil
-		}}, NoTimestamp))
+		}}, noTimestamp))
 	}
 	put("a", 3)
 	put("b", 10)
@@ -320,7 +320,7 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 			}
 		}
 		return nil
-	}}, NoTimestamp))
+	}}, noTimestamp))
 	put("a", 2)
 	put("b", 5)
 	expectValues(t, h,

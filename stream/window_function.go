@@ -12,8 +12,8 @@ type WindowContext[K comparable, W AnyWindow] interface {
 	SideOutputContext
 	// Window is the window being processed.
 	Window() W
-	CurrentWatermark() int64
-	CurrentProcessingTime() int64
+	CurrentWatermark() Timestamp
+	CurrentProcessingTime() Timestamp
 	// WindowState is state scoped to the key and this window: use it with
 	// Value, List, MapOf, Reducing, Aggregating. Clear it in Clear. It is
 	// not available with merging (session) windows: there, calling it fails
@@ -98,9 +98,13 @@ type windowCtx[K comparable, W AnyWindow] struct {
 	err error
 }
 
-func (c *windowCtx[K, W]) Window() W                    { return c.w }
-func (c *windowCtx[K, W]) CurrentWatermark() int64      { return c.env.timers.CurrentWatermark() }
-func (c *windowCtx[K, W]) CurrentProcessingTime() int64 { return c.env.clock.NowMillis() }
+func (c *windowCtx[K, W]) Window() W { return c.w }
+func (c *windowCtx[K, W]) CurrentWatermark() Timestamp {
+	return Timestamp(c.env.timers.CurrentWatermark())
+}
+func (c *windowCtx[K, W]) CurrentProcessingTime() Timestamp {
+	return Timestamp(c.env.clock.NowMillis())
+}
 func (c *windowCtx[K, W]) GlobalState() KeyedStateContext[K] {
 	return stateStore[K]{c.env.global}
 }
@@ -268,7 +272,7 @@ func (c *tsListContents[T, K, W]) put(ns W, elems []tsValue[T]) error {
 type emitValue[K comparable, W AnyWindow, T any] struct{ out task.Output[T] }
 
 func (e *emitValue[K, W, T]) process(_ K, w, _ W, acc T) error {
-	return e.out.Collect(acc, w.MaxTimestamp())
+	return e.out.Collect(acc, int64(w.MaxTimestamp()))
 }
 func (e *emitValue[K, W, T]) clear(K, W) error { return nil }
 
@@ -279,7 +283,7 @@ type emitAgg[K comparable, W AnyWindow, T, ACC, OUT any] struct {
 }
 
 func (e *emitAgg[K, W, T, ACC, OUT]) process(_ K, w, _ W, acc ACC) error {
-	return e.out.Collect(e.agg.Result(acc), w.MaxTimestamp())
+	return e.out.Collect(e.agg.Result(acc), int64(w.MaxTimestamp()))
 }
 func (e *emitAgg[K, W, T, ACC, OUT]) clear(K, W) error { return nil }
 
@@ -298,7 +302,7 @@ func newProcessList[IN, OUT any, K comparable, W AnyWindow](pf ProcessWindowFunc
 func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 	p.ctx.reset(w)
 	ts := w.MaxTimestamp()
-	p.out.ts, p.env.sides.ts = ts, ts
+	p.out.ts, p.env.sides.ts = int64(ts), int64(ts)
 	err := p.pf.Process(key, &p.ctx, elems, &p.out)
 	if cerr := p.out.takeErr(); err == nil {
 		err = cerr
@@ -308,7 +312,7 @@ func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 
 func (p *processList[IN, OUT, K, W]) clear(_ K, w W) error {
 	p.ctx.reset(w)
-	p.env.sides.ts = w.MaxTimestamp()
+	p.env.sides.ts = int64(w.MaxTimestamp())
 	return p.ctx.settle(p.pf.Clear(&p.ctx))
 }
 
@@ -414,6 +418,10 @@ type evictorCtx[K comparable, W AnyWindow] struct {
 	w   W
 }
 
-func (c *evictorCtx[K, W]) CurrentProcessingTime() int64 { return c.env.clock.NowMillis() }
-func (c *evictorCtx[K, W]) CurrentWatermark() int64      { return c.env.timers.CurrentWatermark() }
-func (c *evictorCtx[K, W]) WindowMaxTimestamp() int64    { return c.w.MaxTimestamp() }
+func (c *evictorCtx[K, W]) CurrentProcessingTime() Timestamp {
+	return Timestamp(c.env.clock.NowMillis())
+}
+func (c *evictorCtx[K, W]) CurrentWatermark() Timestamp {
+	return Timestamp(c.env.timers.CurrentWatermark())
+}
+func (c *evictorCtx[K, W]) WindowMaxTimestamp() Timestamp { return c.w.MaxTimestamp() }

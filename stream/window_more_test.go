@@ -157,7 +157,7 @@ type everyOther struct{}
 
 var seenDesc = stream.NewValueDescriptor[bool]("seen")
 
-func (everyOther) OnElement(_ int64, ctx stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnElement(_ stream.Timestamp, ctx stream.TriggerContext) stream.TriggerResult {
 	ctx.RegisterEventTimeTimer(ctx.WindowMaxTimestamp())
 	seen := stream.TriggerValue(ctx, seenDesc)
 	if s, _ := seen.Value(); s {
@@ -168,13 +168,13 @@ func (everyOther) OnElement(_ int64, ctx stream.TriggerContext) stream.TriggerRe
 	return stream.TriggerContinue
 }
 
-func (everyOther) OnEventTime(t int64, ctx stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnEventTime(t stream.Timestamp, ctx stream.TriggerContext) stream.TriggerResult {
 	if w, ok := stream.TriggerWindow[stream.TimeWindow](ctx); ok && t == w.End-1 {
 		return stream.TriggerFire
 	}
 	return stream.TriggerContinue
 }
-func (everyOther) OnProcessingTime(int64, stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnProcessingTime(stream.Timestamp, stream.TriggerContext) stream.TriggerResult {
 	return stream.TriggerContinue
 }
 func (everyOther) CanMerge() bool                { return false }
@@ -234,7 +234,7 @@ type item struct {
 }
 
 func items(env *stream.Environment, data ...item) stream.DataStream[item] {
-	wmk := stream.ForMonotonousTimestamps[item]().WithTimestampAssigner(func(v item, _ int64) int64 { return v.Ts })
+	wmk := stream.ForMonotonousTimestamps[item]().WithTimestampAssigner(func(v item, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) })
 	return stream.DataGenWithWatermarks(env, int64(len(data)), 0, func(i int64) item { return data[i] }, wmk).SetParallelism(1)
 }
 
@@ -337,7 +337,7 @@ func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{notify: make(chan s
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
 func (s *liveSink[T]) Flush(context.Context, bool) error                             { return nil }
 func (s *liveSink[T]) Close() error                                                  { return nil }
-func (s *liveSink[T]) Write(_ context.Context, v T, ts int64) error {
+func (s *liveSink[T]) Write(_ context.Context, v T, ts stream.Timestamp) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
@@ -438,7 +438,7 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 	clk := clock.NewManual(0)
 	env := newEnv(2, stream.Streaming, stream.WithClock(clk), stream.WithAutoWatermarkInterval(100*time.Millisecond))
 	strategy := stream.ForMonotonousTimestamps[ev]().
-		WithTimestampAssigner(func(v ev, _ int64) int64 { return v.Ts }).
+		WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) }).
 		WithIdleness(500 * time.Millisecond)
 	src := stream.FromSource[ev, namedSplit](env, quietSplitSource{}, strategy, "two splits").SetParallelism(1)
 	keyed := stream.KeyBy(src, func(v ev) string { return v.Key })

@@ -30,7 +30,7 @@ func wm(ts int64) ev                     { return ev{WM: true, Ts: ts} }
 // punctuated emits the watermark of every marker record, at once.
 type punctuated struct{}
 
-func (punctuated) OnEvent(v ev, ts int64, out stream.WatermarkOutput) {
+func (punctuated) OnEvent(v ev, ts stream.Timestamp, out stream.WatermarkOutput) {
 	if v.WM {
 		out.EmitWatermark(ts)
 	}
@@ -38,7 +38,7 @@ func (punctuated) OnEvent(v ev, ts int64, out stream.WatermarkOutput) {
 func (punctuated) OnPeriodicEmit(stream.WatermarkOutput) {}
 
 var punctuatedStrategy = stream.ForGenerator(func() stream.WatermarkGenerator[ev] { return punctuated{} }).
-	WithTimestampAssigner(func(v ev, _ int64) int64 { return v.Ts })
+	WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) })
 
 // events is a single-subtask source of data with event timestamps and the
 // watermarks of its markers.
@@ -129,7 +129,7 @@ func (r winRes) String() string {
 
 // describeWindow is a process function listing a time window's contents.
 func describeWindow(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[winRes]) error {
-	r := winRes{Key: key, Start: ctx.Window().Start, End: ctx.Window().End, N: len(elems)}
+	r := winRes{Key: key, Start: int64(ctx.Window().Start), End: int64(ctx.Window().End), N: len(elems)}
 	for _, v := range elems {
 		r.Sum += v.Val
 	}

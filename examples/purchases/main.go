@@ -79,7 +79,7 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) error {
 			w := ctx.Window()
 			for _, a := range sums {
-				out.Collect(Total{customer, time.UnixMilli(w.Start), time.UnixMilli(w.End), a.n, a.cents})
+				out.Collect(Total{customer, time.UnixMilli(int64(w.Start)), time.UnixMilli(int64(w.End)), a.n, a.cents})
 			}
 			return nil
 		})).Name("Per-customer totals").UID("customer-totals")
@@ -89,7 +89,7 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 // out-of-orderness, idle after one minute without purchases.
 func Strategy() stream.WatermarkStrategy[Purchase] {
 	return stream.ForBoundedOutOfOrderness[Purchase](10 * time.Second).
-		WithTimestampAssigner(func(p Purchase, _ int64) int64 { return p.Time }).
+		WithTimestampAssigner(func(p Purchase, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(p.Time) }).
 		WithIdleness(time.Minute)
 }
 

@@ -35,7 +35,7 @@ func kafkaPipeline(env *stream.Environment, cfg Config, sp *span) (*digest, erro
 		return nil, err
 	}
 	out := cfg.OutTopic
-	ser := kafka.SerializerFunc[auctionTotals](func(t auctionTotals, _ int64) (*kgo.Record, error) {
+	ser := kafka.SerializerFunc[auctionTotals](func(t auctionTotals, _ stream.Timestamp) (*kgo.Record, error) {
 		return &kgo.Record{
 			Topic: out,
 			Key:   nexmark.AppendKey(make([]byte, 0, 8), t.Auction),
