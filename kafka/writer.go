@@ -108,6 +108,7 @@ type lifetime struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	followed bool
+	unfollow func() bool // stops following the subtask's context
 }
 
 func newLifetime() lifetime {
@@ -120,8 +121,16 @@ func newLifetime() lifetime {
 func (l *lifetime) follow(ctx context.Context) {
 	if !l.followed && ctx != nil {
 		l.followed = true
-		context.AfterFunc(ctx, l.cancel)
+		l.unfollow = context.AfterFunc(ctx, l.cancel)
 	}
+}
+
+// end ends the lifetime (at Close).
+func (l *lifetime) end() {
+	if l.unfollow != nil {
+		l.unfollow()
+	}
+	l.cancel()
 }
 
 func newPlainWriter[T any](s *Sink[T], sc stream.SinkContext) (*PlainWriter[T], error) {
@@ -179,7 +188,7 @@ func (w *PlainWriter[T]) Close() error {
 		return nil
 	}
 	w.closed = true
-	w.cancel()
+	w.end()
 	w.cl.Close()
 	return nil
 }
@@ -412,7 +421,7 @@ func (w *TxnWriter[T]) Close() error {
 		t.cl.Close()
 		w.s.ids.release(t.id)
 	}
-	w.cancel()
+	w.end()
 	return nil
 }
 
