@@ -563,7 +563,7 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts Timestamp) error {
 		}
 	}
 	if b.part == nil {
-		if err := w.openPart(b, int64(now)); err != nil {
+		if err := w.openPart(b, now); err != nil {
 			return err
 		}
 	}
@@ -572,7 +572,7 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts Timestamp) error {
 		return fmt.Errorf("stream: file sink: writing a record to %s: %w", p.path, err)
 	}
 	p.info.Size = p.counter.n
-	p.info.LastUpdateTime = int64(now)
+	p.info.LastUpdateTime = now
 	return nil
 }
 
