@@ -47,10 +47,10 @@ bench-flink: deps ## Sluice vs Apache Flink (local MiniCluster; Flink and Kafka 
 	set -o pipefail; $(GO) run ./bench/flinkcmp/cmd/flinkcmp -json bench-flink.json | tee bench-flink.out
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
-	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/ | tee bench-pebble.out
+	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./internal/runtime/state/ | tee bench-pebble.out
 
 bench-network: deps ## Records between two worker endpoints over loopback gRPC (int64 and a small struct), after the same records through the in-process exchange as the baseline: records/s, MB/s, allocations per record.
-	$(GO) test -run '^$$' -bench 'InProcessExchange|NetworkExchange' -benchtime 20000000x -count 1 ./runtime/netexchange/ | tee bench-network.out
+	$(GO) test -run '^$$' -bench 'InProcessExchange|NetworkExchange' -benchtime 20000000x -count 1 ./internal/runtime/netexchange/ | tee bench-network.out
 
 bench-yarn: deps ## YARN: run --target yarn-application to the job RUNNING vs Hadoop's DistributedShell on the same mini cluster (started here unless SLUICE_HADOOP_CONF_DIR is set); containers requested vs needed.
 	set -o pipefail; $(GO) test -tags integration -run '^$$' -bench YarnApplicationToRunning -benchtime 3x -timeout 20m ./cluster/yarntest/ | tee bench-yarn.out

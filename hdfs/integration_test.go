@@ -20,7 +20,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 // Integration tests against a real MiniDFSCluster (see

@@ -12,7 +12,7 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hdfs"
 	"github.com/sluice/sluice/integration/minicluster"
-	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/kafka"
-	"github.com/sluice/sluice/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"

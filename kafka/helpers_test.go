@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/kafka"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"

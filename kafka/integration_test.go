@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/integration/kafkabroker"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/kafka"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"

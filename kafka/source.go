@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/kafka"
-	"github.com/sluice/sluice/runtime/clock"
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kgo"
 )

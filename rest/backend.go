@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // Errors a Backend returns to choose the HTTP status of the answer; wrap

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // Constructors of messages for Backend implementations.

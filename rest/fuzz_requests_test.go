@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 // FuzzRequests sends arbitrary methods, paths, queries and bodies to the

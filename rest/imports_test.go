@@ -19,8 +19,8 @@ func TestImportRules(t *testing.T) {
 	allowed := []string{
 		"github.com/sluice/sluice/rest",
 		"github.com/sluice/sluice/conf",
-		"github.com/sluice/sluice/runtime/graph",
-		"github.com/sluice/sluice/runtime/clock",
+		"github.com/sluice/sluice/internal/runtime/graph",
+		"github.com/sluice/sluice/internal/clock",
 	}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // Asynchronous operations (savepoint, stop-with-savepoint, checkpoint) are

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // Config configures a Server. Every field has a usable zero value.

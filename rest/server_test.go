@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
-	"github.com/sluice/sluice/runtime/clock"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/golden")

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/graph"
 )
 
 // testGraph is a valid two-operator job graph.

@@ -686,7 +686,7 @@ type CheckpointStatus struct {
 // and the job binary, and carries Sluice's own submission settings.
 type SubmitRequest struct {
 	// JobGraphFileName is the file name of the part holding the job graph
-	// (runtime/graph JSON).
+	// (internal/runtime/graph JSON).
 	JobGraphFileName string `json:"jobGraphFileName"`
 	// JobJarFileNames names the part holding the job binary; exactly one
 	// (the name is Flink's).

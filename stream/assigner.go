@@ -1,7 +1,7 @@
 package stream
 
 import (
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // AssignTimestampsAndWatermarks gives the records of in event timestamps

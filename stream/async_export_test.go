@@ -1,6 +1,6 @@
 package stream
 
-import "github.com/sluice/sluice/runtime/task"
+import "github.com/sluice/sluice/internal/runtime/task"
 
 // Test-only operators for the black-box tests of async I/O: they put
 // watermarks at exact places in a stream and observe what an operator

@@ -8,10 +8,10 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // BroadcastStateDescriptor declares a broadcast state: a map that every

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -3,7 +3,7 @@ package stream
 import (
 	"errors"
 
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // ConnectedStreams are two streams, possibly of different types, processed

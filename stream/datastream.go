@@ -3,8 +3,8 @@ package stream
 import (
 	"fmt"
 
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // DataStream is a stream of records of type T. It is a handle on the

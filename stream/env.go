@@ -28,12 +28,12 @@ import (
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // RuntimeMode selects streaming or batch execution (Flink's execution.runtime-mode).
@@ -273,7 +273,7 @@ type JobResult struct {
 	JobID    string
 	Duration time.Duration
 	// Subtasks are the metrics per subtask (of the last attempt).
-	Subtasks []local.SubtaskMetrics
+	Subtasks []jobmaster.SubtaskMetrics
 	// Restarts counts recoveries from failures.
 	Restarts int
 	// Checkpoints counts completed checkpoints.
@@ -301,7 +301,7 @@ func (e *Environment) ExecuteContext(ctx context.Context, name string) (*JobResu
 // JobClient controls a job started with ExecuteAsync.
 type JobClient struct {
 	name   string
-	job    *local.Job
+	job    *jobmaster.Job
 	remote *remoteJob // a job on a cluster
 }
 
@@ -347,7 +347,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 		}
 	}
 	e.log.Info("executing job", "job", name, "mode", mode.String(), "chains", len(plan.Chains), "fingerprint", g.Fingerprint())
-	j, err := local.Start(ctx, plan, opts)
+	j, err := jobmaster.Start(ctx, plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("stream: starting job %q: %w", name, err)
 	}
@@ -355,8 +355,8 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 }
 
 // localOptions turns the configuration into the local runtime's options.
-func (e *Environment) localOptions(mode task.RuntimeMode) (local.Options, error) {
-	opts, err := local.OptionsFromConfig(e.config, mode, e.restart)
+func (e *Environment) localOptions(mode task.RuntimeMode) (jobmaster.Options, error) {
+	opts, err := jobmaster.OptionsFromConfig(e.config, mode, e.restart)
 	opts.Clock, opts.Log, opts.BatchSize = e.clock, e.log, e.batchSize
 	opts.BufferTimeout, opts.AutoWatermarkInterval = e.bufferTimeout, e.autoWatermark.Milliseconds()
 	opts.FileSystems = e.fileSystems
@@ -419,7 +419,7 @@ func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
 	if mode == "" {
 		mode = conf.RuntimeModeStreaming
 	}
-	return local.ResolveMode(g, mode)
+	return jobmaster.ResolveMode(g, mode)
 }
 
 func joinBuildErrors(errs []error) error {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/stream"
 )
 

@@ -7,10 +7,10 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // opHarness drives one process-function operator directly, like Flink's

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
-	"github.com/sluice/sluice/runtime/timer"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/timer"
 )
 
 // IntervalJoinBuilder is the first step of an interval join; set the

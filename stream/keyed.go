@@ -3,10 +3,10 @@ package stream
 import (
 	"fmt"
 
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // KeyedStream is a stream partitioned by key: every record of a key goes to

@@ -6,12 +6,12 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
-	"github.com/sluice/sluice/runtime/timer"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/timer"
 )
 
 // RuntimeContext tells a function about the subtask it runs in. A process

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -146,7 +146,7 @@ func TestRestoreRejectsStateOfMissingOperators(t *testing.T) {
 		return err
 	}
 	err = build(false)
-	if !errors.Is(err, local.ErrUnmatchedState) || !strings.Contains(err.Error(), "uid:counter") {
+	if !errors.Is(err, jobmaster.ErrUnmatchedState) || !strings.Contains(err.Error(), "uid:counter") {
 		t.Fatalf("want an error naming the unmatched operator uid:counter, got %v", err)
 	}
 	if err := build(true); err != nil {

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // Sink writes a stream out of the job. Each subtask gets its own writer.

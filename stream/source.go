@@ -6,10 +6,10 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // Boundedness says whether a source ends.
@@ -143,7 +143,7 @@ func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil
 
 // CheckpointedEnumerator is implemented by enumerators whose state (e.g.
 // the splits not assigned yet) is part of checkpoints, encoded by the
-// enumerator (runtime/codec is the canonical choice).
+// enumerator (internal/runtime/codec is the canonical choice).
 type CheckpointedEnumerator interface {
 	SnapshotEnumerator(checkpointID int64) ([]byte, error)
 }

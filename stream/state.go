@@ -3,7 +3,7 @@ package stream
 import (
 	"time"
 
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // StateTTL makes state entries expire after a time of processing time

@@ -1,15 +1,15 @@
 package stream
 
 import (
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // List and map state with a TTL expire per element and per entry, as in
 // Flink: every list element and every map entry carries the processing
 // time it was written (or, with UpdateOnRead, last read), and only
 // elements and entries older than the TTL are dropped. Value, reducing and
-// aggregating state expire as a whole (runtime/state's ValueTable TTL).
+// aggregating state expire as a whole (internal/runtime/state's ValueTable TTL).
 //
 // Expired elements are removed when the state is read (and, for lists, an
 // expired head of the list when elements are added), unless

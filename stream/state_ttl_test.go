@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // scriptStep is a record that carries the code to run for its key: the state

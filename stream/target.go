@@ -14,7 +14,7 @@ import (
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // Execution targets of a job binary (conf.conf.EnvExecutionTarget).

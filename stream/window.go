@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluice/sluice/runtime/window"
+	"github.com/sluice/sluice/internal/runtime/window"
 )
 
 // TimeWindow is the half-open interval [Start, End) of event or processing

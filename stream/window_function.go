@@ -1,8 +1,8 @@
 package stream
 
 import (
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // WindowContext is what a ProcessWindowFunction knows of the window it is

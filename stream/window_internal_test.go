@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // capture is an operator output that logs records and watermarks in order.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
-	"github.com/sluice/sluice/runtime/timer"
-	"github.com/sluice/sluice/runtime/window"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/timer"
+	"github.com/sluice/sluice/internal/runtime/window"
 )
 
 // windowSpec is a window operator's configuration, shared by its subtasks.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // WindowedStream is a keyed stream cut into windows, waiting for the

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 // Binaries built once for the package's tests.

@@ -9,10 +9,10 @@ import (
 	"strconv"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -76,19 +76,19 @@ func restErr(err error) error {
 	return err
 }
 
-func jobState(s local.Status) rest.JobState { return rest.JobState(s) }
+func jobState(s jobmaster.Status) rest.JobState { return rest.JobState(s) }
 
-func taskState(s local.Status) rest.ExecutionState {
+func taskState(s jobmaster.Status) rest.ExecutionState {
 	switch s {
-	case local.StatusRunning:
+	case jobmaster.StatusRunning:
 		return rest.TaskRunning
-	case local.StatusFinished:
+	case jobmaster.StatusFinished:
 		return rest.TaskFinished
-	case local.StatusCanceled:
+	case jobmaster.StatusCanceled:
 		return rest.TaskCanceled
-	case local.StatusFailed:
+	case jobmaster.StatusFailed:
 		return rest.TaskFailed
-	case local.StatusRestarting:
+	case jobmaster.StatusRestarting:
 		return rest.TaskCanceling
 	}
 	return rest.TaskCreated
@@ -236,9 +236,9 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		Timestamps: map[rest.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
 	for _, s := range []rest.JobState{rest.JobInitializing, rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed,
 		rest.JobCancelling, rest.JobCanceled, rest.JobFinished, rest.JobRestarting, rest.JobSuspended, rest.JobReconciling} {
-		d.Timestamps[s] = in.Timestamps[local.Status(s)]
+		d.Timestamps[s] = in.Timestamps[jobmaster.Status(s)]
 	}
-	byVertex := map[string][]local.SubtaskMetrics{}
+	byVertex := map[string][]jobmaster.SubtaskMetrics{}
 	for _, m := range in.Subtasks {
 		byVertex[m.Vertex] = append(byVertex[m.Vertex], m)
 	}
@@ -271,7 +271,7 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 	if maxPar >= 0 {
 		d.MaxParallelism = int64(maxPar)
 	}
-	d.IsStoppable = in.Status == local.StatusRunning && in.CheckpointInterval >= 0 && in.Checkpointing
+	d.IsStoppable = in.Status == jobmaster.StatusRunning && in.CheckpointInterval >= 0 && in.Checkpointing
 	return d, nil
 }
 
@@ -301,7 +301,7 @@ func exceptionInfo(e JobException) rest.ExceptionInfo {
 		Endpoint: e.Endpoint, TaskManagerID: e.TaskManagerID, FailureLabels: map[string]string{}}
 }
 
-func checkpointStats(c local.CheckpointStats) rest.CheckpointStatistics {
+func checkpointStats(c jobmaster.CheckpointStats) rest.CheckpointStatistics {
 	s := rest.CheckpointStatistics{ID: c.ID, Status: rest.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
 		TriggerTimestamp: c.TriggerMillis, LatestAckTimestamp: c.EndMillis, EndToEndDuration: c.EndMillis - c.TriggerMillis,
 		CheckpointType: rest.TypeCheckpoint, ExternalPath: c.Path, CheckpointedSize: c.Bytes, StateSize: c.Bytes}
@@ -352,7 +352,7 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 }
 
 // inProgressStats is a checkpoint or savepoint in progress.
-func inProgressStats(c local.CheckpointStats) rest.CheckpointStatistics {
+func inProgressStats(c jobmaster.CheckpointStats) rest.CheckpointStatistics {
 	s := checkpointStats(c)
 	s.Status, s.LatestAckTimestamp, s.EndToEndDuration = rest.CheckpointInProgress, 0, 0
 	return s
@@ -373,9 +373,9 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint
 	}
 	switch in.Status {
-	case local.StatusFinished:
+	case jobmaster.StatusFinished:
 		r.ApplicationStatus = rest.AppSucceeded
-	case local.StatusCanceled:
+	case jobmaster.StatusCanceled:
 		r.ApplicationStatus = rest.AppCanceled
 	default:
 		r.ApplicationStatus = rest.AppFailed

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
 )
 
 // TestCheckpointKind checks which kind of checkpoint a REST checkpoint

@@ -16,8 +16,8 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
 )
 
 // restAPI is the real REST server serving a Backend on loopback.

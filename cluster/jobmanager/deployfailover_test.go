@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/resourcemanager"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/restart"
 )
 
 // A deployment that fails is a failover, as a task's failure is: a
@@ -98,7 +98,7 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 					t.Fatal(err)
 				}
 				var u *restart.Unrecoverable
-				if in.Status != local.StatusFailed || !errors.As(in.Err, &u) || in.Restarts != 0 {
+				if in.Status != jobmaster.StatusFailed || !errors.As(in.Err, &u) || in.Restarts != 0 {
 					t.Fatalf("the job ended %s after %d restarts with %v; want FAILED at once with an unrecoverable error", in.Status, in.Restarts, in.Err)
 				}
 				checkException(t, in, tc.wantClass, tc.wantTM)
@@ -111,7 +111,7 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 			var in Info
 			eventually(t, "the job running its second attempt", func() bool {
 				in, _ = fc.d.Job(id)
-				return in.Status == local.StatusRunning && in.Restarts == 1
+				return in.Status == jobmaster.StatusRunning && in.Restarts == 1
 			})
 			checkException(t, in, tc.wantClass, tc.wantTM)
 			if !strings.Contains(in.Exceptions[0].Message, tc.wantMessage) {
@@ -155,7 +155,7 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 	var in Info
 	eventually(t, "the job running its second attempt", func() bool {
 		in, _ = fc.d.Job(id)
-		return in.Status == local.StatusRunning && in.Restarts == 1
+		return in.Status == jobmaster.StatusRunning && in.Restarts == 1
 	})
 
 	// Attempt 0's report again, and reports of workers attempt 1 does
@@ -176,7 +176,7 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 		}
 		fc.d.WorkerExited(e)
 	}
-	if in, _ = fc.d.Job(id); in.Status != local.StatusRunning || in.Restarts != 1 || len(in.Exceptions) != 1 {
+	if in, _ = fc.d.Job(id); in.Status != jobmaster.StatusRunning || in.Restarts != 1 || len(in.Exceptions) != 1 {
 		t.Fatalf("after reports of other attempts' workers: %s, %d restarts, exceptions %+v", in.Status, in.Restarts, in.Exceptions)
 	}
 
@@ -187,7 +187,7 @@ func TestWorkerExitOfAnotherAttempt(t *testing.T) {
 	fc.worker(2, "tm-2")
 	eventually(t, "the job running its third attempt", func() bool {
 		in, _ = fc.d.Job(id)
-		return in.Status == local.StatusRunning && in.Restarts == 2
+		return in.Status == jobmaster.StatusRunning && in.Restarts == 2
 	})
 	if len(in.Exceptions) != 2 {
 		t.Fatalf("exceptions %+v, want two", in.Exceptions)

@@ -23,10 +23,10 @@ import (
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 )
 
 // Errors of the Dispatcher.
@@ -177,7 +177,7 @@ func (d *Dispatcher) Close() {
 
 // Submission is a job to run.
 type Submission struct {
-	// GraphJSON is the job graph (runtime/graph JSON) built by the job
+	// GraphJSON is the job graph (internal/runtime/graph JSON) built by the job
 	// program.
 	GraphJSON []byte
 	// BinaryPath is a local file holding the job binary.
@@ -259,11 +259,11 @@ func (d *Dispatcher) newJobMaster(rec *jobRecord, g *graph.JobGraph, graphJSON [
 		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
 	}
 	cfg := d.cfg.Conf.Merge(conf.FromMap(g.Config, conf.Source{Name: "job " + rec.ID})).Merge(conf.FromMap(rec.Dynamic, conf.Source{Name: conf.SourceDynamic}))
-	mode, err := local.ResolveMode(g, conf.Get(cfg, conf.ExecutionRuntimeMode))
+	mode, err := jobmaster.ResolveMode(g, conf.Get(cfg, conf.ExecutionRuntimeMode))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
 	}
-	opts, err := local.OptionsFromConfig(cfg, mode, nil)
+	opts, err := jobmaster.OptionsFromConfig(cfg, mode, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSubmission, err)
 	}
@@ -318,7 +318,7 @@ func (d *Dispatcher) Recover() error {
 
 // jobEnded is called by a JobMaster whose job reached a terminal status.
 func (d *Dispatcher) jobEnded(jm *jobMaster, err error) {
-	if d.ctx.Err() != nil && local.IsCancelled(err) {
+	if d.ctx.Err() != nil && jobmaster.IsCancelled(err) {
 		return // the JobManager is shutting down: a new one recovers the job
 	}
 	d.ha.remove(jm.id)

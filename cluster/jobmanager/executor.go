@@ -15,13 +15,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/task"
 )
 
 // ErrGraphMismatch is wrapped by the error of a deployment whose worker
@@ -112,8 +112,8 @@ func workerID(job string, attempt int, tm string) string {
 	return fmt.Sprintf("%s-%d-%s", job, attempt, safe)
 }
 
-// Deploy implements local.Executor.
-func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.Attempt, error) {
+// Deploy implements jobmaster.Executor.
+func (x *remoteExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jobmaster.Attempt, error) {
 	jm := x.jm
 	plan := jm.plan
 	need := slotsNeeded(plan)
@@ -261,7 +261,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d local.Deployment) (local.
 		}
 	}
 	for _, c := range plan.Chains {
-		if local.IsCoordinated(plan, c) {
+		if jobmaster.IsCoordinated(plan, c) {
 			a.coordAt[c.ID] = a.where[checkpoint.TaskID{Vertex: c.ID}]
 		}
 	}
@@ -329,13 +329,13 @@ func taskID(k *clusterpb.TaskKey) checkpoint.TaskID {
 	return checkpoint.TaskID{Vertex: int(k.GetChain()), Subtask: int(k.GetSubtask())}
 }
 
-// attemptEvents is where an attempt reports: its job's local.Events.
+// attemptEvents is where an attempt reports: its job's jobmaster.Events.
 type attemptEvents interface {
 	TaskEnded(id checkpoint.TaskID, err error)
 	TaskFinished(id checkpoint.TaskID)
-	Acknowledged(id checkpoint.TaskID, cp int64, ack local.Ack)
+	Acknowledged(id checkpoint.TaskID, cp int64, ack jobmaster.Ack)
 	Declined(id checkpoint.TaskID, cp int64, err error)
-	CoordinatorState(cp int64, s local.CoordinatorSnapshot)
+	CoordinatorState(cp int64, s jobmaster.CoordinatorSnapshot)
 }
 
 // errDeployed ends the deployment's context once Deploy has returned.
@@ -349,7 +349,7 @@ type remoteAttempt struct {
 	order    []checkpoint.TaskID
 	where    map[checkpoint.TaskID]*session
 	coordAt  map[int]*session // by chain
-	subtasks []local.SubtaskMetrics
+	subtasks []jobmaster.SubtaskMetrics
 	metrics  map[checkpoint.TaskID]*task.Metrics
 	// abortDeploy ends the deployment with a failure; it does nothing once
 	// Deploy has returned.
@@ -389,7 +389,7 @@ func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *grap
 			a.order = append(a.order, id)
 			m := &task.Metrics{}
 			a.metrics[id] = m
-			a.subtasks = append(a.subtasks, local.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
+			a.subtasks = append(a.subtasks, jobmaster.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
 		}
 	}
 	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
@@ -513,14 +513,14 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			}
 			a.taskEnded(t, err)
 		case *clusterpb.WorkerMessage_Ack:
-			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, local.Ack{Handle: m.Ack.Handle, Shared: m.Ack.Shared, Bytes: m.Ack.Bytes})
+			a.events.Acknowledged(taskID(m.Ack.Task), m.Ack.CheckpointId, jobmaster.Ack{Handle: m.Ack.Handle, Shared: m.Ack.Shared, Bytes: m.Ack.Bytes})
 		case *clusterpb.WorkerMessage_Decline:
 			a.events.Declined(taskID(m.Decline.Task), m.Decline.CheckpointId, errors.New(m.Decline.Reason))
 		case *clusterpb.WorkerMessage_Finished:
 			a.events.TaskFinished(taskID(m.Finished.Task))
 		case *clusterpb.WorkerMessage_CoordinatorState:
 			cs := m.CoordinatorState
-			snap := local.CoordinatorSnapshot{Chain: int(cs.Chain), State: cs.State}
+			snap := jobmaster.CoordinatorSnapshot{Chain: int(cs.Chain), State: cs.State}
 			if cs.Error != "" {
 				snap.Err = errors.New(cs.Error)
 			}
@@ -691,13 +691,13 @@ func (a *remoteAttempt) taskFailures() []*TaskFailure {
 	return slices.Clone(a.failures)
 }
 
-// Tasks implements local.Attempt.
+// Tasks implements jobmaster.Attempt.
 func (a *remoteAttempt) Tasks() []checkpoint.TaskID { return a.order }
 
-// Metrics implements local.Attempt.
-func (a *remoteAttempt) Metrics() []local.SubtaskMetrics { return a.subtasks }
+// Metrics implements jobmaster.Attempt.
+func (a *remoteAttempt) Metrics() []jobmaster.SubtaskMetrics { return a.subtasks }
 
-// Start implements local.Attempt.
+// Start implements jobmaster.Attempt.
 func (a *remoteAttempt) Start() {
 	a.mu.Lock()
 	a.started = true
@@ -716,9 +716,9 @@ func (a *remoteAttempt) Start() {
 	}
 }
 
-// TriggerCheckpoint implements local.Attempt: coordinated chains through
+// TriggerCheckpoint implements jobmaster.Attempt: coordinated chains through
 // the worker hosting their coordinator, the others to their workers.
-func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []local.CoordinatorSnapshot {
+func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpoint.TaskID, loc *storage.Location) []jobmaster.CoordinatorSnapshot {
 	base := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: int32(kind), Location: a.x.jm.d.cfg.FileSystems.URI(loc.FileSystem(), loc.Dir()), LocationKind: int32(loc.Kind())}
 	coordinated := map[*session]*clusterpb.CheckpointCoordinators{}
 	plain := map[*session][]*clusterpb.TaskKey{}
@@ -760,22 +760,22 @@ func (a *remoteAttempt) broadcast(m *clusterpb.JobMasterMessage) {
 	}
 }
 
-// NotifyComplete implements local.Attempt.
+// NotifyComplete implements jobmaster.Attempt.
 func (a *remoteAttempt) NotifyComplete(id int64) {
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Complete{Complete: &clusterpb.CheckpointNotification{CheckpointId: id}}})
 }
 
-// Abort implements local.Attempt.
+// Abort implements jobmaster.Attempt.
 func (a *remoteAttempt) Abort(id int64) {
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Abort{Abort: &clusterpb.CheckpointNotification{CheckpointId: id}}})
 }
 
-// AllFinished implements local.Attempt.
+// AllFinished implements jobmaster.Attempt.
 func (a *remoteAttempt) AllFinished() {
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_AllFinished{AllFinished: &clusterpb.AllFinished{}}})
 }
 
-// Cancel implements local.Attempt: the workers cancel their tasks; the
+// Cancel implements jobmaster.Attempt: the workers cancel their tasks; the
 // TaskManagers kill workers that have not ended within the grace period.
 func (a *remoteAttempt) Cancel(cause error) {
 	a.states.setAll(rest.TaskCanceling, a.x.jm.now())
@@ -857,7 +857,7 @@ func (a *remoteAttempt) abandon(jobCtx context.Context) {
 	a.release()
 }
 
-// Close implements local.Attempt: the sessions end (the workers exit) and
+// Close implements jobmaster.Attempt: the sessions end (the workers exit) and
 // stragglers are killed.
 func (a *remoteAttempt) Close() {
 	for _, s := range a.sessions {

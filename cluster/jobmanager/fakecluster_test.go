@@ -20,12 +20,12 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // fakeCluster is a real Dispatcher, with its JobMasters' gRPC service, on
@@ -283,7 +283,7 @@ func (f fakeTaskManagers) SubmitTasks(_ context.Context, r *clusterpb.SubmitTask
 		return nil, err
 	}
 	w := &fakeWorker{fc: f.fc, tm: tm, plan: jm.plan, stream: stream, kill: cancel, started: make(chan struct{}), stall: stall, asked: make(chan struct{}),
-		writer: local.NewSnapshotWriter(jm.plan.Graph), ended: map[checkpoint.TaskID]bool{}}
+		writer: jobmaster.NewSnapshotWriter(jm.plan.Graph), ended: map[checkpoint.TaskID]bool{}}
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{JobId: r.JobId, Attempt: r.Attempt,
 		WorkerId: r.WorkerId, TaskManagerId: tm, Fingerprint: jm.graph.Fingerprint(), DataAddress: "127.0.0.1:1"}}})
 	f.fc.mu.Lock()
@@ -325,7 +325,7 @@ type fakeWorker struct {
 	plan    *graph.Plan
 	stream  clusterpb.JobMaster_ConnectWorkerClient
 	kill    context.CancelFunc // breaks the stream, as the worker's death
-	writer  *local.SnapshotWriter
+	writer  *jobmaster.SnapshotWriter
 	started chan struct{}
 	// stall: the worker never answers its Deploy; asked is closed when
 	// it gets it.

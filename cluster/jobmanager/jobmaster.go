@@ -12,11 +12,11 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 )
 
-// jobMaster is the JobMaster of one job: runtime/local's owner loop with
+// jobMaster is the JobMaster of one job: internal/runtime/jobmaster's owner loop with
 // an executor whose tasks run in workers, and what the REST API shows of
 // the job.
 type jobMaster struct {
@@ -33,11 +33,11 @@ type jobMaster struct {
 	// passed on to its workers.
 	dynamic map[string]string
 	cfg     *conf.Configuration
-	opts    local.Options
+	opts    jobmaster.Options
 	log     *slog.Logger
 	pool    *slotPool
 	exec    *remoteExecutor
-	job     *local.Job
+	job     *jobmaster.Job
 	done    chan struct{}
 	// logins are the Kerberos logins its workers report.
 	logins workerLogins
@@ -48,21 +48,21 @@ type jobMaster struct {
 
 // jobStats is what the REST API reports of a job.
 type jobStats struct {
-	status     local.Status
-	timestamps map[local.Status]int64
+	status     jobmaster.Status
+	timestamps map[jobmaster.Status]int64
 	start, end int64
 	exceptions []JobException
 	ckpt       CheckpointCounts
-	history    []local.CheckpointStats // newest last, bounded
-	latest     *local.CheckpointStats
-	latestSave *local.CheckpointStats
-	latestFail *local.CheckpointStats
+	history    []jobmaster.CheckpointStats // newest last, bounded
+	latest     *jobmaster.CheckpointStats
+	latestSave *jobmaster.CheckpointStats
+	latestFail *jobmaster.CheckpointStats
 	// inProgress are the checkpoints and savepoints triggered and not
 	// ended, by ID.
-	inProgress map[int64]local.CheckpointStats
+	inProgress map[int64]jobmaster.CheckpointStats
 	// restored is the latest snapshot an attempt restored; restores
 	// counts them.
-	restored *local.RestoreStats
+	restored *jobmaster.RestoreStats
 	restores int
 	err      error
 	restarts int
@@ -135,7 +135,7 @@ type CheckpointCounts struct {
 
 const maxHistory = 10
 
-func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
+func (jm *jobMaster) StatusChanged(s jobmaster.Status, at int64, cause error) {
 	// Every task of the attempt has ended by now: its failures are all in.
 	var failures []*TaskFailure
 	if jm.exec != nil {
@@ -146,10 +146,10 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.mu.Lock()
 	jm.stats.status = s
 	jm.stats.timestamps[s] = at
-	if s == local.StatusRestarting {
+	if s == jobmaster.StatusRestarting {
 		jm.stats.restarts++
 	}
-	if cause != nil && !local.IsCancelled(cause) {
+	if cause != nil && !jobmaster.IsCancelled(cause) {
 		jm.stats.exceptions = append(jm.stats.exceptions, rootException(cause, at, failures))
 		if len(jm.stats.exceptions) > maxHistory {
 			jm.stats.exceptions = jm.stats.exceptions[1:]
@@ -163,23 +163,23 @@ func (jm *jobMaster) StatusChanged(s local.Status, at int64, cause error) {
 	jm.log.Info("job status", "status", string(s))
 }
 
-func (jm *jobMaster) CheckpointTriggered(c local.CheckpointStats) {
+func (jm *jobMaster) CheckpointTriggered(c jobmaster.CheckpointStats) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	if jm.stats.inProgress == nil {
-		jm.stats.inProgress = map[int64]local.CheckpointStats{}
+		jm.stats.inProgress = map[int64]jobmaster.CheckpointStats{}
 	}
 	jm.stats.inProgress[c.ID] = c
 }
 
-func (jm *jobMaster) Restored(r local.RestoreStats) {
+func (jm *jobMaster) Restored(r jobmaster.RestoreStats) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	jm.stats.restored = &r
 	jm.stats.restores++
 }
 
-func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
+func (jm *jobMaster) CheckpointCompleted(c jobmaster.CheckpointStats) {
 	jm.mu.Lock()
 	delete(jm.stats.inProgress, c.ID)
 	jm.stats.ckpt.Completed++
@@ -199,7 +199,7 @@ func (jm *jobMaster) CheckpointCompleted(c local.CheckpointStats) {
 	}
 }
 
-func (jm *jobMaster) CheckpointFailed(c local.CheckpointStats) {
+func (jm *jobMaster) CheckpointFailed(c jobmaster.CheckpointStats) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	delete(jm.stats.inProgress, c.ID)
@@ -209,7 +209,7 @@ func (jm *jobMaster) CheckpointFailed(c local.CheckpointStats) {
 	jm.stats.latestFail = &cc
 }
 
-func appendBounded(h []local.CheckpointStats, c local.CheckpointStats) []local.CheckpointStats {
+func appendBounded(h []jobmaster.CheckpointStats, c jobmaster.CheckpointStats) []jobmaster.CheckpointStats {
 	h = append(h, c)
 	if len(h) > maxHistory {
 		h = h[1:]
@@ -226,11 +226,11 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.Log = jm.log
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
 	jm.mu.Lock()
-	jm.stats.status = local.StatusCreated
-	jm.stats.timestamps = map[local.Status]int64{local.StatusCreated: jm.now()}
+	jm.stats.status = jobmaster.StatusCreated
+	jm.stats.timestamps = map[jobmaster.Status]int64{jobmaster.StatusCreated: jm.now()}
 	jm.stats.start = jm.now()
 	jm.mu.Unlock()
-	j, err := local.Start(ctx, jm.plan, jm.opts)
+	j, err := jobmaster.Start(ctx, jm.plan, jm.opts)
 	if err != nil {
 		return err
 	}
@@ -289,26 +289,26 @@ func (jm *jobMaster) declareSlots(ctx context.Context, n int) error {
 // Info is a snapshot of a job for the REST API.
 type Info struct {
 	ID, Name   string
-	Status     local.Status
-	Timestamps map[local.Status]int64
+	Status     jobmaster.Status
+	Timestamps map[jobmaster.Status]int64
 	// StartMillis and EndMillis (0 while running) are wall-clock times.
 	StartMillis, EndMillis int64
 	Plan                   *graph.Plan
 	Graph                  *graph.JobGraph
 	Exceptions             []JobException
 	Checkpoints            CheckpointCounts
-	History                []local.CheckpointStats
-	LatestCheckpoint       *local.CheckpointStats
-	LatestSavepoint        *local.CheckpointStats
-	LatestFailed           *local.CheckpointStats
+	History                []jobmaster.CheckpointStats
+	LatestCheckpoint       *jobmaster.CheckpointStats
+	LatestSavepoint        *jobmaster.CheckpointStats
+	LatestFailed           *jobmaster.CheckpointStats
 	// InProgress are the checkpoints and savepoints in progress, by ID.
-	InProgress []local.CheckpointStats
+	InProgress []jobmaster.CheckpointStats
 	// Restored is the checkpoint or savepoint an attempt restored last
 	// (nil: none); Restores counts the attempts that restored one.
-	Restored *local.RestoreStats
+	Restored *jobmaster.RestoreStats
 	Restores int
 	// Subtasks are the metrics of the current attempt.
-	Subtasks []local.SubtaskMetrics
+	Subtasks []jobmaster.SubtaskMetrics
 	// Tasks are the execution states of the latest attempt's subtasks
 	// (from the start of its deployment), in task order; nil before the
 	// first attempt.
@@ -337,10 +337,10 @@ func (jm *jobMaster) info() Info {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	st := jm.stats
-	in := Info{ID: jm.id, Name: jm.name, Status: st.status, Timestamps: map[local.Status]int64{},
+	in := Info{ID: jm.id, Name: jm.name, Status: st.status, Timestamps: map[jobmaster.Status]int64{},
 		StartMillis: st.start, EndMillis: st.end, Plan: jm.plan, Graph: jm.graph,
 		Exceptions: append([]JobException(nil), st.exceptions...), Checkpoints: st.ckpt,
-		History: append([]local.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
+		History: append([]jobmaster.CheckpointStats(nil), st.history...), LatestCheckpoint: st.latest,
 		LatestSavepoint: st.latestSave, LatestFailed: st.latestFail, Err: st.err, Restarts: st.restarts, StopSavepoint: st.stopSave,
 		Restored: st.restored, Restores: st.restores, Tasks: tasks}
 	for _, id := range slices.Sorted(maps.Keys(st.inProgress)) {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
 	"github.com/sluice/sluice/security/kerberos"
 )
 

@@ -20,8 +20,8 @@ import (
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/local"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -285,7 +285,7 @@ func runApplication(ctx context.Context, app *Application, restAddr string, d *D
 		if err := cmd.Run(); err != nil {
 			canceled := false
 			for _, in := range d.Jobs() {
-				canceled = canceled || in.Status == local.StatusCanceled
+				canceled = canceled || in.Status == jobmaster.StatusCanceled
 			}
 			return &ApplicationError{Err: err, Tail: stderr.String(), Canceled: canceled}
 		}
@@ -297,9 +297,9 @@ func runApplication(ctx context.Context, app *Application, restAddr string, d *D
 		if err != nil {
 			return err
 		}
-		if res.Status != local.StatusFinished {
+		if res.Status != jobmaster.StatusFinished {
 			return &ApplicationError{Err: fmt.Errorf("job %s (%s) ended %s: %v", in.ID, in.Name, res.Status, res.Err),
-				Canceled: res.Status == local.StatusCanceled}
+				Canceled: res.Status == jobmaster.StatusCanceled}
 		}
 	}
 	log.Info("the application has ended")

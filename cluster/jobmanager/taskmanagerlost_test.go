@@ -10,10 +10,10 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
 )
 
 // ended is a task end an attempt reported.
@@ -25,11 +25,11 @@ type ended struct {
 // recordedEvents records what an attempt reports to its job.
 type recordedEvents struct{ ended chan ended }
 
-func (r recordedEvents) TaskEnded(id checkpoint.TaskID, err error)       { r.ended <- ended{id, err} }
-func (recordedEvents) TaskFinished(checkpoint.TaskID)                    {}
-func (recordedEvents) Acknowledged(checkpoint.TaskID, int64, local.Ack)  {}
-func (recordedEvents) Declined(checkpoint.TaskID, int64, error)          {}
-func (recordedEvents) CoordinatorState(int64, local.CoordinatorSnapshot) {}
+func (r recordedEvents) TaskEnded(id checkpoint.TaskID, err error)           { r.ended <- ended{id, err} }
+func (recordedEvents) TaskFinished(checkpoint.TaskID)                        {}
+func (recordedEvents) Acknowledged(checkpoint.TaskID, int64, jobmaster.Ack)  {}
+func (recordedEvents) Declined(checkpoint.TaskID, int64, error)              {}
+func (recordedEvents) CoordinatorState(int64, jobmaster.CoordinatorSnapshot) {}
 
 // testJob is a job whose current attempt runs subtask 0 of each of its two
 // chains in a worker on tm-a and subtask 1 on tm-b; the job also holds a

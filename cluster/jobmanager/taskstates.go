@@ -3,8 +3,8 @@ package jobmanager
 import (
 	"sync"
 
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/rest"
-	"github.com/sluice/sluice/runtime/checkpoint"
 )
 
 // TaskState is the execution state of one subtask of an attempt as its

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/scheduler"
 )
 

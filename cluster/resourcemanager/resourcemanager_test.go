@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/scheduler"
 	"github.com/sluice/sluice/security/kerberos"
 )

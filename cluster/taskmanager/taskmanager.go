@@ -50,7 +50,7 @@ import (
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/scheduler"
 )
 

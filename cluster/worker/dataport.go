@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/netexchange"
+	"github.com/sluice/sluice/internal/runtime/netexchange"
 )
 
 // ErrNoFreeDataPort is matched by the error of a worker whose every port of

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/netexchange"
+	"github.com/sluice/sluice/internal/runtime/netexchange"
 )
 
 // freePortPair finds two consecutive free loopback ports.

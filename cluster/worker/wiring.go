@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/netexchange"
-	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/netexchange"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // credits is the number of buffers in flight per channel.
@@ -19,7 +19,7 @@ const credits = 4
 // channelOf is the index of the channel from upstream subtask u over edge
 // e at the gate of subtask s of chain c: the gate's channels are ordered
 // by the head's in-edges, then by upstream subtask (one channel for a
-// forward edge), the order runtime/local wires in too.
+// forward edge), the order internal/runtime/jobmaster wires in too.
 func channelOf(plan *graph.Plan, c *graph.Chain, s int, e *graph.Edge, u int) int {
 	i := 0
 	for _, in := range plan.Graph.InEdges(c.Nodes[0]) {
@@ -44,7 +44,7 @@ func channelOf(plan *graph.Plan, c *graph.Chain, s int, e *graph.Edge, u int) in
 // worker, network channels to the others. It returns the WireFunc of the
 // tasks here and what to close when the attempt ends, and keeps the
 // network gates and senders of the tasks here (w.netIn, w.netOut).
-func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string) (local.WireFunc, []func(), error) {
+func (w *worker) wiring(ctx context.Context, peers map[checkpoint.TaskID]string) (jobmaster.WireFunc, []func(), error) {
 	plan, g := w.plan, w.plan.Graph
 	scope := fmt.Sprintf("%s/%d", w.dep.JobID, w.dep.Attempt)
 	w.netIn, w.netOut = map[checkpoint.TaskID]*netexchange.Gate{}, map[checkpoint.TaskID][]*netexchange.Sender{}

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/cluster/deployment"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/netexchange"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/netexchange"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // recs is the factory of a test node emitting records of type T; the
@@ -162,7 +162,7 @@ type arrival struct {
 // deliveries sends, on every sender the wiring gave every task, one batch
 // naming its route and an end of partition, then reads every inbox until
 // all its channels ended, and returns where each route arrived.
-func deliveries(t *testing.T, ctx context.Context, p *graph.Plan, wire func(checkpoint.TaskID) local.WireFunc) map[route]arrival {
+func deliveries(t *testing.T, ctx context.Context, p *graph.Plan, wire func(checkpoint.TaskID) jobmaster.WireFunc) map[route]arrival {
 	t.Helper()
 	g := p.Graph
 	var routes []route
@@ -268,7 +268,7 @@ func deliveries(t *testing.T, ctx context.Context, p *graph.Plan, wire func(chec
 
 // TestWiringMatchesLocalWiring: however the tasks are spread over
 // workers, every route from an upstream subtask to a downstream one
-// arrives at the channel and input that runtime/local's all-in-process
+// arrives at the channel and input that internal/runtime/jobmaster's all-in-process
 // wiring gives it, through local channels within a worker and network
 // channels between workers.
 func TestWiringMatchesLocalWiring(t *testing.T) {
@@ -298,8 +298,8 @@ func TestWiringMatchesLocalWiring(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				p := gc.graph().plan(t)
-				inProcess := local.LocalWiring(p, credits)
-				want := deliveries(t, ctx, p, func(checkpoint.TaskID) local.WireFunc { return inProcess })
+				inProcess := jobmaster.LocalWiring(p, credits)
+				want := deliveries(t, ctx, p, func(checkpoint.TaskID) jobmaster.WireFunc { return inProcess })
 
 				log := slog.New(slog.NewTextHandler(tWriter{t}, nil))
 				workers := make([]*worker, pc.workers)
@@ -320,7 +320,7 @@ func TestWiringMatchesLocalWiring(t *testing.T) {
 						peers[id] = w.ep.Addr()
 					}
 				}
-				wires := make([]local.WireFunc, len(workers))
+				wires := make([]jobmaster.WireFunc, len(workers))
 				for i, w := range workers {
 					wire, closers, err := w.wiring(ctx, peers)
 					for _, c := range slices.Backward(closers) {
@@ -331,7 +331,7 @@ func TestWiringMatchesLocalWiring(t *testing.T) {
 					}
 					wires[i] = wire
 				}
-				got := deliveries(t, ctx, p, func(id checkpoint.TaskID) local.WireFunc { return wires[pc.place(id)%pc.workers] })
+				got := deliveries(t, ctx, p, func(id checkpoint.TaskID) jobmaster.WireFunc { return wires[pc.place(id)%pc.workers] })
 				for _, r := range slices.SortedFunc(maps.Keys(want), cmpRoute) {
 					if got[r] != want[r] {
 						e := p.Graph.Edges[r.edge]

@@ -5,7 +5,7 @@
 // locally. The worker connects to the JobMaster, shows it the graph's
 // fingerprint, and runs the subtasks it is given: the records of an
 // operator chain stay in this process; exchanges with subtasks in other
-// workers go over runtime/netexchange.
+// workers go over internal/runtime/netexchange.
 package worker
 
 import (
@@ -23,21 +23,21 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/netexchange"
-	"github.com/sluice/sluice/runtime/restart"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/netexchange"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
 // Run runs the worker until the JobMaster ends its session. opts carry the
 // program's own settings (clock, logger, batching, file systems, state
 // backend); the JobMaster decides the rest.
-func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deployment.WorkerDeployment) error {
+func Run(ctx context.Context, plan *graph.Plan, opts jobmaster.Options, dep *deployment.WorkerDeployment) error {
 	opts.Defaults()
 	log := opts.Log
 	if log == nil {
@@ -74,7 +74,7 @@ func Run(ctx context.Context, plan *graph.Plan, opts local.Options, dep *deploym
 		return fmt.Errorf("worker: connecting to the JobMaster at %s: %w", dep.JobMasterAddress, err)
 	}
 	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream, login: login,
-		writer: local.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1),
+		writer: jobmaster.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1),
 		endSession: cancel}
 	go func() { w.sendDone <- w.sender() }()
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{
@@ -102,17 +102,17 @@ var errGivenUp = errors.New("worker: silent for heartbeat.timeout, so given up b
 
 type worker struct {
 	plan   *graph.Plan
-	opts   local.Options
+	opts   jobmaster.Options
 	dep    *deployment.WorkerDeployment
 	log    *slog.Logger
 	ep     *netexchange.Endpoint
 	stream clusterpb.JobMaster_ConnectWorkerClient
-	writer *local.SnapshotWriter
+	writer *jobmaster.SnapshotWriter
 	// login is the worker's Kerberos login for hdfs://, reported with its
 	// metrics; nil without one.
 	login *kerberos.Login
 
-	host    *local.Host
+	host    *jobmaster.Host
 	here    map[checkpoint.TaskID]bool
 	closers []func()
 	// netIn and netOut are the network side of the tasks here: the gate
@@ -287,13 +287,13 @@ func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
 	for _, p := range d.Placement {
 		peers[taskID(p.Task)] = p.DataAddress
 	}
-	var restore *local.Restore
+	var restore *jobmaster.Restore
 	if d.RestorePath != "" {
 		fsys, p, err := opts.FileSystems.For(d.RestorePath)
 		if err != nil {
 			return fmt.Errorf("worker: restoring from %q: %w", d.RestorePath, err)
 		}
-		if restore, err = local.ReadRestore(w.plan, fsys, p, d.AllowNonRestoredState, w.log); err != nil {
+		if restore, err = jobmaster.ReadRestore(w.plan, fsys, p, d.AllowNonRestoredState, w.log); err != nil {
 			return err
 		}
 	}
@@ -302,7 +302,7 @@ func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
 	if err != nil {
 		return err
 	}
-	cfg := local.HostConfig{
+	cfg := jobmaster.HostConfig{
 		Plan: w.plan, Tasks: tasks, Wire: wire, Remote: remote{w}, Reporter: reporter{w}, Restore: restore,
 		Mode: opts.Mode, Clock: opts.Clock, Log: w.log, BatchSize: opts.BatchSize,
 		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
@@ -316,9 +316,9 @@ func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
-		cfg.Checkpointing = &local.HostCheckpointing{Mode: mode, Incremental: d.Incremental}
+		cfg.Checkpointing = &jobmaster.HostCheckpointing{Mode: mode, Incremental: d.Incremental}
 	}
-	h, err := local.NewHost(ctx, cfg)
+	h, err := jobmaster.NewHost(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func (w *worker) trigger(t *clusterpb.TriggerCheckpoint) {
 		}
 		return
 	}
-	w.host.TriggerCheckpoint(t.CheckpointId, checkpoint.Kind(t.Kind), tasks, loc, func(s local.CoordinatorSnapshot) {
+	w.host.TriggerCheckpoint(t.CheckpointId, checkpoint.Kind(t.Kind), tasks, loc, func(s jobmaster.CoordinatorSnapshot) {
 		cs := &clusterpb.CoordinatorState{CheckpointId: t.CheckpointId, Chain: int32(s.Chain), State: s.State}
 		if s.Err != nil {
 			cs.Error = s.Err.Error()
@@ -536,7 +536,7 @@ func (r reporter) TaskFinished(id checkpoint.TaskID) {
 	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Finished{Finished: &clusterpb.TaskFinished{Task: key(id)}}})
 }
 
-func (r reporter) Acknowledged(id checkpoint.TaskID, cp int64, ack local.Ack) {
+func (r reporter) Acknowledged(id checkpoint.TaskID, cp int64, ack jobmaster.Ack) {
 	r.w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Ack{Ack: &clusterpb.CheckpointAck{Task: key(id), CheckpointId: cp,
 		Handle: ack.Handle, Shared: ack.Shared, Bytes: ack.Bytes}}})
 }

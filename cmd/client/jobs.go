@@ -17,9 +17,9 @@ import (
 	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
 )
 
 // Commands that manage the jobs of a running cluster through its REST API.

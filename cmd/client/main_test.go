@@ -21,10 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
 )
 
 // fakeJob is the test double of a job binary (testdata/fakejob), built once.

@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // A job binary is run as the job binary contract says (see package conf,

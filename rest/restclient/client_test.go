@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/rest/resttest"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 
 // Submission is a job to submit.
 type Submission struct {
-	// Graph is the job graph (runtime/graph JSON).
+	// Graph is the job graph (internal/runtime/graph JSON).
 	Graph []byte
 	// BinaryPath is the job binary; it is streamed, not read into memory.
 	BinaryPath string

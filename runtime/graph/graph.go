@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // NodeID identifies a node within one graph. IDs are assigned in the order

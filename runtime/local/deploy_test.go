@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/restart"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/restart"
 )
 
 // outcome is what the scripted executor does with one attempt.
@@ -49,7 +49,7 @@ type scriptedExecutor struct {
 	attempts []int
 }
 
-func (x *scriptedExecutor) Deploy(ctx context.Context, d local.Deployment) (local.Attempt, error) {
+func (x *scriptedExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jobmaster.Attempt, error) {
 	x.mu.Lock()
 	x.attempts = append(x.attempts, d.Attempt)
 	x.mu.Unlock()
@@ -77,7 +77,7 @@ func (x *scriptedExecutor) deployed() []int {
 
 // scriptedAttempt has one task, which ends with err once started.
 type scriptedAttempt struct {
-	events local.Events
+	events jobmaster.Events
 	err    error
 }
 
@@ -85,15 +85,15 @@ var theTask = checkpoint.TaskID{}
 
 func (a *scriptedAttempt) Tasks() []checkpoint.TaskID { return []checkpoint.TaskID{theTask} }
 func (a *scriptedAttempt) Start()                     { go a.events.TaskEnded(theTask, a.err) }
-func (a *scriptedAttempt) TriggerCheckpoint(int64, checkpoint.Kind, []checkpoint.TaskID, *storage.Location) []local.CoordinatorSnapshot {
+func (a *scriptedAttempt) TriggerCheckpoint(int64, checkpoint.Kind, []checkpoint.TaskID, *storage.Location) []jobmaster.CoordinatorSnapshot {
 	return nil
 }
-func (a *scriptedAttempt) NotifyComplete(int64)            {}
-func (a *scriptedAttempt) Abort(int64)                     {}
-func (a *scriptedAttempt) AllFinished()                    {}
-func (a *scriptedAttempt) Cancel(error)                    {}
-func (a *scriptedAttempt) Close()                          {}
-func (a *scriptedAttempt) Metrics() []local.SubtaskMetrics { return nil }
+func (a *scriptedAttempt) NotifyComplete(int64)                {}
+func (a *scriptedAttempt) Abort(int64)                         {}
+func (a *scriptedAttempt) AllFinished()                        {}
+func (a *scriptedAttempt) Cancel(error)                        {}
+func (a *scriptedAttempt) Close()                              {}
+func (a *scriptedAttempt) Metrics() []jobmaster.SubtaskMetrics { return nil }
 
 // statuses records the job's statuses and their causes.
 type statuses struct {
@@ -101,7 +101,7 @@ type statuses struct {
 	got []string
 }
 
-func (l *statuses) StatusChanged(s local.Status, _ int64, cause error) {
+func (l *statuses) StatusChanged(s jobmaster.Status, _ int64, cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if cause != nil {
@@ -110,10 +110,10 @@ func (l *statuses) StatusChanged(s local.Status, _ int64, cause error) {
 	}
 	l.got = append(l.got, string(s))
 }
-func (*statuses) CheckpointTriggered(local.CheckpointStats) {}
-func (*statuses) CheckpointCompleted(local.CheckpointStats) {}
-func (*statuses) CheckpointFailed(local.CheckpointStats)    {}
-func (*statuses) Restored(local.RestoreStats)               {}
+func (*statuses) CheckpointTriggered(jobmaster.CheckpointStats) {}
+func (*statuses) CheckpointCompleted(jobmaster.CheckpointStats) {}
+func (*statuses) CheckpointFailed(jobmaster.CheckpointStats)    {}
+func (*statuses) Restored(jobmaster.RestoreStats)               {}
 
 // lostError stands for a TaskManager lost while the attempt deploys.
 type lostError struct{ tm string }
@@ -172,7 +172,7 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 			}
 			x := &scriptedExecutor{t: t, script: tc.script, hanging: make(chan struct{})}
 			l := &statuses{}
-			j, err := local.Start(context.Background(), onePlan(t), local.Options{JobID: "job", Executor: x, Restart: strategy,
+			j, err := jobmaster.Start(context.Background(), onePlan(t), jobmaster.Options{JobID: "job", Executor: x, Restart: strategy,
 				Clock: clock.NewManual(0), Listener: l})
 			if err != nil {
 				t.Fatal(err)
@@ -182,7 +182,7 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 				j.Cancel()
 			}
 			done := make(chan struct{})
-			var res *local.Result
+			var res *jobmaster.Result
 			go func() {
 				res, err = j.Wait()
 				close(done)

@@ -3,10 +3,10 @@ package local
 import (
 	"context"
 
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // Executor deploys the attempts of a job. The default runs every task in

@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/local"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 const stepKeys = 200
@@ -139,9 +139,9 @@ func TestFullCheckpoints(t *testing.T) {
 			}
 			ckDir := filepath.Join(dir, "chk")
 			src := newStepSource()
-			j, err := local.Start(context.Background(), stepPlan(t, src), local.Options{
+			j, err := jobmaster.Start(context.Background(), stepPlan(t, src), jobmaster.Options{
 				JobID: "full", StateBackend: backend(),
-				Checkpoints: &local.CheckpointOptions{Dir: ckDir, NumRetained: 1, RetainOnCancellation: true, Incremental: tc.incremental},
+				Checkpoints: &jobmaster.CheckpointOptions{Dir: ckDir, NumRetained: 1, RetainOnCancellation: true, Incremental: tc.incremental},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +170,7 @@ func TestFullCheckpoints(t *testing.T) {
 				checkShared(t, tc.pebble && tc.incremental, tc.kinds[:id], shared)
 			}
 			j.Cancel()
-			if _, err := j.Wait(); !local.IsCancelled(err) {
+			if _, err := j.Wait(); !jobmaster.IsCancelled(err) {
 				t.Fatalf("cancelled job: %v", err)
 			}
 			// Only the files of the retained (last) checkpoint are left
@@ -189,7 +189,7 @@ func TestFullCheckpoints(t *testing.T) {
 			// The last checkpoint restores, into either backend.
 			for _, b := range []state.Backend{backend(), nil} {
 				src := newStepSource()
-				r, err := local.Start(context.Background(), stepPlan(t, src), local.Options{StateBackend: b, RestoreFrom: last})
+				r, err := jobmaster.Start(context.Background(), stepPlan(t, src), jobmaster.Options{StateBackend: b, RestoreFrom: last})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,8 +279,8 @@ func TestResumeFromAnotherJobsCheckpoint(t *testing.T) {
 			run := func(id, restore string, steps []int, wantRestored int) string {
 				t.Helper()
 				src := newStepSource()
-				j, err := local.Start(context.Background(), stepPlan(t, src), local.Options{JobID: id, StateBackend: backend, RestoreFrom: restore,
-					Checkpoints: &local.CheckpointOptions{Dir: filepath.Join(dir, "chk-"+id), NumRetained: 1, RetainOnCancellation: true, Incremental: true}})
+				j, err := jobmaster.Start(context.Background(), stepPlan(t, src), jobmaster.Options{JobID: id, StateBackend: backend, RestoreFrom: restore,
+					Checkpoints: &jobmaster.CheckpointOptions{Dir: filepath.Join(dir, "chk-"+id), NumRetained: 1, RetainOnCancellation: true, Incremental: true}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // Reporter receives what a Host's tasks report. TaskEnded is reported

@@ -11,10 +11,10 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 type syncMutex = sync.Mutex

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // streamRecords sends n records of type T from endpoint a to a gate on b
@@ -45,7 +45,7 @@ func streamRecords[T any](tb testing.TB, a, b *Endpoint, scope string, n, channe
 }
 
 // passRecords is streamRecords through the in-process exchange
-// (runtime/exchange): the same channels, credits and batches, passed by
+// (internal/runtime/exchange): the same channels, credits and batches, passed by
 // reference. As a task's writer does, each sender takes its batches from a
 // pool, and the receiver puts them back once it has read them.
 func passRecords[T any](tb testing.TB, n, channels, credits int, gen func(i int) T, touch func(T) int64) {
@@ -200,7 +200,7 @@ func reportThroughput(b *testing.B, n int, el time.Duration, batchBytes int) {
 }
 
 // BenchmarkInProcessExchange is BenchmarkNetworkExchange's workload
-// through the in-process exchange (runtime/exchange), its baseline: two
+// through the in-process exchange (internal/runtime/exchange), its baseline: two
 // channels into one inbox, 4 credits each, batches of 512, one sending
 // goroutine per channel. One op is one record.
 func BenchmarkInProcessExchange(b *testing.B) {

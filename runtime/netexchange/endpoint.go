@@ -49,8 +49,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/netexchange/internal/netpb"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // Config configures an Endpoint. The zero value listens on an ephemeral

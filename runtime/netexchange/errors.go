@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sluice/sluice/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/exchange"
 )
 
 var (

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // upstream sends batches and events on its channels the way a task's

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/sluice/sluice/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/exchange"
 )
 
 // The frames of a stream (netpb.Message.frames), version 2 (the frames of

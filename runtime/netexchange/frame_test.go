@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/netexchange/internal/netpb"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 func sampleFrames() []frame {

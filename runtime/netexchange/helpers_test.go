@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // reading is a small plain struct record.

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
-	"github.com/sluice/sluice/runtime/task"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/netexchange/internal/netpb"
+	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // testDialer dials the TCP connections of endpoints' gRPC clients: it

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/netexchange/internal/netpb"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/netexchange/internal/netpb"
 )
 
 // msgStream is either end of a Connect stream.

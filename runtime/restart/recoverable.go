@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 // Unrecoverable marks a failure that no restart can fix, so the job fails

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 var (

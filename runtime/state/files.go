@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state/pebblestore"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state/pebblestore"
 )
 
 // Incremental snapshots (pebble backend): a checkpoint is a set of

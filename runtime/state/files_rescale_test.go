@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/timer"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/timer"
 )
 
 // subtask is an operator subtask's keyed state as an operator holds it: a

@@ -19,9 +19,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state/pebblestore"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state/pebblestore"
 )
 
 // ErrNoKey is returned when state is accessed outside keyed processing.

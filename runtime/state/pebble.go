@@ -9,8 +9,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
 
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state/pebblestore"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state/pebblestore"
 )
 
 // The pebble backend stores the entry (key k, namespace ns) of table t in

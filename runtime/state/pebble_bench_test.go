@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // BenchmarkPebbleIncrementalCheckpoint builds a large pebble state (by
@@ -20,7 +20,7 @@ import (
 // seen) against the whole snapshot. It takes minutes and GiBs of disk: it
 // is not part of the tests. Run it with
 //
-//	go test -run XXX -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./runtime/state/
+//	go test -run XXX -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./internal/runtime/state/
 //
 // SLUICE_BENCH_ENTRIES changes the number of entries; SLUICE_BENCH_DIR the
 // directory (default: the system temp dir).

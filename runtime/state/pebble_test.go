@@ -11,9 +11,9 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/codec"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // backends are the state backends every table test runs on.

@@ -8,14 +8,14 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/codec"
 )
 
 // ErrCorruptSnapshot is wrapped by errors decoding a keyed-state snapshot.
 var ErrCorruptSnapshot = errors.New("state: corrupt keyed-state snapshot")
 
 // Snapshotter is a table's checkpoint side: its entries of one key group in
-// the canonical encoding (runtime/codec), the same for every backend.
+// the canonical encoding (internal/runtime/codec), the same for every backend.
 type Snapshotter interface {
 	Table
 	// SnapshotKeyGroup appends the entries of key group kg to b.

@@ -3,8 +3,8 @@ package state
 import (
 	"testing"
 
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 func TestValueTableScopesByKeyAndNamespace(t *testing.T) {

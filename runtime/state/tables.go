@@ -37,7 +37,7 @@ type ValueTable[K, N comparable, V any] struct {
 // NewValueTable registers (or returns) the value state called name.
 //
 // With the pebble backend, a table whose key, namespace or value type has
-// no canonical encoding (runtime/codec: interfaces, channels, funcs) is
+// no canonical encoding (internal/runtime/codec: interfaces, channels, funcs) is
 // kept in memory, as with the hashmap backend, and cannot be checkpointed.
 func NewValueTable[K, N comparable, V any](s *Keyed[K], name string, ttl TTL) (*ValueTable[K, N, V], error) {
 	return register(s, name, func() (*ValueTable[K, N, V], error) {

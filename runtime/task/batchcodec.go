@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/sluice/sluice/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/codec"
 )
 
 // ErrCorruptBatch is wrapped by the errors of BatchCodec.DecodeBatch.
@@ -23,7 +23,7 @@ var ErrCorruptBatch = errors.New("task: corrupt batch")
 // without pointers (numbers, arrays and structs of them) their memory as
 // it is, since both ends run the same binary on the same architecture (the
 // workers of a job prove it by the binary's digest); otherwise in the
-// canonical encoding of runtime/codec.
+// canonical encoding of internal/runtime/codec.
 type BatchCodec interface {
 	// AppendBatch appends the encoding of data (a *Batch[T]) to dst.
 	AppendBatch(dst []byte, data any) []byte

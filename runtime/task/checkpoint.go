@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/state"
-	"github.com/sluice/sluice/runtime/watermark"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/watermark"
 )
 
 // FinalCheckpoint is the checkpoint ID with which operators are notified

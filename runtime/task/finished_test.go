@@ -5,10 +5,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/checkpoint"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
 type emptySource struct{}

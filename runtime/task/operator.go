@@ -16,10 +16,10 @@ import (
 	"math"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/runtime/clock"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/keygroup"
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // NoTimestamp marks a record without an event timestamp.

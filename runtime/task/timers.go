@@ -3,7 +3,7 @@ package task
 import (
 	"container/heap"
 
-	"github.com/sluice/sluice/runtime/clock"
+	"github.com/sluice/sluice/internal/clock"
 )
 
 // procTimers is the task's processing-time timer queue. It is used only on

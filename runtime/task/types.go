@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice/sluice/runtime/exchange"
-	"github.com/sluice/sluice/runtime/graph"
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/exchange"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // DefaultBatchSize is the number of records per exchange buffer.

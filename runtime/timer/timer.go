@@ -9,7 +9,7 @@
 package timer
 
 import (
-	"github.com/sluice/sluice/runtime/state"
+	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // Timer is one registered timer.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/fs/memfs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 func containsStr(s, sub string) bool { return strings.Contains(s, sub) }

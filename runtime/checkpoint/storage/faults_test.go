@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/fs/memfs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 // crashAt is a fault that kills the "process" at the first call matching

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluice/sluice/fs/fstest"
 	"github.com/sluice/sluice/fs/memfs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 func TestMetadataRoundTrip(t *testing.T) {

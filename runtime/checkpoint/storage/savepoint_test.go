@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/fs/fstest"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 // TestSavepointRelocatable writes a savepoint, moves its directory, and

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 func TestSharedRegistry(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/fs/fstest"
 	"github.com/sluice/sluice/fs/memfs"
-	"github.com/sluice/sluice/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 )
 
 const jobID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"

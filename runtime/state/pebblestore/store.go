@@ -1,6 +1,6 @@
 // Package pebblestore is the on-disk store of the pebble state backend: one
 // Pebble database per operator subtask, in a working directory of its own
-// that Close removes. It deals in bytes only; runtime/state lays typed
+// that Close removes. It deals in bytes only; internal/runtime/state lays typed
 // tables over it.
 //
 // Every key starts with its key group, two bytes big-endian, so the entries
@@ -33,7 +33,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 // ErrClosed is returned by a store used after Close.

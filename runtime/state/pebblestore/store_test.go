@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sluice/sluice/runtime/keygroup"
+	"github.com/sluice/sluice/internal/runtime/keygroup"
 )
 
 func open(t *testing.T) *Store {

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest/restclient"
-	"github.com/sluice/sluice/runtime/graph"
 )
 
 // Report is what fakejob prints in local mode.
