@@ -84,12 +84,12 @@ func BenchmarkKeyedWindowCountSparse(b *testing.B) {
 func benchWindow(b *testing.B, keys int64) {
 	env := stream.NewEnvironment(stream.WithParallelism(2), quiet())
 	strategy := stream.ForBoundedOutOfOrderness[keyed](100 * time.Millisecond).
-		WithTimestampAssigner(func(r keyed, _ int64) int64 { return r.Ts })
+		WithTimestampAssigner(func(r keyed, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(r.Ts) })
 	src := stream.DataGenWithWatermarks(env, int64(b.N), 0, func(i int64) keyed { return keyed{Key: i % keys, Ts: i / 100} }, strategy)
 	count := stream.AggregateFuncs[keyed, int64, int64]{
-		AddFn:   func(_ keyed, n int64) int64 { return n + 1 },
-		Get:     func(n int64) int64 { return n },
-		MergeFn: func(a, c int64) int64 { return a + c },
+		AddFn:    func(_ keyed, n int64) int64 { return n + 1 },
+		ResultFn: func(n int64) int64 { return n },
+		MergeFn:  func(a, c int64) int64 { return a + c },
 	}
 	ks := stream.KeyBy(src, func(r keyed) int64 { return r.Key })
 	stream.Discard(stream.WindowAggregate(stream.Window(ks, stream.TumblingEventTimeWindows(time.Second)), count))

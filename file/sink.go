@@ -6,6 +6,7 @@ package file
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -553,9 +554,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *fileSinkWriter[T]) Write(v T, ts int64) error {
-	now := w.ctx.CurrentProcessingTime()
-	id := w.s.assigner.BucketID(v, BucketContext{CurrentProcessingTime: now, Timestamp: ts})
+func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts stream.Timestamp) error {
+	now := int64(w.ctx.CurrentProcessingTime())
+	id := w.s.assigner.BucketID(v, BucketContext{CurrentProcessingTime: now, Timestamp: int64(ts)})
 	b := w.buckets[id]
 	if b == nil {
 		var err error
@@ -632,8 +633,8 @@ func (w *fileSinkWriter[T]) roll(b *fileBucket) error {
 }
 
 func (w *fileSinkWriter[T]) scheduleCheck() {
-	at := w.ctx.CurrentProcessingTime() + w.s.checkInterval.Milliseconds()
-	w.cancelCheck = w.ctx.RegisterProcessingTimer(at, w.onCheck)
+	at := w.ctx.CurrentProcessingTime().Add(w.s.checkInterval)
+	w.cancelCheck = w.ctx.RegisterProcessingTimer(at, func(now stream.Timestamp) error { return w.onCheck(int64(now)) })
 }
 
 // onCheck rolls parts by processing time and forgets idle buckets.
@@ -657,7 +658,7 @@ func (w *fileSinkWriter[T]) onCheck(now int64) error {
 }
 
 // Flush writes buffered bytes to the part files.
-func (w *fileSinkWriter[T]) Flush(bool) error {
+func (w *fileSinkWriter[T]) Flush(context.Context, bool) error {
 	for _, b := range w.buckets {
 		if b.part != nil {
 			if err := b.part.buf.Flush(); err != nil {
@@ -670,7 +671,7 @@ func (w *fileSinkWriter[T]) Flush(bool) error {
 
 // PrepareCommit rolls every in-progress part and returns the parts
 // pending since the last call.
-func (w *fileSinkWriter[T]) PrepareCommit() ([]Committable, error) {
+func (w *fileSinkWriter[T]) PrepareCommit(context.Context) ([]Committable, error) {
 	for id, b := range w.buckets {
 		if b.part != nil {
 			if err := w.roll(b); err != nil {
@@ -714,7 +715,7 @@ type fileCommitter struct{ fsys fs.FileSystem }
 // Commit renames every pending part to its final name. It is idempotent:
 // a part whose pending file is gone and whose final file exists was
 // committed before.
-func (c *fileCommitter) Commit(cs []Committable) error {
+func (c *fileCommitter) Commit(_ context.Context, cs []Committable) error {
 	for _, f := range cs {
 		err := c.fsys.Rename(f.PendingPath, f.FinalPath)
 		if err == nil {

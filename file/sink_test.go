@@ -1,6 +1,7 @@
 package file_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -34,18 +35,18 @@ type fileSinkCtx struct {
 
 type fileSinkTimer struct {
 	at, seq   int64
-	fn        func(int64) error
+	fn        func(stream.Timestamp) error
 	cancelled bool
 }
 
-func (c *fileSinkCtx) Subtask() int                 { return c.subtask }
-func (c *fileSinkCtx) Parallelism() int             { return 1 }
-func (c *fileSinkCtx) JobName() string              { return "file sink test" }
-func (c *fileSinkCtx) CurrentProcessingTime() int64 { return c.now }
-func (c *fileSinkCtx) FileSystems() *fs.Resolver    { return c.fileSystems }
-func (c *fileSinkCtx) RegisterProcessingTimer(at int64, fn func(int64) error) func() {
+func (c *fileSinkCtx) Subtask() int                            { return c.subtask }
+func (c *fileSinkCtx) Parallelism() int                        { return 1 }
+func (c *fileSinkCtx) JobName() string                         { return "file sink test" }
+func (c *fileSinkCtx) CurrentProcessingTime() stream.Timestamp { return stream.Timestamp(c.now) }
+func (c *fileSinkCtx) FileSystems() *fs.Resolver               { return c.fileSystems }
+func (c *fileSinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(stream.Timestamp) error) func() {
 	c.seq++
-	tm := &fileSinkTimer{at: at, seq: int64(c.seq), fn: fn}
+	tm := &fileSinkTimer{at: int64(at), seq: int64(c.seq), fn: fn}
 	c.timers = append(c.timers, tm)
 	return func() { tm.cancelled = true }
 }
@@ -68,7 +69,7 @@ func (c *fileSinkCtx) advance(t *testing.T, ms int64) {
 		if tm.cancelled {
 			continue
 		}
-		if err := tm.fn(c.now); err != nil {
+		if err := tm.fn(stream.Timestamp(c.now)); err != nil {
 			t.Fatalf("timer at %d: %v", tm.at, err)
 		}
 	}
@@ -148,11 +149,11 @@ func TestFileSinkRollsBySizeAndCommitsIdempotently(t *testing.T) {
 		WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: 10, RolloverInterval: -1, InactivityInterval: -1})
 	w := openFileWriter(t, sink, &fileSinkCtx{subtask: 3, now: 1_000_000})
 	for _, v := range []string{"aaaa", "bbbb", "cccc", "dddd", "eeee"} {
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Flush(true); err != nil {
+	if err := w.Flush(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	// Before the commit, parts exist only under hidden in-progress names.
@@ -167,7 +168,7 @@ func TestFileSinkRollsBySizeAndCommitsIdempotently(t *testing.T) {
 	if want := map[string]string{"0": "aaaa\nbbbb\n", "1": "cccc\ndddd\n", "2": "eeee\n"}; !mapsEqualS(inProgress, want) {
 		t.Fatalf("in-progress parts %q, want %q", inProgress, want)
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestFileSinkRollsBySizeAndCommitsIdempotently(t *testing.T) {
 	}
 	want := []string{"aaaa\nbbbb\n", "cccc\ndddd\n", "eeee\n"}
 	for round := 1; round <= 2; round++ { // the second commit finds everything committed
-		if err := committer.Commit(cs); err != nil {
+		if err := committer.Commit(context.Background(), cs); err != nil {
 			t.Fatalf("commit %d: %v", round, err)
 		}
 		if got := partsInOrder(t, dir); !slices.Equal(got, want) {
@@ -188,7 +189,7 @@ func TestFileSinkRollsBySizeAndCommitsIdempotently(t *testing.T) {
 		}
 	}
 	// Nothing more to commit.
-	if cs, err := w.PrepareCommit(); err != nil || len(cs) != 0 {
+	if cs, err := w.PrepareCommit(context.Background()); err != nil || len(cs) != 0 {
 		t.Fatalf("second PrepareCommit: %v, %v", cs, err)
 	}
 }
@@ -263,16 +264,16 @@ func TestFileSinkRollsByProcessingTime(t *testing.T) {
 					ctx.advance(t, s.advance.Milliseconds())
 					continue
 				}
-				if err := fw.Write(s.write, stream.NoTimestamp); err != nil {
+				if err := fw.Write(context.Background(), s.write, stream.NoTimestamp); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cs, err := fw.PrepareCommit()
+			cs, err := fw.PrepareCommit(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			c, _ := sink.CreateCommitter()
-			if err := c.Commit(cs); err != nil {
+			if err := c.Commit(context.Background(), cs); err != nil {
 				t.Fatal(err)
 			}
 			if got := partsInOrder(t, dir); !slices.Equal(got, tt.want) {
@@ -291,16 +292,16 @@ func TestFileSinkDateTimeBuckets(t *testing.T) {
 	sink := file.ForRowFormat(dir, file.SimpleStringEncoder[string]()).WithBucketAssigner(assigner)
 	ctx := &fileSinkCtx{now: time.Date(2024, 3, 5, 13, 59, 59, 0, time.UTC).UnixMilli()}
 	w := openFileWriter(t, sink, ctx)
-	w.Write("a", stream.NoTimestamp)
-	w.Write("b", stream.NoTimestamp)
+	w.Write(context.Background(), "a", stream.NoTimestamp)
+	w.Write(context.Background(), "b", stream.NoTimestamp)
 	ctx.advance(t, 1000)
-	w.Write("c", stream.NoTimestamp)
-	cs, err := w.PrepareCommit()
+	w.Write(context.Background(), "c", stream.NoTimestamp)
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := sink.CreateCommitter()
-	if err := c.Commit(cs); err != nil {
+	if err := c.Commit(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -364,13 +365,13 @@ func TestFileSinkCloseRemovesInProgressButKeepsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	fw := w.(fileWriter)
-	fw.Write("committed later", stream.NoTimestamp)
-	cs, err := fw.PrepareCommit()
+	fw.Write(context.Background(), "committed later", stream.NoTimestamp)
+	cs, err := fw.PrepareCommit(context.Background())
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("PrepareCommit: %v, %v", cs, err)
 	}
-	fw.Write("abandoned", stream.NoTimestamp)
-	fw.Flush(false)
+	fw.Write(context.Background(), "abandoned", stream.NoTimestamp)
+	fw.Flush(context.Background(), false)
 	if n := len(filesUnder(t, dir)); n != 2 {
 		t.Fatalf("%d files before Close, want 2", n)
 	}
@@ -391,7 +392,7 @@ func TestFileSinkErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		final := filepath.Join(dir, "part-x-0-0")
-		err = c.Commit([]file.Committable{{PendingPath: filepath.Join(dir, ".part-x-0-0.inprogress.y"), FinalPath: final}})
+		err = c.Commit(context.Background(), []file.Committable{{PendingPath: filepath.Join(dir, ".part-x-0-0.inprogress.y"), FinalPath: final}})
 		if !errors.Is(err, iofs.ErrNotExist) || !strings.Contains(err.Error(), final) {
 			t.Fatalf("got %v, want a not-exist error naming %s", err, final)
 		}
@@ -402,11 +403,11 @@ func TestFileSinkErrors(t *testing.T) {
 			WithBucketAssigner(file.BucketAssignerFunc[string](func(v string, _ file.BucketContext) string { return v }))
 		w := openFileWriter(t, sink, &fileSinkCtx{})
 		for _, id := range []string{"../escape", "/abs", "a/../../b"} {
-			if err := w.Write(id, stream.NoTimestamp); err == nil || !strings.Contains(err.Error(), strconv.Quote(id)) {
+			if err := w.Write(context.Background(), id, stream.NoTimestamp); err == nil || !strings.Contains(err.Error(), strconv.Quote(id)) {
 				t.Errorf("bucket %q: got %v, want an error naming it", id, err)
 			}
 		}
-		if err := w.Write("a/b", stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), "a/b", stream.NoTimestamp); err != nil {
 			t.Errorf("nested bucket: %v", err)
 		}
 	})

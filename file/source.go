@@ -2,6 +2,7 @@ package file
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ type textFileReader struct {
 	r      *bufio.Reader
 }
 
-func (r *textFileReader) Start() error {
+func (r *textFileReader) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
 	return nil
@@ -79,7 +80,7 @@ func (r *textFileReader) Close() error {
 	return nil
 }
 
-func (r *textFileReader) PollNext(out stream.ReaderOutput[string]) (stream.InputStatus, error) {
+func (r *textFileReader) PollNext(_ context.Context, out stream.ReaderOutput[string]) (stream.InputStatus, error) {
 	if len(r.splits) == 0 {
 		if r.noMore {
 			return stream.EndOfInput, nil

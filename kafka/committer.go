@@ -108,8 +108,10 @@ func newCommitter(cfg *sinkConfig, m *SinkMetrics, ids *idRegistry) *Committer {
 // so committables restored from a checkpoint may be committed again. It
 // retries for up to CommitTimeout per transaction and returns a
 // *CommitError wrapping ErrTransactionAborted or ErrTransactionUnknown when
-// a transaction cannot be committed.
-func (c *Committer) Commit(committables []TxnCommittable) error {
+// a transaction cannot be committed. Cancelling ctx (the sink subtask's)
+// stops the retries; the committables stay in the checkpoint and are
+// committed again after a restore.
+func (c *Committer) Commit(ctx context.Context, committables []TxnCommittable) error {
 	if len(committables) == 0 {
 		return nil
 	}
@@ -118,7 +120,7 @@ func (c *Committer) Commit(committables []TxnCommittable) error {
 		return err
 	}
 	for _, tc := range committables {
-		if err := c.commit(cl, tc); err != nil {
+		if err := c.commit(ctx, cl, tc); err != nil {
 			return err
 		}
 		c.ids.release(tc.TransactionalID)
@@ -139,8 +141,8 @@ func (c *Committer) client() (*kgo.Client, error) {
 	return c.cl, nil
 }
 
-func (c *Committer) commit(cl *kgo.Client, tc TxnCommittable) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.commitTimeout)
+func (c *Committer) commit(ctx context.Context, cl *kgo.Client, tc TxnCommittable) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.commitTimeout)
 	defer cancel()
 	var last error
 	for attempt := 0; ; attempt++ {

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,11 +25,11 @@ func preCommitted(t *testing.T, c *cluster, prefix, topic string, n int) (*kafka
 		kafka.TransactionalIDPrefix(prefix), kafka.CommitTimeout(20*time.Second), kafka.WithLogger(testLogger(t)))
 	w, committer := newTxnWriter(t, sink, 0, 1)
 	for _, v := range numbered(n) {
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("PrepareCommit: %v, %v", cs, err)
 	}
@@ -42,7 +43,7 @@ func TestCommitRetriesRetryableCoordinatorErrors(t *testing.T) {
 			c.createTopic(t, "eo", 1)
 			_, tc, committer := preCommitted(t, c, "retry", "eo", 3)
 			h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: tc.TransactionalID, Err: code, Count: 2})
-			if err := committer.Commit([]kafka.TxnCommittable{tc}); err != nil {
+			if err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc}); err != nil {
 				t.Fatal(err)
 			}
 			if h.Hits() != 2 {
@@ -83,7 +84,7 @@ func TestLostEndTxnResponseIsCommittedOnRetry(t *testing.T) {
 			return nil, nil, false // handled by the cluster
 		}
 	})
-	if err := committer.Commit([]kafka.TxnCommittable{tc}); err != nil {
+	if err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -127,17 +128,17 @@ func TestFencedProducerFailsThePreCommit(t *testing.T) {
 	sink := mustSink(t, kafka.StringSerializer("eo"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
 		kafka.TransactionalIDPrefix("fenced"), kafka.WithLogger(testLogger(t)))
 	w, _ := newTxnWriter(t, sink, 0, 1)
-	if err := w.Write("before", stream.NoTimestamp); err != nil {
+	if err := w.Write(context.Background(), "before", stream.NoTimestamp); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(false); err != nil {
+	if err := w.Flush(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	c.fence(t, "fenced-0-0") // a zombie's successor takes over the id
-	if err := w.Write("after", stream.NoTimestamp); err != nil {
+	if err := w.Write(context.Background(), "after", stream.NoTimestamp); err != nil {
 		t.Fatal(err)
 	}
-	_, err := w.PrepareCommit()
+	_, err := w.PrepareCommit(context.Background())
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("PrepareCommit after fencing: %v, want a fenced producer error", err)
 	}
@@ -154,11 +155,11 @@ func TestCommitIsIdempotentAcrossRestarts(t *testing.T) {
 	c := newCluster(t)
 	c.createTopic(t, "eo", 1)
 	sink, tc, committer := preCommitted(t, c, "again", "eo", 2)
-	if err := committer.Commit([]kafka.TxnCommittable{tc}); err != nil {
+	if err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc}); err != nil {
 		t.Fatal(err)
 	}
 	c.fence(t, tc.TransactionalID) // the first restart's writer
-	if err := committer.Commit([]kafka.TxnCommittable{tc}); err != nil {
+	if err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc}); err != nil {
 		t.Fatalf("commit after the id moved on: %v", err)
 	}
 	if n := sink.Metrics().Superseded.Load(); n != 1 {
@@ -179,7 +180,7 @@ func TestCommitOfATransactionFencedBeforeCommitFails(t *testing.T) {
 	c.createTopic(t, "eo", 1)
 	_, tc, committer := preCommitted(t, c, "fenced", "eo", 2)
 	c.fence(t, tc.TransactionalID)
-	if err := committer.Commit([]kafka.TxnCommittable{tc}); !errors.Is(err, kafka.ErrTransactionAborted) {
+	if err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc}); !errors.Is(err, kafka.ErrTransactionAborted) {
 		t.Fatalf("got %v, want ErrTransactionAborted", err)
 	}
 	if got := c.consume(t, "eo", true); len(got) != 0 {
@@ -220,7 +221,7 @@ func TestSupersededCommitLooksTheTransactionUp(t *testing.T) {
 				resp.TransactionStates = append(resp.TransactionStates, st)
 				return resp, nil, true
 			})
-			err := committer.Commit([]kafka.TxnCommittable{committable})
+			err := committer.Commit(context.Background(), []kafka.TxnCommittable{committable})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("got %v, want %v", err, tc.wantErr)
@@ -243,7 +244,7 @@ func TestCommitOfAnAbortedTransactionFails(t *testing.T) {
 	if resp, err := req.RequestWith(ctxT(t), c.cl); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("aborting: %v %v", resp, err)
 	}
-	err := committer.Commit([]kafka.TxnCommittable{tc})
+	err := committer.Commit(context.Background(), []kafka.TxnCommittable{tc})
 	var ce *kafka.CommitError
 	if !errors.Is(err, kafka.ErrTransactionAborted) || !errors.As(err, &ce) || ce.Committable != tc {
 		t.Fatalf("got %v, want a CommitError wrapping ErrTransactionAborted for %+v", err, tc)
@@ -254,7 +255,7 @@ func TestCommitOfAnUnknownProducerFails(t *testing.T) {
 	c := newCluster(t)
 	c.createTopic(t, "eo", 1)
 	_, _, committer := preCommitted(t, c, "known", "eo", 1)
-	err := committer.Commit([]kafka.TxnCommittable{{TransactionalID: "known-0-0", ProducerID: 424242, Epoch: 3}})
+	err := committer.Commit(context.Background(), []kafka.TxnCommittable{{TransactionalID: "known-0-0", ProducerID: 424242, Epoch: 3}})
 	if !errors.Is(err, kafka.ErrTransactionUnknown) {
 		t.Fatalf("got %v, want ErrTransactionUnknown", err)
 	}

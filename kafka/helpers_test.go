@@ -230,9 +230,9 @@ type liveSink[T any] struct {
 func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
-func (s *liveSink[T]) Flush(bool) error                                              { return nil }
+func (s *liveSink[T]) Flush(context.Context, bool) error                             { return nil }
 func (s *liveSink[T]) Close() error                                                  { return nil }
-func (s *liveSink[T]) Write(v T, ts int64) error {
+func (s *liveSink[T]) Write(_ context.Context, v T, ts stream.Timestamp) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
@@ -335,9 +335,13 @@ type splitRec struct {
 	id string
 }
 
-func (s *splitRec) Collect(v string, ts int64) { s.o.recs = append(s.o.recs, emitted{s.id, v, ts}) }
+func (s *splitRec) Collect(v string, ts stream.Timestamp) {
+	s.o.recs = append(s.o.recs, emitted{s.id, v, int64(ts)})
+}
 
-func (o *recordingOutput) Collect(v string, ts int64) { o.recs = append(o.recs, emitted{"", v, ts}) }
+func (o *recordingOutput) Collect(v string, ts stream.Timestamp) {
+	o.recs = append(o.recs, emitted{"", v, int64(ts)})
+}
 func (o *recordingOutput) ForSplit(id string) stream.SplitOutput[string] {
 	if o.outs == nil {
 		o.outs = map[string]*splitRec{}
@@ -361,7 +365,7 @@ func pollUntil(t testing.TB, r stream.SourceReader[string, kafka.PartitionSplit]
 	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
-		st, err := r.PollNext(out)
+		st, err := r.PollNext(context.Background(), out)
 		if err != nil {
 			t.Fatalf("PollNext: %v", err)
 		}

@@ -7,6 +7,7 @@ package kafka_test
 //	go test -tags integration -race ./kafka/...
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -90,11 +91,11 @@ func TestIntegrationExactlyOnceSink(t *testing.T) {
 	// Visible to read_committed only at commit.
 	w, committer := newTxnWriter(t, sink, 0, 1)
 	for _, v := range numbered(50) {
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("PrepareCommit: %v %v", cs, err)
 	}
@@ -104,10 +105,10 @@ func TestIntegrationExactlyOnceSink(t *testing.T) {
 	if n := len(c.consume(t, topic, false)); n != 50 {
 		t.Fatalf("read_uncommitted saw %d records, want 50", n)
 	}
-	if err := committer.Commit(cs); err != nil {
+	if err := committer.Commit(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
-	if err := committer.Commit(cs); err != nil { // idempotent
+	if err := committer.Commit(context.Background(), cs); err != nil { // idempotent
 		t.Fatalf("second commit: %v", err)
 	}
 	c.waitStable(t, topic)
@@ -188,10 +189,10 @@ func TestIntegrationTimedOutTransactionIsReportedLost(t *testing.T) {
 	sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
 		kafka.TransactionalIDPrefix(name("to")), kafka.TransactionTimeout(time.Second), kafka.WithLogger(testLogger(t)))
 	w, committer := newTxnWriter(t, sink, 0, 1)
-	if err := w.Write("doomed", stream.NoTimestamp); err != nil {
+	if err := w.Write(context.Background(), "doomed", stream.NoTimestamp); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestIntegrationTimedOutTransactionIsReportedLost(t *testing.T) {
 		lso, hwm := c.stableEnd(t, topic)
 		return lso >= hwm
 	})
-	err = committer.Commit(cs)
+	err = committer.Commit(context.Background(), cs)
 	t.Logf("commit of the timed-out transaction: %v", err)
 	if !errors.Is(err, kafka.ErrTransactionAborted) {
 		t.Fatalf("commit of a timed-out transaction: %v, want ErrTransactionAborted", err)
@@ -260,14 +261,14 @@ func TestIntegrationCommitIsIdempotentAcrossRestarts(t *testing.T) {
 	sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
 		kafka.TransactionalIDPrefix(name("again")), kafka.WithLogger(testLogger(t)))
 	w, committer := newTxnWriter(t, sink, 0, 1)
-	if err := w.Write("once", stream.NoTimestamp); err != nil {
+	if err := w.Write(context.Background(), "once", stream.NoTimestamp); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := committer.Commit(cs); err != nil {
+	if err := committer.Commit(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
 	c.waitStable(t, topic)
@@ -277,7 +278,7 @@ func TestIntegrationCommitIsIdempotentAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2.Close()
-	err = committer.Commit(cs)
+	err = committer.Commit(context.Background(), cs)
 	t.Logf("second commit: %v (superseded %d)", err, sink.Metrics().Superseded.Load())
 	if err != nil {
 		t.Fatalf("second commit after the id moved on: %v", err)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice/sluice/stream"
 )
 
 // TopicPartition names one partition of a topic.
@@ -83,9 +85,11 @@ func Earliest() OffsetsInitializer { return OffsetsInitializer{kind: kindEarlies
 // watermark, or the last stable offset when reading ReadCommitted.
 func Latest() OffsetsInitializer { return OffsetsInitializer{kind: kindLatest} }
 
-// Timestamp is the first record whose timestamp is at or after ms (epoch
-// milliseconds), or the end of the partition if there is none.
-func Timestamp(ms int64) OffsetsInitializer { return OffsetsInitializer{kind: kindTimestamp, ts: ms} }
+// Timestamp is the first record whose timestamp is at or after ts, or the
+// end of the partition if there is none.
+func Timestamp(ts stream.Timestamp) OffsetsInitializer {
+	return OffsetsInitializer{kind: kindTimestamp, ts: int64(ts)}
+}
 
 // CommittedOffsets is the group's committed offset (GroupID required);
 // partitions without one follow reset.

@@ -109,8 +109,9 @@ func newReader[T any](cfg *sourceConfig, deser Deserializer[T], m *SourceMetrics
 	}
 }
 
-// Start creates the client and the fetch goroutine.
-func (r *Reader[T]) Start() error {
+// Start creates the client and the fetch goroutine, which stops when ctx
+// (the subtask's) is cancelled or at Close.
+func (r *Reader[T]) Start(ctx context.Context) error {
 	iso := kgo.ReadUncommitted()
 	if r.cfg.isolation == ReadCommitted {
 		iso = kgo.ReadCommitted()
@@ -141,7 +142,7 @@ func (r *Reader[T]) Start() error {
 		return err
 	}
 	r.cl, r.adm = cl, kadm.NewClient(cl)
-	r.bg, r.stop = context.WithCancel(context.Background())
+	r.bg, r.stop = context.WithCancel(ctx)
 	r.wg.Add(1)
 	go r.fetch()
 	if r.cfg.discovers() {
@@ -280,7 +281,7 @@ func (r *Reader[T]) Available() <-chan struct{} { return r.wake }
 
 // PollNext emits up to MaxPollRecords records of the fetched batches, each
 // through its partition's split output.
-func (r *Reader[T]) PollNext(out stream.ReaderOutput[T]) (stream.InputStatus, error) {
+func (r *Reader[T]) PollNext(_ context.Context, out stream.ReaderOutput[T]) (stream.InputStatus, error) {
 	if r.closed {
 		return stream.EndOfInput, ErrClosed
 	}
@@ -514,7 +515,8 @@ func (r *Reader[T]) Close() error {
 	}
 	var err error
 	if r.dlq != nil {
-		ctx, cancel := context.WithTimeout(r.bg, closeFlushTimeout)
+		// The subtask's context may be over: the flush still gets its time.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.bg), closeFlushTimeout)
 		err = r.dlq.Flush(ctx)
 		cancel()
 	}

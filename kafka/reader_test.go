@@ -24,7 +24,7 @@ func newReader(t *testing.T, src *kafka.Source[string], rc *readerCtx) *kafka.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(); err != nil {
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
@@ -51,14 +51,14 @@ func TestReaderEmitsPerSplitAndRestoresFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &recordingOutput{}
-	if _, err := r.PollNext(out); err != nil {
+	if _, err := r.PollNext(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"r-0", "r-2"}; !slices.Equal(sorted(out.registered), want) {
 		t.Fatalf("split outputs registered at the first poll: %v, want %v", out.registered, want)
 	}
 	before := len(out.recs)
-	if _, err := r.PollNext(out); err != nil {
+	if _, err := r.PollNext(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(out.recs) - before; n > 7 {
@@ -69,7 +69,7 @@ func TestReaderEmitsPerSplitAndRestoresFromSnapshot(t *testing.T) {
 		if e.split == "" || e.split[len(e.split)-1] != e.value[0] {
 			t.Fatalf("record %q went through split output %q", e.value, e.split)
 		}
-		if e.ts == stream.NoTimestamp || e.ts%1000 != 0 {
+		if e.ts == int64(stream.NoTimestamp) || e.ts%1000 != 0 {
 			t.Fatalf("record %q has source timestamp %d, want its Kafka timestamp", e.value, e.ts)
 		}
 	}
@@ -260,7 +260,7 @@ func TestReaderAsksForSplitsEveryDiscoveryInterval(t *testing.T) {
 		case <-time.After(testTimeout):
 			t.Fatal("the reader was not woken for its split request")
 		}
-		if _, err := r.PollNext(out); err != nil {
+		if _, err := r.PollNext(context.Background(), out); err != nil {
 			t.Fatal(err)
 		}
 		if got := requests(); got != want {
@@ -277,7 +277,7 @@ func TestClosedReaderRefusesWork(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.PollNext(&recordingOutput{}); !errors.Is(err, kafka.ErrClosed) {
+	if _, err := r.PollNext(context.Background(), &recordingOutput{}); !errors.Is(err, kafka.ErrClosed) {
 		t.Fatalf("PollNext after Close: %v, want ErrClosed", err)
 	}
 	if err := r.Close(); err != nil {

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -114,11 +115,11 @@ func TestSASLMechanismsAuthenticate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, v := range []string{"a", "b"} {
-				if err := w.Write(v, 0); err != nil {
+				if err := w.Write(context.Background(), v, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := w.Flush(true); err != nil {
+			if err := w.Flush(context.Background(), true); err != nil {
 				t.Fatal(err)
 			}
 			w.Close()

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/stream"
 )
 
 // Deserializer turns a Kafka record into a value of the stream. It sees
@@ -65,12 +66,12 @@ func decodeJSON[T any](b []byte) (T, error) {
 
 // recordTimestamp is the record's timestamp as the stream's source
 // timestamp: epoch ms, or stream.NoTimestamp when Kafka has none (-1).
-func recordTimestamp(r *kgo.Record) int64 {
+func recordTimestamp(r *kgo.Record) stream.Timestamp {
 	ms := r.Timestamp.UnixMilli()
 	if ms < 0 || r.Timestamp.IsZero() {
 		return noTimestamp
 	}
-	return ms
+	return stream.Timestamp(ms)
 }
 
 // Serializer turns a value of the stream into the record to produce: it
@@ -81,18 +82,18 @@ func recordTimestamp(r *kgo.Record) int64 {
 // without a timestamp gets ts, or the time of producing when there is
 // none. A nil record is skipped.
 type Serializer[T any] interface {
-	Serialize(v T, ts int64) (*kgo.Record, error)
+	Serialize(v T, ts stream.Timestamp) (*kgo.Record, error)
 }
 
 // SerializerFunc adapts a function to a Serializer.
-type SerializerFunc[T any] func(v T, ts int64) (*kgo.Record, error)
+type SerializerFunc[T any] func(v T, ts stream.Timestamp) (*kgo.Record, error)
 
 // Serialize implements Serializer.
-func (f SerializerFunc[T]) Serialize(v T, ts int64) (*kgo.Record, error) { return f(v, ts) }
+func (f SerializerFunc[T]) Serialize(v T, ts stream.Timestamp) (*kgo.Record, error) { return f(v, ts) }
 
 // ValueSerializer writes fn(v) as the value of a record to topic, without a key.
 func ValueSerializer[T any](topic string, fn func(v T) ([]byte, error)) Serializer[T] {
-	return SerializerFunc[T](func(v T, _ int64) (*kgo.Record, error) {
+	return SerializerFunc[T](func(v T, _ stream.Timestamp) (*kgo.Record, error) {
 		b, err := fn(v)
 		if err != nil {
 			return nil, err
@@ -110,6 +111,3 @@ func StringSerializer(topic string) Serializer[string] {
 func JSONSerializer[T any](topic string) Serializer[T] {
 	return ValueSerializer(topic, func(v T) ([]byte, error) { return json.Marshal(v) })
 }
-
-// millisToTime converts an event timestamp for a record.
-func millisToTime(ms int64) time.Time { return time.UnixMilli(ms) }

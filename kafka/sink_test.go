@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,12 +24,16 @@ import (
 // sinkCtx is our fake of the engine's sink context.
 type sinkCtx struct{ subtask, parallelism int }
 
-func (c sinkCtx) Subtask() int                                                     { return c.subtask }
-func (c sinkCtx) Parallelism() int                                                 { return c.parallelism }
-func (c sinkCtx) JobName() string                                                  { return "test" }
-func (c sinkCtx) FileSystems() *fs.Resolver                                        { return fs.NewResolver() }
-func (c sinkCtx) CurrentProcessingTime() int64                                     { return time.Now().UnixMilli() }
-func (c sinkCtx) RegisterProcessingTimer(int64, func(int64) error) (cancel func()) { return func() {} }
+func (c sinkCtx) Subtask() int              { return c.subtask }
+func (c sinkCtx) Parallelism() int          { return c.parallelism }
+func (c sinkCtx) JobName() string           { return "test" }
+func (c sinkCtx) FileSystems() *fs.Resolver { return fs.NewResolver() }
+func (c sinkCtx) CurrentProcessingTime() stream.Timestamp {
+	return stream.Timestamp(time.Now().UnixMilli())
+}
+func (c sinkCtx) RegisterProcessingTimer(stream.Timestamp, func(stream.Timestamp) error) (cancel func()) {
+	return func() {}
+}
 
 func mustSink[T any](t testing.TB, ser kafka.Serializer[T], opts ...kafka.SinkOpt) *kafka.Sink[T] {
 	t.Helper()
@@ -89,7 +94,7 @@ func TestSerializerChoosesTopicKeyHeadersAndTimestamp(t *testing.T) {
 		N  int
 		At int64
 	}
-	ser := kafka.SerializerFunc[ev](func(v ev, ts int64) (*kgo.Record, error) {
+	ser := kafka.SerializerFunc[ev](func(v ev, ts stream.Timestamp) (*kgo.Record, error) {
 		if v.N < 0 {
 			return nil, nil // skipped
 		}
@@ -107,7 +112,7 @@ func TestSerializerChoosesTopicKeyHeadersAndTimestamp(t *testing.T) {
 	sink := mustSink(t, ser, kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.AtLeastOnce), kafka.WithLogger(testLogger(t)))
 	env := newEnv(t, 1)
 	in := stream.AssignTimestampsAndWatermarks(stream.FromSlice(env, []ev{{0, 1000}, {1, 2000}, {2, 3000}, {3, 4000}, {-1, 5000}}),
-		stream.NoWatermarks[ev]().WithTimestampAssigner(func(v ev, _ int64) int64 { return v.At }))
+		stream.NoWatermarks[ev]().WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.At) }))
 	stream.SinkTo(in, sink)
 	if _, err := env.ExecuteContext(ctxT(t), t.Name()); err != nil {
 		t.Fatal(err)
@@ -165,15 +170,15 @@ func TestExactlyOnceRecordsBecomeVisibleOnlyAtCommit(t *testing.T) {
 	sink := mustSink(t, kafka.StringSerializer("eo"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
 		kafka.TransactionalIDPrefix("vis"), kafka.WithLogger(testLogger(t)))
 	w, committer := newTxnWriter(t, sink, 0, 1)
-	if cs, err := w.PrepareCommit(); err != nil || len(cs) != 0 {
+	if cs, err := w.PrepareCommit(context.Background()); err != nil || len(cs) != 0 {
 		t.Fatalf("PrepareCommit with nothing written: %v, %v; want no committable", cs, err)
 	}
 	for _, v := range numbered(10) {
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Flush(false); err != nil {
+	if err := w.Flush(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	// Written (the high watermark moved) but not stable: a read_committed
@@ -181,7 +186,7 @@ func TestExactlyOnceRecordsBecomeVisibleOnlyAtCommit(t *testing.T) {
 	if lso, hwm := c.stableEnd(t, "eo"); lso != 0 || hwm != 10 {
 		t.Fatalf("after flush: last stable offset %d, high watermark %d; want 0 and 10", lso, hwm)
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil || len(cs) != 1 || cs[0].TransactionalID != "vis-0-0" {
 		t.Fatalf("PrepareCommit: %+v, %v; want one committable of vis-0-0", cs, err)
 	}
@@ -191,14 +196,14 @@ func TestExactlyOnceRecordsBecomeVisibleOnlyAtCommit(t *testing.T) {
 	if got := c.consume(t, "eo", true); len(got) != 0 {
 		t.Fatalf("read_committed consumer saw %d records before commit", len(got))
 	}
-	if err := committer.Commit(cs); err != nil {
+	if err := committer.Commit(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
 	if got := values(c.consume(t, "eo", true)); !slices.Equal(got, numbered(10)) {
 		t.Fatalf("after commit: %v", got)
 	}
 	// Committing again (a restored committable) is not an error.
-	if err := committer.Commit(cs); err != nil {
+	if err := committer.Commit(context.Background(), cs); err != nil {
 		t.Fatalf("second commit: %v", err)
 	}
 	if got := values(c.consume(t, "eo", true)); !slices.Equal(got, numbered(10)) {
@@ -215,11 +220,11 @@ func TestCommittableCommittedByAFreshProcess(t *testing.T) {
 		kafka.TransactionalIDPrefix("fresh"), kafka.WithLogger(testLogger(t))}
 	w, _ := newTxnWriter(t, mustSink(t, kafka.StringSerializer("eo"), opts...), 0, 1)
 	for _, v := range numbered(5) {
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cs, err := w.PrepareCommit()
+	cs, err := w.PrepareCommit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +235,7 @@ func TestCommittableCommittedByAFreshProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer restored.Close()
-	if err := restored.Commit(cs); err != nil {
+	if err := restored.Commit(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
 	if got := values(c.consume(t, "eo", true)); !slices.Equal(got, numbered(5)) {
@@ -350,11 +355,11 @@ func TestTransactionalIDsComeFromABoundedPool(t *testing.T) {
 	var written []string
 	step := func(v string) []kafka.TxnCommittable {
 		t.Helper()
-		if err := w.Write(v, stream.NoTimestamp); err != nil {
+		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
 			t.Fatal(err)
 		}
 		written = append(written, v)
-		cs, err := w.PrepareCommit()
+		cs, err := w.PrepareCommit(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +367,7 @@ func TestTransactionalIDsComeFromABoundedPool(t *testing.T) {
 		return cs
 	}
 	for i := 0; i < 5; i++ {
-		if err := committer.Commit(step(fmt.Sprint("a", i))); err != nil {
+		if err := committer.Commit(context.Background(), step(fmt.Sprint("a", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -371,16 +376,16 @@ func TestTransactionalIDsComeFromABoundedPool(t *testing.T) {
 	}
 	// Two pre-committed transactions await commit: the pool is exhausted.
 	pending := append(step("b0"), step("b1")...)
-	if err := w.Write("b2", stream.NoTimestamp); !errors.Is(err, kafka.ErrPoolExhausted) {
+	if err := w.Write(context.Background(), "b2", stream.NoTimestamp); !errors.Is(err, kafka.ErrPoolExhausted) {
 		t.Fatalf("third open transaction: %v, want ErrPoolExhausted", err)
 	}
-	if err := committer.Commit(pending); err != nil {
+	if err := committer.Commit(context.Background(), pending); err != nil {
 		t.Fatal(err)
 	}
 	if cs := step("b2"); len(cs) != 1 {
 		t.Fatal("no transaction after the pool was freed")
 	}
-	if err := committer.Commit(nil); err != nil {
+	if err := committer.Commit(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := values(c.consume(t, "pool", true))
@@ -431,7 +436,7 @@ func TestTransactionTimeoutIsCheckedAgainstBrokerAndCheckpointInterval(t *testin
 				t.Fatal(err)
 			}
 			defer w.Close()
-			if err := w.Write("x", stream.NoTimestamp); err != nil {
+			if err := w.Write(context.Background(), "x", stream.NoTimestamp); err != nil {
 				t.Fatal(err)
 			}
 			d, err := c.adm.DescribeTransactions(ctxT(t), "to-0-0")

@@ -74,7 +74,7 @@ func flush(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
 }
 
 // record serialises v.
-func record[T any](ser Serializer[T], v T, ts int64) (*kgo.Record, error) {
+func record[T any](ser Serializer[T], v T, ts stream.Timestamp) (*kgo.Record, error) {
 	r, err := ser.Serialize(v, ts)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: serialising a record: %w", err)
@@ -86,7 +86,7 @@ func record[T any](ser Serializer[T], v T, ts int64) (*kgo.Record, error) {
 		return nil, errors.New("kafka: the serializer returned a record without a topic")
 	}
 	if r.Timestamp.IsZero() && ts != noTimestamp {
-		r.Timestamp = millisToTime(ts)
+		r.Timestamp = ts.Time()
 	}
 	return r, nil
 }
@@ -94,12 +94,43 @@ func record[T any](ser Serializer[T], v T, ts int64) (*kgo.Record, error) {
 // PlainWriter is the writer of None and AtLeastOnce sinks: one producer
 // per subtask.
 type PlainWriter[T any] struct {
-	s      *Sink[T]
-	cl     *kgo.Client
-	ctx    context.Context
-	cancel context.CancelFunc
+	s  *Sink[T]
+	cl *kgo.Client
+	lifetime
 	ps     *produceState
 	closed bool
+}
+
+// lifetime is a writer's context: it ends at Close, or with the subtask's
+// context the sink passes to the writer's methods, so records in flight and
+// blocked calls end with the subtask.
+type lifetime struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	followed bool
+	unfollow func() bool // stops following the subtask's context
+}
+
+func newLifetime() lifetime {
+	ctx, cancel := context.WithCancel(context.Background())
+	return lifetime{ctx: ctx, cancel: cancel}
+}
+
+// follow ends the lifetime with ctx too (the sink passes the same context
+// to every call, so the first is enough).
+func (l *lifetime) follow(ctx context.Context) {
+	if !l.followed && ctx != nil {
+		l.followed = true
+		l.unfollow = context.AfterFunc(ctx, l.cancel)
+	}
+}
+
+// end ends the lifetime (at Close).
+func (l *lifetime) end() {
+	if l.unfollow != nil {
+		l.unfollow()
+	}
+	l.cancel()
 }
 
 func newPlainWriter[T any](s *Sink[T], sc stream.SinkContext) (*PlainWriter[T], error) {
@@ -108,12 +139,12 @@ func newPlainWriter[T any](s *Sink[T], sc stream.SinkContext) (*PlainWriter[T], 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &PlainWriter[T]{s: s, cl: cl, ctx: ctx, cancel: cancel, ps: newProduceState(s.cfg.guarantee == AtLeastOnce, s.metrics, log)}, nil
+	return &PlainWriter[T]{s: s, cl: cl, lifetime: newLifetime(), ps: newProduceState(s.cfg.guarantee == AtLeastOnce, s.metrics, log)}, nil
 }
 
 // Write produces the record asynchronously.
-func (w *PlainWriter[T]) Write(v T, ts int64) error {
+func (w *PlainWriter[T]) Write(ctx context.Context, v T, ts stream.Timestamp) error {
+	w.follow(ctx)
 	if w.closed {
 		return ErrClosed
 	}
@@ -131,7 +162,8 @@ func (w *PlainWriter[T]) Write(v T, ts int64) error {
 // Flush waits for every record to be acknowledged: at each checkpoint for
 // AtLeastOnce, and at the end of input for both guarantees (so a bounded
 // job's records are sent before it ends).
-func (w *PlainWriter[T]) Flush(endOfInput bool) error {
+func (w *PlainWriter[T]) Flush(ctx context.Context, endOfInput bool) error {
+	w.follow(ctx)
 	if w.closed {
 		return ErrClosed
 	}
@@ -146,8 +178,8 @@ func (w *PlainWriter[T]) Flush(endOfInput bool) error {
 
 // PrepareCommit flushes (AtLeastOnce) and has nothing to commit; it lets
 // the writer serve stream.SinkToCommitting too.
-func (w *PlainWriter[T]) PrepareCommit() ([]TxnCommittable, error) {
-	return nil, w.Flush(false)
+func (w *PlainWriter[T]) PrepareCommit(ctx context.Context) ([]TxnCommittable, error) {
+	return nil, w.Flush(ctx, false)
 }
 
 // Close closes the producer; records not yet flushed fail.
@@ -156,7 +188,7 @@ func (w *PlainWriter[T]) Close() error {
 		return nil
 	}
 	w.closed = true
-	w.cancel()
+	w.end()
 	w.cl.Close()
 	return nil
 }
@@ -177,16 +209,15 @@ func (w *PlainWriter[T]) Close() error {
 // in initializeState): the writers fence their ids, which aborts any
 // transaction not yet committed.
 type TxnWriter[T any] struct {
-	s         *Sink[T]
-	subtask   int
-	pool      int
-	timeout   time.Duration
-	log       *slog.Logger
-	next      int // the pool index to try first
-	cur       *openTxn
-	ps        *produceState
-	ctx       context.Context
-	cancel    context.CancelFunc
+	s       *Sink[T]
+	subtask int
+	pool    int
+	timeout time.Duration
+	log     *slog.Logger
+	next    int // the pool index to try first
+	cur     *openTxn
+	ps      *produceState
+	lifetime
 	closed    bool
 	committed func() bool // whether a committer exists (stream.SinkToCommitting)
 }
@@ -228,7 +259,7 @@ func newTxnWriter[T any](s *Sink[T], sc stream.SinkContext) (*TxnWriter[T], erro
 	for i := 0; i < w.pool; i++ {
 		s.ids.release(transactionalID(s.cfg.txnPrefix, sc.Subtask(), i))
 	}
-	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.lifetime = newLifetime()
 	return w, nil
 }
 
@@ -257,7 +288,8 @@ func transactionTimeout(ctx context.Context, cfg *sinkConfig, adm *kadm.Client, 
 }
 
 // Write produces the record in the open transaction, beginning one if needed.
-func (w *TxnWriter[T]) Write(v T, ts int64) error {
+func (w *TxnWriter[T]) Write(ctx context.Context, v T, ts stream.Timestamp) error {
+	w.follow(ctx)
 	if w.closed {
 		return ErrClosed
 	}
@@ -322,7 +354,8 @@ func (w *TxnWriter[T]) begin() error {
 
 // Flush makes the open transaction's records durable (not visible: that
 // is the commit's job).
-func (w *TxnWriter[T]) Flush(endOfInput bool) error {
+func (w *TxnWriter[T]) Flush(ctx context.Context, endOfInput bool) error {
+	w.follow(ctx)
 	if w.closed {
 		return ErrClosed
 	}
@@ -342,7 +375,8 @@ func (w *TxnWriter[T]) Flush(endOfInput bool) error {
 // PrepareCommit pre-commits the open transaction: its records are flushed
 // and acknowledged, and its committable returned. With no open
 // transaction there is nothing to commit.
-func (w *TxnWriter[T]) PrepareCommit() ([]TxnCommittable, error) {
+func (w *TxnWriter[T]) PrepareCommit(ctx context.Context) ([]TxnCommittable, error) {
+	w.follow(ctx)
 	if w.closed {
 		return nil, ErrClosed
 	}
@@ -387,7 +421,7 @@ func (w *TxnWriter[T]) Close() error {
 		t.cl.Close()
 		w.s.ids.release(t.id)
 	}
-	w.cancel()
+	w.end()
 	return nil
 }
 

@@ -15,6 +15,11 @@ import (
 // marks the subtask's output idle after that much processing time without
 // records.
 //
+// As in Flink, the operator takes its input's parallelism (not the
+// environment's default) and chains to it, so each watermark generator sees
+// exactly one upstream subtask's records in their order. SetParallelism on
+// the result changes that, and records are then redistributed.
+//
 // In BATCH mode only timestamps are assigned: event time ends with the
 // final watermark at the end of the input.
 func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkStrategy[T]) DataStream[T] {
@@ -23,6 +28,7 @@ func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkSt
 		return op, []any{op}, nil
 	}))
 	out.node.AssignsWatermarks = strategy.generatesWatermarks()
+	out.node.Parallelism = in.node.Parallelism
 	return out
 }
 
@@ -89,7 +95,7 @@ func (a *assignerOp[T]) emit(wm int64, adv, idle, idleChanged bool) error {
 
 func (a *assignerOp[T]) ProcessElement(v T, ts int64) error {
 	if a.strategy.assigner != nil {
-		ts = a.strategy.assigner(v, ts)
+		ts = int64(a.strategy.assigner(v, Timestamp(ts)))
 	}
 	if err := a.out.Collect(v, ts); err != nil {
 		return err
@@ -110,7 +116,7 @@ func (a *assignerOp[T]) ProcessElement(v T, ts int64) error {
 
 // ProcessWatermark drops upstream watermarks except the final one.
 func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
-	if wm != MaxWatermark || a.ended {
+	if wm != maxWatermark || a.ended {
 		return nil
 	}
 	a.ended = true
@@ -123,7 +129,7 @@ func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
 			return err
 		}
 	}
-	return a.out.EmitWatermark(MaxWatermark)
+	return a.out.EmitWatermark(maxWatermark)
 }
 
 func (a *assignerOp[T]) Finish() error { return nil }

@@ -22,7 +22,7 @@ func newAssignerHarness(t *testing.T, strategy WatermarkStrategy[stamped], batch
 
 func byTS() WatermarkStrategy[stamped] {
 	return ForBoundedOutOfOrderness[stamped](10 * time.Millisecond).
-		WithTimestampAssigner(func(v stamped, _ int64) int64 { return v.TS })
+		WithTimestampAssigner(func(v stamped, _ Timestamp) Timestamp { return Timestamp(v.TS) })
 }
 
 func TestHarnessAssignerPeriodicWatermarks(t *testing.T) {
@@ -40,9 +40,9 @@ func TestHarnessAssignerPeriodicWatermarks(t *testing.T) {
 	mustOK(t, h.advance(200))
 	in("d", 300)
 	mustOK(t, h.advance(200))
-	mustOK(t, h.watermark(MaxWatermark))
+	mustOK(t, h.watermark(maxWatermark))
 	mustOK(t, h.advance(1000))
-	if got, want := h.out.wms, []int64{139, 289, MaxWatermark}; !slices.Equal(got, want) {
+	if got, want := h.out.wms, []int64{139, 289, maxWatermark}; !slices.Equal(got, want) {
 		t.Fatalf("watermarks %v, want %v (upstream watermarks other than the final one are dropped)", got, want)
 	}
 	recordsEqual(t, "records", h.out.take(), []Record[stamped]{
@@ -56,7 +56,7 @@ func TestHarnessAssignerPeriodicWatermarks(t *testing.T) {
 // punctuated emits a watermark from OnEvent for records named "mark".
 type punctuated struct{}
 
-func (punctuated) OnEvent(v stamped, ts int64, out WatermarkOutput) {
+func (punctuated) OnEvent(v stamped, ts Timestamp, out WatermarkOutput) {
 	if v.Name == "mark" {
 		out.EmitWatermark(ts)
 	}
@@ -65,13 +65,13 @@ func (punctuated) OnPeriodicEmit(WatermarkOutput) {}
 
 func TestHarnessAssignerPunctuatedWatermarksGoOutAtOnce(t *testing.T) {
 	strategy := ForGenerator(func() WatermarkGenerator[stamped] { return punctuated{} }).
-		WithTimestampAssigner(func(v stamped, _ int64) int64 { return v.TS })
+		WithTimestampAssigner(func(v stamped, _ Timestamp) Timestamp { return Timestamp(v.TS) })
 	h := newAssignerHarness(t, strategy, false)
-	mustOK(t, feed(h, stamped{"x", 5}, NoTimestamp))
-	mustOK(t, feed(h, stamped{"mark", 7}, NoTimestamp))
-	mustOK(t, feed(h, stamped{"y", 9}, NoTimestamp))
-	mustOK(t, feed(h, stamped{"mark", 6}, NoTimestamp)) // behind: no watermark
-	mustOK(t, feed(h, stamped{"mark", 12}, NoTimestamp))
+	mustOK(t, feed(h, stamped{"x", 5}, noTimestamp))
+	mustOK(t, feed(h, stamped{"mark", 7}, noTimestamp))
+	mustOK(t, feed(h, stamped{"y", 9}, noTimestamp))
+	mustOK(t, feed(h, stamped{"mark", 6}, noTimestamp)) // behind: no watermark
+	mustOK(t, feed(h, stamped{"mark", 12}, noTimestamp))
 	if got, want := h.out.wms, []int64{7, 12}; !slices.Equal(got, want) {
 		t.Fatalf("watermarks %v, want %v", got, want)
 	}
@@ -79,7 +79,7 @@ func TestHarnessAssignerPunctuatedWatermarksGoOutAtOnce(t *testing.T) {
 
 func TestHarnessAssignerIdleness(t *testing.T) {
 	h := newAssignerHarness(t, byTS().WithIdleness(time.Second), false)
-	mustOK(t, feed(h, stamped{"a", 100}, NoTimestamp))
+	mustOK(t, feed(h, stamped{"a", 100}, noTimestamp))
 	for i := 0; i < 5; i++ { // 1000 ms without records after the first period
 		mustOK(t, h.advance(200))
 	}
@@ -90,7 +90,7 @@ func TestHarnessAssignerIdleness(t *testing.T) {
 	if want := []bool{true}; !slices.Equal(h.idle, want) {
 		t.Fatalf("idleness changes %v, want %v", h.idle, want)
 	}
-	mustOK(t, feed(h, stamped{"b", 200}, NoTimestamp)) // activity ends idleness at once
+	mustOK(t, feed(h, stamped{"b", 200}, noTimestamp)) // activity ends idleness at once
 	if want := []bool{true, false}; !slices.Equal(h.idle, want) {
 		t.Fatalf("idleness changes %v, want %v", h.idle, want)
 	}
@@ -102,11 +102,11 @@ func TestHarnessAssignerIdleness(t *testing.T) {
 
 func TestHarnessAssignerBatchModeAssignsTimestampsOnly(t *testing.T) {
 	h := newAssignerHarness(t, byTS(), true)
-	mustOK(t, feed(h, stamped{"a", 100}, NoTimestamp))
+	mustOK(t, feed(h, stamped{"a", 100}, noTimestamp))
 	mustOK(t, h.advance(10_000))
 	mustOK(t, h.endInput())
 	recordsEqual(t, "records", h.out.take(), []Record[stamped]{{stamped{"a", 100}, 100}})
-	if got, want := h.out.wms, []int64{MaxWatermark}; !slices.Equal(got, want) {
+	if got, want := h.out.wms, []int64{maxWatermark}; !slices.Equal(got, want) {
 		t.Fatalf("watermarks %v, want only the final one", got)
 	}
 }

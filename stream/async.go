@@ -57,7 +57,9 @@ type ResultFuture[O any] interface {
 	CompleteExceptionally(err error)
 }
 
-// AsyncFunction starts one asynchronous request per record.
+// AsyncFunction starts one asynchronous request per record. Each subtask
+// gets its own instance of a function that is a pointer to a struct (see
+// RuntimeContext).
 type AsyncFunction[I, O any] interface {
 	// AsyncInvoke runs on the task goroutine and must return quickly: it
 	// starts the request and arranges for result to be completed later.
@@ -126,8 +128,9 @@ func asyncWait[I, O any](in DataStream[I], fn AsyncFunction[I, O], timeout time.
 	if capacity <= 0 {
 		in.env.fail(fmt.Errorf("%s after operator %s: capacity must be positive, got %d", api, in.node.Label(), capacity))
 	}
-	th, _ := fn.(AsyncTimeoutHandler[I, O])
 	return oneInput(in, "async", "Async Wait Operator", &factory[O]{create: func(ctx *task.Context, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
+		th, _ := fn.(AsyncTimeoutHandler[I, O])
 		op := &asyncOp[I, O]{
 			ctx: ctx, out: out, fn: fn, onTimeout: th, capacity: capacity, ordered: ordered,
 			timeout: timeout, timeoutMs: timeout.Milliseconds(),

@@ -275,7 +275,7 @@ func TestAsyncWaitAtCapacityDoesNotReenterUpstream(t *testing.T) {
 			env := asyncTestEnv(stream.WithParallelism(1), stream.WithClock(clk), stream.WithAutoWatermarkInterval(200*time.Millisecond))
 			periodic := make(chan struct{}, 16)
 			strategy := stream.ForGenerator(func() stream.WatermarkGenerator[int] { return &asyncSignallingGen{max: -1 << 62, fired: periodic} }).
-				WithTimestampAssigner(func(v int, _ int64) int64 { return int64(v) * 10 })
+				WithTimestampAssigner(func(v int, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(int64(v) * 10) })
 			src := stream.DataGenWithWatermarks(env, 3, 0, func(i int64) int { return int(i) }, strategy)
 			invokes := make(chan asyncEvent, 16)
 			fn := stream.AsyncFuncs[int, string]{Invoke: func(_ context.Context, v int, r stream.ResultFuture[string]) {
@@ -338,11 +338,11 @@ type asyncSignallingGen struct {
 	fired chan<- struct{}
 }
 
-func (g *asyncSignallingGen) OnEvent(_ int, ts int64, _ stream.WatermarkOutput) {
-	g.max = max(g.max, ts)
+func (g *asyncSignallingGen) OnEvent(_ int, ts stream.Timestamp, _ stream.WatermarkOutput) {
+	g.max = max(g.max, int64(ts))
 }
 func (g *asyncSignallingGen) OnPeriodicEmit(out stream.WatermarkOutput) {
-	out.EmitWatermark(g.max - 1)
+	out.EmitWatermark(stream.Timestamp(g.max - 1))
 	g.fired <- struct{}{}
 }
 
@@ -398,7 +398,7 @@ func TestAsyncExactResultsAtAnyParallelism(t *testing.T) {
 				for _, r := range recs {
 					got = append(got, r.Value)
 					v, _ := strconv.Atoi(strings.Split(r.Value, ".")[0])
-					if r.Timestamp != int64(v) {
+					if r.Timestamp != stream.Timestamp(int64(v)) {
 						t.Fatalf("result %s has timestamp %d, want its input's %d", r.Value, r.Timestamp, v)
 					}
 				}
@@ -427,13 +427,13 @@ func asyncCheckOrderPerSplit(t *testing.T, recs []stream.Record[string], n, spli
 	}
 	for _, r := range recs {
 		split := 0
-		for r.Timestamp >= int64(n)*int64(split+1)/int64(splits) {
+		for int64(r.Timestamp) >= int64(n)*int64(split+1)/int64(splits) {
 			split++
 		}
-		if r.Timestamp < last[split] {
+		if r.Timestamp < stream.Timestamp(last[split]) {
 			t.Fatalf("result %s (input %d) came after a result of input %d of the same split", r.Value, r.Timestamp, last[split])
 		}
-		last[split] = r.Timestamp
+		last[split] = int64(r.Timestamp)
 	}
 }
 

@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -22,13 +23,13 @@ type blockingWriter struct{ s *blockingSink }
 func (s *blockingSink) CreateWriter(stream.SinkContext) (stream.SinkWriter[int64], error) {
 	return blockingWriter{s}, nil
 }
-func (w blockingWriter) Write(int64, int64) error {
+func (w blockingWriter) Write(context.Context, int64, stream.Timestamp) error {
 	<-w.s.release
 	w.s.got.Add(1)
 	return nil
 }
-func (w blockingWriter) Flush(bool) error { return nil }
-func (w blockingWriter) Close() error     { return nil }
+func (w blockingWriter) Flush(context.Context, bool) error { return nil }
+func (w blockingWriter) Close() error                      { return nil }
 
 func TestSlowSinkBackpressuresSourceAndMemoryStaysBounded(t *testing.T) {
 	const (

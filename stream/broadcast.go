@@ -203,6 +203,8 @@ func (c *BroadcastContext) writableBroadcastState()           {}
 // the two inputs arrive is not defined.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type BroadcastProcessFunction[IN, BC, O any] interface {
 	ProcessElement(ctx *BroadcastReadOnlyContext, v IN, out Collector[O]) error
 	ProcessBroadcastElement(ctx *BroadcastContext, v BC, out Collector[O]) error
@@ -309,6 +311,7 @@ func BroadcastProcess[IN, BC, O any](c BroadcastConnectedStream[IN, BC], fn Broa
 	checkFn(c.in.env, "BroadcastProcess", fn)
 	descs := c.bc.descs
 	return procTwoInput(c.in, c.bc.s, "broadcast-process", "BroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &broadcastOp[IN, BC, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}, bc: newBroadcastStates(descs)}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
@@ -408,10 +411,12 @@ func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDe
 // ApplyToKeyedState; OnTimer the key's timers.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type KeyedBroadcastProcessFunction[K comparable, IN, BC, O any] interface {
 	ProcessElement(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
 	ProcessBroadcastElement(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
-	OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedBroadcastProcessFuncs builds a KeyedBroadcastProcessFunction from
@@ -420,7 +425,7 @@ type KeyedBroadcastProcessFunction[K comparable, IN, BC, O any] interface {
 type KeyedBroadcastProcessFuncs[K comparable, IN, BC, O any] struct {
 	Element   func(ctx *KeyedBroadcastReadOnlyContext[K], v IN, out Collector[O]) error
 	Broadcast func(ctx *KeyedBroadcastContext[K], v BC, out Collector[O]) error
-	Timer     func(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error
+	Timer     func(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open      func(rc RuntimeContext) error
 	Close     func() error
 }
@@ -436,7 +441,7 @@ func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) ProcessBroadcastElement(ctx *K
 }
 
 // OnTimer implements KeyedBroadcastProcessFunction.
-func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedBroadcastProcessFuncs[K, IN, BC, O]) OnTimer(ctx *KeyedBroadcastOnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}
@@ -506,8 +511,8 @@ func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
 	return berr
 }
 
-func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts int64, out Collector[O]) error {
-	err := p.fn.OnTimer(&p.btctx, ts, out)
+func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
+	err := p.fn.OnTimer(&p.btctx, Timestamp(ts), out)
 	if berr := p.bc.takeErr(); err == nil {
 		err = berr
 	}
@@ -522,6 +527,7 @@ func KeyedBroadcastProcess[K comparable, IN, BC, O any](c KeyedBroadcastConnecte
 	descs := c.bc.descs
 	key := c.in.key
 	out := procTwoInput(c.in.DataStream, c.bc.s, "keyed-broadcast-process", "KeyedBroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &keyedBroadcastOp[K, IN, BC, O]{key: key, fn: fn, bc: newBroadcastStates(descs)}
 		op.setup(env, out, sides, fn)
 		op.keyedFnOp.onTimer = op.onTimer

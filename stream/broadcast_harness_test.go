@@ -76,7 +76,7 @@ func TestHarnessKeyedBroadcastProcess(t *testing.T) {
 			}
 			return nil
 		},
-		Timer: func(ctx *KeyedBroadcastOnTimerContext[string], ts int64, out Collector[string]) error {
+		Timer: func(ctx *KeyedBroadcastOnTimerContext[string], ts Timestamp, out Collector[string]) error {
 			n, err := Value(ctx, count).Value()
 			out.Collect(fmt.Sprintf("timer %s@%d rules=%d count=%d", ctx.CurrentKey(), ts, ReadOnlyBroadcastStateOf(ctx, rules).Len(), n))
 			return err
@@ -88,7 +88,7 @@ func TestHarnessKeyedBroadcastProcess(t *testing.T) {
 	s := KeyedBroadcastProcess(ConnectKeyedBroadcast(ks, bs), fn)
 	h := newHarness(t, s, harnessOpts{})
 	read := func(k string, v int, ts int64) { mustOK(t, feedTo(h, 0, reading{k, v}, ts)) }
-	bcast := func(r bcRule) { mustOK(t, feedTo(h, 1, r, NoTimestamp)) }
+	bcast := func(r bcRule) { mustOK(t, feedTo(h, 1, r, noTimestamp)) }
 	read("a", 5, 1)
 	bcast(bcRule{Name: "hi", Min: 7})
 	bcast(bcRule{Name: "lo", Min: 3})
@@ -145,12 +145,12 @@ func TestHarnessBroadcastStateMisuse(t *testing.T) {
 				Broadcast: func(ctx *BroadcastContext, _ int, _ Collector[string]) error { tc.use(ctx); return nil },
 			})
 			h := newHarness(t, s, harnessOpts{})
-			err := feedTo(h, 1, 1, NoTimestamp)
+			err := feedTo(h, 1, 1, noTimestamp)
 			if !errors.Is(err, ErrUndeclaredBroadcastState) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrUndeclaredBroadcastState containing %q", err, tc.want)
 			}
 			// The error does not stick to later calls.
-			if err := feedTo(h, 0, "fine", NoTimestamp); err != nil {
+			if err := feedTo(h, 0, "fine", noTimestamp); err != nil {
 				t.Fatalf("next record: %v", err)
 			}
 		})

@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -37,10 +38,13 @@ func (s *txnSink) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[countE
 }
 func (s *txnSink) CreateCommitter() (stream.Committer[txn], error) { return txnCommitter{s}, nil }
 
-func (w *txnWriter) Write(v countEvent, _ int64) error { w.buf = append(w.buf, v); return nil }
-func (w *txnWriter) Flush(bool) error                  { return nil }
+func (w *txnWriter) Write(_ context.Context, v countEvent, _ stream.Timestamp) error {
+	w.buf = append(w.buf, v)
+	return nil
+}
+func (w *txnWriter) Flush(context.Context, bool) error { return nil }
 func (w *txnWriter) Close() error                      { return nil }
-func (w *txnWriter) PrepareCommit() ([]txn, error) {
+func (w *txnWriter) PrepareCommit(context.Context) ([]txn, error) {
 	t := txn{ID: fmt.Sprintf("%d-%d", w.sub, w.s.seq.Add(1)), Records: w.buf}
 	w.buf = nil
 	return []txn{t}, nil
@@ -48,7 +52,7 @@ func (w *txnWriter) PrepareCommit() ([]txn, error) {
 
 type txnCommitter struct{ s *txnSink }
 
-func (c txnCommitter) Commit(ts []txn) error {
+func (c txnCommitter) Commit(_ context.Context, ts []txn) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	for _, t := range ts {

@@ -87,6 +87,8 @@ func CoFlatMap[A, B, O any](c ConnectedStreams[A, B], f1 func(A, Collector[O]), 
 // streams with ConnectKeyed for those).
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type CoProcessFunction[A, B, O any] interface {
 	ProcessElement1(ctx *ProcessContext, v A, out Collector[O]) error
 	ProcessElement2(ctx *ProcessContext, v B, out Collector[O]) error
@@ -170,6 +172,7 @@ func (p *coProcessOp[A, B, O]) Close() error  { return p.life.close() }
 func CoProcess[A, B, O any](c ConnectedStreams[A, B], fn CoProcessFunction[A, B, O]) DataStream[O] {
 	checkFn(c.First.env, "CoProcess", fn)
 	return procTwoInput(c.First, c.Second, "co-process", "CoProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &coProcessOp[A, B, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
@@ -204,10 +207,12 @@ func (c KeyedConnectedStreams[A, B, K]) Connected() ConnectedStreams[A, B] {
 // first input's records, ProcessElement2 the second's, OnTimer the timers.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type KeyedCoProcessFunction[K comparable, A, B, O any] interface {
 	ProcessElement1(ctx *KeyedContext[K], v A, out Collector[O]) error
 	ProcessElement2(ctx *KeyedContext[K], v B, out Collector[O]) error
-	OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedCoProcessFuncs builds a KeyedCoProcessFunction from closures.
@@ -215,7 +220,7 @@ type KeyedCoProcessFunction[K comparable, A, B, O any] interface {
 type KeyedCoProcessFuncs[K comparable, A, B, O any] struct {
 	Element1 func(ctx *KeyedContext[K], v A, out Collector[O]) error
 	Element2 func(ctx *KeyedContext[K], v B, out Collector[O]) error
-	Timer    func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	Timer    func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open     func(rc RuntimeContext) error
 	Close    func() error
 }
@@ -231,7 +236,7 @@ func (f KeyedCoProcessFuncs[K, A, B, O]) ProcessElement2(ctx *KeyedContext[K], v
 }
 
 // OnTimer implements KeyedCoProcessFunction.
-func (f KeyedCoProcessFuncs[K, A, B, O]) OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedCoProcessFuncs[K, A, B, O]) OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}
@@ -285,6 +290,7 @@ func KeyedCoProcess[K comparable, A, B, O any](c KeyedConnectedStreams[A, B, K],
 	checkFn(c.First.env, "KeyedCoProcess", fn)
 	key1, key2 := c.First.key, c.Second.key
 	out := procTwoInput(c.First.DataStream, c.Second.DataStream, "keyed-co-process", "KeyedCoProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &keyedCoProcessOp[K, A, B, O]{key1: key1, key2: key2, fn: fn}
 		op.setup(env, out, sides, fn)
 		op.onTimer = fn.OnTimer

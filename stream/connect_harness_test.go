@@ -39,14 +39,14 @@ func controlledPassThrough() KeyedCoProcessFuncs[string, word, ctl, string] {
 		Element2: func(ctx *KeyedContext[string], c ctl, out Collector[string]) error {
 			if !c.Enable {
 				until, _ := Value(ctx, enabled).Value()
-				ctx.TimerService().DeleteProcessingTimeTimer(until)
+				ctx.TimerService().DeleteProcessingTimeTimer(Timestamp(until))
 				return Value(ctx, enabled).Clear()
 			}
-			until := ctx.TimerService().CurrentProcessingTime() + time.Second.Milliseconds()
+			until := ctx.TimerService().CurrentProcessingTime().Add(time.Second)
 			ctx.TimerService().RegisterProcessingTimeTimer(until)
-			return Value(ctx, enabled).Update(until)
+			return Value(ctx, enabled).Update(int64(until))
 		},
-		Timer: func(ctx *OnTimerContext[string], ts int64, out Collector[string]) error {
+		Timer: func(ctx *OnTimerContext[string], ts Timestamp, out Collector[string]) error {
 			out.Collect(fmt.Sprintf("%s expired at %d", ctx.CurrentKey(), ts))
 			return Value(ctx, enabled).Clear()
 		},
@@ -62,8 +62,8 @@ func TestHarnessKeyedCoProcessSharesStateAcrossInputs(t *testing.T) {
 		t.Fatalf("node keyed=%v inputs=%d, want a keyed two-input node", s.node.Keyed, s.node.Inputs)
 	}
 	h := newHarness(t, s, harnessOpts{start: 10_000})
-	w := func(k, text string) { mustOK(t, feedTo(h, 0, word{k, text}, NoTimestamp)) }
-	c := func(k string, on bool) { mustOK(t, feedTo(h, 1, ctl{k, on}, NoTimestamp)) }
+	w := func(k, text string) { mustOK(t, feedTo(h, 0, word{k, text}, noTimestamp)) }
+	c := func(k string, on bool) { mustOK(t, feedTo(h, 1, ctl{k, on}, noTimestamp)) }
 	w("a", "dropped")
 	c("a", true) // enabled until 11_000
 	w("a", "one")
@@ -115,7 +115,7 @@ type joinEv struct {
 }
 
 func joinNames(ctx *ProcessJoinContext, a, b joinEv, out Collector[string]) error {
-	if ctx.LeftTimestamp() != a.TS || ctx.RightTimestamp() != b.TS || ctx.Timestamp() != max(a.TS, b.TS) {
+	if ctx.LeftTimestamp() != Timestamp(a.TS) || ctx.RightTimestamp() != Timestamp(b.TS) || ctx.Timestamp() != Timestamp(max(a.TS, b.TS)) {
 		return fmt.Errorf("context timestamps %d/%d/%d for %v and %v", ctx.LeftTimestamp(), ctx.RightTimestamp(), ctx.Timestamp(), a, b)
 	}
 	out.Collect(a.Name + "+" + b.Name)
@@ -255,7 +255,7 @@ func TestHarnessIntervalJoinCleanupAndLateRecords(t *testing.T) {
 
 func TestHarnessIntervalJoinNeedsTimestamps(t *testing.T) {
 	h, _ := newJoinHarness(t, 0, time.Millisecond, false, false, nil, nil)
-	if err := feedTo(h, 1, joinEv{"R", 0}, NoTimestamp); !errors.Is(err, ErrNoTimestamp) || !strings.Contains(err.Error(), "right input") {
+	if err := feedTo(h, 1, joinEv{"R", 0}, noTimestamp); !errors.Is(err, ErrNoTimestamp) || !strings.Contains(err.Error(), "right input") {
 		t.Fatalf("got %v, want ErrNoTimestamp naming the right input", err)
 	}
 }

@@ -74,20 +74,20 @@ func gate() stream.KeyedCoProcessFunction[string, reading, control, string] {
 	switches := stream.NewMapDescriptor[int64, bool]("switches")
 	return stream.KeyedCoProcessFuncs[string, reading, control, string]{
 		Element1: func(ctx *stream.KeyedContext[string], r reading, _ stream.Collector[string]) error {
-			ctx.TimerService().RegisterEventTimeTimer(r.TS)
+			ctx.TimerService().RegisterEventTimeTimer(stream.Timestamp(r.TS))
 			return stream.List(ctx, held).Add(r)
 		},
 		Element2: func(ctx *stream.KeyedContext[string], c control, _ stream.Collector[string]) error {
 			return stream.MapOf(ctx, switches).Put(c.TS, c.On)
 		},
-		Timer: func(ctx *stream.OnTimerContext[string], ts int64, out stream.Collector[string]) error {
+		Timer: func(ctx *stream.OnTimerContext[string], ts stream.Timestamp, out stream.Collector[string]) error {
 			sw, err := stream.MapOf(ctx, switches).Entries()
 			if err != nil {
 				return err
 			}
 			on, latest := false, int64(-1)
 			for at, v := range sw {
-				if at <= ts && at > latest {
+				if at <= int64(ts) && at > latest {
 					on, latest = v, at
 				}
 			}
@@ -98,7 +98,7 @@ func gate() stream.KeyedCoProcessFunction[string, reading, control, string] {
 			var keep []reading
 			for _, r := range rs {
 				switch {
-				case r.TS > ts:
+				case r.TS > int64(ts):
 					keep = append(keep, r)
 				case on:
 					out.Collect(fmt.Sprintf("%s=%d", r.Sensor, r.Value))
@@ -186,10 +186,10 @@ func TestIntervalJoinPairs(t *testing.T) {
 		return sortedRecords(res.Records(), cmp.Compare[string])
 	}
 	want := []stream.Record[string]{
-		{Value: "book paid 10 after 3000 ms", Timestamp: 3 * s},
-		{Value: "pen paid 6 after 5000 ms", Timestamp: 7 * s},
-		{Value: "cup paid 12 after 0 ms", Timestamp: 11 * s},
-		{Value: "lamp paid 11 after 2000 ms", Timestamp: 12 * s},
+		{Value: "book paid 10 after 3000 ms", Timestamp: stream.Timestamp(3 * s)},
+		{Value: "pen paid 6 after 5000 ms", Timestamp: stream.Timestamp(7 * s)},
+		{Value: "cup paid 12 after 0 ms", Timestamp: stream.Timestamp(11 * s)},
+		{Value: "lamp paid 11 after 2000 ms", Timestamp: stream.Timestamp(12 * s)},
 	}
 	for _, tc := range []struct {
 		par  int
@@ -225,28 +225,28 @@ func alarms(rules *stream.MapDescriptor[string, threshold]) stream.KeyedBroadcas
 	count := stream.NewValueDescriptor[int]("count")
 	return stream.KeyedBroadcastProcessFuncs[string, reading, threshold, string]{
 		Element: func(ctx *stream.KeyedBroadcastReadOnlyContext[string], r reading, _ stream.Collector[string]) error {
-			ctx.TimerService().RegisterEventTimeTimer(r.TS)
+			ctx.TimerService().RegisterEventTimeTimer(stream.Timestamp(r.TS))
 			return stream.List(ctx, held).Add(r)
 		},
 		Broadcast: func(ctx *stream.KeyedBroadcastContext[string], th threshold, _ stream.Collector[string]) error {
 			stream.BroadcastStateOf(ctx, rules).Put(th.ID, th)
 			return nil
 		},
-		Timer: func(ctx *stream.KeyedBroadcastOnTimerContext[string], ts int64, out stream.Collector[string]) error {
+		Timer: func(ctx *stream.KeyedBroadcastOnTimerContext[string], ts stream.Timestamp, out stream.Collector[string]) error {
 			rs, err := stream.List(ctx, held).Get()
 			if err != nil {
 				return err
 			}
 			var ids []string
 			for id, th := range stream.ReadOnlyBroadcastStateOf(ctx, rules).All() {
-				if th.Valid <= ts {
+				if th.Valid <= int64(ts) {
 					ids = append(ids, id)
 				}
 			}
 			sort.Strings(ids)
 			var keep []reading
 			for _, r := range rs {
-				if r.TS > ts {
+				if r.TS > int64(ts) {
 					keep = append(keep, r)
 					continue
 				}

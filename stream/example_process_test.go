@@ -31,14 +31,14 @@ func (s sessionCounter) ProcessElement(ctx *stream.KeyedContext[string], c click
 		return err
 	}
 	if old, ok, _ := stream.Value(ctx, s.due).Lookup(); ok {
-		ctx.TimerService().DeleteEventTimeTimer(old)
+		ctx.TimerService().DeleteEventTimeTimer(stream.Timestamp(old))
 	}
-	due := ctx.Timestamp() + (30 * time.Second).Milliseconds()
+	due := ctx.Timestamp() + stream.Timestamp((30 * time.Second).Milliseconds())
 	ctx.TimerService().RegisterEventTimeTimer(due)
-	return stream.Value(ctx, s.due).Update(due)
+	return stream.Value(ctx, s.due).Update(int64(due))
 }
 
-func (s sessionCounter) OnTimer(ctx *stream.OnTimerContext[string], ts int64, out stream.Collector[string]) error {
+func (s sessionCounter) OnTimer(ctx *stream.OnTimerContext[string], ts stream.Timestamp, out stream.Collector[string]) error {
 	n, err := stream.Value(ctx, s.count).Value()
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func (s sessionCounter) OnTimer(ctx *stream.OnTimerContext[string], ts int64, ou
 // punctuated watermark generator).
 type watermarkPerClick struct{}
 
-func (watermarkPerClick) OnEvent(_ click, ts int64, out stream.WatermarkOutput) {
+func (watermarkPerClick) OnEvent(_ click, ts stream.Timestamp, out stream.WatermarkOutput) {
 	out.EmitWatermark(ts - 1)
 }
 func (watermarkPerClick) OnPeriodicEmit(stream.WatermarkOutput) {}
@@ -65,7 +65,7 @@ func ExampleKeyedProcess() {
 		click{"cy", 60_000}, click{"ann", 70_000}, click{"bob", 90_000})
 	stamped := stream.AssignTimestampsAndWatermarks(clicks,
 		stream.ForGenerator(func() stream.WatermarkGenerator[click] { return watermarkPerClick{} }).
-			WithTimestampAssigner(func(c click, _ int64) int64 { return c.TS }))
+			WithTimestampAssigner(func(c click, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(c.TS) }))
 	reports := stream.KeyedProcess(stream.KeyBy(stamped, func(c click) string { return c.User }),
 		sessionCounter{stream.NewValueDescriptor[int]("count"), stream.NewValueDescriptor[int64]("due")})
 	stream.PrintTo(reports, os.Stdout)

@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -41,10 +42,13 @@ func (s *genTxnSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[
 func (s *genTxnSink[T]) CreateCommitter() (stream.Committer[genTxn[T]], error) {
 	return genTxnCommitter[T]{s}, nil
 }
-func (w *genTxnWriter[T]) Write(v T, _ int64) error { w.buf = append(w.buf, v); return nil }
-func (w *genTxnWriter[T]) Flush(bool) error         { return nil }
-func (w *genTxnWriter[T]) Close() error             { return nil }
-func (w *genTxnWriter[T]) PrepareCommit() ([]genTxn[T], error) {
+func (w *genTxnWriter[T]) Write(_ context.Context, v T, _ stream.Timestamp) error {
+	w.buf = append(w.buf, v)
+	return nil
+}
+func (w *genTxnWriter[T]) Flush(context.Context, bool) error { return nil }
+func (w *genTxnWriter[T]) Close() error                      { return nil }
+func (w *genTxnWriter[T]) PrepareCommit(context.Context) ([]genTxn[T], error) {
 	if w.s.failPrepare != nil && w.s.failPrepare() {
 		return nil, fmt.Errorf("injected failure during a checkpoint")
 	}
@@ -55,7 +59,7 @@ func (w *genTxnWriter[T]) PrepareCommit() ([]genTxn[T], error) {
 
 type genTxnCommitter[T any] struct{ s *genTxnSink[T] }
 
-func (c genTxnCommitter[T]) Commit(ts []genTxn[T]) error {
+func (c genTxnCommitter[T]) Commit(_ context.Context, ts []genTxn[T]) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	for _, t := range ts {
@@ -74,21 +78,22 @@ type windowTotal struct {
 func windowJob[T any](par int, sink *genTxnSink[windowTotal], mapFail func(int64), opts ...stream.Option) *stream.Environment {
 	env := stream.NewEnvironment(append([]stream.Option{stream.WithParallelism(par), stream.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	type ev struct{ Key, Ts, V int64 }
-	strategy := stream.ForBoundedOutOfOrderness[ev](50 * time.Millisecond).WithTimestampAssigner(func(e ev, _ int64) int64 { return e.Ts })
+	strategy := stream.ForBoundedOutOfOrderness[ev](50 * time.Millisecond).WithTimestampAssigner(func(e ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(e.Ts) })
 	src := stream.DataGenWithWatermarks(env, 40000, 40000, func(i int64) ev {
 		return ev{Key: i % 11, Ts: i - (i*7919)%40, V: i % 97}
 	}, strategy).UID("events")
 	checked := stream.Map(src, func(e ev) ev { mapFail(e.Ts); return e })
 	type acc struct{ N, S int64 }
 	agg := stream.AggregateFuncs[ev, acc, acc]{
-		AddFn: func(e ev, a acc) acc { return acc{a.N + 1, a.S + e.V} }, Get: func(a acc) acc { return a },
+		AddFn: func(e ev, a acc) acc { return acc{a.N + 1, a.S + e.V} }, ResultFn: func(a acc) acc { return a },
 		MergeFn: func(a, b acc) acc { return acc{a.N + b.N, a.S + b.S} },
 	}
 	totals := stream.WindowAggregateWith(stream.Window(stream.KeyBy(checked, func(e ev) int64 { return e.Key }), stream.TumblingEventTimeWindows(100*time.Millisecond)),
-		agg, stream.ProcessWindowFunc(func(k int64, ctx stream.WindowContext[int64, stream.TimeWindow], as []acc, out stream.Collector[windowTotal]) {
+		agg, stream.ProcessWindowFunc(func(k int64, ctx stream.WindowContext[int64, stream.TimeWindow], as []acc, out stream.Collector[windowTotal]) error {
 			for _, a := range as {
-				out.Collect(windowTotal{k, ctx.Window().Start, a.N, a.S})
+				out.Collect(windowTotal{k, int64(ctx.Window().Start), a.N, a.S})
 			}
+			return nil
 		})).UID("windows")
 	stream.SinkToCommitting(totals, sink)
 	return env

@@ -45,7 +45,7 @@ type captured[T any] struct {
 }
 
 func (c *captured[T]) Collect(v T, ts int64) error {
-	c.recs = append(c.recs, Record[T]{v, ts})
+	c.recs = append(c.recs, Record[T]{v, Timestamp(ts)})
 	return nil
 }
 
@@ -183,7 +183,7 @@ func (h *opHarness[O]) watermark(wm int64) error { return h.op.ProcessWatermark(
 
 // endInput ends the input as the task does: the final watermark, then Finish.
 func (h *opHarness[O]) endInput() error {
-	if err := h.op.ProcessWatermark(MaxWatermark); err != nil {
+	if err := h.op.ProcessWatermark(maxWatermark); err != nil {
 		return err
 	}
 	return h.op.Finish()

@@ -88,14 +88,16 @@ type ProcessJoinContext struct {
 }
 
 // LeftTimestamp is the left record's timestamp.
-func (c *ProcessJoinContext) LeftTimestamp() int64 { return c.left }
+func (c *ProcessJoinContext) LeftTimestamp() Timestamp { return Timestamp(c.left) }
 
 // RightTimestamp is the right record's timestamp.
-func (c *ProcessJoinContext) RightTimestamp() int64 { return c.right }
+func (c *ProcessJoinContext) RightTimestamp() Timestamp { return Timestamp(c.right) }
 
 // ProcessJoinFunction is called for every joined pair of an interval join.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type ProcessJoinFunction[L, R, O any] interface {
 	ProcessElement(ctx *ProcessJoinContext, left L, right R, out Collector[O]) error
 }
@@ -164,7 +166,7 @@ func (j *intervalJoinOp[L, R, K, O]) late(ts int64) bool {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
-	if ts == NoTimestamp {
+	if ts == noTimestamp {
 		return fmt.Errorf("interval join, left input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {
@@ -199,7 +201,7 @@ func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
 }
 
 func (j *intervalJoinOp[L, R, K, O]) right(v R, ts int64) error {
-	if ts == NoTimestamp {
+	if ts == noTimestamp {
 		return fmt.Errorf("interval join, right input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
 	}
 	if j.late(ts) {
@@ -314,6 +316,7 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 	keyL, keyR := j.b.left.key, j.b.right.key
 	leftTag, rightTag := j.leftLateTag, j.rightLateTag
 	f := newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &intervalJoinOp[L, R, K, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)},
 			keyL: keyL, keyR: keyR, lower: lower, upper: upper}
 		if o, ok := sides[leftTag].(task.Output[L]); ok && leftTag != "" {

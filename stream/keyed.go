@@ -99,7 +99,7 @@ func (r *reduceOp[T, K]) Finish() error {
 	if !r.batch {
 		return nil
 	}
-	return r.acc.Entries(func(_ K, _ state.Void, v T) error { return r.out.Collect(v, NoTimestamp) })
+	return r.acc.Entries(func(_ K, _ state.Void, v T) error { return r.out.Collect(v, noTimestamp) })
 }
 
 // Reduce combines the records of each key with fn and emits the running
@@ -121,29 +121,32 @@ type AggregateFunction[IN, ACC, OUT any] interface {
 	Merge(a, b ACC) ACC
 }
 
-// AggregateFuncs builds an AggregateFunction from closures. Merge may be
-// nil when the aggregate is never merged (it is needed by session windows).
+// AggregateFuncs builds an AggregateFunction from closures, one field per
+// method of the interface, named for it. AddFn and ResultFn are required;
+// CreateAccumulatorFn may be nil (the accumulator starts as ACC's zero
+// value); MergeFn may be nil when the aggregate is never merged (session
+// windows need it).
 type AggregateFuncs[IN, ACC, OUT any] struct {
-	Create  func() ACC
-	AddFn   func(v IN, acc ACC) ACC
-	Get     func(acc ACC) OUT
-	MergeFn func(a, b ACC) ACC
+	CreateAccumulatorFn func() ACC
+	AddFn               func(v IN, acc ACC) ACC
+	ResultFn            func(acc ACC) OUT
+	MergeFn             func(a, b ACC) ACC
 }
 
 // CreateAccumulator implements AggregateFunction.
 func (f AggregateFuncs[IN, ACC, OUT]) CreateAccumulator() ACC {
-	if f.Create == nil {
+	if f.CreateAccumulatorFn == nil {
 		var zero ACC
 		return zero
 	}
-	return f.Create()
+	return f.CreateAccumulatorFn()
 }
 
 // Add implements AggregateFunction.
 func (f AggregateFuncs[IN, ACC, OUT]) Add(v IN, acc ACC) ACC { return f.AddFn(v, acc) }
 
 // Result implements AggregateFunction.
-func (f AggregateFuncs[IN, ACC, OUT]) Result(acc ACC) OUT { return f.Get(acc) }
+func (f AggregateFuncs[IN, ACC, OUT]) Result(acc ACC) OUT { return f.ResultFn(acc) }
 
 // Merge implements AggregateFunction.
 func (f AggregateFuncs[IN, ACC, OUT]) Merge(a, b ACC) ACC {
@@ -197,7 +200,7 @@ func (a *aggregateOp[IN, K, ACC, OUT]) Finish() error {
 		return nil
 	}
 	return a.acc.Entries(func(_ K, _ state.Void, acc ACC) error {
-		return a.out.Collect(a.fn.Result(acc), NoTimestamp)
+		return a.out.Collect(a.fn.Result(acc), noTimestamp)
 	})
 }
 

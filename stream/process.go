@@ -18,6 +18,20 @@ import (
 // function that has a method Open(RuntimeContext) error gets it once, on the
 // subtask's goroutine, before its first record; a method Close() error is
 // called when the subtask ends (whether or not it failed).
+//
+// Each parallel subtask gets its own instance of a user function, as in
+// Flink (which deserialises a copy per subtask): when the function passed
+// to Process, KeyedProcess, CoProcess, KeyedCoProcess, BroadcastProcess,
+// KeyedBroadcastProcess, IntervalJoinProcess, the window functions or the
+// async I/O operators is a pointer to a struct, every subtask calls Open,
+// its methods and Close on a shallow copy of that struct made when the
+// subtask starts. Fields set in Open or while processing are the subtask's
+// own and never race. The copy is shallow: maps, slices, channels and
+// pointers the struct holds before the job starts are shared by all
+// subtasks, so create per-subtask resources in Open. The func-struct
+// adapters (ProcessFuncs, KeyedProcessFuncs, ...) and plain functions are
+// not copied: their closures share what they capture, so keep per-subtask
+// state in a struct type of your own, or in keyed state.
 type RuntimeContext interface {
 	// JobName is the name passed to Execute.
 	JobName() string
@@ -201,14 +215,14 @@ type fnContext struct {
 
 // Timestamp is the event timestamp of the record being processed (for an
 // event-time timer: the timer's time), or NoTimestamp when it has none.
-func (c *fnContext) Timestamp() int64 { return c.so.ts }
+func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.so.ts) }
 
 // CurrentWatermark is the operator's current input watermark (math.MinInt64
 // before the first one).
-func (c *fnContext) CurrentWatermark() int64 { return c.t.wm }
+func (c *fnContext) CurrentWatermark() Timestamp { return Timestamp(c.t.wm) }
 
-// CurrentProcessingTime is the processing time in epoch milliseconds.
-func (c *fnContext) CurrentProcessingTime() int64 { return c.t.clock.NowMillis() }
+// CurrentProcessingTime is the processing time.
+func (c *fnContext) CurrentProcessingTime() Timestamp { return Timestamp(c.t.clock.NowMillis()) }
 
 func (c *fnContext) sides() *sideOutputs { return &c.so }
 
@@ -237,6 +251,8 @@ type ProcessContext struct{ fnContext }
 // state and no timers; for those, key the stream and use KeyedProcess.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type ProcessFunction[I, O any] interface {
 	ProcessElement(ctx *ProcessContext, v I, out Collector[O]) error
 }
@@ -326,6 +342,7 @@ func (p *processOp[I, O]) Close() error  { return p.life.close() }
 func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O] {
 	checkFn(in.env, "Process", fn)
 	return procOneInput(in, "process", "Process", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &processOp[I, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
@@ -364,12 +381,12 @@ func (d TimeDomain) String() string {
 // mode, processing-time timers still pending when the input ends are
 // dropped, and in BATCH mode all timers fire at the end of the input.
 type TimerService interface {
-	CurrentProcessingTime() int64
-	CurrentWatermark() int64
-	RegisterEventTimeTimer(ts int64)
-	RegisterProcessingTimeTimer(ts int64)
-	DeleteEventTimeTimer(ts int64)
-	DeleteProcessingTimeTimer(ts int64)
+	CurrentProcessingTime() Timestamp
+	CurrentWatermark() Timestamp
+	RegisterEventTimeTimer(ts Timestamp)
+	RegisterProcessingTimeTimer(ts Timestamp)
+	DeleteEventTimeTimer(ts Timestamp)
+	DeleteProcessingTimeTimer(ts Timestamp)
 }
 
 // timerService is the TimerService of a keyed function operator. Timer
@@ -381,19 +398,21 @@ type timerService[K comparable] struct {
 	err error
 }
 
-func (t *timerService[K]) CurrentProcessingTime() int64 { return t.t.clock.NowMillis() }
-func (t *timerService[K]) CurrentWatermark() int64      { return t.t.wm }
-func (t *timerService[K]) RegisterEventTimeTimer(ts int64) {
-	t.stick(t.s.RegisterEventTimer(state.Void{}, ts))
+func (t *timerService[K]) CurrentProcessingTime() Timestamp {
+	return Timestamp(t.t.clock.NowMillis())
 }
-func (t *timerService[K]) RegisterProcessingTimeTimer(ts int64) {
-	t.stick(t.s.RegisterProcessingTimer(state.Void{}, ts))
+func (t *timerService[K]) CurrentWatermark() Timestamp { return Timestamp(t.t.wm) }
+func (t *timerService[K]) RegisterEventTimeTimer(ts Timestamp) {
+	t.stick(t.s.RegisterEventTimer(state.Void{}, int64(ts)))
 }
-func (t *timerService[K]) DeleteEventTimeTimer(ts int64) {
-	t.stick(t.s.DeleteEventTimer(state.Void{}, ts))
+func (t *timerService[K]) RegisterProcessingTimeTimer(ts Timestamp) {
+	t.stick(t.s.RegisterProcessingTimer(state.Void{}, int64(ts)))
 }
-func (t *timerService[K]) DeleteProcessingTimeTimer(ts int64) {
-	t.stick(t.s.DeleteProcessingTimer(state.Void{}, ts))
+func (t *timerService[K]) DeleteEventTimeTimer(ts Timestamp) {
+	t.stick(t.s.DeleteEventTimer(state.Void{}, int64(ts)))
+}
+func (t *timerService[K]) DeleteProcessingTimeTimer(ts Timestamp) {
+	t.stick(t.s.DeleteProcessingTimer(state.Void{}, int64(ts)))
 }
 
 func (t *timerService[K]) stick(err error) {
@@ -471,10 +490,10 @@ func (r *keyedRuntime[K]) finish() error {
 	if !r.env.batch {
 		return nil
 	}
-	if err := r.advance(MaxWatermark); err != nil {
+	if err := r.advance(maxWatermark); err != nil {
 		return err
 	}
-	return r.timers.FireProcessingTimers(MaxWatermark)
+	return r.timers.FireProcessingTimers(maxWatermark)
 }
 
 // KeyedContext is the context of a keyed function's call for a record. It
@@ -514,7 +533,7 @@ func timerTimestamp(ts int64, domain TimeDomain) int64 {
 	if domain == EventTimeDomain {
 		return ts
 	}
-	return NoTimestamp
+	return noTimestamp
 }
 
 // KeyedProcessFunction processes the records of a keyed stream with keyed
@@ -523,16 +542,18 @@ func timerTimestamp(ts int64, domain TimeDomain) int64 {
 // current key, so state accessed through their contexts is that key's.
 //
 // A function may also implement Open(RuntimeContext) error and Close() error.
+// Each subtask gets its own instance of a function that is a pointer to a
+// struct (see RuntimeContext).
 type KeyedProcessFunction[K comparable, I, O any] interface {
 	ProcessElement(ctx *KeyedContext[K], v I, out Collector[O]) error
-	OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 // KeyedProcessFuncs builds a KeyedProcessFunction from closures. Element is
 // required; Timer, Open and Close may be nil (a nil Timer ignores timers).
 type KeyedProcessFuncs[K comparable, I, O any] struct {
 	Element func(ctx *KeyedContext[K], v I, out Collector[O]) error
-	Timer   func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	Timer   func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 	Open    func(rc RuntimeContext) error
 	Close   func() error
 }
@@ -543,7 +564,7 @@ func (f KeyedProcessFuncs[K, I, O]) ProcessElement(ctx *KeyedContext[K], v I, ou
 }
 
 // OnTimer implements KeyedProcessFunction.
-func (f KeyedProcessFuncs[K, I, O]) OnTimer(ctx *OnTimerContext[K], ts int64, out Collector[O]) error {
+func (f KeyedProcessFuncs[K, I, O]) OnTimer(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
 	if f.Timer == nil {
 		return nil
 	}
@@ -584,7 +605,7 @@ type keyedFnOp[K comparable, O any] struct {
 	ctx  KeyedContext[K]
 	tctx OnTimerContext[K]
 	// onTimer is the user's OnTimer.
-	onTimer func(ctx *OnTimerContext[K], ts int64, out Collector[O]) error
+	onTimer func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
 }
 
 func (k *keyedFnOp[K, O]) setup(env *procEnv, out task.Output[O], sides map[string]any, fn any) {
@@ -605,7 +626,7 @@ func (k *keyedFnOp[K, O]) Open() error {
 func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
 	out := timerTimestamp(ts, domain)
 	k.tctx.so.ts, k.tc.ts, k.tctx.domain = out, out, domain
-	err := k.onTimer(&k.tctx, ts, &k.tc)
+	err := k.onTimer(&k.tctx, Timestamp(ts), &k.tc)
 	return k.settle(err, &k.tc, &k.tctx.so)
 }
 
@@ -659,6 +680,7 @@ func KeyedProcess[K comparable, I, O any](in KeyedStream[I, K], fn KeyedProcessF
 	checkFn(in.env, "KeyedProcess", fn)
 	key := in.key
 	out := procOneInput(in.DataStream, "keyed-process", "KeyedProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+		fn := perSubtask(fn)
 		op := &keyedProcessOp[K, I, O]{key: key, fn: fn}
 		op.setup(env, out, sides, fn)
 		op.onTimer = fn.OnTimer

@@ -17,7 +17,7 @@ func TestProcessFunctionsDoNotAllocatePerRecord(t *testing.T) {
 		{"Process", func(t *testing.T) func() {
 			s := Process(FromElements(procTestEnv(), int64(0)), ProcessFuncs[int64, int64]{
 				Element: func(ctx *ProcessContext, v int64, out Collector[int64]) error {
-					out.Collect(v + ctx.Timestamp())
+					out.Collect(v + int64(ctx.Timestamp()))
 					return nil
 				},
 			})
@@ -70,10 +70,10 @@ func TestProcessFunctionsDoNotAllocatePerRecord(t *testing.T) {
 		}},
 		{"AssignTimestampsAndWatermarks", func(t *testing.T) func() {
 			s := AssignTimestampsAndWatermarks(FromElements(procTestEnv(), int64(0)),
-				ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ int64) int64 { return v }))
+				ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v int64, _ Timestamp) Timestamp { return Timestamp(v) }))
 			h := newHarness(t, s, harnessOpts{})
 			i := int64(0)
-			return func() { i++; mustOK(t, feed(h, i, NoTimestamp)); h.out.recs = h.out.recs[:0] }
+			return func() { i++; mustOK(t, feed(h, i, noTimestamp)); h.out.recs = h.out.recs[:0] }
 		}},
 	}
 	for _, tc := range tests {

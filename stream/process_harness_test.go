@@ -30,7 +30,7 @@ func processingTimeFraudDetector() KeyedProcessFuncs[int, txn, fraudAlert] {
 		if err != nil {
 			return err
 		}
-		ts.DeleteProcessingTimeTimer(at)
+		ts.DeleteProcessingTimeTimer(Timestamp(at))
 		if err := Value(ctx, timerAt).Clear(); err != nil {
 			return err
 		}
@@ -54,13 +54,13 @@ func processingTimeFraudDetector() KeyedProcessFuncs[int, txn, fraudAlert] {
 				if err := Value(ctx, flag).Update(true); err != nil {
 					return err
 				}
-				at := ctx.TimerService().CurrentProcessingTime() + time.Minute.Milliseconds()
+				at := ctx.TimerService().CurrentProcessingTime().Add(time.Minute)
 				ctx.TimerService().RegisterProcessingTimeTimer(at)
-				return Value(ctx, timerAt).Update(at)
+				return Value(ctx, timerAt).Update(int64(at))
 			}
 			return nil
 		},
-		Timer: func(ctx *OnTimerContext[int], _ int64, _ Collector[fraudAlert]) error {
+		Timer: func(ctx *OnTimerContext[int], _ Timestamp, _ Collector[fraudAlert]) error {
 			if err := Value(ctx, timerAt).Clear(); err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ func TestHarnessFraudDetectionInProcessingTime(t *testing.T) {
 	ks := KeyBy(FromElements(env, txn{}), func(t txn) int { return t.Account })
 	h := newHarness(t, KeyedProcess(ks, processingTimeFraudDetector()), harnessOpts{start: 1_000_000})
 
-	step := func(acct int, amount float64) { mustOK(t, feed(h, txn{acct, amount}, NoTimestamp)) }
+	step := func(acct int, amount float64) { mustOK(t, feed(h, txn{acct, amount}, noTimestamp)) }
 	step(1, 0.5)                 // small: flag set, timer at +60s
 	mustOK(t, h.advance(30_000)) // +30s
 	step(1, 600)                 // large within a minute: alert
@@ -127,22 +127,22 @@ func timerRecorder() KeyedProcessFuncs[string, [2]string, timerEvent] {
 				fmt.Sscan(at, &ts)
 				switch kind {
 				case "e":
-					ctx.TimerService().RegisterEventTimeTimer(ts)
+					ctx.TimerService().RegisterEventTimeTimer(Timestamp(ts))
 				case "p":
-					ctx.TimerService().RegisterProcessingTimeTimer(ts)
+					ctx.TimerService().RegisterProcessingTimeTimer(Timestamp(ts))
 				case "de":
-					ctx.TimerService().DeleteEventTimeTimer(ts)
+					ctx.TimerService().DeleteEventTimeTimer(Timestamp(ts))
 				case "dp":
-					ctx.TimerService().DeleteProcessingTimeTimer(ts)
+					ctx.TimerService().DeleteProcessingTimeTimer(Timestamp(ts))
 				}
 			}
 			return nil
 		},
-		Timer: func(ctx *OnTimerContext[string], ts int64, out Collector[timerEvent]) error {
-			if ctx.Timestamp() != timerTimestamp(ts, ctx.TimeDomain()) {
+		Timer: func(ctx *OnTimerContext[string], ts Timestamp, out Collector[timerEvent]) error {
+			if ctx.Timestamp() != Timestamp(timerTimestamp(int64(ts), ctx.TimeDomain())) {
 				return fmt.Errorf("ctx.Timestamp() = %d in a %v timer at %d", ctx.Timestamp(), ctx.TimeDomain(), ts)
 			}
-			out.Collect(timerEvent{ctx.CurrentKey(), ctx.TimeDomain(), ts, ctx.TimerService().CurrentWatermark()})
+			out.Collect(timerEvent{ctx.CurrentKey(), ctx.TimeDomain(), int64(ts), int64(ctx.TimerService().CurrentWatermark())})
 			return nil
 		},
 	}
@@ -185,8 +185,8 @@ func TestHarnessEventTimersFireInOrderOnceEach(t *testing.T) {
 
 func TestHarnessProcessingTimersFireInOrderOnceEach(t *testing.T) {
 	h := newTimerHarness(t, false)
-	mustOK(t, feed(h, [2]string{"a", "p:300 p:100 p:200 p:100"}, NoTimestamp))
-	mustOK(t, feed(h, [2]string{"b", "p:150 p:100"}, NoTimestamp))
+	mustOK(t, feed(h, [2]string{"a", "p:300 p:100 p:200 p:100"}, noTimestamp))
+	mustOK(t, feed(h, [2]string{"b", "p:150 p:100"}, noTimestamp))
 	mustOK(t, h.advance(99))
 	if got := h.out.take(); len(got) != 0 {
 		t.Fatalf("timers fired early: %v", got)
@@ -224,7 +224,7 @@ func TestHarnessEndOfInput(t *testing.T) {
 		mustOK(t, feed(h, [2]string{"a", "e:10 p:100"}, 1))
 		mustOK(t, h.endInput())
 		recordsEqual(t, "fired", h.out.take(), []Record[timerEvent]{
-			{timerEvent{"a", EventTimeDomain, 10, MaxWatermark}, 10},
+			{timerEvent{"a", EventTimeDomain, 10, maxWatermark}, 10},
 		})
 	})
 	t.Run("batch fires every timer at the end", func(t *testing.T) {
@@ -238,10 +238,10 @@ func TestHarnessEndOfInput(t *testing.T) {
 		}
 		mustOK(t, h.endInput())
 		recordsEqual(t, "fired", h.out.take(), []Record[timerEvent]{
-			{timerEvent{"a", EventTimeDomain, 5, MaxWatermark}, 5},
-			{timerEvent{"a", EventTimeDomain, 10, MaxWatermark}, 10},
-			{timerEvent{"b", ProcessingTimeDomain, 50, MaxWatermark}, NoTimestamp},
-			{timerEvent{"a", ProcessingTimeDomain, 100, MaxWatermark}, NoTimestamp},
+			{timerEvent{"a", EventTimeDomain, 5, maxWatermark}, 5},
+			{timerEvent{"a", EventTimeDomain, 10, maxWatermark}, 10},
+			{timerEvent{"b", ProcessingTimeDomain, 50, maxWatermark}, NoTimestamp},
+			{timerEvent{"a", ProcessingTimeDomain, 100, maxWatermark}, NoTimestamp},
 		})
 	})
 }
@@ -256,8 +256,8 @@ func TestHarnessTimersRegisteredInOnTimer(t *testing.T) {
 			ctx.TimerService().RegisterEventTimeTimer(10)
 			return nil
 		},
-		Timer: func(ctx *OnTimerContext[int], ts int64, out Collector[int64]) error {
-			out.Collect(ts)
+		Timer: func(ctx *OnTimerContext[int], ts Timestamp, out Collector[int64]) error {
+			out.Collect(int64(ts))
 			if ts < 50 {
 				ctx.TimerService().RegisterEventTimeTimer(ts + 10)
 			}
@@ -286,7 +286,7 @@ func TestHarnessSideOutputsFromElementsAndTimers(t *testing.T) {
 			ctx.TimerService().RegisterEventTimeTimer(ctx.Timestamp() + 100)
 			return nil
 		},
-		Timer: func(ctx *OnTimerContext[int], ts int64, out Collector[int]) error {
+		Timer: func(ctx *OnTimerContext[int], ts Timestamp, out Collector[int]) error {
 			Output(ctx, lateTag, fmt.Sprintf("timer %d key %d", ts, ctx.CurrentKey()))
 			return nil
 		},
@@ -362,17 +362,17 @@ func TestHarnessProcessContextTime(t *testing.T) {
 	type seen struct{ TS, WM, Now int64 }
 	s := Process(FromElements(env, 1), ProcessFuncs[int, seen]{
 		Element: func(ctx *ProcessContext, v int, out Collector[seen]) error {
-			out.Collect(seen{ctx.Timestamp(), ctx.CurrentWatermark(), ctx.CurrentProcessingTime()})
+			out.Collect(seen{int64(ctx.Timestamp()), int64(ctx.CurrentWatermark()), int64(ctx.CurrentProcessingTime())})
 			return nil
 		},
 	})
 	h := newHarness(t, s, harnessOpts{start: 5000})
-	mustOK(t, feed(h, 1, NoTimestamp))
+	mustOK(t, feed(h, 1, noTimestamp))
 	mustOK(t, h.watermark(77))
 	mustOK(t, h.advance(25))
 	mustOK(t, feed(h, 2, 90))
 	recordsEqual(t, "seen", h.out.take(), []Record[seen]{
-		{seen{NoTimestamp, noWatermarkYet, 5000}, NoTimestamp},
+		{seen{noTimestamp, noWatermarkYet, 5000}, NoTimestamp},
 		{seen{90, 77, 5025}, 90},
 	})
 }
@@ -392,7 +392,7 @@ func TestHarnessProcessingTimerFiringMidRecordKeepsTheRecordsKey(t *testing.T) {
 			out.Collect(fmt.Sprintf("%s after the timer, ts %d", ctx.CurrentKey(), ctx.Timestamp()))
 			return Value(ctx, last).Update(v)
 		},
-		Timer: func(ctx *OnTimerContext[string], ts int64, out Collector[string]) error {
+		Timer: func(ctx *OnTimerContext[string], ts Timestamp, out Collector[string]) error {
 			out.Collect("timer " + ctx.CurrentKey())
 			return nil
 		},

@@ -27,8 +27,10 @@ func newProcTestEnv(par int, mode stream.RuntimeMode) *stream.Environment {
 // declares event time up to just before the record's timestamp complete.
 type everyRecord[T any] struct{}
 
-func (everyRecord[T]) OnEvent(_ T, ts int64, out stream.WatermarkOutput) { out.EmitWatermark(ts - 1) }
-func (everyRecord[T]) OnPeriodicEmit(stream.WatermarkOutput)             {}
+func (everyRecord[T]) OnEvent(_ T, ts stream.Timestamp, out stream.WatermarkOutput) {
+	out.EmitWatermark(ts - 1)
+}
+func (everyRecord[T]) OnPeriodicEmit(stream.WatermarkOutput) {}
 
 // eventTimeSource reads data in order on one subtask and stamps it with
 // ts, emitting a watermark after every record. One source subtask and
@@ -37,7 +39,7 @@ func (everyRecord[T]) OnPeriodicEmit(stream.WatermarkOutput)             {}
 func eventTimeSource[T any](env *stream.Environment, name string, data []T, ts func(T) int64) stream.DataStream[T] {
 	src := stream.FromSlice(env, data).SetParallelism(1).Name(name)
 	strategy := stream.ForGenerator(func() stream.WatermarkGenerator[T] { return everyRecord[T]{} }).
-		WithTimestampAssigner(func(v T, _ int64) int64 { return ts(v) })
+		WithTimestampAssigner(func(v T, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(ts(v)) })
 	return stream.AssignTimestampsAndWatermarks(src, strategy).SetParallelism(1)
 }
 
@@ -81,7 +83,7 @@ func fraudDetector() stream.KeyedProcessFunction[int, tx, alert] {
 		if err != nil {
 			return err
 		}
-		ctx.TimerService().DeleteEventTimeTimer(at)
+		ctx.TimerService().DeleteEventTimeTimer(stream.Timestamp(at))
 		if err := stream.Value(ctx, timerAt).Clear(); err != nil {
 			return err
 		}
@@ -105,13 +107,13 @@ func fraudDetector() stream.KeyedProcessFunction[int, tx, alert] {
 				if err := stream.Value(ctx, flag).Update(true); err != nil {
 					return err
 				}
-				at := ctx.Timestamp() + time.Minute.Milliseconds()
+				at := ctx.Timestamp() + stream.Timestamp(time.Minute.Milliseconds())
 				ctx.TimerService().RegisterEventTimeTimer(at)
-				return stream.Value(ctx, timerAt).Update(at)
+				return stream.Value(ctx, timerAt).Update(int64(at))
 			}
 			return nil
 		},
-		Timer: func(ctx *stream.OnTimerContext[int], _ int64, _ stream.Collector[alert]) error {
+		Timer: func(ctx *stream.OnTimerContext[int], _ stream.Timestamp, _ stream.Collector[alert]) error {
 			if err := stream.Value(ctx, timerAt).Clear(); err != nil {
 				return err
 			}
@@ -258,8 +260,8 @@ func TestKeyedProcessStateKindsInAJob(t *testing.T) {
 	distinct := stream.NewMapDescriptor[string, bool]("distinct")
 	longest := stream.NewReducingDescriptor("longest", func(a, b int) int { return max(a, b) })
 	meanLen := stream.NewAggregatingDescriptor("mean", stream.AggregateFunction[int, [2]int, float64](stream.AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	}))
 	fn := stream.KeyedProcessFuncs[string, visit, summary]{
 		Element: func(ctx *stream.KeyedContext[string], v visit, _ stream.Collector[summary]) error {
@@ -278,7 +280,7 @@ func TestKeyedProcessStateKindsInAJob(t *testing.T) {
 			ctx.TimerService().RegisterEventTimeTimer(stream.MaxWatermark)
 			return errors.Join(errs...)
 		},
-		Timer: func(ctx *stream.OnTimerContext[string], _ int64, out stream.Collector[summary]) error {
+		Timer: func(ctx *stream.OnTimerContext[string], _ stream.Timestamp, out stream.Collector[summary]) error {
 			n, err1 := stream.Value(ctx, count).Value()
 			l, err2 := stream.List(ctx, pages).Get()
 			m, err3 := stream.MapOf(ctx, distinct).Entries()
@@ -325,10 +327,10 @@ func TestProcessingTimeTimersAtTheEndOfInput(t *testing.T) {
 	fn := stream.KeyedProcessFuncs[string, string, string]{
 		Element: func(ctx *stream.KeyedContext[string], v string, _ stream.Collector[string]) error {
 			ts := ctx.TimerService()
-			ts.RegisterProcessingTimeTimer(ts.CurrentProcessingTime() + time.Hour.Milliseconds())
+			ts.RegisterProcessingTimeTimer(ts.CurrentProcessingTime().Add(time.Hour))
 			return nil
 		},
-		Timer: func(ctx *stream.OnTimerContext[string], at int64, out stream.Collector[string]) error {
+		Timer: func(ctx *stream.OnTimerContext[string], at stream.Timestamp, out stream.Collector[string]) error {
 			out.Collect(fmt.Sprintf("%s %v %d", ctx.CurrentKey(), ctx.TimeDomain(), at))
 			return nil
 		},

@@ -254,9 +254,9 @@ func TestStopWithDrainFiresWindows(t *testing.T) {
 				stream.WithCheckpointing(time.Hour, filepath.Join(dir, "checkpoints")))
 			// Timestamps far in the future of the stream's progress: windows
 			// of one hour never close while the job runs.
-			strategy := stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(i int64, _ int64) int64 { return i })
+			strategy := stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(i int64, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(i) })
 			src := stream.DataGenWithWatermarks(env, 1_000_000, 20000, func(i int64) int64 { progress.Add(1); return i }, strategy)
-			sum := stream.AggregateFuncs[int64, int64, int64]{AddFn: func(v, a int64) int64 { return a + 1 }, Get: func(a int64) int64 { return a }, MergeFn: func(a, b int64) int64 { return a + b }}
+			sum := stream.AggregateFuncs[int64, int64, int64]{AddFn: func(v, a int64) int64 { return a + 1 }, ResultFn: func(a int64) int64 { return a }, MergeFn: func(a, b int64) int64 { return a + b }}
 			counts := stream.Collect(stream.WindowAggregate(stream.Window(stream.KeyBy(src, func(i int64) int64 { return i % 3 }),
 				stream.TumblingEventTimeWindows(time.Hour)), sum))
 			client, err := env.ExecuteAsync(context.Background(), "drain")

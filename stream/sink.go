@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -22,24 +23,27 @@ type SinkContext interface {
 	Parallelism() int
 	// JobName is the name passed to Execute.
 	JobName() string
-	// CurrentProcessingTime is the task clock's time in epoch ms.
-	CurrentProcessingTime() int64
+	// CurrentProcessingTime is the task clock's time.
+	CurrentProcessingTime() Timestamp
 	// RegisterProcessingTimer runs fn on the task goroutine (never
 	// concurrently with the writer's methods) once processing time reaches
 	// at; the returned function cancels it.
-	RegisterProcessingTimer(at int64, fn func(now int64) error) (cancel func())
+	RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) (cancel func())
 	// FileSystems resolves file URIs by scheme: file:// and plain paths
 	// everywhere, hdfs:// in a cluster's workers.
 	FileSystems() *fs.Resolver
 }
 
-// SinkWriter writes the records of one subtask.
+// SinkWriter writes the records of one subtask. Its methods run on the
+// subtask's goroutine; ctx is the subtask's context, cancelled when the
+// subtask is cancelled or torn down, so a call blocked on I/O (a full
+// producer buffer, a flush) returns.
 type SinkWriter[T any] interface {
 	// Write takes a record and its event timestamp (or NoTimestamp).
-	Write(v T, ts int64) error
+	Write(ctx context.Context, v T, ts Timestamp) error
 	// Flush makes written records durable or visible as far as the sink's
 	// guarantee requires; endOfInput is set when no record will follow.
-	Flush(endOfInput bool) error
+	Flush(ctx context.Context, endOfInput bool) error
 	Close() error
 }
 
@@ -49,13 +53,15 @@ type SinkWriter[T any] interface {
 // committed only once the checkpoint is complete everywhere.
 type CommittingWriter[T, C any] interface {
 	SinkWriter[T]
-	PrepareCommit() ([]C, error)
+	PrepareCommit(ctx context.Context) ([]C, error)
 }
 
 // Committer commits what writers pre-committed. Commit must be idempotent:
-// after a failure, committables restored from a checkpoint are committed again.
+// after a failure, committables restored from a checkpoint are committed
+// again. It runs on the sink subtask's goroutine; ctx is cancelled when the
+// subtask is cancelled or torn down.
 type Committer[C any] interface {
-	Commit(committables []C) error
+	Commit(ctx context.Context, committables []C) error
 	Close() error
 }
 
@@ -96,6 +102,7 @@ func addSink[T, C any](in DataStream[T], name string, sink Sink[T], newCommitter
 
 type sinkOp[T, C any] struct {
 	ctx          *task.Context
+	run          context.Context // the task's, for the writer and committer
 	sink         Sink[T]
 	newCommitter func() (Committer[C], error)
 	w            SinkWriter[T]
@@ -118,20 +125,21 @@ func (s *sinkOp[T, C]) Parallelism() int { return s.ctx.Parallelism }
 func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
 
 // CurrentProcessingTime implements SinkContext.
-func (s *sinkOp[T, C]) CurrentProcessingTime() int64 { return s.ctx.Clock.NowMillis() }
+func (s *sinkOp[T, C]) CurrentProcessingTime() Timestamp { return Timestamp(s.ctx.Clock.NowMillis()) }
 
 // FileSystems implements SinkContext.
 func (s *sinkOp[T, C]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
 
 // RegisterProcessingTimer implements SinkContext.
-func (s *sinkOp[T, C]) RegisterProcessingTimer(at int64, fn func(now int64) error) func() {
-	return s.ctx.RegisterProcessingTimer(at, fn)
+func (s *sinkOp[T, C]) RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) func() {
+	return s.ctx.RegisterProcessingTimer(int64(at), func(now int64) error { return fn(Timestamp(now)) })
 }
 
 // Open commits the pre-commits of the restored checkpoint first: a new
 // writer may fence what it finds lingering (a Kafka transactional producer
 // aborts the open transactions of its ids).
 func (s *sinkOp[T, C]) Open() error {
+	s.run = s.ctx.Ctx()
 	if s.newCommitter != nil {
 		newCommitter := s.newCommitter
 		if cc, ok := s.sink.(CommitterInContext[C]); ok {
@@ -143,7 +151,7 @@ func (s *sinkOp[T, C]) Open() error {
 		}
 		s.committer = c
 		if len(s.restored) > 0 {
-			if err := c.Commit(s.restored); err != nil {
+			if err := c.Commit(s.run, s.restored); err != nil {
 				return fmt.Errorf("committing restored pre-commits: %w", err)
 			}
 			s.restored = nil
@@ -157,12 +165,12 @@ func (s *sinkOp[T, C]) Open() error {
 	return nil
 }
 
-func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(v, ts) }
+func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(s.run, v, Timestamp(ts)) }
 func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
 
 // prepare flushes the writer and, for a two-phase-commit sink, pre-commits.
 func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
-	if err := s.w.Flush(endOfInput); err != nil {
+	if err := s.w.Flush(s.run, endOfInput); err != nil {
 		return nil, err
 	}
 	if s.committer == nil {
@@ -172,7 +180,7 @@ func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
 	if !ok {
 		return nil, fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
 	}
-	return cw.PrepareCommit()
+	return cw.PrepareCommit(s.run)
 }
 
 // SnapshotOperatorState implements task.OperatorStateful: flush, pre-commit
@@ -235,7 +243,7 @@ func (s *sinkOp[T, C]) NotifyCheckpointComplete(id int64) error {
 	if len(due) == 0 {
 		return nil
 	}
-	return s.committer.Commit(due)
+	return s.committer.Commit(s.run, due)
 }
 
 // Finish flushes at the end of input and pre-commits. Without checkpoints
@@ -252,7 +260,7 @@ func (s *sinkOp[T, C]) Finish() error {
 		s.pending = append(s.pending, pendingCommit[C]{task.FinalCheckpoint, cs})
 		return nil
 	}
-	return s.committer.Commit(cs)
+	return s.committer.Commit(s.run, cs)
 }
 
 func (s *sinkOp[T, C]) Close() error {
@@ -288,14 +296,14 @@ func (p *printSink[T]) CreateWriter(ctx SinkContext) (SinkWriter[T], error) {
 	return pw, nil
 }
 
-func (p *printWriter[T]) Write(v T, _ int64) error {
+func (p *printWriter[T]) Write(_ context.Context, v T, _ Timestamp) error {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	_, err := fmt.Fprintf(p.s.w, "%s%v\n", p.prefix, v)
 	return err
 }
-func (p *printWriter[T]) Flush(bool) error { return nil }
-func (p *printWriter[T]) Close() error     { return nil }
+func (p *printWriter[T]) Flush(context.Context, bool) error { return nil }
+func (p *printWriter[T]) Close() error                      { return nil }
 
 // Print writes every record to standard output.
 func Print[T any](in DataStream[T]) DataStream[T] { return PrintTo(in, os.Stdout) }
@@ -311,9 +319,9 @@ type discardWriter[T any] struct{}
 func (discardSink[T]) CreateWriter(SinkContext) (SinkWriter[T], error) {
 	return discardWriter[T]{}, nil
 }
-func (discardWriter[T]) Write(T, int64) error { return nil }
-func (discardWriter[T]) Flush(bool) error     { return nil }
-func (discardWriter[T]) Close() error         { return nil }
+func (discardWriter[T]) Write(context.Context, T, Timestamp) error { return nil }
+func (discardWriter[T]) Flush(context.Context, bool) error         { return nil }
+func (discardWriter[T]) Close() error                              { return nil }
 
 // Discard consumes the stream and drops every record.
 func Discard[T any](in DataStream[T]) DataStream[T] {
@@ -323,7 +331,7 @@ func Discard[T any](in DataStream[T]) DataStream[T] {
 // Record is a value with its event timestamp.
 type Record[T any] struct {
 	Value     T
-	Timestamp int64
+	Timestamp Timestamp
 }
 
 // Collected gathers a stream's records in memory (embedded local mode only;
@@ -362,22 +370,22 @@ type collectWriter[T any] struct {
 	buf []Record[T]
 }
 
-func (w *collectWriter[T]) Write(v T, ts int64) error {
+func (w *collectWriter[T]) Write(ctx context.Context, v T, ts Timestamp) error {
 	w.buf = append(w.buf, Record[T]{v, ts})
 	if len(w.buf) >= 1024 {
-		w.Flush(false)
+		w.Flush(ctx, false)
 	}
 	return nil
 }
 
-func (w *collectWriter[T]) Flush(bool) error {
+func (w *collectWriter[T]) Flush(context.Context, bool) error {
 	w.c.mu.Lock()
 	w.c.mu.recs = append(w.c.mu.recs, w.buf...)
 	w.c.mu.Unlock()
 	w.buf = w.buf[:0]
 	return nil
 }
-func (w *collectWriter[T]) Close() error { return w.Flush(true) }
+func (w *collectWriter[T]) Close() error { return w.Flush(context.Background(), true) }
 
 // Collect gathers the stream's records in memory; read them after Execute.
 func Collect[T any](in DataStream[T]) *Collected[T] {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -102,7 +103,7 @@ type SourceReaderContext interface {
 // ReaderOutput receives a reader's records.
 type ReaderOutput[T any] interface {
 	// Collect emits a record with the given source timestamp (or NoTimestamp).
-	Collect(v T, ts int64)
+	Collect(v T, ts Timestamp)
 	// ForSplit returns the output for the records of one split, so
 	// watermarks are generated per split.
 	ForSplit(splitID string) SplitOutput[T]
@@ -112,16 +113,20 @@ type ReaderOutput[T any] interface {
 
 // SplitOutput receives the records of one split.
 type SplitOutput[T any] interface {
-	Collect(v T, ts int64)
+	Collect(v T, ts Timestamp)
 }
 
 // SourceReader reads the splits assigned to one subtask. Its methods run on
 // the subtask's goroutine.
 type SourceReader[T any, S Split] interface {
-	Start() error
+	// Start begins reading. ctx is the subtask's context, cancelled when
+	// the subtask is cancelled or torn down: the reader may keep it for its
+	// background work (fetchers) and must not block past its cancellation.
+	Start(ctx context.Context) error
 	// PollNext emits what is available now (a bounded amount) and says
-	// whether more is available, nothing for now, or the input ended.
-	PollNext(out ReaderOutput[T]) (InputStatus, error)
+	// whether more is available, nothing for now, or the input ended. ctx
+	// is the subtask's context, as for Start.
+	PollNext(ctx context.Context, out ReaderOutput[T]) (InputStatus, error)
 	// Available is ready when PollNext may make progress again after it
 	// reported NothingAvailable (nil: only new splits wake the reader).
 	Available() <-chan struct{}
@@ -414,7 +419,7 @@ func (s *sourceOp[T, S]) HandleCoordinatorEvent(ev []byte) error {
 
 func (s *sourceOp[T, S]) Open() error {
 	s.splits = map[string]*splitOut[T, S]{}
-	if err := s.reader.Start(); err != nil {
+	if err := s.reader.Start(s.ctx.Ctx()); err != nil {
 		return err
 	}
 	if len(s.restored) > 0 {
@@ -460,7 +465,7 @@ func (s *sourceOp[T, S]) emitPeriodic(now int64) error {
 }
 
 func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
-	st, err := s.reader.PollNext(s)
+	st, err := s.reader.PollNext(s.ctx.Ctx(), s)
 	if err == nil {
 		err = s.err
 	}
@@ -486,7 +491,7 @@ func (s *sourceOp[T, S]) Finish() error                   { return nil }
 func (s *sourceOp[T, S]) Close() error                    { return s.reader.Close() }
 
 // ReaderOutput implementation.
-func (s *sourceOp[T, S]) Collect(v T, ts int64) {
+func (s *sourceOp[T, S]) Collect(v T, ts Timestamp) {
 	if s.main == nil {
 		s.main = &splitOut[T, S]{op: s, tr: s.wm.add("", s.ctx.Clock.NowMillis())}
 	}
@@ -512,7 +517,7 @@ type splitOut[T any, S Split] struct {
 	tr *wmTracker[T]
 }
 
-func (o *splitOut[T, S]) Collect(v T, ts int64) {
+func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
 	s := o.op
 	if s.err != nil {
 		return
@@ -522,7 +527,7 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 	}
 	if !s.batch {
 		prev := o.tr.wm
-		s.wm.onEvent(o.tr, v, ts)
+		s.wm.onEvent(o.tr, v, int64(ts))
 		if o.tr.idle {
 			// Activity ends idleness at once, not at the next period.
 			o.tr.idle = false
@@ -533,7 +538,7 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 				}
 			}
 		}
-		s.err = s.out.Collect(v, ts)
+		s.err = s.out.Collect(v, int64(ts))
 		// A watermark the generator emitted on the event (a punctuated
 		// generator) goes out at once, after the record, as in Flink.
 		if s.err == nil && o.tr.wm > prev {
@@ -543,5 +548,5 @@ func (o *splitOut[T, S]) Collect(v T, ts int64) {
 		}
 		return
 	}
-	s.err = s.out.Collect(v, ts)
+	s.err = s.out.Collect(v, int64(ts))
 }

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"context"
+	"slices"
 	"strconv"
 )
 
@@ -41,7 +43,7 @@ func (s *indexSource[T]) Boundedness() Boundedness {
 
 func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]) (SplitEnumerator[IndexSplit], error) {
 	n := s.nsplits(ctx.Parallelism())
-	e := &staticEnumerator[IndexSplit]{ctx: ctx}
+	e := &staticEnumerator[IndexSplit]{ctx: ctx, owner: indexSplitOwner(ctx.Parallelism())}
 	for i := 0; i < n; i++ {
 		switch {
 		case s.count < 0 || s.interleave:
@@ -61,30 +63,44 @@ func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]
 
 // RestoreEnumeratorState implements RestorableSource.
 func (s *indexSource[T]) RestoreEnumeratorState(ctx SplitEnumeratorContext[IndexSplit], state []byte) (SplitEnumerator[IndexSplit], error) {
-	return restoreStatic(ctx, state)
+	pending, err := decodeAll[IndexSplit](state)
+	if err != nil {
+		return nil, err
+	}
+	return &staticEnumerator[IndexSplit]{ctx: ctx, pending: pending, owner: indexSplitOwner(ctx.Parallelism())}, nil
+}
+
+// indexSplitOwner gives split i to subtask i mod p, so which subtask
+// produces which records does not depend on which asks first.
+func indexSplitOwner(p int) func(IndexSplit) int {
+	return func(s IndexSplit) int { return s.ID % p }
 }
 
 func (s *indexSource[T]) CreateReader(ctx SourceReaderContext) (SourceReader[T, IndexSplit], error) {
 	return &indexReader[T]{src: s, ctx: ctx}, nil
 }
 
-// staticEnumerator hands out a fixed list of splits on request.
+// staticEnumerator hands out a fixed list of splits on request: to the
+// subtask that asks first, or, with owner, each split only to its owner.
 type staticEnumerator[S Split] struct {
 	ctx     SplitEnumeratorContext[S]
 	pending []S
+	owner   func(S) int
 }
 
 func (e *staticEnumerator[S]) Start() error        { return nil }
 func (e *staticEnumerator[S]) AddReader(int) error { return nil }
 func (e *staticEnumerator[S]) Close() error        { return nil }
 func (e *staticEnumerator[S]) HandleSplitRequest(subtask int) error {
-	if len(e.pending) == 0 {
-		e.ctx.SignalNoMoreSplits(subtask)
+	for i, s := range e.pending {
+		if e.owner != nil && e.owner(s) != subtask {
+			continue
+		}
+		e.pending = slices.Delete(e.pending, i, i+1)
+		e.ctx.AssignSplits(subtask, []S{s})
 		return nil
 	}
-	s := e.pending[0]
-	e.pending = e.pending[1:]
-	e.ctx.AssignSplits(subtask, []S{s})
+	e.ctx.SignalNoMoreSplits(subtask)
 	return nil
 }
 
@@ -116,7 +132,7 @@ type indexReader[T any] struct {
 	wait    <-chan struct{}
 }
 
-func (r *indexReader[T]) Start() error {
+func (r *indexReader[T]) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
 	r.started = -1
@@ -160,7 +176,7 @@ func (r *indexReader[T]) permits() int64 {
 	return min(allowed, pollBatch)
 }
 
-func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
+func (r *indexReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (InputStatus, error) {
 	if len(r.splits) == 0 {
 		if r.noMore {
 			return EndOfInput, nil
@@ -191,7 +207,8 @@ func (r *indexReader[T]) PollNext(out ReaderOutput[T]) (InputStatus, error) {
 }
 
 // FromSlice is a bounded source of the given records, split into
-// contiguous ranges over the source's subtasks.
+// contiguous ranges over the source's subtasks: subtask s of p reads the
+// s-th range.
 func FromSlice[T any](env *Environment, data []T) DataStream[T] {
 	data = append([]T(nil), data...)
 	src := &indexSource[T]{count: int64(len(data)), fn: func(i int64) T { return data[i] }, nsplits: func(p int) int { return p }}
@@ -204,7 +221,9 @@ func FromElements[T any](env *Environment, data ...T) DataStream[T] { return Fro
 // DataGen is a deterministic generator source: record i is fn(i) for i in
 // [0, count) (count < 0: unbounded), at most ratePerSecond records per
 // second over all subtasks (≤ 0: unlimited). The same count gives the same
-// records at any parallelism; subtask s of p generates i = s, s+p, s+2p, ...
+// records at any parallelism; subtask s of the source's p subtasks
+// generates i = s, s+p, s+2p, ... (split s, which only subtask s is given;
+// after a restore at another parallelism, split s goes to subtask s mod p).
 func DataGen[T any](env *Environment, count int64, ratePerSecond float64, fn func(i int64) T) DataStream[T] {
 	src := &indexSource[T]{count: count, rate: ratePerSecond, fn: fn, nsplits: func(p int) int { return p }, interleave: true}
 	return FromSource[T, IndexSplit](env, src, NoWatermarks[T](), "DataGen Source")

@@ -29,7 +29,7 @@ func newScriptHarness(t *testing.T, backend state.Backend) *opHarness[string] {
 func atTime(t *testing.T, h *opHarness[string], ms int64, fn func(ctx *KeyedContext[string], out Collector[string]) error) {
 	t.Helper()
 	mustOK(t, h.advance(ms-h.clock.NowMillis()))
-	mustOK(t, feed(h, scriptStep{"k", fn}, NoTimestamp))
+	mustOK(t, feed(h, scriptStep{"k", fn}, noTimestamp))
 }
 
 func expectValues(t *testing.T, h *opHarness[string], want ...string) {
@@ -224,8 +224,8 @@ func TestTTLReducingAndAggregatingState(t *testing.T) {
 func testTTLReducingAndAggregatingState(t *testing.T, backend state.Backend) {
 	sum := NewReducingDescriptor("sum", func(a, b int) int { return a + b }).WithTTL(ttl(time.Second, false, false))
 	avg := NewAggregatingDescriptor("avg", AggregateFunction[int, [2]int, float64](AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	})).WithTTL(ttl(time.Second, false, false))
 	h := newScriptHarness(t, backend)
 	add := func(v int) func(ctx *KeyedContext[string], out Collector[string]) error {
@@ -263,8 +263,8 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 	byParity := NewMapDescriptor[bool, int]("parity")
 	maxD := NewReducingDescriptor("max", func(a, b int) int { return max(a, b) })
 	mean := NewAggregatingDescriptor("mean", AggregateFunction[int, [2]int, float64](AggregateFuncs[int, [2]int, float64]{
-		AddFn: func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
-		Get:   func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
+		AddFn:    func(v int, acc [2]int) [2]int { return [2]int{acc[0] + v, acc[1] + 1} },
+		ResultFn: func(acc [2]int) float64 { return float64(acc[0]) / float64(acc[1]) },
 	}))
 	h := newScriptHarness(t, backend)
 	put := func(key string, v int) {
@@ -298,7 +298,7 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 			avg, _, _ := Aggregating(ctx, mean).Get()
 			out.Collect(fmt.Sprintf("%s: count=%d seen=%v parity=%v max=%d mean=%.1f", ctx.CurrentKey(), c+1, l, m, mx, avg))
 			return nil
-		}}, NoTimestamp))
+		}}, noTimestamp))
 	}
 	put("a", 3)
 	put("b", 10)
@@ -320,7 +320,7 @@ func testKeyedStateKindsPerKey(t *testing.T, backend state.Backend) {
 			}
 		}
 		return nil
-	}}, NoTimestamp))
+	}}, noTimestamp))
 	put("a", 2)
 	put("b", 5)
 	expectValues(t, h,

@@ -5,22 +5,16 @@ import (
 	"time"
 )
 
-// NoTimestamp marks a record without an event timestamp.
-const NoTimestamp int64 = math.MinInt64
-
-// MaxWatermark is the watermark that ends event time.
-const MaxWatermark int64 = math.MaxInt64
-
 // WatermarkOutput receives a generator's watermarks.
 type WatermarkOutput interface {
-	EmitWatermark(wm int64)
+	EmitWatermark(wm Timestamp)
 }
 
 // WatermarkGenerator derives watermarks from the records of one source
 // split (or one subtask, for AssignTimestampsAndWatermarks).
 type WatermarkGenerator[T any] interface {
 	// OnEvent sees every record with its assigned timestamp.
-	OnEvent(v T, ts int64, out WatermarkOutput)
+	OnEvent(v T, ts Timestamp, out WatermarkOutput)
 	// OnPeriodicEmit is called every pipeline.auto-watermark-interval.
 	OnPeriodicEmit(out WatermarkOutput)
 }
@@ -29,7 +23,7 @@ type WatermarkGenerator[T any] interface {
 // watermarks are generated, per source split.
 type WatermarkStrategy[T any] struct {
 	newGenerator func() WatermarkGenerator[T]
-	assigner     func(v T, recordTs int64) int64
+	assigner     func(v T, recordTs Timestamp) Timestamp
 	idleness     time.Duration
 }
 
@@ -55,10 +49,10 @@ func ForGenerator[T any](newGenerator func() WatermarkGenerator[T]) WatermarkStr
 	return WatermarkStrategy[T]{newGenerator: newGenerator}
 }
 
-// WithTimestampAssigner extracts event timestamps (epoch ms) from records;
+// WithTimestampAssigner extracts event timestamps from records;
 // recordTs is the timestamp the source attached (e.g. Kafka's), or
 // NoTimestamp.
-func (w WatermarkStrategy[T]) WithTimestampAssigner(fn func(v T, recordTs int64) int64) WatermarkStrategy[T] {
+func (w WatermarkStrategy[T]) WithTimestampAssigner(fn func(v T, recordTs Timestamp) Timestamp) WatermarkStrategy[T] {
 	w.assigner = fn
 	return w
 }
@@ -79,14 +73,14 @@ type boundedOutOfOrderness[T any] struct {
 	maxTs int64
 }
 
-func (b *boundedOutOfOrderness[T]) OnEvent(_ T, ts int64, _ WatermarkOutput) {
-	if ts > b.maxTs {
-		b.maxTs = ts
+func (b *boundedOutOfOrderness[T]) OnEvent(_ T, ts Timestamp, _ WatermarkOutput) {
+	if int64(ts) > b.maxTs {
+		b.maxTs = int64(ts)
 	}
 }
 
 func (b *boundedOutOfOrderness[T]) OnPeriodicEmit(out WatermarkOutput) {
-	out.EmitWatermark(b.maxTs - b.delay - 1)
+	out.EmitWatermark(Timestamp(b.maxTs - b.delay - 1))
 }
 
 // wmTracker holds the watermark state of one split (or subtask).
@@ -98,9 +92,9 @@ type wmTracker[T any] struct {
 	active       bool  // a record arrived since the last periodic check
 }
 
-func (t *wmTracker[T]) EmitWatermark(wm int64) {
-	if wm > t.wm {
-		t.wm = wm
+func (t *wmTracker[T]) EmitWatermark(wm Timestamp) {
+	if int64(wm) > t.wm {
+		t.wm = int64(wm)
 	}
 }
 
@@ -145,7 +139,7 @@ func (m *wmMultiplexer[T]) remove(id string) {
 func (m *wmMultiplexer[T]) onEvent(t *wmTracker[T], v T, ts int64) {
 	t.active = true
 	if t.gen != nil {
-		t.gen.OnEvent(v, ts, t)
+		t.gen.OnEvent(v, Timestamp(ts), t)
 	}
 }
 

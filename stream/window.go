@@ -1,19 +1,92 @@
 package stream
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice/sluice/internal/runtime/window"
 )
 
 // TimeWindow is the half-open interval [Start, End) of event or processing
-// time, in epoch milliseconds. MaxTimestamp is End-1.
-type TimeWindow = window.TimeWindow
+// time. MaxTimestamp is End-1.
+type TimeWindow struct {
+	Start Timestamp
+	End   Timestamp
+}
+
+// MaxTimestamp is the largest timestamp that belongs to the window (End-1).
+func (w TimeWindow) MaxTimestamp() Timestamp { return w.End - 1 }
+
+func (w TimeWindow) String() string {
+	return fmt.Sprintf("TimeWindow{start=%d, end=%d}", w.Start, w.End)
+}
+
+// timeWindowOf converts the engine's window.
+func timeWindowOf(w window.TimeWindow) TimeWindow {
+	return TimeWindow{Start: Timestamp(w.Start), End: Timestamp(w.End)}
+}
+
+// intersects reports whether w overlaps o or touches it: such windows merge.
+func (w TimeWindow) intersects(o TimeWindow) bool { return w.Start <= o.End && w.End >= o.Start }
+
+// cover is the smallest window that contains both w and o.
+func (w TimeWindow) cover(o TimeWindow) TimeWindow {
+	return TimeWindow{Start: min(w.Start, o.Start), End: max(w.End, o.End)}
+}
+
+// slidingWindows appends to dst the sliding windows that contain ts, the
+// latest first, as Flink lists them (the engine's window.Sliding).
+func slidingWindows(dst []TimeWindow, ts, size, slide, offset int64) []TimeWindow {
+	last := window.StartWithOffset(ts, offset, slide)
+	for start := last; start > ts-size; start -= slide {
+		dst = append(dst, TimeWindow{Start: Timestamp(start), End: Timestamp(start + size)})
+	}
+	return dst
+}
+
+// mergeTimeWindows is the engine's window.MergeTimeWindows for TimeWindow:
+// it calls merge once for every group of two or more distinct windows that
+// intersect (directly or through others of the group), with the members
+// and the window covering them, in order of start. windows is sorted and
+// compacted in place; members is valid only during the call.
+func mergeTimeWindows(windows []TimeWindow, merge func(members []TimeWindow, result TimeWindow)) {
+	slices.SortStableFunc(windows, func(a, b TimeWindow) int { return cmp.Compare(a.Start, b.Start) })
+	for i := 0; i < len(windows); {
+		cover := windows[i]
+		j := i + 1
+		for j < len(windows) && cover.intersects(windows[j]) {
+			cover = cover.cover(windows[j])
+			j++
+		}
+		// The distinct windows of the group, in order, at its front.
+		g, n := windows[i:j], 0
+	outer:
+		for _, w := range g {
+			for _, seen := range g[:n] {
+				if seen == w {
+					continue outer
+				}
+			}
+			g[n] = w
+			n++
+		}
+		if n > 1 {
+			merge(g[:n], cover)
+		}
+		i = j
+	}
+}
 
 // GlobalWindow is the single window that holds every element of a key
 // (GlobalWindows). Its MaxTimestamp is the end of time.
-type GlobalWindow = window.GlobalWindow
+type GlobalWindow struct{}
+
+// MaxTimestamp is the end of time.
+func (GlobalWindow) MaxTimestamp() Timestamp { return MaxWatermark }
+
+func (GlobalWindow) String() string { return "GlobalWindow" }
 
 // AnyWindow is the constraint on window types: TimeWindow, GlobalWindow, or
 // a comparable window type of your own.
@@ -21,20 +94,20 @@ type AnyWindow interface {
 	comparable
 	// MaxTimestamp is the largest timestamp that belongs to the window;
 	// window results carry it as their timestamp.
-	MaxTimestamp() int64
+	MaxTimestamp() Timestamp
 }
 
 // WindowAssignerContext is what an assigner may ask the window operator.
 type WindowAssignerContext interface {
-	// CurrentProcessingTime is the operator's processing time (epoch ms).
-	CurrentProcessingTime() int64
+	// CurrentProcessingTime is the operator's processing time.
+	CurrentProcessingTime() Timestamp
 }
 
 // WindowAssigner assigns every record to zero or more windows.
 type WindowAssigner[W AnyWindow] interface {
 	// AssignWindows appends the windows of a record with event timestamp
 	// ts (NoTimestamp if none) to dst and returns the extended slice.
-	AssignWindows(ts int64, ctx WindowAssignerContext, dst []W) ([]W, error)
+	AssignWindows(ts Timestamp, ctx WindowAssignerContext, dst []W) ([]W, error)
 	// DefaultTrigger is the trigger used unless WindowedStream.Trigger sets one.
 	DefaultTrigger() Trigger
 	// IsEventTime says whether the windows are in event time (they then
@@ -57,7 +130,7 @@ type MergingWindowAssigner[W AnyWindow] interface {
 // AssignElementWindows instead of AssignWindows.
 type ElementWindowAssigner[T any, W AnyWindow] interface {
 	WindowAssigner[W]
-	AssignElementWindows(v T, ts int64, ctx WindowAssignerContext, dst []W) ([]W, error)
+	AssignElementWindows(v T, ts Timestamp, ctx WindowAssignerContext, dst []W) ([]W, error)
 }
 
 // assignerChecker is implemented by the built-in assigners, which report
@@ -116,14 +189,14 @@ func newTumbling(name string, size time.Duration, offset []time.Duration, eventT
 
 func (t *tumbling) check() error { return t.err }
 
-func (t *tumbling) AssignWindows(ts int64, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
+func (t *tumbling) AssignWindows(ts Timestamp, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
 	if !t.eventTime {
-		return append(dst, window.Tumbling(ctx.CurrentProcessingTime(), t.size, t.offset)), nil
+		return append(dst, timeWindowOf(window.Tumbling(int64(ctx.CurrentProcessingTime()), t.size, t.offset))), nil
 	}
 	if ts == NoTimestamp {
 		return dst, noTimestampErr(t.String())
 	}
-	return append(dst, window.Tumbling(ts, t.size, t.offset)), nil
+	return append(dst, timeWindowOf(window.Tumbling(int64(ts), t.size, t.offset))), nil
 }
 
 func (t *tumbling) DefaultTrigger() Trigger {
@@ -178,14 +251,14 @@ func newSliding(name string, size, slide time.Duration, offset []time.Duration, 
 
 func (s *sliding) check() error { return s.err }
 
-func (s *sliding) AssignWindows(ts int64, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
+func (s *sliding) AssignWindows(ts Timestamp, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
 	if !s.eventTime {
-		return window.Sliding(dst, ctx.CurrentProcessingTime(), s.size, s.slide, s.offset), nil
+		return slidingWindows(dst, int64(ctx.CurrentProcessingTime()), s.size, s.slide, s.offset), nil
 	}
 	if ts == NoTimestamp {
 		return dst, noTimestampErr(s.String())
 	}
-	return window.Sliding(dst, ts, s.size, s.slide, s.offset), nil
+	return slidingWindows(dst, int64(ts), s.size, s.slide, s.offset), nil
 }
 
 func (s *sliding) DefaultTrigger() Trigger {
@@ -237,18 +310,18 @@ func newSession(name string, gap time.Duration, eventTime bool) *session {
 
 func (s *session) check() error { return s.err }
 
-func (s *session) AssignWindows(ts int64, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
+func (s *session) AssignWindows(ts Timestamp, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
 	if !s.eventTime {
-		return append(dst, window.Session(ctx.CurrentProcessingTime(), s.gap)), nil
+		return append(dst, timeWindowOf(window.Session(int64(ctx.CurrentProcessingTime()), s.gap))), nil
 	}
 	if ts == NoTimestamp {
 		return dst, noTimestampErr(s.String())
 	}
-	return append(dst, window.Session(ts, s.gap)), nil
+	return append(dst, timeWindowOf(window.Session(int64(ts), s.gap))), nil
 }
 
 func (s *session) MergeWindows(windows []TimeWindow, merge func(members []TimeWindow, result TimeWindow)) {
-	window.MergeTimeWindows(windows, merge)
+	mergeTimeWindows(windows, merge)
 }
 
 func (s *session) DefaultTrigger() Trigger {
@@ -295,26 +368,26 @@ func (s *dynamicSession[T]) check() error {
 
 func (s *dynamicSession[T]) elemType() string { return fmt.Sprintf("%T", *new(T)) }
 
-func (s *dynamicSession[T]) AssignWindows(int64, WindowAssignerContext, []TimeWindow) ([]TimeWindow, error) {
+func (s *dynamicSession[T]) AssignWindows(Timestamp, WindowAssignerContext, []TimeWindow) ([]TimeWindow, error) {
 	return nil, fmt.Errorf("%s needs the record to assign windows", s)
 }
 
-func (s *dynamicSession[T]) AssignElementWindows(v T, ts int64, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
+func (s *dynamicSession[T]) AssignElementWindows(v T, ts Timestamp, ctx WindowAssignerContext, dst []TimeWindow) ([]TimeWindow, error) {
 	gap := s.gap(v).Milliseconds()
 	if gap <= 0 {
 		return dst, fmt.Errorf("%s: the dynamic session gap must be at least one millisecond, got %v for record %+v", s, s.gap(v), v)
 	}
 	if !s.eventTime {
-		return append(dst, window.Session(ctx.CurrentProcessingTime(), gap)), nil
+		return append(dst, timeWindowOf(window.Session(int64(ctx.CurrentProcessingTime()), gap))), nil
 	}
 	if ts == NoTimestamp {
 		return dst, noTimestampErr(s.String())
 	}
-	return append(dst, window.Session(ts, gap)), nil
+	return append(dst, timeWindowOf(window.Session(int64(ts), gap))), nil
 }
 
 func (s *dynamicSession[T]) MergeWindows(windows []TimeWindow, merge func(members []TimeWindow, result TimeWindow)) {
-	window.MergeTimeWindows(windows, merge)
+	mergeTimeWindows(windows, merge)
 }
 
 func (s *dynamicSession[T]) DefaultTrigger() Trigger {
@@ -347,7 +420,7 @@ func GlobalWindowsWithEndOfStream() WindowAssigner[GlobalWindow] {
 	return globalWindows{endOfStream: true}
 }
 
-func (globalWindows) AssignWindows(_ int64, _ WindowAssignerContext, dst []GlobalWindow) ([]GlobalWindow, error) {
+func (globalWindows) AssignWindows(_ Timestamp, _ WindowAssignerContext, dst []GlobalWindow) ([]GlobalWindow, error) {
 	return append(dst, GlobalWindow{}), nil
 }
 

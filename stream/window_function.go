@@ -12,51 +12,56 @@ type WindowContext[K comparable, W AnyWindow] interface {
 	SideOutputContext
 	// Window is the window being processed.
 	Window() W
-	CurrentWatermark() int64
-	CurrentProcessingTime() int64
+	CurrentWatermark() Timestamp
+	CurrentProcessingTime() Timestamp
 	// WindowState is state scoped to the key and this window: use it with
 	// Value, List, MapOf, Reducing, Aggregating. Clear it in Clear. It is
-	// not available with merging (session) windows.
+	// not available with merging (session) windows: there, calling it fails
+	// the job with ErrPerWindowStateMerging (as Flink does), whether or not
+	// the function looks at the errors of the state's methods.
 	WindowState() KeyedStateContext[K]
 	// GlobalState is state scoped to the key only, shared by all windows.
 	GlobalState() KeyedStateContext[K]
 }
 
 // ProcessWindowFunction computes a window's results from all its elements
-// (Flink's ProcessWindowFunction). Combined with incremental aggregation
+// (Flink's ProcessWindowFunction). Each subtask gets its own instance of a
+// function that is a pointer to a struct (see RuntimeContext). Combined with incremental aggregation
 // (WindowReduceWith, WindowAggregateWith) it receives the single
 // pre-aggregated value instead.
 type ProcessWindowFunction[IN, OUT any, K comparable, W AnyWindow] interface {
 	// Process emits the results of a window that fired. elements belong to
-	// the operator: do not modify or keep them after the call.
-	Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])
+	// the operator: do not modify or keep them after the call. An error
+	// fails the task, as from a keyed process function.
+	Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error
 	// Clear is called when the window's state is dropped: clear the
-	// per-window state (ctx.WindowState()) here.
-	Clear(ctx WindowContext[K, W])
+	// per-window state (ctx.WindowState()) here. An error fails the task.
+	Clear(ctx WindowContext[K, W]) error
 }
 
 // ProcessWindowFuncs builds a ProcessWindowFunction from closures; ClearFn
 // may be nil.
 type ProcessWindowFuncs[IN, OUT any, K comparable, W AnyWindow] struct {
-	ProcessFn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])
-	ClearFn   func(ctx WindowContext[K, W])
+	ProcessFn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error
+	ClearFn   func(ctx WindowContext[K, W]) error
 }
 
 // Process implements ProcessWindowFunction.
-func (f ProcessWindowFuncs[IN, OUT, K, W]) Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) {
-	f.ProcessFn(key, ctx, elements, out)
+func (f ProcessWindowFuncs[IN, OUT, K, W]) Process(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error {
+	return f.ProcessFn(key, ctx, elements, out)
 }
 
 // Clear implements ProcessWindowFunction.
-func (f ProcessWindowFuncs[IN, OUT, K, W]) Clear(ctx WindowContext[K, W]) {
+func (f ProcessWindowFuncs[IN, OUT, K, W]) Clear(ctx WindowContext[K, W]) error {
 	if f.ClearFn != nil {
-		f.ClearFn(ctx)
+		return f.ClearFn(ctx)
 	}
+	return nil
 }
 
 // ProcessWindowFunc turns a plain function into a ProcessWindowFunction
 // (without Clear); its types are inferred from fn.
-func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT])) ProcessWindowFunction[IN, OUT, K, W] {
+func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ctx WindowContext[K, W], elements []IN, out Collector[OUT]) error) ProcessWindowFunction[IN, OUT, K, W] {
 	return ProcessWindowFuncs[IN, OUT, K, W]{ProcessFn: fn}
 }
 
@@ -88,11 +93,18 @@ type windowCtx[K comparable, W AnyWindow] struct {
 	env       *winEnv[K, W]
 	w         W
 	perWindow *keyedStates[K]
+	// err is set when the function asked for per-window state of a
+	// merging window: the call fails the task with it.
+	err error
 }
 
-func (c *windowCtx[K, W]) Window() W                    { return c.w }
-func (c *windowCtx[K, W]) CurrentWatermark() int64      { return c.env.timers.CurrentWatermark() }
-func (c *windowCtx[K, W]) CurrentProcessingTime() int64 { return c.env.clock.NowMillis() }
+func (c *windowCtx[K, W]) Window() W { return c.w }
+func (c *windowCtx[K, W]) CurrentWatermark() Timestamp {
+	return Timestamp(c.env.timers.CurrentWatermark())
+}
+func (c *windowCtx[K, W]) CurrentProcessingTime() Timestamp {
+	return Timestamp(c.env.clock.NowMillis())
+}
 func (c *windowCtx[K, W]) GlobalState() KeyedStateContext[K] {
 	return stateStore[K]{c.env.global}
 }
@@ -102,14 +114,28 @@ func (c *windowCtx[K, W]) WindowState() KeyedStateContext[K] {
 	if c.perWindow == nil {
 		scope := &windowScope{ns: c.w}
 		if c.env.merging {
-			scope.err = errPerWindowStateMerging
+			scope.err = ErrPerWindowStateMerging
+			c.err = ErrPerWindowStateMerging
 		}
 		c.perWindow = &keyedStates[K]{keyed: c.env.keyed, handles: map[any]any{}, scope: scope}
 	}
 	return stateStore[K]{c.perWindow}
 }
 
-func (c *windowCtx[K, W]) reset(w W) { c.w, c.perWindow = w, nil }
+func (c *windowCtx[K, W]) reset(w W) { c.w, c.perWindow, c.err = w, nil, nil }
+
+// settle returns the first of a window function call's error, the
+// per-window state misuse and the sticky errors of its outputs.
+func (c *windowCtx[K, W]) settle(err error) error {
+	if err == nil {
+		err = c.err
+	}
+	c.err = nil
+	if serr := c.env.sides.takeErr(); err == nil {
+		err = serr
+	}
+	return err
+}
 
 // Window contents.
 
@@ -246,7 +272,7 @@ func (c *tsListContents[T, K, W]) put(ns W, elems []tsValue[T]) error {
 type emitValue[K comparable, W AnyWindow, T any] struct{ out task.Output[T] }
 
 func (e *emitValue[K, W, T]) process(_ K, w, _ W, acc T) error {
-	return e.out.Collect(acc, w.MaxTimestamp())
+	return e.out.Collect(acc, int64(w.MaxTimestamp()))
 }
 func (e *emitValue[K, W, T]) clear(K, W) error { return nil }
 
@@ -257,7 +283,7 @@ type emitAgg[K comparable, W AnyWindow, T, ACC, OUT any] struct {
 }
 
 func (e *emitAgg[K, W, T, ACC, OUT]) process(_ K, w, _ W, acc ACC) error {
-	return e.out.Collect(e.agg.Result(acc), w.MaxTimestamp())
+	return e.out.Collect(e.agg.Result(acc), int64(w.MaxTimestamp()))
 }
 func (e *emitAgg[K, W, T, ACC, OUT]) clear(K, W) error { return nil }
 
@@ -270,25 +296,24 @@ type processList[IN, OUT any, K comparable, W AnyWindow] struct {
 }
 
 func newProcessList[IN, OUT any, K comparable, W AnyWindow](pf ProcessWindowFunction[IN, OUT, K, W], env *winEnv[K, W], out task.Output[OUT]) *processList[IN, OUT, K, W] {
-	return &processList[IN, OUT, K, W]{pf: pf, env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
+	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
 }
 
 func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 	p.ctx.reset(w)
 	ts := w.MaxTimestamp()
-	p.out.ts, p.env.sides.ts = ts, ts
-	p.pf.Process(key, &p.ctx, elems, &p.out)
-	if err := p.out.takeErr(); err != nil {
-		return err
+	p.out.ts, p.env.sides.ts = int64(ts), int64(ts)
+	err := p.pf.Process(key, &p.ctx, elems, &p.out)
+	if cerr := p.out.takeErr(); err == nil {
+		err = cerr
 	}
-	return p.env.sides.takeErr()
+	return p.ctx.settle(err)
 }
 
 func (p *processList[IN, OUT, K, W]) clear(_ K, w W) error {
 	p.ctx.reset(w)
-	p.env.sides.ts = w.MaxTimestamp()
-	p.pf.Clear(&p.ctx)
-	return p.env.sides.takeErr()
+	p.env.sides.ts = int64(w.MaxTimestamp())
+	return p.ctx.settle(p.pf.Clear(&p.ctx))
 }
 
 // processSingle runs a ProcessWindowFunction over a pre-reduced value.
@@ -393,6 +418,10 @@ type evictorCtx[K comparable, W AnyWindow] struct {
 	w   W
 }
 
-func (c *evictorCtx[K, W]) CurrentProcessingTime() int64 { return c.env.clock.NowMillis() }
-func (c *evictorCtx[K, W]) CurrentWatermark() int64      { return c.env.timers.CurrentWatermark() }
-func (c *evictorCtx[K, W]) WindowMaxTimestamp() int64    { return c.w.MaxTimestamp() }
+func (c *evictorCtx[K, W]) CurrentProcessingTime() Timestamp {
+	return Timestamp(c.env.clock.NowMillis())
+}
+func (c *evictorCtx[K, W]) CurrentWatermark() Timestamp {
+	return Timestamp(c.env.timers.CurrentWatermark())
+}
+func (c *evictorCtx[K, W]) WindowMaxTimestamp() Timestamp { return c.w.MaxTimestamp() }

@@ -157,12 +157,13 @@ func keyedKV(env *Environment) KeyedStream[kv, string] {
 	return KeyBy(FromSlice[kv](env, nil), func(x kv) string { return x.K })
 }
 
-func listWindow(key string, ctx WindowContext[string, TimeWindow], elems []kv, out Collector[string]) {
+func listWindow(key string, ctx WindowContext[string, TimeWindow], elems []kv, out Collector[string]) error {
 	var vs []int
 	for _, x := range elems {
 		vs = append(vs, x.V)
 	}
 	out.Collect(fmt.Sprintf("%s[%d,%d)%v", key, ctx.Window().Start, ctx.Window().End, vs))
+	return nil
 }
 
 func TestHarnessProcessingTimeTumbling(t *testing.T) {
@@ -170,16 +171,16 @@ func TestHarnessProcessingTimeTumbling(t *testing.T) {
 	ds := Window(keyedKV(testEnv()), TumblingProcessingTimeWindows(10*time.Millisecond)).Reduce(sumKV)
 	h := newWindowHarness[kv](t, clk, false, ds, "")
 	h.advance(3)
-	h.element(kv{"a", 1}, NoTimestamp)
+	h.element(kv{"a", 1}, noTimestamp)
 	h.advance(5)
-	h.element(kv{"b", 2}, NoTimestamp)
+	h.element(kv{"b", 2}, noTimestamp)
 	h.advance(8)
-	h.element(kv{"a", 4}, NoTimestamp)
+	h.element(kv{"a", 4}, noTimestamp)
 	h.expect()
 	h.advance(9) // the end of [0,10)
 	h.expect("out a=5@9", "out b=2@9")
 	h.advance(12)
-	h.element(kv{"a", 8}, NoTimestamp)
+	h.element(kv{"a", 8}, noTimestamp)
 	h.advance(18)
 	h.expect()
 	// Watermarks pass through a processing-time window untouched.
@@ -189,7 +190,7 @@ func TestHarnessProcessingTimeTumbling(t *testing.T) {
 	h.expect("out a=8@19")
 	// STREAMING: pending processing-time windows are dropped at the end.
 	h.advance(25)
-	h.element(kv{"c", 16}, NoTimestamp)
+	h.element(kv{"c", 16}, noTimestamp)
 	h.finish()
 	h.expect()
 }
@@ -198,9 +199,9 @@ func TestHarnessProcessingTimeSliding(t *testing.T) {
 	clk := clock.NewManual(7)
 	ds := Window(keyedKV(testEnv()), SlidingProcessingTimeWindows(10*time.Millisecond, 5*time.Millisecond)).Reduce(sumKV)
 	h := newWindowHarness[kv](t, clk, false, ds, "")
-	h.element(kv{"a", 1}, NoTimestamp) // [5,15) and [0,10)
+	h.element(kv{"a", 1}, noTimestamp) // [5,15) and [0,10)
 	h.advance(11)
-	h.element(kv{"a", 2}, NoTimestamp) // [10,20) and [5,15)
+	h.element(kv{"a", 2}, noTimestamp) // [10,20) and [5,15)
 	h.expect("out a=1@9")
 	h.advance(14)
 	h.expect("out a=3@14")
@@ -212,22 +213,22 @@ func TestHarnessProcessingTimeSessions(t *testing.T) {
 	clk := clock.NewManual(0)
 	ds := WindowProcess(Window(keyedKV(testEnv()), ProcessingTimeSessionWindows(10*time.Millisecond)), ProcessWindowFunc(listWindow))
 	h := newWindowHarness[kv](t, clk, false, ds, "")
-	h.element(kv{"a", 1}, NoTimestamp) // [0,10)
+	h.element(kv{"a", 1}, noTimestamp) // [0,10)
 	h.advance(5)
-	h.element(kv{"a", 2}, NoTimestamp) // [5,15): merges to [0,15)
+	h.element(kv{"a", 2}, noTimestamp) // [5,15): merges to [0,15)
 	h.advance(9)
 	h.expect() // the merge moved the session's end
 	h.advance(14)
 	h.expect("out a[0,15)[1 2]@14")
 
 	h.advance(30)
-	h.element(kv{"a", 4}, NoTimestamp) // [30,40)
+	h.element(kv{"a", 4}, noTimestamp) // [30,40)
 	// Processing time reaches 40 while the task is busy: the timer of
 	// [30,40) is due but has not run when the next record comes. It fires
 	// first, so the record opens a new session instead of extending the
 	// one that has ended.
 	clk.Set(40)
-	h.element(kv{"a", 8}, NoTimestamp) // [40,50)
+	h.element(kv{"a", 8}, noTimestamp) // [40,50)
 	h.expect("out a[30,40)[4]@39")
 	h.advance(49)
 	h.expect("out a[40,50)[8]@49")
@@ -237,9 +238,9 @@ func TestHarnessBatchFiresProcessingTimeAtEnd(t *testing.T) {
 	clk := clock.NewManual(100)
 	ds := WindowProcess(Window(keyedKV(testEnv()), ProcessingTimeSessionWindows(time.Second)), ProcessWindowFunc(listWindow))
 	h := newWindowHarness[kv](t, clk, true, ds, "")
-	h.element(kv{"a", 1}, NoTimestamp)
-	h.element(kv{"b", 2}, NoTimestamp)
-	h.element(kv{"a", 4}, NoTimestamp)
+	h.element(kv{"a", 1}, noTimestamp)
+	h.element(kv{"b", 2}, noTimestamp)
+	h.element(kv{"a", 4}, noTimestamp)
 	h.expect()
 	h.finish()
 	h.expect("out a[100,1100)[1 4]@1099", "out b[100,1100)[2]@1099")
@@ -290,9 +291,9 @@ func TestWindowPerRecordPathDoesNotAllocate(t *testing.T) {
 		return KeyBy(FromSlice[rec](testEnv(), nil), func(r rec) int64 { return r.Key })
 	}
 	count := AggregateFuncs[rec, int64, int64]{
-		AddFn:   func(_ rec, n int64) int64 { return n + 1 },
-		Get:     func(n int64) int64 { return n },
-		MergeFn: func(a, b int64) int64 { return a + b },
+		AddFn:    func(_ rec, n int64) int64 { return n + 1 },
+		ResultFn: func(n int64) int64 { return n },
+		MergeFn:  func(a, b int64) int64 { return a + b },
 	}
 	input := func(t *testing.T, ds DataStream[int64]) task.Input[rec] {
 		return newWindowHarness[rec](t, clock.NewManual(0), false, ds, "").in

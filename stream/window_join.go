@@ -89,13 +89,14 @@ func JoinApply[A, B any, K comparable, W AnyWindow, O any](j JoinedStreams[A, B,
 	if fn == nil {
 		j.c.ws = j.c.ws.fail(errors.New("the join function is nil"))
 	}
-	return windowProcess(j.c.ws, "Join", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) {
+	return windowProcess(j.c.ws, "Join", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) error {
 		as, bs := splitTagged(elems)
 		for _, a := range as {
 			for _, b := range bs {
 				out.Collect(fn(a, b))
 			}
 		}
+		return nil
 	}))
 }
 
@@ -105,13 +106,14 @@ func JoinApplyFlat[A, B any, K comparable, W AnyWindow, O any](j JoinedStreams[A
 	if fn == nil {
 		j.c.ws = j.c.ws.fail(errors.New("the join function is nil"))
 	}
-	return windowProcess(j.c.ws, "Join", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) {
+	return windowProcess(j.c.ws, "Join", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) error {
 		as, bs := splitTagged(elems)
 		for _, a := range as {
 			for _, b := range bs {
 				fn(a, b, out)
 			}
 		}
+		return nil
 	}))
 }
 
@@ -153,8 +155,9 @@ func CoGroupApply[A, B any, K comparable, W AnyWindow, O any](g CoGroupedStreams
 	if fn == nil {
 		g.c.ws = g.c.ws.fail(errors.New("the co-group function is nil"))
 	}
-	return windowProcess(g.c.ws, "CoGroup", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) {
+	return windowProcess(g.c.ws, "CoGroup", ProcessWindowFunc(func(_ K, _ WindowContext[K, W], elems []taggedUnion[A, B], out Collector[O]) error {
 		as, bs := splitTagged(elems)
 		fn(as, bs, out)
+		return nil
 	}))
 }

@@ -92,12 +92,13 @@ func TestWindowAll(t *testing.T) {
 func TestIncrementalAggregationWithProcessFunction(t *testing.T) {
 	data := []ev{e("a", 1, 1), e("a", 2, 2), e("b", 10, 5), e("a", 4, 15), e("b", 20, 9)}
 	count := stream.AggregateFuncs[ev, int, int]{
-		AddFn:   func(_ ev, n int) int { return n + 1 },
-		Get:     func(n int) int { return n },
-		MergeFn: func(a, b int) int { return a + b },
+		AddFn:    func(_ ev, n int) int { return n + 1 },
+		ResultFn: func(n int) int { return n },
+		MergeFn:  func(a, b int) int { return a + b },
 	}
-	labelCount := stream.ProcessWindowFunc(func(key string, ctx stream.WindowContext[string, stream.TimeWindow], counts []int, out stream.Collector[string]) {
+	labelCount := stream.ProcessWindowFunc(func(key string, ctx stream.WindowContext[string, stream.TimeWindow], counts []int, out stream.Collector[string]) error {
 		out.Collect(fmt.Sprintf("%s%v count=%d elems=%d", key, ctx.Window(), counts[0], len(counts)))
+		return nil
 	})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -157,7 +158,7 @@ type everyOther struct{}
 
 var seenDesc = stream.NewValueDescriptor[bool]("seen")
 
-func (everyOther) OnElement(_ int64, ctx stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnElement(_ stream.Timestamp, ctx stream.TriggerContext) stream.TriggerResult {
 	ctx.RegisterEventTimeTimer(ctx.WindowMaxTimestamp())
 	seen := stream.TriggerValue(ctx, seenDesc)
 	if s, _ := seen.Value(); s {
@@ -168,13 +169,13 @@ func (everyOther) OnElement(_ int64, ctx stream.TriggerContext) stream.TriggerRe
 	return stream.TriggerContinue
 }
 
-func (everyOther) OnEventTime(t int64, ctx stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnEventTime(t stream.Timestamp, ctx stream.TriggerContext) stream.TriggerResult {
 	if w, ok := stream.TriggerWindow[stream.TimeWindow](ctx); ok && t == w.End-1 {
 		return stream.TriggerFire
 	}
 	return stream.TriggerContinue
 }
-func (everyOther) OnProcessingTime(int64, stream.TriggerContext) stream.TriggerResult {
+func (everyOther) OnProcessingTime(stream.Timestamp, stream.TriggerContext) stream.TriggerResult {
 	return stream.TriggerContinue
 }
 func (everyOther) CanMerge() bool                { return false }
@@ -219,7 +220,7 @@ func TestEvictors(t *testing.T) {
 		env := newEnv(1, stream.Streaming)
 		keyed := stream.KeyBy(events(env, late...), func(v ev) string { return v.Key })
 		ws := stream.Window(keyed, stream.TumblingEventTimeWindows(100*time.Millisecond)).AllowedLateness(time.Second).Evictor(stream.CountEvictor(1, true))
-		sum := stream.AggregateFuncs[ev, int, int]{AddFn: func(v ev, s int) int { return s + v.Val }, Get: func(s int) int { return s }}
+		sum := stream.AggregateFuncs[ev, int, int]{AddFn: func(v ev, s int) int { return s + v.Val }, ResultFn: func(s int) int { return s }}
 		res := stream.Collect(stream.WindowAggregate(ws, sum))
 		execute(t, env)
 		assertEqual(t, "firings", keyRecs(res, func(int) bool { return true }), []string{"3@99", "6@99"})
@@ -234,7 +235,7 @@ type item struct {
 }
 
 func items(env *stream.Environment, data ...item) stream.DataStream[item] {
-	wmk := stream.ForMonotonousTimestamps[item]().WithTimestampAssigner(func(v item, _ int64) int64 { return v.Ts })
+	wmk := stream.ForMonotonousTimestamps[item]().WithTimestampAssigner(func(v item, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) })
 	return stream.DataGenWithWatermarks(env, int64(len(data)), 0, func(i int64) item { return data[i] }, wmk).SetParallelism(1)
 }
 
@@ -271,17 +272,40 @@ func TestWindowJoin(t *testing.T) {
 	}
 }
 
+// TestPerWindowStateNotAllowedInSessions: asking for per-window state of a
+// merging window fails the job, as in Flink, even when the function ignores
+// the error the state handle returns.
 func TestPerWindowStateNotAllowedInSessions(t *testing.T) {
 	d := stream.NewValueDescriptor[int]("n")
-	env := newEnv(1, stream.Streaming)
-	keyed := stream.KeyBy(events(env, e("a", 1, 1)), func(v ev) string { return v.Key })
-	ws := stream.Window(keyed, stream.EventTimeSessionWindows(time.Second))
-	res := stream.Collect(stream.WindowProcess(ws, stream.ProcessWindowFunc(func(_ string, ctx stream.WindowContext[string, stream.TimeWindow], _ []ev, out stream.Collector[string]) {
-		err := stream.Value(ctx.WindowState(), d).Update(1)
-		out.Collect(fmt.Sprint(err))
-	})))
-	execute(t, env)
-	assertEqual(t, "error", keyRecs(res, func(string) bool { return true }), []string{"stream: per-window state is not allowed when using merging (session) windows@1000"})
+	for _, tc := range []struct {
+		name   string
+		handle func(err error) error // what the function does with the handle's error
+	}{
+		{"ignored", func(error) error { return nil }},
+		{"returned", func(err error) error { return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(1, stream.Streaming)
+			keyed := stream.KeyBy(events(env, e("a", 1, 1)), func(v ev) string { return v.Key })
+			ws := stream.Window(keyed, stream.EventTimeSessionWindows(time.Second))
+			var handleErr error // one subtask; read after Execute
+			stream.Discard(stream.WindowProcess(ws, stream.ProcessWindowFunc(func(_ string, ctx stream.WindowContext[string, stream.TimeWindow], _ []ev, out stream.Collector[string]) error {
+				handleErr = stream.Value(ctx.WindowState(), d).Update(1)
+				out.Collect("fired")
+				return tc.handle(handleErr)
+			})))
+			_, err := env.Execute(t.Name())
+			if !errors.Is(err, stream.ErrPerWindowStateMerging) {
+				t.Fatalf("job ended with %v, want %v", err, stream.ErrPerWindowStateMerging)
+			}
+			if !strings.Contains(err.Error(), "stream: per-window state is not allowed when using merging (session) windows") {
+				t.Fatalf("error %q does not say why", err)
+			}
+			if !errors.Is(handleErr, stream.ErrPerWindowStateMerging) {
+				t.Fatalf("the state handle returned %v", handleErr)
+			}
+		})
+	}
 }
 
 func TestProcessingTimeWindowsAtEndOfInput(t *testing.T) {
@@ -311,9 +335,9 @@ type liveSink[T any] struct {
 func newLiveSink[T any]() *liveSink[T] { return &liveSink[T]{} }
 
 func (s *liveSink[T]) CreateWriter(stream.SinkContext) (stream.SinkWriter[T], error) { return s, nil }
-func (s *liveSink[T]) Flush(bool) error                                              { return nil }
+func (s *liveSink[T]) Flush(context.Context, bool) error                             { return nil }
 func (s *liveSink[T]) Close() error                                                  { return nil }
-func (s *liveSink[T]) Write(v T, ts int64) error {
+func (s *liveSink[T]) Write(_ context.Context, v T, ts stream.Timestamp) error {
 	s.mu.Lock()
 	s.recs = append(s.recs, stream.Record[T]{Value: v, Timestamp: ts})
 	s.mu.Unlock()
@@ -370,7 +394,7 @@ type quietSplitReader struct {
 	stop   func()
 }
 
-func (r *quietSplitReader) Start() error { r.ctx.SendSplitRequest(); return nil }
+func (r *quietSplitReader) Start(context.Context) error { r.ctx.SendSplitRequest(); return nil }
 func (r *quietSplitReader) AddSplits(s []namedSplit) error {
 	r.splits = append(r.splits, s...)
 	return nil
@@ -385,7 +409,7 @@ func (r *quietSplitReader) Close() error {
 	return nil
 }
 
-func (r *quietSplitReader) PollNext(out stream.ReaderOutput[ev]) (stream.InputStatus, error) {
+func (r *quietSplitReader) PollNext(_ context.Context, out stream.ReaderOutput[ev]) (stream.InputStatus, error) {
 	if len(r.splits) < 2 {
 		r.wait = nil
 		return stream.NothingAvailable, nil
@@ -410,7 +434,7 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 	clk := clock.NewManual(0)
 	env := newEnv(2, stream.Streaming, stream.WithClock(clk), stream.WithAutoWatermarkInterval(100*time.Millisecond))
 	strategy := stream.ForMonotonousTimestamps[ev]().
-		WithTimestampAssigner(func(v ev, _ int64) int64 { return v.Ts }).
+		WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) }).
 		WithIdleness(500 * time.Millisecond)
 	src := stream.FromSource[ev, namedSplit](env, quietSplitSource{}, strategy, "two splits").SetParallelism(1)
 	keyed := stream.KeyBy(src, func(v ev) string { return v.Key })
@@ -458,5 +482,37 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("job ended with %v, want context.Canceled", err)
+	}
+}
+
+// TestProcessWindowFunctionErrorFailsTheJob: an error from Process or
+// Clear fails the task, as one from a keyed process function does.
+func TestProcessWindowFunctionErrorFailsTheJob(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		fn   stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]
+	}{
+		{"Process", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error {
+				return boom
+			},
+		}},
+		{"Clear", stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
+			ProcessFn: func(string, stream.WindowContext[string, stream.TimeWindow], []ev, stream.Collector[string]) error {
+				return nil
+			},
+			ClearFn: func(stream.WindowContext[string, stream.TimeWindow]) error { return boom },
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(1, stream.Streaming)
+			keyed := stream.KeyBy(events(env, e("a", 1, 1), wm(100)), func(v ev) string { return v.Key })
+			ws := stream.Window(keyed, stream.TumblingEventTimeWindows(10*time.Millisecond))
+			stream.Discard(stream.WindowProcess(ws, tc.fn))
+			if _, err := env.Execute(t.Name()); !errors.Is(err, boom) {
+				t.Fatalf("job ended with %v, want %v", err, boom)
+			}
+		})
 	}
 }

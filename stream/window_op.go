@@ -38,7 +38,7 @@ type windowSpec[T any, K comparable, W AnyWindow] struct {
 // plus the allowed lateness in event time (saturating at the end of time),
 // the end of the window in processing time.
 func (s *windowSpec[T, K, W]) cleanupTime(w W) int64 {
-	m := w.MaxTimestamp()
+	m := int64(w.MaxTimestamp())
 	if !s.eventTime {
 		return m
 	}
@@ -112,20 +112,22 @@ type trigCtx[K comparable, W AnyWindow] struct {
 	hs     map[any]any
 }
 
-func (c *trigCtx[K, W]) WindowMaxTimestamp() int64    { return c.w.MaxTimestamp() }
-func (c *trigCtx[K, W]) CurrentWatermark() int64      { return c.env.timers.CurrentWatermark() }
-func (c *trigCtx[K, W]) CurrentProcessingTime() int64 { return c.env.clock.NowMillis() }
-func (c *trigCtx[K, W]) RegisterEventTimeTimer(t int64) {
-	c.env.fail(c.env.timers.RegisterEventTimer(c.w, t))
+func (c *trigCtx[K, W]) WindowMaxTimestamp() Timestamp { return c.w.MaxTimestamp() }
+func (c *trigCtx[K, W]) CurrentWatermark() Timestamp {
+	return Timestamp(c.env.timers.CurrentWatermark())
 }
-func (c *trigCtx[K, W]) DeleteEventTimeTimer(t int64) {
-	c.env.fail(c.env.timers.DeleteEventTimer(c.w, t))
+func (c *trigCtx[K, W]) CurrentProcessingTime() Timestamp { return Timestamp(c.env.clock.NowMillis()) }
+func (c *trigCtx[K, W]) RegisterEventTimeTimer(t Timestamp) {
+	c.env.fail(c.env.timers.RegisterEventTimer(c.w, int64(t)))
 }
-func (c *trigCtx[K, W]) RegisterProcessingTimeTimer(t int64) {
-	c.env.fail(c.env.timers.RegisterProcessingTimer(c.w, t))
+func (c *trigCtx[K, W]) DeleteEventTimeTimer(t Timestamp) {
+	c.env.fail(c.env.timers.DeleteEventTimer(c.w, int64(t)))
 }
-func (c *trigCtx[K, W]) DeleteProcessingTimeTimer(t int64) {
-	c.env.fail(c.env.timers.DeleteProcessingTimer(c.w, t))
+func (c *trigCtx[K, W]) RegisterProcessingTimeTimer(t Timestamp) {
+	c.env.fail(c.env.timers.RegisterProcessingTimer(c.w, int64(t)))
+}
+func (c *trigCtx[K, W]) DeleteProcessingTimeTimer(t Timestamp) {
+	c.env.fail(c.env.timers.DeleteProcessingTimer(c.w, int64(t)))
 }
 func (c *trigCtx[K, W]) host() triggerHost    { return c }
 func (c *trigCtx[K, W]) currentWindow() W     { return c.w }
@@ -264,7 +266,9 @@ type windowOp[T any, K comparable, W AnyWindow, ACC any] struct {
 }
 
 // CurrentProcessingTime implements WindowAssignerContext.
-func (op *windowOp[T, K, W, ACC]) CurrentProcessingTime() int64 { return op.deps.clock.NowMillis() }
+func (op *windowOp[T, K, W, ACC]) CurrentProcessingTime() Timestamp {
+	return Timestamp(op.deps.clock.NowMillis())
+}
 
 func (op *windowOp[T, K, W, ACC]) Open() error {
 	keyed, err := newKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.backend, op.deps.registerKeyed)
@@ -322,9 +326,9 @@ func (op *windowOp[T, K, W, ACC]) ProcessElement(v T, ts int64) error {
 	op.env.keyed.SetCurrentKey(key)
 	var err error
 	if spec.elemAssigner != nil {
-		op.buf, err = spec.elemAssigner.AssignElementWindows(v, ts, op, op.buf[:0])
+		op.buf, err = spec.elemAssigner.AssignElementWindows(v, Timestamp(ts), op, op.buf[:0])
 	} else {
-		op.buf, err = spec.assigner.AssignWindows(ts, op, op.buf[:0])
+		op.buf, err = spec.assigner.AssignWindows(Timestamp(ts), op, op.buf[:0])
 	}
 	if err != nil {
 		return err
@@ -369,7 +373,7 @@ func (op *windowOp[T, K, W, ACC]) addToWindow(key K, w, stateW W, v T, ts int64)
 		return err
 	}
 	spec := op.spec
-	if existed && spec.defaultEventTrigger && w.MaxTimestamp() > op.env.timers.CurrentWatermark() {
+	if existed && spec.defaultEventTrigger && int64(w.MaxTimestamp()) > op.env.timers.CurrentWatermark() {
 		// Fast path: with the built-in event-time trigger, a window that
 		// already had contents and is not late has its trigger and cleanup
 		// timers registered; the trigger would register them again (a
@@ -379,9 +383,9 @@ func (op *windowOp[T, K, W, ACC]) addToWindow(key K, w, stateW W, v T, ts int64)
 	op.trig.w = w
 	var res TriggerResult
 	if spec.elemTrigger != nil {
-		res = spec.elemTrigger.OnElementValue(v, ts, &op.trig)
+		res = spec.elemTrigger.OnElementValue(v, Timestamp(ts), &op.trig)
 	} else {
-		res = spec.trigger.OnElement(ts, &op.trig)
+		res = spec.trigger.OnElement(Timestamp(ts), &op.trig)
 	}
 	if res.IsFire() {
 		acc, ok, err := op.contents.get(stateW)
@@ -460,10 +464,10 @@ func (op *windowOp[T, K, W, ACC]) persistSet(set *window.Set[W]) error {
 func (op *windowOp[T, K, W, ACC]) mergeWindows(result W, merged []W, stateResult W, mergedStates []W) error {
 	spec := op.spec
 	if spec.eventTime {
-		if wm := op.env.timers.CurrentWatermark(); result.MaxTimestamp()+spec.lateness <= wm {
+		if wm := op.env.timers.CurrentWatermark(); int64(result.MaxTimestamp())+spec.lateness <= wm {
 			return fmt.Errorf("stream: the end timestamp of an event-time window cannot become earlier than the current watermark by merging (current watermark %d, window %v)", wm, result)
 		}
-	} else if now := op.deps.clock.NowMillis(); result.MaxTimestamp() <= now {
+	} else if now := op.deps.clock.NowMillis(); int64(result.MaxTimestamp()) <= now {
 		return fmt.Errorf("stream: the end timestamp of a processing-time window cannot become earlier than the current processing time by merging (current processing time %d, window %v)", now, result)
 	}
 	op.trig.w, op.trig.merged = result, merged
@@ -524,9 +528,9 @@ func (op *windowOp[T, K, W, ACC]) onTimer(t timer.Timer[K, W], eventTime bool) e
 	op.trig.w = w
 	var res TriggerResult
 	if eventTime {
-		res = spec.trigger.OnEventTime(t.Time, &op.trig)
+		res = spec.trigger.OnEventTime(Timestamp(t.Time), &op.trig)
 	} else {
-		res = spec.trigger.OnProcessingTime(t.Time, &op.trig)
+		res = spec.trigger.OnProcessingTime(Timestamp(t.Time), &op.trig)
 	}
 	if res.IsFire() {
 		acc, ok, err := op.contents.get(stateW)
@@ -600,6 +604,7 @@ func (op *windowOp[T, K, W, ACC]) Finish() error {
 
 func (op *windowOp[T, K, W, ACC]) Close() error { return nil }
 
-// errPerWindowStateMerging is what per-window state handles return in
-// merging (session) windows, as in Flink.
-var errPerWindowStateMerging = errors.New("stream: per-window state is not allowed when using merging (session) windows")
+// ErrPerWindowStateMerging fails a job whose ProcessWindowFunction asks for
+// per-window state (WindowContext.WindowState) of merging (session)
+// windows, as in Flink; the state's handles return it too.
+var ErrPerWindowStateMerging = errors.New("stream: per-window state is not allowed when using merging (session) windows")

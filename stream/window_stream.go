@@ -248,8 +248,8 @@ func checkAggregate[T any, K comparable, W AnyWindow, ACC, OUT any](ws WindowedS
 		return ws.fail(errors.New("the aggregate function is nil"))
 	}
 	if f, ok := fn.(AggregateFuncs[T, ACC, OUT]); ok {
-		if f.AddFn == nil || f.Get == nil {
-			ws = ws.fail(errors.New("AggregateFuncs needs AddFn and Get"))
+		if f.AddFn == nil || f.ResultFn == nil {
+			ws = ws.fail(errors.New("AggregateFuncs needs AddFn and ResultFn"))
 		}
 		if _, merging := ws.assigner.(MergingWindowAssigner[W]); merging && f.MergeFn == nil && ws.evictor == nil {
 			ws = ws.fail(fmt.Errorf("%s merges windows, so AggregateFuncs needs MergeFn", describe(ws.assigner)))

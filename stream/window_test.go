@@ -30,7 +30,7 @@ func wm(ts int64) ev                     { return ev{WM: true, Ts: ts} }
 // punctuated emits the watermark of every marker record, at once.
 type punctuated struct{}
 
-func (punctuated) OnEvent(v ev, ts int64, out stream.WatermarkOutput) {
+func (punctuated) OnEvent(v ev, ts stream.Timestamp, out stream.WatermarkOutput) {
 	if v.WM {
 		out.EmitWatermark(ts)
 	}
@@ -38,7 +38,7 @@ func (punctuated) OnEvent(v ev, ts int64, out stream.WatermarkOutput) {
 func (punctuated) OnPeriodicEmit(stream.WatermarkOutput) {}
 
 var punctuatedStrategy = stream.ForGenerator(func() stream.WatermarkGenerator[ev] { return punctuated{} }).
-	WithTimestampAssigner(func(v ev, _ int64) int64 { return v.Ts })
+	WithTimestampAssigner(func(v ev, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(v.Ts) })
 
 // events is a single-subtask source of data with event timestamps and the
 // watermarks of its markers.
@@ -128,12 +128,13 @@ func (r winRes) String() string {
 }
 
 // describeWindow is a process function listing a time window's contents.
-func describeWindow(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[winRes]) {
-	r := winRes{Key: key, Start: ctx.Window().Start, End: ctx.Window().End, N: len(elems)}
+func describeWindow(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[winRes]) error {
+	r := winRes{Key: key, Start: int64(ctx.Window().Start), End: int64(ctx.Window().End), N: len(elems)}
 	for _, v := range elems {
 		r.Sum += v.Val
 	}
 	out.Collect(r)
+	return nil
 }
 
 var modes = []struct {
@@ -186,8 +187,8 @@ func TestSlidingEventTimeWindows(t *testing.T) {
 		N   int
 	}
 	count := stream.AggregateFuncs[ev, acc, string]{
-		AddFn: func(v ev, a acc) acc { return acc{v.Key, a.N + 1} },
-		Get:   func(a acc) string { return fmt.Sprintf("%s:%d", a.Key, a.N) },
+		AddFn:    func(v ev, a acc) acc { return acc{v.Key, a.N + 1} },
+		ResultFn: func(a acc) string { return fmt.Sprintf("%s:%d", a.Key, a.N) },
 	}
 	data := []ev{e("a", 1, 0), e("a", 1, 4), e("a", 1, 7), e("a", 1, 12), e("b", 1, 5)}
 	want := []string{"a:2@4", "a:3@9", "a:2@14", "a:1@19", "b:1@9", "b:1@14"}
@@ -231,9 +232,9 @@ func TestSessionWindowsMerge(t *testing.T) {
 		type acc struct{ Sum, N int }
 		merges := 0
 		agg := stream.AggregateFuncs[ev, acc, string]{
-			AddFn:   func(v ev, a acc) acc { return acc{a.Sum + v.Val, a.N + 1} },
-			Get:     func(a acc) string { return fmt.Sprintf("sum=%d,n=%d", a.Sum, a.N) },
-			MergeFn: func(a, b acc) acc { merges++; return acc{a.Sum + b.Sum, a.N + b.N} },
+			AddFn:    func(v ev, a acc) acc { return acc{a.Sum + v.Val, a.N + 1} },
+			ResultFn: func(a acc) string { return fmt.Sprintf("sum=%d,n=%d", a.Sum, a.N) },
+			MergeFn:  func(a, b acc) acc { merges++; return acc{a.Sum + b.Sum, a.N + b.N} },
 		}
 		env := newEnv(1, stream.Streaming)
 		keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
@@ -252,8 +253,8 @@ func TestSessionWindowsMerge(t *testing.T) {
 		keyed := stream.KeyBy(events(env, data...), func(v ev) string { return v.Key })
 		ws := stream.Window(keyed, stream.EventTimeSessionWindows(10*time.Millisecond))
 		stream.Discard(stream.WindowAggregate(ws, stream.AggregateFuncs[ev, int, int]{
-			AddFn: func(v ev, a int) int { return a + v.Val },
-			Get:   func(a int) int { return a },
+			AddFn:    func(v ev, a int) int { return a + v.Val },
+			ResultFn: func(a int) int { return a },
 		}))
 		_, err := env.Execute("x")
 		if err == nil || !strings.Contains(err.Error(), "EventTimeSessionWindows(10) merges windows, so AggregateFuncs needs MergeFn") {
@@ -368,7 +369,7 @@ func TestAllowedLatenessRefiresWindows(t *testing.T) {
 				AllowedLateness(5 * time.Millisecond).
 				SideOutputLateData(lateTag)
 			out := stream.WindowProcess(ws, stream.ProcessWindowFuncs[ev, string, string, stream.TimeWindow]{
-				ProcessFn: func(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[string]) {
+				ProcessFn: func(key string, ctx stream.WindowContext[string, stream.TimeWindow], elems []ev, out stream.Collector[string]) error {
 					// Per-window state counts this window's firings, global
 					// state all firings of the key.
 					n, _ := stream.Value(ctx.WindowState(), firings).Value()
@@ -380,9 +381,10 @@ func TestAllowedLatenessRefiresWindows(t *testing.T) {
 						sum += v.Val
 					}
 					out.Collect(fmt.Sprintf("%s%v sum=%d firing=%d of %d wm=%d", key, ctx.Window(), sum, n+1, g+1, ctx.CurrentWatermark()))
+					return nil
 				},
-				ClearFn: func(ctx stream.WindowContext[string, stream.TimeWindow]) {
-					stream.Value(ctx.WindowState(), firings).Clear()
+				ClearFn: func(ctx stream.WindowContext[string, stream.TimeWindow]) error {
+					return stream.Value(ctx.WindowState(), firings).Clear()
 				},
 			})
 			res := stream.Collect(out)

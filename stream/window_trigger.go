@@ -50,11 +50,11 @@ func (r TriggerResult) String() string {
 // Trigger itself.
 type Trigger interface {
 	// OnElement is called for every record added to the window.
-	OnElement(ts int64, ctx TriggerContext) TriggerResult
+	OnElement(ts Timestamp, ctx TriggerContext) TriggerResult
 	// OnEventTime is called when an event-time timer set through ctx fires.
-	OnEventTime(time int64, ctx TriggerContext) TriggerResult
+	OnEventTime(time Timestamp, ctx TriggerContext) TriggerResult
 	// OnProcessingTime is called when a processing-time timer fires.
-	OnProcessingTime(time int64, ctx TriggerContext) TriggerResult
+	OnProcessingTime(time Timestamp, ctx TriggerContext) TriggerResult
 	// CanMerge says whether the trigger supports merging windows (sessions).
 	CanMerge() bool
 	// OnMerge is called when windows merged into ctx's window: re-register
@@ -69,7 +69,7 @@ type Trigger interface {
 // calls OnElementValue instead of OnElement. T must be the stream's type.
 type ElementTrigger[T any] interface {
 	Trigger
-	OnElementValue(v T, ts int64, ctx TriggerContext) TriggerResult
+	OnElementValue(v T, ts Timestamp, ctx TriggerContext) TriggerResult
 }
 
 // TriggerContext gives a trigger its window, the operator's clocks, timers
@@ -77,13 +77,13 @@ type ElementTrigger[T any] interface {
 // scoped to the key and window.
 type TriggerContext interface {
 	// WindowMaxTimestamp is the window's largest timestamp.
-	WindowMaxTimestamp() int64
-	CurrentWatermark() int64
-	CurrentProcessingTime() int64
-	RegisterEventTimeTimer(t int64)
-	DeleteEventTimeTimer(t int64)
-	RegisterProcessingTimeTimer(t int64)
-	DeleteProcessingTimeTimer(t int64)
+	WindowMaxTimestamp() Timestamp
+	CurrentWatermark() Timestamp
+	CurrentProcessingTime() Timestamp
+	RegisterEventTimeTimer(t Timestamp)
+	DeleteEventTimeTimer(t Timestamp)
+	RegisterProcessingTimeTimer(t Timestamp)
+	DeleteProcessingTimeTimer(t Timestamp)
 
 	host() triggerHost
 }
@@ -204,7 +204,7 @@ type eventTimeTrigger struct{}
 // default trigger of event-time windows.
 func EventTimeTrigger() Trigger { return eventTimeTrigger{} }
 
-func (eventTimeTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
+func (eventTimeTrigger) OnElement(_ Timestamp, ctx TriggerContext) TriggerResult {
 	if ctx.WindowMaxTimestamp() <= ctx.CurrentWatermark() {
 		// The watermark is past the window already: fire at once.
 		return TriggerFire
@@ -213,14 +213,14 @@ func (eventTimeTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
 	return TriggerContinue
 }
 
-func (eventTimeTrigger) OnEventTime(time int64, ctx TriggerContext) TriggerResult {
+func (eventTimeTrigger) OnEventTime(time Timestamp, ctx TriggerContext) TriggerResult {
 	if time == ctx.WindowMaxTimestamp() {
 		return TriggerFire
 	}
 	return TriggerContinue
 }
 
-func (eventTimeTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult {
+func (eventTimeTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult {
 	return TriggerContinue
 }
 
@@ -244,16 +244,16 @@ type processingTimeTrigger struct{}
 // end. It is the default trigger of processing-time windows.
 func ProcessingTimeTrigger() Trigger { return processingTimeTrigger{} }
 
-func (processingTimeTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
+func (processingTimeTrigger) OnElement(_ Timestamp, ctx TriggerContext) TriggerResult {
 	ctx.RegisterProcessingTimeTimer(ctx.WindowMaxTimestamp())
 	return TriggerContinue
 }
 
-func (processingTimeTrigger) OnEventTime(int64, TriggerContext) TriggerResult {
+func (processingTimeTrigger) OnEventTime(Timestamp, TriggerContext) TriggerResult {
 	return TriggerContinue
 }
 
-func (processingTimeTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult {
+func (processingTimeTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult {
 	return TriggerFire
 }
 
@@ -285,7 +285,7 @@ func (c countTrigger) check() error {
 	return nil
 }
 
-func (c countTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
+func (c countTrigger) OnElement(_ Timestamp, ctx TriggerContext) TriggerResult {
 	st := ctx.host().countStore()
 	cell, _ := st.get()
 	cell.n++
@@ -297,9 +297,9 @@ func (c countTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
 	return TriggerContinue
 }
 
-func (countTrigger) OnEventTime(int64, TriggerContext) TriggerResult      { return TriggerContinue }
-func (countTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult { return TriggerContinue }
-func (countTrigger) CanMerge() bool                                       { return true }
+func (countTrigger) OnEventTime(Timestamp, TriggerContext) TriggerResult      { return TriggerContinue }
+func (countTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult { return TriggerContinue }
+func (countTrigger) CanMerge() bool                                           { return true }
 
 func (countTrigger) OnMerge(ctx TriggerContext) {
 	ctx.host().countStore().merge(func(a, b trigCell) trigCell { return trigCell{n: a.n + b.n} })
@@ -331,15 +331,15 @@ func (p purgingTrigger) check() error {
 	return nil
 }
 
-func (p purgingTrigger) OnElement(ts int64, ctx TriggerContext) TriggerResult {
+func (p purgingTrigger) OnElement(ts Timestamp, ctx TriggerContext) TriggerResult {
 	return purge(p.nested.OnElement(ts, ctx))
 }
 
-func (p purgingTrigger) OnEventTime(time int64, ctx TriggerContext) TriggerResult {
+func (p purgingTrigger) OnEventTime(time Timestamp, ctx TriggerContext) TriggerResult {
 	return purge(p.nested.OnEventTime(time, ctx))
 }
 
-func (p purgingTrigger) OnProcessingTime(time int64, ctx TriggerContext) TriggerResult {
+func (p purgingTrigger) OnProcessingTime(time Timestamp, ctx TriggerContext) TriggerResult {
 	return purge(p.nested.OnProcessingTime(time, ctx))
 }
 
@@ -354,13 +354,13 @@ type neverTrigger struct{}
 // NeverTrigger never fires; it is the default trigger of GlobalWindows.
 func NeverTrigger() Trigger { return neverTrigger{} }
 
-func (neverTrigger) OnElement(int64, TriggerContext) TriggerResult        { return TriggerContinue }
-func (neverTrigger) OnEventTime(int64, TriggerContext) TriggerResult      { return TriggerContinue }
-func (neverTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult { return TriggerContinue }
-func (neverTrigger) CanMerge() bool                                       { return true }
-func (neverTrigger) OnMerge(TriggerContext)                               {}
-func (neverTrigger) Clear(TriggerContext)                                 {}
-func (neverTrigger) String() string                                       { return "NeverTrigger" }
+func (neverTrigger) OnElement(Timestamp, TriggerContext) TriggerResult        { return TriggerContinue }
+func (neverTrigger) OnEventTime(Timestamp, TriggerContext) TriggerResult      { return TriggerContinue }
+func (neverTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult { return TriggerContinue }
+func (neverTrigger) CanMerge() bool                                           { return true }
+func (neverTrigger) OnMerge(TriggerContext)                                   {}
+func (neverTrigger) Clear(TriggerContext)                                     {}
+func (neverTrigger) String() string                                           { return "NeverTrigger" }
 
 // endOfStreamTrigger fires once, when event time ends (the end of a
 // bounded input).
@@ -371,19 +371,19 @@ type endOfStreamTrigger struct{}
 // key over all its records, as Flink's GlobalWindows.createWithEndOfStreamTrigger.
 func EndOfStreamTrigger() Trigger { return endOfStreamTrigger{} }
 
-func (endOfStreamTrigger) OnElement(_ int64, ctx TriggerContext) TriggerResult {
+func (endOfStreamTrigger) OnElement(_ Timestamp, ctx TriggerContext) TriggerResult {
 	ctx.RegisterEventTimeTimer(MaxWatermark)
 	return TriggerContinue
 }
 
-func (endOfStreamTrigger) OnEventTime(time int64, _ TriggerContext) TriggerResult {
+func (endOfStreamTrigger) OnEventTime(time Timestamp, _ TriggerContext) TriggerResult {
 	if time == MaxWatermark {
 		return TriggerFire
 	}
 	return TriggerContinue
 }
 
-func (endOfStreamTrigger) OnProcessingTime(int64, TriggerContext) TriggerResult {
+func (endOfStreamTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult {
 	return TriggerContinue
 }
 func (endOfStreamTrigger) CanMerge() bool             { return true }
@@ -413,7 +413,7 @@ type Evictor interface {
 type EvictableElements interface {
 	Len() int
 	// Timestamp is element i's event timestamp; ok is false if it has none.
-	Timestamp(i int) (ts int64, ok bool)
+	Timestamp(i int) (ts Timestamp, ok bool)
 	// Evict removes element i once the evictor returns.
 	Evict(i int)
 }
@@ -429,9 +429,9 @@ func EvictableValue[T any](elems EvictableElements, i int) (T, bool) {
 
 // EvictorContext gives an evictor the operator's clocks and the window.
 type EvictorContext interface {
-	CurrentProcessingTime() int64
-	CurrentWatermark() int64
-	WindowMaxTimestamp() int64
+	CurrentProcessingTime() Timestamp
+	CurrentWatermark() Timestamp
+	WindowMaxTimestamp() Timestamp
 }
 
 // countEvictor keeps the last max elements.
@@ -508,13 +508,13 @@ func (t timeEvictor) evict(e EvictableElements) {
 	}
 	newest := int64(math.MinInt64)
 	for i := 0; i < e.Len(); i++ {
-		if ts, _ := e.Timestamp(i); ts > newest {
-			newest = ts
+		if ts, _ := e.Timestamp(i); int64(ts) > newest {
+			newest = int64(ts)
 		}
 	}
 	cutoff := newest - t.size
 	for i := 0; i < e.Len(); i++ {
-		if ts, _ := e.Timestamp(i); ts <= cutoff {
+		if ts, _ := e.Timestamp(i); int64(ts) <= cutoff {
 			e.Evict(i)
 		}
 	}
@@ -537,8 +537,8 @@ type evictable[T any] struct {
 
 func (e *evictable[T]) Len() int { return len(e.elems) }
 
-func (e *evictable[T]) Timestamp(i int) (int64, bool) {
-	ts := e.elems[i].ts
+func (e *evictable[T]) Timestamp(i int) (Timestamp, bool) {
+	ts := Timestamp(e.elems[i].ts)
 	return ts, ts != NoTimestamp
 }
 

@@ -71,12 +71,12 @@ var Detector = stream.KeyedProcessFuncs[int64, Transaction, Alert]{
 				return err
 			}
 			at := tx.Time + window.Milliseconds()
-			ctx.TimerService().RegisterEventTimeTimer(at)
+			ctx.TimerService().RegisterEventTimeTimer(stream.Timestamp(at))
 			return stream.Value(ctx, timer).Update(at)
 		}
 		return nil
 	},
-	Timer: func(ctx *stream.OnTimerContext[int64], _ int64, _ stream.Collector[Alert]) error {
+	Timer: func(ctx *stream.OnTimerContext[int64], _ stream.Timestamp, _ stream.Collector[Alert]) error {
 		// A minute passed without a large transaction.
 		if err := stream.Value(ctx, small).Clear(); err != nil {
 			return err
@@ -91,7 +91,7 @@ func clear(ctx *stream.KeyedContext[int64]) error {
 		return err
 	}
 	if set {
-		ctx.TimerService().DeleteEventTimeTimer(at)
+		ctx.TimerService().DeleteEventTimeTimer(stream.Timestamp(at))
 	}
 	if err := stream.Value(ctx, timer).Clear(); err != nil {
 		return err
@@ -138,12 +138,12 @@ func Build(txs stream.DataStream[Transaction]) stream.DataStream[Alert] {
 // generator runs).
 func Strategy() stream.WatermarkStrategy[Transaction] {
 	return stream.ForGenerator(func() stream.WatermarkGenerator[Transaction] { return inOrder{} }).
-		WithTimestampAssigner(func(t Transaction, _ int64) int64 { return t.Time })
+		WithTimestampAssigner(func(t Transaction, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(t.Time) })
 }
 
 type inOrder struct{}
 
-func (inOrder) OnEvent(_ Transaction, ts int64, out stream.WatermarkOutput) {
+func (inOrder) OnEvent(_ Transaction, ts stream.Timestamp, out stream.WatermarkOutput) {
 	out.EmitWatermark(ts - 1)
 }
 func (inOrder) OnPeriodicEmit(stream.WatermarkOutput) {}

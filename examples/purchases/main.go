@@ -71,16 +71,17 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 	windows := stream.Window(keyed, stream.TumblingEventTimeWindows(time.Minute)).SideOutputLateData(Late)
 	type acc struct{ n, cents int64 }
 	sum := stream.AggregateFuncs[Purchase, acc, acc]{
-		AddFn:   func(p Purchase, a acc) acc { return acc{a.n + 1, a.cents + p.AmountCents} },
-		Get:     func(a acc) acc { return a },
-		MergeFn: func(a, b acc) acc { return acc{a.n + b.n, a.cents + b.cents} },
+		AddFn:    func(p Purchase, a acc) acc { return acc{a.n + 1, a.cents + p.AmountCents} },
+		ResultFn: func(a acc) acc { return a },
+		MergeFn:  func(a, b acc) acc { return acc{a.n + b.n, a.cents + b.cents} },
 	}
 	return stream.WindowAggregateWith(windows, sum, stream.ProcessWindowFunc(
-		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) {
+		func(customer string, ctx stream.WindowContext[string, stream.TimeWindow], sums []acc, out stream.Collector[Total]) error {
 			w := ctx.Window()
 			for _, a := range sums {
-				out.Collect(Total{customer, time.UnixMilli(w.Start), time.UnixMilli(w.End), a.n, a.cents})
+				out.Collect(Total{customer, time.UnixMilli(int64(w.Start)), time.UnixMilli(int64(w.End)), a.n, a.cents})
 			}
+			return nil
 		})).Name("Per-customer totals").UID("customer-totals")
 }
 
@@ -88,7 +89,7 @@ func Build(purchases stream.DataStream[Purchase]) stream.DataStream[Total] {
 // out-of-orderness, idle after one minute without purchases.
 func Strategy() stream.WatermarkStrategy[Purchase] {
 	return stream.ForBoundedOutOfOrderness[Purchase](10 * time.Second).
-		WithTimestampAssigner(func(p Purchase, _ int64) int64 { return p.Time }).
+		WithTimestampAssigner(func(p Purchase, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(p.Time) }).
 		WithIdleness(time.Minute)
 }
 

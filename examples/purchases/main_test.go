@@ -14,11 +14,11 @@ import (
 // purchase, so which purchases are late is exactly defined.
 type punctuated struct{ max int64 }
 
-func (p *punctuated) OnEvent(_ Purchase, ts int64, out stream.WatermarkOutput) {
-	if ts > p.max {
-		p.max = ts
+func (p *punctuated) OnEvent(_ Purchase, ts stream.Timestamp, out stream.WatermarkOutput) {
+	if ts > stream.Timestamp(p.max) {
+		p.max = int64(ts)
 	}
-	out.EmitWatermark(p.max - 10_000 - 1)
+	out.EmitWatermark(stream.Timestamp(p.max - 10_000 - 1))
 }
 func (p *punctuated) OnPeriodicEmit(stream.WatermarkOutput) {}
 
@@ -60,7 +60,7 @@ func TestPurchaseTotalsMatchAReferenceComputation(t *testing.T) {
 	}
 	env := stream.NewEnvironment(stream.WithParallelism(1), stream.WithLogger(slog.New(slog.DiscardHandler)))
 	strategy := stream.ForGenerator(func() stream.WatermarkGenerator[Purchase] { return &punctuated{max: -1 << 62} }).
-		WithTimestampAssigner(func(p Purchase, _ int64) int64 { return p.Time })
+		WithTimestampAssigner(func(p Purchase, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(p.Time) })
 	totals := Build(stream.DataGenWithWatermarks(env, n, 0, Generate, strategy))
 	got := stream.Collect(totals)
 	late := stream.Collect(stream.SideOutput(totals, Late))

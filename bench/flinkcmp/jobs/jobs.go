@@ -204,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-func bidTime(b nexmark.Bid, _ int64) int64 { return b.DateTime }
+func bidTime(b nexmark.Bid, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(b.DateTime) }
 
 func eventTime() stream.WatermarkStrategy[nexmark.Bid] {
 	return stream.ForBoundedOutOfOrderness[nexmark.Bid](nexmark.WatermarkDelay).WithTimestampAssigner(bidTime)
@@ -243,13 +243,14 @@ func q5(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
 	byAuction := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Auction })
 	count := stream.AggregateFuncs[nexmark.Bid, int64, int64]{
-		AddFn:   func(_ nexmark.Bid, c int64) int64 { return c + 1 },
-		Get:     func(c int64) int64 { return c },
-		MergeFn: func(a, b int64) int64 { return a + b },
+		AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
+		ResultFn: func(c int64) int64 { return c },
+		MergeFn:  func(a, b int64) int64 { return a + b },
 	}
 	counts := stream.WindowAggregateWith(stream.Window(byAuction, stream.SlidingEventTimeWindows(nexmark.Q5Size, nexmark.Q5Slide)),
-		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) {
-			out.Collect(auctionCount{End: ctx.Window().End, Auction: auction, Count: c[0]})
+		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) error {
+			out.Collect(auctionCount{End: int64(ctx.Window().End), Auction: auction, Count: c[0]})
+			return nil
 		}))
 	byWindow := stream.KeyBy(counts, func(c auctionCount) int64 { return c.End })
 	hottest := stream.Window(byWindow, stream.TumblingEventTimeWindows(nexmark.Q5Slide)).Reduce(func(a, b auctionCount) auctionCount {
@@ -278,8 +279,9 @@ func q7(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 		return a
 	}
 	perAuction := stream.WindowReduceWith(stream.Window(byAuction, stream.TumblingEventTimeWindows(nexmark.Q7Size)),
-		higher, stream.ProcessWindowFunc(func(_ int64, ctx stream.WindowContext[int64, stream.TimeWindow], b []nexmark.Bid, out stream.Collector[highestBid]) {
-			out.Collect(highestBid{End: ctx.Window().End, Auction: b[0].Auction, Bidder: b[0].Bidder, Price: b[0].Price})
+		higher, stream.ProcessWindowFunc(func(_ int64, ctx stream.WindowContext[int64, stream.TimeWindow], b []nexmark.Bid, out stream.Collector[highestBid]) error {
+			out.Collect(highestBid{End: int64(ctx.Window().End), Auction: b[0].Auction, Bidder: b[0].Bidder, Price: b[0].Price})
+			return nil
 		}))
 	byWindow := stream.KeyBy(perAuction, func(h highestBid) int64 { return h.End })
 	highest := stream.Window(byWindow, stream.TumblingEventTimeWindows(nexmark.Q7Size)).Reduce(func(a, b highestBid) highestBid {
@@ -335,12 +337,12 @@ type digestWriter[T any] struct {
 	sum nexmark.Checksum
 }
 
-func (w *digestWriter[T]) Write(v T, _ int64) error {
+func (w *digestWriter[T]) Write(_ context.Context, v T, _ stream.Timestamp) error {
 	w.sum.Add(w.s.hash(v))
 	return nil
 }
 
-func (w *digestWriter[T]) Flush(endOfInput bool) error {
+func (w *digestWriter[T]) Flush(_ context.Context, endOfInput bool) error {
 	if endOfInput {
 		w.s.sp.finish()
 	}

@@ -35,7 +35,7 @@ func kafkaPipeline(env *stream.Environment, cfg Config, sp *span) (*digest, erro
 		return nil, err
 	}
 	out := cfg.OutTopic
-	ser := kafka.SerializerFunc[auctionTotals](func(t auctionTotals, _ int64) (*kgo.Record, error) {
+	ser := kafka.SerializerFunc[auctionTotals](func(t auctionTotals, _ stream.Timestamp) (*kgo.Record, error) {
 		return &kgo.Record{
 			Topic: out,
 			Key:   nexmark.AppendKey(make([]byte, 0, 8), t.Auction),
@@ -95,11 +95,11 @@ type endOfInputWriter[T, C any] struct {
 	sp *span
 }
 
-func (w *endOfInputWriter[T, C]) Flush(endOfInput bool) error {
+func (w *endOfInputWriter[T, C]) Flush(ctx context.Context, endOfInput bool) error {
 	if endOfInput {
 		w.sp.finish()
 	}
-	return w.CommittingWriter.Flush(endOfInput)
+	return w.CommittingWriter.Flush(ctx, endOfInput)
 }
 
 // runRaw is the ceiling of the Kafka pipeline: one franz-go client that

@@ -133,7 +133,7 @@ func (g *JobGraph) Validate() error {
 			}
 			has[n.ID] = h
 			if n.NeedsWatermarks && !h {
-				add(n, "uses event time but no watermark strategy is set upstream; set one on the source (WithWatermarks) or call AssignTimestampsAndWatermarks")
+				add(n, "uses event time but no watermark strategy is set upstream; pass one to the source (the WatermarkStrategy argument of FromSource or DataGenWithWatermarks) or call AssignTimestampsAndWatermarks")
 			}
 		}
 	}
