@@ -306,9 +306,9 @@ type readerCtx struct {
 	requests             int
 }
 
-func (c *readerCtx) Subtask() int       { return c.subtask }
-func (c *readerCtx) Parallelism() int   { return c.parallelism }
-func (c *readerCtx) Clock() clock.Clock { return c.clk }
+func (c *readerCtx) Subtask() int        { return c.subtask }
+func (c *readerCtx) Parallelism() int    { return c.parallelism }
+func (c *readerCtx) Clock() stream.Clock { return c.clk }
 
 func (c *readerCtx) FileSystems() *fs.Resolver { return fs.NewResolver() }
 func (c *readerCtx) SendSplitRequest() {

@@ -27,7 +27,7 @@ func TestAssignerTakesItsInputsParallelism(t *testing.T) {
 	keyed := stream.KeyBy(events, func(v ev) string { return v.Key })
 	out := stream.Collect(asSum(stream.Window(keyed, stream.TumblingEventTimeWindows(time.Second)).Reduce(sumByKey)))
 
-	g := env.Graph(t.Name())
+	g := stream.GraphOf(env, t.Name())
 	for _, n := range g.Nodes {
 		if n.Name != "assign" {
 			continue

@@ -363,7 +363,7 @@ func TestProcessFunctionGraphNodes(t *testing.T) {
 		Element:   func(*stream.KeyedBroadcastReadOnlyContext[int], int, stream.Collector[int]) error { return nil },
 		Broadcast: func(*stream.KeyedBroadcastContext[int], string, stream.Collector[int]) error { return nil },
 	}).Name("keyed-bcast"))
-	g := env.Graph("nodes")
+	g := stream.GraphOf(env, "nodes")
 	type shape struct {
 		Inputs                                    int
 		Chaining                                  graph.Chaining

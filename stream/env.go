@@ -93,8 +93,8 @@ func WithMaxParallelism(p int) Option { return func(e *Environment) { e.maxParal
 func WithRuntimeMode(m RuntimeMode) Option { return func(e *Environment) { e.mode = m } }
 
 // WithClock sets the processing-time clock (default: the system clock).
-// Tests pass a clock.Manual to drive processing time.
-func WithClock(c clock.Clock) Option { return func(e *Environment) { e.clock = c } }
+// Tests pass a ManualClock to drive processing time.
+func WithClock(c Clock) Option { return func(e *Environment) { e.clock = c } }
 
 // WithLogger sets the logger (default: text lines on standard error at
 // level INFO).
@@ -243,9 +243,18 @@ func (e *Environment) addEdge(from *graph.Node, tag string, to *graph.Node, inpu
 // fail records a construction error reported at Execute.
 func (e *Environment) fail(err error) { e.errs = append(e.errs, err) }
 
-// Graph returns the job graph built so far, with forward edges between
+// ExecutionPlan is the job graph built so far as JSON (Flink's
+// getExecutionPlan): its operators with their names, UIDs and parallelism,
+// and the edges between them with their partitioning. It is what sluice info
+// prints.
+func (e *Environment) ExecutionPlan(name string) (string, error) {
+	b, err := e.graph(name).Marshal()
+	return string(b), err
+}
+
+// graph returns the job graph built so far, with forward edges between
 // operators of different parallelism turned into rebalancing ones.
-func (e *Environment) Graph(name string) *graph.JobGraph {
+func (e *Environment) graph(name string) *graph.JobGraph {
 	cfg := conf.With(e.config, conf.ParallelismDefault, e.parallelism)
 	cfg = conf.With(cfg, conf.ExecutionRuntimeMode, string(e.mode))
 	return e.jobs.Graph(name, cfg.ToMap())
@@ -321,7 +330,7 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 	if len(e.errs) > 0 {
 		return nil, joinBuildErrors(e.errs)
 	}
-	g := e.Graph(name)
+	g := e.graph(name)
 	h, err := e.process.Launch(ctx, launch.Job{Graph: g, Config: e.config, Mode: string(e.mode), Options: e.localOptions, Log: e.log})
 	if err != nil {
 		return nil, err

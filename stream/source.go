@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/task"
@@ -92,7 +91,8 @@ func (s InputStatus) sourceStatus() task.SourceStatus {
 type SourceReaderContext interface {
 	Subtask() int
 	Parallelism() int
-	Clock() clock.Clock
+	// Clock is the job's processing time.
+	Clock() Clock
 	// SendSplitRequest asks the enumerator for a split.
 	SendSplitRequest()
 	// FileSystems resolves file URIs by scheme: file:// and plain paths
@@ -388,9 +388,9 @@ func decodeAll[S any](b []byte) ([]S, error) {
 }
 
 // SourceReaderContext implementation.
-func (s *sourceOp[T, S]) Subtask() int       { return s.ctx.Subtask }
-func (s *sourceOp[T, S]) Parallelism() int   { return s.ctx.Parallelism }
-func (s *sourceOp[T, S]) Clock() clock.Clock { return s.ctx.Clock }
+func (s *sourceOp[T, S]) Subtask() int     { return s.ctx.Subtask }
+func (s *sourceOp[T, S]) Parallelism() int { return s.ctx.Parallelism }
+func (s *sourceOp[T, S]) Clock() Clock     { return s.ctx.Clock }
 
 // FileSystems implements SourceReaderContext.
 func (s *sourceOp[T, S]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
