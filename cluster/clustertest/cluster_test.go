@@ -152,7 +152,7 @@ func newCluster(t testing.TB, taskManagers int, jmProps ...string) *cluster {
 		filepath.Walk(c.dir, func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() && (strings.HasSuffix(p, ".log") || strings.HasSuffix(p, ".err")) {
 				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("WARNING: DATA RACE")) {
-					t.Errorf("a data race in %s:\n%s", p, tail(string(b), 60))
+					t.Errorf("a data race in %s:\n%s", p, raceReport(string(b)))
 				}
 			}
 			return nil
@@ -1072,4 +1072,18 @@ func TestShutDownOverREST(t *testing.T) {
 		t.Error("the TaskManager ended with the JobManager")
 	default:
 	}
+}
+
+// raceReport is the first race report of a process's log, whole (both
+// goroutines' stacks), or its last lines when there is none.
+func raceReport(log string) string {
+	i := strings.Index(log, "WARNING: DATA RACE")
+	if i < 0 {
+		return tail(log, 60)
+	}
+	r := log[i:]
+	if j := strings.Index(r, "=================="); j >= 0 {
+		r = r[:j]
+	}
+	return r
 }
