@@ -1,15 +1,11 @@
 package stream_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -97,44 +93,5 @@ func TestFromSplitsIdleSplit(t *testing.T) {
 	sink := newLiveSink[sumOut]()
 	stream.SinkTo(asSum(stream.Window(keyed, stream.TumblingEventTimeWindows(time.Second)).Reduce(sumByKey)), sink)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := env.ExecuteContext(ctx, t.Name())
-		done <- err
-	}()
-	first := func() []string {
-		var got []string
-		for _, r := range sink.records() {
-			if r.Timestamp == 999 {
-				got = append(got, rec(r))
-			}
-		}
-		return sorted(got)
-	}
-	testwait.EventuallyNil(t, 30*time.Second, "window [0,1000)", func() error {
-		if len(first()) >= 2 {
-			return nil
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("job ended: %v", err)
-		default:
-		}
-		// One watermark period at a time, each once the source has taken
-		// the one before (it arms its next timers then).
-		clk.Advance(100)
-		armed, stop := context.WithTimeout(ctx, 10*time.Second)
-		defer stop()
-		if err := clk.BlockUntilArmedAt(armed, clk.NowMillis()+100); err != nil {
-			t.Fatalf("the source did not take the period at %d: %v", clk.NowMillis(), err)
-		}
-		return fmt.Errorf("window [0,1000) did not fire; clock at %d, results %v", clk.NowMillis(), sink.records())
-	})
-	assertEqual(t, "first window", first(), []string{"busy=10@999", "quiet=1@999"})
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("job ended with %v, want context.Canceled", err)
-	}
+	stepUntilFirstWindow(t, env, clk, sink)
 }

@@ -441,6 +441,16 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 	sink := newLiveSink[sumOut]()
 	stream.SinkTo(asSum(stream.Window(keyed, stream.TumblingEventTimeWindows(time.Second)).Reduce(sumByKey)), sink)
 
+	stepUntilFirstWindow(t, env, clk, sink)
+}
+
+// stepUntilFirstWindow runs the job of env, moving clk one watermark period
+// (100 ms) at a time, each once the source has taken the one before, until
+// the window [0,1000) of busy and quiet has fired in sink; then it cancels
+// the job. The window can only fire once the quiet split is idle: its
+// watermark would hold the source's at -1 for ever.
+func stepUntilFirstWindow(t *testing.T, env *stream.Environment, clk *clock.Manual, sink *liveSink[sumOut]) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -448,8 +458,6 @@ func TestIdleSplitDoesNotHoldBackWindows(t *testing.T) {
 		_, err := env.ExecuteContext(ctx, t.Name())
 		done <- err
 	}()
-	// The first window [0,1000) can only fire once the quiet split is idle:
-	// its watermark would hold the source's at -1 for ever.
 	first := func() []string {
 		var got []string
 		for _, r := range sink.records() {
