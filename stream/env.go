@@ -377,10 +377,6 @@ func (c *JobClient) StopWithSavepoint(dir string, drain bool) (string, error) {
 	return c.h.StopWithSavepoint(dir, drain)
 }
 
-func (e *Environment) resolveMode(g *graph.JobGraph) (task.RuntimeMode, error) {
-	return launch.ResolveMode(g, string(e.mode))
-}
-
 func joinBuildErrors(errs []error) error {
 	msg := "stream: the job is invalid:"
 	for _, err := range errs {
