@@ -222,3 +222,42 @@ func onePlan(t *testing.T) *graph.Plan {
 	}
 	return plan
 }
+
+// Metrics is read by REST handlers while the owner loop deploys the next
+// attempt: each attempt publishes its own slice, so a reader never shares
+// memory with a later attempt's assignment (a data race under -race).
+func TestMetricsReadWhileTheJobRestarts(t *testing.T) {
+	strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opFailed := errors.New("operator failed")
+	x := &scriptedExecutor{t: t, script: []step{{taskFails, opFailed}, {taskFails, opFailed}, {finishes, nil}}, hanging: make(chan struct{})}
+	j, err := jobmaster.Start(context.Background(), onePlan(t), jobmaster.Options{JobID: "job", Executor: x, Restart: strategy,
+		Clock: clock.NewManual(0), Listener: &statuses{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	read := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				read <- n
+				return
+			default:
+				n += len(j.Metrics())
+			}
+		}
+	}()
+	if _, err := j.Wait(); err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	close(stop)
+	<-read
+	if got := x.deployed(); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("deployed attempts %v, want [0 1 2]", got)
+	}
+}

@@ -213,8 +213,11 @@ func (j *Job) run() {
 				j.opts.Listener.Restored(RestoreStats{ID: restore.ID(), Kind: restore.kind, Path: restore.dir, Millis: j.opts.Clock.NowMillis()})
 			}
 			j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
-			res.Subtasks = a.Metrics()
-			j.metrics.Store(&res.Subtasks)
+			// Readers (REST) load the published slice header while a later
+			// attempt assigns res.Subtasks: each attempt publishes its own.
+			subtasks := a.Metrics()
+			res.Subtasks = subtasks
+			j.metrics.Store(&subtasks)
 			err = j.runAttempt(n, a, res)
 			a.Close()
 			cancel(errors.New("the attempt ended"))
