@@ -425,6 +425,21 @@ func (c *Coordinator) PersistFailed(id ID, err error) []Action {
 	return c.fail(nil, p, fmt.Errorf("checkpoint: writing the metadata of %s %d: %w", p.kind, id, err), false)
 }
 
+// TriggerFailed records that the lead could not start checkpoint id,
+// which it has not carried out yet (its TriggerBarrier was not applied):
+// the location of a savepoint could not be created, for example. The
+// checkpoint is aborted with err, before any barrier is injected; it
+// counts towards the tolerable failures like a decline. Unknown ids and
+// ids already complete are ignored.
+func (c *Coordinator) TriggerFailed(now int64, id ID, err error) []Action {
+	c.advance(now)
+	p := c.pending[id]
+	if p == nil || p.complete {
+		return nil
+	}
+	return c.fail(nil, p, fmt.Errorf("checkpoint: starting %s %d: %w", p.kind, id, err), true)
+}
+
 // Shutdown stops the coordinator (the job was cancelled, failed or
 // finished): every pending checkpoint is aborted with ErrStopped wrapping
 // reason, and nothing is triggered any more.

@@ -21,6 +21,7 @@ import (
 //	finished TASK
 //	persisted ID
 //	persist-failed ID REASON...
+//	trigger-failed NOW ID REASON...
 //	shutdown REASON...
 //	pending | last | deadline | next-id
 type coordTrace struct {
@@ -159,6 +160,13 @@ func (tr *coordTrace) do(f []string) (string, error) {
 			return tr.actions(tr.c.Persisted(ID(id)))
 		}
 		return tr.actions(tr.c.PersistFailed(ID(id), rest(2)))
+	case "trigger-failed":
+		now, err1 := num(1)
+		id, err2 := num(2)
+		if err := errors.Join(err1, err2); err != nil {
+			return "", err
+		}
+		return tr.actions(tr.c.TriggerFailed(now, ID(id), rest(3)))
 	case "shutdown":
 		return tr.actions(tr.c.Shutdown(rest(1)))
 	case "pending":

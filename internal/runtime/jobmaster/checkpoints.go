@@ -168,6 +168,15 @@ func (c *checkpoints) declineAll(co *checkpoint.Coordinator, t checkpoint.Trigge
 	return out
 }
 
+// triggerFailed ends checkpoint t, whose barrier was not injected, with
+// err: it is reported as triggered, then failed.
+func (c *checkpoints) triggerFailed(co *checkpoint.Coordinator, t checkpoint.TriggerBarrier, err error) []checkpoint.Action {
+	st := CheckpointStats{ID: int64(t.ID), Kind: t.Kind, TriggerMillis: t.Timestamp}
+	c.started[t.ID] = st
+	c.j.opts.Listener.CheckpointTriggered(st)
+	return co.TriggerFailed(c.j.opts.Clock.NowMillis(), t.ID, err)
+}
+
 // startSavepoint prepares the location of a savepoint about to be triggered.
 func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
 	dir := req.dir

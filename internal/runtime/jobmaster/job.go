@@ -371,7 +371,10 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 			if req.kind.IsCheckpoint() {
 				j.ckpt.savepoint[id] = req
 			} else if err := j.ckpt.startSavepoint(id, req); err != nil {
+				// No barrier for a savepoint with nowhere to go: it fails
+				// now, and its failure is in the history.
 				req.reply <- savepointReply{err: err}
+				actions = j.ckpt.triggerFailed(coord, actions[0].(checkpoint.TriggerBarrier), err)
 			}
 			j.ckpt.apply(r, coord, actions, res, fail)
 		case <-tick:
