@@ -25,6 +25,10 @@ const (
 	EnvDynamicProperties = "SLUICE_DYNAMIC_PROPERTIES"
 	// EnvWorkerDeployment names the deployment file of a worker.
 	EnvWorkerDeployment = "SLUICE_WORKER_DEPLOYMENT"
+	// EnvSubmittedOut names the file a job binary run by `sluice run`
+	// writes a job's ID to once it has started (local) or submitted
+	// (remote) it, so the CLI can tell a program that never submitted one.
+	EnvSubmittedOut = "SLUICE_SUBMITTED_OUT"
 )
 
 // Values of EnvExecutionTarget besides TargetLocal and TargetRemote.

@@ -673,3 +673,30 @@ func TestKafkaTransactionsListAndAbort(t *testing.T) {
 		t.Fatalf("the transaction is still open after abort:\n%s", out)
 	}
 }
+
+// A program that exits 0 without starting or submitting a job (one that
+// never calls Execute, or not a Sluice program at all) is an error, not a
+// silent success.
+func TestRunOfAProgramThatSubmitsNoJob(t *testing.T) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"not a Sluice program", []string{"run", truePath}, 1, "job binary " + truePath + " exited without submitting a job"},
+		{"a program that never calls Execute", []string{"run", fakeJob, "--no-submit"}, 1, "calls Execute on its environment"},
+		{"a program that runs its job", []string{"run", fakeJob}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sluice(t, Cluster{}, tc.args...)
+			if r.code != tc.code || (tc.want != "" && !strings.Contains(r.stderr, tc.want)) || (tc.want == "" && r.stderr != "") {
+				t.Fatalf("want exit %d and %q in stderr\n%s", tc.code, tc.want, r)
+			}
+		})
+	}
+}

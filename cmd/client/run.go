@@ -156,7 +156,28 @@ func runJob(c *cli.Context, cl Cluster) error {
 		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
 		js.env[conf.EnvJobManager] = addr
 	}
-	return execJob(c, js, nil)
+	return execSubmitting(c, js)
+}
+
+// execSubmitting runs the job binary of `sluice run` and fails when it
+// exited without starting or submitting a job (a program that never calls
+// Execute, or not a Sluice program at all), which would otherwise end
+// silently with status 0.
+func execSubmitting(c *cli.Context, js *jobSettings) error {
+	dir, err := os.MkdirTemp("", "sluice-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "submitted")
+	js.env[conf.EnvSubmittedOut] = out
+	if err := execJob(c, js, nil); err != nil {
+		return err
+	}
+	if ids, err := os.ReadFile(out); err != nil || len(bytes.TrimSpace(ids)) == 0 {
+		return &exitCode{code: 1, msg: fmt.Sprintf("job binary %s exited without submitting a job: a Sluice job program builds its dataflow and calls Execute on its environment (stream.Execute)", js.binary)}
+	}
+	return nil
 }
 
 // execJob runs the job binary with the settings, its output to ours (its

@@ -67,6 +67,9 @@ type Process struct {
 	// Stdout receives what the job binary tells its user ("Job has been
 	// submitted with JobID ...", as Flink's client prints).
 	Stdout io.Writer
+	// SubmittedOut, when set, is the file the ID of each job started or
+	// submitted is appended to (conf.EnvSubmittedOut).
+	SubmittedOut string
 	// Exit ends the process. A job binary run for its plan, or as a
 	// worker, never continues past Execute: its program's main must not run
 	// on after the job (as Flink's client ends a program's main once it has
@@ -84,6 +87,7 @@ func FromEnvironment() (*Process, error) {
 func FromGetenv(getenv func(string) string, args []string, stdout io.Writer, exit func(int), executable func() (string, error)) (*Process, error) {
 	p := &Process{
 		PlanOut:           getenv(conf.EnvPlanOut),
+		SubmittedOut:      getenv(conf.EnvSubmittedOut),
 		JobManager:        getenv(conf.EnvJobManager),
 		DynamicProperties: conf.SplitDynamicProperties(getenv(conf.EnvDynamicProperties)),
 		Args:              args,
@@ -180,9 +184,25 @@ func (p *Process) Launch(ctx context.Context, j Job) (*Handle, error) {
 		p.Exit(0)
 		return nil, ErrEnded
 	case TargetRemote:
-		return p.submitRemote(ctx, j)
+		return p.submitted(p.submitRemote(ctx, j))
 	}
-	return startLocal(ctx, j)
+	return p.submitted(startLocal(ctx, j))
+}
+
+// submitted records a started or submitted job for the CLI.
+func (p *Process) submitted(h *Handle, err error) (*Handle, error) {
+	if err != nil || p.SubmittedOut == "" {
+		return h, err
+	}
+	f, ferr := os.OpenFile(p.SubmittedOut, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if ferr == nil {
+		_, ferr = fmt.Fprintln(f, h.JobID())
+		ferr = errors.Join(ferr, f.Close())
+	}
+	if ferr != nil {
+		return h, fmt.Errorf("launch: recording the submitted job for the CLI in %s=%s: %w", conf.EnvSubmittedOut, p.SubmittedOut, ferr)
+	}
+	return h, nil
 }
 
 func startLocal(ctx context.Context, j Job) (*Handle, error) {

@@ -9,6 +9,9 @@
 //	        $SLUICE_PLAN_OUT (not with --no-plan)
 //	remote: submits that graph and itself to $SLUICE_JOBMANAGER and, unless
 //	        execution.attached=false, waits for the job's result
+//
+// In local and remote mode it records a job as submitted in
+// $SLUICE_SUBMITTED_OUT, as stream.Execute does, unless --no-submit.
 package main
 
 import (
@@ -56,6 +59,7 @@ func main() {
 	default:
 		b, _ := json.Marshal(Report{Target: target, JobManager: os.Getenv(conf.EnvJobManager), Props: props, Args: args, ConfDir: os.Getenv(conf.EnvConfDir)})
 		fmt.Println(string(b))
+		submitted(args, "local-fake-job")
 		for _, a := range args {
 			if v, ok := strings.CutPrefix(a, "--exit="); ok {
 				n, _ := strconv.Atoi(v)
@@ -99,6 +103,7 @@ func remote(name string, args, props []string) {
 		fail(err)
 	}
 	fmt.Printf("Job has been submitted with JobID %s\n", id)
+	submitted(args, id)
 	if slices.Contains(props, "execution.attached=false") {
 		return
 	}
@@ -109,6 +114,15 @@ func remote(name string, args, props []string) {
 	fmt.Printf("Job %s ended: %s\n", id, res.ApplicationStatus)
 	if err := res.Err(); err != nil {
 		fail(err)
+	}
+}
+
+// submitted records the job for the CLI (conf.EnvSubmittedOut).
+func submitted(args []string, id string) {
+	if out := os.Getenv(conf.EnvSubmittedOut); out != "" && !slices.Contains(args, "--no-submit") {
+		if err := os.WriteFile(out, []byte(id+"\n"), 0o600); err != nil {
+			fail(err)
+		}
 	}
 }
 
