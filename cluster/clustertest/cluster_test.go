@@ -782,6 +782,13 @@ func TestCLILifecycle(t *testing.T) {
 		}
 		return m[1]
 	}
+	// A savepoint that is not there is refused at submission, not
+	// reported as a submitted job that then fails.
+	bad := append(append([]string{"run", "-d"}, common...), "-s", "/nonexistent/savepoint-1", jobBin, "-out", out, "-n", "1")
+	o, err := c.sluice(bad...)
+	if err == nil || !strings.Contains(o, "/nonexistent/savepoint-1") || strings.Contains(o, "has been submitted") {
+		t.Errorf("sluice run -d -s /nonexistent/savepoint-1: err %v, output:\n%s", err, o)
+	}
 	job := run()
 	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
 		o, _ := c.sluice("list", "-r", "-m", c.rest())

@@ -273,6 +273,14 @@ func (d *Dispatcher) Submit(s Submission) (string, error) {
 	if s.BinaryPath == "" {
 		return "", fmt.Errorf("%w: no job binary", ErrBadSubmission)
 	}
+	if from := s.Dynamic[conf.StateRecoveryPath.Key()]; from != "" {
+		// Checked before the job is accepted: a detached submission would
+		// otherwise report success for a job that can only fail.
+		if err := jobmaster.CheckRestorePath(d.cfg.FileSystems, from); err != nil {
+			d.log.Warn("job refused: its savepoint cannot be read", "name", g.Name, "err", err)
+			return "", fmt.Errorf("%w: %w", ErrBadSubmission, err)
+		}
+	}
 	bl, err := d.blobs.put(s.BinaryPath)
 	if err != nil {
 		return "", err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
@@ -148,18 +149,41 @@ func (r *Restore) forTask(plan *graph.Plan, opIDs map[graph.NodeID]string, c *gr
 	return out
 }
 
+// CheckRestorePath reports whether from (execution.state-recovery.path)
+// names a savepoint or retained checkpoint that can be read through
+// filesystems: its _metadata file exists. A cluster checks it when a job
+// is submitted, so that a wrong path is refused at once instead of
+// failing the job after it was accepted.
+func CheckRestorePath(filesystems *fs.Resolver, from string) error {
+	if filesystems == nil {
+		filesystems = fs.NewResolver()
+	}
+	_, _, err := resolveRestore(filesystems, from)
+	return err
+}
+
+// resolveRestore finds the metadata file of the savepoint or checkpoint
+// at from.
+func resolveRestore(filesystems *fs.Resolver, from string) (fs.FileSystem, string, error) {
+	fsys, p, err := filesystems.For(from)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobmaster: restoring from %q (%s): %w", from, conf.StateRecoveryPath.Key(), err)
+	}
+	meta, err := storage.Resolve(fsys, p)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobmaster: restoring from %q (%s): %w", from, conf.StateRecoveryPath.Key(), err)
+	}
+	return fsys, meta, nil
+}
+
 // initialRestore reads the savepoint or checkpoint the job starts from.
 func (j *Job) initialRestore() (*Restore, error) {
 	if j.opts.RestoreFrom == "" {
 		return nil, nil
 	}
-	fsys, p, err := j.opts.FileSystems.For(j.opts.RestoreFrom)
+	fsys, meta, err := resolveRestore(j.opts.FileSystems, j.opts.RestoreFrom)
 	if err != nil {
-		return nil, fmt.Errorf("jobmaster: restoring from %q: %w", j.opts.RestoreFrom, err)
-	}
-	meta, err := storage.Resolve(fsys, p)
-	if err != nil {
-		return nil, fmt.Errorf("jobmaster: restoring from %q: %w", j.opts.RestoreFrom, err)
+		return nil, err
 	}
 	r, err := ReadRestore(j.plan, fsys, meta, j.opts.AllowNonRestoredState, j.opts.Log)
 	if err != nil {
