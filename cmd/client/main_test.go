@@ -700,3 +700,32 @@ func TestRunOfAProgramThatSubmitsNoJob(t *testing.T) {
 		})
 	}
 }
+
+// Without a Hadoop configuration that names the ResourceManager, a YARN
+// target fails at once, saying so, instead of retrying against Hadoop's
+// default 0.0.0.0:8032 (yarndeploy's TestCheckResourceManager has the
+// configurations that do name it).
+func TestYarnTargetsWithoutHadoopConfiguration(t *testing.T) {
+	emptyConf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(emptyConf, "yarn-site.xml"), []byte("<configuration></configuration>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unset, yarn-application", nil, []string{"run", "-t", "yarn-application", fakeJob}, "HADOOP_CONF_DIR is unset"},
+		{"unset, yarn-session", nil, []string{"yarn-session"}, "HADOOP_CONF_DIR is unset"},
+		{"no address in yarn-site.xml", map[string]string{"HADOOP_CONF_DIR": emptyConf}, []string{"run", "-t", "yarn-application", fakeJob}, "yarn-site.xml has no yarn.resourcemanager.address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := yarnDeployment{getenv: func(k string) string { return tc.env[k] }}
+			r := sluice(t, Cluster{YarnCluster: y}, tc.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit 1 saying %q\n%s", tc.want, r)
+			}
+		})
+	}
+}
