@@ -97,3 +97,39 @@ func TestSavepointWithNowhereToGoIsRecordedAsFailed(t *testing.T) {
 		})
 	}
 }
+
+// A savepoint of a job without checkpointing, or without a directory,
+// fails naming the keys that would have made it possible.
+func TestSavepointErrorsNameTheirKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts jobmaster.Options
+		want []string
+	}{
+		{"no checkpointing", jobmaster.Options{JobID: "sp"}, []string{"execution.checkpointing.interval", "execution.checkpointing.savepoint-dir"}},
+		{"no directory", jobmaster.Options{JobID: "sp", Checkpoints: &jobmaster.CheckpointOptions{Dir: t.TempDir(), NumRetained: 1}},
+			[]string{"no savepoint directory", "execution.checkpointing.savepoint-dir"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newStepSource()
+			j, err := jobmaster.Start(context.Background(), stepPlan(t, src), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { j.Cancel(); j.Wait() }()
+			<-src.restored
+			_, err = j.TriggerSavepoint("")
+			if err == nil {
+				t.Fatal("savepoint succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not name %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "local:") || strings.Contains(err.Error(), "jobmaster: jobmaster:") {
+				t.Errorf("%q: engine prefixes", err)
+			}
+		})
+	}
+}
