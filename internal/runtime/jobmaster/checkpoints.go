@@ -252,7 +252,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 			c.j.opts.Log.Warn("discarding old checkpoints failed", "err", err)
 		}
 	}
-	c.j.opts.Log.Debug("checkpoint complete", "job", c.j.id, "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
+	c.j.opts.Log.Debug("checkpoint complete", "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
 	return co.Persisted(cp.ID)
 }
 

@@ -87,6 +87,8 @@ func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
 	if j.id == "" {
 		j.id = fmt.Sprintf("%s-%x", plan.Graph.Fingerprint()[:12], time.Now().UnixNano()&0xffffff)
 	}
+	// Every line the JobMaster logs names its job, once.
+	j.opts.Log = j.opts.Log.With("job", j.id)
 	if opts.Checkpoints != nil {
 		c, err := newCheckpoints(j, opts.Checkpoints)
 		if err != nil {
@@ -248,9 +250,9 @@ func (j *Job) run() {
 		}
 		j.opts.Listener.StatusChanged(StatusRestarting, now, err)
 		if deployed {
-			j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+			j.opts.Log.Warn("job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
 		} else {
-			j.opts.Log.Warn("deploying the job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+			j.opts.Log.Warn("deploying the job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
 		}
 		if d.Delay > 0 {
 			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
