@@ -180,7 +180,6 @@ func (k *KerberosConfig) service() string {
 	return k.ServiceName
 }
 
-
 // SASLGSSAPI authenticates with SASL/GSSAPI (Kerberos), logging in from a
 // keytab. Each Kafka client holds its own Kerberos login, destroyed with
 // the client. Default: no SASL.
