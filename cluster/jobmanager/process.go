@@ -170,7 +170,12 @@ func RunWith(ctx context.Context, o Options) error {
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
 	var rs *rest.Server
-	jmHost, _, _ := net.SplitHostPort(o.RPCAddress)
+	// The host label of the JobManager's metrics is the machine's name, as
+	// a TaskManager's is (not the RPC address's, often localhost).
+	jmHost, err := os.Hostname()
+	if err != nil || jmHost == "" {
+		jmHost, _, _ = net.SplitHostPort(o.RPCAddress)
+	}
 	shutDown := make(chan struct{})
 	var shutDownOnce sync.Once
 	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens,

@@ -568,7 +568,7 @@ func (tm *TaskManager) sendOffer(f ofOffer) {
 	if s == nil || !tm.st.link.registered() {
 		return
 	}
-	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host, Slots: f.slots}
+	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.hostname, Slots: f.slots}
 	allocs := make([]string, len(f.slots))
 	for i, sl := range f.slots {
 		allocs[i] = sl.GetAllocationId()
