@@ -219,7 +219,9 @@ func (c *sinkConfig) pool() int {
 
 // producerOpts are the franz-go options of the sink's producers.
 func (c *sinkConfig) producerOpts() []kgo.Opt {
-	var opts []kgo.Opt
+	// A missing output topic is created where the broker allows it, as
+	// Kafka's Java producer does.
+	opts := []kgo.Opt{kgo.AllowAutoTopicCreation()}
 	if c.linger > 0 {
 		opts = append(opts, kgo.ProducerLinger(c.linger))
 	}

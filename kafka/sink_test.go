@@ -485,3 +485,51 @@ func TestAtLeastOnceFailsOnProduceErrors(t *testing.T) {
 		t.Fatalf("NONE: %d produce errors counted, want 2", n)
 	}
 }
+
+// A missing output topic is created where the broker allows it (as Java's
+// producer does); where it does not, the job fails once, naming the
+// topic, however many restarts its strategy allows.
+func TestSinkToAMissingTopic(t *testing.T) {
+	for _, g := range []kafka.DeliveryGuarantee{kafka.AtLeastOnce, kafka.ExactlyOnce} {
+		t.Run(g.String()+"/broker creates it", func(t *testing.T) {
+			c := newCluster(t, kfake.AllowAutoTopicCreation())
+			topic := "created-" + g.String()
+			sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(g),
+				kafka.TransactionalIDPrefix(topic), kafka.WithLogger(testLogger(t)))
+			env := newEnv(t, 1)
+			in := stream.FromSlice(env, []string{"a", "b", "c"})
+			if g == kafka.ExactlyOnce {
+				stream.SinkToCommitting(in, sink)
+			} else {
+				stream.SinkTo(in, sink)
+			}
+			if _, err := env.ExecuteContext(ctxT(t), t.Name()); err != nil {
+				t.Fatal(err)
+			}
+			if got := sorted(values(c.consume(t, topic, g == kafka.ExactlyOnce))); !slices.Equal(got, []string{"a", "b", "c"}) {
+				t.Fatalf("topic holds %q", got)
+			}
+		})
+		t.Run(g.String()+"/broker refuses", func(t *testing.T) {
+			c := newCluster(t)
+			topic := "missing-" + g.String()
+			sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(g),
+				kafka.TransactionalIDPrefix(topic), kafka.WithLogger(quietLogger()))
+			env := newEnv(t, 1, stream.WithRestartStrategy(stream.FixedDelayRestart(5, 0)))
+			in := stream.FromSlice(env, []string{"a"})
+			if g == kafka.ExactlyOnce {
+				stream.SinkToCommitting(in, sink)
+			} else {
+				stream.SinkTo(in, sink)
+			}
+			res, err := env.ExecuteContext(ctxT(t), t.Name())
+			if !errors.Is(err, kafka.ErrTopicNotCreated) || !strings.Contains(err.Error(), `topic "`+topic+`"`) {
+				t.Fatalf("got %v, want ErrTopicNotCreated naming the topic", err)
+			}
+			// One attempt (one failed record), not six.
+			if n := sink.Metrics().ProduceErrors.Load(); n != 1 || res != nil && res.Restarts != 0 {
+				t.Errorf("%d failed records (result %+v): a restart cannot create the topic", n, res)
+			}
+		})
+	}
+}

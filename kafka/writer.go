@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -48,7 +49,14 @@ func (p *produceState) done(r *kgo.Record, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the writer is closing
 	}
-	err = fmt.Errorf("kafka: producing to topic %q: %w", r.Topic, err)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// The client asked the broker to create the topic (as Java's
+		// producer does) and it did not.
+		err = permanent{fmt.Errorf("%w: topic %q, and the broker did not create it (auto.create.topics.enable=false on the broker, or no permission to create topics): create the topic: %w",
+			ErrTopicNotCreated, r.Topic, err)}
+	} else {
+		err = fmt.Errorf("kafka: producing to topic %q: %w", r.Topic, err)
+	}
 	p.err.CompareAndSwap(nil, &err)
 }
 
