@@ -100,6 +100,10 @@ type TransactionTimeoutError struct {
 	CheckpointInterval time.Duration
 }
 
+// Unrecoverable tells the engine not to restart: the timeout is
+// configuration, the same after any restart.
+func (e *TransactionTimeoutError) Unrecoverable() bool { return true }
+
 func (e *TransactionTimeoutError) Error() string {
 	if e.BrokerMax > 0 && e.Timeout > e.BrokerMax {
 		return fmt.Sprintf("kafka: transaction timeout %v exceeds the brokers' transaction.max.timeout.ms (%v): "+

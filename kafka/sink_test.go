@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
@@ -345,52 +346,98 @@ func TestLingeringTransactionsOfThePrefixAreAbortedAtStart(t *testing.T) {
 	}
 }
 
-func TestTransactionalIDsComeFromABoundedPool(t *testing.T) {
-	c := newCluster(t)
-	c.createTopic(t, "pool", 1)
-	sink := mustSink(t, kafka.StringSerializer("pool"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
-		kafka.TransactionalIDPrefix("p"), kafka.TransactionalIDPoolSize(2), kafka.WithLogger(testLogger(t)))
-	w, committer := newTxnWriter(t, sink, 1, 2)
-	var ids []string
-	var written []string
-	step := func(v string) []kafka.TxnCommittable {
-		t.Helper()
-		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
-			t.Fatal(err)
-		}
-		written = append(written, v)
-		cs, err := w.PrepareCommit(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, cs[0].TransactionalID)
-		return cs
-	}
-	for i := 0; i < 5; i++ {
-		if err := committer.Commit(context.Background(), step(fmt.Sprint("a", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := []string{"p-1-0", "p-1-1", "p-1-0", "p-1-1", "p-1-0"}; !slices.Equal(ids, want) {
-		t.Fatalf("transactional ids %v, want %v", ids, want)
-	}
-	// Two pre-committed transactions await commit: the pool is exhausted.
-	pending := append(step("b0"), step("b1")...)
-	if err := w.Write(context.Background(), "b2", stream.NoTimestamp); !errors.Is(err, kafka.ErrPoolExhausted) {
-		t.Fatalf("third open transaction: %v, want ErrPoolExhausted", err)
-	}
-	if err := committer.Commit(context.Background(), pending); err != nil {
-		t.Fatal(err)
-	}
-	if cs := step("b2"); len(cs) != 1 {
-		t.Fatal("no transaction after the pool was freed")
-	}
-	if err := committer.Commit(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	got := values(c.consume(t, "pool", true))
-	if want := append([]string(nil), written[:len(written)-1]...); !slices.Equal(got, want) {
-		t.Fatalf("committed records %v, want %v", got, want)
+// Transactional ids cycle through the subtask's pool. When every id holds
+// a transaction (pre-committed ones wait for a completed checkpoint, as
+// after failed checkpoints or savepoints), the pool grows where the
+// brokers can list transactions (a restart then finds the grown ids) and
+// the writer fails with ErrPoolExhausted where they cannot. Either way
+// every committed record is there exactly once.
+func TestTransactionalIDsComeFromAPool(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		noList   bool
+		wantIDs  []string // of the three transactions pre-committed without a commit
+		wantFail bool
+	}{
+		{name: "brokers list transactions: the pool grows", wantIDs: []string{"p-1-1", "p-1-0", "p-1-2"}},
+		{name: "brokers cannot list transactions: bounded", noList: true, wantFail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.createTopic(t, "pool", 1)
+			if tc.noList {
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListTransactions}, Err: kerr.UnsupportedVersion, Count: -1})
+			}
+			sink := mustSink(t, kafka.StringSerializer("pool"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
+				kafka.TransactionalIDPrefix("p"), kafka.TransactionalIDPoolSize(2), kafka.WithLogger(quietLogger()))
+			w, committer := newTxnWriter(t, sink, 1, 2)
+			var ids, written []string
+			step := func(v string) []kafka.TxnCommittable {
+				t.Helper()
+				if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
+					t.Fatal(err)
+				}
+				written = append(written, v)
+				cs, err := w.PrepareCommit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, cs[0].TransactionalID)
+				return cs
+			}
+			for i := 0; i < 5; i++ {
+				if err := committer.Commit(context.Background(), step(fmt.Sprint("a", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := []string{"p-1-0", "p-1-1", "p-1-0", "p-1-1", "p-1-0"}; !slices.Equal(ids, want) {
+				t.Fatalf("transactional ids %v, want %v", ids, want)
+			}
+			// Two pre-committed transactions await commit (two failed
+			// checkpoints): every id of the pool holds one.
+			ids = nil
+			pending := append(step("b0"), step("b1")...)
+			err := w.Write(context.Background(), "b2", stream.NoTimestamp)
+			if tc.wantFail {
+				if !errors.Is(err, kafka.ErrPoolExhausted) || !strings.Contains(err.Error(), "ListTransactions") {
+					t.Fatalf("third open transaction: %v, want ErrPoolExhausted saying why the pool cannot grow", err)
+				}
+				if err := committer.Commit(context.Background(), pending); err != nil {
+					t.Fatal(err)
+				}
+				cs := step("b2")
+				if len(cs) != 1 {
+					t.Fatal("no transaction after the pool was freed")
+				}
+				if err := committer.Commit(context.Background(), cs); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("third open transaction: %v", err)
+				}
+				written = append(written, "b2")
+				cs, err := w.PrepareCommit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, cs[0].TransactionalID)
+				if !slices.Equal(ids, tc.wantIDs) {
+					t.Fatalf("transactional ids %v, want %v", ids, tc.wantIDs)
+				}
+				// The next completed checkpoint commits all three.
+				if err := committer.Commit(context.Background(), append(pending, cs...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := committer.Commit(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			got := values(c.consume(t, "pool", true))
+			if !slices.Equal(got, written) {
+				t.Fatalf("committed records %v, want %v", got, written)
+			}
+		})
 	}
 }
 
@@ -424,6 +471,9 @@ func TestTransactionTimeoutIsCheckedAgainstBrokerAndCheckpointInterval(t *testin
 				var te *kafka.TransactionTimeoutError
 				if !errors.As(err, &te) || !errors.Is(err, kafka.ErrTransactionTimeout) {
 					t.Fatalf("got %v, want a TransactionTimeoutError", err)
+				}
+				if restart.Recoverable(fmt.Errorf("sink: %w", err)) {
+					t.Errorf("a restart is thought to fix %v", err)
 				}
 				for _, s := range tc.errHas {
 					if !strings.Contains(err.Error(), s) {
