@@ -20,6 +20,8 @@ type Job struct {
 	opIDs  map[graph.NodeID]string
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cancelled: Cancel was called (not only the parent context ended).
+	cancelled atomic.Bool
 
 	events   chan any
 	requests chan savepointReq
@@ -122,8 +124,13 @@ func (j *Job) Wait() (*Result, error) {
 	return j.result, j.err
 }
 
-// Cancel stops the job; Wait then reports it cancelled.
-func (j *Job) Cancel() { j.cancel() }
+// Cancel stops the job; Wait then reports it cancelled. Its checkpoints
+// are discarded unless execution.checkpointing.externalized-checkpoint-retention
+// retains them on cancellation.
+func (j *Job) Cancel() {
+	j.cancelled.Store(true)
+	j.cancel()
+}
 
 // TriggerCheckpoint takes a checkpoint of kind checkpoint.Checkpoint (as
 // the job checkpoints: incremental if configured) or
@@ -409,6 +416,9 @@ func IsCancelled(err error) bool { return errors.Is(err, errCancelled) }
 // cleanup removes what the job's end makes obsolete.
 func (j *Job) cleanup(finished bool) {
 	if j.ckpt != nil {
-		j.ckpt.jobEnded(finished, j.ctx.Err() != nil)
+		// Only a cancel discards: a job whose context ended (its JobManager
+		// shutting down, an ApplicationMaster killed through YARN) is
+		// suspended, and its checkpoints are what resuming it needs.
+		j.ckpt.jobEnded(finished, j.cancelled.Load())
 	}
 }

@@ -133,3 +133,45 @@ func TestSavepointErrorsNameTheirKeys(t *testing.T) {
 		})
 	}
 }
+
+// A job whose context ends (its JobManager shutting down, an
+// ApplicationMaster killed through YARN) is suspended: its checkpoints stay
+// for it to resume from. Only Cancel discards them (without retention).
+func TestSuspendedJobKeepsItsCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancel   bool
+		wantKept bool
+	}{
+		{"context ended: suspended", false, true},
+		{"cancelled", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "chk")
+			src := newStepSource()
+			ctx, end := context.WithCancel(context.Background())
+			defer end()
+			j, err := jobmaster.Start(ctx, stepPlan(t, src), jobmaster.Options{JobID: "sus",
+				Checkpoints: &jobmaster.CheckpointOptions{Dir: dir, NumRetained: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-src.restored
+			src.step(1)
+			p, err := j.TriggerCheckpoint(checkpoint.Checkpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				j.Cancel()
+			} else {
+				end()
+			}
+			j.Wait()
+			_, statErr := os.Stat(p)
+			if kept := statErr == nil; kept != tc.wantKept {
+				t.Errorf("checkpoint %s kept: %v (%v), want %v", p, kept, statErr, tc.wantKept)
+			}
+		})
+	}
+}
