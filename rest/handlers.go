@@ -200,15 +200,7 @@ const maskedValue = "******"
 func (s *Server) getClusterConfig(w http.ResponseWriter, r *http.Request) {
 	entries := []ConfigEntry{}
 	for _, e := range s.cfg.Cluster.Entries() {
-		v := e.Value
-		lk := strings.ToLower(e.Key)
-		for _, p := range sensitiveKeyParts {
-			if strings.Contains(lk, p) {
-				v = maskedValue
-				break
-			}
-		}
-		entries = append(entries, ConfigEntry{Key: e.Key, Value: v})
+		entries = append(entries, ConfigEntry{Key: e.Key, Value: maskValue(e.Key, e.Value)})
 	}
 	writeJSON(w, http.StatusOK, entries)
 }
