@@ -77,7 +77,7 @@
   function fmtPct(p) { return p === null || p === undefined ? "–" : Math.round(p) + " %"; }
   function fmtWatermark(v) {
     const n = Number(v);
-    if (v === undefined || v === null || isNaN(n) || n <= MIN_WATERMARK) return "no watermark";
+    if (v === undefined || v === null || isNaN(n) || n <= MIN_WATERMARK) return "none";
     if (n >= 9.2e18) return "end of time";
     return fmtTime(n);
   }
@@ -307,15 +307,21 @@
   // ---------------------------------------------------------------------
   // Job
 
-  // rates keeps, per job, the previous sample of each vertex's counters to
-  // turn them into rates (the REST API reports accumulated counters).
+  // The REST API reports accumulated counters, which the workers' reports
+  // move in steps: a rate is taken over a window of the last samples (at
+  // least RATE_SPAN ms, at most RATE_WINDOW ms), not between two polls.
+  const RATE_SPAN = 2000, RATE_WINDOW = 10000;
   const samples = new Map();
 
   function rate(key, value, now) {
-    const prev = samples.get(key);
-    samples.set(key, { v: value, t: now });
-    if (!prev || now <= prev.t || value < prev.v) return null;
-    return (value - prev.v) / ((now - prev.t) / 1000);
+    let s = samples.get(key);
+    if (!s || (s.length && (value < s[s.length - 1].v || now < s[s.length - 1].t))) s = []; // restarted
+    if (!s.length || now > s[s.length - 1].t) s.push({ v: value, t: now });
+    while (s.length > 2 && now - s[1].t >= RATE_WINDOW) s.shift();
+    samples.set(key, s);
+    const first = s[0], last = s[s.length - 1];
+    if (last.t - first.t < RATE_SPAN) return null;
+    return (last.v - first.v) / ((last.t - first.t) / 1000);
   }
 
   function vertexRates(jid, job) {
@@ -323,6 +329,10 @@
     for (const v of job.vertices || []) {
       const m = v.metrics || {};
       const k = jid + "/" + v.id + "/";
+      if (terminal(v.status) || terminal(job.state)) { // nothing moves any more
+        out[v.id] = { in: null, out: null, busy: null, bp: null };
+        continue;
+      }
       const busy = rate(k + "busy", m["accumulated-busy-time"] || 0, job.now);
       const bp = rate(k + "bp", m["accumulated-backpressured-time"] || 0, job.now);
       out[v.id] = {
@@ -583,10 +593,10 @@
         "<div>Restored</div><div>" + (l.restored ? "#" + esc(l.restored.id) + " at " + fmtTime(l.restored.restore_timestamp) + ' <span class="mono">' + esc(l.restored.external_path || "") + "</span>" : "none") + "</div></div>";
       h += '<h2>History</h2><div class="panel"><table id="cp-history"><thead><tr><th class="num">ID</th><th>Status</th><th>Type</th><th>Triggered</th><th>Acknowledged</th><th class="num">Subtasks</th><th class="num">Duration</th><th class="num">Checkpointed size</th><th class="num">Full size</th><th class="num">Alignment buffered</th><th class="num">Processed</th><th class="num">Persisted</th><th>Path or failure</th></tr></thead><tbody>';
       for (const x of cp.history || []) {
-        h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + "</td><td>" + fmtTime(x.trigger_timestamp) + "</td><td>" + fmtTime(x.latest_ack_timestamp) +
-          '</td><td class="num">' + esc(x.num_acknowledged_subtasks) + "/" + esc(x.num_subtasks) + '</td><td class="num">' + (x.status === "COMPLETED" ? fmtDuration(x.end_to_end_duration) : "–") +
+        h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + '</td><td class="nowrap">' + fmtTime(x.trigger_timestamp) + '</td><td class="nowrap">' + fmtTime(x.latest_ack_timestamp) +
+          '</td><td class="num">' + (x.num_subtasks ? esc(x.num_acknowledged_subtasks) + "/" + esc(x.num_subtasks) : "–") + '</td><td class="num">' + (x.status === "COMPLETED" ? fmtDuration(x.end_to_end_duration) : "–") +
           '</td><td class="num">' + fmtBytes(x.checkpointed_size) + '</td><td class="num">' + fmtBytes(x.state_size) + '</td><td class="num">' + fmtBytes(x.alignment_buffered) +
-          '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td><td class="mono">' + esc(x.failure_message || x.external_path || "") + "</td></tr>";
+          '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td><td class="mono path">' + esc(x.failure_message || x.external_path || "") + "</td></tr>";
       }
       if (!(cp.history || []).length) h += '<tr><td colspan="13">' + empty("No checkpoint yet.") + "</td></tr>";
       document.getElementById("tab").innerHTML = h + "</tbody></table></div>";
@@ -619,11 +629,11 @@
   const PALETTE = ["#1f6feb", "#cf222e", "#1a7f37", "#bf8700", "#8250df", "#0a7e8c", "#e16f24", "#57606a"];
 
   // plot draws series of [x, y] points as lines in a small SVG.
-  function plot(title, series, fmt, xkind) {
+  function plot(title, series, fmt, xkind, emptyMsg) {
     const W = 360, H = 120, L = 64, R = 8, T = 8, B = 18;
     const pts = series.flatMap(s => s.points).filter(p => p[1] !== null && !isNaN(p[1]));
     let h = '<div class="plot"><div class="ptitle">' + esc(title) + "</div>";
-    if (pts.length < 1) return h + '<svg class="plot-svg" width="' + W + '" height="' + H + '"><text x="' + W / 2 + '" y="' + H / 2 + '" text-anchor="middle">waiting for data</text></svg></div>';
+    if (pts.length < 1) return h + '<svg class="plot-svg" width="' + W + '" height="' + H + '"><text x="' + W / 2 + '" y="' + H / 2 + '" text-anchor="middle">' + esc(emptyMsg || "waiting for data") + '</text></svg></div>';
     const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
     let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...ys), y1 = Math.max(...ys);
     if (x1 === x0) x1 = x0 + 1;
@@ -652,7 +662,7 @@
     main.innerHTML = '<div id="head"></div><div class="tabs"><a href="#/job/' + jid + '/overview">← Job</a></div><div id="page-error"></div><h1 id="vertex-name"></h1><div id="vertex-summary" class="muted"></div>' +
       '<h2>Metrics over time</h2><div class="plots" id="plots"></div><h2>Subtasks</h2><div class="panel" id="subtasks"></div>';
     const key = jid + "/" + vid;
-    if (!vertexHistory.has(key)) vertexHistory.set(key, { last: new Map(), series: new Map() });
+    if (!vertexHistory.has(key)) vertexHistory.set(key, { series: new Map() });
     const hist = vertexHistory.get(key);
     let headState = null;
     every(async () => {
@@ -662,27 +672,26 @@
         headState = job.state;
         document.getElementById("head").innerHTML = jobHeader(job);
         wireButtons(job);
+      } else {
+        document.getElementById("job-duration").textContent = fmtDuration(job.duration);
       }
       document.getElementById("vertex-name").textContent = v.name;
       document.getElementById("vertex-summary").textContent = "Parallelism " + v.parallelism + " · max parallelism " + v.maxParallelism + " · " + v.subtasks.length + " subtasks reported";
       const wmBy = new Map(wm.map(x => [Number(x.id.split(".")[0]), x.value]));
       for (const st of v.subtasks) {
         const m = st.metrics || {};
-        const cur = { t: v.now, in: m["read-records"] || 0, out: m["write-records"] || 0, busy: m["accumulated-busy-time"] || 0, bp: m["accumulated-backpressured-time"] || 0 };
-        const prev = hist.last.get(st.subtask);
-        hist.last.set(st.subtask, cur);
         if (!hist.series.has(st.subtask)) hist.series.set(st.subtask, { in: [], out: [], busy: [], bp: [], wm: [] });
         const s = hist.series.get(st.subtask);
         const w = Number(wmBy.get(st.subtask));
         if (!isNaN(w) && w > MIN_WATERMARK && w < 9.2e18) s.wm.push([v.now, w]);
-        if (prev && cur.t > prev.t && cur.in >= prev.in && cur.out >= prev.out) {
-          const dt = (cur.t - prev.t) / 1000;
-          s.in.push([v.now, (cur.in - prev.in) / dt]);
-          s.out.push([v.now, (cur.out - prev.out) / dt]);
-          s.busy.push([v.now, Math.min(1000, (cur.busy - prev.busy) / dt)]);
-          s.bp.push([v.now, Math.min(1000, (cur.bp - prev.bp) / dt)]);
-        }
-        for (const k of Object.keys(s)) if (s[k].length > HISTORY) s[k].splice(0, s[k].length - HISTORY);
+        const k = key + "/" + st.subtask + "/";
+        const rin = rate(k + "in", m["read-records"] || 0, v.now), rout = rate(k + "out", m["write-records"] || 0, v.now);
+        const rbusy = rate(k + "busy", m["accumulated-busy-time"] || 0, v.now), rbp = rate(k + "bp", m["accumulated-backpressured-time"] || 0, v.now);
+        if (rin !== null) s.in.push([v.now, rin]);
+        if (rout !== null) s.out.push([v.now, rout]);
+        if (rbusy !== null) s.busy.push([v.now, Math.min(1000, rbusy)]);
+        if (rbp !== null) s.bp.push([v.now, Math.min(1000, rbp)]);
+        for (const x of Object.keys(s)) if (s[x].length > HISTORY) s[x].splice(0, s[x].length - HISTORY);
       }
       const subs = Array.from(hist.series.keys()).sort((a, b) => a - b);
       const ser = k => subs.map(i => ({ name: "subtask " + i, points: hist.series.get(i)[k] }));
@@ -690,7 +699,7 @@
       document.getElementById("plots").innerHTML =
         plot("Records in per second", ser("in"), fmtNum) + plot("Records out per second", ser("out"), fmtNum) +
         plot("Busy time (ms per second)", ser("busy"), msps) + plot("Backpressured time (ms per second)", ser("bp"), msps) +
-        plot("Input watermark", ser("wm"), x => fmtTime(x).slice(11));
+        plot("Input watermark", ser("wm"), x => fmtTime(x).slice(11), "", "no watermark reported");
       let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
       for (const st of v.subtasks) {
         const m = st.metrics || {};
@@ -776,7 +785,8 @@
     try {
       const c = await api("config");
       if (c["refresh-interval"] > 0) refreshMs = c["refresh-interval"];
-      document.getElementById("version").textContent = "Sluice " + c["flink-version"] + (c["flink-revision"] && c["flink-revision"] !== "unknown" ? " (" + c["flink-revision"] + ")" : "");
+      const known = v => v && v !== "unknown";
+      document.getElementById("version").textContent = known(c["flink-version"]) ? "Sluice " + c["flink-version"] + (known(c["flink-revision"]) ? " (" + c["flink-revision"] + ")" : "") : "";
     } catch (e) { /* the page shows the error on its first poll */ }
     const q = new URLSearchParams(location.search);
     if (Number(q.get("refresh")) > 0) refreshMs = Number(q.get("refresh"));
