@@ -269,7 +269,7 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("the job graph has %d SVG nodes (err %v); the job has %d vertices", svgNodes, err, nodes)
 	}
 	page("04-vertex", "#/job/"+job+"/vertex/"+details.Vertices[0].ID,
-		`document.querySelectorAll('#subtask-table tbody tr').length >= 1 && [...document.querySelectorAll('#plots polyline')].some(p => p.getAttribute('points').split(' ').length >= 4)`)
+		`document.querySelectorAll('#subtask-table tbody tr').length >= 1 && document.querySelector('#subtask-table a[href^="#/taskmanager/"]') !== null && [...document.querySelectorAll('#plots polyline')].some(p => p.getAttribute('points').split(' ').length >= 4)`)
 	page("05-checkpoints", "#/job/"+job+"/checkpoints",
 		`[...document.querySelectorAll('#cp-history tbody tr')].some(r => r.textContent.includes('COMPLETED')) && document.querySelectorAll('.plot polyline, .plot circle').length >= 1`)
 	page("06-exceptions", "#/job/"+job+"/exceptions", `document.querySelector('#tab .panel') !== null`)

@@ -287,8 +287,8 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 
 // subtaskDetails describes the subtasks of chain c of the latest attempt
 // (GET /jobs/:jobid/vertices/:vertexid): their states as the JobMaster
-// follows them and the metrics their workers reported (ms). A subtask with
-// neither is not listed.
+// follows them, with the TaskManager each was deployed to, and the metrics
+// their workers reported (ms). A subtask with neither is not listed.
 func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now int64) []rest.SubtaskDetails {
 	bySubtask := map[int]jobmaster.SubtaskMetrics{}
 	for _, m := range ms {
@@ -302,7 +302,7 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		seen[t.Task.Subtask] = true
 		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
-			StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64}
+			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64}
 		if t.Deploying > 0 {
 			sd.StartTime = t.Deploying
 			sd.Duration = now - t.Deploying

@@ -411,16 +411,26 @@ func TestTaskStates(t *testing.T) {
 		want []TaskState
 	}{
 		{"scheduled", func() {}, []TaskState{{Task: a, State: rest.TaskScheduled, Since: 100}, {Task: b, State: rest.TaskScheduled, Since: 100}}},
-		{"deploying", func() { ts.set(a, rest.TaskDeploying, 110); ts.set(b, rest.TaskDeploying, 120) },
-			[]TaskState{{Task: a, State: rest.TaskDeploying, Deploying: 110, Since: 110}, {Task: b, State: rest.TaskDeploying, Deploying: 120, Since: 120}}},
+		{"deploying", func() {
+			ts.place(a, "tm-a", "h:1")
+			ts.set(a, rest.TaskDeploying, 110)
+			ts.place(b, "tm-b", "h:2")
+			ts.set(b, rest.TaskDeploying, 120)
+		},
+			[]TaskState{{Task: a, State: rest.TaskDeploying, Deploying: 110, Since: 110, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskDeploying, Deploying: 120, Since: 120, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"running", func() { ts.setAll(rest.TaskRunning, 130) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130}, {Task: b, State: rest.TaskRunning, Deploying: 120, Since: 130}}},
+			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskRunning, Deploying: 120, Since: 130, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"one failed", func() { ts.set(b, rest.TaskFailed, 140) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"the others are cancelled", func() { ts.setAll(rest.TaskCanceling, 150); ts.set(a, rest.TaskCanceled, 160) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"ended states stay", func() { ts.setAll(rest.TaskRunning, 170); ts.set(b, rest.TaskFinished, 180) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 	} {
 		step.do()
 		if got := ts.list(); !reflect.DeepEqual(got, step.want) {
