@@ -285,15 +285,45 @@ func TestDashboard(t *testing.T) {
 	page("09-taskmanager", "#/taskmanager/"+url.PathEscape(tms.TaskManagers[0].ID), `document.querySelector('#tm-details') !== null`)
 	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port')`)
 
+	// A savepoint from the job's page: the button, the dialog (the
+	// cluster's savepoint directory), then the outcome it reports.
+	page("11-job-before-savepoint", "#/job/"+job, `document.querySelector('#btn-savepoint') !== null`)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#btn-savepoint")),
+		chromedp.WaitVisible(chromedp.CSS("#modal-ok")),
+		chromedp.Click(chromedp.CSS("#modal-ok")),
+	); err != nil {
+		t.Fatalf("triggering a savepoint from the page: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#toast')?.textContent.startsWith('Savepoint completed: ')`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		toast, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#toast')?.textContent ?? ''`))
+		t.Errorf("the page does not report the savepoint complete: %v; it says %q", err, toast)
+	}
+	shot(t, ctx, filepath.Join(shots, "12-savepoint-completed.png"))
+	var cps struct {
+		Latest struct {
+			Savepoint *struct {
+				Path string `json:"external_path"`
+			} `json:"savepoint"`
+		} `json:"latest"`
+	}
+	restJSON(t, c, "/jobs/"+job+"/checkpoints", &cps)
+	if cps.Latest.Savepoint == nil || !strings.Contains(cps.Latest.Savepoint.Path, "savepoint-") {
+		t.Errorf("after the page's savepoint, GET /jobs/:id/checkpoints has no latest savepoint: %+v", cps.Latest)
+	}
+	for _, p := range blog.take() {
+		t.Errorf("savepoint: %s", p)
+	}
+
 	// Cancel from the job's page: the button, then the confirmation.
-	page("11-job-before-cancel", "#/job/"+job, `document.querySelector('#btn-cancel') !== null`)
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS("#btn-cancel")),
 		chromedp.WaitVisible(chromedp.CSS("#modal-ok")),
 	); err != nil {
 		t.Fatalf("clicking Cancel job: %v", err)
 	}
-	shot(t, ctx, filepath.Join(shots, "12-cancel-confirmation.png"))
+	shot(t, ctx, filepath.Join(shots, "13-cancel-confirmation.png"))
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#modal-ok"))); err != nil {
 		t.Fatalf("confirming the cancellation: %v", err)
 	}
@@ -305,11 +335,11 @@ func TestDashboard(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Errorf("the job's page does not show it CANCELED: %v", err)
 	}
-	shot(t, ctx, filepath.Join(shots, "13-job-cancelled.png"))
+	shot(t, ctx, filepath.Join(shots, "14-job-cancelled.png"))
 	for _, p := range blog.take() {
 		t.Errorf("cancelling: %s", p)
 	}
-	page("14-completed-jobs", "#/jobs/completed", `[...document.querySelectorAll('#list tr.link')].some(r => r.textContent.includes('CANCELED'))`)
+	page("15-completed-jobs", "#/jobs/completed", `[...document.querySelectorAll('#list tr.link')].some(r => r.textContent.includes('CANCELED'))`)
 	blog.mu.Lock()
 	t.Logf("the browser made %d requests", blog.requests)
 	blog.mu.Unlock()

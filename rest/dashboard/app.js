@@ -81,6 +81,13 @@
     if (n >= 9.2e18) return "end of time";
     return fmtTime(n);
   }
+  // shortPath keeps the last two segments of a checkpoint's path (the
+  // whole path is the cell's title).
+  function shortPath(p) {
+    if (!p) return "";
+    const parts = p.split("/");
+    return parts.length > 3 ? "…/" + parts.slice(-2).join("/") : p;
+  }
   function badge(s) { return '<span class="badge ' + esc(s) + '">' + esc(s) + "</span>"; }
   function terminal(s) { return s === "FINISHED" || s === "CANCELED" || s === "FAILED"; }
   function empty(msg) { return '<div class="empty">' + esc(msg) + "</div>"; }
@@ -596,7 +603,7 @@
         h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + '</td><td class="nowrap">' + fmtTime(x.trigger_timestamp) + '</td><td class="nowrap">' + fmtTime(x.latest_ack_timestamp) +
           '</td><td class="num">' + (x.num_subtasks ? esc(x.num_acknowledged_subtasks) + "/" + esc(x.num_subtasks) : "–") + '</td><td class="num">' + (x.status === "COMPLETED" ? fmtDuration(x.end_to_end_duration) : "–") +
           '</td><td class="num">' + fmtBytes(x.checkpointed_size) + '</td><td class="num">' + fmtBytes(x.state_size) + '</td><td class="num">' + fmtBytes(x.alignment_buffered) +
-          '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td><td class="mono path">' + esc(x.failure_message || x.external_path || "") + "</td></tr>";
+          '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td>' + (x.failure_message ? '<td class="path error">' + esc(x.failure_message) : '<td class="mono" title="' + esc(x.external_path || "") + '">' + esc(shortPath(x.external_path))) + "</td></tr>";
       }
       if (!(cp.history || []).length) h += '<tr><td colspan="13">' + empty("No checkpoint yet.") + "</td></tr>";
       document.getElementById("tab").innerHTML = h + "</tbody></table></div>";
