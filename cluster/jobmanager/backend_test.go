@@ -252,7 +252,18 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 			"vertices/0/metrics/read-bytes": "0", "vertices/0/metrics/write-records": "200",
 			"vertices/1/metrics/read-bytes": "6001", "vertices/1/metrics/read-bytes-complete": "true",
 			"vertices/1/metrics/write-bytes": "0", "vertices/1/metrics/read-records": "200",
-		}}},
+		},
+			// The dashboard's view of a vertex: each subtask with its
+			// state, TaskManager and counters.
+			job + "/vertices/" + rest.DeriveID(id, "1"): {
+				"name": `"print"`, "subtasks/0/subtask": "0", "subtasks/1/subtask": "1",
+				"subtasks/1/status": `"RUNNING"`, "subtasks/1/taskmanager-id": fmt.Sprintf("%q", taskManagerIDs[1]),
+				"subtasks/1/metrics/read-bytes": "3001", "subtasks/1/metrics/read-records": "100",
+				"subtasks/1/start-time": fmt.Sprint(t0), "subtasks/1/end-time": "-1",
+			},
+			job + "/vertices/" + rest.DeriveID(id, "1") + "/subtasks/metrics?get=numBytesIn&agg=sum": {"0/id": `"numBytesIn"`, "0/sum": "6001"},
+			job + "/config": {"execution-config/restart-strategy": `"fixed-delay"`, "execution-config/user-config": "{}", "name": `"numbers"`},
+		}},
 		{name: "a checkpoint in progress", do: func(t *testing.T) {
 			fc.hold()
 			go fc.d.Checkpoint(context.Background(), id, checkpoint.Checkpoint)
