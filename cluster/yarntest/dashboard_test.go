@@ -1,0 +1,49 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkDashboardThroughProxy fetches the JobManager's dashboard and the
+// REST calls its pages make through the application's tracking URL, that
+// is through the ResourceManager's web proxy (/proxy/<application>/), as
+// a user following the link in YARN's web UI does.
+func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID string) {
+	t.Helper()
+	u := report(t, ctx, r.yarnClient(t), appID).TrackingURL
+	if !strings.Contains(u, "/proxy/"+appID) {
+		t.Errorf("the tracking URL %q is not the ResourceManager's proxy of %s", u, appID)
+		return
+	}
+	if !strings.HasPrefix(u, "http") {
+		u = "http://" + u
+	}
+	u = strings.TrimSuffix(u, "/") + "/"
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, tc := range []struct{ path, contentType, contains string }{
+		{"", "text/html", `src="web/app.js"`},
+		{"web/app.js", "text/javascript", `api("overview")`},
+		{"web/style.css", "text/css", ".graph"},
+		{"overview", "application/json", `"taskmanagers"`},
+		{"jobs/overview", "application/json", `"jobs"`},
+		{"metrics", "text/plain", "flink_jobmanager_numRegisteredTaskManagers"},
+	} {
+		res, err := client.Get(u + tc.path)
+		if err != nil {
+			t.Errorf("GET %s through the proxy: %v", u+tc.path, err)
+			continue
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.contentType) || !strings.Contains(string(b), tc.contains) {
+			t.Errorf("GET %s through the proxy: %s %s, want 200 %s containing %q:\n%.600s", u+tc.path, res.Status, res.Header.Get("Content-Type"), tc.contentType, tc.contains, b)
+		}
+	}
+}
