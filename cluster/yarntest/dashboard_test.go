@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,12 @@ func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID
 	if !strings.HasPrefix(u, "http") {
 		u = "http://" + u
 	}
-	u = strings.TrimSuffix(u, "/") + "/"
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Errorf("the tracking URL %q: %v", u, err)
+		return
+	}
+	u = strings.TrimSuffix(pu.String(), "/") + "/"
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, tc := range []struct{ path, contentType, contains string }{
 		{"", "text/html", `src="web/app.js"`},
@@ -45,5 +51,23 @@ func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID
 		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.contentType) || !strings.Contains(string(b), tc.contains) {
 			t.Errorf("GET %s through the proxy: %s %s, want 200 %s containing %q:\n%.600s", u+tc.path, res.Status, res.Header.Get("Content-Type"), tc.contentType, tc.contains, b)
 		}
+	}
+	// The job buttons' methods: what the proxy does with them (a job that
+	// does not exist, so that nothing is changed).
+	for _, m := range []string{http.MethodPatch, http.MethodPost} {
+		path := "jobs/00000000000000000000000000000000?mode=cancel"
+		if m == http.MethodPost {
+			path = "jobs/00000000000000000000000000000000/savepoints"
+		}
+		req, _ := http.NewRequestWithContext(ctx, m, u+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Logf("%s %s through the proxy: %v", m, path, err)
+			continue
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		t.Logf("%s %s through the proxy: %s %.300s", m, path, res.Status, b)
 	}
 }
