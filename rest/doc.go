@@ -20,6 +20,7 @@
 //	GET   /jobs/overview                             {"jobs": [JobOverview]}
 //	GET   /jobs/:jobid                               JobDetails: vertices, status, timestamps, plan
 //	PATCH /jobs/:jobid?mode=cancel                   cancel → 202
+//	GET   /jobs/:jobid/yarn-cancel                   cancel → 202 (Flink 1.x's, for YARN's web proxy, which forwards GET only)
 //	GET   /jobs/:jobid/plan                          {"plan": JobPlan}
 //	GET   /jobs/:jobid/exceptions[?maxExceptions=N]  failure history
 //	GET   /jobs/:jobid/execution-result              {"status": {"id": IN_PROGRESS|COMPLETED}, "job-execution-result"}

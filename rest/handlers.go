@@ -354,6 +354,23 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, struct{}{})
 }
 
+// getYarnCancel cancels a job on GET /jobs/:jobid/yarn-cancel, Flink 1.x's
+// path for clients behind YARN's web proxy, which forwards GET only (it
+// answers PATCH 501): the dashboard falls back to it there.
+func (s *Server) getYarnCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := s.backendCtx(r)
+	defer cancel()
+	if err := s.backend.CancelJob(ctx, id); err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct{}{})
+}
+
 func (s *Server) getJobExceptions(w http.ResponseWriter, r *http.Request) {
 	id, ok := jobID(w, r)
 	if !ok {

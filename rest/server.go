@@ -263,6 +263,7 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/savepoints":                           {http.MethodPost: s.postSavepoint},
 		"/jobs/{jobid}/savepoints/{triggerid}":               {http.MethodGet: s.getSavepointStatus},
 		"/jobs/{jobid}/stop":                                 {http.MethodPost: s.postStop},
+		"/jobs/{jobid}/yarn-cancel":                          {http.MethodGet: s.getYarnCancel},
 		"/jobs/{jobid}/config":                               {http.MethodGet: s.getJobConfig},
 		"/jobs/{jobid}/jobmanager/config":                    {http.MethodGet: s.getJobJobManagerConfig},
 		"/jobs/{jobid}/vertices/{vertexid}":                  {http.MethodGet: s.getVertex},

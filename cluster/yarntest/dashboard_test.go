@@ -52,8 +52,21 @@ func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID
 			t.Errorf("GET %s through the proxy: %s %s, want 200 %s containing %q:\n%.600s", u+tc.path, res.Status, res.Header.Get("Content-Type"), tc.contentType, tc.contains, b)
 		}
 	}
-	// The job buttons' methods: what the proxy does with them (a job that
-	// does not exist, so that nothing is changed).
+	// The proxy forwards GET only: the dashboard cancels through it with
+	// Flink's GET /jobs/:jobid/yarn-cancel (here of a job that does not
+	// exist, answered by the JobManager, not the proxy).
+	res, err := client.Get(u + "jobs/00000000000000000000000000000000/yarn-cancel")
+	if err != nil {
+		t.Errorf("GET yarn-cancel through the proxy: %v", err)
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"errors"`) {
+			t.Errorf("GET yarn-cancel of an unknown job through the proxy: %s %.300s, want the JobManager's 404", res.Status, b)
+		}
+	}
+	// What the proxy does with the other buttons' methods (logged; YARN
+	// 3.4 answers PATCH 501 and POST 405).
 	for _, m := range []string{http.MethodPatch, http.MethodPost} {
 		path := "jobs/00000000000000000000000000000000?mode=cancel"
 		if m == http.MethodPost {

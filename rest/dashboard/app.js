@@ -360,6 +360,13 @@
       "</span><span>End: " + fmtTime(job["end-time"]) + "</span><span>Duration: <span id=\"job-duration\">" + fmtDuration(job.duration) + "</span></span></div>";
   }
 
+  // proxyHint explains a POST refused by YARN's web proxy, which forwards
+  // GET requests only.
+  function proxyHint(e) {
+    if (e.status === 405 || e.status === 501) return e.message + " (the page is served through a proxy that forwards no POST, as YARN's web proxy does: use the JobManager's REST endpoint directly, or sluice savepoint / sluice stop)";
+    return e.message;
+  }
+
   async function pollOperation(jid, trigger, what) {
     for (let i = 0; i < 600; i++) {
       const st = await api("jobs/" + jid + "/savepoints/" + trigger);
@@ -381,7 +388,14 @@
       const ok = await confirmModal("Cancel job", "<p>Cancel <b>" + esc(job.name) + "</b>? Its tasks are stopped without a savepoint.</p>", "Cancel job");
       if (!ok) return;
       try {
-        await api("jobs/" + jid + "?mode=cancel", { method: "PATCH" });
+        try {
+          await api("jobs/" + jid + "?mode=cancel", { method: "PATCH" });
+        } catch (e) {
+          // YARN's web proxy forwards GET only (PATCH: 501): Flink's
+          // GET path for cancelling through it.
+          if (e.status !== 501 && e.status !== 405) throw e;
+          await api("jobs/" + jid + "/yarn-cancel");
+        }
         toast("Cancelling job " + jid);
       } catch (e) { toast("Cancelling failed: " + e.message, true); }
     };
@@ -393,7 +407,7 @@
         const r = await post("jobs/" + jid + "/savepoints", v.dir ? { "target-directory": v.dir } : {});
         toast("Savepoint triggered: " + r["request-id"]);
         await pollOperation(jid, r["request-id"], "Savepoint");
-      } catch (e) { toast("Savepoint failed: " + e.message, true); }
+      } catch (e) { toast("Savepoint failed: " + proxyHint(e), true); }
     };
     const stop = document.getElementById("btn-stop");
     if (stop) stop.onclick = async () => {
@@ -407,7 +421,7 @@
         const r = await post("jobs/" + jid + "/stop", body);
         toast("Stop triggered: " + r["request-id"]);
         await pollOperation(jid, r["request-id"], "Stop");
-      } catch (e) { toast("Stop failed: " + e.message, true); }
+      } catch (e) { toast("Stop failed: " + proxyHint(e), true); }
     };
   }
 
