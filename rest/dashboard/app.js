@@ -752,7 +752,7 @@
         for (const tm of tms) {
           const hw = tm.hardware || {};
           const href = "#/taskmanager/" + encodeURIComponent(tm.id);
-          h += '<tr class="link" data-href="' + href + '"><td class="mono"><a href="' + href + '">' + esc(tm.id) + '</a></td><td class="mono">' + esc(tm.path) + '</td><td class="num">' + esc(tm.dataPort) +
+          h += '<tr class="link" data-href="' + href + '"><td class="mono"><a href="' + href + '">' + esc(tm.id) + '</a></td><td class="mono">' + esc(tm.path) + '</td><td class="num">' + (tm.dataPort >= 0 ? esc(tm.dataPort) : "–") +
             '</td><td class="num">' + esc(tm.slotsNumber) + '</td><td class="num">' + esc(tm.freeSlots) + '</td><td class="num">' + esc(hw.cpuCores) + '</td><td class="num">' + fmtBytes(hw.physicalMemory) +
             '</td><td class="num">' + fmtBytes(hw.freeMemory) + "</td><td>" + fmtTime(tm.timeSinceLastHeartbeat) + "</td></tr>";
         }
@@ -780,7 +780,7 @@
       const hw = tm.hardware || {}, tr = tm.totalResource || {}, fr = tm.freeResource || {};
       const kv = rows => '<div class="kv">' + rows.map(r => "<div>" + esc(r[0]) + "</div><div>" + r[1] + "</div>").join("") + "</div>";
       document.getElementById("tm").innerHTML =
-        '<div class="panel" id="tm-details">' + kv([["Address", esc(tm.path)], ["Data port", esc(tm.dataPort)], ["Last heartbeat", fmtTime(tm.timeSinceLastHeartbeat)],
+        '<div class="panel" id="tm-details">' + kv([["Address", esc(tm.path)], ["Data port", (tm.dataPort >= 0 ? esc(tm.dataPort) : "–")], ["Last heartbeat", fmtTime(tm.timeSinceLastHeartbeat)],
           ["Slots", esc(tm.slotsNumber) + " (" + esc(tm.freeSlots) + " free)"], ["CPU cores", esc(hw.cpuCores)], ["Physical memory", fmtBytes(hw.physicalMemory)], ["Free memory (last heartbeat)", fmtBytes(hw.freeMemory)]]) + "</div>" +
         '<h2>Resources</h2><div class="panel"><table><thead><tr><th></th><th class="num">CPU cores</th><th class="num">Task heap</th><th class="num">Task off-heap</th><th class="num">Managed</th><th class="num">Network</th></tr></thead><tbody>' +
         ["Total", "Free"].map((n, i) => { const r = i ? fr : tr; return "<tr><td>" + n + '</td><td class="num">' + esc(r.cpuCores) + '</td><td class="num">' + esc(r.taskHeapMemory) + ' MiB</td><td class="num">' + esc(r.taskOffHeapMemory) + ' MiB</td><td class="num">' + esc(r.managedMemory) + ' MiB</td><td class="num">' + esc(r.networkMemory) + " MiB</td></tr>"; }).join("") +
