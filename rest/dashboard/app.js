@@ -47,6 +47,7 @@
     const d = new Date(ms);
     return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
   }
+  function fmtClock(ms) { return ms > 0 ? fmtTime(ms).slice(11) : "–"; }
   function fmtDuration(ms) {
     if (ms === undefined || ms === null || ms < 0) return "–";
     if (ms < 1000) return Math.round(ms) + " ms";
@@ -81,12 +82,12 @@
     if (n >= 9.2e18) return "end of time";
     return fmtTime(n);
   }
-  // shortPath keeps the last two segments of a checkpoint's path (the
-  // whole path is the cell's title).
+  // shortPath keeps the last segment of a checkpoint's path (the whole
+  // path is the cell's title).
   function shortPath(p) {
     if (!p) return "";
-    const parts = p.split("/");
-    return parts.length > 3 ? "…/" + parts.slice(-2).join("/") : p;
+    const parts = p.replace(/\/+$/, "").split("/");
+    return parts.length > 2 ? "…/" + parts[parts.length - 1] : p;
   }
   function badge(s) { return '<span class="badge ' + esc(s) + '">' + esc(s) + "</span>"; }
   function terminal(s) { return s === "FINISHED" || s === "CANCELED" || s === "FAILED"; }
@@ -614,7 +615,7 @@
         "<div>Restored</div><div>" + (l.restored ? "#" + esc(l.restored.id) + " at " + fmtTime(l.restored.restore_timestamp) + ' <span class="mono">' + esc(l.restored.external_path || "") + "</span>" : "none") + "</div></div>";
       h += '<h2>History</h2><div class="panel"><table id="cp-history"><thead><tr><th class="num">ID</th><th>Status</th><th>Type</th><th>Triggered</th><th>Acknowledged</th><th class="num">Subtasks</th><th class="num">Duration</th><th class="num">Checkpointed size</th><th class="num">Full size</th><th class="num">Alignment buffered</th><th class="num">Processed</th><th class="num">Persisted</th><th>Path or failure</th></tr></thead><tbody>';
       for (const x of cp.history || []) {
-        h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + '</td><td class="nowrap">' + fmtTime(x.trigger_timestamp) + '</td><td class="nowrap">' + fmtTime(x.latest_ack_timestamp) +
+        h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + '</td><td class="nowrap" title="' + fmtTime(x.trigger_timestamp) + '">' + fmtClock(x.trigger_timestamp) + '</td><td class="nowrap" title="' + fmtTime(x.latest_ack_timestamp) + '">' + fmtClock(x.latest_ack_timestamp) +
           '</td><td class="num">' + (x.num_subtasks ? esc(x.num_acknowledged_subtasks) + "/" + esc(x.num_subtasks) : "–") + '</td><td class="num">' + (x.status === "COMPLETED" ? fmtDuration(x.end_to_end_duration) : "–") +
           '</td><td class="num">' + fmtBytes(x.checkpointed_size) + '</td><td class="num">' + fmtBytes(x.state_size) + '</td><td class="num">' + fmtBytes(x.alignment_buffered) +
           '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td>' + (x.failure_message ? '<td class="path error">' + esc(x.failure_message) : '<td class="mono" title="' + esc(x.external_path || "") + '">' + esc(shortPath(x.external_path))) + "</td></tr>";
