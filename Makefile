@@ -26,9 +26,12 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 
 # Every test, including those tagged `integration`, against a real mini
 # YARN/HDFS cluster and a real Kafka broker that the script builds (Maven
-# Central) and starts once for all packages.
+# Central) and starts once for all packages, and the dashboard's tests in
+# Debian's headless Chromium (installed by chromium.sh when missing).
+# SLUICE_DASHBOARD_SCREENSHOTS keeps the dashboard's screenshots there.
 integration: deps
-	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
+	chromium="$$(integration/scripts/chromium.sh)" && \
+	SLUICE_CHROMIUM="$$chromium" integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
 # The zero-allocation tests skip under the race detector (it allocates), so
 # they get a pass of their own without it.
