@@ -184,7 +184,7 @@ func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
 		dir = c.opts.SavepointDir
 	}
 	if dir == "" {
-		return errors.New("no savepoint directory: give one with the request (sluice savepoint JOB_ID DIRECTORY) or set execution.checkpointing.savepoint-dir")
+		return errors.New("no savepoint directory: give one (sluice savepoint JOB_ID DIRECTORY, sluice stop --savepointPath DIRECTORY) or set execution.checkpointing.savepoint-dir")
 	}
 	fsys, p, err := c.j.opts.FileSystems.For(dir)
 	if err != nil {
