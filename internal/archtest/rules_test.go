@@ -143,6 +143,9 @@ var rules = table{
 			std:     []string{"std"},
 			testMod: []string{"fs", "integration/kafkabroker", "integration/minicluster", "internal/clock", "internal/runtime/restart"},
 			testExt: []string{"github.com/twmb/franz-go/pkg/kfake"}},
+		// The SQL front end: a compiler to the core job API.
+		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
+			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
 		{pkgs: "examples/...", why: "user job programs: the user API and connectors only",
 			mod: []string{"file", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"},
