@@ -370,5 +370,5 @@ func identList(cols []string) string {
 	return "(" + strings.Join(ps, " ") + ")"
 }
 
-func quoteIdent(s string) string   { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+func quoteIdent(s string) string  { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
