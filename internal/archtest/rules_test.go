@@ -146,6 +146,11 @@ var rules = table{
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
+		{pkgs: "internal/sql/types", why: "SQL data types and their run-time values: casts, exact decimals, timestamp text",
+			std: []string{"pure", "math/big", "regexp", "time"}},
+		{pkgs: "internal/sql/planner", why: "the SQL validator and planner: catalog, names and types, changelog modes, plans and EXPLAIN; runs nothing",
+			mod: []string{"internal/sql/parser", "internal/sql/types"}, std: []string{"pure", "math/big", "regexp"},
+			testMod: []string{"internal/tracetest"}},
 		{pkgs: "examples/...", why: "user job programs: the user API and connectors only",
 			mod: []string{"file", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"},
