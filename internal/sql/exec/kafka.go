@@ -1,0 +1,506 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/runtime/restart"
+	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/internal/sql/types"
+	"github.com/sluice/sluice/kafka"
+	"github.com/sluice/sluice/stream"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// This file runs the kafka connector's Source and Sink (their readers,
+// enumerator, writers and committer: offsets in checkpoints, transactions)
+// as core operators. The kafka package implements stream's connector
+// contracts, which are interfaces; these adapters implement the contexts
+// those contracts expect on top of core.Context.
+
+// kafkaRow is what the source's deserializer makes of a record: the
+// table's row, or a record skipped by json.ignore-parse-errors.
+type kafkaRow struct {
+	vals []any
+	skip bool
+}
+
+// kafkaSourceSpec is a Kafka table as a source.
+type kafkaSourceSpec struct {
+	table   *planner.Table
+	src     *kafka.Source[kafkaRow]
+	rowtime int
+	wm      planner.Expr
+	metrics *Metrics
+	// startupOption names the option to set when a partition has no
+	// committed offset (for the error).
+	groupOffsets bool
+}
+
+func kafkaClientOpts(t *planner.Table, log *slog.Logger) []kafka.Opt {
+	var servers []string
+	for _, s := range strings.Split(t.Options[planner.OptBootstrap], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	opts := []kafka.Opt{kafka.BootstrapServers(servers...)}
+	if id, ok := t.Options["properties.client.id"]; ok {
+		opts = append(opts, kafka.ClientID(id))
+	}
+	if log != nil {
+		opts = append(opts, kafka.WithLogger(log))
+	}
+	return opts
+}
+
+func newKafkaSourceSpec(t *planner.Table, m *Metrics, log *slog.Logger) (*kafkaSourceSpec, error) {
+	o := t.Options
+	var physical []planner.Field
+	var physIdx []int
+	for i, c := range t.Columns {
+		if c.Kind == planner.Physical {
+			physical = append(physical, planner.Field{Name: c.Name, Type: c.Type})
+			physIdx = append(physIdx, i)
+		}
+	}
+	prefix := "json."
+	if _, ok := o[planner.OptValueFormat]; ok {
+		prefix = "value.json."
+	}
+	var keyFields []string
+	if kf, ok := o[planner.OptKeyFields]; ok {
+		for _, k := range strings.Split(kf, ";") {
+			keyFields = append(keyFields, strings.TrimSpace(k))
+		}
+	}
+	// Key fields come from the key's JSON, the rest from the value's
+	// (value.fields-include ALL reads every physical field from the value).
+	var valFields, keyFs []planner.Field
+	var valIdx, keyIdx []int
+	exceptKey := o[planner.OptValueFieldsIncl] == "EXCEPT_KEY"
+	for j, f := range physical {
+		if slices.Contains(keyFields, f.Name) {
+			keyFs, keyIdx = append(keyFs, f), append(keyIdx, physIdx[j])
+			if exceptKey {
+				continue
+			}
+		}
+		valFields, valIdx = append(valFields, f), append(valIdx, physIdx[j])
+	}
+	valFmt, err := newJSONFormat(o, prefix, valFields)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	keyFmt, err := newJSONFormat(o, "key.json.", keyFs)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m}
+	topic := o[planner.OptTopic]
+	deser := kafka.RecordDeserializer(func(r *kgo.Record) (kafkaRow, error) {
+		vals := make([]any, len(t.Columns))
+		tmp := make([]any, len(valFields))
+		nulled, err := valFmt.decode(r.Value, tmp)
+		if errors.Is(err, errSkip) {
+			m.SkippedRecords.Add(1)
+			return kafkaRow{skip: true}, nil
+		}
+		if err != nil {
+			return kafkaRow{}, err
+		}
+		m.NulledFields.Add(int64(nulled))
+		for j, i := range valIdx {
+			vals[i] = tmp[j]
+		}
+		if len(keyFs) > 0 {
+			ktmp := make([]any, len(keyFs))
+			nulled, err := keyFmt.decode(r.Key, ktmp)
+			if errors.Is(err, errSkip) {
+				m.SkippedRecords.Add(1)
+				return kafkaRow{skip: true}, nil
+			}
+			if err != nil {
+				return kafkaRow{}, fmt.Errorf("key: %w", err)
+			}
+			m.NulledFields.Add(int64(nulled))
+			for j, i := range keyIdx {
+				vals[i] = ktmp[j]
+			}
+		}
+		for i, c := range t.Columns {
+			if c.Kind != planner.MetadataCol {
+				continue
+			}
+			var v any
+			switch c.MetaKey {
+			case "timestamp":
+				v = r.Timestamp.UnixMilli()
+			case "partition":
+				v = int64(r.Partition)
+			case "offset":
+				v = r.Offset
+			case "topic":
+				v = r.Topic
+			case "timestamp-type":
+				v = "CreateTime"
+				if r.Attrs.TimestampType() == 1 {
+					v = "LogAppendTime"
+				}
+			}
+			cv, err := types.Cast(v, metaType(c.MetaKey), c.Type)
+			if err != nil {
+				return kafkaRow{}, fmt.Errorf("metadata %s: %w", c.MetaKey, err)
+			}
+			vals[i] = cv
+		}
+		for i, c := range t.Columns {
+			if c.Kind != planner.Computed {
+				continue
+			}
+			v, err := c.Expr.Eval(vals)
+			if err != nil {
+				return kafkaRow{}, fmt.Errorf("computed column %s: %w", c.Name, err)
+			}
+			vals[i] = v
+		}
+		return kafkaRow{vals: vals}, nil
+	})
+	opts := []kafka.SourceOpt{}
+	for _, co := range kafkaClientOpts(t, log) {
+		opts = append(opts, co)
+	}
+	if p, ok := o[planner.OptTopicPattern]; ok {
+		opts = append(opts, kafka.TopicPattern(p))
+	} else {
+		var topics []string
+		for _, s := range strings.Split(topic, ";") {
+			topics = append(topics, strings.TrimSpace(s))
+		}
+		opts = append(opts, kafka.Topics(topics...))
+	}
+	if g, ok := o[planner.OptGroupID]; ok {
+		opts = append(opts, kafka.GroupID(g))
+	}
+	if o["properties.isolation.level"] == "read_committed" {
+		opts = append(opts, kafka.Isolation(kafka.ReadCommitted))
+	}
+	reset := kafka.ResetNone
+	switch strings.ToLower(o[planner.OptAutoOffsetReset]) {
+	case "earliest":
+		reset = kafka.ResetEarliest
+	case "latest":
+		reset = kafka.ResetLatest
+	case "", "none":
+	default:
+		return nil, fmt.Errorf("table %s: '%s' = '%s': want earliest, latest or none", t.Name, planner.OptAutoOffsetReset, o[planner.OptAutoOffsetReset])
+	}
+	var start kafka.OffsetsInitializer
+	switch mode := o[planner.OptStartupMode]; mode {
+	case "earliest-offset":
+		start = kafka.Earliest()
+	case "latest-offset":
+		start = kafka.Latest()
+	case "timestamp":
+		var ms int64
+		if _, err := fmt.Sscan(o[planner.OptStartupTimestamp], &ms); err != nil {
+			return nil, fmt.Errorf("table %s: '%s' = '%s' is not epoch milliseconds", t.Name, planner.OptStartupTimestamp, o[planner.OptStartupTimestamp])
+		}
+		start = kafka.Timestamp(stream.Timestamp(ms))
+	default: // group-offsets, Flink's default
+		if _, ok := o[planner.OptGroupID]; !ok {
+			return nil, fmt.Errorf("table %s: '%s' is required for 'group-offsets' startup mode (the default; set '%s' otherwise)", t.Name, planner.OptGroupID, planner.OptStartupMode)
+		}
+		start = kafka.CommittedOffsets(reset)
+		spec.groupOffsets = true
+	}
+	opts = append(opts, kafka.StartingOffsets(start))
+	src, err := kafka.NewSource(deser, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	spec.src = src
+	return spec, nil
+}
+
+func metaType(key string) types.Type {
+	switch key {
+	case "timestamp":
+		return types.Type{Kind: types.TimestampLTZ, Precision: 3}
+	case "partition":
+		return types.INT
+	case "offset":
+		return types.BIGINT
+	}
+	return types.STRING
+}
+
+// kafkaSource is one source subtask: a kafka.Reader, fed by a copy of the
+// enumerator whose assignments it keeps for its own subtask (the
+// enumerator's assignment is a deterministic function of the partition
+// and the parallelism, so every subtask's copy agrees), and per-partition
+// watermarks from the table's WATERMARK expression.
+type kafkaSource struct {
+	spec     *kafkaSourceSpec
+	ctx      *core.Context
+	reader   stream.SourceReader[kafkaRow, kafka.PartitionSplit]
+	enum     stream.SplitEnumerator[kafka.PartitionSplit]
+	restored map[kafka.TopicPartition]kafka.PartitionSplit
+	pending  []kafka.PartitionSplit
+	noMore   bool
+	splits   map[string]*splitWatermark
+	emitted  int64
+	err      error
+	// keep says which restored splits this subtask owns (set when the
+	// enumerator assigns them).
+	restoring bool
+}
+
+type splitWatermark struct {
+	s  *kafkaSource
+	wm int64
+}
+
+func (s *kafkaSource) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, error) {
+	splits, err := s.reader.SnapshotState(id)
+	if err != nil {
+		return nil, false, err
+	}
+	c, err := codec.For[kafka.PartitionSplit]()
+	if err != nil {
+		return nil, false, err
+	}
+	var out [][]byte
+	for _, sp := range splits {
+		out = append(out, c.Append(nil, sp))
+	}
+	// Union: every subtask sees every split on restore and keeps those the
+	// enumerator assigns it.
+	return out, true, nil
+}
+
+func (s *kafkaSource) RestoreState(_ *core.Context, entries [][]byte) error {
+	c, err := codec.For[kafka.PartitionSplit]()
+	if err != nil {
+		return err
+	}
+	s.restored = map[kafka.TopicPartition]kafka.PartitionSplit{}
+	for _, e := range entries {
+		sp, _, err := c.Decode(e)
+		if err != nil {
+			return fmt.Errorf("sql: restoring a Kafka split: %w", err)
+		}
+		s.restored[sp.TopicPartition] = sp
+	}
+	s.restoring = true
+	return nil
+}
+
+func (s *kafkaSource) Open(ctx *core.Context) error {
+	s.ctx = ctx
+	s.splits = map[string]*splitWatermark{}
+	s.emitted = core.NoWatermark
+	r, err := s.spec.src.CreateReader(readerCtx{s})
+	if err != nil {
+		return err
+	}
+	s.reader = r
+	if err := r.Start(ctx.Task().Ctx()); err != nil {
+		return err
+	}
+	e, err := s.spec.src.CreateEnumerator(enumCtx{s})
+	if err != nil {
+		return err
+	}
+	if err := e.Start(); err != nil {
+		return s.startError(err)
+	}
+	s.enum = e
+	if err := e.AddReader(ctx.Subtask()); err != nil {
+		return err
+	}
+	if err := e.HandleSplitRequest(ctx.Subtask()); err != nil {
+		return err
+	}
+	return s.assignPending()
+}
+
+// startError makes a failure no restart can fix fail the job once.
+func (s *kafkaSource) startError(err error) error {
+	t := s.spec.table
+	switch {
+	case errors.Is(err, kafka.ErrNoOffset) && s.spec.groupOffsets:
+		return &restart.Unrecoverable{Err: fmt.Errorf(
+			"sql: table %s: %w; 'scan.startup.mode' is 'group-offsets' and '%s' is not set: set it to 'earliest' or 'latest', or commit offsets for group %q",
+			t.Name, err, planner.OptAutoOffsetReset, t.Options[planner.OptGroupID])}
+	case errors.Is(err, kafka.ErrNoOffset), errors.Is(err, kafka.ErrInvalidConfig), errors.Is(err, kafka.ErrTopicNotFound):
+		return &restart.Unrecoverable{Err: fmt.Errorf("sql: table %s: %w", t.Name, err)}
+	}
+	return fmt.Errorf("sql: table %s: %w", t.Name, err)
+}
+
+func (s *kafkaSource) assignPending() error {
+	if len(s.pending) > 0 {
+		p := s.pending
+		s.pending = nil
+		if err := s.reader.AddSplits(p); err != nil {
+			return err
+		}
+	}
+	if s.noMore {
+		s.reader.NotifyNoMoreSplits()
+	}
+	return nil
+}
+
+func (s *kafkaSource) Available() <-chan struct{} { return s.reader.Available() }
+
+func (s *kafkaSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
+	st, err := s.reader.PollNext(ctx.Task().Ctx(), readerOut{s})
+	if err == nil {
+		err = s.err
+	}
+	if err == nil {
+		err = s.assignPending()
+	}
+	if err != nil {
+		var de *kafka.DeserializationError
+		if errors.As(err, &de) {
+			// The record stays malformed however often the job restarts.
+			err = &restart.Unrecoverable{Err: fmt.Errorf("sql: table %s: %w (set 'json.ignore-parse-errors' = 'true' to skip such records)", s.spec.table.Name, err)}
+		}
+		return core.EndOfInput, err
+	}
+	if err := s.emitWatermark(); err != nil {
+		return core.EndOfInput, err
+	}
+	switch st {
+	case stream.MoreAvailable:
+		return core.MoreAvailable, nil
+	case stream.NothingAvailable:
+		return core.NothingAvailable, nil
+	}
+	return core.EndOfInput, nil
+}
+
+// emitWatermark emits the minimum of the splits' watermarks when it
+// advanced. A split without records yet holds it back, as in Flink.
+func (s *kafkaSource) emitWatermark() error {
+	if s.spec.wm == nil || len(s.splits) == 0 {
+		return nil
+	}
+	wm := int64(core.MaxWatermark)
+	for _, sp := range s.splits {
+		wm = min(wm, sp.wm)
+	}
+	if wm > s.emitted && wm != core.NoWatermark {
+		s.emitted = wm
+		return s.ctx.EmitWatermark(wm)
+	}
+	return nil
+}
+
+func (s *kafkaSource) NotifyCheckpointComplete(_ *core.Context, id int64) error {
+	if l, ok := s.reader.(stream.ReaderCheckpointListener); ok {
+		return l.NotifyCheckpointComplete(id)
+	}
+	return nil
+}
+
+func (s *kafkaSource) Close() error {
+	var errs []error
+	if s.enum != nil {
+		errs = append(errs, s.enum.Close())
+	}
+	if s.reader != nil {
+		errs = append(errs, s.reader.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *kafkaSource) collect(sw *splitWatermark, v kafkaRow) {
+	if v.skip || s.err != nil {
+		return
+	}
+	ts := core.NoTimestamp
+	if s.spec.rowtime >= 0 {
+		if t, ok := v.vals[s.spec.rowtime].(int64); ok {
+			ts = t
+		}
+	}
+	if err := s.ctx.Emit(core.RowRecord(core.Row{Values: v.vals}), ts); err != nil {
+		s.err = err
+		return
+	}
+	if s.spec.wm != nil && sw != nil {
+		w, err := s.spec.wm.Eval(v.vals)
+		if err != nil {
+			s.err = fmt.Errorf("sql: table %s: watermark: %w", s.spec.table.Name, err)
+			return
+		}
+		if w, ok := w.(int64); ok && w > sw.wm {
+			sw.wm = w
+		}
+	}
+}
+
+// readerCtx is the reader's stream.SourceReaderContext.
+type readerCtx struct{ s *kafkaSource }
+
+func (c readerCtx) Subtask() int              { return c.s.ctx.Subtask() }
+func (c readerCtx) Parallelism() int          { return c.s.ctx.Parallelism() }
+func (c readerCtx) Clock() stream.Clock       { return c.s.ctx.Clock() }
+func (c readerCtx) FileSystems() *fs.Resolver { return c.s.ctx.Task().FileSystems }
+func (c readerCtx) SendSplitRequest() {
+	if c.s.enum == nil {
+		return
+	}
+	if err := c.s.enum.HandleSplitRequest(c.s.ctx.Subtask()); err != nil && c.s.err == nil {
+		c.s.err = err
+	}
+}
+
+// enumCtx is the enumerator's stream.SplitEnumeratorContext: only this
+// subtask's reader is registered, so only its splits are assigned.
+type enumCtx struct{ s *kafkaSource }
+
+func (c enumCtx) Parallelism() int         { return c.s.ctx.Parallelism() }
+func (c enumCtx) RegisteredReaders() []int { return []int{c.s.ctx.Subtask()} }
+func (c enumCtx) AssignSplits(subtask int, splits []kafka.PartitionSplit) {
+	if subtask != c.s.ctx.Subtask() {
+		return
+	}
+	for _, sp := range splits {
+		if r, ok := c.s.restored[sp.TopicPartition]; ok {
+			sp = r // the checkpoint's position wins over the startup mode
+		}
+		c.s.pending = append(c.s.pending, sp)
+	}
+}
+func (c enumCtx) SignalNoMoreSplits(subtask int) {
+	if subtask == c.s.ctx.Subtask() {
+		c.s.noMore = true
+	}
+}
+
+// readerOut is the reader's stream.ReaderOutput.
+type readerOut struct{ s *kafkaSource }
+
+func (o readerOut) Collect(v kafkaRow, _ stream.Timestamp) { o.s.collect(nil, v) }
+func (o readerOut) ForSplit(id string) stream.SplitOutput[kafkaRow] {
+	sw, ok := o.s.splits[id]
+	if !ok {
+		sw = &splitWatermark{s: o.s, wm: core.NoWatermark}
+		o.s.splits[id] = sw
+	}
+	return sw
+}
+func (o readerOut) ReleaseSplit(id string) { delete(o.s.splits, id) }
+
+func (sw *splitWatermark) Collect(v kafkaRow, _ stream.Timestamp) { sw.s.collect(sw, v) }
