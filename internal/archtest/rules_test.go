@@ -230,7 +230,7 @@ var rules = table{
 		// Processes.
 		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools",
 			mod: []string{"cluster/hadoopenv", "cluster/jobmanager", "cluster/taskmanager", "cluster/yarndeploy", "conf", "fs",
-				"hadoop", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "yarn"},
+				"hadoop", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
 			ext: []string{"github.com/urfave/cli/v2"}, std: []string{"std"},
 			testMod: []string{"rest/resttest", "internal/clock"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kfake"}},

@@ -189,8 +189,9 @@ func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	}
 	s := core.AddSource(c.b, core.SourceSpec{
 		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
-		Props: map[string]string{"table": t.Path()},
-		New:   func() core.Source { return &kafkaSource{spec: spec} },
+		Bounded: t.Options["scan.bounded.mode"] != "" && t.Options["scan.bounded.mode"] != "unbounded",
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &kafkaSource{spec: spec} },
 	}).UID(c.uid("source-" + t.Name))
 	if p, ok := t.Options["scan.parallelism"]; ok {
 		n, err := strconv.Atoi(p)

@@ -221,6 +221,23 @@ func newKafkaSourceSpec(t *planner.Table, m *Metrics, log *slog.Logger) (*kafkaS
 		spec.groupOffsets = true
 	}
 	opts = append(opts, kafka.StartingOffsets(start))
+	switch mode := o["scan.bounded.mode"]; mode {
+	case "", "unbounded":
+	case "latest-offset":
+		opts = append(opts, kafka.Bounded(kafka.Latest()))
+	case "earliest-offset":
+		opts = append(opts, kafka.Bounded(kafka.Earliest()))
+	case "group-offsets":
+		opts = append(opts, kafka.Bounded(kafka.CommittedOffsets(kafka.ResetNone)))
+	case "timestamp":
+		var ms int64
+		if _, err := fmt.Sscan(o["scan.bounded.timestamp-millis"], &ms); err != nil {
+			return nil, fmt.Errorf("table %s: 'scan.bounded.timestamp-millis' = '%s' is not epoch milliseconds", t.Name, o["scan.bounded.timestamp-millis"])
+		}
+		opts = append(opts, kafka.Bounded(kafka.Timestamp(stream.Timestamp(ms))))
+	default:
+		return nil, fmt.Errorf("table %s: 'scan.bounded.mode' = '%s': want unbounded, latest-offset, earliest-offset, group-offsets or timestamp", t.Name, mode)
+	}
 	src, err := kafka.NewSource(deser, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)

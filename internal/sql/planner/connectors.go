@@ -36,7 +36,7 @@ var jsonOptions = []string{"fail-on-missing-field", "ignore-parse-errors", "time
 var connectorOptions = map[string][]string{
 	"kafka": {OptConnector, OptTopic, OptTopicPattern, OptFormat, OptKeyFormat, OptKeyFields, "key.fields-prefix",
 		OptValueFormat, OptValueFieldsIncl, OptStartupMode, "scan.startup.specific-offsets", OptStartupTimestamp,
-		"scan.bounded.mode", "scan.topic-partition-discovery.interval", "sink.partitioner", OptDeliveryGuar,
+		"scan.bounded.mode", "scan.bounded.timestamp-millis", "scan.topic-partition-discovery.interval", "sink.partitioner", OptDeliveryGuar,
 		OptTxnPrefix, "sink.parallelism", "scan.parallelism"},
 	"upsert-kafka": {OptConnector, OptTopic, OptKeyFormat, "key.fields-prefix", OptValueFormat, OptValueFieldsIncl,
 		"sink.parallelism", "sink.buffer-flush.max-rows", "sink.buffer-flush.interval", OptDeliveryGuar, OptTxnPrefix},

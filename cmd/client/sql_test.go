@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestSQL(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "totals"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, v := range []string{
+		`{"order_id":"o1","customer_id":"c1","amount":10.5,"occurred_at":"2024-01-01 10:00:05"}`,
+		`{"order_id":"o2","customer_id":"c1","amount":2.25,"occurred_at":"2024-01-01 10:00:40"}`,
+		`{"order_id":"o3","customer_id":"c2","amount":1,"occurred_at":"2024-01-01 10:01:00"}`,
+	} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A bounded scan: the job ends at the end of the topic, and the end of
+	// input fires every window.
+	script := `
+CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '10' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '` + addr + `',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json');
+CREATE TABLE totals (customer_id STRING, window_start TIMESTAMP(3), n BIGINT, total DECIMAL(18, 2))
+WITH ('connector' = 'kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = '` + addr + `', 'format' = 'json');
+INSERT INTO totals SELECT customer_id, window_start, COUNT(*), SUM(amount)
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(occurred_at), INTERVAL '1' MINUTE))
+GROUP BY customer_id, window_start, window_end;
+`
+	path := filepath.Join(t.TempDir(), "script.sql")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sluice(t, Cluster{}, "sql", "-f", path)
+	if r.code != 0 {
+		t.Fatalf("sluice sql -f:\n%s", r)
+	}
+	if !regexp.MustCompile(`Job ID: \S+\n`).MatchString(r.stdout) {
+		t.Errorf("no job id printed:\n%s", r)
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("totals"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	for len(got) < 2 && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	want := map[string]bool{
+		`{"customer_id":"c1","window_start":"2024-01-01 10:00:00","n":2,"total":12.75}`: true,
+		`{"customer_id":"c2","window_start":"2024-01-01 10:01:00","n":1,"total":1.00}`:  true,
+	}
+	if len(got) != 2 || !want[got[0]] || !want[got[1]] || got[0] == got[1] {
+		t.Errorf("totals: %q, want the two of %v", got, want)
+	}
+
+	t.Run("errors", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"sql", "-e", "SELEC 1"}, 1, "line 1, column 1: unexpected \"SELEC\""},
+			{[]string{"sql", "-e", "CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json')"}, 1,
+				"missing required option(s) 'properties.bootstrap.servers'"},
+			{[]string{"sql"}, 2, "give the script with -f FILE or the statements with -e"},
+		} {
+			r := sluice(t, Cluster{}, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("%q: want exit %d and %q:\n%s", tc.args, tc.code, tc.want, r)
+			}
+		}
+		r := sluice(t, Cluster{}, "sql", "-e", "SELECT a FROM t WHERE")
+		if !strings.Contains(r.stderr, "\n  SELECT a FROM t WHERE\n                       ^") {
+			t.Errorf("no caret:\n%s", r)
+		}
+	})
+}
