@@ -309,3 +309,43 @@ func TestScriptErrors(t *testing.T) {
 		})
 	}
 }
+
+// With checkpoints and 'sink.delivery-guarantee' = 'exactly-once' the
+// upsert-kafka output is written in transactions committed at completed
+// checkpoints: a read_committed reader sees exactly the windows, and the
+// source's offsets are committed to the group.
+func TestExactlyOnceWithCheckpoints(t *testing.T) {
+	b := newBroker(t)
+	guideOrders(t, b)
+	b.commit(t, "order-sql", "orders", 2)
+	script := strings.Replace(withBroker(guideScript, b.addr), "'key.format' = 'json',",
+		"'key.format' = 'json', 'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'totals',", 1)
+	start(t, script, map[string]string{
+		"execution.checkpointing.interval": "50 ms",
+		"execution.checkpointing.dir":      "file://" + t.TempDir(),
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics("customer-totals"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	ctx := ctxT(t)
+	for len(got) < len(guideOutput) && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)+" "+string(r.Value)) })
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, guideOutput) {
+		t.Errorf("committed output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
+	}
+	testwait.Eventually(t, 20*time.Second, "the source's offsets committed to group order-sql", func() bool {
+		offs, err := b.adm.FetchOffsets(ctxT(t), "order-sql")
+		if err != nil {
+			return false
+		}
+		o0, _ := offs.Lookup("orders", 0)
+		o1, _ := offs.Lookup("orders", 1)
+		return o0.At == 4 && o1.At == 4
+	})
+}
