@@ -349,3 +349,35 @@ func TestExactlyOnceWithCheckpoints(t *testing.T) {
 		return o0.At == 4 && o1.At == 4
 	})
 }
+
+// A regular GROUP BY is a changelog: upsert-kafka writes each key's
+// latest result as an upsert (the -U of an update is not written), in
+// the order of the key's changes.
+func TestRegularGroupByIntoUpsertKafka(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "totals", 1)
+	b.produce(t, "orders", 0,
+		order("o1", "c1", "10", "2024-01-01 10:00:00"),
+		order("o2", "c2", "1.5", "2024-01-01 10:00:01"),
+		order("o3", "c1", "5.25", "2024-01-01 10:00:02"),
+		order("o4", "c1", "0", "2024-01-01 10:00:03"))
+	script := withBroker(`
+CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset');
+CREATE TABLE totals (customer_id STRING, n BIGINT, total DECIMAL(18, 2), biggest DECIMAL(12, 2), PRIMARY KEY (customer_id) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = '…', 'key.format' = 'json', 'value.format' = 'json');
+INSERT INTO totals SELECT customer_id, COUNT(*), SUM(amount), MAX(amount) FROM orders GROUP BY customer_id;`, b.addr)
+	start(t, script, nil)
+	got := b.read(t, "totals", 4)
+	want := []string{
+		`{"customer_id":"c1"} {"customer_id":"c1","n":1,"total":10.00,"biggest":10.00}`,
+		`{"customer_id":"c1"} {"customer_id":"c1","n":2,"total":15.25,"biggest":10.00}`,
+		`{"customer_id":"c1"} {"customer_id":"c1","n":3,"total":15.25,"biggest":10.00}`,
+		`{"customer_id":"c2"} {"customer_id":"c2","n":1,"total":1.50,"biggest":1.50}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

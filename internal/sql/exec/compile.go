@@ -137,11 +137,10 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		if err != nil {
 			return core.Stream{}, err
 		}
-		acc, err := rowType(accFields(n))
+		spec, err := newAggSpec(n.Input.Fields(), n.Keys, n.Aggs)
 		if err != nil {
 			return core.Stream{}, err
 		}
-		nf := len(accFields(n))
 		late := &lateCounter{m: c.o.Metrics}
 		keyed := in.KeyBy(keySelector(n.Keys))
 		if len(n.Keys) == 0 {
@@ -149,7 +148,23 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		}
 		s := core.Transform(keyed, core.OperatorSpec{Kind: "window-aggregate", Name: "WindowAggregate " + n.Window.String(), Out: out,
 			NeedsWatermarks: true, Props: map[string]string{"window": n.Window.String()},
-			New: func() core.Operator { return &windowAggOp{w: n, acc: acc, late: late, nFields: nf} }}).UID(c.uid("window-aggregate"))
+			New: func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }}).UID(c.uid("window-aggregate"))
+		if len(n.Keys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s, nil
+	case *planner.GroupAggregate:
+		in, err := c.node(n.Input)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		spec, err := newAggSpec(n.Input.Fields(), n.Keys, n.Aggs)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		keyed := in.KeyBy(keySelector(n.Keys))
+		s := core.Transform(keyed, core.OperatorSpec{Kind: "group-aggregate", Name: "GroupAggregate", Out: out,
+			New: func() core.Operator { return &groupAggOp{aggSpec: spec} }}).UID(c.uid("group-aggregate"))
 		if len(n.Keys) == 0 {
 			s.SetParallelism(1)
 		}

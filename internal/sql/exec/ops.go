@@ -164,22 +164,59 @@ func keySelector(idx []int) core.KeySelector {
 // window the watermark has passed are late and dropped (Flink's window
 // aggregate drops them too).
 type windowAggOp struct {
-	w       *planner.WindowAggregate
+	*aggSpec
+	w    *planner.WindowAggregate
+	accs *core.ValueState
+	late *lateCounter
+}
+
+// aggSpec is the accumulation of a group's aggregates: an accumulator row
+// of the group key's values and each aggregate's state.
+type aggSpec struct {
+	keys    []int
+	aggs    []planner.AggCall
 	acc     core.Type // accumulator rows
-	accs    *core.ValueState
-	late    *lateCounter
 	nFields int
+}
+
+func newAggSpec(in []planner.Field, keys []int, aggs []planner.AggCall) (*aggSpec, error) {
+	fs := accFields(in, keys, aggs)
+	t, err := rowType(fs)
+	if err != nil {
+		return nil, err
+	}
+	return &aggSpec{keys: keys, aggs: aggs, acc: t, nFields: len(fs)}, nil
+}
+
+// newAcc is the accumulator of the group of row in.
+func (o *aggSpec) newAcc(in []any) []any {
+	acc := make([]any, o.nFields)
+	for i, k := range o.keys {
+		acc[i] = in[k]
+	}
+	return acc
+}
+
+func (o *aggSpec) load(b []byte) ([]any, error) {
+	rec, err := o.acc.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Row().Values, nil
+}
+
+func (o *aggSpec) store(acc []any) ([]byte, error) {
+	return o.acc.Encode(nil, core.RowRecord(core.Row{Values: acc}))
 }
 
 // accLayout is where each aggregate's state starts in the accumulator row
 // (after the keys) and how many fields it takes.
-func accFields(w *planner.WindowAggregate) []planner.Field {
-	in := w.Input.Fields()
+func accFields(in []planner.Field, keys []int, aggs []planner.AggCall) []planner.Field {
 	var out []planner.Field
-	for _, k := range w.Keys {
+	for _, k := range keys {
 		out = append(out, planner.Field{Name: in[k].Name, Type: in[k].Type.Plain()})
 	}
-	for i, a := range w.Aggs {
+	for i, a := range aggs {
 		name := fmt.Sprintf("acc%d", i)
 		switch a.Func {
 		case "COUNT":
@@ -230,16 +267,11 @@ func (o *windowAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ 
 		}
 		var acc []any
 		if ok {
-			rec, err := o.acc.Decode(b)
-			if err != nil {
+			if acc, err = o.load(b); err != nil {
 				return err
 			}
-			acc = rec.Row().Values
 		} else {
-			acc = make([]any, o.nFields)
-			for i, k := range o.w.Keys {
-				acc[i] = row.Values[k]
-			}
+			acc = o.newAcc(row.Values)
 			if err := ctx.RegisterEventTimer(ns, end-1); err != nil {
 				return err
 			}
@@ -247,7 +279,7 @@ func (o *windowAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ 
 		if err := o.accumulate(acc, row.Values); err != nil {
 			return err
 		}
-		enc, err := o.acc.Encode(nil, core.RowRecord(core.Row{Values: acc}))
+		enc, err := o.store(acc)
 		if err != nil {
 			return err
 		}
@@ -255,9 +287,9 @@ func (o *windowAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ 
 	})
 }
 
-func (o *windowAggOp) accumulate(acc, in []any) error {
-	j := len(o.w.Keys)
-	for _, a := range o.w.Aggs {
+func (o *aggSpec) accumulate(acc, in []any) error {
+	j := len(o.keys)
+	for _, a := range o.aggs {
 		var v any
 		if a.Arg >= 0 {
 			v = in[a.Arg]
@@ -326,27 +358,36 @@ func (o *windowAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
 	if err := o.accs.Delete(t.Namespace); err != nil {
 		return err
 	}
-	rec, err := o.acc.Decode(b)
+	acc, err := o.load(b)
 	if err != nil {
 		return err
 	}
-	acc := rec.Row().Values
 	ns := []byte(t.Namespace)
 	start, end := int64(binary.BigEndian.Uint64(ns)), int64(binary.BigEndian.Uint64(ns[8:]))
-	out := make([]any, 0, len(o.w.Keys)+len(o.w.Aggs)+3)
-	out = append(out, acc[:len(o.w.Keys)]...)
-	j := len(o.w.Keys)
-	for _, a := range o.w.Aggs {
+	out, err := o.results(acc)
+	if err != nil {
+		return err
+	}
+	out = append(out, start, end, end-1)
+	return ctx.Emit(core.RowRecord(core.Row{Values: out}), end-1)
+}
+
+// results are the group key's values and each aggregate's result.
+func (o *aggSpec) results(acc []any) ([]any, error) {
+	out := make([]any, 0, len(o.keys)+len(o.aggs)+3)
+	out = append(out, acc[:len(o.keys)]...)
+	j := len(o.keys)
+	for _, a := range o.aggs {
 		switch a.Func {
 		case "COUNT", "MIN", "MAX":
 			out = append(out, acc[j])
 			j++
 		case "SUM":
 			v := acc[j]
+			var err error
 			if v != nil && a.ArgType.Kind == types.Decimal {
-				v, err = types.Cast(v, a.ArgType, a.T)
-				if err != nil {
-					return err
+				if v, err = types.Cast(v, a.ArgType, a.T); err != nil {
+					return nil, err
 				}
 			} else if v != nil && a.ArgType.IsInteger() {
 				v, _ = types.Cast(v, types.BIGINT, a.T)
@@ -356,14 +397,13 @@ func (o *windowAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
 		case "AVG":
 			v, err := average(acc[j], acc[j+1], a)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, v)
 			j += 2
 		}
 	}
-	out = append(out, start, end, end-1)
-	return ctx.Emit(core.RowRecord(core.Row{Values: out}), end-1)
+	return out, nil
 }
 
 // average is AVG's result: integer division for integers (as Flink's AVG
@@ -389,4 +429,80 @@ func (l *lateCounter) add() {
 	if l != nil && l.m != nil {
 		l.m.LateRecordsDropped.Add(1)
 	}
+}
+
+// groupAggOp is a regular GROUP BY: the accumulator of each key in keyed
+// value state, and for every input row the change of the key's result: +I
+// for its first row, then -U of the old result and +U of the new one (no
+// output when the result did not change), as Flink's GroupAggFunction.
+type groupAggOp struct {
+	*aggSpec
+	accs *core.ValueState
+}
+
+func (o *groupAggOp) Open(ctx *core.Context) error {
+	var err error
+	o.accs, err = ctx.ValueState("group-accumulators")
+	return err
+}
+
+func (o *groupAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: GROUP BY over an updating input is not supported yet (it received %s)", row.Kind)
+	}
+	b, ok, err := o.accs.Get(core.VoidNamespace)
+	if err != nil {
+		return err
+	}
+	var acc, before []any
+	if ok {
+		if acc, err = o.load(b); err != nil {
+			return err
+		}
+		if before, err = o.results(acc); err != nil {
+			return err
+		}
+	} else {
+		acc = o.newAcc(row.Values)
+	}
+	if err := o.accumulate(acc, row.Values); err != nil {
+		return err
+	}
+	after, err := o.results(acc)
+	if err != nil {
+		return err
+	}
+	enc, err := o.store(acc)
+	if err != nil {
+		return err
+	}
+	if err := o.accs.Put(core.VoidNamespace, enc); err != nil {
+		return err
+	}
+	if before == nil {
+		return ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: after}), core.NoTimestamp)
+	}
+	if equalValues(before, after) {
+		return nil
+	}
+	if err := ctx.Emit(core.RowRecord(core.Row{Kind: core.UpdateBefore, Values: before}), core.NoTimestamp); err != nil {
+		return err
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Kind: core.UpdateAfter, Values: after}), core.NoTimestamp)
+}
+
+func equalValues(a, b []any) bool {
+	for i := range a {
+		if x, ok := a[i].([]byte); ok {
+			if y, ok := b[i].([]byte); !ok || string(x) != string(y) {
+				return false
+			}
+			continue
+		}
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

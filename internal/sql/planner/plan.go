@@ -276,6 +276,53 @@ func (w *WindowAggregate) exchange() string {
 	return fmt.Sprintf("Exchange(distribution=[hash[%s]])", strings.Join(keys, ", "))
 }
 
+// GroupAggregate is a regular GROUP BY: it updates each key's result with
+// every input row, so its output is a changelog (+I, then -U/+U). Rows:
+// Keys..., Aggs...
+type GroupAggregate struct {
+	Input Node
+	Keys  []int
+	Aggs  []AggCall
+}
+
+func (g *GroupAggregate) Fields() []Field {
+	in := g.Input.Fields()
+	var out []Field
+	for _, k := range g.Keys {
+		out = append(out, Field{in[k].Name, in[k].Type.Plain()})
+	}
+	for _, a := range g.Aggs {
+		out = append(out, Field{a.Name, a.T})
+	}
+	return out
+}
+func (g *GroupAggregate) Inputs() []Node       { return []Node{g.Input} }
+func (g *GroupAggregate) Changelog() Changelog { return Updating }
+func (g *GroupAggregate) describe() string {
+	in := g.Input.Fields()
+	var keys, sel []string
+	for _, k := range g.Keys {
+		keys = append(keys, in[k].Name)
+		sel = append(sel, in[k].Name)
+	}
+	for _, a := range g.Aggs {
+		sel = append(sel, a.Text+" AS "+a.Name)
+	}
+	return fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keys, ", "), strings.Join(sel, ", "))
+}
+
+func (g *GroupAggregate) exchange() string {
+	in := g.Input.Fields()
+	if len(g.Keys) == 0 {
+		return "Exchange(distribution=[single])"
+	}
+	var keys []string
+	for _, k := range g.Keys {
+		keys = append(keys, in[k].Name)
+	}
+	return fmt.Sprintf("Exchange(distribution=[hash[%s]])", strings.Join(keys, ", "))
+}
+
 // Union is UNION ALL of inputs with the same fields.
 type Union struct {
 	Ins []Node
@@ -350,7 +397,7 @@ func explainNode(b *strings.Builder, n Node, first, rest string) {
 	line := n.describe()
 	line = strings.TrimSuffix(line, ")") + fmt.Sprintf(", changelogMode=[%s])", n.Changelog())
 	b.WriteString(first + line + "\n")
-	if w, ok := n.(*WindowAggregate); ok {
+	if w, ok := n.(interface{ exchange() string }); ok {
 		b.WriteString(rest + "+- " + w.exchange() + "\n")
 		rest += "   "
 	}

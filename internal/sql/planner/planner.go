@@ -10,6 +10,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -532,9 +533,8 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		}
 		return &Calc{Input: in, Exprs: exprs, Names: names, Filter: filter}, nil
 	}
-	if win == nil {
-		return nil, p.errAt(q.Position(), ErrInvalid,
-			"a regular GROUP BY (whose result updates) is not supported yet: aggregate over a window TVF, grouping by window_start and window_end")
+	if win == nil || !groupsByWindow(q.GroupBy) {
+		return p.planGroupAgg(q, in, sc, filter)
 	}
 	tvf := in.(*WindowTableFunction)
 	tvfFields := tvf.Fields()
@@ -558,10 +558,7 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		}
 		keyExprs = append(keyExprs, g)
 	}
-	if !hasStart || !hasEnd {
-		return nil, p.errAt(q.Position(), ErrInvalid,
-			"a window aggregation must GROUP BY window_start and window_end (a regular GROUP BY over a window TVF is not supported yet)")
-	}
+	_, _ = hasStart, hasEnd
 	var pre []Expr
 	var preNames []string
 	as := &aggScope{winNames: map[string]Expr{}}
@@ -673,6 +670,127 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		return nil, err
 	}
 	return &Calc{Input: wa, Exprs: exprs, Names: names, Filter: having}, nil
+}
+
+// groupsByWindow reports whether a GROUP BY names window_start and
+// window_end: a window aggregation; otherwise a GROUP BY over a window TVF
+// is a regular one.
+func groupsByWindow(groupBy []parser.Expr) bool {
+	start, end := false, false
+	for _, g := range groupBy {
+		if id, ok := g.(*parser.Ident); ok {
+			switch id.Parts[len(id.Parts)-1] {
+			case "window_start":
+				start = true
+			case "window_end":
+				end = true
+			}
+		}
+	}
+	return start && end
+}
+
+// planGroupAgg plans a regular GROUP BY over in: an updating aggregation.
+func (p *session) planGroupAgg(q *parser.Select, in Node, sc *scope, filter Expr) (Node, error) {
+	if in.Changelog() == Updating {
+		return nil, p.errAt(q.Position(), ErrInvalid, "a GROUP BY over an updating input is not supported yet")
+	}
+	nIn := len(in.Fields())
+	var pre []Expr
+	var preNames []string
+	as := &aggScope{winNames: map[string]Expr{}}
+	for _, g := range q.GroupBy {
+		e, err := p.bind(g, sc, nil)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("$f%d", len(pre))
+		if c, ok := e.(*ColRef); ok {
+			name = c.Name
+		}
+		as.keys = append(as.keys, parser.DumpExpr(g))
+		pre, preNames = append(pre, e), append(preNames, name)
+	}
+	nKeys := len(pre)
+	var aggs []AggCall
+	var collectErr error
+	collect := func(x parser.Expr) {
+		c, ok := x.(*parser.Call)
+		if !ok || !aggregates[c.Name] || collectErr != nil {
+			return
+		}
+		d := parser.DumpExpr(c)
+		if contains(as.aggs, d) {
+			return
+		}
+		a, argExpr, err := p.aggCall(c, sc, nIn+1, len(pre))
+		if err != nil {
+			collectErr = err
+			return
+		}
+		if argExpr != nil {
+			reused := false
+			for i := nKeys; i < len(pre); i++ {
+				if pre[i].String() == argExpr.String() {
+					a.Arg, reused = i, true
+				}
+			}
+			if !reused {
+				name := fmt.Sprintf("$f%d", len(pre))
+				if cr, ok := argExpr.(*ColRef); ok && !contains(preNames, cr.Name) {
+					name = cr.Name
+				}
+				pre, preNames = append(pre, argExpr), append(preNames, name)
+			}
+		}
+		a.Name = fmt.Sprintf("EXPR$%d", len(aggs))
+		as.aggs = append(as.aggs, d)
+		aggs = append(aggs, a)
+	}
+	for _, it := range q.Items {
+		walk(it.Expr, collect)
+	}
+	walk(q.Having, collect)
+	if collectErr != nil {
+		return nil, collectErr
+	}
+	preCalc := &Calc{Input: in, Exprs: pre, Names: uniqueNames(preNames), Filter: filter}
+	keys := make([]int, nKeys)
+	for i := range keys {
+		keys[i] = i
+	}
+	ga := &GroupAggregate{Input: preCalc, Keys: keys, Aggs: aggs}
+	for i := range ga.Aggs {
+		a := &ga.Aggs[i]
+		if a.Arg >= 0 {
+			a.Text = fmt.Sprintf("%s(%s)", a.Func, preCalc.Names[a.Arg])
+		} else {
+			a.Text = "COUNT(*)"
+		}
+	}
+	gf := ga.Fields()
+	for i := 0; i < nKeys; i++ {
+		as.keyRefs = append(as.keyRefs, &ColRef{Index: i, Name: gf[i].Name, T: gf[i].Type})
+	}
+	for i := range aggs {
+		j := nKeys + i
+		as.aggRefs = append(as.aggRefs, &ColRef{Index: j, Name: gf[j].Name, T: gf[j].Type})
+	}
+	var having Expr
+	var err error
+	if q.Having != nil {
+		if having, err = p.bind(q.Having, sc, as); err != nil {
+			return nil, err
+		}
+		if having.Type().Kind != types.Boolean {
+			return nil, p.errAt(q.Having.Position(), ErrInvalid, "HAVING must be a BOOLEAN condition, not %s", having.Type())
+		}
+	}
+	exprs, names, err := p.selectList(q, sc, as, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Calc{Input: ga, Exprs: exprs, Names: names, Filter: having}, nil
 }
 
 func contains(ss []string, s string) bool {
@@ -912,7 +1030,50 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 		return nil, p.errAt(ins.Position(), ErrInvalid,
 			"table sink '%s' doesn't support consuming update changes: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)", t.Path())
 	}
+	if in.Changelog() == Updating && conn == "upsert-kafka" {
+		key, ok := upsertKey(in)
+		var pk []int
+		for i, c := range cols {
+			if slices.Contains(t.PrimaryKey, c) {
+				pk = append(pk, i)
+			}
+		}
+		slices.Sort(key)
+		if !ok || !slices.Equal(key, pk) {
+			return nil, p.errAt(ins.Position(), ErrInvalid,
+				"the query's upsert key differs from the primary key of sink table '%s': writing it needs an upsert materializer, which is not supported yet; make the GROUP BY keys the sink's primary key", t.Path())
+		}
+	}
 	return &Sink{Table: t, Input: in, Columns: cols, OnConflict: ins.OnConflict}, nil
+}
+
+// upsertKey is the fields of an updating node that identify its rows:
+// a GroupAggregate's keys, as far as a Calc above it keeps them.
+func upsertKey(n Node) ([]int, bool) {
+	switch n := n.(type) {
+	case *GroupAggregate:
+		return slices.Clone(n.Keys), true
+	case *Calc:
+		inner, ok := upsertKey(n.Input)
+		if !ok {
+			return nil, false
+		}
+		var out []int
+		for _, k := range inner {
+			found := false
+			for i, e := range n.Exprs {
+				if c, ok := e.(*ColRef); ok && c.Index == k {
+					out, found = append(out, i), true
+					break
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // fuseCalc applies exprs (over calc's output) directly to calc's input.
