@@ -103,6 +103,13 @@ func (j *Job) Wait() error {
 // Cancel stops the job.
 func (j *Job) Cancel() { j.h.Cancel() }
 
+// StopWithSavepoint writes a savepoint into dir (empty: the configured
+// execution.checkpointing.savepoint-dir) and stops the job; a script run
+// again with SET 'execution.state-recovery.path' = '<the path>' continues
+// from it (every operator of a statement has a UID from its place in the
+// script).
+func (j *Job) StopWithSavepoint(dir string) (string, error) { return j.h.StopWithSavepoint(dir, false) }
+
 // Restarts is how often the job restarted, once Wait returned.
 func (j *Job) Restarts() int { return j.restarts }
 
@@ -188,7 +195,7 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 func (s *Session) config() *conf.Configuration {
 	c := conf.FromMap(s.o.Config, conf.Source{Name: "sql session"})
 	for k, v := range s.pl.Catalog().Settings {
-		c.Set(k, v)
+		c = c.Set(k, v)
 	}
 	return c
 }

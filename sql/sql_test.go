@@ -179,16 +179,22 @@ func start(t *testing.T, script string, config map[string]string) (*sql.Job, *st
 }
 
 func TestGuideScript(t *testing.T) {
-	b := newBroker(t)
-	guideOrders(t, b)
-	b.commit(t, "order-sql", "orders", 2)
-	job, out := start(t, withBroker(guideScript, b.addr), nil)
-	if !strings.Contains(out.String(), "Job ID: "+job.ID()) {
-		t.Errorf("the client printed %q, not the job id %s", out.String(), job.ID())
-	}
-	got := b.read(t, "customer-totals", len(guideOutput))
-	if !slices.Equal(got, guideOutput) {
-		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
+	// At parallelism 3 each source subtask keeps the partitions its copy of
+	// the enumerator assigns it (one is left without any).
+	for _, par := range []string{"1", "2", "3"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			guideOrders(t, b)
+			b.commit(t, "order-sql", "orders", 2)
+			job, out := start(t, withBroker(guideScript, b.addr), map[string]string{"parallelism.default": par})
+			if !strings.Contains(out.String(), "Job ID: "+job.ID()) {
+				t.Errorf("the client printed %q, not the job id %s", out.String(), job.ID())
+			}
+			got := b.read(t, "customer-totals", len(guideOutput))
+			if !slices.Equal(got, guideOutput) {
+				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
+			}
+		})
 	}
 }
 
@@ -379,5 +385,67 @@ INSERT INTO totals SELECT customer_id, COUNT(*), SUM(amount), MAX(amount) FROM o
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Stop with a savepoint half-way and run the script again from it: the
+// source continues at the savepoint's offsets and the windows' restored
+// state completes them, so the output is the uninterrupted run's.
+func TestSavepointAndRestore(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 2)
+	b.topic(t, "customer-totals", 1)
+	b.produce(t, "orders", 0,
+		order("o1", "c1", "10.50", "2024-01-01 10:00:05"),
+		order("o2", "c1", "2.25", "2024-01-01 10:00:40"))
+	b.produce(t, "orders", 1, order("o4", "c2", "100", "2024-01-01 10:00:59.999"))
+	b.commit(t, "order-sql", "orders", 2)
+	dir := t.TempDir()
+	cfg := map[string]string{
+		"execution.checkpointing.interval": "20 ms",
+		"execution.checkpointing.dir":      "file://" + dir + "/cp",
+	}
+	script := withBroker(guideScript, b.addr)
+	s := sql.NewSession(sql.Options{Config: cfg})
+	jobs, err := s.ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group's offsets are committed once a checkpoint covers them.
+	testwait.Eventually(t, 20*time.Second, "the first records read and checkpointed", func() bool {
+		offs, err := b.adm.FetchOffsets(ctxT(t), "order-sql")
+		if err != nil {
+			return false
+		}
+		o0, _ := offs.Lookup("orders", 0)
+		o1, _ := offs.Lookup("orders", 1)
+		return o0.At == 2 && o1.At == 1
+	})
+	path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs[0].Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.produce(t, "orders", 0,
+		order("o3", "c1", "7", "2024-01-01 10:01:10.5"),
+		order("o7", "c1", "1.00", "2024-01-01 10:05:30"))
+	b.produce(t, "orders", 1,
+		order("o5", "c2", "0.01", "2024-01-01 10:02:00"),
+		order("o6", "c2", "5.5", "2024-01-01 10:01:30"),
+		order("o8", "c2", "3", "2024-01-01 10:05:40"))
+	// The group's offsets are moved back behind the savepoint's (o2 and o4
+	// would be read again): only the restored positions and window state
+	// give the uninterrupted run's output.
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 0, LeaderEpoch: -1})
+	if resp, err := b.adm.CommitOffsets(ctxT(t), "order-sql", offs); err != nil || resp.Error() != nil {
+		t.Fatal(err, resp.Error())
+	}
+	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
+	if got := b.read(t, "customer-totals", len(guideOutput)); !slices.Equal(got, guideOutput) {
+		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
 	}
 }

@@ -274,9 +274,11 @@ type kafkaSource struct {
 	splits   map[string]*splitWatermark
 	emitted  int64
 	err      error
-	// keep says which restored splits this subtask owns (set when the
-	// enumerator assigns them).
 	restoring bool
+	// assigned counts the splits handed to the reader; a subtask with none
+	// is idle, so it does not hold back the watermark downstream.
+	assigned int
+	idle     bool
 }
 
 type splitWatermark struct {
@@ -366,6 +368,7 @@ func (s *kafkaSource) assignPending() error {
 	if len(s.pending) > 0 {
 		p := s.pending
 		s.pending = nil
+		s.assigned += len(p)
 		if err := s.reader.AddSplits(p); err != nil {
 			return err
 		}
@@ -409,7 +412,16 @@ func (s *kafkaSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 // emitWatermark emits the minimum of the splits' watermarks when it
 // advanced. A split without records yet holds it back, as in Flink.
 func (s *kafkaSource) emitWatermark() error {
-	if s.spec.wm == nil || len(s.splits) == 0 {
+	if s.spec.wm == nil {
+		return nil
+	}
+	if idle := s.assigned == 0; idle != s.idle {
+		s.idle = idle
+		if err := s.ctx.Task().EmitIdle(idle); err != nil {
+			return err
+		}
+	}
+	if len(s.splits) == 0 {
 		return nil
 	}
 	wm := int64(core.MaxWatermark)
