@@ -264,16 +264,16 @@ func metaType(key string) types.Type {
 // and the parallelism, so every subtask's copy agrees), and per-partition
 // watermarks from the table's WATERMARK expression.
 type kafkaSource struct {
-	spec     *kafkaSourceSpec
-	ctx      *core.Context
-	reader   stream.SourceReader[kafkaRow, kafka.PartitionSplit]
-	enum     stream.SplitEnumerator[kafka.PartitionSplit]
-	restored map[kafka.TopicPartition]kafka.PartitionSplit
-	pending  []kafka.PartitionSplit
-	noMore   bool
-	splits   map[string]*splitWatermark
-	emitted  int64
-	err      error
+	spec      *kafkaSourceSpec
+	ctx       *core.Context
+	reader    stream.SourceReader[kafkaRow, kafka.PartitionSplit]
+	enum      stream.SplitEnumerator[kafka.PartitionSplit]
+	restored  map[kafka.TopicPartition]kafka.PartitionSplit
+	pending   []kafka.PartitionSplit
+	noMore    bool
+	splits    map[string]*splitWatermark
+	emitted   int64
+	err       error
 	restoring bool
 	// assigned counts the splits handed to the reader; a subtask with none
 	// is idle, so it does not hold back the watermark downstream.
