@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -18,6 +16,7 @@ import (
 // one prefix (json., key.json., value.json.).
 type jsonFormat struct {
 	fields            []planner.Field
+	index             map[string]int
 	failOnMissing     bool
 	ignoreParseErrors bool
 	iso               bool // json.timestamp-format.standard = ISO-8601
@@ -26,7 +25,10 @@ type jsonFormat struct {
 }
 
 func newJSONFormat(opts map[string]string, prefix string, fields []planner.Field) (*jsonFormat, error) {
-	f := &jsonFormat{fields: fields}
+	f := &jsonFormat{fields: fields, index: map[string]int{}}
+	for i, fl := range fields {
+		f.index[fl.Name] = i
+	}
 	var errs []error
 	boolOpt := func(name string, dst *bool) {
 		v, ok := opts[prefix+name]
@@ -70,39 +72,49 @@ func (f *jsonFormat) decode(data []byte, dst []any) (fieldErrors int, err error)
 		// A tombstone: Flink's json deserializer returns no row for it.
 		return 0, errSkip
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		if f.ignoreParseErrors {
-			return 0, errSkip
-		}
-		if err == nil {
-			err = errors.New("not a JSON object")
-		}
-		return 0, fmt.Errorf("failed to deserialize JSON '%s': %w", truncate(data), err)
+	for i := range dst {
+		dst[i] = nil
 	}
-	for i, fl := range f.fields {
-		raw, ok := obj[fl.Name]
-		if !ok {
-			if f.failOnMissing {
-				return 0, fmt.Errorf("failed to deserialize JSON '%s': could not find field with name '%s'", truncate(data), fl.Name)
-			}
-			dst[i] = nil
-			continue
+	var seen uint64 // fields present, for fail-on-missing-field (first 64)
+	var convErr error
+	nulls := 0
+	err = scanObject(data, func(key string, raw jsonValue) {
+		i, ok := f.index[key]
+		if !ok || convErr != nil {
+			return
 		}
-		v, err := f.convert(raw, fl.Type)
+		if i < 64 {
+			seen |= 1 << i
+		}
+		v, err := f.convert(raw, f.fields[i].Type)
 		if err != nil {
 			if f.ignoreParseErrors {
 				dst[i] = nil
-				fieldErrors++
-				continue
+				nulls++
+				return
 			}
-			return 0, fmt.Errorf("failed to deserialize JSON '%s': field '%s' (%s): %w", truncate(data), fl.Name, fl.Type.Plain(), err)
+			convErr = fmt.Errorf("failed to deserialize JSON '%s': field '%s' (%s): %w", truncate(data), f.fields[i].Name, f.fields[i].Type.Plain(), err)
+			return
 		}
 		dst[i] = v
+	})
+	if err != nil {
+		if f.ignoreParseErrors {
+			return 0, errSkip
+		}
+		return 0, fmt.Errorf("failed to deserialize JSON '%s': %w", truncate(data), err)
 	}
-	return fieldErrors, nil
+	if convErr != nil {
+		return 0, convErr
+	}
+	if f.failOnMissing {
+		for i, fl := range f.fields {
+			if i < 64 && seen&(1<<i) == 0 {
+				return 0, fmt.Errorf("failed to deserialize JSON '%s': could not find field with name '%s'", truncate(data), fl.Name)
+			}
+		}
+	}
+	return nulls, nil
 }
 
 func truncate(b []byte) string {
@@ -114,50 +126,37 @@ func truncate(b []byte) string {
 
 // convert is one JSON value as a value of t (Flink's
 // JsonToRowDataConverters: numbers and their text both parse).
-func (f *jsonFormat) convert(raw any, t types.Type) (any, error) {
-	if raw == nil {
+func (f *jsonFormat) convert(raw jsonValue, t types.Type) (any, error) {
+	if raw.kind == 'z' {
 		return nil, nil
-	}
-	text := func() (string, bool) {
-		switch v := raw.(type) {
-		case string:
-			return v, true
-		case json.Number:
-			return v.String(), true
-		case bool:
-			return strconv.FormatBool(v), true
-		}
-		return "", false
 	}
 	switch t.Kind {
 	case types.String:
-		if s, ok := raw.(string); ok {
-			return s, nil
-		}
-		b, err := json.Marshal(raw)
-		return string(b), err
+		return raw.text, nil
 	case types.Boolean:
-		switch v := raw.(type) {
-		case bool:
-			return v, nil
-		case string:
-			return strings.EqualFold(v, "true"), nil
+		switch raw.kind {
+		case 'b':
+			return raw.b, nil
+		case 's':
+			return strings.EqualFold(raw.text, "true"), nil
 		}
 	case types.TinyInt, types.SmallInt, types.Int, types.BigInt:
-		if s, ok := text(); ok {
-			if _, isBool := raw.(bool); !isBool {
-				return types.Cast(strings.TrimSpace(s), types.STRING, t)
-			}
+		if raw.kind == 'n' || raw.kind == 's' {
+			return types.Cast(strings.TrimSpace(raw.text), types.STRING, t)
 		}
 	case types.Float, types.Double:
-		if s, ok := text(); ok {
-			return types.Cast(s, types.STRING, t)
+		if raw.kind == 'n' || raw.kind == 's' {
+			return types.Cast(raw.text, types.STRING, t)
 		}
 	case types.Decimal:
-		if s, ok := text(); ok {
-			r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+		if raw.kind == 'n' || raw.kind == 's' {
+			text := strings.TrimSpace(raw.text)
+			if v, ok := types.ParseDecimalFast(text, t.Precision, t.Scale); ok {
+				return v, nil
+			}
+			r, ok := new(big.Rat).SetString(text)
 			if !ok {
-				return nil, fmt.Errorf("%q is not a number", s)
+				return nil, fmt.Errorf("%q is not a number", raw.text)
 			}
 			v, err := types.RatToDecimal(r, t.Precision, t.Scale)
 			if err != nil {
@@ -166,8 +165,8 @@ func (f *jsonFormat) convert(raw any, t types.Type) (any, error) {
 			return v, nil
 		}
 	case types.Timestamp, types.TimestampLTZ:
-		if s, ok := raw.(string); ok {
-			s = strings.TrimSpace(s)
+		if raw.kind == 's' {
+			s := strings.TrimSpace(raw.text)
 			if t.Kind == types.TimestampLTZ {
 				s = strings.TrimSuffix(s, "Z")
 			}
@@ -178,19 +177,19 @@ func (f *jsonFormat) convert(raw any, t types.Type) (any, error) {
 			return types.TruncateMillis(ms, t.Precision), nil
 		}
 	case types.Date:
-		if s, ok := raw.(string); ok {
-			return types.ParseDate(s)
+		if raw.kind == 's' {
+			return types.ParseDate(raw.text)
 		}
 	case types.Time:
-		if s, ok := raw.(string); ok {
-			return types.ParseTime(s)
+		if raw.kind == 's' {
+			return types.ParseTime(raw.text)
 		}
 	case types.Bytes:
-		if s, ok := raw.(string); ok {
-			return []byte(s), nil // Flink decodes base64; kept as the text's bytes here
+		if raw.kind == 's' {
+			return []byte(raw.text), nil // Flink decodes base64; kept as the text's bytes here
 		}
 	}
-	return nil, fmt.Errorf("cannot read %v as %s", raw, t.Plain())
+	return nil, fmt.Errorf("cannot read %s as %s", raw.text, t.Plain())
 }
 
 // encode writes the values of the format's fields (indexes idx into row)

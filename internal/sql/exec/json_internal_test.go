@@ -1,10 +1,12 @@
 package exec
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sluice/sluice/internal/sql/planner"
 	"github.com/sluice/sluice/internal/sql/types"
@@ -34,6 +36,12 @@ func TestJSONDecode(t *testing.T) {
 		{"ISO timestamps", map[string]string{"json.timestamp-format.standard": "ISO-8601"}, `{"ts":"2024-01-01T10:00:00"}`, "[<nil> <nil> <nil> 1704103200000 <nil> <nil>]", 0},
 		{"SQL timestamps refuse T", nil, `{"ts":"2024-01-01T10:00:00"}`, "error", 0},
 		{"a tombstone is skipped", nil, "", "skip", 0},
+		{"escapes", nil, `{"s":"a\"\u00e9\ud83d\ude00\n"}`, "[a\"é😀\n <nil> <nil> <nil> <nil> <nil>]", 0},
+		{"nested values as text, unknown fields ignored", nil, `{"x":{"y":"}"},"s":{"a":[1,"]"]}}`, `[{"a":[1,"]"]} <nil> <nil> <nil> <nil> <nil>]`, 0},
+		{"trailing data fails", nil, `{"s":"x"} y`, "error", 0},
+		{"a bad number fails", nil, `{"n":01}`, "error", 0},
+		{"exponent decimals", nil, `{"d":1.5e1}`, "[<nil> <nil> 1500 <nil> <nil> <nil>]", 0},
+		{"an overflowing decimal is NULL", nil, `{"d":12345678901.5}`, "[<nil> <nil> <nil> <nil> <nil> <nil>]", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := newJSONFormat(tc.opts, "json.", jsonFields)
@@ -105,4 +113,25 @@ func TestWindowAssign(t *testing.T) {
 			t.Errorf("%s at %d: %v, want %v", tc.w, tc.ts, got, tc.want)
 		}
 	}
+}
+
+// FuzzJSONDecode checks the scanner against encoding/json: a document
+// both accept as an object decodes, one encoding/json rejects fails.
+func FuzzJSONDecode(f *testing.F) {
+	f.Add(`{"s":"x","n":7,"d":12.5}`)
+	f.Add(`{"s":"\u00e9","x":[1,{"a":null}]}`)
+	f.Add(`{"s":`)
+	f.Fuzz(func(t *testing.T, in string) {
+		fm, _ := newJSONFormat(map[string]string{"json.ignore-parse-errors": "true"}, "json.", jsonFields)
+		dst := make([]any, len(jsonFields))
+		_, err := fm.decode([]byte(in), dst)
+		var obj map[string]any
+		stdErr := json.Unmarshal([]byte(in), &obj)
+		if stdErr != nil && !errors.Is(err, errSkip) && utf8.ValidString(in) {
+			t.Errorf("%q: accepted, encoding/json says %v", in, stdErr)
+		}
+		if stdErr == nil && obj != nil && errors.Is(err, errSkip) {
+			t.Errorf("%q: skipped, encoding/json accepts it", in)
+		}
+	})
 }

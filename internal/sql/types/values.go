@@ -407,3 +407,54 @@ func FormatDate(days int64) string {
 func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("15:04:05")
 }
+
+// ParseDecimalFast parses plain decimal text ("-12.5", "7") into an
+// unscaled value of DECIMAL(p, s) without allocating; ok is false for
+// anything else (exponents, more fractional digits than s, overflow),
+// which ParseDecimal handles.
+func ParseDecimalFast(text string, p, s int) (int64, bool) {
+	i, neg := 0, false
+	if i < len(text) && (text[i] == '-' || text[i] == '+') {
+		neg = text[i] == '-'
+		i++
+	}
+	var v int64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '.' && !dot:
+			dot = true
+		case c >= '0' && c <= '9':
+			if dot {
+				frac++
+				if frac > s {
+					return 0, false
+				}
+			}
+			if v > (1<<62)/10 {
+				return 0, false
+			}
+			v = v*10 + int64(c-'0')
+			digits++
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || s-frac > 18 {
+		return 0, false
+	}
+	for ; frac < s; frac++ {
+		if v > (1<<62)/10 {
+			return 0, false
+		}
+		v *= 10
+	}
+	if neg {
+		v = -v
+	}
+	if !FitsPrecision(v, p) {
+		return 0, false
+	}
+	return v, true
+}
