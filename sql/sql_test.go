@@ -138,6 +138,11 @@ func order(id, customer, amount, at string) string {
 func guideOrders(t *testing.T, b *broker) {
 	b.topic(t, "orders", 2)
 	b.topic(t, "customer-totals", 1)
+	guideOrdersInto(t, b)
+}
+
+// guideOrdersInto writes the orders into partitions 0 and 1 of orders.
+func guideOrdersInto(t *testing.T, b *broker) {
 	b.produce(t, "orders", 0,
 		order("o1", "c1", "10.50", "2024-01-01 10:00:05"),
 		order("o2", "c1", "2.25", "2024-01-01 10:00:40"),
@@ -446,6 +451,43 @@ func TestSavepointAndRestore(t *testing.T) {
 	}
 	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
 	if got := b.read(t, "customer-totals", len(guideOutput)); !slices.Equal(got, guideOutput) {
+		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
+	}
+}
+
+// A partition without records holds the watermark back, as in Flink,
+// unless 'table.exec.source.idle-timeout' lets it go idle while the other
+// partitions keep receiving records.
+func TestIdleTimeout(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 3) // partition 2 stays empty
+	b.topic(t, "customer-totals", 1)
+	guideOrdersInto(t, b)
+	b.commit(t, "order-sql", "orders", 3)
+	start(t, "SET 'table.exec.source.idle-timeout' = '100 ms';\n"+withBroker(guideScript, b.addr), nil)
+	// Partitions 0 and 1 stay active: records of a window that never fires.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for p := int32(0); p < 2; p++ {
+				rec := &kgo.Record{Topic: "orders", Partition: p, Value: []byte(order("hb", "c9", "0", "2024-01-01 10:05:30"))}
+				if err := b.cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	got := b.read(t, "customer-totals", len(guideOutput))
+	close(stop)
+	<-done
+	if !slices.Equal(got, guideOutput) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
 	}
 }

@@ -198,7 +198,7 @@ func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	if t.Options[planner.OptConnector] == "upsert-kafka" {
 		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
 	}
-	spec, err := newKafkaSourceSpec(t, c.o.Metrics, c.o.Log)
+	spec, err := newKafkaSourceSpec(t, c.o.Config, c.o.Metrics, c.o.Log)
 	if err != nil {
 		return core.Stream{}, err
 	}

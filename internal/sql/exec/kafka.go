@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/core"
@@ -38,8 +39,11 @@ type kafkaSourceSpec struct {
 	rowtime int
 	wm      planner.Expr
 	metrics *Metrics
-	// startupOption names the option to set when a partition has no
-	// committed offset (for the error).
+	// idleTimeout is table.exec.source.idle-timeout: a partition without
+	// records for this long does not hold back the watermark (0: never).
+	idleTimeout int64
+	// groupOffsets: scan.startup.mode is group-offsets (for the error of a
+	// partition without a committed offset).
 	groupOffsets bool
 }
 
@@ -60,8 +64,16 @@ func kafkaClientOpts(t *planner.Table, log *slog.Logger) []kafka.Opt {
 	return opts
 }
 
-func newKafkaSourceSpec(t *planner.Table, m *Metrics, log *slog.Logger) (*kafkaSourceSpec, error) {
+func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, log *slog.Logger) (*kafkaSourceSpec, error) {
 	o := t.Options
+	var idle int64
+	if e, ok := cfg.Raw(planner.OptIdleTimeout); ok {
+		d, err := conf.ParseDuration(e.Value)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("'%s' = '%s' is not a duration", planner.OptIdleTimeout, e.Value)
+		}
+		idle = d.Milliseconds()
+	}
 	var physical []planner.Field
 	var physIdx []int
 	for i, c := range t.Columns {
@@ -102,7 +114,7 @@ func newKafkaSourceSpec(t *planner.Table, m *Metrics, log *slog.Logger) (*kafkaS
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
-	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m}
+	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m, idleTimeout: idle}
 	topic := o[planner.OptTopic]
 	deser := kafka.RecordDeserializer(func(r *kgo.Record) (kafkaRow, error) {
 		vals := make([]any, len(t.Columns))
@@ -279,11 +291,15 @@ type kafkaSource struct {
 	// is idle, so it does not hold back the watermark downstream.
 	assigned int
 	idle     bool
+	// now is the processing time of the current poll.
+	now int64
 }
 
 type splitWatermark struct {
 	s  *kafkaSource
 	wm int64
+	// active is when the split last had a record (processing time).
+	active int64
 }
 
 func (s *kafkaSource) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, error) {
@@ -323,6 +339,10 @@ func (s *kafkaSource) RestoreState(_ *core.Context, entries [][]byte) error {
 
 func (s *kafkaSource) Open(ctx *core.Context) error {
 	s.ctx = ctx
+	s.now = ctx.CurrentProcessingTime()
+	if s.spec.idleTimeout > 0 && s.spec.wm != nil {
+		s.scheduleIdleCheck()
+	}
 	s.splits = map[string]*splitWatermark{}
 	s.emitted = core.NoWatermark
 	r, err := s.spec.src.CreateReader(readerCtx{s})
@@ -364,6 +384,20 @@ func (s *kafkaSource) startError(err error) error {
 	return fmt.Errorf("sql: table %s: %w", t.Name, err)
 }
 
+// scheduleIdleCheck re-evaluates the watermark every half idle timeout,
+// so partitions that fall silent are found idle without new records.
+func (s *kafkaSource) scheduleIdleCheck() {
+	every := max(s.spec.idleTimeout/2, 10)
+	s.ctx.Task().RegisterProcessingTimer(s.ctx.CurrentProcessingTime()+every, func(now int64) error {
+		s.now = now
+		if err := s.emitWatermark(); err != nil {
+			return err
+		}
+		s.scheduleIdleCheck()
+		return nil
+	})
+}
+
 func (s *kafkaSource) assignPending() error {
 	if len(s.pending) > 0 {
 		p := s.pending
@@ -382,6 +416,7 @@ func (s *kafkaSource) assignPending() error {
 func (s *kafkaSource) Available() <-chan struct{} { return s.reader.Available() }
 
 func (s *kafkaSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
+	s.now = ctx.CurrentProcessingTime()
 	st, err := s.reader.PollNext(ctx.Task().Ctx(), readerOut{s})
 	if err == nil {
 		err = s.err
@@ -415,18 +450,24 @@ func (s *kafkaSource) emitWatermark() error {
 	if s.spec.wm == nil {
 		return nil
 	}
-	if idle := s.assigned == 0; idle != s.idle {
+	wm := int64(core.MaxWatermark)
+	active := 0
+	for _, sp := range s.splits {
+		if s.spec.idleTimeout > 0 && s.now-sp.active >= s.spec.idleTimeout {
+			continue // idle: it does not hold the watermark back
+		}
+		wm = min(wm, sp.wm)
+		active++
+	}
+	idle := s.assigned == 0 || (len(s.splits) > 0 && active == 0)
+	if idle != s.idle {
 		s.idle = idle
 		if err := s.ctx.Task().EmitIdle(idle); err != nil {
 			return err
 		}
 	}
-	if len(s.splits) == 0 {
+	if active == 0 {
 		return nil
-	}
-	wm := int64(core.MaxWatermark)
-	for _, sp := range s.splits {
-		wm = min(wm, sp.wm)
 	}
 	if wm > s.emitted && wm != core.NoWatermark {
 		s.emitted = wm
@@ -468,6 +509,7 @@ func (s *kafkaSource) collect(sw *splitWatermark, v kafkaRow) {
 		return
 	}
 	if s.spec.wm != nil && sw != nil {
+		sw.active = s.now
 		w, err := s.spec.wm.Eval(v.vals)
 		if err != nil {
 			s.err = fmt.Errorf("sql: table %s: watermark: %w", s.spec.table.Name, err)
@@ -525,7 +567,7 @@ func (o readerOut) Collect(v kafkaRow, _ stream.Timestamp) { o.s.collect(nil, v)
 func (o readerOut) ForSplit(id string) stream.SplitOutput[kafkaRow] {
 	sw, ok := o.s.splits[id]
 	if !ok {
-		sw = &splitWatermark{s: o.s, wm: core.NoWatermark}
+		sw = &splitWatermark{s: o.s, wm: core.NoWatermark, active: o.s.now}
 		o.s.splits[id] = sw
 	}
 	return sw
