@@ -99,3 +99,31 @@ GROUP BY customer_id, window_start, window_end;
 		}
 	})
 }
+
+// A SELECT prints its result as a changelog (+I, -U, +U rows).
+func TestSQLSelect(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, v := range []string{`{"customer_id":"c1","amount":1}`, `{"customer_id":"c1","amount":2.5}`} {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := sluice(t, Cluster{}, "sql", "-e", `CREATE TABLE orders (customer_id STRING, amount DECIMAL(12, 2))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '`+addr+`', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id`)
+	want := "+I[c1, 1.00]\n-U[c1, 1.00]\n+U[c1, 3.50]\n"
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("want %q in the output:\n%s", want, r)
+	}
+}

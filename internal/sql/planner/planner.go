@@ -169,7 +169,19 @@ func (s *Session) Execute(src string, st parser.Stmt) (*Result, error) {
 		}
 		return &Result{Text: Explain(roots...)}, nil
 	case *parser.QueryStmt:
-		return nil, p.errAt(st.Position(), ErrInvalid, "a SELECT on its own is not supported yet: INSERT its result INTO a table (a 'print' table prints it)")
+		// The client shows the result as a changelog: a print table of the
+		// query's columns.
+		n, err := p.planQuery(st.Query)
+		if err != nil {
+			return nil, err
+		}
+		t := &Table{Name: "$select", Rowtime: -1, Options: map[string]string{OptConnector: "print"}, Pos: st.Position()}
+		var cols []int
+		for i, f := range n.Fields() {
+			t.Columns = append(t.Columns, Column{Name: f.Name, Type: f.Type.Plain()})
+			cols = append(cols, i)
+		}
+		return &Result{Sinks: []*Sink{{Table: t, Input: n, Columns: cols}}}, nil
 	}
 	return nil, p.errAt(st.Position(), ErrInvalid, "statement %T is not supported", st)
 }
