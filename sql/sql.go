@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/launch"
@@ -68,10 +69,23 @@ func NewSession(o Options) *Session {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
+	// The client's messages and the print tables' rows share the writer.
+	o.Stdout = &lockedWriter{w: o.Stdout}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Session{o: o, pl: planner.NewSession(nil)}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // Job is a running SQL job.
