@@ -491,3 +491,41 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(guideOutput, "\n"))
 	}
 }
+
+// COUNT(DISTINCT) in a window aggregation and a regular GROUP BY, with
+// the results printed by a 'print' table (a bounded scan ends the job).
+func TestCountDistinct(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.produce(t, "orders", 0,
+		order("o1", "c1", "1", "2024-01-01 10:00:00"),
+		order("o1", "c1", "1", "2024-01-01 10:00:10"), // a duplicate delivery
+		order("o2", "c1", "2", "2024-01-01 10:00:20"),
+		order("o1", "c1", "1", "2024-01-01 10:01:00")) // the next window
+	ddl := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE out (customer_id STRING, ws TIMESTAMP(3), orders BIGINT, events BIGINT) WITH ('connector' = 'print');
+CREATE TABLE totals (customer_id STRING, orders BIGINT) WITH ('connector' = 'print', 'print-identifier' = 'g');
+`, b.addr)
+	for _, tc := range []struct{ query, want string }{
+		{`INSERT INTO out SELECT customer_id, window_start, COUNT(DISTINCT order_id), COUNT(*)
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(occurred_at), INTERVAL '1' MINUTE)) GROUP BY customer_id, window_start, window_end`,
+			"+I[c1, 2024-01-01 10:00:00.000, 2, 3]\n+I[c1, 2024-01-01 10:01:00.000, 1, 1]\n"},
+		{`INSERT INTO totals SELECT customer_id, COUNT(DISTINCT order_id) FROM orders GROUP BY customer_id`,
+			"g> +I[c1, 1]\ng> -U[c1, 1]\ng> +U[c1, 2]\n"},
+	} {
+		var out strings.Builder
+		jobs, err := sql.NewSession(sql.Options{Stdout: &out}).ExecuteScript(ctxT(t), ddl+tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := jobs[0].Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("printed:\n%s\nwant:\n%s", out.String(), tc.want)
+		}
+	}
+}

@@ -167,6 +167,7 @@ type windowAggOp struct {
 	*aggSpec
 	w    *planner.WindowAggregate
 	accs *core.ValueState
+	seen *core.MapState
 	late *lateCounter
 }
 
@@ -242,7 +243,10 @@ func windowNamespace(start, end int64) string {
 
 func (o *windowAggOp) Open(ctx *core.Context) error {
 	var err error
-	o.accs, err = ctx.ValueState("window-accumulators")
+	if o.accs, err = ctx.ValueState("window-accumulators"); err != nil {
+		return err
+	}
+	o.seen, err = ctx.MapState("distinct-values")
 	return err
 }
 
@@ -276,7 +280,7 @@ func (o *windowAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ 
 				return err
 			}
 		}
-		if err := o.accumulate(acc, row.Values); err != nil {
+		if err := o.accumulate(acc, row.Values, o.seen, ns); err != nil {
 			return err
 		}
 		enc, err := o.store(acc)
@@ -287,9 +291,12 @@ func (o *windowAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ 
 	})
 }
 
-func (o *aggSpec) accumulate(acc, in []any) error {
+// accumulate adds row in to acc. seen is the distinct values of the
+// group (and window) so far, for COUNT(DISTINCT): namespace ns of its map
+// state.
+func (o *aggSpec) accumulate(acc, in []any, seen *core.MapState, ns string) error {
 	j := len(o.keys)
-	for _, a := range o.aggs {
+	for i, a := range o.aggs {
 		var v any
 		if a.Arg >= 0 {
 			v = in[a.Arg]
@@ -297,6 +304,20 @@ func (o *aggSpec) accumulate(acc, in []any) error {
 		switch a.Func {
 		case "COUNT":
 			n, _ := acc[j].(int64)
+			if a.Distinct && v != nil {
+				k := string(keySelector([]int{a.Arg})(core.RowRecord(core.Row{Values: in}), []byte{byte(i)}))
+				if _, dup, err := seen.Get(ns, k); err != nil || dup {
+					acc[j] = n
+					j++
+					if err != nil {
+						return err
+					}
+					continue
+				}
+				if err := seen.Put(ns, k, nil); err != nil {
+					return err
+				}
+			}
 			if a.Arg < 0 || v != nil {
 				n++
 			}
@@ -356,6 +377,9 @@ func (o *windowAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
 		return err
 	}
 	if err := o.accs.Delete(t.Namespace); err != nil {
+		return err
+	}
+	if err := o.seen.Clear(t.Namespace); err != nil {
 		return err
 	}
 	acc, err := o.load(b)
@@ -438,11 +462,15 @@ func (l *lateCounter) add() {
 type groupAggOp struct {
 	*aggSpec
 	accs *core.ValueState
+	seen *core.MapState
 }
 
 func (o *groupAggOp) Open(ctx *core.Context) error {
 	var err error
-	o.accs, err = ctx.ValueState("group-accumulators")
+	if o.accs, err = ctx.ValueState("group-accumulators"); err != nil {
+		return err
+	}
+	o.seen, err = ctx.MapState("distinct-values")
 	return err
 }
 
@@ -466,7 +494,7 @@ func (o *groupAggOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ i
 	} else {
 		acc = o.newAcc(row.Values)
 	}
-	if err := o.accumulate(acc, row.Values); err != nil {
+	if err := o.accumulate(acc, row.Values, o.seen, core.VoidNamespace); err != nil {
 		return err
 	}
 	after, err := o.results(acc)

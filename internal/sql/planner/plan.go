@@ -217,8 +217,9 @@ func (w *WindowTableFunction) describe() string {
 type AggCall struct {
 	Func string // COUNT, SUM, AVG, MIN, MAX
 	// Arg is the input field aggregated (-1 for COUNT(*)).
-	Arg     int
-	ArgType types.Type
+	Arg      int
+	Distinct bool // COUNT(DISTINCT arg)
+	ArgType  types.Type
 	T       types.Type
 	Name    string
 	Text    string // as EXPLAIN prints it

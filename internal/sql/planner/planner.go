@@ -662,7 +662,9 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	// Fix the aggregates' input text now that the pre-projection exists.
 	for i := range wa.Aggs {
 		a := &wa.Aggs[i]
-		if a.Arg >= 0 {
+		if a.Arg >= 0 && a.Distinct {
+			a.Text = fmt.Sprintf("%s(DISTINCT %s)", a.Func, preCalc.Names[a.Arg])
+		} else if a.Arg >= 0 {
 			a.Text = fmt.Sprintf("%s(%s)", a.Func, preCalc.Names[a.Arg])
 		} else {
 			a.Text = "COUNT(*)"
@@ -774,7 +776,9 @@ func (p *session) planGroupAgg(q *parser.Select, in Node, sc *scope, filter Expr
 	ga := &GroupAggregate{Input: preCalc, Keys: keys, Aggs: aggs}
 	for i := range ga.Aggs {
 		a := &ga.Aggs[i]
-		if a.Arg >= 0 {
+		if a.Arg >= 0 && a.Distinct {
+			a.Text = fmt.Sprintf("%s(DISTINCT %s)", a.Func, preCalc.Names[a.Arg])
+		} else if a.Arg >= 0 {
 			a.Text = fmt.Sprintf("%s(%s)", a.Func, preCalc.Names[a.Arg])
 		} else {
 			a.Text = "COUNT(*)"
@@ -876,10 +880,10 @@ func refersWindow(e Expr, nIn int) bool {
 // aggCall types an aggregate call; its argument (nil for COUNT(*)) is
 // computed by the pre-projection at index at.
 func (p *session) aggCall(c *parser.Call, sc *scope, nIn, at int) (AggCall, Expr, error) {
-	if c.Distinct {
-		return AggCall{}, nil, p.errAt(c.Position(), ErrInvalid, "%s(DISTINCT ...) is not supported yet", c.Name)
+	if c.Distinct && c.Name != "COUNT" {
+		return AggCall{}, nil, p.errAt(c.Position(), ErrInvalid, "%s(DISTINCT ...) is not supported yet (COUNT(DISTINCT ...) is)", c.Name)
 	}
-	a := AggCall{Func: c.Name, Arg: -1}
+	a := AggCall{Func: c.Name, Arg: -1, Distinct: c.Distinct}
 	if c.Star || (c.Name == "COUNT" && len(c.Args) == 0) {
 		if c.Name != "COUNT" {
 			return a, nil, p.errAt(c.Position(), ErrInvalid, "%s(*) is not defined; only COUNT(*)", c.Name)
