@@ -220,9 +220,9 @@ type AggCall struct {
 	Arg      int
 	Distinct bool // COUNT(DISTINCT arg)
 	ArgType  types.Type
-	T       types.Type
-	Name    string
-	Text    string // as EXPLAIN prints it
+	T        types.Type
+	Name     string
+	Text     string // as EXPLAIN prints it
 }
 
 // WindowAggregate aggregates the rows of each window per key: it emits one
