@@ -162,8 +162,9 @@ func Validate(script string) error {
 // client prints it. The whole script is planned before the first job
 // starts, so a mistake anywhere starts nothing.
 func (s *Session) ExecuteScript(ctx context.Context, script string) ([]*Job, error) {
-	// Plan everything first in a scratch session, then for real.
-	if err := Validate(script); err != nil {
+	// Plan everything first in a scratch copy of the session, then for real.
+	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone())}
+	if _, err := scratch.run(ctx, script, false); err != nil {
 		return nil, err
 	}
 	return s.run(ctx, script, true)

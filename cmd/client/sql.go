@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,7 +28,7 @@ func sqlCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sql",
 		Usage:     "run a Flink SQL script (CREATE TABLE, SET, INSERT INTO ... SELECT) as jobs",
-		UsageText: "sluice sql [OPTIONS] (-f SCRIPT.sql | -e 'STATEMENTS')",
+		UsageText: "sluice sql [OPTIONS] [-f SCRIPT.sql | -e 'STATEMENTS']   (neither: statements from standard input, a prompt on a terminal)",
 		Description: "INSERT statements run as jobs on the embedded engine in this process (execution.target local);\n" +
 			"the client prints each job's id and runs until the jobs end or it is interrupted.",
 		Flags: append(configFlags(),
@@ -34,13 +37,14 @@ func sqlCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			file, stmts := c.String("file"), c.String("execute")
-			if (file == "") == (stmts == "") {
-				return usagef(c, "give the script with -f FILE or the statements with -e 'STATEMENTS' (one of them)")
+			if file != "" && stmts != "" {
+				return usagef(c, "give the script with -f FILE or the statements with -e 'STATEMENTS', not both")
 			}
 			if c.Args().Present() {
 				return usagef(c, "unexpected argument %q", c.Args().First())
 			}
 			script := stmts
+			interactive := file == "" && stmts == ""
 			if file != "" {
 				b, err := os.ReadFile(file)
 				if err != nil {
@@ -56,7 +60,18 @@ func sqlCommand() *cli.Command {
 				return usagef(c, "execution.target %q: sluice sql runs its jobs on the embedded engine only (local) so far", t.Value)
 			}
 			s := sql.NewSession(sql.Options{Config: cfg.ToMap(), Stdout: c.App.Writer})
-			jobs, err := s.ExecuteScript(c.Context, script)
+			var jobs []*sql.Job
+			if interactive {
+				tty := false
+				if f, ok := c.App.Reader.(*os.File); ok {
+					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+						tty = true
+					}
+				}
+				jobs, err = repl(c, s, c.App.Reader, tty)
+			} else {
+				jobs, err = s.ExecuteScript(c.Context, script)
+			}
 			if err != nil {
 				if sql.IsScriptError(err) && file != "" {
 					return fmt.Errorf("%s: %w", file, err)
@@ -100,4 +115,50 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// repl reads statements from in, each ended by a ';' at the end of a
+// line, and runs them in one session; QUIT; or EXIT; ends it and cancels
+// the jobs, the end of the input waits for them.
+func repl(c *cli.Context, s *sql.Session, in io.Reader, interactive bool) ([]*sql.Job, error) {
+	out := c.App.Writer
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var jobs []*sql.Job
+	var stmt strings.Builder
+	prompt := func() {
+		if interactive {
+			if stmt.Len() == 0 {
+				fmt.Fprint(out, "Flink SQL> ")
+			} else {
+				fmt.Fprint(out, "> ")
+			}
+		}
+	}
+	prompt()
+	for sc.Scan() {
+		line := sc.Text()
+		stmt.WriteString(line)
+		stmt.WriteString("\n")
+		if !strings.HasSuffix(strings.TrimSpace(line), ";") {
+			prompt()
+			continue
+		}
+		text := strings.TrimSpace(stmt.String())
+		stmt.Reset()
+		switch strings.ToUpper(strings.TrimSuffix(text, ";")) {
+		case "QUIT", "EXIT":
+			for _, j := range jobs {
+				j.Cancel()
+			}
+			return nil, nil
+		}
+		started, err := s.ExecuteScript(c.Context, text)
+		if err != nil {
+			fmt.Fprintf(out, "[ERROR] %v\n", err)
+		}
+		jobs = append(jobs, started...)
+		prompt()
+	}
+	return jobs, sc.Err()
 }

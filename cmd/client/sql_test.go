@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -86,7 +87,7 @@ GROUP BY customer_id, window_start, window_end;
 			{[]string{"sql", "-e", "SELEC 1"}, 1, "line 1, column 1: unexpected \"SELEC\""},
 			{[]string{"sql", "-e", "CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json')"}, 1,
 				"missing required option(s) 'properties.bootstrap.servers'"},
-			{[]string{"sql"}, 2, "give the script with -f FILE or the statements with -e"},
+			{[]string{"sql", "-f", "x.sql", "-e", "SET 'a' = 'b'"}, 2, "not both"},
 		} {
 			r := sluice(t, Cluster{}, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
@@ -125,5 +126,40 @@ SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id`)
 	want := "+I[c1, 1.00]\n-U[c1, 1.00]\n+U[c1, 3.50]\n"
 	if r.code != 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("want %q in the output:\n%s", want, r)
+	}
+}
+
+// Without -f or -e the statements come from standard input, one session
+// for all: a mistake is reported and the next statement runs.
+func TestSQLFromStandardInput(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(`{"customer_id":"c1","amount":1}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	in := `CREATE TABLE orders (customer_id STRING, amount DECIMAL(12, 2))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '` + addr + `', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+SELECT custmer_id FROM orders;
+SELECT customer_id, amount * 2 FROM orders;
+`
+	var out, errb bytes.Buffer
+	code := runMain([]string{"sluice", "sql"}, strings.NewReader(in), &out, &errb, Cluster{})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"[ERROR] line 1, column 8: column 'custmer_id' not found; did you mean 'customer_id'?", "+I[c1, 2.00]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the output:\n%s", want, out.String())
+		}
 	}
 }

@@ -89,6 +89,11 @@ func NewCatalog() *Catalog {
 	return &Catalog{tables: map[string]*Table{}, views: map[string]*parser.CreateView{}, Settings: map[string]string{}}
 }
 
+// Clone is a copy of the catalog that can change without changing c.
+func (c *Catalog) Clone() *Catalog {
+	return &Catalog{tables: maps.Clone(c.tables), views: maps.Clone(c.views), Settings: maps.Clone(c.Settings)}
+}
+
 // Table returns the table called name.
 func (c *Catalog) Table(name string) (*Table, bool) { t, ok := c.tables[name]; return t, ok }
 
