@@ -69,6 +69,15 @@ GROUP BY customer_id, window_start, window_end;`
 	b.ReportMetric(n/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/n/1000, "cpu-µs/record")
 	b.ReportMetric(n/cpu.Seconds(), "records/cpu-s")
+	b.ReportMetric(peakRSSMiB(), "peak-RSS-MiB")
+}
+
+// peakRSSMiB is the process's peak resident set (VmHWM), the broker's
+// copy of the topic included.
+func peakRSSMiB() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024 // kilobytes on Linux
 }
 
 func cpuTime() time.Duration {
