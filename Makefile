@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql generate check-generated demo deps
 
 all: build
 
@@ -47,6 +47,9 @@ bench: deps ## Engine benchmarks: records/s and allocations per record.
 bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real broker (started from Maven Central artefacts).
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
+
+bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
+	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out
