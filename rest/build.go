@@ -23,6 +23,11 @@ func NewCheckpointingStatistics(counts CheckpointCounts, history []CheckpointSta
 		switch h.Status {
 		case CheckpointCompleted:
 			h.ClassName = "completed"
+			if h.Discarded == nil {
+				// Flink's required member; Sluice reports the checkpoints it
+				// keeps, none discarded.
+				h.Discarded = new(bool)
+			}
 		case CheckpointFailed:
 			h.ClassName = "failed"
 		default:

@@ -3,6 +3,8 @@ package rest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -304,7 +306,25 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		ts[st] = d.Timestamps[st]
 	}
 	out.Timestamps = ts
+	if len(out.Vertices) > 0 {
+		vs := make([]Vertex, len(out.Vertices))
+		group := defaultSlotSharingGroup(out.ID)
+		for i, v := range out.Vertices {
+			if v.SlotSharingGroupID == "" {
+				v.SlotSharingGroupID = group
+			}
+			vs[i] = v
+		}
+		out.Vertices = vs
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// defaultSlotSharingGroup is the id of the one slot sharing group every
+// vertex of job jobID is in: 32 hex digits, stable for the job.
+func defaultSlotSharingGroup(jobID string) string {
+	sum := sha256.Sum256([]byte("slot-sharing-group/default/" + jobID))
+	return hex.EncodeToString(sum[:16])
 }
 
 var allJobStates = []JobState{JobInitializing, JobCreated, JobRunning, JobFailing, JobFailed, JobCancelling,
@@ -398,7 +418,7 @@ func (s *Server) getJobExceptions(w http.ResponseWriter, r *http.Request) {
 // exceptionsAnswer builds GET /jobs/:jobid/exceptions from the history,
 // newest first, keeping at most maxEntries entries (-1: all).
 func exceptionsAnswer(history []RootExceptionInfo, maxEntries int) JobExceptions {
-	out := JobExceptions{AllExceptions: []ExecutionExceptionInfo{}}
+	var out JobExceptions
 	entries := make([]RootExceptionInfo, 0, len(history))
 	for _, h := range history {
 		h.FailureLabels = nonNilLabels(h.FailureLabels)
@@ -415,19 +435,6 @@ func exceptionsAnswer(history []RootExceptionInfo, maxEntries int) JobExceptions
 		out.ExceptionHistory.Truncated = true
 	}
 	out.ExceptionHistory.Entries = entries
-	if len(history) > 0 {
-		root := history[0]
-		out.RootException = root.Stacktrace
-		out.Timestamp = root.Timestamp
-		for _, e := range append([]ExceptionInfo{root.ExceptionInfo}, root.ConcurrentExceptions...) {
-			if e.TaskName == "" {
-				continue // a global failure is the root exception only
-			}
-			out.AllExceptions = append(out.AllExceptions, ExecutionExceptionInfo{
-				Exception: e.Stacktrace, Task: e.TaskName, Location: e.Endpoint, Timestamp: e.Timestamp,
-			})
-		}
-	}
 	return out
 }
 

@@ -259,6 +259,7 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/execution-result": {http.MethodGet: s.getJobResult},
 		"/jobs/{jobid}/checkpoints":      {http.MethodGet: s.getJobCheckpoints, http.MethodPost: s.postCheckpoint},
 		"/jobs/{jobid}/checkpoints/details/{checkpointid}":   {http.MethodGet: s.getCheckpointDetails},
+		"/jobs/{jobid}/checkpoints/config":                   {http.MethodGet: s.getCheckpointConfig},
 		"/jobs/{jobid}/checkpoints/{triggerid}":              {http.MethodGet: s.getCheckpointStatus},
 		"/jobs/{jobid}/savepoints":                           {http.MethodPost: s.postSavepoint},
 		"/jobs/{jobid}/savepoints/{triggerid}":               {http.MethodGet: s.getSavepointStatus},

@@ -115,7 +115,7 @@ func fixture(t testing.TB) (*resttest.Backend, *clock.Manual) {
 					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/cp/job/chk-2"},
 				{ID: 1, Status: rest.CheckpointCompleted, CheckpointType: rest.TypeCheckpoint, TriggerTimestamp: start - 450_000,
 					LatestAckTimestamp: start - 449_900, CheckpointedSize: 1500, StateSize: 1500, EndToEndDuration: 100,
-					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/cp/job/chk-1", Discarded: true},
+					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/cp/job/chk-1", Discarded: ptrTrue()},
 			},
 			&rest.RestoredCheckpoint{ID: 1, RestoreTimestamp: start - 420_000, ExternalPath: "file:/cp/job/chk-1"}),
 	})
@@ -308,20 +308,20 @@ func TestEndpoints(t *testing.T) {
 }
 
 // flinkMembers are the members Flink's REST API documents for the answers
-// (rest_v1_dispatcher.yml); every one must be present, so that a client
+// (Flink 2.x's rest_v1_dispatcher.yml); every one must be present, so that a client
 // written for Flink finds it.
 var flinkMembers = map[string][]string{
 	"/config":              {"refresh-interval", "timezone-name", "timezone-offset", "flink-version", "flink-revision", "features"},
 	"/overview":            {"taskmanagers", "slots-total", "slots-available", "jobs-running", "jobs-finished", "jobs-cancelled", "jobs-failed", "flink-version", "flink-commit"},
 	"/jobs":                {"jobs"},
 	"/jobs[]":              {"id", "status"},
-	"/jobs/overview[]":     {"jid", "name", "state", "start-time", "end-time", "duration", "last-modification", "tasks"},
+	"/jobs/overview[]":     {"jid", "name", "state", "start-time", "end-time", "duration", "last-modification", "tasks", "pending-operators"},
 	"/jobs/overview.tasks": {"total", "created", "scheduled", "deploying", "running", "finished", "canceling", "canceled", "failed", "reconciling", "initializing"},
-	"/jobs/:id":            {"jid", "name", "isStoppable", "state", "start-time", "end-time", "duration", "maxParallelism", "now", "timestamps", "vertices", "status-counts", "plan"},
-	"/jobs/:id.vertices[]": {"id", "name", "maxParallelism", "parallelism", "status", "start-time", "end-time", "duration", "tasks", "metrics"},
+	"/jobs/:id":            {"jid", "name", "isStoppable", "state", "start-time", "end-time", "duration", "maxParallelism", "now", "timestamps", "vertices", "status-counts", "plan", "pending-operators"},
+	"/jobs/:id.vertices[]": {"id", "name", "maxParallelism", "parallelism", "status", "start-time", "end-time", "duration", "tasks", "metrics", "slotSharingGroupId"},
 	"/jobs/:id.vertices[].metrics": {"read-bytes", "read-bytes-complete", "write-bytes", "write-bytes-complete", "read-records",
 		"read-records-complete", "write-records", "write-records-complete", "accumulated-backpressured-time", "accumulated-idle-time", "accumulated-busy-time"},
-	"/jobs/:id/exceptions":           {"root-exception", "timestamp", "all-exceptions", "truncated", "exceptionHistory"},
+	"/jobs/:id/exceptions":           {"exceptionHistory"}, // Flink 2.x: 1.x's root-exception, timestamp, all-exceptions and truncated are gone
 	"/jobs/:id/exceptions.entries[]": {"exceptionName", "stacktrace", "timestamp", "taskName", "concurrentExceptions"},
 	"/jobs/:id/checkpoints":          {"counts", "summary", "latest", "history"},
 	"/jobs/:id/checkpoints.counts":   {"restored", "total", "in_progress", "completed", "failed"},
@@ -331,7 +331,7 @@ var flinkMembers = map[string][]string{
 		"end_to_end_duration", "num_subtasks", "num_acknowledged_subtasks", "checkpoint_type", "tasks"},
 	"/jobs/:id/execution-result":        {"status", "job-execution-result"},
 	"/jobs/:id/execution-result.result": {"id", "application-status", "accumulator-results", "net-runtime"},
-	"/taskmanagers[]":                   {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbeat", "slotsNumber", "freeSlots", "totalResource", "freeResource", "hardware"},
+	"/taskmanagers[]":                   {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbeat", "slotsNumber", "freeSlots", "totalResource", "freeResource", "hardware", "memoryConfiguration", "assignedTasks"},
 }
 
 // TestFlinkMembers checks the answers against Flink's documented members,
@@ -639,3 +639,5 @@ func TestShutDownCluster(t *testing.T) {
 		t.Errorf("DELETE /cluster on a backend that refuses: %d %s", r.status, r.body)
 	}
 }
+
+func ptrTrue() *bool { b := true; return &b }

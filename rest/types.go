@@ -156,6 +156,9 @@ type JobOverview struct {
 	// LastModification is when the state last changed, epoch ms.
 	LastModification int64      `json:"last-modification"`
 	Tasks            TaskCounts `json:"tasks"`
+	// PendingOperators are operators not yet in the job graph (Flink's
+	// adaptive graph generation); a Sluice job's graph is whole: 0.
+	PendingOperators int `json:"pending-operators"`
 }
 
 // JobIDWithStatus is one job of GET /jobs.
@@ -195,6 +198,8 @@ type JobDetails struct {
 	Vertices     []Vertex           `json:"vertices"`
 	StatusCounts StateCounts        `json:"status-counts"`
 	Plan         JobPlan            `json:"plan"`
+	// PendingOperators: as in JobOverview, 0.
+	PendingOperators int `json:"pending-operators"`
 
 	// ExecutionConfig is served by GET /jobs/:jobid/config (nil: none);
 	// Config, the job's effective configuration (key → value), by GET
@@ -215,6 +220,10 @@ type Vertex struct {
 	Duration       int64          `json:"duration"`
 	Tasks          StateCounts    `json:"tasks"`
 	Metrics        IOMetrics      `json:"metrics"`
+	// SlotSharingGroupID is the vertex's slot sharing group (32 hex
+	// digits): every vertex of a Sluice job shares one, as Flink's default
+	// group. The server derives it from the job ID when it is empty.
+	SlotSharingGroupID string `json:"slotSharingGroupId"`
 
 	// Subtasks are the vertex's subtasks, in subtask order, served by GET
 	// /jobs/:jobid/vertices/:vertexid and its metrics and watermarks; not
@@ -300,30 +309,17 @@ type RootExceptionInfo struct {
 	ConcurrentExceptions []ExceptionInfo `json:"concurrentExceptions"`
 }
 
-// ExecutionExceptionInfo is an entry of the deprecated "all-exceptions".
-type ExecutionExceptionInfo struct {
-	Exception string `json:"exception"`
-	Task      string `json:"task"`
-	Location  string `json:"location"`
-	Timestamp int64  `json:"timestamp"`
-}
-
 // JobExceptionHistory is the "exceptionHistory" of GET /jobs/:jobid/exceptions.
 type JobExceptionHistory struct {
 	Entries   []RootExceptionInfo `json:"entries"`
 	Truncated bool                `json:"truncated"`
 }
 
-// JobExceptions is the body of GET /jobs/:jobid/exceptions (Flink's
-// JobExceptionsInfoWithHistory). The server builds it from the Backend's
-// history; root-exception, timestamp, all-exceptions and truncated are
-// Flink's deprecated members, derived from the newest entry.
+// JobExceptions is the body of GET /jobs/:jobid/exceptions (Flink 2.x's
+// JobExceptionsInfoWithHistory): the history only; Flink 2.x no longer
+// knows 1.x's root-exception, timestamp, all-exceptions and truncated.
 type JobExceptions struct {
-	RootException    string                   `json:"root-exception,omitempty"`
-	Timestamp        int64                    `json:"timestamp,omitempty"`
-	AllExceptions    []ExecutionExceptionInfo `json:"all-exceptions"`
-	Truncated        bool                     `json:"truncated"`
-	ExceptionHistory JobExceptionHistory      `json:"exceptionHistory"`
+	ExceptionHistory JobExceptionHistory `json:"exceptionHistory"`
 }
 
 // CheckpointCounts are the "counts" of GET /jobs/:jobid/checkpoints.
@@ -395,7 +391,7 @@ type CheckpointStatistics struct {
 	Tasks                   map[string]TaskCheckpointStatistics `json:"tasks"`
 	// Completed checkpoints only:
 	ExternalPath string `json:"external_path,omitempty"`
-	Discarded    bool   `json:"discarded,omitempty"`
+	Discarded    *bool  `json:"discarded,omitempty"`
 	// Failed checkpoints only:
 	FailureTimestamp int64  `json:"failure_timestamp,omitempty"`
 	FailureMessage   string `json:"failure_message,omitempty"`
@@ -483,6 +479,11 @@ type TaskManagerInfo struct {
 	TotalResource          ResourceProfile `json:"totalResource"`
 	FreeResource           ResourceProfile `json:"freeResource"`
 	Hardware               Hardware        `json:"hardware"`
+	// MemoryConfiguration: Sluice sizes no JVM memory pools (all 0).
+	MemoryConfiguration MemoryConfiguration `json:"memoryConfiguration"`
+	// AssignedTasks is the number of tasks deployed on the TaskManager;
+	// 0 where the backend does not report it.
+	AssignedTasks int `json:"assignedTasks"`
 }
 
 // TaskManagersInfo is the body of GET /taskmanagers.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluice/sluice/conf"
 )
 
 // The endpoints of a job's vertices and configuration and of one
@@ -167,9 +169,8 @@ type TaskManagerDetails struct {
 	TaskManagerInfo
 	// AllocatedSlots lists slots with the job they hold; Sluice's
 	// ResourceManager reports counts only, so it is empty.
-	AllocatedSlots      []SlotInfo             `json:"allocatedSlots"`
-	Metrics             TaskManagerMetricsInfo `json:"metrics"`
-	MemoryConfiguration MemoryConfiguration    `json:"memoryConfiguration"`
+	AllocatedSlots []SlotInfo             `json:"allocatedSlots"`
+	Metrics        TaskManagerMetricsInfo `json:"metrics"`
 }
 
 // ---------------------------------------------------------------------------
@@ -511,4 +512,66 @@ func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []SlotInfo{},
 		Metrics: TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}})
+}
+
+// CheckpointConfigInfo is the body of GET /jobs/:jobid/checkpoints/config
+// (Flink's CheckpointConfigInfo), read from the job's effective
+// configuration. Sluice has no unaligned checkpoints and no changelog
+// state: those members are Flink's values for them off.
+type CheckpointConfigInfo struct {
+	Mode                        string                    `json:"mode"`
+	Interval                    int64                     `json:"interval"`
+	Timeout                     int64                     `json:"timeout"`
+	MinPause                    int64                     `json:"min_pause"`
+	MaxConcurrent               int64                     `json:"max_concurrent"`
+	Externalization             ExternalizedCheckpointCfg `json:"externalization"`
+	StateBackend                string                    `json:"state_backend"`
+	CheckpointStorage           string                    `json:"checkpoint_storage"`
+	UnalignedCheckpoints        bool                      `json:"unaligned_checkpoints"`
+	TolerableFailedCheckpoints  int                       `json:"tolerable_failed_checkpoints"`
+	AlignedCheckpointTimeout    int64                     `json:"aligned_checkpoint_timeout"`
+	CheckpointsAfterTasksFinish bool                      `json:"checkpoints_after_tasks_finish"`
+	StateChangelogEnabled       bool                      `json:"state_changelog_enabled"`
+	ChangelogMaterialization    int64                     `json:"changelog_periodic_materialization_interval"`
+	ChangelogStorage            string                    `json:"changelog_storage"`
+}
+
+// ExternalizedCheckpointCfg is whether completed checkpoints outlive the
+// job (Flink's ExternalizedCheckpointInfo).
+type ExternalizedCheckpointCfg struct {
+	Enabled              bool `json:"enabled"`
+	DeleteOnCancellation bool `json:"delete_on_cancellation"`
+}
+
+func (s *Server) getCheckpointConfig(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.jobDetails(w, r)
+	if !ok {
+		return
+	}
+	c := conf.FromMap(d.Config, conf.Source{Name: "job " + d.ID})
+	if conf.Get(c, conf.CheckpointingInterval) <= 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s does not checkpoint (execution.checkpointing.interval is not set)", d.ID))
+		return
+	}
+	retention := conf.Get(c, conf.CheckpointingExternalizedRetention)
+	storage := "JobManagerCheckpointStorage"
+	if conf.Get(c, conf.CheckpointingDir) != "" {
+		storage = "FileSystemCheckpointStorage"
+	}
+	backend := "HashMapStateBackend"
+	if conf.Get(c, conf.StateBackendType) == conf.StateBackendPebble {
+		backend = "PebbleStateBackend"
+	}
+	writeJSON(w, http.StatusOK, CheckpointConfigInfo{
+		Mode:                       strings.ToLower(conf.Get(c, conf.CheckpointingMode)),
+		Interval:                   conf.Get(c, conf.CheckpointingInterval).Milliseconds(),
+		Timeout:                    conf.Get(c, conf.CheckpointingTimeout).Milliseconds(),
+		MinPause:                   conf.Get(c, conf.CheckpointingMinPause).Milliseconds(),
+		MaxConcurrent:              int64(conf.Get(c, conf.CheckpointingMaxConcurrent)),
+		Externalization:            ExternalizedCheckpointCfg{Enabled: retention != conf.NoExternalizedCheckpoints, DeleteOnCancellation: retention == conf.DeleteOnCancellation},
+		StateBackend:               backend,
+		CheckpointStorage:          storage,
+		TolerableFailedCheckpoints: conf.Get(c, conf.CheckpointingTolerableFailures),
+		ChangelogStorage:           "memory",
+	})
 }

@@ -37,7 +37,8 @@ func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
 			Vertices: []rest.Vertex{{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: rest.TaskRunning,
 				Subtasks: []rest.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), sub(1, 300, 290, 500, start-5_000)}}},
 			ExecutionConfig: &rest.ExecutionConfigInfo{RestartStrategy: "fixed-delay", Parallelism: 2},
-			Config:          map[string]string{"parallelism.default": "2", "s3.secret-key": "hunter2"}},
+			Config: map[string]string{"parallelism.default": "2", "s3.secret-key": "hunter2", "execution.checkpointing.interval": "10 s",
+				"execution.checkpointing.dir": "hdfs:///ckpt", "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}},
 	})
 	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", Path: "127.0.0.1:6122", DataPort: -1, JMXPort: -1, SlotsNumber: 2, FreeSlots: 0}})
 	return b, clk
@@ -60,6 +61,7 @@ func TestVertexAndConfigEndpoints(t *testing.T) {
 		{"vertex-watermarks", job + "/vertices/" + vertexB + "/watermarks"},
 		{"vertex-unknown", job + "/vertices/" + vertexA},
 		{"vertex-malformed", job + "/vertices/xyz"},
+		{"checkpoint-config", job + "/checkpoints/config"},
 		{"taskmanager", s.URL() + "/taskmanagers/tm-1"},
 		{"taskmanager-unknown", s.URL() + "/taskmanagers/tm-9"},
 	} {

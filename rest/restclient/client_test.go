@@ -107,7 +107,7 @@ func TestQueries(t *testing.T) {
 	if tms, err := c.TaskManagers(ctx(t)); err != nil || len(tms) != 1 || tms[0].ID != "tm-1" {
 		t.Errorf("TaskManagers = %+v, %v", tms, err)
 	}
-	if e, err := c.JobExceptions(ctx(t), jobA, 1); err != nil || len(e.ExceptionHistory.Entries) != 1 || !e.ExceptionHistory.Truncated || e.RootException != "boom" {
+	if e, err := c.JobExceptions(ctx(t), jobA, 1); err != nil || len(e.ExceptionHistory.Entries) != 1 || !e.ExceptionHistory.Truncated || e.ExceptionHistory.Entries[0].Stacktrace != "boom" {
 		t.Errorf("JobExceptions = %+v, %v", e, err)
 	}
 	if cp, err := c.JobCheckpoints(ctx(t), jobA); err != nil || cp.Latest.Completed == nil || cp.Latest.Completed.ExternalPath != "file:/cp/chk-1" {
