@@ -128,7 +128,7 @@ func asyncWait[I, O any](in DataStream[I], fn AsyncFunction[I, O], timeout time.
 	if capacity <= 0 {
 		in.env.fail(fmt.Errorf("%s after operator %s: capacity must be positive, got %d", api, in.node.Label(), capacity))
 	}
-	return oneInput(in, "async", "Async Wait Operator", &factory[O]{create: func(ctx *task.Context, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
+	return oneInput(in, "async", "Async Wait Operator", &factory[O]{Make: func(ctx *task.Context, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
 		fn := perSubtask(fn)
 		th, _ := fn.(AsyncTimeoutHandler[I, O])
 		op := &asyncOp[I, O]{

@@ -277,7 +277,7 @@ type broadcastOp[IN, BC, O any] struct {
 func (p *broadcastOp[IN, BC, O]) Open() error { return p.life.open(p.env) }
 
 func (p *broadcastOp[IN, BC, O]) element(v IN, ts int64) error {
-	p.ectx.so.ts, p.c.ts = ts, ts
+	p.ectx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
 	berr := p.bc.takeErr()
 	if err = settle(err, &p.c, &p.ectx.so); err != nil {
@@ -287,7 +287,7 @@ func (p *broadcastOp[IN, BC, O]) element(v IN, ts int64) error {
 }
 
 func (p *broadcastOp[IN, BC, O]) broadcast(v BC, ts int64) error {
-	p.bctx.so.ts, p.c.ts = ts, ts
+	p.bctx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
 	berr := p.bc.takeErr()
 	if err = settle(err, &p.c, &p.bctx.so); err != nil {
@@ -314,9 +314,9 @@ func BroadcastProcess[IN, BC, O any](c BroadcastConnectedStream[IN, BC], fn Broa
 		fn := perSubtask(fn)
 		op := &broadcastOp[IN, BC, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}, bc: newBroadcastStates(descs)}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
-		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
-		op.bctx = BroadcastContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
-		op.c.out = out
+		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{Outs: sides}}, bc: op.bc}
+		op.bctx = BroadcastContext{fnContext: fnContext{t: &op.time, so: sideOutputs{Outs: sides}}, bc: op.bc}
+		op.c.Out = out
 		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
 	}))
 }
@@ -502,7 +502,7 @@ func (p *keyedBroadcastOp[K, IN, BC, O]) element(v IN, ts int64) error {
 }
 
 func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
-	p.bctx.so.ts, p.c.ts = ts, ts
+	p.bctx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
 	berr := p.bc.takeErr()
 	if err = p.settle(err, &p.c, &p.bctx.so); err != nil {
@@ -533,7 +533,7 @@ func KeyedBroadcastProcess[K comparable, IN, BC, O any](c KeyedBroadcastConnecte
 		op.keyedFnOp.onTimer = op.onTimer
 		op.ectx = KeyedBroadcastReadOnlyContext[K]{KeyedContext: &op.ctx, bc: op.bc}
 		op.btctx = KeyedBroadcastOnTimerContext[K]{OnTimerContext: &op.tctx, bc: op.bc}
-		op.bctx = KeyedBroadcastContext[K]{fnContext: fnContext{t: &op.r.time, so: sideOutputs{outs: sides}}, bc: op.bc, r: &op.r, view: keyedStateView[K]{&op.r}}
+		op.bctx = KeyedBroadcastContext[K]{fnContext: fnContext{t: &op.r.time, so: sideOutputs{Outs: sides}}, bc: op.bc, r: &op.r, view: keyedStateView[K]{&op.r}}
 		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
 	}))
 	// Keyed: the non-broadcast input is hash-partitioned; the broadcast

@@ -58,15 +58,15 @@ func (m *coFlatMapOp[A, B, O]) Finish() error                   { return nil }
 func (m *coFlatMapOp[A, B, O]) Close() error                    { return nil }
 
 func (m *coFlatMapOp[A, B, O]) element1(v A, ts int64) error {
-	m.c.ts = ts
+	m.c.Ts = ts
 	m.f1(v, &m.c)
-	return m.c.takeErr()
+	return m.c.TakeErr()
 }
 
 func (m *coFlatMapOp[A, B, O]) element2(v B, ts int64) error {
-	m.c.ts = ts
+	m.c.Ts = ts
 	m.f2(v, &m.c)
-	return m.c.takeErr()
+	return m.c.TakeErr()
 }
 
 // CoFlatMap calls f1 for every record of the first input and f2 for every
@@ -76,7 +76,7 @@ func CoFlatMap[A, B, O any](c ConnectedStreams[A, B], f1 func(A, Collector[O]), 
 		c.First.env.fail(errors.New("CoFlatMap: both flat-map functions are required"))
 	}
 	return procTwoInput(c.First, c.Second, "co-flatmap", "CoFlatMap", newProcFactory(func(_ *procEnv, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
-		op := &coFlatMapOp[A, B, O]{out: out, f1: f1, f2: f2, c: collector[O]{out: out}}
+		op := &coFlatMapOp[A, B, O]{out: out, f1: f1, f2: f2, c: collector[O]{Out: out}}
 		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
 	}))
 }
@@ -147,13 +147,13 @@ type coProcessOp[A, B, O any] struct {
 func (p *coProcessOp[A, B, O]) Open() error { return p.life.open(p.env) }
 
 func (p *coProcessOp[A, B, O]) element1(v A, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
+	p.ctx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessElement1(&p.ctx, v, &p.c)
 	return settle(err, &p.c, &p.ctx.so)
 }
 
 func (p *coProcessOp[A, B, O]) element2(v B, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
+	p.ctx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessElement2(&p.ctx, v, &p.c)
 	return settle(err, &p.c, &p.ctx.so)
 }
@@ -176,8 +176,8 @@ func CoProcess[A, B, O any](c ConnectedStreams[A, B], fn CoProcessFunction[A, B,
 		op := &coProcessOp[A, B, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
-		op.ctx.so.outs = sides
-		op.c.out = out
+		op.ctx.so.Outs = sides
+		op.c.Out = out
 		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
 	}))
 }

@@ -239,7 +239,7 @@ func (j *intervalJoinOp[L, R, K, O]) right(v R, ts int64) error {
 func (j *intervalJoinOp[L, R, K, O]) emit(l L, r R, lts, rts int64) error {
 	ts := max(lts, rts)
 	j.ctx.left, j.ctx.right = lts, rts
-	j.ctx.so.ts, j.c.ts = ts, ts
+	j.ctx.so.Ts, j.c.Ts = ts, ts
 	err := j.fn.ProcessElement(&j.ctx, l, r, &j.c)
 	return settle(err, &j.c, &j.ctx.so)
 }
@@ -325,8 +325,8 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 		if o, ok := sides[rightTag].(task.Output[R]); ok && rightTag != "" {
 			op.rightLate = o
 		}
-		op.ctx.so.outs = sides
-		op.c.out = out
+		op.ctx.so.Outs = sides
+		op.c.Out = out
 		return op, []any{inputFunc[L](op.left), inputFunc[R](op.right)}, nil
 	})
 	if leftTag != "" && leftTag == rightTag {
@@ -336,12 +336,12 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 	out.node.Keyed = true
 	out.node.NeedsWatermarks = true
 	if leftTag != "" {
-		if err := f.declareSide(leftTag, task.TypeOf[L]()); err != nil {
+		if err := f.DeclareSide(leftTag, task.TypeOf[L]()); err != nil {
 			env.fail(fmt.Errorf("interval join: %w", err))
 		}
 	}
 	if rightTag != "" {
-		if err := f.declareSide(rightTag, task.TypeOf[R]()); err != nil {
+		if err := f.DeclareSide(rightTag, task.TypeOf[R]()); err != nil {
 			env.fail(fmt.Errorf("interval join: %w", err))
 		}
 	}

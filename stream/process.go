@@ -123,7 +123,7 @@ type procFactory[O any] struct {
 
 func newProcFactory[O any](build func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error)) *procFactory[O] {
 	f := &procFactory[O]{build: build}
-	f.create = func(ctx *task.Context, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	f.Make = func(ctx *task.Context, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
 		return build(procEnvOf(ctx), out, sides)
 	}
 	return f
@@ -215,7 +215,7 @@ type fnContext struct {
 
 // Timestamp is the event timestamp of the record being processed (for an
 // event-time timer: the timer's time), or NoTimestamp when it has none.
-func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.so.ts) }
+func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.so.Ts) }
 
 // CurrentWatermark is the operator's current input watermark (math.MinInt64
 // before the first one).
@@ -229,8 +229,8 @@ func (c *fnContext) sides() *sideOutputs { return &c.so }
 // settle returns the first of a callback's error and the sticky errors of
 // its collector and side outputs, clearing them.
 func settle[O any](err error, c *collector[O], so *sideOutputs) error {
-	cerr := c.takeErr()
-	serr := so.takeErr()
+	cerr := c.TakeErr()
+	serr := so.TakeErr()
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ type processOp[I, O any] struct {
 func (p *processOp[I, O]) Open() error { return p.life.open(p.env) }
 
 func (p *processOp[I, O]) ProcessElement(v I, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
+	p.ctx.so.Ts, p.c.Ts = ts, ts
 	err := p.fn.ProcessElement(&p.ctx, v, &p.c)
 	return settle(err, &p.c, &p.ctx.so)
 }
@@ -346,8 +346,8 @@ func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O]
 		op := &processOp[I, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
 		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
 		op.ctx.t = &op.time
-		op.ctx.so.outs = sides
-		op.c.out = out
+		op.ctx.so.Outs = sides
+		op.c.Out = out
 		return op, []any{op}, nil
 	}))
 }
@@ -611,9 +611,9 @@ type keyedFnOp[K comparable, O any] struct {
 func (k *keyedFnOp[K, O]) setup(env *procEnv, out task.Output[O], sides map[string]any, fn any) {
 	k.env, k.out = env, out
 	k.life = lifecycle{fn: adaptLifecycle(fn)}
-	k.c.out, k.tc.out = out, out
-	k.ctx = KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}
-	k.tctx = OnTimerContext[K]{KeyedContext: KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}}
+	k.c.Out, k.tc.Out = out, out
+	k.ctx = KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{Outs: sides}}, r: &k.r}
+	k.tctx = OnTimerContext[K]{KeyedContext: KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{Outs: sides}}, r: &k.r}}
 }
 
 func (k *keyedFnOp[K, O]) Open() error {
@@ -625,7 +625,7 @@ func (k *keyedFnOp[K, O]) Open() error {
 
 func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
 	out := timerTimestamp(ts, domain)
-	k.tctx.so.ts, k.tc.ts, k.tctx.domain = out, out, domain
+	k.tctx.so.Ts, k.tc.Ts, k.tctx.domain = out, out, domain
 	err := k.onTimer(&k.tctx, Timestamp(ts), &k.tc)
 	return k.settle(err, &k.tc, &k.tctx.so)
 }
@@ -633,7 +633,7 @@ func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
 // element prepares the record context for key and ts.
 func (k *keyedFnOp[K, O]) element(key K, ts int64) {
 	k.r.keyed.SetCurrentKey(key)
-	k.ctx.so.ts, k.c.ts = ts, ts
+	k.ctx.so.Ts, k.c.Ts = ts, ts
 }
 
 func (k *keyedFnOp[K, O]) settle(err error, c *collector[O], so *sideOutputs) error {

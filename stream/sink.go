@@ -92,7 +92,7 @@ func SinkToCommitting[T, C any](in DataStream[T], sink TwoPhaseCommitSink[T, C])
 }
 
 func addSink[T, C any](in DataStream[T], name string, sink Sink[T], newCommitter func() (Committer[C], error)) DataStream[T] {
-	f := &factory[T]{create: func(ctx *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
+	f := &factory[T]{Make: func(ctx *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
 		op := &sinkOp[T, C]{ctx: ctx, sink: sink, newCommitter: newCommitter}
 		return op, []any{op}, nil
 	}}

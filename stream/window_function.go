@@ -131,7 +131,7 @@ func (c *windowCtx[K, W]) settle(err error) error {
 		err = c.err
 	}
 	c.err = nil
-	if serr := c.env.sides.takeErr(); err == nil {
+	if serr := c.env.sides.TakeErr(); err == nil {
 		err = serr
 	}
 	return err
@@ -296,15 +296,15 @@ type processList[IN, OUT any, K comparable, W AnyWindow] struct {
 }
 
 func newProcessList[IN, OUT any, K comparable, W AnyWindow](pf ProcessWindowFunction[IN, OUT, K, W], env *winEnv[K, W], out task.Output[OUT]) *processList[IN, OUT, K, W] {
-	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
+	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{Out: out}}
 }
 
 func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 	p.ctx.reset(w)
 	ts := w.MaxTimestamp()
-	p.out.ts, p.env.sides.ts = int64(ts), int64(ts)
+	p.out.Ts, p.env.sides.Ts = int64(ts), int64(ts)
 	err := p.pf.Process(key, &p.ctx, elems, &p.out)
-	if cerr := p.out.takeErr(); err == nil {
+	if cerr := p.out.TakeErr(); err == nil {
 		err = cerr
 	}
 	return p.ctx.settle(err)
@@ -312,7 +312,7 @@ func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 
 func (p *processList[IN, OUT, K, W]) clear(_ K, w W) error {
 	p.ctx.reset(w)
-	p.env.sides.ts = int64(w.MaxTimestamp())
+	p.env.sides.Ts = int64(w.MaxTimestamp())
 	return p.ctx.settle(p.pf.Clear(&p.ctx))
 }
 

@@ -122,12 +122,17 @@ var rules = table{
 			std:     []string{"inprocess"},
 			testMod: []string{"internal/runtime/checkpoint", "internal/runtime/jobmaster", "internal/runtime/restart"}},
 
+		{pkgs: "internal/typed", why: "the typed Go API's operators: generic task.Factory values over Go values, handed to the core builder; " +
+			"no user-facing type of stream's, no process start-up, no transport",
+			mod: []string{"internal/clock", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task"},
+			std: []string{"inprocess"}},
+
 		// The user API and connectors.
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
 			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/graph",
 				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
-				"internal/runtime/window"},
+				"internal/runtime/window", "internal/typed"},
 			std: []string{"std"}, testMod: []string{"file"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
 			mod: []string{"cluster/deployment", "cluster/worker", "conf", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
