@@ -2,6 +2,7 @@ package stream
 
 import (
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // AssignTimestampsAndWatermarks gives the records of in event timestamps
@@ -23,7 +24,7 @@ import (
 // In BATCH mode only timestamps are assigned: event time ends with the
 // final watermark at the end of the input.
 func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkStrategy[T]) DataStream[T] {
-	out := procOneInput(in, "timestamps-watermarks", "Timestamps/Watermarks", newProcFactory(func(env *procEnv, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
+	out := procOneInput(in, "timestamps-watermarks", "Timestamps/Watermarks", typed.NewProcFactory(func(env *procEnv, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
 		op := &assignerOp[T]{env: env, out: out, strategy: strategy}
 		return op, []any{op}, nil
 	}))
@@ -47,8 +48,8 @@ type assignerOp[T any] struct {
 
 func (a *assignerOp[T]) Open() error {
 	a.mux = newWMMultiplexer(a.strategy)
-	a.tr = a.mux.add("", a.env.clock.NowMillis())
-	a.progressive = !a.env.batch && a.strategy.generatesWatermarks()
+	a.tr = a.mux.add("", a.env.Clock.NowMillis())
+	a.progressive = !a.env.Batch && a.strategy.generatesWatermarks()
 	if a.progressive {
 		a.schedule()
 	}
@@ -56,11 +57,11 @@ func (a *assignerOp[T]) Open() error {
 }
 
 func (a *assignerOp[T]) schedule() {
-	interval := a.env.autoWatermark
+	interval := a.env.AutoWatermark
 	if interval <= 0 {
 		interval = 200
 	}
-	a.cancel = a.env.schedule(a.env.clock.NowMillis()+interval, func(now int64) error {
+	a.cancel = a.env.Schedule(a.env.Clock.NowMillis()+interval, func(now int64) error {
 		a.cancel = nil
 		if a.ended {
 			return nil
@@ -78,12 +79,12 @@ func (a *assignerOp[T]) schedule() {
 // out before the watermark that follows activity, as for sources.
 func (a *assignerOp[T]) emit(wm int64, adv, idle, idleChanged bool) error {
 	if idleChanged && idle {
-		if err := a.env.emitIdle(true); err != nil {
+		if err := a.env.EmitIdle(true); err != nil {
 			return err
 		}
 	}
 	if idleChanged && !idle {
-		if err := a.env.emitIdle(false); err != nil {
+		if err := a.env.EmitIdle(false); err != nil {
 			return err
 		}
 	}
@@ -125,7 +126,7 @@ func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
 		a.cancel = nil
 	}
 	if a.progressive && a.mux.idle {
-		if err := a.env.emitIdle(false); err != nil {
+		if err := a.env.EmitIdle(false); err != nil {
 			return err
 		}
 	}

@@ -145,7 +145,7 @@ func testTTLListStatePerElement(t *testing.T, backend state.Backend) {
 		atTime(t, h, 700, add(d, "c"))
 		atTime(t, h, 1150, add(d, "d"))
 		atTime(t, h, 1150, func(ctx *KeyedContext[string], out Collector[string]) error {
-			raw, _, err := ctx.r.states.handles[d].(*ttlListState[string, state.Void, string]).t.Get(state.Void{})
+			raw, _, err := ctx.v.states.handles[d].(*ttlListState[string, state.Void, string]).t.Get(state.Void{})
 			var stored []string
 			for _, e := range raw {
 				stored = append(stored, fmt.Sprint(e.v, "@", e.at))
