@@ -124,7 +124,7 @@ var rules = table{
 
 		{pkgs: "internal/typed", why: "the typed Go API's operators: generic task.Factory values over Go values, handed to the core builder; " +
 			"no user-facing type of stream's, no process start-up, no transport",
-			mod: []string{"internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
+			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
 				"internal/runtime/timer"},
 			std: []string{"inprocess"}},
 
