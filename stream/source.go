@@ -9,6 +9,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // Boundedness says whether a source ends.
@@ -200,7 +201,7 @@ func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]an
 		return nil, nil, fmt.Errorf("stream: source %s has no split coordinator", ctx.Node.Label())
 	}
 	op := &sourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), batch: ctx.Mode == task.BatchMode}
-	op.wm = newWMMultiplexer(f.wm)
+	op.wm = typed.NewWMMultiplexer(f.wm.typedStrategy())
 	op.strategy = f.wm
 	reader, err := f.src.CreateReader(op)
 	if err != nil {
@@ -311,7 +312,7 @@ type sourceOp[T any, S Split] struct {
 	out      task.Output[T]
 	reader   SourceReader[T, S]
 	strategy WatermarkStrategy[T]
-	wm       *wmMultiplexer[T]
+	wm       *typed.WMMultiplexer[T]
 	batch    bool
 	err      error
 	noMore   bool
@@ -446,7 +447,7 @@ func (s *sourceOp[T, S]) schedulePeriodic() {
 }
 
 func (s *sourceOp[T, S]) emitPeriodic(now int64) error {
-	wm, adv, idle, idleChanged := s.wm.periodic(now)
+	wm, adv, idle, idleChanged := s.wm.Periodic(now)
 	if idleChanged && idle {
 		if err := s.ctx.EmitIdle(true); err != nil {
 			return err
@@ -493,7 +494,7 @@ func (s *sourceOp[T, S]) Close() error                    { return s.reader.Clos
 // ReaderOutput implementation.
 func (s *sourceOp[T, S]) Collect(v T, ts Timestamp) {
 	if s.main == nil {
-		s.main = &splitOut[T, S]{op: s, tr: s.wm.add("", s.ctx.Clock.NowMillis())}
+		s.main = &splitOut[T, S]{op: s, tr: s.wm.Add("", s.ctx.Clock.NowMillis())}
 	}
 	s.main.Collect(v, ts)
 }
@@ -502,19 +503,19 @@ func (s *sourceOp[T, S]) ForSplit(id string) SplitOutput[T] {
 	if o, ok := s.splits[id]; ok {
 		return o
 	}
-	o := &splitOut[T, S]{op: s, tr: s.wm.add(id, s.ctx.Clock.NowMillis())}
+	o := &splitOut[T, S]{op: s, tr: s.wm.Add(id, s.ctx.Clock.NowMillis())}
 	s.splits[id] = o
 	return o
 }
 
 func (s *sourceOp[T, S]) ReleaseSplit(id string) {
 	delete(s.splits, id)
-	s.wm.remove(id)
+	s.wm.Remove(id)
 }
 
 type splitOut[T any, S Split] struct {
 	op *sourceOp[T, S]
-	tr *wmTracker[T]
+	tr *typed.WMTracker[T]
 }
 
 func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
@@ -526,12 +527,12 @@ func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
 		ts = s.strategy.assigner(v, ts)
 	}
 	if !s.batch {
-		prev := o.tr.wm
-		s.wm.onEvent(o.tr, v, int64(ts))
-		if o.tr.idle {
+		prev := o.tr.WM
+		s.wm.OnEvent(o.tr, v, int64(ts))
+		if o.tr.Idle {
 			// Activity ends idleness at once, not at the next period.
-			o.tr.idle = false
-			if _, _, idle, changed := s.wm.combine(); changed && !idle {
+			o.tr.Idle = false
+			if _, _, idle, changed := s.wm.Combine(); changed && !idle {
 				if err := s.ctx.EmitIdle(false); err != nil {
 					s.err = err
 					return
@@ -541,8 +542,8 @@ func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
 		s.err = s.out.Collect(v, int64(ts))
 		// A watermark the generator emitted on the event (a punctuated
 		// generator) goes out at once, after the record, as in Flink.
-		if s.err == nil && o.tr.wm > prev {
-			if wm, adv, _, _ := s.wm.combine(); adv {
+		if s.err == nil && o.tr.WM > prev {
+			if wm, adv, _, _ := s.wm.Combine(); adv {
 				s.err = s.out.EmitWatermark(wm)
 			}
 		}
