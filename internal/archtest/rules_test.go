@@ -131,7 +131,7 @@ var rules = table{
 		// The user API and connectors.
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
-			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/graph",
+			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/core", "internal/runtime/graph",
 				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
 				"internal/runtime/window", "internal/typed"},
 			std: []string{"std"}, testMod: []string{"file"}},
