@@ -3,6 +3,7 @@ package stream
 import (
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // WindowContext is what a ProcessWindowFunction knows of the window it is
@@ -65,24 +66,6 @@ func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ct
 	return ProcessWindowFuncs[IN, OUT, K, W]{ProcessFn: fn}
 }
 
-// windowScope scopes a keyedStates store to one window (per-window state).
-type windowScope struct {
-	ns  any   // the window
-	err error // per-window state is not allowed (merging windows)
-}
-
-// scopedTable registers the per-window table of a state descriptor.
-func scopedTable[K comparable, V any](s *keyedStates[K], d StateDescriptor) (*state.ValueTable[K, any, V], any, error) {
-	if s.scope.err != nil {
-		return nil, nil, s.scope.err
-	}
-	t, err := state.NewValueTable[K, any, V](s.keyed, "window-state/"+d.Name, d.TTL.internal())
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, s.scope.ns, nil
-}
-
 // stateStore makes a keyedStates a KeyedStateContext.
 type stateStore[K comparable] struct{ s *keyedStates[K] }
 
@@ -112,12 +95,12 @@ func (c *windowCtx[K, W]) sides() *sideOutputs { return &c.env.sides }
 
 func (c *windowCtx[K, W]) WindowState() KeyedStateContext[K] {
 	if c.perWindow == nil {
-		scope := &windowScope{ns: c.w}
+		scope := &typed.WindowScope{NS: c.w}
 		if c.env.merging {
-			scope.err = ErrPerWindowStateMerging
+			scope.Err = ErrPerWindowStateMerging
 			c.err = ErrPerWindowStateMerging
 		}
-		c.perWindow = &keyedStates[K]{keyed: c.env.keyed, handles: map[any]any{}, scope: scope}
+		c.perWindow = &keyedStates[K]{Keyed: c.env.keyed, Handles: map[any]any{}, Scope: scope}
 	}
 	return stateStore[K]{c.perWindow}
 }

@@ -130,8 +130,7 @@ var rules = table{
 
 		// The user API and connectors.
 		// TODO(#13): stream → internal/runtime/{state,timer,keygroup,window,task}: the window operators
-		// and the keyed-state handles (with TTL) still live in stream; the rest of its operators are
-		// internal/typed's.
+		// still live in stream; the rest of its operators and the keyed-state handles are internal/typed's.
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
 			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/core", "internal/runtime/graph",
