@@ -126,7 +126,7 @@ var rules = table{
 			"no user-facing type of stream's, no process start-up, no transport",
 			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
 				"internal/runtime/timer"},
-			std: []string{"inprocess"}},
+			std: []string{"pure", "context", "log/slog", "sync", "sync/atomic", "time"}},
 
 		// The user API and connectors.
 		// TODO(#13): stream → internal/runtime/{state,timer,keygroup,window,task}: the window operators
