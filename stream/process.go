@@ -221,10 +221,13 @@ type TimeDomain int
 // Time domains of timers.
 const (
 	// EventTimeDomain timers fire when the watermark passes them.
-	EventTimeDomain = TimeDomain(typed.EventTimeDomain)
+	EventTimeDomain TimeDomain = iota
 	// ProcessingTimeDomain timers fire when the clock passes them.
-	ProcessingTimeDomain = TimeDomain(typed.ProcessingTimeDomain)
+	ProcessingTimeDomain
 )
+
+// The domains are typed's, converted (TimeDomain(typed.EventTimeDomain)).
+var _ = [1]struct{}{}[EventTimeDomain-TimeDomain(typed.EventTimeDomain)+ProcessingTimeDomain-TimeDomain(typed.ProcessingTimeDomain)]
 
 func (d TimeDomain) String() string {
 	if d == ProcessingTimeDomain {
