@@ -1,7 +1,7 @@
 package stream
 
 import (
-	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // AssignTimestampsAndWatermarks gives the records of in event timestamps
@@ -23,121 +23,8 @@ import (
 // In BATCH mode only timestamps are assigned: event time ends with the
 // final watermark at the end of the input.
 func AssignTimestampsAndWatermarks[T any](in DataStream[T], strategy WatermarkStrategy[T]) DataStream[T] {
-	out := procOneInput(in, "timestamps-watermarks", "Timestamps/Watermarks", newProcFactory(func(env *procEnv, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &assignerOp[T]{env: env, out: out, strategy: strategy}
-		return op, []any{op}, nil
-	}))
+	out := procOneInput(in, "timestamps-watermarks", "Timestamps/Watermarks", typed.Assigner(strategy.typedStrategy()))
 	out.node.AssignsWatermarks = strategy.generatesWatermarks()
 	out.node.Parallelism = in.node.Parallelism
 	return out
-}
-
-type assignerOp[T any] struct {
-	env      *procEnv
-	out      task.Output[T]
-	strategy WatermarkStrategy[T]
-	mux      *wmMultiplexer[T]
-	tr       *wmTracker[T]
-	// progressive is set when watermarks are generated (STREAMING mode
-	// with a generator).
-	progressive bool
-	cancel      func()
-	ended       bool // the final watermark passed
-}
-
-func (a *assignerOp[T]) Open() error {
-	a.mux = newWMMultiplexer(a.strategy)
-	a.tr = a.mux.add("", a.env.clock.NowMillis())
-	a.progressive = !a.env.batch && a.strategy.generatesWatermarks()
-	if a.progressive {
-		a.schedule()
-	}
-	return nil
-}
-
-func (a *assignerOp[T]) schedule() {
-	interval := a.env.autoWatermark
-	if interval <= 0 {
-		interval = 200
-	}
-	a.cancel = a.env.schedule(a.env.clock.NowMillis()+interval, func(now int64) error {
-		a.cancel = nil
-		if a.ended {
-			return nil
-		}
-		wm, adv, idle, idleChanged := a.mux.periodic(now)
-		if err := a.emit(wm, adv, idle, idleChanged); err != nil {
-			return err
-		}
-		a.schedule()
-		return nil
-	})
-}
-
-// emit forwards a combined watermark and idleness change: idleness goes
-// out before the watermark that follows activity, as for sources.
-func (a *assignerOp[T]) emit(wm int64, adv, idle, idleChanged bool) error {
-	if idleChanged && idle {
-		if err := a.env.emitIdle(true); err != nil {
-			return err
-		}
-	}
-	if idleChanged && !idle {
-		if err := a.env.emitIdle(false); err != nil {
-			return err
-		}
-	}
-	if adv {
-		return a.out.EmitWatermark(wm)
-	}
-	return nil
-}
-
-func (a *assignerOp[T]) ProcessElement(v T, ts int64) error {
-	if a.strategy.assigner != nil {
-		ts = int64(a.strategy.assigner(v, Timestamp(ts)))
-	}
-	if err := a.out.Collect(v, ts); err != nil {
-		return err
-	}
-	if !a.progressive || a.ended {
-		return nil
-	}
-	a.mux.onEvent(a.tr, v, ts)
-	wasIdle := a.tr.idle
-	a.tr.idle = false // activity ends idleness at once
-	if !wasIdle && a.tr.wm <= a.mux.emitted {
-		return nil // the common case: nothing to emit
-	}
-	// Watermarks the generator emitted from OnEvent (punctuated) go out now.
-	wm, adv, idle, idleChanged := a.mux.combine()
-	return a.emit(wm, adv, idle, idleChanged)
-}
-
-// ProcessWatermark drops upstream watermarks except the final one.
-func (a *assignerOp[T]) ProcessWatermark(wm int64) error {
-	if wm != maxWatermark || a.ended {
-		return nil
-	}
-	a.ended = true
-	if a.cancel != nil {
-		a.cancel()
-		a.cancel = nil
-	}
-	if a.progressive && a.mux.idle {
-		if err := a.env.emitIdle(false); err != nil {
-			return err
-		}
-	}
-	return a.out.EmitWatermark(maxWatermark)
-}
-
-func (a *assignerOp[T]) Finish() error { return nil }
-
-func (a *assignerOp[T]) Close() error {
-	if a.cancel != nil {
-		a.cancel()
-		a.cancel = nil
-	}
-	return nil
 }

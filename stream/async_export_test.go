@@ -14,11 +14,11 @@ type punctuateOp[T any] struct {
 
 func (p *punctuateOp[T]) ProcessElement(v T, _ int64) error {
 	ts := p.ts(v)
-	if err := p.out.Collect(v, ts); err != nil {
+	if err := p.Out.Collect(v, ts); err != nil {
 		return err
 	}
 	if p.mark(v) {
-		return p.out.EmitWatermark(ts)
+		return p.Out.EmitWatermark(ts)
 	}
 	return nil
 }
@@ -26,8 +26,8 @@ func (p *punctuateOp[T]) ProcessElement(v T, _ int64) error {
 // PunctuateForTest stamps every record with ts(v) and emits a watermark
 // equal to that timestamp right after each record for which mark is true.
 func PunctuateForTest[T any](in DataStream[T], ts func(T) int64, mark func(T) bool) DataStream[T] {
-	return oneInput(in, "punctuate", "Punctuate", &factory[T]{create: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &punctuateOp[T]{base: base[T]{out}, ts: ts, mark: mark}
+	return oneInput(in, "punctuate", "Punctuate", &factory[T]{Make: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
+		op := &punctuateOp[T]{base: base[T]{Out: out}, ts: ts, mark: mark}
 		return op, []any{op}, nil
 	}})
 }
@@ -40,19 +40,19 @@ type observeOp[T any] struct {
 
 func (o *observeOp[T]) ProcessElement(v T, ts int64) error {
 	o.onRecord(v, ts)
-	return o.out.Collect(v, ts)
+	return o.Out.Collect(v, ts)
 }
 
 func (o *observeOp[T]) ProcessWatermark(wm int64) error {
 	o.onWatermark(wm)
-	return o.out.EmitWatermark(wm)
+	return o.Out.EmitWatermark(wm)
 }
 
 // ObserveForTest passes records and watermarks through, reporting each to
 // the callbacks (on the task goroutine) first.
 func ObserveForTest[T any](in DataStream[T], onRecord func(v T, ts int64), onWatermark func(wm int64)) DataStream[T] {
-	return oneInput(in, "observe", "Observe", &factory[T]{create: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &observeOp[T]{base: base[T]{out}, onRecord: onRecord, onWatermark: onWatermark}
+	return oneInput(in, "observe", "Observe", &factory[T]{Make: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
+		op := &observeOp[T]{base: base[T]{Out: out}, onRecord: onRecord, onWatermark: onWatermark}
 		return op, []any{op}, nil
 	}})
 }

@@ -1,17 +1,13 @@
 package stream
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/sluice/sluice/internal/typed"
 	"iter"
-	"reflect"
-	"sort"
 
-	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/state"
-	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 // BroadcastStateDescriptor declares a broadcast state: a map that every
@@ -22,7 +18,7 @@ type BroadcastStateDescriptor interface {
 }
 
 func (d *MapDescriptor[UK, UV]) broadcastDescriptor() (string, bool, func() any) {
-	return d.Name, d.TTL.TTL > 0, func() any { return &bcState[UK, UV]{m: map[UK]UV{}} }
+	return d.Name, d.TTL.TTL > 0, func() any { return typed.NewBcState[UK, UV]() }
 }
 
 // BroadcastStream is a stream whose every record goes to every subtask of
@@ -79,77 +75,33 @@ type BroadcastState[UK comparable, UV any] interface {
 	Clear()
 }
 
-type bcState[UK comparable, UV any] struct{ m map[UK]UV }
-
-func (s *bcState[UK, UV]) Get(k UK) (UV, bool) {
-	v, ok := s.m[k]
-	return v, ok
-}
-func (s *bcState[UK, UV]) Contains(k UK) bool { _, ok := s.m[k]; return ok }
-func (s *bcState[UK, UV]) Len() int           { return len(s.m) }
-func (s *bcState[UK, UV]) Put(k UK, v UV)     { s.m[k] = v }
-func (s *bcState[UK, UV]) Remove(k UK)        { delete(s.m, k) }
-func (s *bcState[UK, UV]) Clear()             { clear(s.m) }
-func (s *bcState[UK, UV]) All() iter.Seq2[UK, UV] {
-	return func(yield func(UK, UV) bool) {
-		for k, v := range s.m {
-			if !yield(k, v) {
-				return
-			}
-		}
-	}
-}
-
 // readOnlyBc hides the write methods of a broadcast state.
-type readOnlyBc[UK comparable, UV any] struct{ s *bcState[UK, UV] }
+type readOnlyBc[UK comparable, UV any] struct{ s *typed.BcState[UK, UV] }
 
 func (r readOnlyBc[UK, UV]) Get(k UK) (UV, bool)    { return r.s.Get(k) }
 func (r readOnlyBc[UK, UV]) Contains(k UK) bool     { return r.s.Contains(k) }
 func (r readOnlyBc[UK, UV]) Len() int               { return r.s.Len() }
 func (r readOnlyBc[UK, UV]) All() iter.Seq2[UK, UV] { return r.s.All() }
 
-// broadcastStates are one operator subtask's broadcast states by name.
-type broadcastStates struct {
-	maps map[string]any // name → *bcState[UK, UV]
-	err  error
-}
+// broadcastStates are one operator subtask's broadcast states by name
+// (internal/typed's, checkpointed by its operators).
+type broadcastStates = typed.BroadcastStates
 
 func newBroadcastStates(descs []BroadcastStateDescriptor) *broadcastStates {
-	s := &broadcastStates{maps: map[string]any{}}
+	news := make(map[string]func() any, len(descs))
 	for _, d := range descs {
 		name, _, create := d.broadcastDescriptor()
-		s.maps[name] = create()
+		news[name] = create
 	}
-	return s
-}
-
-func (s *broadcastStates) takeErr() error {
-	err := s.err
-	s.err = nil
-	return err
+	return typed.NewBroadcastStates(news)
 }
 
 // ErrUndeclaredBroadcastState is returned when a function uses a broadcast
 // state that was not passed to Broadcast, or with other types.
-var ErrUndeclaredBroadcastState = errors.New("stream: broadcast state not declared")
+var ErrUndeclaredBroadcastState = typed.ErrUndeclaredBroadcastState
 
-func lookupBroadcast[UK comparable, UV any](s *broadcastStates, d *MapDescriptor[UK, UV]) *bcState[UK, UV] {
-	st, ok := s.maps[d.Name]
-	if !ok {
-		if s.err == nil {
-			s.err = fmt.Errorf("%w: %q (pass its descriptor to Broadcast)", ErrUndeclaredBroadcastState, d.Name)
-		}
-		return &bcState[UK, UV]{m: map[UK]UV{}}
-	}
-	bs, ok := st.(*bcState[UK, UV])
-	if !ok {
-		if s.err == nil {
-			s.err = fmt.Errorf("%w: %q is declared as %s, not as map[%s]%s", ErrUndeclaredBroadcastState, d.Name,
-				reflect.TypeOf(st).Elem().Field(0).Type, reflect.TypeFor[UK](), reflect.TypeFor[UV]())
-		}
-		return &bcState[UK, UV]{m: map[UK]UV{}}
-	}
-	return bs
+func lookupBroadcast[UK comparable, UV any](s *broadcastStates, d *MapDescriptor[UK, UV]) *typed.BcState[UK, UV] {
+	return typed.Lookup[UK, UV](s, d.Name)
 }
 
 // ReadOnlyBroadcastStateContext is implemented by the contexts of
@@ -262,62 +214,29 @@ func ConnectBroadcast[IN, BC any](in DataStream[IN], bc BroadcastStream[BC]) Bro
 	return BroadcastConnectedStream[IN, BC]{in: in, bc: bc}
 }
 
-type broadcastOp[IN, BC, O any] struct {
-	env  *procEnv
-	out  task.Output[O]
-	fn   BroadcastProcessFunction[IN, BC, O]
-	life lifecycle
-	time opTime
-	bc   *broadcastStates
-	ectx BroadcastReadOnlyContext
-	bctx BroadcastContext
-	c    collector[O]
-}
-
-func (p *broadcastOp[IN, BC, O]) Open() error { return p.life.open(p.env) }
-
-func (p *broadcastOp[IN, BC, O]) element(v IN, ts int64) error {
-	p.ectx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
-	berr := p.bc.takeErr()
-	if err = settle(err, &p.c, &p.ectx.so); err != nil {
-		return err
-	}
-	return berr
-}
-
-func (p *broadcastOp[IN, BC, O]) broadcast(v BC, ts int64) error {
-	p.bctx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
-	berr := p.bc.takeErr()
-	if err = settle(err, &p.c, &p.bctx.so); err != nil {
-		return err
-	}
-	return berr
-}
-
-func (p *broadcastOp[IN, BC, O]) ProcessWatermark(wm int64) error {
-	p.time.wm = wm
-	return p.out.EmitWatermark(wm)
-}
-
-func (p *broadcastOp[IN, BC, O]) Finish() error { return nil }
-func (p *broadcastOp[IN, BC, O]) Close() error  { return p.life.close() }
-
 // BroadcastProcess applies a BroadcastProcessFunction to a non-keyed
 // stream connected to a broadcast stream. Records emitted keep the
 // timestamp of the record being processed.
 func BroadcastProcess[IN, BC, O any](c BroadcastConnectedStream[IN, BC], fn BroadcastProcessFunction[IN, BC, O]) DataStream[O] {
 	checkFn(c.in.env, "BroadcastProcess", fn)
 	descs := c.bc.descs
-	return procTwoInput(c.in, c.bc.s, "broadcast-process", "BroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	return procTwoInput(c.in, c.bc.s, "broadcast-process", "BroadcastProcess", typed.BroadcastProcess(func() typed.BroadcastFns[IN, BC, O] {
 		fn := perSubtask(fn)
-		op := &broadcastOp[IN, BC, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}, bc: newBroadcastStates(descs)}
-		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
-		op.ectx = BroadcastReadOnlyContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
-		op.bctx = BroadcastContext{fnContext: fnContext{t: &op.time, so: sideOutputs{outs: sides}}, bc: op.bc}
-		op.c.out = out
-		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
+		bc := newBroadcastStates(descs)
+		ectx := &BroadcastReadOnlyContext{bc: bc}
+		bctx := &BroadcastContext{bc: bc}
+		return typed.BroadcastFns[IN, BC, O]{
+			States: bc,
+			Element: func(c *typed.FnContext, v IN, out *typed.Collector[O]) error {
+				ectx.c = c
+				return fn.ProcessElement(ectx, v, out)
+			},
+			Broadcast: func(c *typed.FnContext, v BC, out *typed.Collector[O]) error {
+				bctx.c = c
+				return fn.ProcessBroadcastElement(bctx, v, out)
+			},
+			Life: lifecycleOf(fn),
+		}
 	}))
 }
 
@@ -346,18 +265,12 @@ func (c *KeyedBroadcastOnTimerContext[K]) broadcastStates() *broadcastStates { r
 // current key, hence no keyed state access or timers otherwise.
 type KeyedBroadcastContext[K comparable] struct {
 	fnContext
-	bc   *broadcastStates
-	r    *keyedRuntime[K]
-	view keyedStateView[K]
+	bc *broadcastStates
+	v  *keyedView[K]
 }
 
 func (c *KeyedBroadcastContext[K]) broadcastStates() *broadcastStates { return c.bc }
 func (c *KeyedBroadcastContext[K]) writableBroadcastState()           {}
-
-// keyedStateView is the keyed state access ApplyToKeyedState hands out.
-type keyedStateView[K comparable] struct{ r *keyedRuntime[K] }
-
-func (v *keyedStateView[K]) keyedStates() *keyedStates[K] { return v.r.states }
 
 // AnyStateDescriptor is implemented by every keyed state descriptor
 // (*ValueDescriptor, *ListDescriptor, *MapDescriptor, ...).
@@ -373,7 +286,7 @@ func (d *StateDescriptor) stateDescriptor() *StateDescriptor { return d }
 // read, change or clear. It is Flink's applyToKeyedState.
 func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDescriptor, fn func(key K, st KeyedStateContext[K]) error) error {
 	name := d.stateDescriptor().Name
-	keyed := ctx.r.keyed
+	keyed := ctx.v.r.Keyed
 	var table state.Table
 	for _, t := range keyed.Tables() {
 		if t.Name() == name {
@@ -397,7 +310,7 @@ func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDe
 	defer keyed.ClearCurrentKey()
 	for _, k := range keys {
 		keyed.SetCurrentKey(k)
-		if err := fn(k, &ctx.view); err != nil {
+		if err := fn(k, ctx.v); err != nil {
 			return err
 		}
 	}
@@ -481,157 +394,39 @@ func ConnectKeyedBroadcast[IN any, K comparable, BC any](in KeyedStream[IN, K], 
 	return KeyedBroadcastConnectedStream[IN, K, BC]{in: in, bc: bc}
 }
 
-type keyedBroadcastOp[K comparable, IN, BC, O any] struct {
-	keyedFnOp[K, O]
-	key   func(IN) K
-	fn    KeyedBroadcastProcessFunction[K, IN, BC, O]
-	bc    *broadcastStates
-	ectx  KeyedBroadcastReadOnlyContext[K]
-	bctx  KeyedBroadcastContext[K]
-	btctx KeyedBroadcastOnTimerContext[K]
-}
-
-func (p *keyedBroadcastOp[K, IN, BC, O]) element(v IN, ts int64) error {
-	p.keyedFnOp.element(p.key(v), ts)
-	err := p.fn.ProcessElement(&p.ectx, v, &p.c)
-	berr := p.bc.takeErr()
-	if err = p.settle(err, &p.c, &p.ctx.so); err != nil {
-		return err
-	}
-	return berr
-}
-
-func (p *keyedBroadcastOp[K, IN, BC, O]) broadcast(v BC, ts int64) error {
-	p.bctx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessBroadcastElement(&p.bctx, v, &p.c)
-	berr := p.bc.takeErr()
-	if err = p.settle(err, &p.c, &p.bctx.so); err != nil {
-		return err
-	}
-	return berr
-}
-
-func (p *keyedBroadcastOp[K, IN, BC, O]) onTimer(_ *OnTimerContext[K], ts Timestamp, out Collector[O]) error {
-	err := p.fn.OnTimer(&p.btctx, Timestamp(ts), out)
-	if berr := p.bc.takeErr(); err == nil {
-		err = berr
-	}
-	return err
-}
-
 // KeyedBroadcastProcess applies a KeyedBroadcastProcessFunction to a keyed
 // stream connected to a broadcast stream. Timestamps of emitted records and
 // timer behaviour (also in BATCH mode) follow KeyedProcess.
 func KeyedBroadcastProcess[K comparable, IN, BC, O any](c KeyedBroadcastConnectedStream[IN, K, BC], fn KeyedBroadcastProcessFunction[K, IN, BC, O]) DataStream[O] {
 	checkFn(c.in.env, "KeyedBroadcastProcess", fn)
 	descs := c.bc.descs
-	key := c.in.key
-	out := procTwoInput(c.in.DataStream, c.bc.s, "keyed-broadcast-process", "KeyedBroadcastProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	out := procTwoInput(c.in.DataStream, c.bc.s, "keyed-broadcast-process", "KeyedBroadcastProcess", typed.KeyedBroadcastProcess(c.in.key, func() typed.KeyedBroadcastFns[K, IN, BC, O] {
 		fn := perSubtask(fn)
-		op := &keyedBroadcastOp[K, IN, BC, O]{key: key, fn: fn, bc: newBroadcastStates(descs)}
-		op.setup(env, out, sides, fn)
-		op.keyedFnOp.onTimer = op.onTimer
-		op.ectx = KeyedBroadcastReadOnlyContext[K]{KeyedContext: &op.ctx, bc: op.bc}
-		op.btctx = KeyedBroadcastOnTimerContext[K]{OnTimerContext: &op.tctx, bc: op.bc}
-		op.bctx = KeyedBroadcastContext[K]{fnContext: fnContext{t: &op.r.time, so: sideOutputs{outs: sides}}, bc: op.bc, r: &op.r, view: keyedStateView[K]{&op.r}}
-		return op, []any{inputFunc[IN](op.element), inputFunc[BC](op.broadcast)}, nil
+		bc := newBroadcastStates(descs)
+		v := newKeyedView[K]()
+		ectx := &KeyedBroadcastReadOnlyContext[K]{KeyedContext: &v.ctx, bc: bc}
+		tctx := &KeyedBroadcastOnTimerContext[K]{OnTimerContext: &v.tctx, bc: bc}
+		bctx := &KeyedBroadcastContext[K]{bc: bc, v: v}
+		return typed.KeyedBroadcastFns[K, IN, BC, O]{
+			States: bc,
+			Element: func(_ *typed.KeyedCtx[K], x IN, out *typed.Collector[O]) error {
+				return fn.ProcessElement(ectx, x, out)
+			},
+			Broadcast: func(_ *typed.FnContext, x BC, out *typed.Collector[O]) error {
+				return fn.ProcessBroadcastElement(bctx, x, out)
+			},
+			OnTimer: func(_ *typed.KeyedCtx[K], ts int64, out *typed.Collector[O]) error {
+				return fn.OnTimer(tctx, Timestamp(ts), out)
+			},
+			Bind: func(r *typed.KeyedRuntime[K], rec, tim *typed.KeyedCtx[K], b *typed.FnContext) {
+				v.bind(r, rec, tim)
+				bctx.c = b
+			},
+			Life: lifecycleOf(fn),
+		}
 	}))
 	// Keyed: the non-broadcast input is hash-partitioned; the broadcast
 	// input reaches every subtask (graph validation allows that pairing).
 	out.node.Keyed = true
 	return out
-}
-
-// Broadcast state in checkpoints: every subtask holds the same maps, so
-// they are union operator state; a restoring subtask takes the first copy
-// of each state it is given.
-
-func (s *bcState[UK, UV]) encode() ([]byte, error) {
-	c, err := codec.For[map[UK]UV]()
-	if err != nil {
-		return nil, err
-	}
-	return c.Append(nil, s.m), nil
-}
-
-func (s *bcState[UK, UV]) decode(b []byte) error {
-	c, err := codec.For[map[UK]UV]()
-	if err != nil {
-		return err
-	}
-	m, _, err := c.Decode(b)
-	if err != nil {
-		return err
-	}
-	if m == nil {
-		m = map[UK]UV{}
-	}
-	s.m = m
-	return nil
-}
-
-type bcCodec interface {
-	encode() ([]byte, error)
-	decode([]byte) error
-}
-
-func (s *broadcastStates) snapshot() ([][]byte, bool, error) {
-	names := make([]string, 0, len(s.maps))
-	for n := range s.maps {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var entries [][]byte
-	for _, n := range names {
-		b, err := s.maps[n].(bcCodec).encode()
-		if err != nil {
-			return nil, false, fmt.Errorf("broadcast state %q: %w", n, err)
-		}
-		e := binary.AppendUvarint(nil, uint64(len(n)))
-		entries = append(entries, append(append(e, n...), b...))
-	}
-	return entries, true, nil
-}
-
-func (s *broadcastStates) restore(entries [][]byte) error {
-	done := map[string]bool{}
-	for _, e := range entries {
-		l, k := binary.Uvarint(e)
-		if k <= 0 || l > uint64(len(e)-k) {
-			return fmt.Errorf("broadcast state: corrupt entry")
-		}
-		name := string(e[k : k+int(l)])
-		if done[name] {
-			continue
-		}
-		st, ok := s.maps[name]
-		if !ok {
-			return fmt.Errorf("broadcast state %q is in the checkpoint but not declared on the operator", name)
-		}
-		if err := st.(bcCodec).decode(e[k+int(l):]); err != nil {
-			return fmt.Errorf("broadcast state %q: %w", name, err)
-		}
-		done[name] = true
-	}
-	return nil
-}
-
-// SnapshotOperatorState implements task.OperatorStateful.
-func (p *broadcastOp[IN, BC, O]) SnapshotOperatorState(int64) ([][]byte, bool, error) {
-	return p.bc.snapshot()
-}
-
-// RestoreOperatorState implements task.OperatorStateful.
-func (p *broadcastOp[IN, BC, O]) RestoreOperatorState(entries [][]byte) error {
-	return p.bc.restore(entries)
-}
-
-// SnapshotOperatorState implements task.OperatorStateful.
-func (p *keyedBroadcastOp[K, IN, BC, O]) SnapshotOperatorState(int64) ([][]byte, bool, error) {
-	return p.bc.snapshot()
-}
-
-// RestoreOperatorState implements task.OperatorStateful.
-func (p *keyedBroadcastOp[K, IN, BC, O]) RestoreOperatorState(entries [][]byte) error {
-	return p.bc.restore(entries)
 }

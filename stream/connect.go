@@ -3,7 +3,7 @@ package stream
 import (
 	"errors"
 
-	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // ConnectedStreams are two streams, possibly of different types, processed
@@ -20,53 +20,13 @@ func Connect[A, B any](a DataStream[A], b DataStream[B]) ConnectedStreams[A, B] 
 	return ConnectedStreams[A, B]{First: a, Second: b}
 }
 
-type coMapOp[A, B, O any] struct {
-	out task.Output[O]
-	f1  func(A) O
-	f2  func(B) O
-}
-
-func (m *coMapOp[A, B, O]) Open() error                     { return nil }
-func (m *coMapOp[A, B, O]) ProcessWatermark(wm int64) error { return m.out.EmitWatermark(wm) }
-func (m *coMapOp[A, B, O]) Finish() error                   { return nil }
-func (m *coMapOp[A, B, O]) Close() error                    { return nil }
-func (m *coMapOp[A, B, O]) element1(v A, ts int64) error    { return m.out.Collect(m.f1(v), ts) }
-func (m *coMapOp[A, B, O]) element2(v B, ts int64) error    { return m.out.Collect(m.f2(v), ts) }
-
 // CoMap maps the records of the first input with f1 and those of the
 // second with f2 into one stream.
 func CoMap[A, B, O any](c ConnectedStreams[A, B], f1 func(A) O, f2 func(B) O) DataStream[O] {
 	if f1 == nil || f2 == nil {
 		c.First.env.fail(errors.New("CoMap: both map functions are required"))
 	}
-	return procTwoInput(c.First, c.Second, "co-map", "CoMap", newProcFactory(func(_ *procEnv, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
-		op := &coMapOp[A, B, O]{out: out, f1: f1, f2: f2}
-		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
-	}))
-}
-
-type coFlatMapOp[A, B, O any] struct {
-	out task.Output[O]
-	f1  func(A, Collector[O])
-	f2  func(B, Collector[O])
-	c   collector[O]
-}
-
-func (m *coFlatMapOp[A, B, O]) Open() error                     { return nil }
-func (m *coFlatMapOp[A, B, O]) ProcessWatermark(wm int64) error { return m.out.EmitWatermark(wm) }
-func (m *coFlatMapOp[A, B, O]) Finish() error                   { return nil }
-func (m *coFlatMapOp[A, B, O]) Close() error                    { return nil }
-
-func (m *coFlatMapOp[A, B, O]) element1(v A, ts int64) error {
-	m.c.ts = ts
-	m.f1(v, &m.c)
-	return m.c.takeErr()
-}
-
-func (m *coFlatMapOp[A, B, O]) element2(v B, ts int64) error {
-	m.c.ts = ts
-	m.f2(v, &m.c)
-	return m.c.takeErr()
+	return procTwoInput(c.First, c.Second, "co-map", "CoMap", typed.CoMap(f1, f2))
 }
 
 // CoFlatMap calls f1 for every record of the first input and f2 for every
@@ -75,10 +35,8 @@ func CoFlatMap[A, B, O any](c ConnectedStreams[A, B], f1 func(A, Collector[O]), 
 	if f1 == nil || f2 == nil {
 		c.First.env.fail(errors.New("CoFlatMap: both flat-map functions are required"))
 	}
-	return procTwoInput(c.First, c.Second, "co-flatmap", "CoFlatMap", newProcFactory(func(_ *procEnv, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
-		op := &coFlatMapOp[A, B, O]{out: out, f1: f1, f2: f2, c: collector[O]{out: out}}
-		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
-	}))
+	return procTwoInput(c.First, c.Second, "co-flatmap", "CoFlatMap", typed.CoFlatMap(
+		func(v A, c *typed.Collector[O]) { f1(v, c) }, func(v B, c *typed.Collector[O]) { f2(v, c) }))
 }
 
 // CoProcessFunction processes the records of two connected non-keyed
@@ -134,51 +92,25 @@ func (f CoProcessFuncs[A, B, O]) check() error {
 	return nil
 }
 
-type coProcessOp[A, B, O any] struct {
-	env  *procEnv
-	out  task.Output[O]
-	fn   CoProcessFunction[A, B, O]
-	life lifecycle
-	time opTime
-	ctx  ProcessContext
-	c    collector[O]
-}
-
-func (p *coProcessOp[A, B, O]) Open() error { return p.life.open(p.env) }
-
-func (p *coProcessOp[A, B, O]) element1(v A, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessElement1(&p.ctx, v, &p.c)
-	return settle(err, &p.c, &p.ctx.so)
-}
-
-func (p *coProcessOp[A, B, O]) element2(v B, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessElement2(&p.ctx, v, &p.c)
-	return settle(err, &p.c, &p.ctx.so)
-}
-
-func (p *coProcessOp[A, B, O]) ProcessWatermark(wm int64) error {
-	p.time.wm = wm
-	return p.out.EmitWatermark(wm)
-}
-
-func (p *coProcessOp[A, B, O]) Finish() error { return nil }
-func (p *coProcessOp[A, B, O]) Close() error  { return p.life.close() }
-
 // CoProcess applies a CoProcessFunction to two connected streams. Records
 // it emits keep the timestamp of the record being processed. The
 // operator's watermark is the minimum of its two inputs' watermarks.
 func CoProcess[A, B, O any](c ConnectedStreams[A, B], fn CoProcessFunction[A, B, O]) DataStream[O] {
 	checkFn(c.First.env, "CoProcess", fn)
-	return procTwoInput(c.First, c.Second, "co-process", "CoProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	return procTwoInput(c.First, c.Second, "co-process", "CoProcess", typed.CoProcess(func() typed.CoProcessFns[A, B, O] {
 		fn := perSubtask(fn)
-		op := &coProcessOp[A, B, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
-		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
-		op.ctx.t = &op.time
-		op.ctx.so.outs = sides
-		op.c.out = out
-		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
+		ctx := &ProcessContext{}
+		return typed.CoProcessFns[A, B, O]{
+			Element1: func(c *typed.FnContext, v A, out *typed.Collector[O]) error {
+				ctx.c = c
+				return fn.ProcessElement1(ctx, v, out)
+			},
+			Element2: func(c *typed.FnContext, v B, out *typed.Collector[O]) error {
+				ctx.c = c
+				return fn.ProcessElement2(ctx, v, out)
+			},
+			Life: lifecycleOf(fn),
+		}
 	}))
 }
 
@@ -264,37 +196,27 @@ func (f KeyedCoProcessFuncs[K, A, B, O]) check() error {
 	return nil
 }
 
-type keyedCoProcessOp[K comparable, A, B, O any] struct {
-	keyedFnOp[K, O]
-	key1 func(A) K
-	key2 func(B) K
-	fn   KeyedCoProcessFunction[K, A, B, O]
-}
-
-func (p *keyedCoProcessOp[K, A, B, O]) element1(v A, ts int64) error {
-	p.element(p.key1(v), ts)
-	err := p.fn.ProcessElement1(&p.ctx, v, &p.c)
-	return p.settle(err, &p.c, &p.ctx.so)
-}
-
-func (p *keyedCoProcessOp[K, A, B, O]) element2(v B, ts int64) error {
-	p.element(p.key2(v), ts)
-	err := p.fn.ProcessElement2(&p.ctx, v, &p.c)
-	return p.settle(err, &p.c, &p.ctx.so)
-}
-
 // KeyedCoProcess applies a KeyedCoProcessFunction to two connected keyed
 // streams. Timestamps of emitted records follow KeyedProcess. In BATCH
 // mode, timers fire at the end of the input as for KeyedProcess.
 func KeyedCoProcess[K comparable, A, B, O any](c KeyedConnectedStreams[A, B, K], fn KeyedCoProcessFunction[K, A, B, O]) DataStream[O] {
 	checkFn(c.First.env, "KeyedCoProcess", fn)
-	key1, key2 := c.First.key, c.Second.key
-	out := procTwoInput(c.First.DataStream, c.Second.DataStream, "keyed-co-process", "KeyedCoProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	out := procTwoInput(c.First.DataStream, c.Second.DataStream, "keyed-co-process", "KeyedCoProcess", typed.KeyedCoProcess(c.First.key, c.Second.key, func() typed.KeyedCoProcessFns[K, A, B, O] {
 		fn := perSubtask(fn)
-		op := &keyedCoProcessOp[K, A, B, O]{key1: key1, key2: key2, fn: fn}
-		op.setup(env, out, sides, fn)
-		op.onTimer = fn.OnTimer
-		return op, []any{inputFunc[A](op.element1), inputFunc[B](op.element2)}, nil
+		v := newKeyedView[K]()
+		return typed.KeyedCoProcessFns[K, A, B, O]{
+			Element1: func(_ *typed.KeyedCtx[K], x A, out *typed.Collector[O]) error {
+				return fn.ProcessElement1(&v.ctx, x, out)
+			},
+			Element2: func(_ *typed.KeyedCtx[K], x B, out *typed.Collector[O]) error {
+				return fn.ProcessElement2(&v.ctx, x, out)
+			},
+			OnTimer: func(_ *typed.KeyedCtx[K], ts int64, out *typed.Collector[O]) error {
+				return fn.OnTimer(&v.tctx, Timestamp(ts), out)
+			},
+			Bind: v.bind,
+			Life: lifecycleOf(fn),
+		}
 	}))
 	out.node.Keyed = true
 	return out

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 type ctl struct {
@@ -122,7 +123,7 @@ func joinNames(ctx *ProcessJoinContext, a, b joinEv, out Collector[string]) erro
 	return nil
 }
 
-func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, lateTag *OutputTag[joinEv], late *captured[joinEv]) (*opHarness[string], *intervalJoinOp[joinEv, joinEv, int, string]) {
+func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, lateTag *OutputTag[joinEv], late *captured[joinEv]) (*opHarness[string], *joinBuffers) {
 	env := procTestEnv()
 	l := KeyBy(FromElements(env, joinEv{}), func(e joinEv) int { return len(e.Name) })
 	r := KeyBy(FromElements(env, joinEv{}), func(e joinEv) int { return len(e.Name) })
@@ -143,7 +144,17 @@ func newJoinHarness(t *testing.T, lower, upper time.Duration, exLo, exHi bool, l
 		t.Fatalf("interval join node: keyed=%v needs watermarks=%v inputs=%d", s.node.Keyed, s.node.NeedsWatermarks, s.node.Inputs)
 	}
 	h := newHarness(t, s, harnessOpts{sides: sides})
-	return h, h.op.(*intervalJoinOp[joinEv, joinEv, int, string])
+	lbuf, rbuf, ok := typed.JoinBuffers[joinEv, joinEv, int, string](h.op)
+	if !ok {
+		t.Fatalf("operator %T is not an interval join", h.op)
+	}
+	return h, &joinBuffers{lbuf: lbuf, rbuf: rbuf}
+}
+
+// joinBuffers are what an interval join operator keeps per key.
+type joinBuffers struct {
+	lbuf *state.ValueTable[int, state.Void, map[int64][]joinEv]
+	rbuf *state.ValueTable[int, state.Void, map[int64][]joinEv]
 }
 
 func TestHarnessIntervalJoinBounds(t *testing.T) {

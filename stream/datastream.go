@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // DataStream is a stream of records of type T. It is a handle on the
@@ -99,122 +100,42 @@ type Collector[T any] interface {
 	Collect(v T)
 }
 
-// factory is the task.Factory of most operators.
-type factory[O any] struct {
-	sides  map[string]task.TypeOps
-	create func(ctx *task.Context, out task.Output[O], sides map[string]any) (task.Operator, []any, error)
-}
-
-func (f *factory[O]) OutType() task.TypeOps                { return task.TypeOf[O]() }
-func (f *factory[O]) SideOutputs() map[string]task.TypeOps { return f.sides }
-func (f *factory[O]) Create(ctx *task.Context, out any, sides map[string]any) (task.Operator, []any, error) {
-	return f.create(ctx, out.(task.Output[O]), sides)
-}
+// The operators still implemented in this package share internal/typed's
+// plumbing (the rest of them live there).
+type (
+	factory[O any]   = typed.Factory[O]
+	base[O any]      = typed.Base[O]
+	collector[T any] = typed.Collector[T]
+	sideOutputs      = typed.SideOutputs
+)
 
 // oneInput adds a one-input operator reading from in.
-func oneInput[I, O any](in DataStream[I], kind, name string, f *factory[O]) DataStream[O] {
+func oneInput[I, O any](in DataStream[I], kind, name string, f *typed.Factory[O]) DataStream[O] {
 	n := in.env.addNode(kind, name, 1, f)
 	in.connect(n, 0)
 	return newStream[O](in.env, n)
 }
 
-// base implements the lifecycle methods operators do not customise.
-type base[O any] struct{ out task.Output[O] }
-
-func (b *base[O]) Open() error                     { return nil }
-func (b *base[O]) ProcessWatermark(wm int64) error { return b.out.EmitWatermark(wm) }
-func (b *base[O]) Finish() error                   { return nil }
-func (b *base[O]) Close() error                    { return nil }
-
-// collector adapts an Output to a user Collector, stamping the timestamp
-// of the record being processed. The first downstream error sticks and
-// later records are dropped: the task fails with that error.
-type collector[T any] struct {
-	out task.Output[T]
-	ts  int64
-	err error
-}
-
-func (c *collector[T]) Collect(v T) {
-	if c.err == nil {
-		c.err = c.out.Collect(v, c.ts)
-	}
-}
-
-// takeErr returns and clears the sticky error.
-func (c *collector[T]) takeErr() error {
-	err := c.err
-	c.err = nil
-	return err
-}
-
-type mapOp[I, O any] struct {
-	base[O]
-	fn func(I) O
-}
-
-func (m *mapOp[I, O]) ProcessElement(v I, ts int64) error { return m.out.Collect(m.fn(v), ts) }
-
 // Map applies fn to every record.
 func Map[I, O any](in DataStream[I], fn func(I) O) DataStream[O] {
-	return oneInput(in, "map", "Map", &factory[O]{create: func(_ *task.Context, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
-		op := &mapOp[I, O]{base: base[O]{out}, fn: fn}
-		return op, []any{op}, nil
-	}})
-}
-
-type flatMapOp[I, O any] struct {
-	base[O]
-	fn func(I, Collector[O])
-	c  collector[O]
-}
-
-func (m *flatMapOp[I, O]) ProcessElement(v I, ts int64) error {
-	m.c.ts = ts
-	m.fn(v, &m.c)
-	return m.c.takeErr()
+	return oneInput(in, "map", "Map", typed.Map(fn))
 }
 
 // FlatMap calls fn for every record; fn emits zero or more records.
 func FlatMap[I, O any](in DataStream[I], fn func(I, Collector[O])) DataStream[O] {
-	return oneInput(in, "flatmap", "FlatMap", &factory[O]{create: func(_ *task.Context, out task.Output[O], _ map[string]any) (task.Operator, []any, error) {
-		op := &flatMapOp[I, O]{base: base[O]{out}, fn: fn, c: collector[O]{out: out}}
-		return op, []any{op}, nil
-	}})
-}
-
-type filterOp[T any] struct {
-	base[T]
-	fn func(T) bool
-}
-
-func (f *filterOp[T]) ProcessElement(v T, ts int64) error {
-	if f.fn(v) {
-		return f.out.Collect(v, ts)
-	}
-	return nil
+	return oneInput(in, "flatmap", "FlatMap", typed.FlatMap(func(v I, c *typed.Collector[O]) { fn(v, c) }))
 }
 
 // Filter keeps the records for which fn returns true.
 func Filter[T any](in DataStream[T], fn func(T) bool) DataStream[T] {
-	return oneInput(in, "filter", "Filter", &factory[T]{create: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &filterOp[T]{base: base[T]{out}, fn: fn}
-		return op, []any{op}, nil
-	}})
+	return oneInput(in, "filter", "Filter", typed.Filter(fn))
 }
-
-type identityOp[T any] struct{ base[T] }
-
-func (m *identityOp[T]) ProcessElement(v T, ts int64) error { return m.out.Collect(v, ts) }
 
 // Union merges streams of the same type into one. Records keep their
 // order per input stream; across inputs they interleave.
 func Union[T any](first DataStream[T], others ...DataStream[T]) DataStream[T] {
 	env := first.env
-	n := env.addNode("union", "Union", 1, &factory[T]{create: func(_ *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &identityOp[T]{base[T]{out}}
-		return op, []any{op}, nil
-	}})
+	n := env.addNode("union", "Union", 1, typed.Identity[T]())
 	for _, s := range append([]DataStream[T]{first}, others...) {
 		if s.env != env {
 			env.fail(fmt.Errorf("union: streams of different environments cannot be united"))
@@ -245,37 +166,15 @@ func (t OutputTag[T]) ID() string { return t.id }
 // dropped, as in Flink.
 func SideOutput[S, T any](s DataStream[T], tag OutputTag[S]) DataStream[S] {
 	st := DataStream[S]{env: s.env, node: s.node, tag: tag.id, part: graph.Forward}
-	f, ok := s.node.Impl.(sideDeclarer)
+	f, ok := s.node.Impl.(typed.SideDeclarer)
 	if !ok {
 		s.env.fail(fmt.Errorf("operator %s has no side outputs", s.node.Label()))
 		return st
 	}
-	if err := f.declareSide(tag.id, task.TypeOf[S]()); err != nil {
+	if err := f.DeclareSide(tag.id, task.TypeOf[S]()); err != nil {
 		s.env.fail(fmt.Errorf("operator %s: %w", s.node.Label(), err))
 	}
 	return st
-}
-
-type sideDeclarer interface {
-	declareSide(id string, ops task.TypeOps) error
-}
-
-func (f *factory[O]) declareSide(id string, ops task.TypeOps) error {
-	if f.sides == nil {
-		f.sides = map[string]task.TypeOps{}
-	}
-	if prev, ok := f.sides[id]; ok && prev.TypeName() != ops.TypeName() {
-		return fmt.Errorf("side output %q carries %s, not %s", id, prev.TypeName(), ops.TypeName())
-	}
-	f.sides[id] = ops
-	return nil
-}
-
-// sideOutputs routes records to an operator's side outputs.
-type sideOutputs struct {
-	outs map[string]any // tag → task.Output[S]
-	ts   int64
-	err  error
 }
 
 // SideOutputContext is implemented by the contexts of functions that may
@@ -287,24 +186,5 @@ type SideOutputContext interface {
 // Output emits v to the side output tag, with the timestamp of the record
 // (or timer) being processed.
 func Output[S any](ctx SideOutputContext, tag OutputTag[S], v S) {
-	so := ctx.sides()
-	if so.err != nil {
-		return
-	}
-	o, ok := so.outs[tag.id]
-	if !ok {
-		return // nobody reads this tag
-	}
-	out, ok := o.(task.Output[S])
-	if !ok {
-		so.err = fmt.Errorf("stream: side output %q carries another type than %T", tag.id, v)
-		return
-	}
-	so.err = out.Collect(v, so.ts)
-}
-
-func (so *sideOutputs) takeErr() error {
-	err := so.err
-	so.err = nil
-	return err
+	typed.EmitSide(ctx.sides(), tag.id, v)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/keygroup"
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // opHarness drives one process-function operator directly, like Flink's
@@ -89,14 +90,14 @@ func newHarness[O any](t *testing.T, s DataStream[O], o harnessOpts) *opHarness[
 	maxPar := keygroup.DefaultMax(o.parallelism)
 	h := &opHarness[O]{t: t, clock: clock.NewManual(o.start), out: &captured[O]{}}
 	h.env = &procEnv{
-		job: "harness", name: s.node.Name, subtask: o.subtask, parallelism: o.parallelism,
-		maxParallelism: maxPar, groups: keygroup.RangeFor(maxPar, o.parallelism, o.subtask),
-		batch: o.batch, clock: h.clock, log: slog.New(slog.DiscardHandler),
-		schedule: h.schedule, autoWatermark: o.wmInterval,
-		emitIdle: func(idle bool) error { h.idle = append(h.idle, idle); return nil },
-		backend:  o.backend,
+		Job: "harness", Name: s.node.Name, Index: o.subtask, Par: o.parallelism,
+		MaxPar: maxPar, Groups: keygroup.RangeFor(maxPar, o.parallelism, o.subtask),
+		Batch: o.batch, Clock: h.clock, Log: slog.New(slog.DiscardHandler),
+		Schedule: h.schedule, AutoWatermark: o.wmInterval,
+		EmitIdle: func(idle bool) error { h.idle = append(h.idle, idle); return nil },
+		Backend:  o.backend,
 		// The task closes keyed state with its operator; so does the harness.
-		registerKeyed: func(k task.KeyedState) error {
+		RegisterKeyed: func(k task.KeyedState) error {
 			t.Cleanup(func() {
 				if err := k.(io.Closer).Close(); err != nil {
 					t.Errorf("closing keyed state: %v", err)
@@ -105,7 +106,7 @@ func newHarness[O any](t *testing.T, s DataStream[O], o harnessOpts) *opHarness[
 			return nil
 		},
 	}
-	op, ins, err := f.build(h.env, h.out, o.sides)
+	op, ins, err := f.Build(h.env, h.out, o.sides)
 	if err != nil {
 		t.Fatalf("building operator: %v", err)
 	}
@@ -228,3 +229,11 @@ func recordsEqual[T comparable](t *testing.T, what string, got, want []Record[T]
 		}
 	}
 }
+
+// timerTimestamp is the timestamp of records a timer emits.
+func timerTimestamp(ts int64, domain TimeDomain) int64 {
+	return typed.TimerTimestamp(ts, typed.TimeDomain(domain))
+}
+
+// noWatermarkYet is an operator's input watermark before the first one.
+const noWatermarkYet = typed.NoWatermarkYet

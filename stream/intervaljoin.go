@@ -1,13 +1,11 @@
 package stream
 
 import (
-	"errors"
 	"fmt"
+	"github.com/sluice/sluice/internal/typed"
 	"time"
 
-	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/internal/runtime/timer"
 )
 
 // IntervalJoinBuilder is the first step of an interval join; set the
@@ -110,192 +108,9 @@ func (f ProcessJoinFunc[L, R, O]) ProcessElement(ctx *ProcessJoinContext, left L
 	return f(ctx, left, right, out)
 }
 
-// joinSide is the namespace of an interval join's cleanup timers.
-type joinSide uint8
-
-const (
-	leftSide joinSide = iota
-	rightSide
-)
-
 // ErrNoTimestamp is returned when an event-time operator gets a record
 // without an event timestamp.
-var ErrNoTimestamp = errors.New("stream: record has no event timestamp")
-
-type intervalJoinOp[L, R any, K comparable, O any] struct {
-	env          *procEnv
-	out          task.Output[O]
-	fn           ProcessJoinFunction[L, R, O]
-	life         lifecycle
-	keyL         func(L) K
-	keyR         func(R) K
-	lower, upper int64 // inclusive, in ms
-	leftLate     task.Output[L]
-	rightLate    task.Output[R]
-
-	time   opTime
-	keyed  *state.Keyed[K]
-	timers *timer.Service[K, joinSide]
-	lbuf   *state.ValueTable[K, state.Void, map[int64][]L]
-	rbuf   *state.ValueTable[K, state.Void, map[int64][]R]
-	ctx    ProcessJoinContext
-	c      collector[O]
-}
-
-func (j *intervalJoinOp[L, R, K, O]) Open() error {
-	j.time = opTime{wm: noWatermarkYet, clock: j.env.clock}
-	keyed, err := newKeyedState[K](j.env.maxParallelism, j.env.groups, j.env.clock, j.env.backend, j.env.registerKeyed)
-	if err != nil {
-		return err
-	}
-	j.keyed = keyed
-	if j.lbuf, err = state.NewValueTable[K, state.Void, map[int64][]L](keyed, "left-buffer", state.TTL{}); err != nil {
-		return err
-	}
-	if j.rbuf, err = state.NewValueTable[K, state.Void, map[int64][]R](keyed, "right-buffer", state.TTL{}); err != nil {
-		return err
-	}
-	noProc := func(int64, func(int64) error) func() { return func() {} }
-	j.timers = timer.New[K, joinSide](keyed, noProc, j.cleanup, func(timer.Timer[K, joinSide]) error { return nil })
-	j.ctx.t = &j.time
-	return j.life.open(j.env)
-}
-
-func (j *intervalJoinOp[L, R, K, O]) late(ts int64) bool {
-	return j.time.wm != noWatermarkYet && ts < j.time.wm
-}
-
-func (j *intervalJoinOp[L, R, K, O]) left(v L, ts int64) error {
-	if ts == noTimestamp {
-		return fmt.Errorf("interval join, left input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
-	}
-	if j.late(ts) {
-		if j.leftLate != nil {
-			return j.leftLate.Collect(v, ts)
-		}
-		return nil
-	}
-	j.keyed.SetCurrentKey(j.keyL(v))
-	if err := addToBuffer(j.lbuf, v, ts); err != nil {
-		return err
-	}
-	other, _, err := j.rbuf.Get(state.Void{})
-	if err != nil {
-		return err
-	}
-	for rts, bucket := range other {
-		if rts < ts+j.lower || rts > ts+j.upper {
-			continue
-		}
-		for _, r := range bucket {
-			if err := j.emit(v, r, ts, rts); err != nil {
-				return err
-			}
-		}
-	}
-	cleanupAt := ts
-	if j.upper > 0 {
-		cleanupAt = ts + j.upper
-	}
-	return j.timers.RegisterEventTimer(leftSide, cleanupAt)
-}
-
-func (j *intervalJoinOp[L, R, K, O]) right(v R, ts int64) error {
-	if ts == noTimestamp {
-		return fmt.Errorf("interval join, right input: %w; assign timestamps with a watermark strategy on the source or with AssignTimestampsAndWatermarks", ErrNoTimestamp)
-	}
-	if j.late(ts) {
-		if j.rightLate != nil {
-			return j.rightLate.Collect(v, ts)
-		}
-		return nil
-	}
-	j.keyed.SetCurrentKey(j.keyR(v))
-	if err := addToBuffer(j.rbuf, v, ts); err != nil {
-		return err
-	}
-	other, _, err := j.lbuf.Get(state.Void{})
-	if err != nil {
-		return err
-	}
-	// Relative to the right record, left records join in [ts-upper, ts-lower].
-	for lts, bucket := range other {
-		if lts < ts-j.upper || lts > ts-j.lower {
-			continue
-		}
-		for _, l := range bucket {
-			if err := j.emit(l, v, lts, ts); err != nil {
-				return err
-			}
-		}
-	}
-	cleanupAt := ts
-	if j.lower < 0 {
-		cleanupAt = ts - j.lower
-	}
-	return j.timers.RegisterEventTimer(rightSide, cleanupAt)
-}
-
-func (j *intervalJoinOp[L, R, K, O]) emit(l L, r R, lts, rts int64) error {
-	ts := max(lts, rts)
-	j.ctx.left, j.ctx.right = lts, rts
-	j.ctx.so.ts, j.c.ts = ts, ts
-	err := j.fn.ProcessElement(&j.ctx, l, r, &j.c)
-	return settle(err, &j.c, &j.ctx.so)
-}
-
-func addToBuffer[K comparable, T any](t *state.ValueTable[K, state.Void, map[int64][]T], v T, ts int64) error {
-	m, ok, err := t.Get(state.Void{})
-	if err != nil {
-		return err
-	}
-	if !ok {
-		m = map[int64][]T{}
-	}
-	m[ts] = append(m[ts], v)
-	return t.Put(state.Void{}, m) // write back: other backends do not share the map
-}
-
-func removeBucket[K comparable, T any](t *state.ValueTable[K, state.Void, map[int64][]T], ts int64) error {
-	m, ok, err := t.Get(state.Void{})
-	if err != nil || !ok {
-		return err
-	}
-	delete(m, ts)
-	if len(m) == 0 {
-		return t.Delete(state.Void{})
-	}
-	return t.Put(state.Void{}, m)
-}
-
-// cleanup drops a side's records whose time to join has passed.
-func (j *intervalJoinOp[L, R, K, O]) cleanup(t timer.Timer[K, joinSide]) error {
-	if t.Namespace == leftSide {
-		ts := t.Time
-		if j.upper > 0 {
-			ts -= j.upper
-		}
-		return removeBucket(j.lbuf, ts)
-	}
-	ts := t.Time
-	if j.lower < 0 {
-		ts += j.lower
-	}
-	return removeBucket(j.rbuf, ts)
-}
-
-func (j *intervalJoinOp[L, R, K, O]) ProcessWatermark(wm int64) error {
-	if wm > j.time.wm {
-		j.time.wm = wm
-	}
-	if err := j.timers.AdvanceWatermark(wm); err != nil {
-		return err
-	}
-	return j.out.EmitWatermark(wm)
-}
-
-func (j *intervalJoinOp[L, R, K, O]) Finish() error { return nil }
-func (j *intervalJoinOp[L, R, K, O]) Close() error  { return j.life.close() }
+var ErrNoTimestamp = typed.ErrNoTimestamp
 
 // IntervalJoinProcess applies fn to every pair an interval join finds and
 // returns what fn emits, stamped with the larger timestamp of the pair.
@@ -313,21 +128,17 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 	if j.upperExcl {
 		upper--
 	}
-	keyL, keyR := j.b.left.key, j.b.right.key
 	leftTag, rightTag := j.leftLateTag, j.rightLateTag
-	f := newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	f := typed.IntervalJoin(j.b.left.key, j.b.right.key, lower, upper, leftTag, rightTag, func() typed.IntervalJoinFns[L, R, O] {
 		fn := perSubtask(fn)
-		op := &intervalJoinOp[L, R, K, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)},
-			keyL: keyL, keyR: keyR, lower: lower, upper: upper}
-		if o, ok := sides[leftTag].(task.Output[L]); ok && leftTag != "" {
-			op.leftLate = o
+		ctx := &ProcessJoinContext{}
+		return typed.IntervalJoinFns[L, R, O]{
+			Join: func(c *typed.FnContext, l L, r R, lts, rts int64, out *typed.Collector[O]) error {
+				ctx.c, ctx.left, ctx.right = c, lts, rts
+				return fn.ProcessElement(ctx, l, r, out)
+			},
+			Life: lifecycleOf(fn),
 		}
-		if o, ok := sides[rightTag].(task.Output[R]); ok && rightTag != "" {
-			op.rightLate = o
-		}
-		op.ctx.so.outs = sides
-		op.c.out = out
-		return op, []any{inputFunc[L](op.left), inputFunc[R](op.right)}, nil
 	})
 	if leftTag != "" && leftTag == rightTag {
 		env.fail(fmt.Errorf("interval join: left and right late data need different side output tags (both are %q)", leftTag))
@@ -336,12 +147,12 @@ func IntervalJoinProcess[L, R any, K comparable, O any](j IntervalJoined[L, R, K
 	out.node.Keyed = true
 	out.node.NeedsWatermarks = true
 	if leftTag != "" {
-		if err := f.declareSide(leftTag, task.TypeOf[L]()); err != nil {
+		if err := f.DeclareSide(leftTag, task.TypeOf[L]()); err != nil {
 			env.fail(fmt.Errorf("interval join: %w", err))
 		}
 	}
 	if rightTag != "" {
-		if err := f.declareSide(rightTag, task.TypeOf[R]()); err != nil {
+		if err := f.DeclareSide(rightTag, task.TypeOf[R]()); err != nil {
 			env.fail(fmt.Errorf("interval join: %w", err))
 		}
 	}

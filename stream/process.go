@@ -6,12 +6,8 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/internal/runtime/keygroup"
-	"github.com/sluice/sluice/internal/runtime/state"
-	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/internal/runtime/timer"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // RuntimeContext tells a function about the subtask it runs in. A process
@@ -47,87 +43,12 @@ type RuntimeContext interface {
 	Logger() *slog.Logger
 }
 
-// procEnv is what the process-function operators need of their subtask.
-// Factories fill it from the task's Context; the operator test harness
-// fills it with a manual clock and its own timer queue.
-type procEnv struct {
-	job, name      string
-	subtask        int
-	parallelism    int
-	maxParallelism int
-	groups         keygroup.Range
-	batch          bool
-	clock          clock.Clock
-	log            *slog.Logger
-	// schedule arms a processing-time callback on the task goroutine.
-	schedule timer.Scheduler
-	// autoWatermark is the periodic watermark interval in ms.
-	autoWatermark int64
-	// emitIdle marks the task's outputs idle or active.
-	emitIdle func(idle bool) error
-	// registerKeyed makes keyed state part of checkpoints (nil in harnesses).
-	registerKeyed func(task.KeyedState) error
-	// backend keeps keyed state (nil: in memory).
-	backend state.Backend
-}
-
-// newKeyedState creates the keyed state of an operator subtask and
-// registers it for checkpoints and restore (the task closes it with the
-// operator).
-func newKeyedState[K comparable](maxPar int, groups keygroup.Range, clk clock.Clock, backend state.Backend, register func(task.KeyedState) error) (*state.Keyed[K], error) {
-	keyed, err := state.NewKeyedWithBackend[K](maxPar, groups, clk, backend)
-	if err != nil {
-		return nil, err
-	}
-	if register != nil {
-		if err := register(keyed); err != nil {
-			keyed.Close()
-			return nil, err
-		}
-	}
-	return keyed, nil
-}
-
-func procEnvOf(ctx *task.Context) *procEnv {
-	return &procEnv{
-		job:            ctx.Job,
-		name:           ctx.Node.Name,
-		subtask:        ctx.Subtask,
-		parallelism:    ctx.Parallelism,
-		maxParallelism: ctx.MaxParallelism,
-		groups:         ctx.KeyGroups,
-		batch:          ctx.Mode == task.BatchMode,
-		clock:          ctx.Clock,
-		log:            ctx.Log,
-		schedule:       ctx.RegisterProcessingTimer,
-		autoWatermark:  ctx.AutoWatermarkInterval,
-		emitIdle:       ctx.EmitIdle,
-		registerKeyed:  ctx.RegisterKeyedState,
-		backend:        ctx.StateBackend,
-	}
-}
-
-func (e *procEnv) JobName() string      { return e.job }
-func (e *procEnv) OperatorName() string { return e.name }
-func (e *procEnv) Subtask() int         { return e.subtask }
-func (e *procEnv) Parallelism() int     { return e.parallelism }
-func (e *procEnv) MaxParallelism() int  { return e.maxParallelism }
-func (e *procEnv) Logger() *slog.Logger { return e.log }
-
-// procFactory is the factory of the process-function operators: it builds
-// the operator from a procEnv, so tests can build it without a task.
-type procFactory[O any] struct {
-	factory[O]
-	build func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error)
-}
-
-func newProcFactory[O any](build func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error)) *procFactory[O] {
-	f := &procFactory[O]{build: build}
-	f.create = func(ctx *task.Context, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
-		return build(procEnvOf(ctx), out, sides)
-	}
-	return f
-}
+// procEnv and procFactory are internal/typed's: the process-function
+// operators are built from an Env, so tests can build them without a task.
+type (
+	procEnv            = typed.Env
+	procFactory[O any] = typed.ProcFactory[O]
+)
 
 // procOneInput adds a one-input operator reading from in.
 func procOneInput[I, O any](in DataStream[I], kind, name string, f *procFactory[O]) DataStream[O] {
@@ -151,12 +72,6 @@ func procTwoInput[A, B, O any](a DataStream[A], b DataStream[B], kind, name stri
 	return newStream[O](env, n)
 }
 
-// inputFunc adapts a method value to a task.Input (two-input operators
-// have one per input).
-type inputFunc[T any] func(v T, ts int64) error
-
-func (f inputFunc[T]) ProcessElement(v T, ts int64) error { return f(v, ts) }
-
 // checkable is implemented by the func-struct adapters, which report
 // missing required callbacks when the job is built.
 type checkable interface{ check() error }
@@ -174,71 +89,43 @@ func checkFn(env *Environment, what string, fn any) {
 	}
 }
 
-// lifecycle calls a user function's optional Open and Close.
-type lifecycle struct {
-	fn     any
-	opened bool
-}
-
-func (l *lifecycle) open(rc RuntimeContext) error {
-	l.opened = true
-	if o, ok := l.fn.(interface{ Open(RuntimeContext) error }); ok {
-		return o.Open(rc)
+// lifecycleOf is the typed operators' view of a user function's optional
+// Open(RuntimeContext) error and Close() error (or a func-struct adapter's
+// Open and Close fields).
+func lifecycleOf(fn any) typed.Lifecycle {
+	fn = adaptLifecycle(fn)
+	var l typed.Lifecycle
+	if o, ok := fn.(interface{ Open(RuntimeContext) error }); ok {
+		l.Open = func(env *typed.Env) error { return o.Open(env) }
 	}
-	return nil
-}
-
-func (l *lifecycle) close() error {
-	if !l.opened {
-		return nil
+	if c, ok := fn.(io.Closer); ok {
+		l.Close = c.Close
 	}
-	l.opened = false
-	if c, ok := l.fn.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// opTime is an operator subtask's view of time: its input watermark and
-// the processing-time clock.
-type opTime struct {
-	wm    int64
-	clock clock.Clock
+	return l
 }
 
 // fnContext is what every function context has: the timestamp of the
-// record (or timer) being processed, time, and side outputs.
-type fnContext struct {
-	t  *opTime
-	so sideOutputs // so.ts is the current timestamp
+// record (or timer) being processed, time, and side outputs, kept by the
+// typed operator the context belongs to.
+type fnContext struct{ c *typed.FnContext }
+
+// newFnContext is the context of an operator still built in this package.
+func newFnContext(t *typed.Time, sides map[string]any) fnContext {
+	return fnContext{c: &typed.FnContext{T: t, SO: sideOutputs{Outs: sides}}}
 }
 
 // Timestamp is the event timestamp of the record being processed (for an
 // event-time timer: the timer's time), or NoTimestamp when it has none.
-func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.so.ts) }
+func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.c.SO.Ts) }
 
 // CurrentWatermark is the operator's current input watermark (math.MinInt64
 // before the first one).
-func (c *fnContext) CurrentWatermark() Timestamp { return Timestamp(c.t.wm) }
+func (c *fnContext) CurrentWatermark() Timestamp { return Timestamp(c.c.T.WM) }
 
 // CurrentProcessingTime is the processing time.
-func (c *fnContext) CurrentProcessingTime() Timestamp { return Timestamp(c.t.clock.NowMillis()) }
+func (c *fnContext) CurrentProcessingTime() Timestamp { return Timestamp(c.c.T.Clock.NowMillis()) }
 
-func (c *fnContext) sides() *sideOutputs { return &c.so }
-
-// settle returns the first of a callback's error and the sticky errors of
-// its collector and side outputs, clearing them.
-func settle[O any](err error, c *collector[O], so *sideOutputs) error {
-	cerr := c.takeErr()
-	serr := so.takeErr()
-	if err != nil {
-		return err
-	}
-	if cerr != nil {
-		return cerr
-	}
-	return serr
-}
+func (c *fnContext) sides() *sideOutputs { return &c.c.SO }
 
 // ProcessContext is the context of a ProcessFunction or CoProcessFunction
 // call. It is only valid during the call. Emit to side outputs with
@@ -311,48 +198,22 @@ type funcsOpenClose struct{ f funcsLifecycle }
 func (f funcsOpenClose) Open(rc RuntimeContext) error { return f.f.open(rc) }
 func (f funcsOpenClose) Close() error                 { return f.f.close() }
 
-type processOp[I, O any] struct {
-	env  *procEnv
-	out  task.Output[O]
-	fn   ProcessFunction[I, O]
-	life lifecycle
-	time opTime
-	ctx  ProcessContext
-	c    collector[O]
-}
-
-func (p *processOp[I, O]) Open() error { return p.life.open(p.env) }
-
-func (p *processOp[I, O]) ProcessElement(v I, ts int64) error {
-	p.ctx.so.ts, p.c.ts = ts, ts
-	err := p.fn.ProcessElement(&p.ctx, v, &p.c)
-	return settle(err, &p.c, &p.ctx.so)
-}
-
-func (p *processOp[I, O]) ProcessWatermark(wm int64) error {
-	p.time.wm = wm
-	return p.out.EmitWatermark(wm)
-}
-
-func (p *processOp[I, O]) Finish() error { return nil }
-func (p *processOp[I, O]) Close() error  { return p.life.close() }
-
 // Process applies a ProcessFunction to every record of a non-keyed stream.
 // Records fn emits keep the timestamp of the record being processed.
 func Process[I, O any](in DataStream[I], fn ProcessFunction[I, O]) DataStream[O] {
 	checkFn(in.env, "Process", fn)
-	return procOneInput(in, "process", "Process", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	return procOneInput(in, "process", "Process", typed.Process(func() typed.ProcessFns[I, O] {
 		fn := perSubtask(fn)
-		op := &processOp[I, O]{env: env, out: out, fn: fn, life: lifecycle{fn: adaptLifecycle(fn)}}
-		op.time = opTime{wm: noWatermarkYet, clock: env.clock}
-		op.ctx.t = &op.time
-		op.ctx.so.outs = sides
-		op.c.out = out
-		return op, []any{op}, nil
+		ctx := &ProcessContext{}
+		return typed.ProcessFns[I, O]{
+			Element: func(c *typed.FnContext, v I, out *typed.Collector[O]) error {
+				ctx.c = c
+				return fn.ProcessElement(ctx, v, out)
+			},
+			Life: lifecycleOf(fn),
+		}
 	}))
 }
-
-const noWatermarkYet int64 = -1 << 63
 
 // TimeDomain says whether a timer fired in event time or processing time.
 type TimeDomain int
@@ -364,6 +225,9 @@ const (
 	// ProcessingTimeDomain timers fire when the clock passes them.
 	ProcessingTimeDomain
 )
+
+// The domains are typed's, converted (TimeDomain(typed.EventTimeDomain)).
+var _ = [1]struct{}{}[EventTimeDomain-TimeDomain(typed.EventTimeDomain)+ProcessingTimeDomain-TimeDomain(typed.ProcessingTimeDomain)]
 
 func (d TimeDomain) String() string {
 	if d == ProcessingTimeDomain {
@@ -389,112 +253,54 @@ type TimerService interface {
 	DeleteProcessingTimeTimer(ts Timestamp)
 }
 
-// timerService is the TimerService of a keyed function operator. Timer
-// calls cannot fail while a key is set; an error (a call with no current
-// key) sticks and fails the task after the callback.
-type timerService[K comparable] struct {
-	s   *timer.Service[K, state.Void]
-	t   *opTime
-	err error
-}
+// timerService is the TimerService of a keyed function operator: typed's
+// timers, in Timestamps.
+type timerService[K comparable] struct{ t *typed.Timers[K] }
 
 func (t *timerService[K]) CurrentProcessingTime() Timestamp {
-	return Timestamp(t.t.clock.NowMillis())
+	return Timestamp(t.t.CurrentProcessingTime())
 }
-func (t *timerService[K]) CurrentWatermark() Timestamp { return Timestamp(t.t.wm) }
+func (t *timerService[K]) CurrentWatermark() Timestamp { return Timestamp(t.t.CurrentWatermark()) }
 func (t *timerService[K]) RegisterEventTimeTimer(ts Timestamp) {
-	t.stick(t.s.RegisterEventTimer(state.Void{}, int64(ts)))
+	t.t.RegisterEventTimeTimer(int64(ts))
 }
 func (t *timerService[K]) RegisterProcessingTimeTimer(ts Timestamp) {
-	t.stick(t.s.RegisterProcessingTimer(state.Void{}, int64(ts)))
+	t.t.RegisterProcessingTimeTimer(int64(ts))
 }
-func (t *timerService[K]) DeleteEventTimeTimer(ts Timestamp) {
-	t.stick(t.s.DeleteEventTimer(state.Void{}, int64(ts)))
-}
+func (t *timerService[K]) DeleteEventTimeTimer(ts Timestamp) { t.t.DeleteEventTimeTimer(int64(ts)) }
 func (t *timerService[K]) DeleteProcessingTimeTimer(ts Timestamp) {
-	t.stick(t.s.DeleteProcessingTimer(state.Void{}, int64(ts)))
+	t.t.DeleteProcessingTimeTimer(int64(ts))
 }
 
-func (t *timerService[K]) stick(err error) {
-	if err != nil && t.err == nil {
-		t.err = fmt.Errorf("stream: timer service used outside the processing of a keyed record or timer: %w", err)
-	}
-}
-
-func (t *timerService[K]) takeErr() error {
-	err := t.err
-	t.err = nil
-	return err
-}
-
-// keyedRuntime is the keyed state and timers of one keyed function
-// operator subtask.
-type keyedRuntime[K comparable] struct {
-	env    *procEnv
-	time   opTime
-	keyed  *state.Keyed[K]
+// keyedView is the user's side of one keyed function operator subtask:
+// its contexts, timer service and state handles over the typed
+// operator's keyed runtime. It is made once per subtask and bound to the
+// runtime when the operator opens (typed.KeyedFnOp.Bind).
+type keyedView[K comparable] struct {
+	r      *typed.KeyedRuntime[K]
 	states *keyedStates[K]
-	timers *timer.Service[K, state.Void]
 	ts     timerService[K]
+	ctx    KeyedContext[K]
+	tctx   OnTimerContext[K]
 }
 
-// init creates the keyed state and timer service; onTimer runs for every
-// timer that fires, with its key as the current key.
-func (r *keyedRuntime[K]) init(env *procEnv, onTimer func(ts int64, domain TimeDomain) error) error {
-	r.env = env
-	r.time = opTime{wm: noWatermarkYet, clock: env.clock}
-	keyed, err := newKeyedState[K](env.maxParallelism, env.groups, env.clock, env.backend, env.registerKeyed)
-	if err != nil {
-		return err
-	}
-	r.keyed = keyed
-	r.states = newKeyedStates(keyed)
-	schedule := func(at int64, fire func(now int64) error) func() {
-		// Processing-time timers may fire while a record of this operator
-		// is still being processed further down the chain (an operator that
-		// yields to the task, like async I/O): restore the record's key.
-		return env.schedule(at, func(now int64) error {
-			k, had := keyed.CurrentKey()
-			kg := keyed.CurrentKeyGroup()
-			err := fire(now)
-			if had {
-				keyed.SetCurrentKeyAndGroup(k, kg)
-			}
-			return err
-		})
-	}
-	if env.batch {
-		// BATCH mode fires processing-time timers at the end of the input only.
-		schedule = func(int64, func(int64) error) func() { return func() {} }
-	}
-	r.timers = timer.New[K, state.Void](keyed, schedule,
-		func(t timer.Timer[K, state.Void]) error { return onTimer(t.Time, EventTimeDomain) },
-		func(t timer.Timer[K, state.Void]) error { return onTimer(t.Time, ProcessingTimeDomain) })
-	r.ts = timerService[K]{s: r.timers, t: &r.time}
-	return nil
+func newKeyedView[K comparable]() *keyedView[K] {
+	v := &keyedView[K]{}
+	v.ctx.v, v.tctx.v = v, v
+	return v
 }
 
-// advance fires the event-time timers up to wm.
-func (r *keyedRuntime[K]) advance(wm int64) error {
-	if wm > r.time.wm {
-		r.time.wm = wm
-	}
-	return r.timers.AdvanceWatermark(wm)
+// bind is the typed operator's Bind: the runtime exists (Open), its
+// contexts are fields of the operator and never move.
+func (v *keyedView[K]) bind(r *typed.KeyedRuntime[K], rec, tim *typed.KeyedCtx[K]) {
+	v.r = r
+	v.states = newKeyedStates(r.Keyed)
+	v.ts.t = &r.TS
+	v.ctx.c = &rec.FnContext
+	v.tctx.c, v.tctx.t = &tim.FnContext, tim
 }
 
-// finish fires, in BATCH mode, every remaining timer: event-time timers
-// with the final watermark, then processing-time timers (as Flink does at
-// the end of a key). In STREAMING mode pending processing-time timers are
-// dropped, as in Flink.
-func (r *keyedRuntime[K]) finish() error {
-	if !r.env.batch {
-		return nil
-	}
-	if err := r.advance(maxWatermark); err != nil {
-		return err
-	}
-	return r.timers.FireProcessingTimers(maxWatermark)
-}
+func (v *keyedView[K]) keyedStates() *keyedStates[K] { return v.states }
 
 // KeyedContext is the context of a keyed function's call for a record. It
 // gives the record's key, the timer service and, through the state
@@ -502,39 +308,26 @@ func (r *keyedRuntime[K]) finish() error {
 // It is only valid during the call.
 type KeyedContext[K comparable] struct {
 	fnContext
-	r *keyedRuntime[K]
+	v *keyedView[K]
 }
 
 // CurrentKey is the key of the record (or timer) being processed.
-func (c *KeyedContext[K]) CurrentKey() K {
-	k, _ := c.r.keyed.CurrentKey()
-	return k
-}
+func (c *KeyedContext[K]) CurrentKey() K { return c.v.r.CurrentKey() }
 
 // TimerService registers timers for the current key.
-func (c *KeyedContext[K]) TimerService() TimerService { return &c.r.ts }
+func (c *KeyedContext[K]) TimerService() TimerService { return &c.v.ts }
 
-func (c *KeyedContext[K]) keyedStates() *keyedStates[K] { return c.r.states }
+func (c *KeyedContext[K]) keyedStates() *keyedStates[K] { return c.v.states }
 
 // OnTimerContext is the context of a keyed function's OnTimer call.
 type OnTimerContext[K comparable] struct {
 	KeyedContext[K]
-	domain TimeDomain
+	t *typed.KeyedCtx[K]
 }
 
 // TimeDomain says whether the firing timer is an event-time or a
 // processing-time timer.
-func (c *OnTimerContext[K]) TimeDomain() TimeDomain { return c.domain }
-
-// timerTimestamp is the timestamp of records emitted by a timer: the
-// timer's time for event-time timers, none for processing-time timers (as
-// in Flink).
-func timerTimestamp(ts int64, domain TimeDomain) int64 {
-	if domain == EventTimeDomain {
-		return ts
-	}
-	return noTimestamp
-}
+func (c *OnTimerContext[K]) TimeDomain() TimeDomain { return TimeDomain(c.t.Domain) }
 
 // KeyedProcessFunction processes the records of a keyed stream with keyed
 // state and timers. ProcessElement runs for every record and OnTimer for
@@ -592,80 +385,6 @@ func (f KeyedProcessFuncs[K, I, O]) check() error {
 	return nil
 }
 
-// keyedFnOp is the part shared by the operators of keyed functions with
-// one kind of OnTimer context: keyed state, timers, the collector and the
-// contexts.
-type keyedFnOp[K comparable, O any] struct {
-	env  *procEnv
-	out  task.Output[O]
-	life lifecycle
-	r    keyedRuntime[K]
-	c    collector[O] // for records
-	tc   collector[O] // for timers, which may fire while a record is in flight
-	ctx  KeyedContext[K]
-	tctx OnTimerContext[K]
-	// onTimer is the user's OnTimer.
-	onTimer func(ctx *OnTimerContext[K], ts Timestamp, out Collector[O]) error
-}
-
-func (k *keyedFnOp[K, O]) setup(env *procEnv, out task.Output[O], sides map[string]any, fn any) {
-	k.env, k.out = env, out
-	k.life = lifecycle{fn: adaptLifecycle(fn)}
-	k.c.out, k.tc.out = out, out
-	k.ctx = KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}
-	k.tctx = OnTimerContext[K]{KeyedContext: KeyedContext[K]{fnContext: fnContext{t: &k.r.time, so: sideOutputs{outs: sides}}, r: &k.r}}
-}
-
-func (k *keyedFnOp[K, O]) Open() error {
-	if err := k.r.init(k.env, k.fire); err != nil {
-		return err
-	}
-	return k.life.open(k.env)
-}
-
-func (k *keyedFnOp[K, O]) fire(ts int64, domain TimeDomain) error {
-	out := timerTimestamp(ts, domain)
-	k.tctx.so.ts, k.tc.ts, k.tctx.domain = out, out, domain
-	err := k.onTimer(&k.tctx, Timestamp(ts), &k.tc)
-	return k.settle(err, &k.tc, &k.tctx.so)
-}
-
-// element prepares the record context for key and ts.
-func (k *keyedFnOp[K, O]) element(key K, ts int64) {
-	k.r.keyed.SetCurrentKey(key)
-	k.ctx.so.ts, k.c.ts = ts, ts
-}
-
-func (k *keyedFnOp[K, O]) settle(err error, c *collector[O], so *sideOutputs) error {
-	terr := k.r.ts.takeErr()
-	if err = settle(err, c, so); err != nil {
-		return err
-	}
-	return terr
-}
-
-func (k *keyedFnOp[K, O]) ProcessWatermark(wm int64) error {
-	if err := k.r.advance(wm); err != nil {
-		return err
-	}
-	return k.out.EmitWatermark(wm)
-}
-
-func (k *keyedFnOp[K, O]) Finish() error { return k.r.finish() }
-func (k *keyedFnOp[K, O]) Close() error  { return k.life.close() }
-
-type keyedProcessOp[K comparable, I, O any] struct {
-	keyedFnOp[K, O]
-	key func(I) K
-	fn  KeyedProcessFunction[K, I, O]
-}
-
-func (p *keyedProcessOp[K, I, O]) ProcessElement(v I, ts int64) error {
-	p.element(p.key(v), ts)
-	err := p.fn.ProcessElement(&p.ctx, v, &p.c)
-	return p.settle(err, &p.c, &p.ctx.so)
-}
-
 // KeyedProcess applies a KeyedProcessFunction to a keyed stream: the
 // function has per-key state and timers. Records it emits while processing
 // a record keep that record's timestamp; records emitted by an event-time
@@ -678,13 +397,19 @@ func (p *keyedProcessOp[K, I, O]) ProcessElement(v I, ts int64) error {
 // processing-time timers at the end of the input, as in Flink.
 func KeyedProcess[K comparable, I, O any](in KeyedStream[I, K], fn KeyedProcessFunction[K, I, O]) DataStream[O] {
 	checkFn(in.env, "KeyedProcess", fn)
-	key := in.key
-	out := procOneInput(in.DataStream, "keyed-process", "KeyedProcess", newProcFactory(func(env *procEnv, out task.Output[O], sides map[string]any) (task.Operator, []any, error) {
+	out := procOneInput(in.DataStream, "keyed-process", "KeyedProcess", typed.KeyedProcess(in.key, func() typed.KeyedProcessFns[K, I, O] {
 		fn := perSubtask(fn)
-		op := &keyedProcessOp[K, I, O]{key: key, fn: fn}
-		op.setup(env, out, sides, fn)
-		op.onTimer = fn.OnTimer
-		return op, []any{op}, nil
+		v := newKeyedView[K]()
+		return typed.KeyedProcessFns[K, I, O]{
+			Element: func(_ *typed.KeyedCtx[K], x I, out *typed.Collector[O]) error {
+				return fn.ProcessElement(&v.ctx, x, out)
+			},
+			OnTimer: func(_ *typed.KeyedCtx[K], ts int64, out *typed.Collector[O]) error {
+				return fn.OnTimer(&v.tctx, Timestamp(ts), out)
+			},
+			Bind: v.bind,
+			Life: lifecycleOf(fn),
+		}
 	}))
 	out.node.Keyed = true
 	return out

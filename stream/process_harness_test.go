@@ -382,8 +382,10 @@ func TestHarnessProcessingTimerFiringMidRecordKeepsTheRecordsKey(t *testing.T) {
 	// I/O) lets processing-time timers fire while a record is in flight.
 	var yield func()
 	last := NewValueDescriptor[string]("last")
+	var kctx *KeyedContext[string] // the subtask's record context, to read state after the records
 	fn := KeyedProcessFuncs[string, string, string]{
 		Element: func(ctx *KeyedContext[string], v string, out Collector[string]) error {
+			kctx = ctx
 			if v == "b" {
 				ctx.TimerService().RegisterProcessingTimeTimer(100)
 				return nil
@@ -403,9 +405,8 @@ func TestHarnessProcessingTimerFiringMidRecordKeepsTheRecordsKey(t *testing.T) {
 	mustOK(t, feed(h, "b", 1))
 	mustOK(t, feed(h, "a", 7))
 	recordsEqual(t, "out", h.out.take(), []Record[string]{{"timer b", NoTimestamp}, {"a after the timer, ts 7", 7}})
-	op := h.op.(*keyedProcessOp[string, string, string])
-	op.r.keyed.SetCurrentKey("a")
-	if v, _ := Value(&op.ctx, last).Value(); v != "a" {
+	kctx.v.r.Keyed.SetCurrentKey("a")
+	if v, _ := Value(kctx, last).Value(); v != "a" {
 		t.Fatalf("state written after the timer went to another key: a's value is %q", v)
 	}
 }

@@ -8,8 +8,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/internal/runtime/codec"
-	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // Sink writes a stream out of the job. Each subtask gets its own writer.
@@ -92,188 +91,60 @@ func SinkToCommitting[T, C any](in DataStream[T], sink TwoPhaseCommitSink[T, C])
 }
 
 func addSink[T, C any](in DataStream[T], name string, sink Sink[T], newCommitter func() (Committer[C], error)) DataStream[T] {
-	f := &factory[T]{create: func(ctx *task.Context, out task.Output[T], _ map[string]any) (task.Operator, []any, error) {
-		op := &sinkOp[T, C]{ctx: ctx, sink: sink, newCommitter: newCommitter}
-		return op, []any{op}, nil
+	hooks := typed.SinkHooks[T, C]{NewWriter: func(env *typed.SinkEnv) (typed.Writer[T, C], error) {
+		w, err := sink.CreateWriter(sinkContext{env})
+		if err != nil {
+			return nil, err
+		}
+		cw, _ := w.(CommittingWriter[T, C])
+		return sinkWriter[T, C]{w, cw}, nil
 	}}
-	s := oneInput(in, "sink", name, f)
-	return s
+	if newCommitter != nil {
+		hooks.NewCommitter = func(env *typed.SinkEnv) (typed.Committer[C], error) {
+			if cc, ok := sink.(CommitterInContext[C]); ok {
+				return cc.CreateCommitterIn(sinkContext{env})
+			}
+			return newCommitter()
+		}
+	}
+	return oneInput(in, "sink", name, typed.Sink(hooks))
 }
 
-type sinkOp[T, C any] struct {
-	ctx          *task.Context
-	run          context.Context // the task's, for the writer and committer
-	sink         Sink[T]
-	newCommitter func() (Committer[C], error)
-	w            SinkWriter[T]
-	committer    Committer[C]
-	// pending are pre-committed committables by checkpoint, committed when
-	// that checkpoint completes.
-	pending []pendingCommit[C]
-	// restored committables belong to a completed checkpoint: committed
-	// (again, idempotently) at Open.
-	restored []C
-}
+// sinkContext is the SinkContext of a sink subtask.
+type sinkContext struct{ env *typed.SinkEnv }
 
-type pendingCommit[C any] struct {
-	id int64
-	cs []C
-}
-
-func (s *sinkOp[T, C]) Subtask() int     { return s.ctx.Subtask }
-func (s *sinkOp[T, C]) Parallelism() int { return s.ctx.Parallelism }
-func (s *sinkOp[T, C]) JobName() string  { return s.ctx.Job }
+func (s sinkContext) Subtask() int              { return s.env.Subtask() }
+func (s sinkContext) Parallelism() int          { return s.env.Parallelism() }
+func (s sinkContext) JobName() string           { return s.env.JobName() }
+func (s sinkContext) FileSystems() *fs.Resolver { return s.env.FileSystems() }
 
 // CurrentProcessingTime implements SinkContext.
-func (s *sinkOp[T, C]) CurrentProcessingTime() Timestamp { return Timestamp(s.ctx.Clock.NowMillis()) }
-
-// FileSystems implements SinkContext.
-func (s *sinkOp[T, C]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
+func (s sinkContext) CurrentProcessingTime() Timestamp { return Timestamp(s.env.NowMillis()) }
 
 // RegisterProcessingTimer implements SinkContext.
-func (s *sinkOp[T, C]) RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) func() {
-	return s.ctx.RegisterProcessingTimer(int64(at), func(now int64) error { return fn(Timestamp(now)) })
+func (s sinkContext) RegisterProcessingTimer(at Timestamp, fn func(now Timestamp) error) func() {
+	return s.env.RegisterProcessingTimer(int64(at), func(now int64) error { return fn(Timestamp(now)) })
 }
 
-// Open commits the pre-commits of the restored checkpoint first: a new
-// writer may fence what it finds lingering (a Kafka transactional producer
-// aborts the open transactions of its ids).
-func (s *sinkOp[T, C]) Open() error {
-	s.run = s.ctx.Ctx()
-	if s.newCommitter != nil {
-		newCommitter := s.newCommitter
-		if cc, ok := s.sink.(CommitterInContext[C]); ok {
-			newCommitter = func() (Committer[C], error) { return cc.CreateCommitterIn(s) }
-		}
-		c, err := newCommitter()
-		if err != nil {
-			return err
-		}
-		s.committer = c
-		if len(s.restored) > 0 {
-			if err := c.Commit(s.run, s.restored); err != nil {
-				return fmt.Errorf("committing restored pre-commits: %w", err)
-			}
-			s.restored = nil
-		}
-	}
-	w, err := s.sink.CreateWriter(s)
-	if err != nil {
-		return err
-	}
-	s.w = w
-	return nil
+// sinkWriter is a user's SinkWriter as the sink operator's Writer.
+type sinkWriter[T, C any] struct {
+	w  SinkWriter[T]
+	cw CommittingWriter[T, C] // nil: not a committing writer
 }
 
-func (s *sinkOp[T, C]) ProcessElement(v T, ts int64) error { return s.w.Write(s.run, v, Timestamp(ts)) }
-func (s *sinkOp[T, C]) ProcessWatermark(int64) error       { return nil }
-
-// prepare flushes the writer and, for a two-phase-commit sink, pre-commits.
-func (s *sinkOp[T, C]) prepare(endOfInput bool) ([]C, error) {
-	if err := s.w.Flush(s.run, endOfInput); err != nil {
-		return nil, err
-	}
-	if s.committer == nil {
-		return nil, nil
-	}
-	cw, ok := s.w.(CommittingWriter[T, C])
-	if !ok {
-		return nil, fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", s.w)
-	}
-	return cw.PrepareCommit(s.run)
+func (w sinkWriter[T, C]) Write(ctx context.Context, v T, ts int64) error {
+	return w.w.Write(ctx, v, Timestamp(ts))
 }
-
-// SnapshotOperatorState implements task.OperatorStateful: flush, pre-commit
-// at the barrier, and keep every committable not yet committed in the
-// checkpoint.
-func (s *sinkOp[T, C]) SnapshotOperatorState(id int64) ([][]byte, bool, error) {
-	cs, err := s.prepare(false)
-	if err != nil {
-		return nil, false, err
-	}
-	if s.committer == nil {
-		return nil, false, nil
-	}
-	s.pending = append(s.pending, pendingCommit[C]{id, cs})
-	c, err := codec.For[C]()
-	if err != nil {
-		return nil, false, err
-	}
-	var entries [][]byte
-	for _, p := range s.pending {
-		for _, x := range p.cs {
-			entries = append(entries, c.Append(nil, x))
-		}
-	}
-	return entries, false, nil
+func (w sinkWriter[T, C]) Flush(ctx context.Context, endOfInput bool) error {
+	return w.w.Flush(ctx, endOfInput)
 }
+func (w sinkWriter[T, C]) Close() error { return w.w.Close() }
 
-// RestoreOperatorState implements task.OperatorStateful.
-func (s *sinkOp[T, C]) RestoreOperatorState(entries [][]byte) error {
-	c, err := codec.For[C]()
-	if err != nil {
-		return err
+func (w sinkWriter[T, C]) PrepareCommit(ctx context.Context) ([]C, error) {
+	if w.cw == nil {
+		return nil, fmt.Errorf("stream: two-phase-commit sink writer %T does not implement CommittingWriter", w.w)
 	}
-	for _, e := range entries {
-		x, _, err := c.Decode(e)
-		if err != nil {
-			return fmt.Errorf("sink committable: %w", err)
-		}
-		s.restored = append(s.restored, x)
-	}
-	return nil
-}
-
-// NotifyCheckpointComplete implements task.CheckpointListener: commit what
-// was pre-committed up to checkpoint id.
-func (s *sinkOp[T, C]) NotifyCheckpointComplete(id int64) error {
-	if s.committer == nil {
-		return nil
-	}
-	var due []C
-	kept := s.pending[:0]
-	for _, p := range s.pending {
-		if p.id <= id {
-			due = append(due, p.cs...)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	s.pending = kept
-	if len(due) == 0 {
-		return nil
-	}
-	return s.committer.Commit(s.run, due)
-}
-
-// Finish flushes at the end of input and pre-commits. Without checkpoints
-// the commit follows at once; with checkpoints it waits until the whole
-// job has finished (task.FinalCheckpoint), so a failure elsewhere that
-// rewinds the job to its last checkpoint never finds output committed
-// twice.
-func (s *sinkOp[T, C]) Finish() error {
-	cs, err := s.prepare(true)
-	if err != nil || s.committer == nil {
-		return err
-	}
-	if s.ctx.Checkpointing() {
-		s.pending = append(s.pending, pendingCommit[C]{task.FinalCheckpoint, cs})
-		return nil
-	}
-	return s.committer.Commit(s.run, cs)
-}
-
-func (s *sinkOp[T, C]) Close() error {
-	var err error
-	if s.w != nil {
-		err = s.w.Close()
-	}
-	if s.committer != nil {
-		if cerr := s.committer.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	return w.cw.PrepareCommit(ctx)
 }
 
 // printSink writes records to w, one per line, prefixed with the subtask

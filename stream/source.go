@@ -3,12 +3,11 @@ package stream
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // Boundedness says whether a source ends.
@@ -140,21 +139,82 @@ type SourceReader[T any, S Split] interface {
 
 // FromSource adds a source to the job.
 func FromSource[T any, S Split](env *Environment, src Source[T, S], wm WatermarkStrategy[T], name string) DataStream[T] {
-	f := &sourceFactory[T, S]{src: src, wm: wm}
-	n := env.addNode("source", name, 0, f)
+	hooks := typed.SourceHooks[T, S]{
+		NewEnumerator: func(c *typed.SourceCoordinator[S], restored []byte) (typed.Enumerator[S], error) {
+			if restored == nil {
+				return src.CreateEnumerator(c)
+			}
+			rs, ok := src.(RestorableSource[S])
+			if !ok {
+				return nil, fmt.Errorf("source %T cannot restore its enumerator (it does not implement RestorableSource)", src)
+			}
+			enum, err := rs.RestoreEnumeratorState(c, restored)
+			if err != nil {
+				return nil, fmt.Errorf("restoring the split enumerator: %w", err)
+			}
+			return enum, nil
+		},
+		NewReader: func(op *typed.SourceOp[T, S]) (typed.Reader[T, S], error) {
+			r, err := src.CreateReader(readerContext[T, S]{op})
+			if err != nil {
+				return nil, err
+			}
+			return &sourceReader[T, S]{r: r, out: readerOutput[T, S]{op}}, nil
+		},
+	}
+	n := env.addNode("source", name, 0, typed.Source(hooks, wm.typedStrategy()))
 	n.Bounded = src.Boundedness() == Bounded
 	n.AssignsWatermarks = wm.generatesWatermarks()
 	n.Chaining = graph.ChainHead
 	return newStream[T](env, n)
 }
 
-type sourceFactory[T any, S Split] struct {
-	src Source[T, S]
-	wm  WatermarkStrategy[T]
+// sourceReader is a user's SourceReader as the source operator's Reader.
+type sourceReader[T any, S Split] struct {
+	r   SourceReader[T, S]
+	out readerOutput[T, S]
 }
 
-func (f *sourceFactory[T, S]) OutType() task.TypeOps                { return task.TypeOf[T]() }
-func (f *sourceFactory[T, S]) SideOutputs() map[string]task.TypeOps { return nil }
+func (a *sourceReader[T, S]) Start(ctx context.Context) error { return a.r.Start(ctx) }
+func (a *sourceReader[T, S]) PollNext(ctx context.Context, _ *typed.SourceOp[T, S]) (task.SourceStatus, error) {
+	st, err := a.r.PollNext(ctx, &a.out)
+	return st.sourceStatus(), err
+}
+func (a *sourceReader[T, S]) Available() <-chan struct{}          { return a.r.Available() }
+func (a *sourceReader[T, S]) AddSplits(splits []S) error          { return a.r.AddSplits(splits) }
+func (a *sourceReader[T, S]) NotifyNoMoreSplits()                 { a.r.NotifyNoMoreSplits() }
+func (a *sourceReader[T, S]) Close() error                        { return a.r.Close() }
+func (a *sourceReader[T, S]) SnapshotState(id int64) ([]S, error) { return a.r.SnapshotState(id) }
+
+// NotifyCheckpointComplete reaches a ReaderCheckpointListener.
+func (a *sourceReader[T, S]) NotifyCheckpointComplete(id int64) error {
+	if l, ok := a.r.(ReaderCheckpointListener); ok {
+		return l.NotifyCheckpointComplete(id)
+	}
+	return nil
+}
+
+// readerContext is the SourceReaderContext of a source subtask.
+type readerContext[T any, S Split] struct{ op *typed.SourceOp[T, S] }
+
+func (c readerContext[T, S]) Subtask() int              { return c.op.Subtask() }
+func (c readerContext[T, S]) Parallelism() int          { return c.op.Parallelism() }
+func (c readerContext[T, S]) Clock() Clock              { return c.op.ProcessClock() }
+func (c readerContext[T, S]) SendSplitRequest()         { c.op.SendSplitRequest() }
+func (c readerContext[T, S]) FileSystems() *fs.Resolver { return c.op.FileSystems() }
+
+// readerOutput is the ReaderOutput of a source subtask.
+type readerOutput[T any, S Split] struct{ op *typed.SourceOp[T, S] }
+
+func (o *readerOutput[T, S]) Collect(v T, ts Timestamp) { o.op.Collect(v, int64(ts)) }
+func (o *readerOutput[T, S]) ForSplit(id string) SplitOutput[T] {
+	return splitOutput[T, S]{o.op.ForSplit(id)}
+}
+func (o *readerOutput[T, S]) ReleaseSplit(id string) { o.op.ReleaseSplit(id) }
+
+type splitOutput[T any, S Split] struct{ o *typed.SplitOut[T, S] }
+
+func (o splitOutput[T, S]) Collect(v T, ts Timestamp) { o.o.Collect(v, int64(ts)) }
 
 // CheckpointedEnumerator is implemented by enumerators whose state (e.g.
 // the splits not assigned yet) is part of checkpoints, encoded by the
@@ -170,383 +230,8 @@ type RestorableSource[S Split] interface {
 	RestoreEnumeratorState(ctx SplitEnumeratorContext[S], state []byte) (SplitEnumerator[S], error)
 }
 
-func (f *sourceFactory[T, S]) NewCoordinator(ctx task.CoordinatorContext, parallelism int, restored []byte) (task.Coordinator, error) {
-	c := &sourceCoordinator[S]{ctx: ctx, parallelism: parallelism, readers: map[int]bool{}}
-	var enum SplitEnumerator[S]
-	var err error
-	if restored != nil {
-		rs, ok := f.src.(RestorableSource[S])
-		if !ok {
-			return nil, fmt.Errorf("source %T cannot restore its enumerator (it does not implement RestorableSource)", f.src)
-		}
-		enum, err = rs.RestoreEnumeratorState(c, restored)
-		if err != nil {
-			return nil, fmt.Errorf("restoring the split enumerator: %w", err)
-		}
-	} else if enum, err = f.src.CreateEnumerator(c); err != nil {
-		return nil, err
-	}
-	c.enum = enum
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := enum.Start(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]any) (task.Operator, []any, error) {
-	if ctx.SendToCoordinator == nil {
-		return nil, nil, fmt.Errorf("stream: source %s has no split coordinator", ctx.Node.Label())
-	}
-	op := &sourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), batch: ctx.Mode == task.BatchMode}
-	op.wm = newWMMultiplexer(f.wm)
-	op.strategy = f.wm
-	reader, err := f.src.CreateReader(op)
-	if err != nil {
-		return nil, nil, err
-	}
-	op.reader = reader
-	return op, nil, nil
-}
-
-// The events between a source's coordinator and its readers: the first
-// byte is the kind; splits carry the canonical encoding of []S.
-const (
-	evRegister byte = iota + 1
-	evSplitRequest
-	evSplits
-	evNoMoreSplits
-)
-
-// sourceCoordinator runs a source's enumerator for the job. Enumerator
-// calls are serialised by mu; split assignments reach the readers as
-// events, which may cross processes.
-type sourceCoordinator[S Split] struct {
-	ctx         task.CoordinatorContext
-	parallelism int
-	mu          struct{ sync.Mutex }
-	enum        SplitEnumerator[S]
-	readers     map[int]bool
-}
-
-func (c *sourceCoordinator[S]) Parallelism() int { return c.parallelism }
-
-// REQUIRES: c.mu held (called by the enumerator).
-func (c *sourceCoordinator[S]) RegisteredReaders() []int {
-	var out []int
-	for i := 0; i < c.parallelism; i++ {
-		if c.readers[i] {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// REQUIRES: c.mu held (called by the enumerator).
-func (c *sourceCoordinator[S]) AssignSplits(subtask int, splits []S) {
-	if !c.readers[subtask] {
-		panic(fmt.Sprintf("stream: enumerator assigned splits to unregistered reader %d", subtask)) // enumerator bug
-	}
-	b, err := encodeAll(splits)
-	if err != nil {
-		panic(fmt.Sprintf("stream: encoding splits: %v", err)) // the split type was checked when the job was built
-	}
-	c.ctx.SendEvent(subtask, append([]byte{evSplits}, b...))
-}
-
-// REQUIRES: c.mu held (called by the enumerator).
-func (c *sourceCoordinator[S]) SignalNoMoreSplits(subtask int) {
-	if !c.readers[subtask] {
-		return
-	}
-	c.ctx.SendEvent(subtask, []byte{evNoMoreSplits})
-}
-
-// HandleOperatorEvent implements task.Coordinator.
-func (c *sourceCoordinator[S]) HandleOperatorEvent(subtask int, ev []byte) error {
-	if subtask < 0 || subtask >= c.parallelism {
-		return fmt.Errorf("stream: a split event from subtask %d of %d", subtask, c.parallelism)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case len(ev) == 1 && ev[0] == evRegister:
-		c.readers[subtask] = true
-		return c.enum.AddReader(subtask)
-	case len(ev) == 1 && ev[0] == evSplitRequest:
-		return c.enum.HandleSplitRequest(subtask)
-	}
-	return fmt.Errorf("stream: malformed split event from subtask %d (%d bytes)", subtask, len(ev))
-}
-
-// Checkpoint implements task.Coordinator: the enumerator's unassigned
-// splits, taken under the same lock that serialises assignments, and the
-// trigger of the source subtasks' checkpoint.
-func (c *sourceCoordinator[S]) Checkpoint(id int64, trigger func(state []byte)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ce, ok := c.enum.(CheckpointedEnumerator)
-	if !ok {
-		return fmt.Errorf("split enumerator %T cannot be checkpointed (it does not implement CheckpointedEnumerator)", c.enum)
-	}
-	b, err := ce.SnapshotEnumerator(id)
-	if err != nil {
-		return err
-	}
-	trigger(b)
-	return nil
-}
-
-func (c *sourceCoordinator[S]) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.enum.Close()
-}
-
-// sourceOp heads a source chain: it drives the reader, assigns
-// timestamps, and generates watermarks per split.
-type sourceOp[T any, S Split] struct {
-	ctx      *task.Context
-	out      task.Output[T]
-	reader   SourceReader[T, S]
-	strategy WatermarkStrategy[T]
-	wm       *wmMultiplexer[T]
-	batch    bool
-	err      error
-	noMore   bool
-	cancelWM func()
-	main     *splitOut[T, S]
-	splits   map[string]*splitOut[T, S]
-	restored []S
-}
-
-// SnapshotOperatorState implements task.OperatorStateful: the reader's
-// splits with their positions, one entry each (spread over the subtasks on
-// restore).
-func (s *sourceOp[T, S]) SnapshotOperatorState(id int64) ([][]byte, bool, error) {
-	splits, err := s.reader.SnapshotState(id)
-	if err != nil {
-		return nil, false, err
-	}
-	c, err := codec.For[S]()
-	if err != nil {
-		return nil, false, err
-	}
-	entries := make([][]byte, len(splits))
-	for i, sp := range splits {
-		entries[i] = c.Append(nil, sp)
-	}
-	return entries, false, nil
-}
-
-// RestoreOperatorState implements task.OperatorStateful.
-func (s *sourceOp[T, S]) RestoreOperatorState(entries [][]byte) error {
-	c, err := codec.For[S]()
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		sp, _, err := c.Decode(e)
-		if err != nil {
-			return fmt.Errorf("source split: %w", err)
-		}
-		s.restored = append(s.restored, sp)
-	}
-	return nil
-}
-
 // ReaderCheckpointListener is implemented by readers that act when a
 // checkpoint completes (a Kafka reader commits offsets).
 type ReaderCheckpointListener interface {
 	NotifyCheckpointComplete(checkpointID int64) error
-}
-
-// NotifyCheckpointComplete implements task.CheckpointListener.
-func (s *sourceOp[T, S]) NotifyCheckpointComplete(id int64) error {
-	if l, ok := s.reader.(ReaderCheckpointListener); ok {
-		return l.NotifyCheckpointComplete(id)
-	}
-	return nil
-}
-
-func encodeAll[S any](vs []S) ([]byte, error) {
-	c, err := codec.For[[]S]()
-	if err != nil {
-		return nil, err
-	}
-	return c.Append(nil, vs), nil
-}
-
-func decodeAll[S any](b []byte) ([]S, error) {
-	c, err := codec.For[[]S]()
-	if err != nil {
-		return nil, err
-	}
-	vs, _, err := c.Decode(b)
-	return vs, err
-}
-
-// SourceReaderContext implementation.
-func (s *sourceOp[T, S]) Subtask() int     { return s.ctx.Subtask }
-func (s *sourceOp[T, S]) Parallelism() int { return s.ctx.Parallelism }
-func (s *sourceOp[T, S]) Clock() Clock     { return s.ctx.Clock }
-
-// FileSystems implements SourceReaderContext.
-func (s *sourceOp[T, S]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
-
-func (s *sourceOp[T, S]) SendSplitRequest() {
-	s.ctx.Post(func() error { return s.ctx.SendToCoordinator([]byte{evSplitRequest}) })
-}
-
-// HandleCoordinatorEvent implements task.CoordinatorEventHandler: splits
-// assigned by the enumerator, or the end of them.
-func (s *sourceOp[T, S]) HandleCoordinatorEvent(ev []byte) error {
-	switch {
-	case len(ev) == 1 && ev[0] == evNoMoreSplits:
-		s.noMore = true
-		s.reader.NotifyNoMoreSplits()
-		return nil
-	case len(ev) > 0 && ev[0] == evSplits:
-		splits, err := decodeAll[S](ev[1:])
-		if err != nil {
-			return fmt.Errorf("stream: decoding assigned splits: %w", err)
-		}
-		return s.reader.AddSplits(splits)
-	}
-	return fmt.Errorf("stream: malformed coordinator event (%d bytes)", len(ev))
-}
-
-func (s *sourceOp[T, S]) Open() error {
-	s.splits = map[string]*splitOut[T, S]{}
-	if err := s.reader.Start(s.ctx.Ctx()); err != nil {
-		return err
-	}
-	if len(s.restored) > 0 {
-		if err := s.reader.AddSplits(s.restored); err != nil {
-			return err
-		}
-		s.restored = nil
-	}
-	if s.strategy.generatesWatermarks() && !s.batch {
-		s.schedulePeriodic()
-	}
-	return s.ctx.SendToCoordinator([]byte{evRegister})
-}
-
-func (s *sourceOp[T, S]) schedulePeriodic() {
-	at := s.ctx.Clock.NowMillis() + s.ctx.AutoWatermarkInterval
-	s.cancelWM = s.ctx.RegisterProcessingTimer(at, func(now int64) error {
-		if err := s.emitPeriodic(now); err != nil {
-			return err
-		}
-		s.schedulePeriodic()
-		return nil
-	})
-}
-
-func (s *sourceOp[T, S]) emitPeriodic(now int64) error {
-	wm, adv, idle, idleChanged := s.wm.periodic(now)
-	if idleChanged && idle {
-		if err := s.ctx.EmitIdle(true); err != nil {
-			return err
-		}
-	}
-	if adv {
-		if err := s.out.EmitWatermark(wm); err != nil {
-			return err
-		}
-	} else if idleChanged && !idle {
-		if err := s.ctx.EmitIdle(false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *sourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
-	st, err := s.reader.PollNext(s.ctx.Ctx(), s)
-	if err == nil {
-		err = s.err
-	}
-	if err != nil {
-		return st.sourceStatus(), err
-	}
-	if st == EndOfInput {
-		if s.cancelWM != nil {
-			s.cancelWM()
-		}
-		// The end of a bounded source ends event time: every window fires.
-		if err := s.out.EmitWatermark(task.MaxWatermark); err != nil {
-			return st.sourceStatus(), err
-		}
-	}
-	return st.sourceStatus(), nil
-}
-
-func (s *sourceOp[T, S]) Available() <-chan struct{} { return s.reader.Available() }
-
-func (s *sourceOp[T, S]) ProcessWatermark(wm int64) error { return s.out.EmitWatermark(wm) } // stop --drain
-func (s *sourceOp[T, S]) Finish() error                   { return nil }
-func (s *sourceOp[T, S]) Close() error                    { return s.reader.Close() }
-
-// ReaderOutput implementation.
-func (s *sourceOp[T, S]) Collect(v T, ts Timestamp) {
-	if s.main == nil {
-		s.main = &splitOut[T, S]{op: s, tr: s.wm.add("", s.ctx.Clock.NowMillis())}
-	}
-	s.main.Collect(v, ts)
-}
-
-func (s *sourceOp[T, S]) ForSplit(id string) SplitOutput[T] {
-	if o, ok := s.splits[id]; ok {
-		return o
-	}
-	o := &splitOut[T, S]{op: s, tr: s.wm.add(id, s.ctx.Clock.NowMillis())}
-	s.splits[id] = o
-	return o
-}
-
-func (s *sourceOp[T, S]) ReleaseSplit(id string) {
-	delete(s.splits, id)
-	s.wm.remove(id)
-}
-
-type splitOut[T any, S Split] struct {
-	op *sourceOp[T, S]
-	tr *wmTracker[T]
-}
-
-func (o *splitOut[T, S]) Collect(v T, ts Timestamp) {
-	s := o.op
-	if s.err != nil {
-		return
-	}
-	if s.strategy.assigner != nil {
-		ts = s.strategy.assigner(v, ts)
-	}
-	if !s.batch {
-		prev := o.tr.wm
-		s.wm.onEvent(o.tr, v, int64(ts))
-		if o.tr.idle {
-			// Activity ends idleness at once, not at the next period.
-			o.tr.idle = false
-			if _, _, idle, changed := s.wm.combine(); changed && !idle {
-				if err := s.ctx.EmitIdle(false); err != nil {
-					s.err = err
-					return
-				}
-			}
-		}
-		s.err = s.out.Collect(v, int64(ts))
-		// A watermark the generator emitted on the event (a punctuated
-		// generator) goes out at once, after the record, as in Flink.
-		if s.err == nil && o.tr.wm > prev {
-			if wm, adv, _, _ := s.wm.combine(); adv {
-				s.err = s.out.EmitWatermark(wm)
-			}
-		}
-		return
-	}
-	s.err = s.out.Collect(v, int64(ts))
 }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"github.com/sluice/sluice/internal/typed"
 	"slices"
 	"strconv"
 )
@@ -63,7 +64,7 @@ func (s *indexSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit]
 
 // RestoreEnumeratorState implements RestorableSource.
 func (s *indexSource[T]) RestoreEnumeratorState(ctx SplitEnumeratorContext[IndexSplit], state []byte) (SplitEnumerator[IndexSplit], error) {
-	pending, err := decodeAll[IndexSplit](state)
+	pending, err := typed.DecodeAll[IndexSplit](state)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +107,12 @@ func (e *staticEnumerator[S]) HandleSplitRequest(subtask int) error {
 
 // SnapshotEnumerator implements CheckpointedEnumerator: the splits not
 // assigned yet.
-func (e *staticEnumerator[S]) SnapshotEnumerator(int64) ([]byte, error) { return encodeAll(e.pending) }
+func (e *staticEnumerator[S]) SnapshotEnumerator(int64) ([]byte, error) {
+	return typed.EncodeAll(e.pending)
+}
 
 func restoreStatic[S Split](ctx SplitEnumeratorContext[S], state []byte) (SplitEnumerator[S], error) {
-	pending, err := decodeAll[S](state)
+	pending, err := typed.DecodeAll[S](state)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package stream
 
-import "context"
+import (
+	"context"
+
+	"github.com/sluice/sluice/internal/typed"
+)
 
 // SplitRecords is one split of a FromSplits source: its records, read in
 // order, each with its source timestamp.
@@ -54,7 +58,7 @@ func (s *splitsSource[T]) CreateEnumerator(ctx SplitEnumeratorContext[IndexSplit
 
 // RestoreEnumeratorState implements RestorableSource.
 func (s *splitsSource[T]) RestoreEnumeratorState(ctx SplitEnumeratorContext[IndexSplit], state []byte) (SplitEnumerator[IndexSplit], error) {
-	pending, err := decodeAll[IndexSplit](state)
+	pending, err := typed.DecodeAll[IndexSplit](state)
 	if err != nil {
 		return nil, err
 	}

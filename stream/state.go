@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // StateTTL makes state entries expire after a time of processing time
@@ -16,8 +17,8 @@ type StateTTL struct {
 	ReturnExpiredIfNotCleanedUp bool
 }
 
-func (t StateTTL) internal() state.TTL {
-	return state.TTL{Millis: t.TTL.Milliseconds(), UpdateOnRead: t.UpdateOnRead, ReturnExpiredIfNotCleanedUp: t.ReturnExpiredIfNotCleanedUp}
+func (t StateTTL) internal() typed.TTL {
+	return typed.TTL{Millis: t.TTL.Milliseconds(), UpdateOnRead: t.UpdateOnRead, ReturnExpiredIfNotCleanedUp: t.ReturnExpiredIfNotCleanedUp}
 }
 
 // StateDescriptor is what every state descriptor has: a name unique within
@@ -143,28 +144,22 @@ type KeyedStateContext[K comparable] interface {
 	keyedStates() *keyedStates[K]
 }
 
-// keyedStates caches one operator subtask's state handles by descriptor.
-type keyedStates[K comparable] struct {
-	keyed   *state.Keyed[K]
-	handles map[any]any
-	// scope is set on the per-window state store of a window function:
-	// handles are then scoped by the window (see window_function.go).
-	scope *windowScope
-}
+// keyedStates caches one operator subtask's state handles by descriptor
+// (internal/typed's store; the handles are typed's, cached as stream's
+// interfaces).
+type keyedStates[K comparable] = typed.States[K]
 
-func newKeyedStates[K comparable](k *state.Keyed[K]) *keyedStates[K] {
-	return &keyedStates[K]{keyed: k, handles: map[any]any{}}
-}
+func newKeyedStates[K comparable](k *state.Keyed[K]) *keyedStates[K] { return typed.NewStates(k) }
 
 // handle returns the cached handle for desc, creating it on first use. A
 // state that cannot be registered (the name is taken by state of another
 // type) yields a handle whose every method returns the error.
 func handle[K comparable, H any](s *keyedStates[K], desc any, create func() (H, error)) H {
-	if h, ok := s.handles[desc]; ok {
+	if h, ok := s.Handles[desc]; ok {
 		return h.(H)
 	}
 	h, _ := create()
-	s.handles[desc] = h
+	s.Handles[desc] = h
 	return h
 }
 
@@ -172,18 +167,7 @@ func handle[K comparable, H any](s *keyedStates[K], desc any, create func() (H, 
 func Value[K comparable, V any](ctx KeyedStateContext[K], d *ValueDescriptor[V]) ValueState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ValueState[V], error) {
-		if s.scope != nil {
-			t, ns, err := scopedTable[K, V](s, d.StateDescriptor)
-			if err != nil {
-				return badValue[V]{err}, nil
-			}
-			return &valueState[K, any, V]{t: t, ns: ns}, nil
-		}
-		t, err := state.NewValueTable[K, state.Void, V](s.keyed, d.Name, d.TTL.internal())
-		if err != nil {
-			return badValue[V]{err}, nil
-		}
-		return &valueState[K, state.Void, V]{t: t}, nil
+		return typed.NewValue[K, V](s, d.Name, d.TTL.internal()), nil
 	})
 }
 
@@ -191,21 +175,7 @@ func Value[K comparable, V any](ctx KeyedStateContext[K], d *ValueDescriptor[V])
 func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) ListState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ListState[V], error) {
-		if s.scope != nil {
-			t, ns, err := scopedTable[K, []V](s, d.StateDescriptor)
-			if err != nil {
-				return badList[V]{err}, nil
-			}
-			return &listState[K, any, V]{t: t, ns: ns}, nil
-		}
-		if d.TTL.TTL > 0 {
-			return newTTLList[K, V](s.keyed, d.Name, d.TTL.internal()), nil // per-element TTL
-		}
-		t, err := state.NewValueTable[K, state.Void, []V](s.keyed, d.Name, d.TTL.internal())
-		if err != nil {
-			return badList[V]{err}, nil
-		}
-		return &listState[K, state.Void, V]{t: t}, nil
+		return typed.NewList[K, V](s, d.Name, d.TTL.internal()), nil
 	})
 }
 
@@ -213,21 +183,7 @@ func List[K comparable, V any](ctx KeyedStateContext[K], d *ListDescriptor[V]) L
 func MapOf[K comparable, UK comparable, UV any](ctx KeyedStateContext[K], d *MapDescriptor[UK, UV]) MapState[UK, UV] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (MapState[UK, UV], error) {
-		if s.scope != nil {
-			t, ns, err := scopedTable[K, map[UK]UV](s, d.StateDescriptor)
-			if err != nil {
-				return badMap[UK, UV]{err}, nil
-			}
-			return &mapState[K, any, UK, UV]{t: t, ns: ns}, nil
-		}
-		if d.TTL.TTL > 0 {
-			return newTTLMap[K, UK, UV](s.keyed, d.Name, d.TTL.internal()), nil // per-entry TTL
-		}
-		t, err := state.NewValueTable[K, state.Void, map[UK]UV](s.keyed, d.Name, d.TTL.internal())
-		if err != nil {
-			return badMap[UK, UV]{err}, nil
-		}
-		return &mapState[K, state.Void, UK, UV]{t: t}, nil
+		return typed.NewMap[K, UK, UV](s, d.Name, d.TTL.internal()), nil
 	})
 }
 
@@ -235,18 +191,7 @@ func MapOf[K comparable, UK comparable, UV any](ctx KeyedStateContext[K], d *Map
 func Reducing[K comparable, V any](ctx KeyedStateContext[K], d *ReducingDescriptor[V]) ReducingState[V] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (ReducingState[V], error) {
-		if s.scope != nil {
-			t, ns, err := scopedTable[K, V](s, d.StateDescriptor)
-			if err != nil {
-				return badReducing[V]{err}, nil
-			}
-			return &reducingState[K, any, V]{t: t, ns: ns, fn: d.Reduce}, nil
-		}
-		t, err := state.NewValueTable[K, state.Void, V](s.keyed, d.Name, d.TTL.internal())
-		if err != nil {
-			return badReducing[V]{err}, nil
-		}
-		return &reducingState[K, state.Void, V]{t: t, fn: d.Reduce}, nil
+		return typed.NewReducing[K, V](s, d.Name, d.TTL.internal(), d.Reduce), nil
 	})
 }
 
@@ -254,188 +199,6 @@ func Reducing[K comparable, V any](ctx KeyedStateContext[K], d *ReducingDescript
 func Aggregating[K comparable, IN, ACC, OUT any](ctx KeyedStateContext[K], d *AggregatingDescriptor[IN, ACC, OUT]) AggregatingState[IN, OUT] {
 	s := ctx.keyedStates()
 	return handle(s, d, func() (AggregatingState[IN, OUT], error) {
-		if s.scope != nil {
-			t, ns, err := scopedTable[K, ACC](s, d.StateDescriptor)
-			if err != nil {
-				return badAggregating[IN, OUT]{err}, nil
-			}
-			return &aggregatingState[K, any, IN, ACC, OUT]{t: t, ns: ns, fn: d.Fn}, nil
-		}
-		t, err := state.NewValueTable[K, state.Void, ACC](s.keyed, d.Name, d.TTL.internal())
-		if err != nil {
-			return badAggregating[IN, OUT]{err}, nil
-		}
-		return &aggregatingState[K, state.Void, IN, ACC, OUT]{t: t, fn: d.Fn}, nil
+		return typed.NewAggregating[K, IN, ACC, OUT](s, d.Name, d.TTL.internal(), d.Fn), nil
 	})
 }
-
-type valueState[K, N comparable, V any] struct {
-	t  *state.ValueTable[K, N, V]
-	ns N
-}
-
-func (s *valueState[K, N, V]) Value() (V, error) {
-	v, _, err := s.t.Get(s.ns)
-	return v, err
-}
-func (s *valueState[K, N, V]) Lookup() (V, bool, error) { return s.t.Get(s.ns) }
-func (s *valueState[K, N, V]) Update(v V) error         { return s.t.Put(s.ns, v) }
-func (s *valueState[K, N, V]) Clear() error             { return s.t.Delete(s.ns) }
-
-type listState[K, N comparable, V any] struct {
-	t  *state.ValueTable[K, N, []V]
-	ns N
-}
-
-func (s *listState[K, N, V]) Get() ([]V, error) {
-	v, _, err := s.t.Get(s.ns)
-	return v, err
-}
-func (s *listState[K, N, V]) Add(v V) error { return s.AddAll([]V{v}) }
-func (s *listState[K, N, V]) AddAll(vs []V) error {
-	cur, _, err := s.t.Get(s.ns)
-	if err != nil {
-		return err
-	}
-	return s.t.Put(s.ns, append(cur, vs...))
-}
-func (s *listState[K, N, V]) Update(vs []V) error {
-	if len(vs) == 0 {
-		return s.t.Delete(s.ns)
-	}
-	return s.t.Put(s.ns, append([]V(nil), vs...))
-}
-func (s *listState[K, N, V]) Clear() error { return s.t.Delete(s.ns) }
-
-type mapState[K, N comparable, UK comparable, UV any] struct {
-	t  *state.ValueTable[K, N, map[UK]UV]
-	ns N
-}
-
-func (s *mapState[K, N, UK, UV]) Get(k UK) (UV, bool, error) {
-	m, _, err := s.t.Get(s.ns)
-	v, ok := m[k]
-	return v, ok, err
-}
-func (s *mapState[K, N, UK, UV]) Put(k UK, v UV) error {
-	m, ok, err := s.t.Get(s.ns)
-	if err != nil {
-		return err
-	}
-	if !ok || m == nil {
-		m = map[UK]UV{}
-	}
-	m[k] = v
-	return s.t.Put(s.ns, m)
-}
-func (s *mapState[K, N, UK, UV]) Remove(k UK) error {
-	m, ok, err := s.t.Get(s.ns)
-	if err != nil || !ok {
-		return err
-	}
-	delete(m, k)
-	if len(m) == 0 {
-		return s.t.Delete(s.ns)
-	}
-	return s.t.Put(s.ns, m)
-}
-func (s *mapState[K, N, UK, UV]) Contains(k UK) (bool, error) {
-	_, ok, err := s.Get(k)
-	return ok, err
-}
-func (s *mapState[K, N, UK, UV]) Entries() (map[UK]UV, error) {
-	m, _, err := s.t.Get(s.ns)
-	out := make(map[UK]UV, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out, err
-}
-func (s *mapState[K, N, UK, UV]) IsEmpty() (bool, error) {
-	m, _, err := s.t.Get(s.ns)
-	return len(m) == 0, err
-}
-func (s *mapState[K, N, UK, UV]) Clear() error { return s.t.Delete(s.ns) }
-
-type reducingState[K, N comparable, V any] struct {
-	t  *state.ValueTable[K, N, V]
-	ns N
-	fn func(acc, v V) V
-}
-
-func (s *reducingState[K, N, V]) Get() (V, bool, error) { return s.t.Get(s.ns) }
-func (s *reducingState[K, N, V]) Add(v V) error {
-	cur, ok, err := s.t.Get(s.ns)
-	if err != nil {
-		return err
-	}
-	if ok {
-		v = s.fn(cur, v)
-	}
-	return s.t.Put(s.ns, v)
-}
-func (s *reducingState[K, N, V]) Clear() error { return s.t.Delete(s.ns) }
-
-type aggregatingState[K, N comparable, IN, ACC, OUT any] struct {
-	t  *state.ValueTable[K, N, ACC]
-	ns N
-	fn AggregateFunction[IN, ACC, OUT]
-}
-
-func (s *aggregatingState[K, N, IN, ACC, OUT]) Get() (OUT, bool, error) {
-	acc, ok, err := s.t.Get(s.ns)
-	if err != nil || !ok {
-		var zero OUT
-		return zero, false, err
-	}
-	return s.fn.Result(acc), true, nil
-}
-func (s *aggregatingState[K, N, IN, ACC, OUT]) Add(v IN) error {
-	acc, ok, err := s.t.Get(s.ns)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		acc = s.fn.CreateAccumulator()
-	}
-	return s.t.Put(s.ns, s.fn.Add(v, acc))
-}
-func (s *aggregatingState[K, N, IN, ACC, OUT]) Clear() error { return s.t.Delete(s.ns) }
-
-// Handles for state that failed to register: every call returns the error.
-type badValue[V any] struct{ err error }
-
-func (b badValue[V]) Value() (V, error)        { var z V; return z, b.err }
-func (b badValue[V]) Lookup() (V, bool, error) { var z V; return z, false, b.err }
-func (b badValue[V]) Update(V) error           { return b.err }
-func (b badValue[V]) Clear() error             { return b.err }
-
-type badList[V any] struct{ err error }
-
-func (b badList[V]) Get() ([]V, error) { return nil, b.err }
-func (b badList[V]) Add(V) error       { return b.err }
-func (b badList[V]) AddAll([]V) error  { return b.err }
-func (b badList[V]) Update([]V) error  { return b.err }
-func (b badList[V]) Clear() error      { return b.err }
-
-type badMap[UK comparable, UV any] struct{ err error }
-
-func (b badMap[UK, UV]) Get(UK) (UV, bool, error)    { var z UV; return z, false, b.err }
-func (b badMap[UK, UV]) Put(UK, UV) error            { return b.err }
-func (b badMap[UK, UV]) Remove(UK) error             { return b.err }
-func (b badMap[UK, UV]) Contains(UK) (bool, error)   { return false, b.err }
-func (b badMap[UK, UV]) Entries() (map[UK]UV, error) { return nil, b.err }
-func (b badMap[UK, UV]) IsEmpty() (bool, error)      { return true, b.err }
-func (b badMap[UK, UV]) Clear() error                { return b.err }
-
-type badReducing[V any] struct{ err error }
-
-func (b badReducing[V]) Get() (V, bool, error) { var z V; return z, false, b.err }
-func (b badReducing[V]) Add(V) error           { return b.err }
-func (b badReducing[V]) Clear() error          { return b.err }
-
-type badAggregating[IN, OUT any] struct{ err error }
-
-func (b badAggregating[IN, OUT]) Get() (OUT, bool, error) { var z OUT; return z, false, b.err }
-func (b badAggregating[IN, OUT]) Add(IN) error            { return b.err }
-func (b badAggregating[IN, OUT]) Clear() error            { return b.err }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/runtime/state"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // scriptStep is a record that carries the code to run for its key: the state
@@ -145,10 +146,10 @@ func testTTLListStatePerElement(t *testing.T, backend state.Backend) {
 		atTime(t, h, 700, add(d, "c"))
 		atTime(t, h, 1150, add(d, "d"))
 		atTime(t, h, 1150, func(ctx *KeyedContext[string], out Collector[string]) error {
-			raw, _, err := ctx.r.states.handles[d].(*ttlListState[string, state.Void, string]).t.Get(state.Void{})
+			vs, ats, err := typed.StoredTTLList[string, string](ctx.v.states.Handles[d])
 			var stored []string
-			for _, e := range raw {
-				stored = append(stored, fmt.Sprint(e.v, "@", e.at))
+			for i := range vs {
+				stored = append(stored, fmt.Sprint(vs[i], "@", ats[i]))
 			}
 			out.Collect(fmt.Sprint(stored))
 			return err

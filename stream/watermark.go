@@ -3,6 +3,8 @@ package stream
 import (
 	"math"
 	"time"
+
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // WatermarkOutput receives a generator's watermarks.
@@ -83,103 +85,33 @@ func (b *boundedOutOfOrderness[T]) OnPeriodicEmit(out WatermarkOutput) {
 	out.EmitWatermark(Timestamp(b.maxTs - b.delay - 1))
 }
 
-// wmTracker holds the watermark state of one split (or subtask).
-type wmTracker[T any] struct {
-	gen          WatermarkGenerator[T]
-	wm           int64 // generator's latest watermark
-	idle         bool
-	lastActivity int64 // processing time of the last record
-	active       bool  // a record arrived since the last periodic check
-}
-
-func (t *wmTracker[T]) EmitWatermark(wm Timestamp) {
-	if int64(wm) > t.wm {
-		t.wm = int64(wm)
+// typedStrategy is the strategy as the typed operators run it: one
+// generator per split, adapted to the user's WatermarkGenerator.
+func (w WatermarkStrategy[T]) typedStrategy() typed.WMStrategy[T] {
+	ts := typed.WMStrategy[T]{IdlenessMs: w.idleness.Milliseconds()}
+	if w.assigner != nil {
+		assign := w.assigner
+		ts.Assigner = func(v T, recordTs int64) int64 { return int64(assign(v, Timestamp(recordTs))) }
 	}
-}
-
-// wmMultiplexer combines the watermarks of a subtask's splits: the minimum
-// over non-idle splits, never going backwards.
-type wmMultiplexer[T any] struct {
-	strategy WatermarkStrategy[T]
-	splits   map[string]*wmTracker[T]
-	order    []string
-	emitted  int64
-	idle     bool
-}
-
-func newWMMultiplexer[T any](s WatermarkStrategy[T]) *wmMultiplexer[T] {
-	return &wmMultiplexer[T]{strategy: s, splits: map[string]*wmTracker[T]{}, emitted: math.MinInt64}
-}
-
-func (m *wmMultiplexer[T]) add(id string, now int64) *wmTracker[T] {
-	if t, ok := m.splits[id]; ok {
-		return t
-	}
-	t := &wmTracker[T]{wm: math.MinInt64, lastActivity: now}
-	if m.strategy.newGenerator != nil {
-		t.gen = m.strategy.newGenerator()
-	}
-	m.splits[id] = t
-	m.order = append(m.order, id)
-	return t
-}
-
-func (m *wmMultiplexer[T]) remove(id string) {
-	delete(m.splits, id)
-	for i, s := range m.order {
-		if s == id {
-			m.order = append(m.order[:i], m.order[i+1:]...)
-			break
+	if w.newGenerator != nil {
+		newGen := w.newGenerator
+		ts.NewGenerator = func(t *typed.WMTracker[T]) typed.WMGenerator[T] {
+			return &wmGenerator[T]{gen: newGen(), out: wmOutput[T]{t}}
 		}
 	}
+	return ts
 }
 
-// onEvent records a record of split t.
-func (m *wmMultiplexer[T]) onEvent(t *wmTracker[T], v T, ts int64) {
-	t.active = true
-	if t.gen != nil {
-		t.gen.OnEvent(v, Timestamp(ts), t)
-	}
+// wmGenerator is a user's generator over one split's tracker.
+type wmGenerator[T any] struct {
+	gen WatermarkGenerator[T]
+	out wmOutput[T]
 }
 
-// periodic runs the generators and idleness detection; it returns the new
-// combined watermark (advanced reports a change) and idleness changes.
-func (m *wmMultiplexer[T]) periodic(now int64) (wm int64, advanced bool, idle, idleChanged bool) {
-	for _, id := range m.order {
-		t := m.splits[id]
-		if t.active {
-			t.active, t.idle, t.lastActivity = false, false, now
-		} else if m.strategy.idleness > 0 && now-t.lastActivity >= m.strategy.idleness.Milliseconds() {
-			t.idle = true
-		}
-		if t.gen != nil {
-			t.gen.OnPeriodicEmit(t)
-		}
-	}
-	return m.combine()
-}
+func (g *wmGenerator[T]) OnEvent(v T, ts int64) { g.gen.OnEvent(v, Timestamp(ts), &g.out) }
+func (g *wmGenerator[T]) OnPeriodicEmit()       { g.gen.OnPeriodicEmit(&g.out) }
 
-func (m *wmMultiplexer[T]) combine() (wm int64, advanced bool, idle, idleChanged bool) {
-	min := int64(math.MaxInt64)
-	anyActive := false
-	for _, id := range m.order {
-		t := m.splits[id]
-		if t.idle {
-			continue
-		}
-		anyActive = true
-		if t.wm < min {
-			min = t.wm
-		}
-	}
-	allIdle := !anyActive // a subtask without splits never holds the watermark back
-	if allIdle != m.idle {
-		m.idle, idleChanged = allIdle, true
-	}
-	if anyActive && min > m.emitted && min != math.MinInt64 {
-		m.emitted = min
-		return min, true, m.idle, idleChanged
-	}
-	return m.emitted, false, m.idle, idleChanged
-}
+// wmOutput is a WatermarkOutput into a split's tracker.
+type wmOutput[T any] struct{ t *typed.WMTracker[T] }
+
+func (o *wmOutput[T]) EmitWatermark(wm Timestamp) { o.t.EmitWatermark(int64(wm)) }

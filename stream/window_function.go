@@ -3,6 +3,7 @@ package stream
 import (
 	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // WindowContext is what a ProcessWindowFunction knows of the window it is
@@ -65,24 +66,6 @@ func ProcessWindowFunc[IN, OUT any, K comparable, W AnyWindow](fn func(key K, ct
 	return ProcessWindowFuncs[IN, OUT, K, W]{ProcessFn: fn}
 }
 
-// windowScope scopes a keyedStates store to one window (per-window state).
-type windowScope struct {
-	ns  any   // the window
-	err error // per-window state is not allowed (merging windows)
-}
-
-// scopedTable registers the per-window table of a state descriptor.
-func scopedTable[K comparable, V any](s *keyedStates[K], d StateDescriptor) (*state.ValueTable[K, any, V], any, error) {
-	if s.scope.err != nil {
-		return nil, nil, s.scope.err
-	}
-	t, err := state.NewValueTable[K, any, V](s.keyed, "window-state/"+d.Name, d.TTL.internal())
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, s.scope.ns, nil
-}
-
 // stateStore makes a keyedStates a KeyedStateContext.
 type stateStore[K comparable] struct{ s *keyedStates[K] }
 
@@ -112,12 +95,12 @@ func (c *windowCtx[K, W]) sides() *sideOutputs { return &c.env.sides }
 
 func (c *windowCtx[K, W]) WindowState() KeyedStateContext[K] {
 	if c.perWindow == nil {
-		scope := &windowScope{ns: c.w}
+		scope := &typed.WindowScope{NS: c.w}
 		if c.env.merging {
-			scope.err = ErrPerWindowStateMerging
+			scope.Err = ErrPerWindowStateMerging
 			c.err = ErrPerWindowStateMerging
 		}
-		c.perWindow = &keyedStates[K]{keyed: c.env.keyed, handles: map[any]any{}, scope: scope}
+		c.perWindow = &keyedStates[K]{Keyed: c.env.keyed, Handles: map[any]any{}, Scope: scope}
 	}
 	return stateStore[K]{c.perWindow}
 }
@@ -131,7 +114,7 @@ func (c *windowCtx[K, W]) settle(err error) error {
 		err = c.err
 	}
 	c.err = nil
-	if serr := c.env.sides.takeErr(); err == nil {
+	if serr := c.env.sides.TakeErr(); err == nil {
 		err = serr
 	}
 	return err
@@ -296,15 +279,15 @@ type processList[IN, OUT any, K comparable, W AnyWindow] struct {
 }
 
 func newProcessList[IN, OUT any, K comparable, W AnyWindow](pf ProcessWindowFunction[IN, OUT, K, W], env *winEnv[K, W], out task.Output[OUT]) *processList[IN, OUT, K, W] {
-	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{out: out}}
+	return &processList[IN, OUT, K, W]{pf: perSubtask(pf), env: env, ctx: windowCtx[K, W]{env: env}, out: collector[OUT]{Out: out}}
 }
 
 func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 	p.ctx.reset(w)
 	ts := w.MaxTimestamp()
-	p.out.ts, p.env.sides.ts = int64(ts), int64(ts)
+	p.out.Ts, p.env.sides.Ts = int64(ts), int64(ts)
 	err := p.pf.Process(key, &p.ctx, elems, &p.out)
-	if cerr := p.out.takeErr(); err == nil {
+	if cerr := p.out.TakeErr(); err == nil {
 		err = cerr
 	}
 	return p.ctx.settle(err)
@@ -312,7 +295,7 @@ func (p *processList[IN, OUT, K, W]) process(key K, w, _ W, elems []IN) error {
 
 func (p *processList[IN, OUT, K, W]) clear(_ K, w W) error {
 	p.ctx.reset(w)
-	p.env.sides.ts = int64(w.MaxTimestamp())
+	p.env.sides.Ts = int64(w.MaxTimestamp())
 	return p.ctx.settle(p.pf.Clear(&p.ctx))
 }
 

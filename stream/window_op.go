@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice/sluice/internal/typed"
 	"math"
 
 	"github.com/sluice/sluice/internal/clock"
@@ -271,7 +272,7 @@ func (op *windowOp[T, K, W, ACC]) CurrentProcessingTime() Timestamp {
 }
 
 func (op *windowOp[T, K, W, ACC]) Open() error {
-	keyed, err := newKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.backend, op.deps.registerKeyed)
+	keyed, err := typed.NewKeyedState[K](op.deps.maxPar, op.deps.groups, op.deps.clock, op.deps.backend, op.deps.registerKeyed)
 	if err != nil {
 		return err
 	}

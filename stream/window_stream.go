@@ -332,7 +332,7 @@ func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
 	f.build = func(d opDeps, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
 		op := &windowOp[T, K, W, ACC]{spec: spec, deps: d, newContents: newContents, emitWatermark: out.EmitWatermark}
 		op.newFn = func(env *winEnv[K, W], c windowContents[T, W, ACC]) windowFn[K, W, ACC] { return newFn(env, c, out) }
-		op.env.sides = sideOutputs{outs: sides}
+		op.env.sides = sideOutputs{Outs: sides}
 		if spec.lateTag != "" {
 			if o, ok := sides[spec.lateTag]; ok {
 				late, ok := o.(task.Output[T])
@@ -344,12 +344,12 @@ func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
 		}
 		return op, []any{op}, nil
 	}
-	f.create = func(ctx *task.Context, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
+	f.Make = func(ctx *task.Context, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
 		return f.build(depsOf(ctx), out, sides)
 	}
 	if spec.lateTag != "" {
 		// Declared now so that reading the tag with another type fails at once.
-		if err := f.declareSide(spec.lateTag, task.TypeOf[T]()); err != nil {
+		if err := f.DeclareSide(spec.lateTag, task.TypeOf[T]()); err != nil {
 			env.fail(err)
 		}
 	}
