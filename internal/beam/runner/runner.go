@@ -1,0 +1,325 @@
+// Package runner runs a translated Beam pipeline on the Sluice engine: it
+// starts the pipeline's SDK harnesses through their external worker
+// pools, builds one core job graph from the plan — harness stages as
+// operators that send bundles to a harness over the Fn API, Impulse,
+// GroupByKey, Flatten and Reshuffle as engine operators over Bytes
+// records (each an encoded windowed value) — and runs it on the embedded
+// engine.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/sluice/sluice/internal/beam/fnapi"
+	"github.com/sluice/sluice/internal/beam/translate"
+	"github.com/sluice/sluice/internal/beam/wire"
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+)
+
+// URNExternalEnv is the environment of a harness started by an external
+// worker pool (what the Python SDK's LOOPBACK environment becomes).
+const URNExternalEnv = "beam:env:external:v1"
+
+// Options configure a run.
+type Options struct {
+	// Parallelism of every node but Impulse (default 1).
+	Parallelism int
+	// BundleSize is the most elements a stage sends in one bundle
+	// (default 1000); a bundle also ends at each watermark and at the end
+	// of input.
+	BundleSize int
+	// ConnectTimeout bounds the wait for a started harness to connect
+	// (default 60 s).
+	ConnectTimeout time.Duration
+	// Log receives the runner's and the engine's logs (default: discarded).
+	Log *slog.Logger
+	// PipelineOptions are handed to the harnesses (Provision).
+	PipelineOptions *structpb.Struct
+}
+
+func (o *Options) defaults() {
+	if o.Parallelism <= 0 {
+		o.Parallelism = 1
+	}
+	if o.BundleSize <= 0 {
+		o.BundleSize = 1000
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 60 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// EnvironmentError is an environment the runner cannot start.
+type EnvironmentError struct {
+	Environment string
+	URN         string
+}
+
+func (e *EnvironmentError) Error() string {
+	return fmt.Sprintf("beam runner: environment %q is %s; the Sluice runner starts only external (LOOPBACK) environments (%s) so far", e.Environment, e.URN, URNExternalEnv)
+}
+
+// CheckEnvironments reports the stages' environments the runner cannot
+// start.
+func CheckEnvironments(plan *translate.Plan) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, n := range plan.Nodes {
+		if n.Kind != translate.Stage || seen[n.Environment] {
+			continue
+		}
+		seen[n.Environment] = true
+		if _, err := poolOf(plan, n.Environment); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func poolOf(plan *translate.Plan, env string) (string, error) {
+	e := plan.Components.GetEnvironments()[env]
+	if e.GetUrn() != URNExternalEnv {
+		return "", &EnvironmentError{Environment: env, URN: e.GetUrn()}
+	}
+	var ext pipepb.ExternalPayload
+	if err := proto.Unmarshal(e.GetPayload(), &ext); err != nil {
+		return "", fmt.Errorf("beam runner: environment %q: external payload: %w", env, err)
+	}
+	if ext.GetEndpoint().GetUrl() == "" {
+		return "", fmt.Errorf("beam runner: environment %q has no worker pool endpoint", env)
+	}
+	return ext.GetEndpoint().GetUrl(), nil
+}
+
+var runs atomic.Int64
+
+// Run runs the plan to its end, or until ctx is cancelled (then it
+// cancels the job and returns ctx's error).
+func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.Plan, opts Options) error {
+	opts.defaults()
+	log := opts.Log.With("job", jobID)
+	// One harness per environment, shared by the stages' subtasks.
+	workers := map[string]*fnapi.Worker{}
+	defer func() {
+		for env, w := range workers {
+			srv.Forget(w)
+			pool, _ := poolOf(plan, env)
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := fnapi.StopWorker(sctx, pool, w.ID()); err != nil {
+				log.Debug("stopping SDK harness", "worker", w.ID(), "err", err)
+			}
+			cancel()
+		}
+	}()
+	run := runs.Add(1)
+	descriptors := map[string]string{}
+	for i := range plan.Nodes {
+		n := &plan.Nodes[i]
+		if n.Kind != translate.Stage {
+			continue
+		}
+		if _, ok := workers[n.Environment]; !ok {
+			pool, err := poolOf(plan, n.Environment)
+			if err != nil {
+				return err
+			}
+			w := srv.NewWorker(fmt.Sprintf("%s-%d-%s", jobID, run, n.Environment), &fnpb.ProvisionInfo{
+				PipelineOptions: opts.PipelineOptions,
+				ControlEndpoint: srv.Descriptor(), LoggingEndpoint: srv.Descriptor(), ArtifactEndpoint: srv.Descriptor(),
+			})
+			workers[n.Environment] = w
+			if err := srv.StartWorker(ctx, pool, w, nil); err != nil {
+				return err
+			}
+			cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+			err = w.WaitConnected(cctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+			log.Info("SDK harness connected", "worker", w.ID(), "environment", n.Environment, "pool", pool)
+		}
+		id := fmt.Sprintf("%s-%d-%s", jobID, run, n.ID)
+		d, err := plan.Descriptor(id, n, srv.Descriptor(), srv.Descriptor())
+		if err != nil {
+			return err
+		}
+		srv.RegisterDescriptor(d)
+		descriptors[n.ID] = id
+	}
+	g, err := Graph(plan, jobID, func(n *translate.Node) Harness {
+		return harness{w: workers[n.Environment], descriptor: descriptors[n.ID]}
+	}, opts)
+	if err != nil {
+		return err
+	}
+	gp, err := graph.BuildPlan(g)
+	if err != nil {
+		return fmt.Errorf("beam runner: planning job %s: %w", jobID, err)
+	}
+	job, err := jobmaster.Start(ctx, gp, jobmaster.Options{JobID: jobID, Log: log})
+	if err != nil {
+		return fmt.Errorf("beam runner: starting job %s: %w", jobID, err)
+	}
+	stop := context.AfterFunc(ctx, job.Cancel)
+	defer stop()
+	if _, err := job.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	return ctx.Err()
+}
+
+// Harness runs bundles of one stage.
+type Harness interface {
+	ProcessBundle(ctx context.Context, input string, data []byte, outputs []string) (map[string][]byte, error)
+}
+
+type harness struct {
+	w          *fnapi.Worker
+	descriptor string
+}
+
+func (h harness) ProcessBundle(ctx context.Context, input string, data []byte, outputs []string) (map[string][]byte, error) {
+	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs)
+}
+
+// Graph builds the core job graph of plan; harnessOf gives each stage's
+// harness.
+func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Harness, opts Options) (*graph.JobGraph, error) {
+	opts.defaults()
+	b := core.NewBuilder(opts.Parallelism, 0)
+	streams := map[string]core.Stream{}
+	par := map[string]int{}
+	// input connects pc into a node of parallelism p.
+	input := func(pc string, p int) core.Stream {
+		s := streams[pc]
+		if par[pc] != p {
+			return s.Rebalance()
+		}
+		return s
+	}
+	for i := range plan.Nodes {
+		n := &plan.Nodes[i]
+		uid := "beam/" + n.ID
+		switch n.Kind {
+		case translate.Impulse:
+			s := core.AddSource(b, core.SourceSpec{
+				Name: n.Name, Out: core.Bytes(), Bounded: true, AssignsWatermarks: true,
+				New: func() core.Source { return &impulse{} },
+			}).UID(uid).SetParallelism(1)
+			streams[n.Outputs[0]], par[n.Outputs[0]] = s, 1
+		case translate.Stage:
+			sides := map[string]core.Type{}
+			windows := map[string]wire.WindowKind{}
+			for _, pc := range n.Outputs {
+				sides[pc] = core.Bytes()
+				windows[pc] = plan.Wires[pc].Window
+			}
+			h := harnessOf(n)
+			source := translate.SourceID(n)
+			sinks := map[string]string{}
+			var sinkIDs []string
+			for _, pc := range n.Outputs {
+				sinks[translate.SinkID(n, pc)] = pc
+				sinkIDs = append(sinkIDs, translate.SinkID(n, pc))
+			}
+			s := core.Transform(input(n.Inputs[0], opts.Parallelism), core.OperatorSpec{
+				Kind: "beam-stage", Name: n.Name, Out: core.Bytes(), Sides: sides,
+				Props: map[string]string{"transforms": strconv.Itoa(len(n.Transforms))},
+				New: func() core.Operator {
+					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
+				},
+			}).UID(uid)
+			for _, pc := range n.Outputs {
+				streams[pc], par[pc] = s.SideOutput(pc), opts.Parallelism
+			}
+		case translate.GroupByKey:
+			kind := plan.Wires[n.Inputs[0]].Window
+			key := func(r core.Record, dst []byte) []byte {
+				e, _, err := wire.Next(r.Bytes(), kind)
+				if err != nil {
+					return dst
+				}
+				k, _, err := wire.KV(e.Payload)
+				if err != nil {
+					return dst
+				}
+				return append(dst, k...)
+			}
+			s := core.Transform(streams[n.Inputs[0]].KeyBy(key), core.OperatorSpec{
+				Kind: "beam-group-by-key", Name: n.Name, Out: core.Bytes(), NeedsWatermarks: true,
+				Props: map[string]string{"window": kind.String()},
+				New:   func() core.Operator { return &groupByKey{window: kind} },
+			}).UID(uid)
+			streams[n.Outputs[0]], par[n.Outputs[0]] = s, opts.Parallelism
+		case translate.Flatten:
+			var s core.Stream
+			for j, pc := range n.Inputs {
+				in := input(pc, opts.Parallelism)
+				if j == 0 {
+					s = core.Transform(in, core.OperatorSpec{Kind: "beam-flatten", Name: n.Name, Out: core.Bytes(), New: func() core.Operator { return pass{} }}).UID(uid)
+					continue
+				}
+				s = core.Transform2(s, in, core.OperatorSpec{Kind: "beam-flatten", Name: n.Name, Out: core.Bytes(), New: func() core.Operator { return pass{} }}).UID(uid + "/" + strconv.Itoa(j))
+			}
+			if len(n.Inputs) == 0 {
+				// A flatten of nothing is empty.
+				s = core.AddSource(b, core.SourceSpec{Name: n.Name, Out: core.Bytes(), Bounded: true, AssignsWatermarks: true,
+					New: func() core.Source { return &impulse{done: true} }}).UID(uid).SetParallelism(1)
+				par[n.Outputs[0]] = 1
+			} else {
+				par[n.Outputs[0]] = opts.Parallelism
+			}
+			streams[n.Outputs[0]] = s
+		case translate.Reshuffle:
+			s := core.Transform(streams[n.Inputs[0]].Rebalance(), core.OperatorSpec{
+				Kind: "beam-reshuffle", Name: n.Name, Out: core.Bytes(), New: func() core.Operator { return pass{} },
+			}).UID(uid)
+			streams[n.Outputs[0]], par[n.Outputs[0]] = s, opts.Parallelism
+		}
+	}
+	g, err := b.Build(name, map[string]string{"beam": "true"})
+	if err != nil {
+		return nil, fmt.Errorf("beam runner: building the job graph: %w", err)
+	}
+	return g, nil
+}
+
+// impulse emits Impulse's one element.
+type impulse struct{ done bool }
+
+func (s *impulse) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
+	if !s.done {
+		s.done = true
+		if err := ctx.Emit(core.BytesRecord(wire.ImpulseElement()), wire.MinTimestamp); err != nil {
+			return core.EndOfInput, err
+		}
+	}
+	return core.EndOfInput, nil
+}
+
+// pass hands records on (Flatten, Reshuffle).
+type pass struct{}
+
+func (pass) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int64) error {
+	return ctx.Emit(r, ts)
+}

@@ -1,0 +1,76 @@
+package translate
+
+import (
+	"fmt"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// SourceID and SinkID name the data transforms a stage's descriptor adds:
+// the one feeding the stage's input and one per output.
+func SourceID(n *Node) string          { return n.ID + "/source" }
+func SinkID(n *Node, pc string) string { return n.ID + "/sink/" + pc }
+
+// Descriptor is the bundle descriptor of stage n: its transforms, a data
+// source reading its input and a data sink per output over the data
+// endpoint, with the wire coders, and the state endpoint.
+func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDescriptor) (*fnpb.ProcessBundleDescriptor, error) {
+	if n.Kind != Stage {
+		return nil, fmt.Errorf("beam translate: node %s is a %s, not a stage", n.ID, n.Kind)
+	}
+	c := p.Components
+	d := &fnpb.ProcessBundleDescriptor{
+		Id:                        id,
+		Transforms:                map[string]*pipepb.PTransform{},
+		Pcollections:              map[string]*pipepb.PCollection{},
+		WindowingStrategies:       c.GetWindowingStrategies(),
+		Coders:                    c.GetCoders(),
+		Environments:              c.GetEnvironments(),
+		StateApiServiceDescriptor: state,
+	}
+	addPC := func(pc string) {
+		d.Pcollections[pc] = c.Pcollections[pc]
+	}
+	for _, tid := range n.Transforms {
+		tr := c.Transforms[tid]
+		d.Transforms[tid] = tr
+		for _, pc := range tr.GetInputs() {
+			addPC(pc)
+		}
+		for _, pc := range tr.GetOutputs() {
+			addPC(pc)
+		}
+	}
+	port := func(pc string) ([]byte, error) {
+		w, ok := p.Wires[pc]
+		if !ok {
+			return nil, fmt.Errorf("beam translate: PCollection %q of stage %s has no wire coder", pc, n.ID)
+		}
+		return proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: data, CoderId: w.Coder})
+	}
+	in := n.Inputs[0]
+	payload, err := port(in)
+	if err != nil {
+		return nil, err
+	}
+	d.Transforms[SourceID(n)] = &pipepb.PTransform{
+		UniqueName: SourceID(n),
+		Spec:       &pipepb.FunctionSpec{Urn: URNDataSource, Payload: payload},
+		Outputs:    map[string]string{"out": in},
+	}
+	addPC(in)
+	for _, pc := range n.Outputs {
+		payload, err := port(pc)
+		if err != nil {
+			return nil, err
+		}
+		d.Transforms[SinkID(n, pc)] = &pipepb.PTransform{
+			UniqueName: SinkID(n, pc),
+			Spec:       &pipepb.FunctionSpec{Urn: URNDataSink, Payload: payload},
+			Inputs:     map[string]string{"in": pc},
+		}
+	}
+	return d, nil
+}
