@@ -48,6 +48,9 @@ type Options struct {
 	Log *slog.Logger
 	// PipelineOptions are handed to the harnesses (Provision).
 	PipelineOptions *structpb.Struct
+	// OnStarted, if set, is called once the harnesses are connected and
+	// the engine job started.
+	OnStarted func()
 }
 
 func (o *Options) defaults() {
@@ -179,6 +182,9 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 	}
 	stop := context.AfterFunc(ctx, job.Cancel)
 	defer stop()
+	if opts.OnStarted != nil {
+		opts.OnStarted()
+	}
 	if _, err := job.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
