@@ -179,6 +179,7 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 		return nil, errors.Join(t.errs...)
 	}
 	t.wires(plan)
+	t.recode(plan)
 	if len(t.errs) > 0 {
 		return nil, errors.Join(t.errs...)
 	}
@@ -527,20 +528,41 @@ func (t *translator) wires(plan *Plan) {
 			}
 			plan.Wires[pc] = w
 		}
-		// A flattened or reshuffled collection keeps its encoding.
-		if n.Kind == Flatten || n.Kind == Reshuffle {
-			out := t.c.Pcollections[n.Outputs[0]]
-			for _, pc := range n.Inputs {
-				if t.c.Pcollections[pc].GetWindowingStrategyId() != out.GetWindowingStrategyId() &&
-					t.c.WindowingStrategies[t.c.Pcollections[pc].GetWindowingStrategyId()].GetWindowCoderId() != t.c.WindowingStrategies[out.GetWindowingStrategyId()].GetWindowCoderId() {
-					t.fail(t.c.Transforms[n.Transforms[0]], "inputs with different window coders")
-				}
-			}
-		}
 		if n.Kind == GroupByKey {
 			ws := t.c.WindowingStrategies[t.c.Pcollections[n.Inputs[0]].GetWindowingStrategyId()]
 			if ws.GetMergeStatus() == pipepb.MergeStatus_NEEDS_MERGE {
 				t.fail(t.c.Transforms[n.Transforms[0]], fmt.Sprintf("merging windows (%s) are not supported yet", ws.GetWindowFn().GetUrn()))
+			}
+		}
+	}
+}
+
+// recode makes the inputs of a Flatten or Reshuffle — which hand
+// elements on unchanged — arrive in the encoding of its output: a stage
+// producing an input writes it with the output's coder (so the SDK
+// recodes, as Python's fix_flatten_coders does); a pass-through engine
+// node before it takes the same encoding in turn. Only an input an engine
+// node produced in another encoding cannot be recoded. Nodes are visited
+// last first so that chains of them agree.
+func (t *translator) recode(plan *Plan) {
+	producer := map[string]*Node{}
+	for i := range plan.Nodes {
+		for _, pc := range plan.Nodes[i].Outputs {
+			producer[pc] = &plan.Nodes[i]
+		}
+	}
+	for i := len(plan.Nodes) - 1; i >= 0; i-- {
+		n := &plan.Nodes[i]
+		if n.Kind != Flatten && n.Kind != Reshuffle {
+			continue
+		}
+		out := plan.Wires[n.Outputs[0]]
+		for _, pc := range n.Inputs {
+			switch p := producer[pc]; {
+			case p.Kind == Stage || p.Kind == Flatten || p.Kind == Reshuffle:
+				plan.Wires[pc] = out
+			case plan.Wires[pc] != out:
+				t.fail(t.c.Transforms[n.Transforms[0]], fmt.Sprintf("input %s comes from %s (%s) in another encoding than the output's; recoding it is not supported yet", pc, p.Name, p.Kind))
 			}
 		}
 	}
