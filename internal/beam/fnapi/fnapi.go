@@ -61,8 +61,16 @@ type Server struct {
 		sync.Mutex
 		workers     map[string]*Worker
 		descriptors map[string]*fnpb.ProcessBundleDescriptor
+		// states serves the state requests of bundles in flight, by
+		// instruction: a harness's state channel need not carry its
+		// worker ID.
+		states map[string]StateFunc
 	}
 }
+
+// StateFunc answers a bundle's state request (a side input's values).
+// It runs on the state stream's goroutine while the bundle is in flight.
+type StateFunc func(*fnpb.StateRequest) *fnpb.StateResponse
 
 // Listen starts the services on addr ("localhost:0" for any port).
 func Listen(addr string, log *slog.Logger) (*Server, error) {
@@ -73,6 +81,7 @@ func Listen(addr string, log *slog.Logger) (*Server, error) {
 	s := &Server{log: log, lis: lis, done: make(chan struct{})}
 	s.mu.workers = map[string]*Worker{}
 	s.mu.descriptors = map[string]*fnpb.ProcessBundleDescriptor{}
+	s.mu.states = map[string]StateFunc{}
 	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
 	fnpb.RegisterBeamFnControlServer(s.srv, control{s: s})
 	fnpb.RegisterBeamFnDataServer(s.srv, data{s: s})
@@ -211,7 +220,9 @@ type collector struct {
 // (concatenated encoded elements) goes to the data source transform
 // input, and the data each sink transform of outputs received is
 // returned. It returns once the harness answered and every output ended.
-func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string) (map[string][]byte, error) {
+//
+// state, if not nil, answers the bundle's state requests.
+func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc) (map[string][]byte, error) {
 	inst := "inst" + strconv.FormatInt(w.srv.next.Add(1), 10)
 	col := &collector{data: map[string][]byte{}, open: map[string]bool{}, done: make(chan struct{})}
 	for _, o := range outputs {
@@ -226,6 +237,16 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	w.mu.pending[inst] = resp
 	w.mu.collectors[inst] = col
 	w.mu.Unlock()
+	if state != nil {
+		w.srv.mu.Lock()
+		w.srv.mu.states[inst] = state
+		w.srv.mu.Unlock()
+		defer func() {
+			w.srv.mu.Lock()
+			delete(w.srv.mu.states, inst)
+			w.srv.mu.Unlock()
+		}()
+	}
 	defer func() {
 		w.mu.Lock()
 		delete(w.mu.pending, inst)
@@ -437,7 +458,15 @@ func (st state) State(stream fnpb.BeamFnState_StateServer) error {
 		if err != nil {
 			return nil
 		}
-		if err := stream.Send(&fnpb.StateResponse{Id: r.GetId(), Error: fmt.Sprintf("fnapi: the Sluice runner does not serve state requests yet (%T)", r.GetStateKey().GetType())}); err != nil {
+		st.s.mu.Lock()
+		fn := st.s.mu.states[r.GetInstructionId()]
+		st.s.mu.Unlock()
+		resp := &fnpb.StateResponse{Id: r.GetId(), Error: fmt.Sprintf("fnapi: no bundle %q in flight serves state", r.GetInstructionId())}
+		if fn != nil {
+			resp = fn(r)
+			resp.Id = r.GetId()
+		}
+		if err := stream.Send(resp); err != nil {
 			return nil
 		}
 	}

@@ -60,11 +60,15 @@ func runPython(t *testing.T, svc *jobservice.Service, timeout time.Duration, scr
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	abs, err := filepath.Abs(filepath.Join("testdata", script))
-	if err != nil {
-		t.Fatal(err)
+	if module, ok := strings.CutPrefix(script, "-m "); ok {
+		args = append([]string{"-m", module}, args...)
+	} else {
+		abs, err := filepath.Abs(filepath.Join("testdata", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append([]string{abs}, args...)
 	}
-	args = append([]string{abs}, args...)
 	args = append(args, "--runner=PortableRunner", "--job_endpoint="+svc.Endpoint(), "--environment_type=LOOPBACK")
 	cmd := exec.CommandContext(ctx, python(t), args...)
 	cmd.Dir = t.TempDir()
@@ -86,9 +90,10 @@ func lines(t *testing.T, path string) []string {
 	return ls
 }
 
-func TestPythonWordCount(t *testing.T) {
-	// 3000 lines of words drawn from a small vocabulary, so that every
-	// word occurs in many bundles and on both subtasks.
+// wordCountInput is 3000 lines of words drawn from a small vocabulary,
+// so that every word occurs in many bundles and on every subtask, and
+// its expected "word: count" lines, sorted.
+func wordCountInput() (string, []string) {
 	vocab := strings.Fields("the quick brown fox jumps over lazy dog's back and runs away from a big red barn")
 	var text strings.Builder
 	counts := map[string]int{}
@@ -109,7 +114,38 @@ func TestPythonWordCount(t *testing.T) {
 		want = append(want, fmt.Sprintf("%s: %d", w, n))
 	}
 	slices.Sort(want)
+	return text.String(), want
+}
 
+// TestPythonWordCountExample runs Beam's own WordCount example, whose
+// WriteToText reads side inputs, and checks the shards it wrote.
+func TestPythonWordCountExample(t *testing.T) {
+	text, want := wordCountInput()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc := service(t, jobservice.Options{Parallelism: 2, BundleSize: 200})
+	if log, err := runPython(t, svc, 3*time.Minute, "-m apache_beam.examples.wordcount", "--input", in, "--output", filepath.Join(dir, "counts")); err != nil {
+		t.Fatalf("wordcount: %v\n%s", err, log)
+	}
+	shards, err := filepath.Glob(filepath.Join(dir, "counts-*-of-*"))
+	if err != nil || len(shards) == 0 {
+		t.Fatalf("no output shards in %s (%v)", dir, err)
+	}
+	var got []string
+	for _, s := range shards {
+		got = append(got, lines(t, s)...)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("counts in %d shards:\n got %q\nwant %q", len(shards), got, want)
+	}
+}
+
+func TestPythonWordCount(t *testing.T) {
+	text, want := wordCountInput()
 	for _, tc := range []struct {
 		name   string
 		par    int
@@ -121,7 +157,7 @@ func TestPythonWordCount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "input.txt"), filepath.Join(dir, "counts.txt")
-			if err := os.WriteFile(in, []byte(text.String()), 0o644); err != nil {
+			if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			svc := service(t, jobservice.Options{Parallelism: tc.par, BundleSize: tc.bundle})
@@ -129,7 +165,7 @@ func TestPythonWordCount(t *testing.T) {
 			if log, err := runPython(t, svc, 3*time.Minute, "wordcount.py", "--input", in, "--output", out); err != nil {
 				t.Fatalf("wordcount: %v\n%s", err, log)
 			}
-			t.Logf("WordCount of %d bytes took %s", text.Len(), time.Since(start))
+			t.Logf("WordCount of %d bytes took %s", len(text), time.Since(start))
 			if got := lines(t, out); !slices.Equal(got, want) {
 				t.Errorf("counts:\n got %q\nwant %q", got, want)
 			}

@@ -1,8 +1,14 @@
 package runner
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+
+	"github.com/sluice/sluice/internal/beam/fnapi"
+	"github.com/sluice/sluice/internal/beam/translate"
 
 	"github.com/sluice/sluice/internal/beam/wire"
 	"github.com/sluice/sluice/internal/runtime/core"
@@ -10,19 +16,36 @@ import (
 
 // stage runs its records through an SDK harness in bundles: of
 // bundleSize elements, and at each watermark and the end of input.
+//
+// A stage with side inputs reads them on its second input and holds its
+// main input (and the watermark) until they are complete — the end of
+// input, the only completeness it knows so far — then serves them to the
+// harness's state requests.
 type stage struct {
 	h          Harness
+	sides      *sideInputs
 	source     string
 	sinks      map[string]string // sink transform -> PCollection (side output tag)
 	sinkIDs    []string
 	windows    map[string]wire.WindowKind
 	bundleSize int
 
-	buf []byte
-	n   int
+	buf  []byte
+	n    int
+	held [][]byte
 }
 
-func (s *stage) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+func (s *stage) ProcessElement(ctx *core.Context, input int, r core.Record, _ int64) error {
+	if input == 1 {
+		if err := s.sides.add(r.Bytes()); err != nil {
+			return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+		}
+		return nil
+	}
+	if s.sides != nil {
+		s.held = append(s.held, r.Bytes())
+		return nil
+	}
 	s.buf = append(s.buf, r.Bytes()...)
 	s.n++
 	if s.n >= s.bundleSize {
@@ -31,11 +54,30 @@ func (s *stage) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64)
 	return nil
 }
 
+// release sends the held main input in bundles.
+func (s *stage) release(ctx *core.Context) error {
+	for _, b := range s.held {
+		s.buf = append(s.buf, b...)
+		s.n++
+		if s.n >= s.bundleSize {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	s.held = nil
+	return s.flush(ctx)
+}
+
 func (s *stage) flush(ctx *core.Context) error {
 	if s.n == 0 {
 		return nil
 	}
-	out, err := s.h.ProcessBundle(ctx.Task().Ctx(), s.source, s.buf, s.sinkIDs)
+	var state fnapi.StateFunc
+	if s.sides != nil {
+		state = s.sides.serve
+	}
+	out, err := s.h.ProcessBundle(ctx.Task().Ctx(), s.source, s.buf, s.sinkIDs, state)
 	s.buf, s.n = s.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
@@ -53,13 +95,80 @@ func (s *stage) flush(ctx *core.Context) error {
 }
 
 func (s *stage) ProcessWatermark(ctx *core.Context, wm int64) error {
+	if s.sides != nil {
+		if wm < core.MaxWatermark {
+			// Held with the main input until the side inputs are complete.
+			return nil
+		}
+		s.sides.complete = true
+		if err := s.release(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
 	return ctx.EmitWatermark(wm)
 }
 
-func (s *stage) Finish(ctx *core.Context) error { return s.flush(ctx) }
+func (s *stage) Finish(ctx *core.Context) error {
+	if s.sides != nil {
+		s.sides.complete = true
+		return s.release(ctx)
+	}
+	return s.flush(ctx)
+}
+
+// sideInputs holds a stage's side inputs by window: each window's
+// elements as the concatenation of their length-prefixed encodings, what
+// an iterable side input's state request returns.
+type sideInputs struct {
+	specs    []translate.SideInput
+	kinds    []wire.WindowKind
+	index    map[[2]string]int
+	data     []map[string][]byte // side input -> window -> elements
+	complete bool
+}
+
+func newSideInputs(specs []translate.SideInput, kinds []wire.WindowKind) *sideInputs {
+	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs))}
+	for i, s := range specs {
+		si.index[[2]string{s.Transform, s.Tag}] = i
+		si.data[i] = map[string][]byte{}
+	}
+	return si
+}
+
+func (si *sideInputs) add(b []byte) error {
+	i, n := binary.Uvarint(b)
+	if n <= 0 || i >= uint64(len(si.specs)) {
+		return fmt.Errorf("side input record with bad tag %x", b[:min(len(b), 10)])
+	}
+	e, _, err := wire.Next(b[n:], si.kinds[i])
+	if err != nil {
+		return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
+	}
+	for _, w := range e.Windows {
+		d := si.data[i][string(w)]
+		d = binary.AppendUvarint(d, uint64(len(e.Payload)))
+		si.data[i][string(w)] = append(d, e.Payload...)
+	}
+	return nil
+}
+
+// serve answers the harness's iterable side input requests. The maps are
+// complete and no longer written while bundles run.
+func (si *sideInputs) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
+	key := r.GetStateKey().GetIterableSideInput()
+	if key == nil || r.GetGet() == nil {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T for %T (only gets of iterable side inputs)", r.GetRequest(), r.GetStateKey().GetType())}
+	}
+	i, ok := si.index[[2]string{key.GetTransformId(), key.GetSideInputId()}]
+	if !ok {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: no side input %s of transform %s in this stage", key.GetSideInputId(), key.GetTransformId())}
+	}
+	return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: si.data[i][string(key.GetWindow())]}}}
+}
 
 // groupByKey groups values by encoded key and window in keyed list state
 // (namespace: the window's encoding) and emits each group when the

@@ -9,6 +9,7 @@ package runner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -196,7 +197,7 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 
 // Harness runs bundles of one stage.
 type Harness interface {
-	ProcessBundle(ctx context.Context, input string, data []byte, outputs []string) (map[string][]byte, error)
+	ProcessBundle(ctx context.Context, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, error)
 }
 
 type harness struct {
@@ -204,8 +205,8 @@ type harness struct {
 	descriptor string
 }
 
-func (h harness) ProcessBundle(ctx context.Context, input string, data []byte, outputs []string) (map[string][]byte, error) {
-	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs)
+func (h harness) ProcessBundle(ctx context.Context, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, error) {
+	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs, state)
 }
 
 // Graph builds the core job graph of plan; harnessOf gives each stage's
@@ -248,13 +249,44 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				sinks[translate.SinkID(n, pc)] = pc
 				sinkIDs = append(sinkIDs, translate.SinkID(n, pc))
 			}
-			s := core.Transform(input(n.Inputs[0], opts.Parallelism), core.OperatorSpec{
+			spec := core.OperatorSpec{
 				Kind: "beam-stage", Name: n.Name, Out: core.Bytes(), Sides: sides,
-				Props: map[string]string{"transforms": strconv.Itoa(len(n.Transforms))},
-				New: func() core.Operator {
+				Props: map[string]string{"transforms": strconv.Itoa(len(n.Transforms)), "side-inputs": strconv.Itoa(len(n.SideInputs))},
+			}
+			var s core.Stream
+			if len(n.SideInputs) == 0 {
+				spec.New = func() core.Operator {
 					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
-				},
-			}).UID(uid)
+				}
+				s = core.Transform(input(n.Inputs[0], opts.Parallelism), spec)
+			} else {
+				// Every subtask reads all of each side input: broadcast,
+				// tagged with the side input's index, merged into the
+				// stage's second input.
+				var union core.Stream
+				sideKinds := make([]wire.WindowKind, len(n.SideInputs))
+				for j, si := range n.SideInputs {
+					sideKinds[j] = plan.Wires[si.PCollection].Window
+					tagged := core.Transform(streams[si.PCollection].Broadcast(), core.OperatorSpec{
+						Kind: "beam-side-input", Name: n.Name + " side input " + si.Tag, Out: core.Bytes(),
+						New: func() core.Operator { return tagSide(j) },
+					}).UID(uid + "/side/" + strconv.Itoa(j))
+					if j == 0 {
+						union = tagged
+						continue
+					}
+					union = core.Transform2(union, tagged, core.OperatorSpec{Kind: "beam-side-input", Name: n.Name + " side inputs", Out: core.Bytes(),
+						New: func() core.Operator { return pass{} }}).UID(uid + "/sides/" + strconv.Itoa(j))
+				}
+				sideInputs := n.SideInputs
+				spec.New = func() core.Operator {
+					st := &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
+					st.sides = newSideInputs(sideInputs, sideKinds)
+					return st
+				}
+				s = core.Transform2(input(n.Inputs[0], opts.Parallelism), union, spec)
+			}
+			s = s.UID(uid)
 			for _, pc := range n.Outputs {
 				streams[pc], par[pc] = s.SideOutput(pc), opts.Parallelism
 			}
@@ -321,6 +353,14 @@ func (s *impulse) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 		}
 	}
 	return core.EndOfInput, nil
+}
+
+// tagSide prefixes a side input's records with its index.
+type tagSide int
+
+func (t tagSide) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int64) error {
+	b := binary.AppendUvarint(make([]byte, 0, len(r.Bytes())+2), uint64(t))
+	return ctx.Emit(core.BytesRecord(append(b, r.Bytes()...)), ts)
 }
 
 // pass hands records on (Flatten, Reshuffle).

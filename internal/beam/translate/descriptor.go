@@ -50,6 +50,17 @@ func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDesc
 		}
 		return proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: data, CoderId: w.Coder})
 	}
+	// A side input is read through the state API in its wire element
+	// coder (length-prefixed elements), which the harness is told here.
+	for _, si := range n.SideInputs {
+		w, ok := p.Wires[si.PCollection]
+		if !ok {
+			return nil, fmt.Errorf("beam translate: side input %s of stage %s has no wire coder", si.PCollection, n.ID)
+		}
+		pc := proto.Clone(c.Pcollections[si.PCollection]).(*pipepb.PCollection)
+		pc.CoderId = c.Coders[w.Coder].GetComponentCoderIds()[0]
+		d.Pcollections[si.PCollection] = pc
+	}
 	in := n.Inputs[0]
 	payload, err := port(in)
 	if err != nil {

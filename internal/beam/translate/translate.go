@@ -105,7 +105,23 @@ type Node struct {
 	Transforms []string
 	// Environment is a stage's SDK environment.
 	Environment string
+	// SideInputs are a stage's side inputs (their PCollections follow
+	// the main input in Inputs). A stage with side inputs starts at the
+	// one transform that reads them.
+	SideInputs []SideInput
 }
+
+// SideInput is an iterable side input of a stage's transform.
+type SideInput struct {
+	// Transform and Tag name it in the harness's state requests.
+	Transform, Tag string
+	// PCollection is the collection it reads.
+	PCollection string
+}
+
+// URNIterableSideInput is the access pattern of the side inputs the
+// runner serves.
+const URNIterableSideInput = "beam:side_input:iterable:v1"
 
 // Wire is the encoding of a PCollection between nodes.
 type Wire struct {
@@ -155,7 +171,9 @@ type translator struct {
 	c      *pipepb.Components
 	leaves []string
 	kind   map[string]leafKind
-	errs   []error
+	// sides holds the side inputs of the transforms that have them.
+	sides map[string][]SideInput
+	errs  []error
 }
 
 // Translate compiles p. Every problem found is reported, joined.
@@ -163,7 +181,7 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 	if p.GetComponents() == nil {
 		return nil, fmt.Errorf("%w: no components", ErrInvalid)
 	}
-	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}}
+	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}, sides: map[string][]SideInput{}}
 	for _, id := range p.GetRootTransformIds() {
 		t.collect(id)
 	}
@@ -244,15 +262,32 @@ func (t *translator) collect(id string) {
 			return
 		}
 		switch {
-		case len(pd.GetSideInputs()) > 0:
-			t.fail(tr, "side inputs are not supported yet")
-			return
 		case len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0:
 			t.fail(tr, "user state and timers are not supported yet")
+			return
+		case pd.GetRestrictionCoderId() != "" && len(pd.GetSideInputs()) > 0:
+			t.fail(tr, "a splittable DoFn with side inputs is not supported yet")
 			return
 		case pd.GetRestrictionCoderId() != "":
 			t.expandSDF(id, tr, &pd)
 			return
+		}
+		tags := make([]string, 0, len(pd.GetSideInputs()))
+		for tag, si := range pd.GetSideInputs() {
+			if urn := si.GetAccessPattern().GetUrn(); urn != URNIterableSideInput {
+				t.fail(tr, fmt.Sprintf("side input %q has access pattern %s; only %s is supported yet", tag, urn, URNIterableSideInput))
+				return
+			}
+			tags = append(tags, tag)
+		}
+		slices.Sort(tags)
+		for _, tag := range tags {
+			pc, ok := tr.GetInputs()[tag]
+			if !ok {
+				t.errs = append(t.errs, fmt.Errorf("%w: transform %q has side input %q but no input of that name", ErrInvalid, tr.GetUniqueName(), tag))
+				return
+			}
+			t.sides[id] = append(t.sides[id], SideInput{Transform: id, Tag: tag, PCollection: pc})
 		}
 	}
 	t.leaf(id, leafSDK)
@@ -415,14 +450,27 @@ func (t *translator) fuse(order []string) *Plan {
 			plan.Nodes = append(plan.Nodes, n)
 			continue
 		}
-		inputs := sortedValues(tr.GetInputs())
+		var inputs []string
+		for tag, pc := range tr.GetInputs() {
+			if !slices.ContainsFunc(t.sides[id], func(si SideInput) bool { return si.Tag == tag }) {
+				inputs = append(inputs, pc)
+			}
+		}
 		if len(inputs) != 1 {
 			t.fail(tr, fmt.Sprintf("an SDK transform with %d inputs (one main input expected)", len(inputs)))
 			continue
 		}
 		in := inputs[0]
 		idx := -1
-		if p, ok := producedIn[in]; ok && plan.Nodes[p].Kind == Stage {
+		if sides := t.sides[id]; len(sides) > 0 {
+			// Its own stage: its side inputs come from other nodes.
+			idx = len(plan.Nodes)
+			n := Node{ID: fmt.Sprintf("stage%d", idx), Kind: Stage, Inputs: []string{in}, Environment: tr.GetEnvironmentId(), SideInputs: sides}
+			for _, si := range sides {
+				n.Inputs = append(n.Inputs, si.PCollection)
+			}
+			plan.Nodes = append(plan.Nodes, n)
+		} else if p, ok := producedIn[in]; ok && plan.Nodes[p].Kind == Stage {
 			idx = p
 		} else if r, ok := rootStage[in]; ok {
 			idx = r
@@ -445,10 +493,8 @@ func (t *translator) fuse(order []string) *Plan {
 	// A stage outputs what another node consumes.
 	consumed := map[string]bool{}
 	for _, n := range plan.Nodes {
-		if n.Kind != Stage {
-			for _, pc := range n.Inputs {
-				consumed[pc] = true
-			}
+		for _, pc := range n.Inputs {
+			consumed[pc] = true
 		}
 	}
 	for i := range plan.Nodes {

@@ -62,7 +62,8 @@ func load(t *testing.T) *pipepb.Pipeline {
 	// testdata/pipeline.pb is what the Python SDK 2.77.0's PortableRunner
 	// submits for ReadFromText → FlatMap → Map → CombinePerKey, Create →
 	// WindowInto(FixedWindows) → GroupByKey → MapTuple, and a Flatten of
-	// the counts with a second Create.
+	// the counts with a second Create into WriteToText (side inputs);
+	// testdata/pipeline.py writes it.
 	b, err := os.ReadFile("testdata/pipeline.pb")
 	if err != nil {
 		t.Fatal(err)
@@ -142,13 +143,13 @@ func TestTranslateRefuses(t *testing.T) {
 	}{
 		{"an unknown URN", func(p *pipepb.Pipeline) { leaf(p).Spec.Urn = "beam:transform:mystery:v1" },
 			`transform "Format" (URN beam:transform:mystery:v1): the Sluice runner does not know this URN`},
-		{"a ParDo with side inputs", func(p *pipepb.Pipeline) {
+		{"a multimap side input", func(p *pipepb.Pipeline) {
 			tr := leaf(p)
 			var pd pipepb.ParDoPayload
 			_ = proto.Unmarshal(tr.Spec.Payload, &pd)
-			pd.SideInputs = map[string]*pipepb.SideInput{"side": {}}
+			pd.SideInputs = map[string]*pipepb.SideInput{"side": {AccessPattern: &pipepb.FunctionSpec{Urn: "beam:side_input:multimap:v1"}}}
 			tr.Spec.Payload, _ = proto.Marshal(&pd)
-		}, `transform "Format" (URN beam:transform:pardo:v1): side inputs are not supported yet`},
+		}, `transform "Format" (URN beam:transform:pardo:v1): side input "side" has access pattern beam:side_input:multimap:v1; only beam:side_input:iterable:v1 is supported yet`},
 		{"merging windows", func(p *pipepb.Pipeline) {
 			for _, ws := range p.Components.WindowingStrategies {
 				if ws.GetWindowCoderId() != "" && p.Components.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn() == coderInterval {
