@@ -20,7 +20,12 @@ import (
 	"testing"
 	"time"
 
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/sluice/sluice/internal/beam/jobservice"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 func python(t *testing.T) string {
@@ -55,7 +60,8 @@ func service(t *testing.T, opts jobservice.Options) *jobservice.Service {
 }
 
 // runPython runs a script of testdata against svc and returns its
-// combined output and error; it never takes longer than timeout.
+// combined output and error; one that takes longer than timeout fails the
+// test (a hang is a failure, never a wait).
 func runPython(t *testing.T, svc *jobservice.Service, timeout time.Duration, script string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -74,7 +80,9 @@ func runPython(t *testing.T, svc *jobservice.Service, timeout time.Duration, scr
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not end within %s:\n%s", script, timeout, out)
+		// Errorf, not Fatalf: it may run on a goroutine of the test.
+		t.Errorf("%s did not end within %s:\n%s", script, timeout, out)
+		return string(out), fmt.Errorf("%s: %w", script, ctx.Err())
 	}
 	return string(out), err
 }
@@ -232,5 +240,53 @@ func TestPythonHarnessErrorFailsJob(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("the client's output lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestPythonCancel cancels a running job through the job API: it ends
+// CANCELLED, the client sees it, and the service closes cleanly after.
+func TestPythonCancel(t *testing.T) {
+	svc := service(t, jobservice.Options{BundleSize: 10})
+	cc, err := grpc.NewClient(svc.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := jobpb.NewJobServiceClient(cc)
+	type result struct {
+		log string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		log, err := runPython(t, svc, 3*time.Minute, "slow.py")
+		done <- result{log, err}
+	}()
+	var id string
+	testwait.EventuallyNil(t, 2*time.Minute, "the job is RUNNING", func() error {
+		jobs, err := c.GetJobs(context.Background(), &jobpb.GetJobsRequest{})
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs.GetJobInfo() {
+			if j.GetState() == jobpb.JobState_RUNNING {
+				id = j.GetJobId()
+				return nil
+			}
+		}
+		return fmt.Errorf("no running job in %v", jobs.GetJobInfo())
+	})
+	start := time.Now()
+	if _, err := c.Cancel(context.Background(), &jobpb.CancelJobRequest{JobId: id}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	t.Logf("the client ended %s after Cancel", time.Since(start))
+	if r.err == nil || !strings.Contains(r.log, "CANCELLED") {
+		t.Errorf("the client of a cancelled job: %v\n%s", r.err, r.log)
+	}
+	st, err := c.GetState(context.Background(), &jobpb.GetJobStateRequest{JobId: id})
+	if err != nil || st.GetState() != jobpb.JobState_CANCELLED {
+		t.Errorf("state after Cancel: %v (%v), want CANCELLED", st.GetState(), err)
 	}
 }
