@@ -290,3 +290,23 @@ func TestPythonCancel(t *testing.T) {
 		t.Errorf("state after Cancel: %v (%v), want CANCELLED", st.GetState(), err)
 	}
 }
+
+// TestPythonBagUserState runs a stateful DoFn whose bag and combining
+// state the runner keeps: every key counts 1..20, on whichever subtask.
+func TestPythonBagUserState(t *testing.T) {
+	var want []string
+	for k := 0; k < 5; k++ {
+		for n := 1; n <= 20; n++ {
+			want = append(want, fmt.Sprintf("k%d %d seen", k, n))
+		}
+	}
+	slices.Sort(want)
+	out := filepath.Join(t.TempDir(), "counts.txt")
+	svc := service(t, jobservice.Options{Parallelism: 2, BundleSize: 9})
+	if log, err := runPython(t, svc, 3*time.Minute, "stateful.py", "--output", out); err != nil {
+		t.Fatalf("stateful: %v\n%s", err, log)
+	}
+	if got := lines(t, out); !slices.Equal(got, want) {
+		t.Errorf("running counts:\n got %q\nwant %q", got, want)
+	}
+}

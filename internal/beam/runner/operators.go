@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 
@@ -24,6 +25,7 @@ import (
 type stage struct {
 	h          Harness
 	sides      *sideInputs
+	user       *userState
 	source     string
 	sinks      map[string]string // sink transform -> PCollection (side output tag)
 	sinkIDs    []string
@@ -74,8 +76,11 @@ func (s *stage) flush(ctx *core.Context) error {
 		return nil
 	}
 	var state fnapi.StateFunc
-	if s.sides != nil {
+	switch {
+	case s.sides != nil:
 		state = s.sides.serve
+	case s.user != nil:
+		state = s.user.serve
 	}
 	out, err := s.h.ProcessBundle(ctx.Task().Ctx(), s.source, s.buf, s.sinkIDs, state)
 	s.buf, s.n = s.buf[:0], 0
@@ -224,4 +229,46 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 		return err
 	}
 	return g.values.Clear(t.Namespace)
+}
+
+// userState keeps a stateful stage's bag user state (also what the SDK
+// builds combining and read-modify-write state from), by state key: the
+// transform, state ID, window and key the harness names. It lives in the
+// subtask's memory only: not yet in checkpoints. The subtask's input is
+// partitioned by key, so a key's state is always here.
+type userState struct {
+	mu   sync.Mutex
+	bags map[string][]byte
+}
+
+func newUserState() *userState { return &userState{bags: map[string][]byte{}} }
+
+func bagKey(k *fnpb.StateKey_BagUserState) string {
+	var b []byte
+	for _, part := range [][]byte{[]byte(k.GetTransformId()), []byte(k.GetUserStateId()), k.GetWindow(), k.GetKey()} {
+		b = binary.AppendUvarint(b, uint64(len(part)))
+		b = append(b, part...)
+	}
+	return string(b)
+}
+
+func (u *userState) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
+	key := r.GetStateKey().GetBagUserState()
+	if key == nil {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state key %T (only bag user state)", r.GetStateKey().GetType())}
+	}
+	k := bagKey(key)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch req := r.GetRequest().(type) {
+	case *fnpb.StateRequest_Get:
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: slices.Clone(u.bags[k])}}}
+	case *fnpb.StateRequest_Append:
+		u.bags[k] = append(u.bags[k], req.Append.GetData()...)
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Append{Append: &fnpb.StateAppendResponse{}}}
+	case *fnpb.StateRequest_Clear:
+		delete(u.bags, k)
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Clear{Clear: &fnpb.StateClearResponse{}}}
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T", r.GetRequest())}
 }

@@ -254,7 +254,13 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				Props: map[string]string{"transforms": strconv.Itoa(len(n.Transforms)), "side-inputs": strconv.Itoa(len(n.SideInputs))},
 			}
 			var s core.Stream
-			if len(n.SideInputs) == 0 {
+			if n.Keyed {
+				spec.Props["keyed"] = "true"
+				spec.New = func() core.Operator {
+					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize, user: newUserState()}
+				}
+				s = core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]].Window)), spec)
+			} else if len(n.SideInputs) == 0 {
 				spec.New = func() core.Operator {
 					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
 				}
@@ -292,18 +298,7 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			}
 		case translate.GroupByKey:
 			kind := plan.Wires[n.Inputs[0]].Window
-			key := func(r core.Record, dst []byte) []byte {
-				e, _, err := wire.Next(r.Bytes(), kind)
-				if err != nil {
-					return dst
-				}
-				k, _, err := wire.KV(e.Payload)
-				if err != nil {
-					return dst
-				}
-				return append(dst, k...)
-			}
-			s := core.Transform(streams[n.Inputs[0]].KeyBy(key), core.OperatorSpec{
+			s := core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(kind)), core.OperatorSpec{
 				Kind: "beam-group-by-key", Name: n.Name, Out: core.Bytes(), NeedsWatermarks: true,
 				Props: map[string]string{"window": kind.String()},
 				New:   func() core.Operator { return &groupByKey{window: kind} },
@@ -353,6 +348,21 @@ func (s *impulse) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 		}
 	}
 	return core.EndOfInput, nil
+}
+
+// keyOf selects the encoded key of a KV<LP<K>, LP<V>> element.
+func keyOf(kind wire.WindowKind) core.KeySelector {
+	return func(r core.Record, dst []byte) []byte {
+		e, _, err := wire.Next(r.Bytes(), kind)
+		if err != nil {
+			return dst
+		}
+		k, _, err := wire.KV(e.Payload)
+		if err != nil {
+			return dst
+		}
+		return append(dst, k...)
+	}
 }
 
 // tagSide prefixes a side input's records with its index.

@@ -109,6 +109,10 @@ type Node struct {
 	// the main input in Inputs). A stage with side inputs starts at the
 	// one transform that reads them.
 	SideInputs []SideInput
+	// Keyed marks a stage that starts at a stateful ParDo: its input is
+	// partitioned by encoded key, and the harness keeps its user state
+	// (bags) in the runner.
+	Keyed bool
 }
 
 // SideInput is an iterable side input of a stage's transform.
@@ -173,7 +177,9 @@ type translator struct {
 	kind   map[string]leafKind
 	// sides holds the side inputs of the transforms that have them.
 	sides map[string][]SideInput
-	errs  []error
+	// stateful holds the ParDos with user state.
+	stateful map[string]bool
+	errs     []error
 }
 
 // Translate compiles p. Every problem found is reported, joined.
@@ -181,7 +187,7 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 	if p.GetComponents() == nil {
 		return nil, fmt.Errorf("%w: no components", ErrInvalid)
 	}
-	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}, sides: map[string][]SideInput{}}
+	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}, sides: map[string][]SideInput{}, stateful: map[string]bool{}}
 	for _, id := range p.GetRootTransformIds() {
 		t.collect(id)
 	}
@@ -262,8 +268,11 @@ func (t *translator) collect(id string) {
 			return
 		}
 		switch {
-		case len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0:
-			t.fail(tr, "user state and timers are not supported yet")
+		case len(pd.GetTimerFamilySpecs()) > 0:
+			t.fail(tr, "timers are not supported yet")
+			return
+		case len(pd.GetStateSpecs()) > 0 && len(pd.GetSideInputs()) > 0:
+			t.fail(tr, "user state together with side inputs is not supported yet")
 			return
 		case pd.GetRestrictionCoderId() != "" && len(pd.GetSideInputs()) > 0:
 			t.fail(tr, "a splittable DoFn with side inputs is not supported yet")
@@ -271,6 +280,13 @@ func (t *translator) collect(id string) {
 		case pd.GetRestrictionCoderId() != "":
 			t.expandSDF(id, tr, &pd)
 			return
+		}
+		for name, spec := range pd.GetStateSpecs() {
+			if spec.GetBagSpec() == nil && spec.GetCombiningSpec() == nil && spec.GetReadModifyWriteSpec() == nil {
+				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining nor read-modify-write state; others are not supported yet", name))
+				return
+			}
+			t.stateful[id] = true
 		}
 		tags := make([]string, 0, len(pd.GetSideInputs()))
 		for tag, si := range pd.GetSideInputs() {
@@ -462,7 +478,11 @@ func (t *translator) fuse(order []string) *Plan {
 		}
 		in := inputs[0]
 		idx := -1
-		if sides := t.sides[id]; len(sides) > 0 {
+		if t.stateful[id] {
+			// Its own stage, partitioned by key.
+			idx = len(plan.Nodes)
+			plan.Nodes = append(plan.Nodes, Node{ID: fmt.Sprintf("stage%d", idx), Kind: Stage, Inputs: []string{in}, Environment: tr.GetEnvironmentId(), Keyed: true})
+		} else if sides := t.sides[id]; len(sides) > 0 {
 			// Its own stage: its side inputs come from other nodes.
 			idx = len(plan.Nodes)
 			n := Node{ID: fmt.Sprintf("stage%d", idx), Kind: Stage, Inputs: []string{in}, Environment: tr.GetEnvironmentId(), SideInputs: sides}
@@ -553,6 +573,10 @@ func (t *translator) wires(plan *Plan) {
 			switch c.Kind {
 			case GroupByKey:
 				return keyed
+			case Stage:
+				if c.Keyed && c.Inputs[0] == pc {
+					return keyed
+				}
 			case Flatten, Reshuffle:
 				if s := shapeOf(c.Outputs[0], seen+1); s != plain {
 					return s
