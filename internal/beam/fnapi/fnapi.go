@@ -528,7 +528,7 @@ func (s *Server) StartWorker(ctx context.Context, pool string, w *Worker, params
 		WorkerId: w.id, ControlEndpoint: ep, LoggingEndpoint: ep, ProvisionEndpoint: ep, ArtifactEndpoint: ep, Params: params,
 	})
 	if err != nil {
-		return fmt.Errorf("fnapi: starting a worker at pool %s: %w", pool, err)
+		return fmt.Errorf("fnapi: starting a worker at pool %s (a LOOPBACK environment's pool runs in the submitting process, so the runner must run on the client's host): %w", pool, err)
 	}
 	if resp.GetError() != "" {
 		return fmt.Errorf("fnapi: worker pool %s could not start worker %s: %s", pool, w.id, resp.GetError())

@@ -337,6 +337,15 @@ func (js jobs) GetPipeline(_ context.Context, r *jobpb.GetJobPipelineRequest) (*
 	return &jobpb.GetJobPipelineResponse{Pipeline: j.pipeline}, nil
 }
 
+// GetJobMetrics answers with no metrics yet (the client's result.metrics()
+// then reports none rather than failing).
+func (js jobs) GetJobMetrics(_ context.Context, r *jobpb.GetJobMetricsRequest) (*jobpb.GetJobMetricsResponse, error) {
+	if _, err := js.s.job(r.GetJobId()); err != nil {
+		return nil, err
+	}
+	return &jobpb.GetJobMetricsResponse{Metrics: &jobpb.MetricResults{}}, nil
+}
+
 func (js jobs) DescribePipelineOptions(context.Context, *jobpb.DescribePipelineOptionsRequest) (*jobpb.DescribePipelineOptionsResponse, error) {
 	return &jobpb.DescribePipelineOptionsResponse{Options: []*jobpb.PipelineOptionDescriptor{
 		{Name: "sluice_parallelism", Type: jobpb.PipelineOptionType_INTEGER, Group: "SluiceRunner",

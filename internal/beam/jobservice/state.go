@@ -34,7 +34,8 @@ func (e Event) String() string { return eventNames[e] }
 
 // Terminal reports whether a job in s can change no more.
 func Terminal(s State) bool {
-	return s == jobpb.JobState_DONE || s == jobpb.JobState_FAILED || s == jobpb.JobState_CANCELLED
+	return s == jobpb.JobState_DONE || s == jobpb.JobState_FAILED || s == jobpb.JobState_CANCELLED ||
+		s == jobpb.JobState_DRAINED || s == jobpb.JobState_UPDATED
 }
 
 // TransitionError is an event a job in its state cannot take.
