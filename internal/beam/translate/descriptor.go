@@ -80,7 +80,7 @@ func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDesc
 		d.Transforms[SinkID(n, pc)] = &pipepb.PTransform{
 			UniqueName: SinkID(n, pc),
 			Spec:       &pipepb.FunctionSpec{Urn: URNDataSink, Payload: payload},
-			Inputs:     map[string]string{"in": pc},
+			Inputs:     map[string]string{"in": p.Collection(pc)},
 		}
 	}
 	return d, nil

@@ -144,6 +144,19 @@ type Plan struct {
 	Nodes []Node
 	// Wires holds the encoding of every PCollection between nodes.
 	Wires map[string]Wire
+	// Recoded maps the IDs of recoded copies of PCollections (a stage's
+	// output written a second time in another encoding, for a Flatten or
+	// Reshuffle) to the PCollection they copy.
+	Recoded map[string]string
+}
+
+// Collection is the pipeline's PCollection behind a plan's collection ID
+// (itself, or the one a recoded copy copies).
+func (p *Plan) Collection(id string) string {
+	if pc, ok := p.Recoded[id]; ok {
+		return pc
+	}
+	return id
 }
 
 // UnsupportedError is a pipeline the runner cannot run, naming the
@@ -204,6 +217,7 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 	}
 	t.wires(plan)
 	t.recode(plan)
+	prune(plan)
 	if len(t.errs) > 0 {
 		return nil, errors.Join(t.errs...)
 	}
@@ -442,7 +456,7 @@ func (t *translator) topo() ([]string, error) {
 // stage of the transform producing its input; one whose input comes from
 // an engine primitive joins the stage rooted at that PCollection.
 func (t *translator) fuse(order []string) *Plan {
-	plan := &Plan{Components: t.c, Wires: map[string]Wire{}}
+	plan := &Plan{Components: t.c, Wires: map[string]Wire{}, Recoded: map[string]string{}}
 	stageOf := map[string]int{}    // transform -> node index
 	rootStage := map[string]int{}  // engine-produced PCollection -> node index
 	producedIn := map[string]int{} // PCollection -> node index
@@ -609,11 +623,11 @@ func (t *translator) wires(plan *Plan) {
 
 // recode makes the inputs of a Flatten or Reshuffle — which hand
 // elements on unchanged — arrive in the encoding of its output: a stage
-// producing an input writes it with the output's coder (so the SDK
-// recodes, as Python's fix_flatten_coders does); a pass-through engine
-// node before it takes the same encoding in turn. Only an input an engine
-// node produced in another encoding cannot be recoded. Nodes are visited
-// last first so that chains of them agree.
+// producing an input in another encoding writes a recoded copy with the
+// output's coder (so the SDK recodes, as Python's fix_flatten_coders
+// does); a pass-through engine node before it takes the same encoding in
+// turn. Only an input an engine node produced in another encoding cannot
+// be recoded. Nodes are visited last first so that chains of them agree.
 func (t *translator) recode(plan *Plan) {
 	producer := map[string]*Node{}
 	for i := range plan.Nodes {
@@ -627,13 +641,36 @@ func (t *translator) recode(plan *Plan) {
 			continue
 		}
 		out := plan.Wires[n.Outputs[0]]
-		for _, pc := range n.Inputs {
+		for j, pc := range n.Inputs {
 			switch p := producer[pc]; {
-			case p.Kind == Stage || p.Kind == Flatten || p.Kind == Reshuffle:
+			case plan.Wires[pc] == out:
+			case p.Kind == Stage:
+				copyID := pc + "@" + n.ID
+				plan.Recoded[copyID] = pc
+				plan.Wires[copyID] = out
+				n.Inputs[j] = copyID
+				p.Outputs = append(p.Outputs, copyID)
+			case p.Kind == Flatten || p.Kind == Reshuffle:
 				plan.Wires[pc] = out
 			case plan.Wires[pc] != out:
 				t.fail(t.c.Transforms[n.Transforms[0]], fmt.Sprintf("input %s comes from %s (%s) in another encoding than the output's; recoding it is not supported yet", pc, p.Name, p.Kind))
 			}
+		}
+	}
+}
+
+// prune drops the stage outputs no node reads any more (recoded copies
+// replaced them).
+func prune(plan *Plan) {
+	consumed := map[string]bool{}
+	for _, n := range plan.Nodes {
+		for _, pc := range n.Inputs {
+			consumed[pc] = true
+		}
+	}
+	for i := range plan.Nodes {
+		if n := &plan.Nodes[i]; n.Kind == Stage {
+			n.Outputs = slices.DeleteFunc(n.Outputs, func(pc string) bool { return !consumed[pc] })
 		}
 	}
 }
