@@ -310,3 +310,19 @@ func TestPythonBagUserState(t *testing.T) {
 		t.Errorf("running counts:\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestPythonSideInputs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "joined.txt")
+	svc := service(t, jobservice.Options{Parallelism: 2})
+	if log, err := runPython(t, svc, 3*time.Minute, "side_inputs.py", "--output", out); err != nil {
+		t.Fatalf("side_inputs: %v\n%s", err, log)
+	}
+	want := []string{
+		"a total=6 items=3 dict=3 multi=[1, 3]",
+		"b total=6 items=3 dict=2 multi=[2]",
+		"c total=6 items=3 dict=None multi=[]",
+	}
+	if got := lines(t, out); !slices.Equal(got, want) {
+		t.Errorf("joined:\n got %q\nwant %q", got, want)
+	}
+}

@@ -128,18 +128,25 @@ func (s *stage) Finish(ctx *core.Context) error {
 // elements as the concatenation of their length-prefixed encodings, what
 // an iterable side input's state request returns.
 type sideInputs struct {
-	specs    []translate.SideInput
-	kinds    []wire.WindowKind
-	index    map[[2]string]int
-	data     []map[string][]byte // side input -> window -> elements
+	specs []translate.SideInput
+	kinds []wire.WindowKind
+	index map[[2]string]int
+	data  []map[string][]byte // side input -> window -> elements
+	// A multimap side input's values by window and encoded key, and its
+	// keys by window (each key's encoding once, concatenated).
+	values   []map[string]map[string][]byte
+	keys     []map[string][]byte
 	complete bool
 }
 
 func newSideInputs(specs []translate.SideInput, kinds []wire.WindowKind) *sideInputs {
-	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs))}
+	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
+		values: make([]map[string]map[string][]byte, len(specs)), keys: make([]map[string][]byte, len(specs))}
 	for i, s := range specs {
 		si.index[[2]string{s.Transform, s.Tag}] = i
 		si.data[i] = map[string][]byte{}
+		si.values[i] = map[string]map[string][]byte{}
+		si.keys[i] = map[string][]byte{}
 	}
 	return si
 }
@@ -153,8 +160,30 @@ func (si *sideInputs) add(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
 	}
+	if si.specs[i].Multimap {
+		k, v, err := wire.KV(e.Payload)
+		if err != nil {
+			return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
+		}
+		for _, w := range e.Windows {
+			byKey := si.values[i][string(w)]
+			if byKey == nil {
+				byKey = map[string][]byte{}
+				si.values[i][string(w)] = byKey
+			}
+			if _, ok := byKey[string(k)]; !ok {
+				si.keys[i][string(w)] = append(si.keys[i][string(w)], k...)
+			}
+			byKey[string(k)] = append(byKey[string(k)], v...)
+		}
+		return nil
+	}
 	for _, w := range e.Windows {
 		d := si.data[i][string(w)]
+		if si.specs[i].Unframed {
+			si.data[i][string(w)] = append(d, e.Payload...)
+			continue
+		}
 		d = binary.AppendUvarint(d, uint64(len(e.Payload)))
 		si.data[i][string(w)] = append(d, e.Payload...)
 	}
@@ -164,15 +193,42 @@ func (si *sideInputs) add(b []byte) error {
 // serve answers the harness's iterable side input requests. The maps are
 // complete and no longer written while bundles run.
 func (si *sideInputs) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
-	key := r.GetStateKey().GetIterableSideInput()
-	if key == nil || r.GetGet() == nil {
-		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T for %T (only gets of iterable side inputs)", r.GetRequest(), r.GetStateKey().GetType())}
+	if r.GetGet() == nil {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T on a side input", r.GetRequest())}
 	}
-	i, ok := si.index[[2]string{key.GetTransformId(), key.GetSideInputId()}]
-	if !ok {
-		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: no side input %s of transform %s in this stage", key.GetSideInputId(), key.GetTransformId())}
+	lookup := func(transform, id string) (int, *fnpb.StateResponse) {
+		i, ok := si.index[[2]string{transform, id}]
+		if !ok {
+			return 0, &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: no side input %s of transform %s in this stage", id, transform)}
+		}
+		return i, nil
 	}
-	return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: si.data[i][string(key.GetWindow())]}}}
+	get := func(data []byte) *fnpb.StateResponse {
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: data}}}
+	}
+	switch k := r.GetStateKey().GetType().(type) {
+	case *fnpb.StateKey_IterableSideInput_:
+		i, bad := lookup(k.IterableSideInput.GetTransformId(), k.IterableSideInput.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.data[i][string(k.IterableSideInput.GetWindow())])
+	case *fnpb.StateKey_MultimapSideInput_:
+		m := k.MultimapSideInput
+		i, bad := lookup(m.GetTransformId(), m.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.values[i][string(m.GetWindow())][string(m.GetKey())])
+	case *fnpb.StateKey_MultimapKeysSideInput_:
+		m := k.MultimapKeysSideInput
+		i, bad := lookup(m.GetTransformId(), m.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.keys[i][string(m.GetWindow())])
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported side input state key %T", r.GetStateKey().GetType())}
 }
 
 // groupByKey groups values by encoded key and window in keyed list state

@@ -58,7 +58,11 @@ func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDesc
 			return nil, fmt.Errorf("beam translate: side input %s of stage %s has no wire coder", si.PCollection, n.ID)
 		}
 		pc := proto.Clone(c.Pcollections[si.PCollection]).(*pipepb.PCollection)
-		pc.CoderId = c.Coders[w.Coder].GetComponentCoderIds()[0]
+		pc.CoderId = c.Coders[w.Coder].GetComponentCoderIds()[0] // LP<T>
+		if si.Multimap || si.Unframed {
+			// KV<LP<K>, LP<V>>: keys and values as the runner keeps them.
+			pc.CoderId = c.Coders[pc.CoderId].GetComponentCoderIds()[0]
+		}
 		d.Pcollections[si.PCollection] = pc
 	}
 	in := n.Inputs[0]

@@ -121,11 +121,19 @@ type SideInput struct {
 	Transform, Tag string
 	// PCollection is the collection it reads.
 	PCollection string
+	// Multimap: read by key (beam:side_input:multimap:v1), not whole.
+	Multimap bool
+	// Unframed: an iterable side input of a collection the same
+	// transform also reads as a multimap, so the harness decodes its
+	// elements with the KV<LP<K>, LP<V>> coder, not length-prefixed.
+	Unframed bool
 }
 
-// URNIterableSideInput is the access pattern of the side inputs the
-// runner serves.
-const URNIterableSideInput = "beam:side_input:iterable:v1"
+// The access patterns of the side inputs the runner serves.
+const (
+	URNIterableSideInput = "beam:side_input:iterable:v1"
+	URNMultimapSideInput = "beam:side_input:multimap:v1"
+)
 
 // Wire is the encoding of a PCollection between nodes.
 type Wire struct {
@@ -304,8 +312,8 @@ func (t *translator) collect(id string) {
 		}
 		tags := make([]string, 0, len(pd.GetSideInputs()))
 		for tag, si := range pd.GetSideInputs() {
-			if urn := si.GetAccessPattern().GetUrn(); urn != URNIterableSideInput {
-				t.fail(tr, fmt.Sprintf("side input %q has access pattern %s; only %s is supported yet", tag, urn, URNIterableSideInput))
+			if urn := si.GetAccessPattern().GetUrn(); urn != URNIterableSideInput && urn != URNMultimapSideInput {
+				t.fail(tr, fmt.Sprintf("side input %q has access pattern %s; only %s and %s are supported yet", tag, urn, URNIterableSideInput, URNMultimapSideInput))
 				return
 			}
 			tags = append(tags, tag)
@@ -317,7 +325,11 @@ func (t *translator) collect(id string) {
 				t.errs = append(t.errs, fmt.Errorf("%w: transform %q has side input %q but no input of that name", ErrInvalid, tr.GetUniqueName(), tag))
 				return
 			}
-			t.sides[id] = append(t.sides[id], SideInput{Transform: id, Tag: tag, PCollection: pc})
+			multimap := pd.GetSideInputs()[tag].GetAccessPattern().GetUrn() == URNMultimapSideInput
+			t.sides[id] = append(t.sides[id], SideInput{Transform: id, Tag: tag, PCollection: pc, Multimap: multimap})
+		}
+		for i, si := range t.sides[id] {
+			t.sides[id][i].Unframed = !si.Multimap && slices.ContainsFunc(t.sides[id], func(o SideInput) bool { return o.Multimap && o.PCollection == si.PCollection })
 		}
 	}
 	t.leaf(id, leafSDK)
@@ -590,6 +602,11 @@ func (t *translator) wires(plan *Plan) {
 			case Stage:
 				if c.Keyed && c.Inputs[0] == pc {
 					return keyed
+				}
+				for _, si := range c.SideInputs {
+					if si.Multimap && si.PCollection == pc {
+						return keyed
+					}
 				}
 			case Flatten, Reshuffle:
 				if s := shapeOf(c.Outputs[0], seen+1); s != plain {

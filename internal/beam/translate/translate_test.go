@@ -143,13 +143,13 @@ func TestTranslateRefuses(t *testing.T) {
 	}{
 		{"an unknown URN", func(p *pipepb.Pipeline) { leaf(p).Spec.Urn = "beam:transform:mystery:v1" },
 			`transform "Format" (URN beam:transform:mystery:v1): the Sluice runner does not know this URN`},
-		{"a multimap side input", func(p *pipepb.Pipeline) {
+		{"an unknown side input access pattern", func(p *pipepb.Pipeline) {
 			tr := leaf(p)
 			var pd pipepb.ParDoPayload
 			_ = proto.Unmarshal(tr.Spec.Payload, &pd)
-			pd.SideInputs = map[string]*pipepb.SideInput{"side": {AccessPattern: &pipepb.FunctionSpec{Urn: "beam:side_input:multimap:v1"}}}
+			pd.SideInputs = map[string]*pipepb.SideInput{"side": {AccessPattern: &pipepb.FunctionSpec{Urn: "beam:side_input:ordered:v1"}}}
 			tr.Spec.Payload, _ = proto.Marshal(&pd)
-		}, `transform "Format" (URN beam:transform:pardo:v1): side input "side" has access pattern beam:side_input:multimap:v1; only beam:side_input:iterable:v1 is supported yet`},
+		}, `transform "Format" (URN beam:transform:pardo:v1): side input "side" has access pattern beam:side_input:ordered:v1; only beam:side_input:iterable:v1 and beam:side_input:multimap:v1 are supported yet`},
 		{"merging windows", func(p *pipepb.Pipeline) {
 			for _, ws := range p.Components.WindowingStrategies {
 				if ws.GetWindowCoderId() != "" && p.Components.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn() == coderInterval {
