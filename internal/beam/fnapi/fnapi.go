@@ -221,8 +221,9 @@ type collector struct {
 // input, and the data each sink transform of outputs received is
 // returned. It returns once the harness answered and every output ended.
 //
-// state, if not nil, answers the bundle's state requests.
-func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc) (map[string][]byte, error) {
+// state, if not nil, answers the bundle's state requests; metrics, if not
+// nil, gets the bundle's monitoring infos.
+func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc, metrics func([]*pipepb.MonitoringInfo)) (map[string][]byte, error) {
 	inst := "inst" + strconv.FormatInt(w.srv.next.Add(1), 10)
 	col := &collector{data: map[string][]byte{}, open: map[string]bool{}, done: make(chan struct{})}
 	for _, o := range outputs {
@@ -291,6 +292,9 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	}
 	if r.GetError() != "" {
 		return nil, &BundleError{Worker: w.id, Instruction: inst, Message: r.GetError()}
+	}
+	if metrics != nil {
+		metrics(r.GetProcessBundle().GetMonitoringInfos())
 	}
 	if pb := r.GetProcessBundle(); len(pb.GetResidualRoots()) > 0 {
 		return nil, fmt.Errorf("fnapi: SDK harness %s returned %d residual roots for bundle %s: splitting and checkpointing bundles is not supported yet", w.id, len(pb.GetResidualRoots()), inst)

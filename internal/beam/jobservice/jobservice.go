@@ -110,6 +110,7 @@ type job struct {
 	id, name string
 	pipeline *pipepb.Pipeline
 	plan     *translate.Plan
+	metrics  *runner.Metrics
 	options  *structpb.Struct
 	mu       struct {
 		sync.Mutex
@@ -191,7 +192,7 @@ func (js jobs) Prepare(_ context.Context, r *jobpb.PrepareJobRequest) (*jobpb.Pr
 	if name == "" {
 		name = "job"
 	}
-	j := &job{id: fmt.Sprintf("%s-%d", name, s.mu.seq), name: r.GetJobName(), pipeline: r.GetPipeline(), plan: plan, options: r.GetPipelineOptions()}
+	j := &job{id: fmt.Sprintf("%s-%d", name, s.mu.seq), name: r.GetJobName(), pipeline: r.GetPipeline(), plan: plan, options: r.GetPipelineOptions(), metrics: runner.NewMetrics()}
 	j.mu.state = jobpb.JobState_STOPPED
 	j.mu.events = []*jobpb.JobStateEvent{{State: jobpb.JobState_STOPPED, Timestamp: timestamppb.Now()}}
 	j.mu.changed = make(chan struct{})
@@ -253,6 +254,7 @@ func (js jobs) Run(_ context.Context, r *jobpb.RunJobRequest) (*jobpb.RunJobResp
 		BundleSize:      intOption(j.options, "sluice_bundle_size", s.opts.BundleSize),
 		Log:             s.log,
 		PipelineOptions: j.options,
+		Metrics:         j.metrics,
 		OnStarted: func() {
 			j.mu.Lock()
 			defer j.mu.Unlock()
@@ -337,13 +339,16 @@ func (js jobs) GetPipeline(_ context.Context, r *jobpb.GetJobPipelineRequest) (*
 	return &jobpb.GetJobPipelineResponse{Pipeline: j.pipeline}, nil
 }
 
-// GetJobMetrics answers with no metrics yet (the client's result.metrics()
-// then reports none rather than failing).
+// GetJobMetrics answers with the monitoring infos the harnesses reported,
+// aggregated; a bundle's are committed once it succeeded, so attempted
+// and committed are the same.
 func (js jobs) GetJobMetrics(_ context.Context, r *jobpb.GetJobMetricsRequest) (*jobpb.GetJobMetricsResponse, error) {
-	if _, err := js.s.job(r.GetJobId()); err != nil {
+	j, err := js.s.job(r.GetJobId())
+	if err != nil {
 		return nil, err
 	}
-	return &jobpb.GetJobMetricsResponse{Metrics: &jobpb.MetricResults{}}, nil
+	infos := j.metrics.Snapshot()
+	return &jobpb.GetJobMetricsResponse{Metrics: &jobpb.MetricResults{Attempted: infos, Committed: infos}}, nil
 }
 
 func (js jobs) DescribePipelineOptions(context.Context, *jobpb.DescribePipelineOptionsRequest) (*jobpb.DescribePipelineOptionsResponse, error) {

@@ -49,6 +49,8 @@ type Options struct {
 	Log *slog.Logger
 	// PipelineOptions are handed to the harnesses (Provision).
 	PipelineOptions *structpb.Struct
+	// Metrics, if set, aggregates the harnesses' monitoring infos.
+	Metrics *Metrics
 	// OnStarted, if set, is called once the harnesses are connected and
 	// the engine job started.
 	OnStarted func()
@@ -168,7 +170,7 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 		descriptors[n.ID] = id
 	}
 	g, err := Graph(plan, jobID, func(n *translate.Node) Harness {
-		return harness{w: workers[n.Environment], descriptor: descriptors[n.ID]}
+		return harness{w: workers[n.Environment], descriptor: descriptors[n.ID], metrics: opts.Metrics}
 	}, opts)
 	if err != nil {
 		return err
@@ -203,10 +205,15 @@ type Harness interface {
 type harness struct {
 	w          *fnapi.Worker
 	descriptor string
+	metrics    *Metrics
 }
 
 func (h harness) ProcessBundle(ctx context.Context, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, error) {
-	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs, state)
+	var metrics func([]*pipepb.MonitoringInfo)
+	if h.metrics != nil {
+		metrics = h.metrics.Add
+	}
+	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs, state, metrics)
 }
 
 // Graph builds the core job graph of plan; harnessOf gives each stage's
