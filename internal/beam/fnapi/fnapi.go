@@ -306,9 +306,50 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	if r.GetProcessBundle().GetRequiresFinalization() {
+		// The outputs are with the engine: let the DoFns finalize.
+		if err := w.finalize(ctx, inst); err != nil {
+			return nil, err
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return col.data, nil
+}
+
+// finalize sends FinalizeBundle for a bundle and waits for the answer.
+func (w *Worker) finalize(ctx context.Context, bundle string) error {
+	inst := "inst" + strconv.FormatInt(w.srv.next.Add(1), 10)
+	resp := make(chan *fnpb.InstructionResponse, 1)
+	w.mu.Lock()
+	ctl := w.mu.control
+	w.mu.pending[inst] = resp
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.mu.pending, inst)
+		w.mu.Unlock()
+	}()
+	w.ctlMu.Lock()
+	err := ctl.Send(&fnpb.InstructionRequest{
+		InstructionId: inst,
+		Request:       &fnpb.InstructionRequest_FinalizeBundle{FinalizeBundle: &fnpb.FinalizeBundleRequest{InstructionId: bundle}},
+	})
+	w.ctlMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: finalizing bundle %s on %s: %v", ErrWorkerGone, bundle, w.id, err)
+	}
+	select {
+	case r := <-resp:
+		if r.GetError() != "" {
+			return &BundleError{Worker: w.id, Instruction: bundle, Message: "finalization: " + r.GetError()}
+		}
+		return nil
+	case <-w.gone:
+		return fmt.Errorf("finalizing bundle %s: %w", bundle, w.goneErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (w *Worker) sendData(inst, transform string, data []byte) error {
