@@ -223,7 +223,10 @@ type collector struct {
 //
 // state, if not nil, answers the bundle's state requests; metrics, if not
 // nil, gets the bundle's monitoring infos.
-func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc, metrics func([]*pipepb.MonitoringInfo)) (map[string][]byte, error) {
+//
+// The residuals are what the harness did not process (a splittable
+// DoFn's checkpoint): the caller runs them in later bundles.
+func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc, metrics func([]*pipepb.MonitoringInfo)) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
 	inst := "inst" + strconv.FormatInt(w.srv.next.Add(1), 10)
 	col := &collector{data: map[string][]byte{}, open: map[string]bool{}, done: make(chan struct{})}
 	for _, o := range outputs {
@@ -255,7 +258,7 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 		w.mu.Unlock()
 	}()
 	if ctl == nil {
-		return nil, fmt.Errorf("fnapi: SDK harness %s is not connected", w.id)
+		return nil, nil, fmt.Errorf("fnapi: SDK harness %s is not connected", w.id)
 	}
 	w.ctlMu.Lock()
 	err := ctl.Send(&fnpb.InstructionRequest{
@@ -264,57 +267,54 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	})
 	w.ctlMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("%w: sending bundle %s to %s: %v", ErrWorkerGone, inst, w.id, err)
+		return nil, nil, fmt.Errorf("%w: sending bundle %s to %s: %v", ErrWorkerGone, inst, w.id, err)
 	}
 	// The harness opens its data stream when it first reads a descriptor.
 	select {
 	case <-w.dataReady:
 	case <-w.gone:
-		return nil, w.goneErr
+		return nil, nil, w.goneErr
 	case r := <-resp:
 		if r.GetError() != "" {
-			return nil, &BundleError{Worker: w.id, Instruction: inst, Message: r.GetError()}
+			return nil, nil, &BundleError{Worker: w.id, Instruction: inst, Message: r.GetError()}
 		}
-		return nil, fmt.Errorf("fnapi: SDK harness %s finished bundle %s before reading its input", w.id, inst)
+		return nil, nil, fmt.Errorf("fnapi: SDK harness %s finished bundle %s before reading its input", w.id, inst)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if err := w.sendData(inst, input, data); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var r *fnpb.InstructionResponse
 	select {
 	case r = <-resp:
 	case <-w.gone:
-		return nil, fmt.Errorf("bundle %s: %w", inst, w.goneErr)
+		return nil, nil, fmt.Errorf("bundle %s: %w", inst, w.goneErr)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if r.GetError() != "" {
-		return nil, &BundleError{Worker: w.id, Instruction: inst, Message: r.GetError()}
+		return nil, nil, &BundleError{Worker: w.id, Instruction: inst, Message: r.GetError()}
 	}
 	if metrics != nil {
 		metrics(r.GetProcessBundle().GetMonitoringInfos())
 	}
-	if pb := r.GetProcessBundle(); len(pb.GetResidualRoots()) > 0 {
-		return nil, fmt.Errorf("fnapi: SDK harness %s returned %d residual roots for bundle %s: splitting and checkpointing bundles is not supported yet", w.id, len(pb.GetResidualRoots()), inst)
-	}
 	select {
 	case <-col.done:
 	case <-w.gone:
-		return nil, fmt.Errorf("bundle %s outputs: %w", inst, w.goneErr)
+		return nil, nil, fmt.Errorf("bundle %s outputs: %w", inst, w.goneErr)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if r.GetProcessBundle().GetRequiresFinalization() {
 		// The outputs are with the engine: let the DoFns finalize.
 		if err := w.finalize(ctx, inst); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return col.data, nil
+	return col.data, r.GetProcessBundle().GetResidualRoots(), nil
 }
 
 // finalize sends FinalizeBundle for a bundle and waits for the answer.

@@ -23,14 +23,17 @@ import (
 // input, the only completeness it knows so far — then serves them to the
 // harness's state requests.
 type stage struct {
-	h          Harness
-	sides      *sideInputs
-	user       *userState
-	source     string
-	sinks      map[string]string // sink transform -> PCollection (side output tag)
-	sinkIDs    []string
-	windows    map[string]wire.WindowKind
-	bundleSize int
+	h       Harness
+	sides   *sideInputs
+	user    *userState
+	source  string
+	sinks   map[string]string // sink transform -> PCollection (side output tag)
+	sinkIDs []string
+	// residualSinks are the sinks of the descriptor feeding residuals to
+	// each transform that takes them.
+	residualSinks map[string][]string
+	windows       map[string]wire.WindowKind
+	bundleSize    int
 
 	buf  []byte
 	n    int
@@ -82,12 +85,47 @@ func (s *stage) flush(ctx *core.Context) error {
 	case s.user != nil:
 		state = s.user.serve
 	}
-	out, err := s.h.ProcessBundle(ctx.Task().Ctx(), s.source, s.buf, s.sinkIDs, state)
+	out, residuals, err := s.h.ProcessBundle(ctx.Task().Ctx(), "", s.source, s.buf, s.sinkIDs, state)
 	s.buf, s.n = s.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
 	}
-	for _, sink := range s.sinkIDs {
+	if err := s.emit(ctx, out, s.sinkIDs); err != nil {
+		return err
+	}
+	// What the harness checkpointed runs again until nothing is left
+	// (no splitting or delays yet: at once, one bundle per transform).
+	for len(residuals) > 0 {
+		byTransform := map[string][]byte{}
+		var order []string
+		for _, r := range residuals {
+			tid := r.GetApplication().GetTransformId()
+			if _, ok := s.residualSinks[tid]; !ok {
+				return fmt.Errorf("beam stage %s: the harness returned a residual for transform %s, which takes none", ctx.OperatorName(), tid)
+			}
+			if _, ok := byTransform[tid]; !ok {
+				order = append(order, tid)
+			}
+			byTransform[tid] = append(byTransform[tid], r.GetApplication().GetElement()...)
+		}
+		residuals = nil
+		for _, tid := range order {
+			out, more, err := s.h.ProcessBundle(ctx.Task().Ctx(), tid, s.source, byTransform[tid], s.residualSinks[tid], state)
+			if err != nil {
+				return fmt.Errorf("beam stage %s: residuals of %s: %w", ctx.OperatorName(), tid, err)
+			}
+			if err := s.emit(ctx, out, s.residualSinks[tid]); err != nil {
+				return err
+			}
+			residuals = append(residuals, more...)
+		}
+	}
+	return nil
+}
+
+// emit splits a bundle's outputs into records for the side outputs.
+func (s *stage) emit(ctx *core.Context, out map[string][]byte, sinkIDs []string) error {
+	for _, sink := range sinkIDs {
 		pc := s.sinks[sink]
 		err := wire.Split(out[sink], s.windows[pc], func(enc []byte, e wire.Element) error {
 			return ctx.EmitSide(pc, core.BytesRecord(enc), e.Timestamp)

@@ -134,7 +134,7 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 		}
 	}()
 	run := runs.Add(1)
-	descriptors := map[string]string{}
+	descriptors := map[string]map[string]string{} // stage -> residual transform ("": main) -> descriptor
 	for i := range plan.Nodes {
 		n := &plan.Nodes[i]
 		if n.Kind != translate.Stage {
@@ -167,10 +167,22 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 			return err
 		}
 		srv.RegisterDescriptor(d)
-		descriptors[n.ID] = id
+		descriptors[n.ID] = map[string]string{"": id}
+		for _, tid := range n.Transforms {
+			if _, ok := plan.Residuals[tid]; !ok {
+				continue
+			}
+			rid := id + "/residual/" + tid
+			rd, _, err := plan.ResidualDescriptor(rid, n, tid, srv.Descriptor(), srv.Descriptor())
+			if err != nil {
+				return err
+			}
+			srv.RegisterDescriptor(rd)
+			descriptors[n.ID][tid] = rid
+		}
 	}
 	g, err := Graph(plan, jobID, func(n *translate.Node) Harness {
-		return harness{w: workers[n.Environment], descriptor: descriptors[n.ID], metrics: opts.Metrics}
+		return harness{w: workers[n.Environment], descriptors: descriptors[n.ID], metrics: opts.Metrics}
 	}, opts)
 	if err != nil {
 		return err
@@ -197,23 +209,28 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 	return ctx.Err()
 }
 
-// Harness runs bundles of one stage.
+// Harness runs bundles of one stage: of its main descriptor (residual
+// "") or of the one feeding residuals to the transform residual.
 type Harness interface {
-	ProcessBundle(ctx context.Context, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, error)
+	ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, []*fnpb.DelayedBundleApplication, error)
 }
 
 type harness struct {
-	w          *fnapi.Worker
-	descriptor string
-	metrics    *Metrics
+	w           *fnapi.Worker
+	descriptors map[string]string
+	metrics     *Metrics
 }
 
-func (h harness) ProcessBundle(ctx context.Context, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, error) {
+func (h harness) ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
+	d, ok := h.descriptors[residual]
+	if !ok {
+		return nil, nil, fmt.Errorf("beam runner: transform %s takes no residuals", residual)
+	}
 	var metrics func([]*pipepb.MonitoringInfo)
 	if h.metrics != nil {
 		metrics = h.metrics.Add
 	}
-	return h.w.ProcessBundle(ctx, h.descriptor, input, data, outputs, state, metrics)
+	return h.w.ProcessBundle(ctx, d, input, data, outputs, state, metrics)
 }
 
 // Graph builds the core job graph of plan; harnessOf gives each stage's
@@ -250,6 +267,16 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			}
 			h := harnessOf(n)
 			source := translate.SourceID(n)
+			residualSinks := map[string][]string{}
+			for _, tid := range n.Transforms {
+				if _, ok := plan.Residuals[tid]; ok {
+					_, rs, err := plan.ResidualDescriptor("", n, tid, nil, nil)
+					if err != nil {
+						return nil, err
+					}
+					residualSinks[tid] = rs
+				}
+			}
 			sinks := map[string]string{}
 			var sinkIDs []string
 			for _, pc := range n.Outputs {
@@ -264,12 +291,12 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			if n.Keyed {
 				spec.Props["keyed"] = "true"
 				spec.New = func() core.Operator {
-					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize, user: newUserState()}
+					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize, user: newUserState()}
 				}
 				s = core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]].Window)), spec)
 			} else if len(n.SideInputs) == 0 {
 				spec.New = func() core.Operator {
-					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
+					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize}
 				}
 				s = core.Transform(input(n.Inputs[0], opts.Parallelism), spec)
 			} else {
@@ -293,7 +320,7 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				}
 				sideInputs := n.SideInputs
 				spec.New = func() core.Operator {
-					st := &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, windows: windows, bundleSize: opts.BundleSize}
+					st := &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize}
 					st.sides = newSideInputs(sideInputs, sideKinds)
 					return st
 				}

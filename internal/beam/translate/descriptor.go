@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -88,4 +89,62 @@ func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDesc
 		}
 	}
 	return d, nil
+}
+
+// ResidualDescriptor is the bundle descriptor that feeds residuals to
+// transform of stage n: the transform and what follows it in the stage,
+// its data source reading the residuals' own encoding. It returns the
+// sink transforms of the stage outputs it produces.
+func (p *Plan) ResidualDescriptor(id string, n *Node, transform string, data, state *pipepb.ApiServiceDescriptor) (*fnpb.ProcessBundleDescriptor, []string, error) {
+	res, ok := p.Residuals[transform]
+	if !ok || !slices.Contains(n.Transforms, transform) {
+		return nil, nil, fmt.Errorf("beam translate: transform %s of stage %s takes no residuals", transform, n.ID)
+	}
+	full, err := p.Descriptor(id, n, data, state)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := p.Components
+	// The transform and everything downstream of it in the stage.
+	keep := map[string]bool{transform: true}
+	produced := map[string]bool{}
+	for _, pc := range c.Transforms[transform].GetOutputs() {
+		produced[pc] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, tid := range n.Transforms {
+			if keep[tid] {
+				continue
+			}
+			for _, pc := range c.Transforms[tid].GetInputs() {
+				if produced[pc] {
+					keep[tid], changed = true, true
+					for _, out := range c.Transforms[tid].GetOutputs() {
+						produced[out] = true
+					}
+					break
+				}
+			}
+		}
+	}
+	d := proto.Clone(full).(*fnpb.ProcessBundleDescriptor)
+	var sinks []string
+	for tid := range full.GetTransforms() {
+		switch {
+		case keep[tid]:
+		case tid == SourceID(n):
+			payload, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: data, CoderId: res.Coder})
+			if err != nil {
+				return nil, nil, err
+			}
+			d.Transforms[tid] = &pipepb.PTransform{UniqueName: tid, Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: payload}, Outputs: map[string]string{"out": res.Input}}
+		case full.Transforms[tid].GetSpec().GetUrn() == URNDataSink && produced[full.Transforms[tid].GetInputs()["in"]]:
+			sinks = append(sinks, tid)
+		default:
+			delete(d.Transforms, tid)
+		}
+	}
+	slices.Sort(sinks)
+	return d, sinks, nil
 }

@@ -152,10 +152,21 @@ type Plan struct {
 	Nodes []Node
 	// Wires holds the encoding of every PCollection between nodes.
 	Wires map[string]Wire
+	// Residuals are the transforms whose unprocessed remainders
+	// (residual roots: a splittable DoFn's checkpoint) the runner feeds
+	// back to them, with how it reads them.
+	Residuals map[string]Residual
 	// Recoded maps the IDs of recoded copies of PCollections (a stage's
 	// output written a second time in another encoding, for a Flatten or
 	// Reshuffle) to the PCollection they copy.
 	Recoded map[string]string
+}
+
+// Residual is a transform that takes residuals: its input collection,
+// and the coder residuals come in (the windowed value of that
+// collection's own coder).
+type Residual struct {
+	Input, Coder string
 }
 
 // Collection is the pipeline's PCollection behind a plan's collection ID
@@ -200,6 +211,8 @@ type translator struct {
 	sides map[string][]SideInput
 	// stateful holds the ParDos with user state.
 	stateful map[string]bool
+	// residual maps SDF process transforms to their input.
+	residual map[string]string
 	errs     []error
 }
 
@@ -208,7 +221,7 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 	if p.GetComponents() == nil {
 		return nil, fmt.Errorf("%w: no components", ErrInvalid)
 	}
-	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}, sides: map[string][]SideInput{}, stateful: map[string]bool{}}
+	t := &translator{c: proto.Clone(p.GetComponents()).(*pipepb.Components), kind: map[string]leafKind{}, sides: map[string][]SideInput{}, stateful: map[string]bool{}, residual: map[string]string{}}
 	for _, id := range p.GetRootTransformIds() {
 		t.collect(id)
 	}
@@ -226,6 +239,12 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 	t.wires(plan)
 	t.recode(plan)
 	prune(plan)
+	plan.Residuals = map[string]Residual{}
+	for tid, pc := range t.residual {
+		p := t.c.Pcollections[pc]
+		win := t.c.WindowingStrategies[p.GetWindowingStrategyId()].GetWindowCoderId()
+		plan.Residuals[tid] = Residual{Input: pc, Coder: t.addCoder("residual", coderWindowed, p.GetCoderId(), win)}
+	}
 	if len(t.errs) > 0 {
 		return nil, errors.Join(t.errs...)
 	}
@@ -407,7 +426,7 @@ func (t *translator) expandSDF(id string, tr *pipepb.PTransform, pd *pipepb.ParD
 	}
 	step("/PairWithRestriction", URNPairWithRestriction, in, map[string]string{"out": pairedPC})
 	step("/SplitAndSizeRestriction", URNSplitAndSize, pairedPC, map[string]string{"out": splitPC})
-	step("/Process", URNProcessSizedElements, splitPC, tr.GetOutputs())
+	t.residual[step("/Process", URNProcessSizedElements, splitPC, tr.GetOutputs())] = splitPC
 	delete(t.c.Transforms, id)
 }
 
