@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration beam-venv beam-test vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
+.PHONY: all build test unit alloc integration beam-venv beam-test beam-conformance vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
 
 all: build
 
@@ -39,6 +39,9 @@ beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (firs
 beam-test: deps beam-venv ## Only the Beam runner's tests, Python SDK included (no Java services).
 	SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
 	$(GO) test -race -count=1 -tags integration ./internal/beam/...
+
+beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python wheel against `sluice beam job-server` (a measurement: prints pytest's summary).
+	integration/scripts/beam-conformance.sh
 
 # The zero-allocation tests skip under the race detector (it allocates), so
 # they get a pass of their own without it.
