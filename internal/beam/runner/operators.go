@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -272,10 +273,18 @@ func (si *sideInputs) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
 // groupByKey groups values by encoded key and window in keyed list state
 // (namespace: the window's encoding) and emits each group when the
 // watermark passes the window's maximum timestamp.
+//
+// With merging (session) windows it keeps each value with its window
+// under one namespace and, at the end of input, merges each key's
+// overlapping windows and emits a group per merged window: batch only.
 type groupByKey struct {
-	window wire.WindowKind
-	values *core.ListState
+	window  wire.WindowKind
+	merging bool
+	values  *core.ListState
 }
+
+// mergeNS is the namespace of a merging GroupByKey's values.
+const mergeNS = "merging"
 
 func (g *groupByKey) Open(ctx *core.Context) error {
 	var err error
@@ -291,6 +300,15 @@ func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ i
 	_, v, err := wire.KV(e.Payload)
 	if err != nil {
 		return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+	}
+	if g.merging {
+		for _, w := range e.Windows {
+			entry := binary.AppendUvarint(nil, uint64(len(w)))
+			if err := g.values.Add(mergeNS, append(append(entry, w...), v...)); err != nil {
+				return err
+			}
+		}
+		return ctx.RegisterEventTimer(mergeNS, wire.MaxTimestamp)
 	}
 	for _, w := range e.Windows {
 		maxTs, err := wire.MaxTimestampOf(g.window, w)
@@ -316,6 +334,12 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 	vs, err := g.values.Get(t.Namespace)
 	if err != nil || len(vs) == 0 {
 		return err
+	}
+	if g.merging {
+		if err := g.emitMerged(ctx, t.Key, vs); err != nil {
+			return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+		}
+		return g.values.Clear(t.Namespace)
 	}
 	payload := wire.AppendGrouped(nil, []byte(t.Key), vs)
 	enc := wire.AppendElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, payload)
@@ -365,4 +389,42 @@ func (u *userState) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
 		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Clear{Clear: &fnpb.StateClearResponse{}}}
 	}
 	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T", r.GetRequest())}
+}
+
+// emitMerged merges a key's interval windows where they overlap and emits
+// one group per merged window, at its maximum timestamp.
+func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte) error {
+	type item struct {
+		start, end int64
+		value      []byte
+	}
+	items := make([]item, 0, len(entries))
+	for _, e := range entries {
+		n, k := binary.Uvarint(e)
+		if k <= 0 || uint64(len(e)-k) < n {
+			return fmt.Errorf("%w: merging entry", wire.ErrCorrupt)
+		}
+		start, end, err := wire.Interval(e[k : k+int(n)])
+		if err != nil {
+			return err
+		}
+		items = append(items, item{start, end, e[k+int(n):]})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.start, b.start) })
+	for i := 0; i < len(items); {
+		start, end := items[i].start, items[i].end
+		j := i
+		var values [][]byte
+		for ; j < len(items) && items[j].start < end; j++ {
+			end = max(end, items[j].end)
+			values = append(values, items[j].value)
+		}
+		w := wire.AppendInterval(nil, start, end)
+		enc := wire.AppendElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, wire.AppendGrouped(nil, []byte(key), values))
+		if err := ctx.Emit(core.BytesRecord(enc), end-1); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }

@@ -334,8 +334,8 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			kind := plan.Wires[n.Inputs[0]].Window
 			s := core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(kind)), core.OperatorSpec{
 				Kind: "beam-group-by-key", Name: n.Name, Out: core.Bytes(), NeedsWatermarks: true,
-				Props: map[string]string{"window": kind.String()},
-				New:   func() core.Operator { return &groupByKey{window: kind} },
+				Props: map[string]string{"window": kind.String(), "merging": strconv.FormatBool(n.Merging)},
+				New:   func() core.Operator { return &groupByKey{window: kind, merging: n.Merging} },
 			}).UID(uid)
 			streams[n.Outputs[0]], par[n.Outputs[0]] = s, opts.Parallelism
 		case translate.Flatten:

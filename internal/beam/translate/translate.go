@@ -109,6 +109,9 @@ type Node struct {
 	// the main input in Inputs). A stage with side inputs starts at the
 	// one transform that reads them.
 	SideInputs []SideInput
+	// Merging marks a GroupByKey of merging (session) windows: interval
+	// windows merged per key where they overlap.
+	Merging bool
 	// Keyed marks a stage that starts at a stateful ParDo: its input is
 	// partitioned by encoded key, and the harness keeps its user state
 	// (bags) in the runner.
@@ -651,7 +654,10 @@ func (t *translator) wires(plan *Plan) {
 		if n.Kind == GroupByKey {
 			ws := t.c.WindowingStrategies[t.c.Pcollections[n.Inputs[0]].GetWindowingStrategyId()]
 			if ws.GetMergeStatus() == pipepb.MergeStatus_NEEDS_MERGE {
-				t.fail(t.c.Transforms[n.Transforms[0]], fmt.Sprintf("merging windows (%s) are not supported yet", ws.GetWindowFn().GetUrn()))
+				if plan.Wires[n.Inputs[0]].Window != wire.IntervalWindow {
+					t.fail(t.c.Transforms[n.Transforms[0]], fmt.Sprintf("merging windows (%s) of a window coder other than interval windows are not supported yet", ws.GetWindowFn().GetUrn()))
+				}
+				n.Merging = true
 			}
 		}
 	}

@@ -150,13 +150,13 @@ func TestTranslateRefuses(t *testing.T) {
 			pd.SideInputs = map[string]*pipepb.SideInput{"side": {AccessPattern: &pipepb.FunctionSpec{Urn: "beam:side_input:ordered:v1"}}}
 			tr.Spec.Payload, _ = proto.Marshal(&pd)
 		}, `transform "Format" (URN beam:transform:pardo:v1): side input "side" has access pattern beam:side_input:ordered:v1; only beam:side_input:iterable:v1 and beam:side_input:multimap:v1 are supported yet`},
-		{"merging windows", func(p *pipepb.Pipeline) {
+		{"merging global windows", func(p *pipepb.Pipeline) {
 			for _, ws := range p.Components.WindowingStrategies {
-				if ws.GetWindowCoderId() != "" && p.Components.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn() == coderInterval {
+				if p.Components.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn() == coderGlobalWindow {
 					ws.MergeStatus = pipepb.MergeStatus_NEEDS_MERGE
 				}
 			}
-		}, `transform "Group" (URN beam:transform:group_by_key:v1): merging windows`},
+		}, `transform "GroupAndSum/Group" (URN beam:transform:group_by_key:v1): merging windows (beam:window_fn:global_windows:v1) of a window coder other than interval windows`},
 		{"a missing PCollection", func(p *pipepb.Pipeline) { leaf(p).Inputs = map[string]string{"in": "nowhere"} },
 			`transform "Format" reads PCollection "nowhere", which no transform produces`},
 	} {

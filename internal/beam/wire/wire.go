@@ -256,3 +256,25 @@ func AppendGrouped(dst, key []byte, values [][]byte) []byte {
 	}
 	return dst
 }
+
+// Interval reads an interval window's bounds (milliseconds, end
+// exclusive).
+func Interval(w []byte) (start, end int64, err error) {
+	end, rest, err := readTimestamp(w)
+	if err != nil {
+		return 0, 0, err
+	}
+	span, rest, err := readUvarint(rest, "interval window span")
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(rest) != 0 {
+		return 0, 0, fmt.Errorf("%w: %d bytes after an interval window", ErrCorrupt, len(rest))
+	}
+	return end - int64(span), end, nil
+}
+
+// AppendInterval appends the encoding of the interval window [start, end).
+func AppendInterval(dst []byte, start, end int64) []byte {
+	return binary.AppendUvarint(AppendTimestamp(dst, end), uint64(end-start))
+}

@@ -120,3 +120,19 @@ func FuzzNext(f *testing.F) {
 		}
 	})
 }
+
+func TestInterval(t *testing.T) {
+	for _, w := range [][2]int64{{0, 10000}, {-5000, 5000}, {MinTimestamp, MaxTimestamp}} {
+		enc := AppendInterval(nil, w[0], w[1])
+		if !bytes.Equal(enc, interval(w[0], w[1])) {
+			t.Errorf("%v encodes as %x", w, enc)
+		}
+		start, end, err := Interval(enc)
+		if err != nil || start != w[0] || end != w[1] {
+			t.Errorf("%v reads back as [%d,%d) (%v)", w, start, end, err)
+		}
+	}
+	if _, _, err := Interval([]byte{1, 2}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a short window: %v", err)
+	}
+}
