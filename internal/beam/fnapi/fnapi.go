@@ -209,11 +209,23 @@ func (w *Worker) WaitConnected(ctx context.Context) error {
 	}
 }
 
+// Timers are a bundle's timers: Families the (transform, family) pairs of
+// its descriptor, In the encoded timers to fire, Out (filled by
+// ProcessBundle) the timers the bundle set.
+type Timers struct {
+	Families [][2]string
+	In       map[[2]string][]byte
+	Out      map[[2]string][]byte
+}
+
+func timerStream(tf [2]string) string { return "timers\x00" + tf[0] + "\x00" + tf[1] }
+
 // collector gathers a bundle's output data by transform.
 type collector struct {
-	data map[string][]byte
-	open map[string]bool // outputs without their is_last yet
-	done chan struct{}   // closed when open is empty
+	timers map[[2]string][]byte
+	data   map[string][]byte
+	open   map[string]bool // outputs without their is_last yet
+	done   chan struct{}   // closed when open is empty
 }
 
 // ProcessBundle runs one bundle of the descriptor: the input data
@@ -226,13 +238,18 @@ type collector struct {
 //
 // The residuals are what the harness did not process (a splittable
 // DoFn's checkpoint): the caller runs them in later bundles.
-func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc, metrics func([]*pipepb.MonitoringInfo)) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
+func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, data []byte, outputs []string, state StateFunc, metrics func([]*pipepb.MonitoringInfo), timers *Timers) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
 	inst := "inst" + strconv.FormatInt(w.srv.next.Add(1), 10)
-	col := &collector{data: map[string][]byte{}, open: map[string]bool{}, done: make(chan struct{})}
+	col := &collector{data: map[string][]byte{}, timers: map[[2]string][]byte{}, open: map[string]bool{}, done: make(chan struct{})}
 	for _, o := range outputs {
 		col.open[o] = true
 	}
-	if len(outputs) == 0 {
+	if timers != nil {
+		for _, tf := range timers.Families {
+			col.open[timerStream(tf)] = true
+		}
+	}
+	if len(col.open) == 0 {
 		close(col.done)
 	}
 	resp := make(chan *fnpb.InstructionResponse, 1)
@@ -282,7 +299,7 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	if err := w.sendData(inst, input, data); err != nil {
+	if err := w.sendData(inst, input, data, timers); err != nil {
 		return nil, nil, err
 	}
 	var r *fnpb.InstructionResponse
@@ -314,6 +331,9 @@ func (w *Worker) ProcessBundle(ctx context.Context, descriptor, input string, da
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if timers != nil {
+		timers.Out = col.timers
+	}
 	return col.data, r.GetProcessBundle().GetResidualRoots(), nil
 }
 
@@ -352,7 +372,7 @@ func (w *Worker) finalize(ctx context.Context, bundle string) error {
 	}
 }
 
-func (w *Worker) sendData(inst, transform string, data []byte) error {
+func (w *Worker) sendData(inst, transform string, data []byte, timers *Timers) error {
 	w.mu.Lock()
 	ds := w.mu.data
 	w.mu.Unlock()
@@ -369,6 +389,20 @@ func (w *Worker) sendData(inst, transform string, data []byte) error {
 	// the data of an is_last element.
 	if err := ds.Send(&fnpb.Elements{Data: []*fnpb.Elements_Data{{InstructionId: inst, TransformId: transform, IsLast: true}}}); err != nil {
 		return fmt.Errorf("%w: ending bundle %s input to %s: %v", ErrWorkerGone, inst, w.id, err)
+	}
+	if timers == nil {
+		return nil
+	}
+	// Every timer family the bundle reads ends, fired timers or not.
+	for _, tf := range timers.Families {
+		e := &fnpb.Elements{}
+		if b := timers.In[tf]; len(b) > 0 {
+			e.Timers = append(e.Timers, &fnpb.Elements_Timers{InstructionId: inst, TransformId: tf[0], TimerFamilyId: tf[1], Timers: b})
+		}
+		e.Timers = append(e.Timers, &fnpb.Elements_Timers{InstructionId: inst, TransformId: tf[0], TimerFamilyId: tf[1], IsLast: true})
+		if err := ds.Send(e); err != nil {
+			return fmt.Errorf("%w: sending bundle %s timers to %s: %v", ErrWorkerGone, inst, w.id, err)
+		}
 	}
 	return nil
 }
@@ -487,8 +521,20 @@ func (w *Worker) received(e *fnpb.Elements) {
 			}
 		}
 	}
-	if len(e.GetTimers()) > 0 {
-		w.log.Warn("timers from the SDK harness are not supported yet", "count", len(e.GetTimers()))
+	for _, t := range e.GetTimers() {
+		col := w.mu.collectors[t.GetInstructionId()]
+		if col == nil {
+			w.log.Warn("timers for an unknown bundle", "instruction", t.GetInstructionId(), "transform", t.GetTransformId())
+			continue
+		}
+		tf := [2]string{t.GetTransformId(), t.GetTimerFamilyId()}
+		col.timers[tf] = append(col.timers[tf], t.GetTimers()...)
+		if k := timerStream(tf); t.GetIsLast() && col.open[k] {
+			delete(col.open, k)
+			if len(col.open) == 0 {
+				close(col.done)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -27,6 +28,7 @@ type stage struct {
 	h       Harness
 	sides   *sideInputs
 	user    *userState
+	timers  *timerStore
 	source  string
 	sinks   map[string]string // sink transform -> PCollection (side output tag)
 	sinkIDs []string
@@ -76,7 +78,34 @@ func (s *stage) release(ctx *core.Context) error {
 }
 
 func (s *stage) flush(ctx *core.Context) error {
-	if s.n == 0 {
+	if s.timers != nil {
+		return s.flushTimers(ctx, core.NoWatermark, false)
+	}
+	return s.bundle(ctx, nil)
+}
+
+// flushTimers runs the buffered input with the timers due at wm (all of
+// them when final), then the timers those bundles set that are due too,
+// until none is.
+func (s *stage) flushTimers(ctx *core.Context, wm int64, final bool) error {
+	for first := true; ; first = false {
+		in, n := s.timers.due(wm, final)
+		if n == 0 && (!first || s.n == 0) {
+			return nil
+		}
+		t := &fnapi.Timers{Families: s.timers.families(), In: in}
+		if err := s.bundle(ctx, t); err != nil {
+			return err
+		}
+		if err := s.timers.set(t.Out); err != nil {
+			return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+		}
+	}
+}
+
+// bundle runs the buffered input (and timers) as one bundle.
+func (s *stage) bundle(ctx *core.Context, timers *fnapi.Timers) error {
+	if s.n == 0 && timers == nil {
 		return nil
 	}
 	var state fnapi.StateFunc
@@ -86,7 +115,7 @@ func (s *stage) flush(ctx *core.Context) error {
 	case s.user != nil:
 		state = s.user.serve
 	}
-	out, residuals, err := s.h.ProcessBundle(ctx.Task().Ctx(), "", s.source, s.buf, s.sinkIDs, state)
+	out, residuals, err := s.h.ProcessBundle(ctx.Task().Ctx(), "", s.source, s.buf, s.sinkIDs, state, timers)
 	s.buf, s.n = s.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
@@ -111,7 +140,7 @@ func (s *stage) flush(ctx *core.Context) error {
 		}
 		residuals = nil
 		for _, tid := range order {
-			out, more, err := s.h.ProcessBundle(ctx.Task().Ctx(), tid, s.source, byTransform[tid], s.residualSinks[tid], state)
+			out, more, err := s.h.ProcessBundle(ctx.Task().Ctx(), tid, s.source, byTransform[tid], s.residualSinks[tid], state, nil)
 			if err != nil {
 				return fmt.Errorf("beam stage %s: residuals of %s: %w", ctx.OperatorName(), tid, err)
 			}
@@ -149,6 +178,12 @@ func (s *stage) ProcessWatermark(ctx *core.Context, wm int64) error {
 			return err
 		}
 	}
+	if s.timers != nil {
+		if err := s.flushTimers(ctx, wm, wm == core.MaxWatermark); err != nil {
+			return err
+		}
+		return ctx.EmitWatermark(wm)
+	}
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
@@ -156,6 +191,9 @@ func (s *stage) ProcessWatermark(ctx *core.Context, wm int64) error {
 }
 
 func (s *stage) Finish(ctx *core.Context) error {
+	if s.timers != nil {
+		return s.flushTimers(ctx, core.MaxWatermark, true)
+	}
 	if s.sides != nil {
 		s.sides.complete = true
 		return s.release(ctx)
@@ -425,6 +463,93 @@ func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte)
 			return err
 		}
 		i = j
+	}
+	return nil
+}
+
+// timerStore keeps a stateful stage's timers, the latest setting of each
+// (family, key, tag, windows), in the subtask's memory (not yet in
+// checkpoints). Event-time timers fire when the watermark reaches them,
+// processing-time ones at the end of input.
+type timerStore struct {
+	specs []translate.TimerFamily
+	index map[[2]string]int
+	byID  map[string]storedTimer
+}
+
+type storedTimer struct {
+	family int
+	fire   int64
+	enc    []byte
+}
+
+func newTimerStore(specs []translate.TimerFamily) *timerStore {
+	ts := &timerStore{specs: specs, index: map[[2]string]int{}, byID: map[string]storedTimer{}}
+	for i, s := range specs {
+		ts.index[[2]string{s.Transform, s.Family}] = i
+	}
+	return ts
+}
+
+func (ts *timerStore) families() [][2]string {
+	out := make([][2]string, len(ts.specs))
+	for i, s := range ts.specs {
+		out[i] = [2]string{s.Transform, s.Family}
+	}
+	return out
+}
+
+// due removes and returns the timers due at wm (all when final), in
+// firing order, by family, and how many there are.
+func (ts *timerStore) due(wm int64, final bool) (map[[2]string][]byte, int) {
+	var ids []string
+	for id, t := range ts.byID {
+		if final || (ts.specs[t.family].EventTime && t.fire <= wm) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := cmp.Compare(ts.byID[a].fire, ts.byID[b].fire); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	in := map[[2]string][]byte{}
+	for _, id := range ids {
+		t := ts.byID[id]
+		tf := [2]string{ts.specs[t.family].Transform, ts.specs[t.family].Family}
+		in[tf] = append(in[tf], t.enc...)
+		delete(ts.byID, id)
+	}
+	return in, len(ids)
+}
+
+// set records the timers a bundle set or cleared.
+func (ts *timerStore) set(out map[[2]string][]byte) error {
+	for tf, data := range out {
+		f, ok := ts.index[tf]
+		if !ok {
+			return fmt.Errorf("timers of an unknown family %s/%s", tf[0], tf[1])
+		}
+		for len(data) > 0 {
+			t, rest, err := wire.NextTimer(data, ts.specs[f].Window)
+			if err != nil {
+				return fmt.Errorf("timer family %s: %w", tf[1], err)
+			}
+			id := binary.AppendUvarint(nil, uint64(f))
+			id = append(id, t.Key...)
+			id = binary.AppendUvarint(id, uint64(len(t.Tag)))
+			id = append(id, t.Tag...)
+			for _, w := range t.Windows {
+				id = append(id, w...)
+			}
+			if t.Clear {
+				delete(ts.byID, string(id))
+			} else {
+				ts.byID[string(id)] = storedTimer{family: f, fire: t.Fire, enc: slices.Clone(data[:len(data)-len(rest)])}
+			}
+			data = rest
+		}
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func Run(ctx context.Context, srv *fnapi.Server, jobID string, plan *translate.P
 // Harness runs bundles of one stage: of its main descriptor (residual
 // "") or of the one feeding residuals to the transform residual.
 type Harness interface {
-	ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, []*fnpb.DelayedBundleApplication, error)
+	ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc, timers *fnapi.Timers) (map[string][]byte, []*fnpb.DelayedBundleApplication, error)
 }
 
 type harness struct {
@@ -221,7 +221,7 @@ type harness struct {
 	metrics     *Metrics
 }
 
-func (h harness) ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
+func (h harness) ProcessBundle(ctx context.Context, residual, input string, data []byte, outputs []string, state fnapi.StateFunc, timers *fnapi.Timers) (map[string][]byte, []*fnpb.DelayedBundleApplication, error) {
 	d, ok := h.descriptors[residual]
 	if !ok {
 		return nil, nil, fmt.Errorf("beam runner: transform %s takes no residuals", residual)
@@ -230,7 +230,7 @@ func (h harness) ProcessBundle(ctx context.Context, residual, input string, data
 	if h.metrics != nil {
 		metrics = h.metrics.Add
 	}
-	return h.w.ProcessBundle(ctx, d, input, data, outputs, state, metrics)
+	return h.w.ProcessBundle(ctx, d, input, data, outputs, state, metrics, timers)
 }
 
 // Graph builds the core job graph of plan; harnessOf gives each stage's
@@ -290,8 +290,13 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			var s core.Stream
 			if n.Keyed {
 				spec.Props["keyed"] = "true"
+				families := n.Timers
 				spec.New = func() core.Operator {
-					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize, user: newUserState()}
+					st := &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize, user: newUserState()}
+					if len(families) > 0 {
+						st.timers = newTimerStore(families)
+					}
+					return st
 				}
 				s = core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]].Window)), spec)
 			} else if len(n.SideInputs) == 0 {

@@ -66,6 +66,25 @@ func (p *Plan) Descriptor(id string, n *Node, data, state *pipepb.ApiServiceDesc
 		}
 		d.Pcollections[si.PCollection] = pc
 	}
+	// A stateful ParDo's timers come and go over the data endpoint, in
+	// the coders the plan chose.
+	if len(n.Timers) > 0 {
+		d.TimerApiServiceDescriptor = data
+		tr := proto.Clone(c.Transforms[n.Timers[0].Transform]).(*pipepb.PTransform)
+		var pd pipepb.ParDoPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pd); err != nil {
+			return nil, fmt.Errorf("beam translate: ParDo payload of %s: %w", tr.GetUniqueName(), err)
+		}
+		for _, tf := range n.Timers {
+			pd.TimerFamilySpecs[tf.Family].TimerFamilyCoderId = tf.Coder
+		}
+		b, err := proto.Marshal(&pd)
+		if err != nil {
+			return nil, err
+		}
+		tr.Spec.Payload = b
+		d.Transforms[n.Timers[0].Transform] = tr
+	}
 	in := n.Inputs[0]
 	payload, err := port(in)
 	if err != nil {

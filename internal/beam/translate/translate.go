@@ -116,6 +116,18 @@ type Node struct {
 	// partitioned by encoded key, and the harness keeps its user state
 	// (bags) in the runner.
 	Keyed bool
+	// Timers are the timer families of a keyed stage's ParDo.
+	Timers []TimerFamily
+}
+
+// TimerFamily is a timer family of a stateful ParDo, with the coder the
+// harness is told to use for it (its key and any window the runner cannot
+// read length-prefixed) and how to read its windows.
+type TimerFamily struct {
+	Transform, Family string
+	Coder             string
+	Window            wire.WindowKind
+	EventTime         bool
 }
 
 // SideInput is an iterable side input of a stage's transform.
@@ -312,11 +324,8 @@ func (t *translator) collect(id string) {
 			return
 		}
 		switch {
-		case len(pd.GetTimerFamilySpecs()) > 0:
-			t.fail(tr, "timers are not supported yet")
-			return
-		case len(pd.GetStateSpecs()) > 0 && len(pd.GetSideInputs()) > 0:
-			t.fail(tr, "user state together with side inputs is not supported yet")
+		case (len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0) && len(pd.GetSideInputs()) > 0:
+			t.fail(tr, "user state or timers together with side inputs are not supported yet")
 			return
 		case pd.GetRestrictionCoderId() != "" && len(pd.GetSideInputs()) > 0:
 			t.fail(tr, "a splittable DoFn with side inputs is not supported yet")
@@ -330,6 +339,9 @@ func (t *translator) collect(id string) {
 				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining nor read-modify-write state; others are not supported yet", name))
 				return
 			}
+			t.stateful[id] = true
+		}
+		if len(pd.GetTimerFamilySpecs()) > 0 {
 			t.stateful[id] = true
 		}
 		tags := make([]string, 0, len(pd.GetSideInputs()))
@@ -384,6 +396,45 @@ func (t *translator) addCoder(base, urn string, components ...string) string {
 	id := newID(t.c.Coders, "sluice_"+base)
 	t.c.Coders[id] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urn}, ComponentCoderIds: components}
 	return id
+}
+
+// timers lists the timer families of ParDo id, each with a coder whose
+// key (and unreadable window) is length-prefixed.
+func (t *translator) timers(id string, tr *pipepb.PTransform, in string) []TimerFamily {
+	var pd pipepb.ParDoPayload
+	if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pd); err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(pd.GetTimerFamilySpecs()))
+	for name := range pd.GetTimerFamilySpecs() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []TimerFamily
+	for _, name := range names {
+		spec := pd.GetTimerFamilySpecs()[name]
+		tc := t.c.Coders[spec.GetTimerFamilyCoderId()]
+		if tc.GetSpec().GetUrn() != "beam:coder:timer:v1" || len(tc.GetComponentCoderIds()) != 2 {
+			t.fail(tr, fmt.Sprintf("timer family %q has coder %s, not a timer coder", name, tc.GetSpec().GetUrn()))
+			continue
+		}
+		win := tc.GetComponentCoderIds()[1]
+		kind := wire.OpaqueWindow
+		switch t.c.Coders[win].GetSpec().GetUrn() {
+		case coderGlobalWindow:
+			kind = wire.GlobalWindow
+		case coderInterval:
+			kind = wire.IntervalWindow
+		default:
+			win = t.lp(win)
+		}
+		out = append(out, TimerFamily{
+			Transform: id, Family: name, Window: kind,
+			Coder:     t.addCoder("timer", "beam:coder:timer:v1", t.lp(tc.GetComponentCoderIds()[0]), win),
+			EventTime: spec.GetTimeDomain() != pipepb.TimeDomain_PROCESSING_TIME,
+		})
+	}
+	return out
 }
 
 // expandSDF replaces a splittable ParDo by the three transforms that pair
@@ -529,7 +580,7 @@ func (t *translator) fuse(order []string) *Plan {
 		if t.stateful[id] {
 			// Its own stage, partitioned by key.
 			idx = len(plan.Nodes)
-			plan.Nodes = append(plan.Nodes, Node{ID: fmt.Sprintf("stage%d", idx), Kind: Stage, Inputs: []string{in}, Environment: tr.GetEnvironmentId(), Keyed: true})
+			plan.Nodes = append(plan.Nodes, Node{ID: fmt.Sprintf("stage%d", idx), Kind: Stage, Inputs: []string{in}, Environment: tr.GetEnvironmentId(), Keyed: true, Timers: t.timers(id, tr, in)})
 		} else if sides := t.sides[id]; len(sides) > 0 {
 			// Its own stage: its side inputs come from other nodes.
 			idx = len(plan.Nodes)

@@ -278,3 +278,80 @@ func Interval(w []byte) (start, end int64, err error) {
 func AppendInterval(dst []byte, start, end int64) []byte {
 	return binary.AppendUvarint(AppendTimestamp(dst, end), uint64(end-start))
 }
+
+// Timer is one timer of a beam:coder:timer:v1 stream whose key is
+// length-prefixed, its parts aliasing the bytes it was read from.
+type Timer struct {
+	// Key is the raw length-prefixed key; Tag the dynamic timer tag.
+	Key, Tag []byte
+	// Windows are the raw window encodings.
+	Windows [][]byte
+	// Clear: the timer was cleared; Fire and Hold are then unset.
+	Clear      bool
+	Fire, Hold int64
+}
+
+// NextTimer reads the timer at the start of b and returns it and the rest.
+func NextTimer(b []byte, k WindowKind) (Timer, []byte, error) {
+	var t Timer
+	lp := func(what string) ([]byte, error) {
+		start := b
+		n, rest, err := readUvarint(b, what)
+		if err != nil {
+			return nil, err
+		}
+		if uint64(len(rest)) < n {
+			return nil, fmt.Errorf("%w: %s of %d bytes, %d left", ErrCorrupt, what, n, len(rest))
+		}
+		b = rest[n:]
+		return start[:len(start)-len(b)], nil
+	}
+	var err error
+	if t.Key, err = lp("timer key"); err != nil {
+		return t, nil, err
+	}
+	tag, err := lp("timer tag")
+	if err != nil {
+		return t, nil, err
+	}
+	_, n := binary.Uvarint(tag)
+	t.Tag = tag[n:]
+	if len(b) < 4 {
+		return t, nil, fmt.Errorf("%w: timer window count", ErrCorrupt)
+	}
+	count := int32(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if count < 0 || int(count) > len(b)+1 {
+		return t, nil, fmt.Errorf("%w: %d timer windows", ErrCorrupt, count)
+	}
+	t.Windows = make([][]byte, count)
+	for i := range t.Windows {
+		if t.Windows[i], b, err = window(b, k); err != nil {
+			return t, nil, err
+		}
+	}
+	if len(b) < 1 {
+		return t, nil, fmt.Errorf("%w: timer clear bit", ErrCorrupt)
+	}
+	t.Clear, b = b[0] != 0, b[1:]
+	if t.Clear {
+		return t, b, nil
+	}
+	if t.Fire, b, err = readTimestamp(b); err != nil {
+		return t, nil, err
+	}
+	if t.Hold, b, err = readTimestamp(b); err != nil {
+		return t, nil, err
+	}
+	if len(b) < 1 {
+		return t, nil, fmt.Errorf("%w: timer pane", ErrCorrupt)
+	}
+	indices := int(b[0] >> 4)
+	b = b[1:]
+	for i := 0; i < indices; i++ {
+		if _, b, err = readUvarint(b, "timer pane index"); err != nil {
+			return t, nil, err
+		}
+	}
+	return t, b, nil
+}
