@@ -326,3 +326,24 @@ func TestPythonSideInputs(t *testing.T) {
 		t.Errorf("joined:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestPythonEventTimeTimer buffers values in bag state until an
+// event-time timer fires: once per key, with every value.
+func TestPythonEventTimeTimer(t *testing.T) {
+	var want []string
+	for k := 0; k < 4; k++ {
+		sum := 0
+		for i := k; i < 40; i += 4 {
+			sum += i
+		}
+		want = append(want, fmt.Sprintf("k%d sum=%d count=10", k, sum))
+	}
+	out := filepath.Join(t.TempDir(), "flushed.txt")
+	svc := service(t, jobservice.Options{Parallelism: 2, BundleSize: 7})
+	if log, err := runPython(t, svc, 3*time.Minute, "timers.py", "--output", out); err != nil {
+		t.Fatalf("timers: %v\n%s", err, log)
+	}
+	if got := lines(t, out); !slices.Equal(got, want) {
+		t.Errorf("flushed:\n got %q\nwant %q", got, want)
+	}
+}

@@ -84,23 +84,44 @@ func (s *stage) flush(ctx *core.Context) error {
 	return s.bundle(ctx, nil)
 }
 
-// flushTimers runs the buffered input with the timers due at wm (all of
-// them when final), then the timers those bundles set that are due too,
-// until none is.
+// flushTimers runs the buffered input, then the timers due at wm (all of
+// them when final) — the input before the watermark's timers, as Beam
+// orders them — then the timers those bundles set that are due too,
+// until none is (at most maxTimerRounds rounds: a timer that keeps
+// setting itself at the end of input is an error, not a hang).
 func (s *stage) flushTimers(ctx *core.Context, wm int64, final bool) error {
-	for first := true; ; first = false {
-		in, n := s.timers.due(wm, final)
-		if n == 0 && (!first || s.n == 0) {
-			return nil
-		}
-		t := &fnapi.Timers{Families: s.timers.families(), In: in}
-		if err := s.bundle(ctx, t); err != nil {
+	if s.n > 0 {
+		if err := s.timerBundle(ctx, nil); err != nil {
 			return err
 		}
-		if err := s.timers.set(t.Out); err != nil {
-			return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+	}
+	for round := 0; ; round++ {
+		in, n := s.timers.due(wm, final)
+		if n == 0 {
+			return nil
+		}
+		if round == maxTimerRounds {
+			return fmt.Errorf("beam stage %s: timers still set themselves after %d rounds of firing at watermark %d", ctx.OperatorName(), round, wm)
+		}
+		if err := s.timerBundle(ctx, in); err != nil {
+			return err
 		}
 	}
+}
+
+const maxTimerRounds = 10000
+
+// timerBundle runs a bundle of the buffered input and the timers in, and
+// records the timers it set.
+func (s *stage) timerBundle(ctx *core.Context, in map[[2]string][]byte) error {
+	t := &fnapi.Timers{Families: s.timers.families(), In: in}
+	if err := s.bundle(ctx, t); err != nil {
+		return err
+	}
+	if err := s.timers.set(t.Out); err != nil {
+		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+	}
+	return nil
 }
 
 // bundle runs the buffered input (and timers) as one bundle.
