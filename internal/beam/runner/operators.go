@@ -159,6 +159,18 @@ func (s *stage) bundle(ctx *core.Context, timers *fnapi.Timers) error {
 			}
 			byTransform[tid] = append(byTransform[tid], r.GetApplication().GetElement()...)
 		}
+		// The harness may ask to be called back later (a deferred
+		// splittable DoFn such as PeriodicImpulse): wait the shortest
+		// delay asked for, at most a second, on the task's clock.
+		if delay := minDelay(residuals); delay > 0 {
+			c := ctx.Clock()
+			ch, stop := c.AfterMillis(c.NowMillis() + min(delay, 1000))
+			select {
+			case <-ch:
+			case <-ctx.Task().Done():
+			}
+			stop()
+		}
 		residuals = nil
 		for _, tid := range order {
 			out, more, err := s.h.ProcessBundle(ctx.Task().Ctx(), tid, s.source, byTransform[tid], s.residualSinks[tid], state, nil)
@@ -172,6 +184,19 @@ func (s *stage) bundle(ctx *core.Context, timers *fnapi.Timers) error {
 		}
 	}
 	return nil
+}
+
+// minDelay is the shortest time delay (ms) the residuals ask for; 0 when
+// one asks for none.
+func minDelay(rs []*fnpb.DelayedBundleApplication) int64 {
+	var d int64 = -1
+	for _, r := range rs {
+		ms := r.GetRequestedTimeDelay().AsDuration().Milliseconds()
+		if d < 0 || ms < d {
+			d = ms
+		}
+	}
+	return max(d, 0)
 }
 
 // emit splits a bundle's outputs into records for the side outputs.
