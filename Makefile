@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration beam-venv beam-test beam-conformance vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql beam-venv beam-test beam-conformance generate check-generated demo deps
 
 all: build
 
@@ -26,11 +26,14 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 
 # Every test, including those tagged `integration`, against a real mini
 # YARN/HDFS cluster and a real Kafka broker that the script builds (Maven
-# Central) and starts once for all packages.
+# Central) and starts once for all packages, and the dashboard's tests in
+# Debian's headless Chromium (installed by chromium.sh when missing).
+# SLUICE_DASHBOARD_SCREENSHOTS keeps the dashboard's screenshots there.
 # The Beam runner's tests drive the real Apache Beam Python SDK from a venv
 # that beam-venv.sh builds once (PyPI) under ~/.cache/sluice.
 integration: deps beam-venv
-	SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
+	chromium="$$(integration/scripts/chromium.sh)" && \
+	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
 beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).
@@ -57,6 +60,9 @@ bench: deps ## Engine benchmarks: records/s and allocations per record.
 bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real broker (started from Maven Central artefacts).
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
+
+bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
+	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out

@@ -55,7 +55,8 @@ var (
 	// JobManagerRPCAddress is the host the JobManager (Dispatcher, ResourceManager, JobMasters) listens on.
 	JobManagerRPCAddress = String("jobmanager.rpc.address", "",
 		"Host of the JobManager for standalone clusters. On YARN the ApplicationMaster's host is used and this option is ignored.").
-		WithDefaultDoc("(none): localhost for local and standalone clusters")
+		WithDefaultDoc("(none): localhost for local and standalone clusters, so that a standalone JobManager binds loopback only; " +
+			"set the JobManager's host name for TaskManagers on other hosts")
 
 	// JobManagerRPCPort is the JobManager's RPC port.
 	JobManagerRPCPort = Int("jobmanager.rpc.port", 6123,
@@ -114,7 +115,7 @@ var (
 	// RESTBindAddress is the address the REST endpoint binds to.
 	RESTBindAddress = String("rest.bind-address", "",
 		"Address the REST endpoint binds to, e.g. 0.0.0.0 for all interfaces.").
-		WithDefaultDoc("(none): the host's address")
+		WithDefaultDoc("(none): jobmanager.rpc.address, so loopback only unless that names a host")
 
 	// RESTServerMaxContentLength bounds the size of a request to the REST
 	// endpoint, such as a job submission carrying the job binary.

@@ -32,7 +32,8 @@ var (
 	TaskManagerWorkingDir = String("process.taskmanager.working-dir", "",
 		"Working directory of a TaskManager process: job binaries are cached and worker deployment files "+
 			"are written there.").
-		WithDefaultDoc("(none): a directory under the system's temporary directory")
+		WithDefaultDoc("(none): in a YARN container a directory in the container's; elsewhere a directory under the system's " +
+			"temporary directory, removed when the TaskManager stops (or, after a kill, by the next TaskManager to start)")
 
 	// LogDir is where a process writes its log files and its workers' output.
 	LogDir = String("env.log.dir", "",

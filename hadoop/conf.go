@@ -67,10 +67,14 @@ func NewConfiguration(getenv func(string) string) *Configuration {
 	}
 	c := &Configuration{props: make(map[string]property, 64), getenv: getenv}
 	for k, v := range builtinDefaults {
-		c.props[k] = property{value: v, source: "built-in defaults"}
+		c.props[k] = property{value: v, source: SourceDefaults}
 	}
 	return c
 }
+
+// SourceDefaults is the Source of a key that only Hadoop's built-in
+// defaults set.
+const SourceDefaults = "built-in defaults"
 
 // LoadFromEnvironment builds a configuration from the site files
 // (core-site.xml, hdfs-site.xml, yarn-site.xml) found in the directories

@@ -40,6 +40,11 @@ var (
 	// ErrPoolExhausted: every transactional id of a writer's pool belongs
 	// to a transaction that is open or awaiting commit.
 	ErrPoolExhausted = errors.New("kafka: transactional id pool exhausted")
+	// ErrTopicNotCreated: the sink's output topic does not exist and the
+	// broker did not create it (auto.create.topics.enable=false, or the
+	// client may not create topics). No restart fixes it: the job fails
+	// at once.
+	ErrTopicNotCreated = errors.New("kafka: output topic does not exist")
 	// ErrNoCommitter: an EXACTLY_ONCE sink was added with stream.SinkTo,
 	// which never commits; use stream.SinkToCommitting.
 	ErrNoCommitter = errors.New("kafka: EXACTLY_ONCE sink without a committer: add it with stream.SinkToCommitting")
@@ -95,6 +100,10 @@ type TransactionTimeoutError struct {
 	CheckpointInterval time.Duration
 }
 
+// Unrecoverable tells the engine not to restart: the timeout is
+// configuration, the same after any restart.
+func (e *TransactionTimeoutError) Unrecoverable() bool { return true }
+
 func (e *TransactionTimeoutError) Error() string {
 	if e.BrokerMax > 0 && e.Timeout > e.BrokerMax {
 		return fmt.Sprintf("kafka: transaction timeout %v exceeds the brokers' transaction.max.timeout.ms (%v): "+
@@ -107,3 +116,16 @@ func (e *TransactionTimeoutError) Error() string {
 
 // Unwrap returns ErrTransactionTimeout.
 func (e *TransactionTimeoutError) Unwrap() error { return ErrTransactionTimeout }
+
+// permanent marks an error that no restart of the job can fix (a missing
+// offset with no reset strategy, an output topic the broker will not
+// create): the engine fails the job at once instead of restarting it over
+// and over. It reads as, and unwraps to, its error.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+
+func (p permanent) Unwrap() error { return p.err }
+
+// Unrecoverable tells the engine's restart strategy not to restart.
+func (permanent) Unrecoverable() bool { return true }

@@ -189,7 +189,7 @@ func (o OffsetsInitializer) resolve(ctx context.Context, l offsetLister, tps []T
 			}
 		}
 		if stop && len(rest) > 0 {
-			return nil, fmt.Errorf("%w: no stopping offset given for %s", ErrNoOffset, joinTPs(rest))
+			return nil, permanent{fmt.Errorf("%w: no stopping offset given for %s", ErrNoOffset, joinTPs(rest))}
 		}
 	}
 	if len(rest) == 0 {
@@ -203,9 +203,9 @@ func (o OffsetsInitializer) resolve(ctx context.Context, l offsetLister, tps []T
 		kind = kindLatest
 	default:
 		if o.kind == kindCommitted {
-			return nil, fmt.Errorf("%w: group %q has no committed offset for %s and the reset strategy is none", ErrNoOffset, l.group, joinTPs(rest))
+			return nil, permanent{fmt.Errorf("%w: group %q has no committed offset for %s and the reset strategy is none: commit offsets for the group, or start with kafka.CommittedOffsets(kafka.ResetEarliest) or ResetLatest", ErrNoOffset, l.group, joinTPs(rest))}
 		}
-		return nil, fmt.Errorf("%w: no offset given for %s and the reset strategy is none", ErrNoOffset, joinTPs(rest))
+		return nil, permanent{fmt.Errorf("%w: no offset given for %s and the reset strategy is none", ErrNoOffset, joinTPs(rest))}
 	}
 	reset, err := l.list(ctx, kind, 0, rest)
 	if err != nil {

@@ -180,19 +180,6 @@ func (k *KerberosConfig) service() string {
 	return k.ServiceName
 }
 
-// splitPrincipal splits user@REALM (the user part may be service/host).
-func splitPrincipal(p string) (user, realm string, ok bool) {
-	i := strings.LastIndexByte(p, '@')
-	if i <= 0 || i == len(p)-1 {
-		return "", "", false
-	}
-	user, realm = p[:i], p[i+1:]
-	if strings.ContainsAny(user, "@ \t\n") || strings.ContainsAny(realm, "@/ \t\n") || strings.HasPrefix(user, "/") || strings.HasSuffix(user, "/") {
-		return "", "", false
-	}
-	return user, realm, true
-}
-
 // SASLGSSAPI authenticates with SASL/GSSAPI (Kerberos), logging in from a
 // keytab. Each Kafka client holds its own Kerberos login, destroyed with
 // the client. Default: no SASL.
@@ -245,8 +232,8 @@ func (s saslConfig) validate(add func(string, ...any)) {
 	if s.krb != nil {
 		if s.krb.Principal == "" {
 			add("SASL GSSAPI: no principal")
-		} else if _, _, ok := splitPrincipal(s.krb.Principal); !ok {
-			add("SASL GSSAPI: principal %q is not user@REALM or service/host@REALM", s.krb.Principal)
+		} else if _, _, err := krb.SplitPrincipal(s.krb.Principal); err != nil {
+			add("SASL GSSAPI: principal %q is not user[@REALM] or service/host[@REALM]", s.krb.Principal)
 		}
 		if s.krb.KeytabFile == "" {
 			add("SASL GSSAPI: no keytab file (only keytab logins are supported)")
@@ -295,13 +282,19 @@ func (s saslConfig) mechanism() (sasl.Mechanism, error) {
 // whose Kerberos client is destroyed when the Kafka client closes. The
 // KDC is contacted only when a broker connection authenticates.
 func (k *KerberosConfig) mechanism() (sasl.Mechanism, error) {
-	user, realm, ok := splitPrincipal(k.Principal)
-	if !ok {
-		return nil, fmt.Errorf("kafka: SASL GSSAPI: principal %q is not user@REALM", k.Principal)
+	user, realm, err := krb.SplitPrincipal(k.Principal)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: SASL GSSAPI: principal %q is not user[@REALM] or service/host[@REALM]", k.Principal)
 	}
 	cfg, err := krbconfig.Load(k.krb5Conf())
 	if err != nil {
 		return nil, fmt.Errorf("kafka: SASL GSSAPI: loading krb5.conf %s: %w", k.krb5Conf(), err)
+	}
+	if realm == "" {
+		// As kinit does: a principal without a realm is in the default one.
+		if realm = cfg.LibDefaults.DefaultRealm; realm == "" {
+			return nil, fmt.Errorf("kafka: SASL GSSAPI: principal %q has no realm and krb5.conf %s sets no default_realm", k.Principal, k.krb5Conf())
+		}
 	}
 	kt, err := keytab.Load(k.KeytabFile)
 	if err != nil {

@@ -261,6 +261,10 @@ func TestGSSAPIConfiguration(t *testing.T) {
 	if err := os.WriteFile(badConf, []byte("[libdefaults]\n ticket_lifetime = forever\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noDefault := filepath.Join(dir, "no-default-realm.conf")
+	if err := os.WriteFile(noDefault, []byte("[realms]\n EXAMPLE.COM = {\n  kdc = 127.0.0.1:1\n }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name      string
 		k         kafka.KerberosConfig
@@ -268,7 +272,10 @@ func TestGSSAPIConfiguration(t *testing.T) {
 		startErr  string // an error when a client is built
 	}{
 		{"no principal", kafka.KerberosConfig{KeytabFile: ktFile}, "SASL GSSAPI: no principal", ""},
-		{"principal without realm", kafka.KerberosConfig{Principal: "sluice", KeytabFile: ktFile}, `principal "sluice" is not user@REALM`, ""},
+		{"malformed principal", kafka.KerberosConfig{Principal: "sluice@", KeytabFile: ktFile}, `principal "sluice@" is not user[@REALM]`, ""},
+		// As with kinit, a principal without a realm is in krb5.conf's default_realm.
+		{"principal without realm", kafka.KerberosConfig{Principal: "sluice/host", KeytabFile: ktFile, Krb5ConfFile: krb5}, "", "UNSUPPORTED_SASL_MECHANISM"},
+		{"principal without realm, no default_realm", kafka.KerberosConfig{Principal: "sluice/host", KeytabFile: ktFile, Krb5ConfFile: noDefault}, "", "has no realm and krb5.conf " + noDefault + " sets no default_realm"},
 		{"no keytab", kafka.KerberosConfig{Principal: "sluice/host@EXAMPLE.COM"}, "no keytab file", ""},
 		{"missing keytab", kafka.KerberosConfig{Principal: "sluice/host@EXAMPLE.COM", KeytabFile: "/no/such.keytab", Krb5ConfFile: krb5}, "", "loading keytab /no/such.keytab"},
 		{"bad krb5.conf", kafka.KerberosConfig{Principal: "sluice/host@EXAMPLE.COM", KeytabFile: ktFile, Krb5ConfFile: badConf}, "", "loading krb5.conf " + badConf},
@@ -289,7 +296,7 @@ func TestGSSAPIConfiguration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(src.String(), "GSSAPI{principal=sluice/host@EXAMPLE.COM keytab="+tc.k.KeytabFile) {
+			if !strings.Contains(src.String(), "GSSAPI{principal="+tc.k.Principal+" keytab="+tc.k.KeytabFile) {
 				t.Errorf("description %q", src)
 			}
 			_, err = readAll(t, 1, src)

@@ -93,10 +93,11 @@ func TransactionalIDPrefix(p string) SinkOpt { return sinkOpt{func(c *sinkConfig
 // (up to execution.checkpointing.max-concurrent-checkpoints), and the
 // last completed checkpoint's, whose commit may not have run yet when the
 // next checkpoint's barrier arrives (1). Default: max-concurrent-checkpoints
-// + 2. Each failed checkpoint keeps its transaction until a later one
-// completes (Flink's semantics), so allow
-// execution.checkpointing.tolerable-failed-checkpoints more; a writer that
-// finds no free id fails with ErrPoolExhausted.
+// + 2. Each failed checkpoint or savepoint keeps its transaction until a
+// later one completes (Flink's semantics); when every id holds one, the
+// writer takes ids beyond the pool (logging a warning) where the brokers
+// list transactions (ListTransactions, Kafka 3.0+), so that a restart
+// finds and aborts them, and otherwise fails with ErrPoolExhausted.
 func TransactionalIDPoolSize(n int) SinkOpt { return sinkOpt{func(c *sinkConfig) { c.poolSize = n }} }
 
 // TransactionTimeout sets Kafka's transaction.timeout.ms: the broker aborts
@@ -219,7 +220,9 @@ func (c *sinkConfig) pool() int {
 
 // producerOpts are the franz-go options of the sink's producers.
 func (c *sinkConfig) producerOpts() []kgo.Opt {
-	var opts []kgo.Opt
+	// A missing output topic is created where the broker allows it, as
+	// Kafka's Java producer does.
+	opts := []kgo.Opt{kgo.AllowAutoTopicCreation()}
 	if c.linger > 0 {
 		opts = append(opts, kgo.ProducerLinger(c.linger))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
@@ -345,52 +346,98 @@ func TestLingeringTransactionsOfThePrefixAreAbortedAtStart(t *testing.T) {
 	}
 }
 
-func TestTransactionalIDsComeFromABoundedPool(t *testing.T) {
-	c := newCluster(t)
-	c.createTopic(t, "pool", 1)
-	sink := mustSink(t, kafka.StringSerializer("pool"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
-		kafka.TransactionalIDPrefix("p"), kafka.TransactionalIDPoolSize(2), kafka.WithLogger(testLogger(t)))
-	w, committer := newTxnWriter(t, sink, 1, 2)
-	var ids []string
-	var written []string
-	step := func(v string) []kafka.TxnCommittable {
-		t.Helper()
-		if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
-			t.Fatal(err)
-		}
-		written = append(written, v)
-		cs, err := w.PrepareCommit(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, cs[0].TransactionalID)
-		return cs
-	}
-	for i := 0; i < 5; i++ {
-		if err := committer.Commit(context.Background(), step(fmt.Sprint("a", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := []string{"p-1-0", "p-1-1", "p-1-0", "p-1-1", "p-1-0"}; !slices.Equal(ids, want) {
-		t.Fatalf("transactional ids %v, want %v", ids, want)
-	}
-	// Two pre-committed transactions await commit: the pool is exhausted.
-	pending := append(step("b0"), step("b1")...)
-	if err := w.Write(context.Background(), "b2", stream.NoTimestamp); !errors.Is(err, kafka.ErrPoolExhausted) {
-		t.Fatalf("third open transaction: %v, want ErrPoolExhausted", err)
-	}
-	if err := committer.Commit(context.Background(), pending); err != nil {
-		t.Fatal(err)
-	}
-	if cs := step("b2"); len(cs) != 1 {
-		t.Fatal("no transaction after the pool was freed")
-	}
-	if err := committer.Commit(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	got := values(c.consume(t, "pool", true))
-	if want := append([]string(nil), written[:len(written)-1]...); !slices.Equal(got, want) {
-		t.Fatalf("committed records %v, want %v", got, want)
+// Transactional ids cycle through the subtask's pool. When every id holds
+// a transaction (pre-committed ones wait for a completed checkpoint, as
+// after failed checkpoints or savepoints), the pool grows where the
+// brokers can list transactions (a restart then finds the grown ids) and
+// the writer fails with ErrPoolExhausted where they cannot. Either way
+// every committed record is there exactly once.
+func TestTransactionalIDsComeFromAPool(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		noList   bool
+		wantIDs  []string // of the three transactions pre-committed without a commit
+		wantFail bool
+	}{
+		{name: "brokers list transactions: the pool grows", wantIDs: []string{"p-1-1", "p-1-0", "p-1-2"}},
+		{name: "brokers cannot list transactions: bounded", noList: true, wantFail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.createTopic(t, "pool", 1)
+			if tc.noList {
+				c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListTransactions}, Err: kerr.UnsupportedVersion, Count: -1})
+			}
+			sink := mustSink(t, kafka.StringSerializer("pool"), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(kafka.ExactlyOnce),
+				kafka.TransactionalIDPrefix("p"), kafka.TransactionalIDPoolSize(2), kafka.WithLogger(quietLogger()))
+			w, committer := newTxnWriter(t, sink, 1, 2)
+			var ids, written []string
+			step := func(v string) []kafka.TxnCommittable {
+				t.Helper()
+				if err := w.Write(context.Background(), v, stream.NoTimestamp); err != nil {
+					t.Fatal(err)
+				}
+				written = append(written, v)
+				cs, err := w.PrepareCommit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, cs[0].TransactionalID)
+				return cs
+			}
+			for i := 0; i < 5; i++ {
+				if err := committer.Commit(context.Background(), step(fmt.Sprint("a", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := []string{"p-1-0", "p-1-1", "p-1-0", "p-1-1", "p-1-0"}; !slices.Equal(ids, want) {
+				t.Fatalf("transactional ids %v, want %v", ids, want)
+			}
+			// Two pre-committed transactions await commit (two failed
+			// checkpoints): every id of the pool holds one.
+			ids = nil
+			pending := append(step("b0"), step("b1")...)
+			err := w.Write(context.Background(), "b2", stream.NoTimestamp)
+			if tc.wantFail {
+				if !errors.Is(err, kafka.ErrPoolExhausted) || !strings.Contains(err.Error(), "ListTransactions") {
+					t.Fatalf("third open transaction: %v, want ErrPoolExhausted saying why the pool cannot grow", err)
+				}
+				if err := committer.Commit(context.Background(), pending); err != nil {
+					t.Fatal(err)
+				}
+				cs := step("b2")
+				if len(cs) != 1 {
+					t.Fatal("no transaction after the pool was freed")
+				}
+				if err := committer.Commit(context.Background(), cs); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("third open transaction: %v", err)
+				}
+				written = append(written, "b2")
+				cs, err := w.PrepareCommit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, cs[0].TransactionalID)
+				if !slices.Equal(ids, tc.wantIDs) {
+					t.Fatalf("transactional ids %v, want %v", ids, tc.wantIDs)
+				}
+				// The next completed checkpoint commits all three.
+				if err := committer.Commit(context.Background(), append(pending, cs...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := committer.Commit(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			got := values(c.consume(t, "pool", true))
+			if !slices.Equal(got, written) {
+				t.Fatalf("committed records %v, want %v", got, written)
+			}
+		})
 	}
 }
 
@@ -424,6 +471,9 @@ func TestTransactionTimeoutIsCheckedAgainstBrokerAndCheckpointInterval(t *testin
 				var te *kafka.TransactionTimeoutError
 				if !errors.As(err, &te) || !errors.Is(err, kafka.ErrTransactionTimeout) {
 					t.Fatalf("got %v, want a TransactionTimeoutError", err)
+				}
+				if restart.Recoverable(fmt.Errorf("sink: %w", err)) {
+					t.Errorf("a restart is thought to fix %v", err)
 				}
 				for _, s := range tc.errHas {
 					if !strings.Contains(err.Error(), s) {
@@ -483,5 +533,53 @@ func TestAtLeastOnceFailsOnProduceErrors(t *testing.T) {
 	}
 	if n := sink.Metrics().ProduceErrors.Load(); n != 2 {
 		t.Fatalf("NONE: %d produce errors counted, want 2", n)
+	}
+}
+
+// A missing output topic is created where the broker allows it (as Java's
+// producer does); where it does not, the job fails once, naming the
+// topic, however many restarts its strategy allows.
+func TestSinkToAMissingTopic(t *testing.T) {
+	for _, g := range []kafka.DeliveryGuarantee{kafka.AtLeastOnce, kafka.ExactlyOnce} {
+		t.Run(g.String()+"/broker creates it", func(t *testing.T) {
+			c := newCluster(t, kfake.AllowAutoTopicCreation())
+			topic := "created-" + g.String()
+			sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(g),
+				kafka.TransactionalIDPrefix(topic), kafka.WithLogger(testLogger(t)))
+			env := newEnv(t, 1)
+			in := stream.FromSlice(env, []string{"a", "b", "c"})
+			if g == kafka.ExactlyOnce {
+				stream.SinkToCommitting(in, sink)
+			} else {
+				stream.SinkTo(in, sink)
+			}
+			if _, err := env.ExecuteContext(ctxT(t), t.Name()); err != nil {
+				t.Fatal(err)
+			}
+			if got := sorted(values(c.consume(t, topic, g == kafka.ExactlyOnce))); !slices.Equal(got, []string{"a", "b", "c"}) {
+				t.Fatalf("topic holds %q", got)
+			}
+		})
+		t.Run(g.String()+"/broker refuses", func(t *testing.T) {
+			c := newCluster(t)
+			topic := "missing-" + g.String()
+			sink := mustSink(t, kafka.StringSerializer(topic), kafka.BootstrapServers(c.addrs...), kafka.Guarantee(g),
+				kafka.TransactionalIDPrefix(topic), kafka.WithLogger(quietLogger()))
+			env := newEnv(t, 1, stream.WithRestartStrategy(stream.FixedDelayRestart(5, 0)))
+			in := stream.FromSlice(env, []string{"a"})
+			if g == kafka.ExactlyOnce {
+				stream.SinkToCommitting(in, sink)
+			} else {
+				stream.SinkTo(in, sink)
+			}
+			res, err := env.ExecuteContext(ctxT(t), t.Name())
+			if !errors.Is(err, kafka.ErrTopicNotCreated) || !strings.Contains(err.Error(), `topic "`+topic+`"`) {
+				t.Fatalf("got %v, want ErrTopicNotCreated naming the topic", err)
+			}
+			// One attempt (one failed record), not six.
+			if n := sink.Metrics().ProduceErrors.Load(); n != 1 || res != nil && res.Restarts != 0 {
+				t.Errorf("%d failed records (result %+v): a restart cannot create the topic", n, res)
+			}
+		})
 	}
 }

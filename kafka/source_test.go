@@ -313,3 +313,22 @@ func TestDeadLetterTopicFailureFailsTheJob(t *testing.T) {
 		t.Fatalf("got %v, want a dead-letter failure", err)
 	}
 }
+
+// A partition without a committed offset, under the reset strategy none,
+// fails the job once: a restart finds no offset either.
+func TestNoOffsetFailsOnceWhateverTheRestartStrategy(t *testing.T) {
+	c := newCluster(t)
+	c.createTopic(t, "t", 1)
+	src := mustSource(t, kafka.StringValues(), kafka.BootstrapServers(c.addrs...), kafka.Topics("t"), kafka.Bounded(kafka.Latest()),
+		kafka.GroupID("fresh"), kafka.StartingOffsets(kafka.CommittedOffsets(kafka.ResetNone)), kafka.WithLogger(quietLogger()))
+	env := newEnv(t, 1, stream.WithRestartStrategy(stream.FixedDelayRestart(5, 0)))
+	stream.Discard(stream.FromSource(env, src, stream.NoWatermarks[string](), "kafka"))
+	res, err := env.ExecuteContext(ctxT(t), t.Name())
+	if !errors.Is(err, kafka.ErrNoOffset) || !strings.Contains(err.Error(), `group "fresh" has no committed offset for t-0`) ||
+		!strings.Contains(err.Error(), "kafka.CommittedOffsets(kafka.ResetEarliest)") {
+		t.Fatalf("got %v, want ErrNoOffset naming the partition and what to do", err)
+	}
+	if res == nil || res.Restarts != 0 {
+		t.Errorf("result %+v: a restart cannot find an offset", res)
+	}
+}

@@ -271,7 +271,7 @@ func toolClient(prefix string, opts []Opt) (*kgo.Client, error) {
 // (an earlier run had a higher parallelism) whose number is subtask modulo
 // parallelism. Listing needs DESCRIBE on transactional ids; without it,
 // only the own pool is fenced.
-func abortLingering(ctx context.Context, cl *kgo.Client, log *slog.Logger, prefix string, subtask, parallelism, pool int, timeout time.Duration) (aborted int, err error) {
+func abortLingering(ctx context.Context, cl *kgo.Client, log *slog.Logger, prefix string, subtask, parallelism, pool int, timeout time.Duration) (aborted int, fenced []string, listed bool, err error) {
 	fence := map[string]bool{}
 	for n := 0; n < pool; n++ {
 		fence[transactionalID(prefix, subtask, n)] = true
@@ -294,12 +294,12 @@ func abortLingering(ctx context.Context, cl *kgo.Client, log *slog.Logger, prefi
 	slices.Sort(ids)
 	for _, id := range ids {
 		if _, _, err := initProducerID(ctx, cl, id, timeout); err != nil {
-			return aborted, err
+			return aborted, nil, false, err
 		}
 		if open[id] {
 			aborted++
 			log.Info("aborted a lingering transaction", "transactional_id", id)
 		}
 	}
-	return aborted, nil
+	return aborted, ids, lerr == nil, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice/sluice/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -48,7 +49,14 @@ func (p *produceState) done(r *kgo.Record, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the writer is closing
 	}
-	err = fmt.Errorf("kafka: producing to topic %q: %w", r.Topic, err)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// The client asked the broker to create the topic (as Java's
+		// producer does) and it did not.
+		err = permanent{fmt.Errorf("%w: topic %q, and the broker did not create it (auto.create.topics.enable=false on the broker, or no permission to create topics): create the topic: %w",
+			ErrTopicNotCreated, r.Topic, err)}
+	} else {
+		err = fmt.Errorf("kafka: producing to topic %q: %w", r.Topic, err)
+	}
 	p.err.CompareAndSwap(nil, &err)
 }
 
@@ -215,6 +223,9 @@ type TxnWriter[T any] struct {
 	timeout time.Duration
 	log     *slog.Logger
 	next    int // the pool index to try first
+	// canGrow: the brokers list transactions, so ids beyond the
+	// configured pool are found and aborted after a restart.
+	canGrow bool
 	cur     *openTxn
 	ps      *produceState
 	lifetime
@@ -249,15 +260,18 @@ func newTxnWriter[T any](s *Sink[T], sc stream.SinkContext) (*TxnWriter[T], erro
 			"records are committed only at the end of input, and a job running longer than the transaction timeout fails",
 			"transaction_timeout", w.timeout)
 	}
-	n, err := abortLingering(ctx, admin, log, s.cfg.txnPrefix, sc.Subtask(), sc.Parallelism(), w.pool, w.timeout)
+	n, fenced, listed, err := abortLingering(ctx, admin, log, s.cfg.txnPrefix, sc.Subtask(), sc.Parallelism(), w.pool, w.timeout)
 	if err != nil {
 		return nil, err
 	}
 	s.metrics.LingeringAborted.Add(int64(n))
+	// The brokers list open transactions by prefix, so a restart finds and
+	// aborts those of ids beyond the pool too: the pool may grow.
+	w.canGrow = listed
 	// Whatever an earlier writer of this subtask left in this process's
 	// registry is now fenced: the ids are free.
-	for i := 0; i < w.pool; i++ {
-		s.ids.release(transactionalID(s.cfg.txnPrefix, sc.Subtask(), i))
+	for _, id := range fenced {
+		s.ids.release(id)
 	}
 	w.lifetime = newLifetime()
 	return w, nil
@@ -323,8 +337,23 @@ func (w *TxnWriter[T]) begin() error {
 			break
 		}
 	}
+	if id == "" && w.canGrow {
+		// Every id holds a transaction: the open one, and pre-committed
+		// ones that wait for a checkpoint to complete (a failed checkpoint
+		// or savepoint keeps its transaction until a later one completes).
+		// Take the next id beyond the pool rather than fail the job.
+		for n := w.pool; id == ""; n++ {
+			if cand := transactionalID(w.s.cfg.txnPrefix, w.subtask, n); w.s.ids.acquire(cand) {
+				id = cand
+				w.log.Warn("every transactional id of the pool holds a transaction awaiting a completed checkpoint; "+
+					"growing the pool", "pool", w.pool, "transactional_id", id)
+				w.pool, w.next = n+1, 0
+			}
+		}
+	}
 	if id == "" {
-		return fmt.Errorf("%w: all %d ids of subtask %d hold a transaction that is open or awaits commit; "+
+		return fmt.Errorf("%w: all %d ids of subtask %d hold a transaction that is open or awaits commit, "+
+			"and the brokers cannot list transactions (ListTransactions) for a grown pool to be found after a restart; "+
 			"raise kafka.TransactionalIDPoolSize", ErrPoolExhausted, w.pool, w.subtask)
 	}
 	// A client of its own per transaction (its transactional id is fixed

@@ -20,6 +20,7 @@
 //	GET   /jobs/overview                             {"jobs": [JobOverview]}
 //	GET   /jobs/:jobid                               JobDetails: vertices, status, timestamps, plan
 //	PATCH /jobs/:jobid?mode=cancel                   cancel → 202
+//	GET   /jobs/:jobid/yarn-cancel                   cancel → 202 (Flink 1.x's, for YARN's web proxy, which forwards GET only)
 //	GET   /jobs/:jobid/plan                          {"plan": JobPlan}
 //	GET   /jobs/:jobid/exceptions[?maxExceptions=N]  failure history
 //	GET   /jobs/:jobid/execution-result              {"status": {"id": IN_PROGRESS|COMPLETED}, "job-execution-result"}
@@ -30,6 +31,14 @@
 //	POST  /jobs/:jobid/savepoints                    {"target-directory", "cancel-job", "formatType": CANONICAL} → 202 {"request-id"}
 //	POST  /jobs/:jobid/stop                          {"targetDirectory", "drain", "formatType": CANONICAL} → 202 {"request-id"}
 //	GET   /jobs/:jobid/savepoints/:triggerid         savepoint and stop status: {"status", "operation": {"location"|"failure-cause"}}
+//	GET   /jobs/:jobid/config                        {"jid", "name", "execution-config"}
+//	GET   /jobs/:jobid/jobmanager/config             the job's configuration [{key, value}], secrets masked
+//	GET   /jobs/:jobid/vertices/:vertexid            a vertex's subtasks (state, times, I/O) and their aggregate
+//	GET   /jobs/:jobid/vertices/:vertexid/subtasks/metrics[?get=&agg=&subtasks=]  [{id, min, max, avg, sum, skew}]
+//	GET   /jobs/:jobid/vertices/:vertexid/metrics[?get=]                           [{id: "<subtask>.<metric>", value}]
+//	GET   /jobs/:jobid/vertices/:vertexid/watermarks [{id: "<subtask>.currentInputWatermark", value}]
+//	GET   /taskmanagers/:taskmanagerid               one TaskManager (Flink's TaskManagerDetailsInfo)
+//	GET   /                                          the web dashboard (its files under /web/)
 //
 // Job and trigger IDs are 32 hexadecimal characters (read in either case,
 // written in lower case). Errors are
@@ -48,6 +57,13 @@
 // rest.async.store-duration. A request carrying a "triggerId" already in use
 // for the job is answered with that operation rather than starting another,
 // so clients may retry a trigger safely.
+//
+// # Dashboard
+//
+// GET / serves Sluice's web dashboard, embedded in the binary (package
+// directory dashboard/: HTML, CSS and JavaScript, no build step). It reads
+// this API with URLs relative to the page, so it works wherever the
+// endpoint is mounted, e.g. behind YARN's web proxy at /proxy/<app>/.
 //
 // # Metrics
 //

@@ -200,15 +200,7 @@ const maskedValue = "******"
 func (s *Server) getClusterConfig(w http.ResponseWriter, r *http.Request) {
 	entries := []ConfigEntry{}
 	for _, e := range s.cfg.Cluster.Entries() {
-		v := e.Value
-		lk := strings.ToLower(e.Key)
-		for _, p := range sensitiveKeyParts {
-			if strings.Contains(lk, p) {
-				v = maskedValue
-				break
-			}
-		}
-		entries = append(entries, ConfigEntry{Key: e.Key, Value: v})
+		entries = append(entries, ConfigEntry{Key: e.Key, Value: maskValue(e.Key, e.Value)})
 	}
 	writeJSON(w, http.StatusOK, entries)
 }
@@ -351,6 +343,23 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("mode %q is not supported: the termination mode is \"cancel\"", mode))
+		return
+	}
+	ctx, cancel := s.backendCtx(r)
+	defer cancel()
+	if err := s.backend.CancelJob(ctx, id); err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct{}{})
+}
+
+// getYarnCancel cancels a job on GET /jobs/:jobid/yarn-cancel, Flink 1.x's
+// path for clients behind YARN's web proxy, which forwards GET only (it
+// answers PATCH 501): the dashboard falls back to it there.
+func (s *Server) getYarnCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
 		return
 	}
 	ctx, cancel := s.backendCtx(r)

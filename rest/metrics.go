@@ -292,6 +292,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- m
 	}
+	// The *_total series only grow (Prometheus counters); Flink's own
+	// metrics above keep the gauge type Flink's Prometheus reporter gives
+	// them.
+	cnt := func(d *prometheus.Desc, v float64, labels ...string) {
+		m, err := prometheus.NewConstMetric(d, prometheus.CounterValue, v, labels...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- m
+	}
 	if tms, err := c.backend.TaskManagers(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.scrapeError, fmt.Errorf("listing TaskManagers: %w", err))
 	} else {
@@ -354,15 +364,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if l.TGTRenewTill != 0 {
 			g(c.tgtRenewTill, float64(l.TGTRenewTill), ll...)
 		}
-		g(c.relogins, float64(l.Relogins), ll...)
-		g(c.reloginFailures, float64(l.ReloginFailures), ll...)
+		cnt(c.relogins, float64(l.Relogins), ll...)
+		cnt(c.reloginFailures, float64(l.ReloginFailures), ll...)
 	}
 	if t := snap.DelegationTokens; t != nil {
 		if t.Expiry != 0 {
 			g(c.tokenExpiry, float64(t.Expiry), t.Component)
 		}
-		g(c.tokenObtains, float64(t.Obtained), t.Component)
-		g(c.tokenFailures, float64(t.Failures), t.Component)
+		cnt(c.tokenObtains, float64(t.Obtained), t.Component)
+		cnt(c.tokenFailures, float64(t.Failures), t.Component)
 	}
 }
 

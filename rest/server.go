@@ -258,14 +258,23 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/exceptions":       {http.MethodGet: s.getJobExceptions},
 		"/jobs/{jobid}/execution-result": {http.MethodGet: s.getJobResult},
 		"/jobs/{jobid}/checkpoints":      {http.MethodGet: s.getJobCheckpoints, http.MethodPost: s.postCheckpoint},
-		"/jobs/{jobid}/checkpoints/details/{checkpointid}": {http.MethodGet: s.getCheckpointDetails},
-		"/jobs/{jobid}/checkpoints/{triggerid}":            {http.MethodGet: s.getCheckpointStatus},
-		"/jobs/{jobid}/savepoints":                         {http.MethodPost: s.postSavepoint},
-		"/jobs/{jobid}/savepoints/{triggerid}":             {http.MethodGet: s.getSavepointStatus},
-		"/jobs/{jobid}/stop":                               {http.MethodPost: s.postStop},
+		"/jobs/{jobid}/checkpoints/details/{checkpointid}":   {http.MethodGet: s.getCheckpointDetails},
+		"/jobs/{jobid}/checkpoints/{triggerid}":              {http.MethodGet: s.getCheckpointStatus},
+		"/jobs/{jobid}/savepoints":                           {http.MethodPost: s.postSavepoint},
+		"/jobs/{jobid}/savepoints/{triggerid}":               {http.MethodGet: s.getSavepointStatus},
+		"/jobs/{jobid}/stop":                                 {http.MethodPost: s.postStop},
+		"/jobs/{jobid}/yarn-cancel":                          {http.MethodGet: s.getYarnCancel},
+		"/jobs/{jobid}/config":                               {http.MethodGet: s.getJobConfig},
+		"/jobs/{jobid}/jobmanager/config":                    {http.MethodGet: s.getJobJobManagerConfig},
+		"/jobs/{jobid}/vertices/{vertexid}":                  {http.MethodGet: s.getVertex},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics": {http.MethodGet: s.getSubtaskMetrics},
+		"/jobs/{jobid}/vertices/{vertexid}/metrics":          {http.MethodGet: s.getVertexMetrics},
+		"/jobs/{jobid}/vertices/{vertexid}/watermarks":       {http.MethodGet: s.getVertexWatermarks},
+		"/taskmanagers/{taskmanagerid}":                      {http.MethodGet: s.getTaskManager},
 	} {
 		mux.Handle(path, rt)
 	}
+	s.dashboardRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})

@@ -263,6 +263,8 @@ func TestEndpoints(t *testing.T) {
 		{"cancel", "PATCH", "/jobs/" + jobToCancel + "?mode=cancel", "", 202},
 		{"cancel-again", "PATCH", "/jobs/" + jobToCancel, "", 409},
 		{"cancel-unknown", "PATCH", "/jobs/" + jobUnknown + "?mode=cancel", "", 404},
+		{"yarn-cancel-again", "GET", "/jobs/" + jobToCancel + "/yarn-cancel", "", 409}, // Flink's GET for YARN's proxy
+		{"yarn-cancel-unknown", "GET", "/jobs/" + jobUnknown + "/yarn-cancel", "", 404},
 		{"method-jobs", "DELETE", "/jobs", "", 405},
 		{"method-job", "PUT", "/jobs/" + jobRunning, "", 405},
 		{"method-savepoints", "GET", "/jobs/" + jobRunning + "/savepoints", "", 405},

@@ -195,6 +195,12 @@ type JobDetails struct {
 	Vertices     []Vertex           `json:"vertices"`
 	StatusCounts StateCounts        `json:"status-counts"`
 	Plan         JobPlan            `json:"plan"`
+
+	// ExecutionConfig is served by GET /jobs/:jobid/config (nil: none);
+	// Config, the job's effective configuration (key → value), by GET
+	// /jobs/:jobid/jobmanager/config. Neither is part of this message.
+	ExecutionConfig *ExecutionConfigInfo `json:"-"`
+	Config          map[string]string    `json:"-"`
 }
 
 // Vertex is one vertex (an operator chain) of GET /jobs/:jobid.
@@ -209,6 +215,11 @@ type Vertex struct {
 	Duration       int64          `json:"duration"`
 	Tasks          StateCounts    `json:"tasks"`
 	Metrics        IOMetrics      `json:"metrics"`
+
+	// Subtasks are the vertex's subtasks, in subtask order, served by GET
+	// /jobs/:jobid/vertices/:vertexid and its metrics and watermarks; not
+	// part of this message.
+	Subtasks []SubtaskDetails `json:"-"`
 }
 
 // IOMetrics are a vertex's I/O counters summed over its subtasks (Flink's

@@ -265,3 +265,22 @@ func TestKerberosAMWithPrivacy(t *testing.T) {
 		t.Fatalf("application %+v, %v", r, err)
 	}
 }
+
+// A principal given without its realm logs in to krb5.conf's default_realm
+// on the real KDC, as MIT kinit and Hadoop do.
+func TestKerberosLoginWithoutRealm(t *testing.T) {
+	c := minicluster.SharedSecure(t)
+	k := c.Kerberos
+	name, realm, ok := strings.Cut(k.Principal, "@")
+	if !ok || realm != k.Realm {
+		t.Fatalf("principal %q is not of realm %s", k.Principal, k.Realm)
+	}
+	login, err := kerberos.New(kerberos.Config{Principal: name, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer login.Close()
+	if login.Principal() != k.Principal || login.Realm() != k.Realm {
+		t.Errorf("logged in as %s (realm %s), want %s", login.Principal(), login.Realm(), k.Principal)
+	}
+}

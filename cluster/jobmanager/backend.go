@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -254,6 +255,7 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		v.ID, v.Name, v.MaxParallelism, v.Parallelism = vertexID(in.ID)(c), c.Name, mp, c.Parallelism
 		d.StatusCounts.Merge(v.Tasks)
 		ms := byVertex[c.Name]
+		v.Subtasks = subtaskDetails(in, c, ms, now)
 		complete := len(ms) == c.Parallelism
 		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,
 			ReadBytesComplete: complete, WriteBytesComplete: complete}
@@ -272,7 +274,74 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		d.MaxParallelism = int64(maxPar)
 	}
 	d.IsStoppable = in.Status == jobmaster.StatusRunning && in.CheckpointInterval >= 0 && in.Checkpointing
+	d.Config = maps.Clone(in.Graph.Config)
+	cfg := conf.FromMap(in.Graph.Config, conf.Source{})
+	restart := "Cluster level default restart strategy" // Flink's words for a job that sets none
+	if v, ok := in.Graph.Config[conf.RestartStrategyType.Key()]; ok && v != "" {
+		restart = v
+	}
+	d.ExecutionConfig = &rest.ExecutionConfigInfo{RestartStrategy: restart, Parallelism: conf.Get(cfg, conf.ParallelismDefault),
+		UserConfig: map[string]string{}}
 	return d, nil
+}
+
+// subtaskDetails describes the subtasks of chain c of the latest attempt
+// (GET /jobs/:jobid/vertices/:vertexid): their states as the JobMaster
+// follows them, with the TaskManager each was deployed to, and the metrics
+// their workers reported (ms). A subtask with neither is not listed.
+func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now int64) []rest.SubtaskDetails {
+	bySubtask := map[int]jobmaster.SubtaskMetrics{}
+	for _, m := range ms {
+		bySubtask[m.Subtask] = m
+	}
+	var out []rest.SubtaskDetails
+	seen := map[int]bool{}
+	for _, t := range in.Tasks {
+		if t.Task.Vertex != c.ID {
+			continue
+		}
+		seen[t.Task.Subtask] = true
+		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
+			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64}
+		if t.Deploying > 0 {
+			sd.StartTime = t.Deploying
+			sd.Duration = now - t.Deploying
+			if terminal(t.State) {
+				sd.EndTime, sd.Duration = t.Since, t.Since-t.Deploying
+			}
+		}
+		switch {
+		case t.State == rest.TaskRunning:
+			sd.StatusDuration[rest.TaskRunning] = now - t.Since
+			if t.Deploying > 0 {
+				sd.StatusDuration[rest.TaskDeploying] = t.Since - t.Deploying
+			}
+		case t.State == rest.TaskDeploying && t.Deploying > 0:
+			sd.StatusDuration[rest.TaskDeploying] = now - t.Deploying
+		}
+		if m, ok := bySubtask[t.Task.Subtask]; ok {
+			sd.Metrics, sd.Watermark = subtaskIO(m), m.Watermark.Load()
+		}
+		out = append(out, sd)
+	}
+	for _, m := range ms { // reported by a worker, not (or no longer) followed
+		if seen[m.Subtask] {
+			continue
+		}
+		out = append(out, rest.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
+			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[rest.ExecutionState]int64{},
+			Metrics: subtaskIO(m), Watermark: m.Watermark.Load()})
+	}
+	slices.SortFunc(out, func(a, b rest.SubtaskDetails) int { return a.Subtask - b.Subtask })
+	return out
+}
+
+// subtaskIO is one subtask's counters in Flink's form.
+func subtaskIO(m jobmaster.SubtaskMetrics) rest.IOMetrics {
+	return rest.IOMetrics{ReadRecords: m.RecordsIn.Load(), WriteRecords: m.RecordsOut.Load(), ReadBytes: m.BytesIn.Load(), WriteBytes: m.BytesOut.Load(),
+		ReadRecordsComplete: true, WriteRecordsComplete: true, ReadBytesComplete: true, WriteBytesComplete: true,
+		AccumulatedBusyTime: float64(m.BusyNanos.Load() / 1e6), AccumulatedBackpressuredTime: m.BackpressuredNanos.Load() / 1e6,
+		AccumulatedIdleTime: m.IdleNanos.Load() / 1e6}
 }
 
 // JobExceptions implements rest.Backend.

@@ -252,7 +252,18 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 			"vertices/0/metrics/read-bytes": "0", "vertices/0/metrics/write-records": "200",
 			"vertices/1/metrics/read-bytes": "6001", "vertices/1/metrics/read-bytes-complete": "true",
 			"vertices/1/metrics/write-bytes": "0", "vertices/1/metrics/read-records": "200",
-		}}},
+		},
+			// The dashboard's view of a vertex: each subtask with its
+			// state, TaskManager and counters.
+			job + "/vertices/" + rest.DeriveID(id, "1"): {
+				"name": `"print"`, "subtasks/0/subtask": "0", "subtasks/1/subtask": "1",
+				"subtasks/1/status": `"RUNNING"`, "subtasks/1/taskmanager-id": fmt.Sprintf("%q", taskManagerIDs[1]),
+				"subtasks/1/metrics/read-bytes": "3001", "subtasks/1/metrics/read-records": "100",
+				"subtasks/1/start-time": fmt.Sprint(t0), "subtasks/1/end-time": "-1",
+			},
+			job + "/vertices/" + rest.DeriveID(id, "1") + "/subtasks/metrics?get=numBytesIn&agg=sum": {"0/id": `"numBytesIn"`, "0/sum": "6001"},
+			job + "/config": {"execution-config/restart-strategy": `"fixed-delay"`, "execution-config/user-config": "{}", "name": `"numbers"`},
+		}},
 		{name: "a checkpoint in progress", do: func(t *testing.T) {
 			fc.hold()
 			go fc.d.Checkpoint(context.Background(), id, checkpoint.Checkpoint)
@@ -411,16 +422,26 @@ func TestTaskStates(t *testing.T) {
 		want []TaskState
 	}{
 		{"scheduled", func() {}, []TaskState{{Task: a, State: rest.TaskScheduled, Since: 100}, {Task: b, State: rest.TaskScheduled, Since: 100}}},
-		{"deploying", func() { ts.set(a, rest.TaskDeploying, 110); ts.set(b, rest.TaskDeploying, 120) },
-			[]TaskState{{Task: a, State: rest.TaskDeploying, Deploying: 110, Since: 110}, {Task: b, State: rest.TaskDeploying, Deploying: 120, Since: 120}}},
+		{"deploying", func() {
+			ts.place(a, "tm-a", "h:1")
+			ts.set(a, rest.TaskDeploying, 110)
+			ts.place(b, "tm-b", "h:2")
+			ts.set(b, rest.TaskDeploying, 120)
+		},
+			[]TaskState{{Task: a, State: rest.TaskDeploying, Deploying: 110, Since: 110, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskDeploying, Deploying: 120, Since: 120, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"running", func() { ts.setAll(rest.TaskRunning, 130) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130}, {Task: b, State: rest.TaskRunning, Deploying: 120, Since: 130}}},
+			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskRunning, Deploying: 120, Since: 130, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"one failed", func() { ts.set(b, rest.TaskFailed, 140) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"the others are cancelled", func() { ts.setAll(rest.TaskCanceling, 150); ts.set(a, rest.TaskCanceled, 160) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 		{"ended states stay", func() { ts.setAll(rest.TaskRunning, 170); ts.set(b, rest.TaskFinished, 180) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160}, {Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140}}},
+			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 	} {
 		step.do()
 		if got := ts.list(); !reflect.DeepEqual(got, step.want) {

@@ -191,6 +191,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jo
 			Args: jm.args, Env: jm.env, Configuration: jm.dynamic,
 		}
 		for _, t := range w.tasks {
+			a.states.place(t, w.tm, w.tmAddr)
 			a.states.set(t, rest.TaskDeploying, jm.now())
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {

@@ -177,7 +177,7 @@ func (jm *jobMaster) start(ctx context.Context, recover bool) error {
 	jm.opts.Listener = jm
 	jm.opts.JobID = jm.id
 	jm.opts.Recover = recover
-	jm.opts.Log = jm.log
+	jm.opts.Log = jm.d.log // the JobMaster core adds job=ID itself
 	jm.opts.FileSystems = jm.d.cfg.FileSystems
 	jm.d.call(dStart{id: jm.id, recover: recover})
 	j, err := jobmaster.Start(ctx, jm.plan, jm.opts)
@@ -198,7 +198,7 @@ func (jm *jobMaster) finish(err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if derr := jm.declareSlots(ctx, 0); derr != nil {
-		jm.log.Debug("ending the slot demand failed", "job", jm.id, "err", derr)
+		jm.log.Debug("ending the slot demand failed", "err", derr)
 	}
 	byTM := map[string][]string{}
 	for _, s := range slots {

@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,8 +112,12 @@ func RunWith(ctx context.Context, o Options) error {
 	if o.Driver == nil {
 		o.Driver = resourcemanager.NewStandalone(log)
 	}
+	// A standalone JobManager without jobmanager.rpc.address is on
+	// localhost: it binds loopback only, and says so to its TaskManagers,
+	// until the configuration names a host others can reach.
+	rpcHost := cmp.Or(conf.Get(c, conf.JobManagerRPCAddress), "localhost")
 	if o.RPC == nil {
-		addr := net.JoinHostPort(conf.Get(c, conf.JobManagerRPCAddress), strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
+		addr := net.JoinHostPort(rpcHost, strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("jobmanager: listening on %s (jobmanager.rpc.address, jobmanager.rpc.port): %w", addr, err)
@@ -122,7 +127,7 @@ func RunWith(ctx context.Context, o Options) error {
 	defer o.RPC.Close()
 	if o.RPCAddress == "" {
 		_, port, _ := net.SplitHostPort(o.RPC.Addr().String())
-		o.RPCAddress = net.JoinHostPort(conf.Get(c, conf.JobManagerRPCAddress), port)
+		o.RPCAddress = net.JoinHostPort(rpcHost, port)
 	}
 	if o.WorkDir == "" {
 		d, err := os.MkdirTemp("", "sluice-jobmanager-")
@@ -167,10 +172,20 @@ func RunWith(ctx context.Context, o Options) error {
 	go func() { errs <- srv.Serve(o.RPC) }()
 
 	rcfg := rest.ConfigFrom(c)
+	if o.REST == nil && !conf.IsSet(c, conf.RESTBindAddress) {
+		// REST binds where the RPC endpoint does (loopback by default), not
+		// every interface: whoever reaches it can run code on the cluster.
+		rcfg.BindAddress = rpcHost
+	}
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
 	var rs *rest.Server
-	jmHost, _, _ := net.SplitHostPort(o.RPCAddress)
+	// The host label of the JobManager's metrics is the machine's name, as
+	// a TaskManager's is (not the RPC address's, often localhost).
+	jmHost, err := os.Hostname()
+	if err != nil || jmHost == "" {
+		jmHost, _, _ = net.SplitHostPort(o.RPCAddress)
+	}
 	shutDown := make(chan struct{})
 	var shutDownOnce sync.Once
 	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens,

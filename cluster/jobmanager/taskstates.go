@@ -19,6 +19,9 @@ type TaskState struct {
 	Deploying int64
 	// Since is when it entered State (epoch ms).
 	Since int64
+	// TaskManagerID and Endpoint (its RPC address, host:port) name the
+	// TaskManager it was deployed to; "" before its deployment.
+	TaskManagerID, Endpoint string
 }
 
 // taskStates follows the states of an attempt's subtasks. Its methods take
@@ -58,6 +61,15 @@ func (ts *taskStates) setLocked(t checkpoint.TaskID, s rest.ExecutionState, now 
 	cur.State, cur.Since = s, now
 	if s == rest.TaskDeploying && cur.Deploying == 0 {
 		cur.Deploying = now
+	}
+}
+
+// place records the TaskManager that task t is deployed to.
+func (ts *taskStates) place(t checkpoint.TaskID, tm, endpoint string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if cur := ts.by[t]; cur != nil {
+		cur.TaskManagerID, cur.Endpoint = tm, endpoint
 	}
 }
 

@@ -58,15 +58,17 @@ func (s *Standalone) Run(ctx context.Context, _ DriverEvents) error {
 }
 
 // SetRequired implements Driver. A standalone cluster cannot start
-// TaskManagers; when the demand needs more than before, it says so.
+// TaskManagers; it only notes the number.
 func (s *Standalone) SetRequired(n int) {
 	s.mu.Lock()
 	prev := s.mu.required
 	s.mu.required = n
 	s.mu.Unlock()
-	if n > prev {
-		s.log.Info("the slot demand needs more TaskManagers; a standalone cluster runs only those started by hand",
-			"required", n, "before", prev)
+	// Whether the registered TaskManagers fall short is the slot table's to
+	// say ("slot demand exceeds the free slots …"): n counts those already
+	// running too.
+	if n != prev {
+		s.log.Debug("TaskManagers required; a standalone cluster runs only those started by hand", "required", n, "before", prev)
 	}
 }
 

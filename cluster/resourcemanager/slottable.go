@@ -607,7 +607,7 @@ func (t *slotTable) schedule(now int64) {
 		tm := t.tms[id]
 		if !tm.released && now-tm.idleSince >= t.idleFor {
 			tm.released = true
-			t.log(slog.LevelInfo, tm.id, "releasing idle TaskManager", "resource", tm.resourceID, "idle", time.Duration(now-tm.idleSince)*time.Millisecond)
+			t.log(slog.LevelInfo, tm.id, "idle TaskManager no longer needed; the driver may release it", "resource", tm.resourceID, "idle", time.Duration(now-tm.idleSince)*time.Millisecond)
 			t.emit(fxRelease{tm.resourceID})
 		}
 	}

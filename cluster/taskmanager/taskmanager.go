@@ -107,6 +107,9 @@ type TaskManager struct {
 	id         string
 	resourceID string
 	addr       string // advertised RPC address
+	// ownWorkDir is the working directory the TaskManager made (no
+	// taskmanager.working-dir given), removed when it stops.
+	ownWorkDir *ownWorkDir
 	host       string // advertised host
 	hostname   string
 	logDir     string
@@ -174,9 +177,17 @@ func New(cfg Config) (*TaskManager, error) {
 
 	workDir := cfg.WorkDir
 	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "sluice-taskmanager-"); err != nil {
-			return nil, fmt.Errorf("taskmanager: working directory: %w", err)
+		// Removed when the TaskManager stops; one that ends without (kill
+		// -9) has its directory removed by the next one to start here.
+		if tm.ownWorkDir, err = makeWorkDir(os.TempDir(), tm.log); err != nil {
+			return nil, err
 		}
+		workDir = tm.ownWorkDir.path
+		defer func() {
+			if !ok {
+				tm.ownWorkDir.remove()
+			}
+		}()
 	}
 	tm.logDir = cmp.Or(cfg.LogDir, filepath.Join(workDir, "log"))
 	tm.workersDir = filepath.Join(workDir, "workers")
@@ -241,9 +252,17 @@ func (tm *TaskManager) Close() error {
 	var err error
 	tm.closeOnce.Do(func() {
 		tm.stopStopping()
-		err = errors.Join(tm.lis.Close(), tm.rmConn.Close())
+		err = errors.Join(tm.lis.Close(), tm.rmConn.Close(), tm.removeWorkDir())
 	})
 	return err
+}
+
+// removeWorkDir removes the working directory if the TaskManager made it.
+func (tm *TaskManager) removeWorkDir() error {
+	if tm.ownWorkDir == nil {
+		return nil
+	}
+	return tm.ownWorkDir.remove()
 }
 
 // Run serves RPCs and keeps the ResourceManager session until ctx ends.
@@ -276,6 +295,9 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 	tm.srv.Stop()
 	tm.wg.Wait()
 	tm.rmConn.Close()
+	if rerr := tm.removeWorkDir(); rerr != nil {
+		tm.log.Warn("TaskManager stopped; its working directory remains", "err", rerr)
+	}
 	tm.log.Info("TaskManager stopped")
 	return err
 }
@@ -568,7 +590,7 @@ func (tm *TaskManager) sendOffer(f ofOffer) {
 	if s == nil || !tm.st.link.registered() {
 		return
 	}
-	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.host, Slots: f.slots}
+	offer := &clusterpb.SlotOffer{JobId: f.job, TaskManagerId: tm.id, TaskManagerAddress: tm.addr, Hostname: tm.hostname, Slots: f.slots}
 	allocs := make([]string, len(f.slots))
 	for i, sl := range f.slots {
 		allocs[i] = sl.GetAllocationId()

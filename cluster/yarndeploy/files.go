@@ -3,6 +3,7 @@ package yarndeploy
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -56,6 +57,40 @@ func hadoopXML(h *hadoop.Configuration) ([]byte, error) {
 
 // withOverrides copies h and applies Flink's pass-through keys:
 // flink.hadoop.<key> sets <key>, flink.yarn.<key> sets yarn.<key>.
+// ErrNoResourceManager is the error of a client whose Hadoop configuration
+// does not say where the ResourceManager is: Hadoop's built-in default,
+// 0.0.0.0:8032, is only ever right on the ResourceManager's own host, and
+// the client would retry against it for minutes.
+var ErrNoResourceManager = errors.New("no Hadoop configuration names the YARN ResourceManager: HADOOP_CONF_DIR is unset or its yarn-site.xml has no " +
+	hadoop.KeyRMAddress + " (nor yarn.resourcemanager.hostname); set HADOOP_CONF_DIR to the directory of the cluster's core-site.xml and yarn-site.xml")
+
+// CheckResourceManager returns ErrNoResourceManager unless the
+// ResourceManager's address comes from a site file, a programmatic setting
+// or a flink.yarn.* / flink.hadoop.* key of c, rather than Hadoop's
+// built-in default. A client checks it before it deploys.
+func CheckResourceManager(h *hadoop.Configuration, c *conf.Configuration) error {
+	if resourceManagerConfigured(h, c) {
+		return nil
+	}
+	return ErrNoResourceManager
+}
+
+func resourceManagerConfigured(h *hadoop.Configuration, c *conf.Configuration) bool {
+	over := c.Subset("flink.hadoop.")
+	for k, v := range c.Subset("flink.yarn.") {
+		over["yarn."+k] = v
+	}
+	for _, k := range []string{hadoop.KeyRMAddress, "yarn.resourcemanager.hostname", "yarn.resourcemanager.ha.enabled"} {
+		if _, ok := over[k]; ok {
+			return true
+		}
+		if src := h.Source(k); src != "" && src != hadoop.SourceDefaults {
+			return true
+		}
+	}
+	return false
+}
+
 func withOverrides(h *hadoop.Configuration, c *conf.Configuration, getenv func(string) string) *hadoop.Configuration {
 	out := hadoop.NewConfiguration(getenv)
 	for _, k := range h.Keys() {

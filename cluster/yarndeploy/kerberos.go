@@ -20,6 +20,25 @@ import (
 // delegation tokens, the keytab to ship).
 var ErrKerberos = errors.New("yarndeploy: Kerberos")
 
+// kerberosError is an ErrKerberos whose message is its cause's (which
+// already says "kerberos: …"), not the sentinel's text again.
+type kerberosError struct {
+	context string
+	err     error
+}
+
+func (e *kerberosError) Error() string {
+	if e.context == "" {
+		return "yarndeploy: " + e.err.Error()
+	}
+	return "yarndeploy: " + e.context + ": " + e.err.Error()
+}
+
+func (e *kerberosError) Unwrap() []error { return []error{ErrKerberos, e.err} }
+
+// kerberosErr wraps err as an ErrKerberos, after context if it is given.
+func kerberosErr(context string, err error) error { return &kerberosError{context: context, err: err} }
+
 // kerberosLogin is the client's login for a cluster with
 // hadoop.security.authentication=kerberos: Options.Kerberos, else one made
 // from the configuration (keytab, or ticket cache). For other clusters it
@@ -34,11 +53,11 @@ func kerberosLogin(opts Options, h *hadoop.Configuration) (login *kerberos.Login
 	}
 	kc := kerberos.FromConfiguration(opts.Conf)
 	if err := kc.Validate(); err != nil {
-		return nil, false, fmt.Errorf("%w: %w", ErrKerberos, err)
+		return nil, false, kerberosErr("", err)
 	}
 	l, err := kerberos.New(kc, kerberos.WithLogger(opts.Logger))
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: logging in (the cluster requires Kerberos, %s=kerberos): %w", ErrKerberos, hadoop.KeySecurityAuthentication, err)
+		return nil, false, kerberosErr(fmt.Sprintf("logging in (the cluster requires Kerberos, %s=kerberos)", hadoop.KeySecurityAuthentication), err)
 	}
 	return l, true, nil
 }
@@ -108,7 +127,7 @@ func (d *Deployer) delegationTokens(ctx context.Context, staging *url.URL) (*had
 		}
 		nn, err := delegation.NameNodeOf(d.hadoop, u)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrKerberos, err)
+			return nil, kerberosErr("", err)
 		}
 		if seen[nn.Addr] {
 			continue
@@ -116,7 +135,7 @@ func (d *Deployer) delegationTokens(ctx context.Context, staging *url.URL) (*had
 		seen[nn.Addr] = true
 		tok, err := dc.ObtainHDFS(ctx, nn, shortName(rmPrincipal))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrKerberos, err)
+			return nil, kerberosErr("", err)
 		}
 		creds.AddToken(tok.Service, tok)
 		d.progress("Obtained an HDFS delegation token from %s (renewer %s)", nn.Addr, shortName(rmPrincipal))

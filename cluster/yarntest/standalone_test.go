@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +109,12 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 		for _, c := range []string{"jobmanager", "taskmanager", "worker"} {
 			if !strings.Contains(m, `sluice_kerberos_tgt_expiry_timestamp_seconds{component="`+c+`"`) {
 				missing = append(missing, c)
+			}
+			// Every process runs on this machine: each names it alike.
+			for _, l := range regexp.MustCompile(`sluice_kerberos_tgt_expiry_timestamp_seconds\{component="`+c+`"[^}]*\}`).FindAllString(m, -1) {
+				if host, _ := os.Hostname(); !strings.Contains(l, `host="`+host+`"`) {
+					t.Errorf("host label of %s is not the machine's name %q: %s", c, host, l)
+				}
 			}
 		}
 		return len(missing) == 0

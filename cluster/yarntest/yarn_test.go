@@ -418,6 +418,7 @@ func TestSessionLifecycle(t *testing.T) {
 		}
 	}()
 	session := "-Dyarn.application.id=" + appID
+	checkDashboardThroughProxy(t, r, ctx, appID)
 
 	out := r.hdfs + "/out"
 	const n, keys = 3000, 3

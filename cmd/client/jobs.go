@@ -316,7 +316,13 @@ func stopCommand() *cli.Command {
 				return err
 			}
 			req := rest.StopRequest{TargetDirectory: c.String("savepointPath"), Drain: c.Bool("drain"), FormatType: format, TriggerID: rest.NewID()}
-			fmt.Fprintf(c.App.Writer, "Suspending job %s.\n", id)
+			// Flink's words: a drained job ends (its windows fire); otherwise
+			// it is suspended at the savepoint.
+			verb := "Suspending"
+			if req.Drain {
+				verb = "Draining"
+			}
+			fmt.Fprintf(c.App.Writer, "%s job %s.\n", verb, id)
 			if c.Bool("detached") {
 				trigger, err := cl.TriggerStop(c.Context, id, req)
 				if err != nil {

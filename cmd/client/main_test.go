@@ -481,7 +481,7 @@ func TestJobCommands(t *testing.T) {
 		{[]string{"savepoint", "-m", addr, jobB, "/sp"}, 1, "409 job " + jobB + " is FINISHED"},
 		{[]string{"checkpoint", "--full", "-m", addr, jobA}, 0, "Checkpoint 1 for job " + jobA + " completed.\n"},
 		{[]string{"checkpoint", "-m", addr, jobA}, 0, "Checkpoint 2 for job " + jobA + " completed.\n"},
-		{[]string{"stop", "-m", addr, "-p", "/sp", "--drain", jobA}, 0, "Suspending job " + jobA + ".\nSavepoint completed. Path: /sp/savepoint-0a1b2c-3\n"},
+		{[]string{"stop", "-m", addr, "-p", "/sp", "--drain", jobA}, 0, "Draining job " + jobA + ".\nSavepoint completed. Path: /sp/savepoint-0a1b2c-3\n"},
 		{[]string{"stop", "-m", addr, "-p", "/sp", jobA}, 1, "is FINISHED: stop-with-savepoint needs a job that is running"},
 		{[]string{"cancel", "-m", addr, unknown[:31] + "0"}, 0, "Cancelled job " + unknown[:31] + "0.\n"},
 		{[]string{"cancel", "-m", addr, unknown[:31] + "0"}, 1, "409 rest: conflict with the job's state: job " + unknown[:31] + "0 has already ended (CANCELED)"},
@@ -696,6 +696,35 @@ func TestRunOfAProgramThatSubmitsNoJob(t *testing.T) {
 			r := sluice(t, Cluster{}, tc.args...)
 			if r.code != tc.code || (tc.want != "" && !strings.Contains(r.stderr, tc.want)) || (tc.want == "" && r.stderr != "") {
 				t.Fatalf("want exit %d and %q in stderr\n%s", tc.code, tc.want, r)
+			}
+		})
+	}
+}
+
+// Without a Hadoop configuration that names the ResourceManager, a YARN
+// target fails at once, saying so, instead of retrying against Hadoop's
+// default 0.0.0.0:8032 (yarndeploy's TestCheckResourceManager has the
+// configurations that do name it).
+func TestYarnTargetsWithoutHadoopConfiguration(t *testing.T) {
+	emptyConf := t.TempDir()
+	if err := os.WriteFile(filepath.Join(emptyConf, "yarn-site.xml"), []byte("<configuration></configuration>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unset, yarn-application", nil, []string{"run", "-t", "yarn-application", fakeJob}, "HADOOP_CONF_DIR is unset"},
+		{"unset, yarn-session", nil, []string{"yarn-session"}, "HADOOP_CONF_DIR is unset"},
+		{"no address in yarn-site.xml", map[string]string{"HADOOP_CONF_DIR": emptyConf}, []string{"run", "-t", "yarn-application", fakeJob}, "yarn-site.xml has no yarn.resourcemanager.address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := yarnDeployment{getenv: func(k string) string { return tc.env[k] }}
+			r := sluice(t, Cluster{YarnCluster: y}, tc.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("want exit 1 saying %q\n%s", tc.want, r)
 			}
 		})
 	}

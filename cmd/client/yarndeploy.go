@@ -47,6 +47,9 @@ func (y yarnDeployment) deployer(c *conf.Configuration, out io.Writer, opts yarn
 	if err != nil {
 		return nil, fmt.Errorf("the Hadoop configuration (HADOOP_CONF_DIR names the directory of core-site.xml and yarn-site.xml): %w", err)
 	}
+	if err := yarndeploy.CheckResourceManager(h, c); err != nil {
+		return nil, err
+	}
 	opts.Conf, opts.Hadoop, opts.Getenv, opts.Progress = c, h, y.getenv, out
 	opts.AppMaster, opts.TaskManager = besideExecutable(appMasterBinary), besideExecutable(taskManagerBinary)
 	return yarndeploy.New(opts)

@@ -114,6 +114,14 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			if containerLogDir != "" && !conf.IsSet(cfg, conf.LogDir) {
 				tmCfg.LogDir = containerLogDir
 			}
+			// In a YARN container the working directory is the container's
+			// own, which the NodeManager removes with the application
+			// (not one under /tmp that nothing would clean).
+			if getenv(hadoopenv.EnvContainerID) != "" && tmCfg.WorkDir == "" {
+				if cwd, err := os.Getwd(); err == nil {
+					tmCfg.WorkDir = filepath.Join(cwd, "taskmanager")
+				}
+			}
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {
 				sec.Close()

@@ -66,7 +66,7 @@ func BuildKafka(env *stream.Environment, bootstrap []string, bounded bool, seen 
 // read them all it stops the job with --drain semantics (every window
 // fires, a final savepoint is taken) and prints what a read_committed
 // consumer finds in the output topics.
-func runWithKafka(bootstrap string, n int64, rate float64, opts []stream.Option) error {
+func runWithKafka(bootstrap string, n int64, rate float64, savepoints string, opts []stream.Option) error {
 	ctx := context.Background()
 	addrs := []string{bootstrap}
 	if bootstrap == "" {
@@ -87,11 +87,6 @@ func runWithKafka(bootstrap string, n int64, rate float64, opts []stream.Option)
 	if _, err := adm.CreateTopics(ctx, 3, 1, nil, PurchasesTopic, TotalsTopic, LateTopic); err != nil {
 		return fmt.Errorf("creating topics: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "sluice-purchases-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	env := stream.NewEnvironment(append(opts, stream.WithCheckpointing(time.Second, ""),
 		stream.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))...)
 	var seen atomic.Int64
@@ -118,9 +113,11 @@ func runWithKafka(bootstrap string, n int64, rate float64, opts []stream.Option)
 		job.Cancel()
 		return fmt.Errorf("the job read only %d of %d purchases in a minute", seen.Load(), n)
 	}
-	if _, err := job.StopWithSavepoint(tmp, true); err != nil {
+	sp, err := job.StopWithSavepoint(savepoints, true)
+	if err != nil {
 		return fmt.Errorf("stopping the job: %w", err)
 	}
+	fmt.Fprintf(os.Stderr, "job stopped with a drained savepoint at %s\n", sp)
 	res, err := job.Wait()
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ func runWithKafkaTo(t *testing.T, n int64) error {
 		return err
 	}
 	defer c.Close()
-	if err := runWithKafka(c.ListenAddrs()[0], n, 3000, nil); err != nil {
+	if err := runWithKafka(c.ListenAddrs()[0], n, 3000, t.TempDir(), nil); err != nil {
 		return err
 	}
 	totals, late, err := readCommitted(context.Background(), c.ListenAddrs())

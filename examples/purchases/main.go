@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sluice/sluice/stream"
@@ -99,6 +100,7 @@ func main() {
 	par := flag.Int("p", 0, "parallelism (default: number of CPUs)")
 	bootstrap := flag.String("bootstrap", "", "Kafka bootstrap servers (default: an embedded in-process broker)")
 	generator := flag.Bool("generator", false, "read purchases from the data generator instead of Kafka")
+	savepoints := flag.String("savepoints", filepath.Join(os.TempDir(), "sluice-purchases-savepoints"), "directory of the drained savepoint the job stops with")
 	flag.Parse()
 	var opts []stream.Option
 	if *par > 0 {
@@ -108,7 +110,7 @@ func main() {
 	if *generator {
 		err = runFromGenerator(*n, *rate, opts)
 	} else {
-		err = runWithKafka(*bootstrap, *n, *rate, opts)
+		err = runWithKafka(*bootstrap, *n, *rate, *savepoints, opts)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -110,18 +110,20 @@ func (c Config) ticketCachePath() (string, error) {
 }
 
 // SplitPrincipal splits user@REALM (user may be service/host) into the
-// name and realm, with a clear error for anything else.
+// name and realm, with a clear error for anything else. A principal
+// without a realm (user, service/host) gives realm "": the login takes
+// krb5.conf's default_realm for it, as MIT kinit and Hadoop do.
 func SplitPrincipal(p string) (name, realm string, err error) {
-	i := strings.LastIndexByte(p, '@')
-	bad := i <= 0 || i == len(p)-1
-	if !bad {
+	name = p
+	bad := p == ""
+	if i := strings.LastIndexByte(p, '@'); i >= 0 {
 		name, realm = p[:i], p[i+1:]
-		bad = strings.ContainsAny(name, "@ \t\n") || strings.ContainsAny(realm, "@/ \t\n") ||
-			strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//")
+		bad = i == 0 || realm == "" || strings.ContainsAny(realm, "@/ \t\n")
 	}
+	bad = bad || strings.ContainsAny(name, "@ \t\n") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//")
 	if bad {
 		return "", "", newError(ErrConfig, "parse principal", "", "", nil,
-			fmt.Sprintf("principal %q is not user@REALM or service/host@REALM (security.kerberos.login.principal)", p))
+			fmt.Sprintf("principal %q is not user[@REALM] or service/host[@REALM] (security.kerberos.login.principal)", p))
 	}
 	return name, realm, nil
 }

@@ -98,6 +98,8 @@ func TestLoginErrorsNameWhatToCheck(t *testing.T) {
 	expired := filepath.Join(dir, "cc-expired")
 	writeCache(t, expired, fakeTGT(t, "bob@EXAMPLE.COM", Times{Auth: t0, Start: t0, End: t0.Add(time.Hour)}, false))
 	now := clock.NewManualAt(t0.Add(2 * time.Hour))
+	noDefaultRealm := filepath.Join(dir, "no-default-realm.conf")
+	os.WriteFile(noDefaultRealm, []byte("[realms]\n  EXAMPLE.COM = {\n    kdc = 127.0.0.1:1\n  }\n"), 0o644)
 
 	tests := []struct {
 		name string
@@ -106,7 +108,11 @@ func TestLoginErrorsNameWhatToCheck(t *testing.T) {
 		says []string
 	}{
 		{"keytab without principal", Config{Keytab: kt, Krb5Conf: krb5}, ErrConfig, []string{"security.kerberos.login.principal is not"}},
-		{"malformed principal", Config{Principal: "sluice", Keytab: kt, Krb5Conf: krb5}, ErrConfig, []string{`"sluice" is not user@REALM`}},
+		{"malformed principal", Config{Principal: "sluice@", Keytab: kt, Krb5Conf: krb5}, ErrConfig, []string{`"sluice@" is not user[@REALM]`}},
+		// A principal without a realm is in krb5.conf's default_realm (as for kinit): here, one the keytab has no key of.
+		{"principal without realm", Config{Principal: "sluice", Keytab: kt, Krb5Conf: krb5}, ErrKeytab, []string{"no key of sluice@EXAMPLE.COM"}},
+		{"principal without realm, no default_realm", Config{Principal: "sluice/host", Keytab: kt, Krb5Conf: noDefaultRealm}, ErrConfig,
+			[]string{`"sluice/host" has no realm`, "default_realm", noDefaultRealm}},
 		{"nothing to log in with", Config{Principal: "a@EXAMPLE.COM"}, ErrConfig, []string{"use-ticket-cache"}},
 		{"missing keytab", Config{Principal: "sluice/host@EXAMPLE.COM", Keytab: filepath.Join(dir, "nope.keytab"), Krb5Conf: krb5}, ErrKeytab,
 			[]string{"nope.keytab", "does not exist", "security.kerberos.login.keytab"}},

@@ -117,10 +117,10 @@ func New(cfg Config, opts ...Option) (*Login, error) {
 	l.krb5 = k
 	if cfg.Keytab != "" {
 		l.source = FromKeytab
-		if l.name, l.realm, err = SplitPrincipal(cfg.Principal); err != nil {
+		if l.principal, err = l.qualify(cfg.Principal); err != nil {
 			return nil, err
 		}
-		l.principal = l.name + "@" + l.realm
+		l.name, l.realm, _ = SplitPrincipal(l.principal)
 		if err := l.checkRealm(l.realm); err != nil {
 			return nil, err
 		}
@@ -145,6 +145,22 @@ func New(cfg Config, opts ...Option) (*Login, error) {
 	l.log.Info("kerberos: logged in", "principal", l.principal, "source", l.source.String(),
 		"expires", s.cred.times.End, "renewTill", s.cred.times.RenewTill)
 	return l, nil
+}
+
+// qualify returns p with its realm: krb5.conf's default_realm for a
+// principal given without one.
+func (l *Login) qualify(p string) (string, error) {
+	name, realm, err := SplitPrincipal(p)
+	if err != nil {
+		return "", err
+	}
+	if realm == "" {
+		if realm = l.krb5.LibDefaults.DefaultRealm; realm == "" {
+			return "", newError(ErrConfig, "parse principal", "", l.krb5Path, nil,
+				fmt.Sprintf("principal %q has no realm and krb5.conf sets no default_realm in [libdefaults]: give name@REALM (security.kerberos.login.principal) or set default_realm", p))
+		}
+	}
+	return name + "@" + realm, nil
 }
 
 // Principal is the logged-in principal, name@REALM.
@@ -402,7 +418,13 @@ func (l *Login) cacheLogin() (*session, error) {
 		return nil, newError(ErrTicketCache, op, l.cfg.Principal, l.ccPath, nil,
 			"the cache holds no TGT of its default principal: run kinit")
 	}
-	if want := l.cfg.Principal; want != "" && want != cred.principal() {
+	want := l.cfg.Principal
+	if want != "" {
+		if want, err = l.qualify(want); err != nil {
+			return nil, err
+		}
+	}
+	if want != "" && want != cred.principal() {
 		return nil, newError(ErrWrongPrincipal, op, want, l.ccPath, nil,
 			fmt.Sprintf("the ticket cache holds tickets of %s, not of security.kerberos.login.principal %s", cred.principal(), want))
 	}

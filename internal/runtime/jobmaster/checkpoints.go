@@ -184,7 +184,7 @@ func (c *checkpoints) startSavepoint(id checkpoint.ID, req savepointReq) error {
 		dir = c.opts.SavepointDir
 	}
 	if dir == "" {
-		return errors.New("jobmaster: no savepoint directory: pass one or set execution.checkpointing.savepoint-dir")
+		return errors.New("no savepoint directory: give one (sluice savepoint JOB_ID DIRECTORY, sluice stop --savepointPath DIRECTORY) or set execution.checkpointing.savepoint-dir")
 	}
 	fsys, p, err := c.j.opts.FileSystems.For(dir)
 	if err != nil {
@@ -252,7 +252,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 			c.j.opts.Log.Warn("discarding old checkpoints failed", "err", err)
 		}
 	}
-	c.j.opts.Log.Debug("checkpoint complete", "job", c.j.id, "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
+	c.j.opts.Log.Debug("checkpoint complete", "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
 	return co.Persisted(cp.ID)
 }
 

@@ -1,10 +1,13 @@
 package jobmaster_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,8 +175,9 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 			}
 			x := &scriptedExecutor{t: t, script: tc.script, hanging: make(chan struct{})}
 			l := &statuses{}
+			logs := &syncBuffer{}
 			j, err := jobmaster.Start(context.Background(), onePlan(t), jobmaster.Options{JobID: "job", Executor: x, Restart: strategy,
-				Clock: clock.NewManual(0), Listener: l})
+				Clock: clock.NewManual(0), Listener: l, Log: slog.New(slog.NewTextHandler(logs, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,6 +201,11 @@ func TestFailedDeploymentIsAFailover(t *testing.T) {
 				t.Fatalf("the job failed: %v", err)
 			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
 				t.Fatalf("the job ended with %v, want %v in its chain", err, tc.wantErr)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if line != "" && strings.Count(line, " job=") != 1 {
+					t.Errorf("log line does not name its job once: %s", line)
+				}
 			}
 			if res.Restarts != tc.wantRestarts {
 				t.Errorf("%d restarts, want %d", res.Restarts, tc.wantRestarts)
@@ -260,4 +269,22 @@ func TestMetricsReadWhileTheJobRestarts(t *testing.T) {
 	if got := x.deployed(); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("deployed attempts %v, want [0 1 2]", got)
 	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

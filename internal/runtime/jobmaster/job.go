@@ -20,6 +20,8 @@ type Job struct {
 	opIDs  map[graph.NodeID]string
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cancelled: Cancel was called (not only the parent context ended).
+	cancelled atomic.Bool
 
 	events   chan any
 	requests chan savepointReq
@@ -87,6 +89,8 @@ func Start(ctx context.Context, plan *graph.Plan, opts Options) (*Job, error) {
 	if j.id == "" {
 		j.id = fmt.Sprintf("%s-%x", plan.Graph.Fingerprint()[:12], time.Now().UnixNano()&0xffffff)
 	}
+	// Every line the JobMaster logs names its job, once.
+	j.opts.Log = j.opts.Log.With("job", j.id)
 	if opts.Checkpoints != nil {
 		c, err := newCheckpoints(j, opts.Checkpoints)
 		if err != nil {
@@ -120,8 +124,13 @@ func (j *Job) Wait() (*Result, error) {
 	return j.result, j.err
 }
 
-// Cancel stops the job; Wait then reports it cancelled.
-func (j *Job) Cancel() { j.cancel() }
+// Cancel stops the job; Wait then reports it cancelled. Its checkpoints
+// are discarded unless execution.checkpointing.externalized-checkpoint-retention
+// retains them on cancellation.
+func (j *Job) Cancel() {
+	j.cancelled.Store(true)
+	j.cancel()
+}
 
 // TriggerCheckpoint takes a checkpoint of kind checkpoint.Checkpoint (as
 // the job checkpoints: incremental if configured) or
@@ -248,9 +257,9 @@ func (j *Job) run() {
 		}
 		j.opts.Listener.StatusChanged(StatusRestarting, now, err)
 		if deployed {
-			j.opts.Log.Warn("job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+			j.opts.Log.Warn("job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
 		} else {
-			j.opts.Log.Warn("deploying the job failed; restarting", "job", j.id, "attempt", n+1, "delay", d.Delay, "err", err)
+			j.opts.Log.Warn("deploying the job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
 		}
 		if d.Delay > 0 {
 			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
@@ -407,6 +416,9 @@ func IsCancelled(err error) bool { return errors.Is(err, errCancelled) }
 // cleanup removes what the job's end makes obsolete.
 func (j *Job) cleanup(finished bool) {
 	if j.ckpt != nil {
-		j.ckpt.jobEnded(finished, j.ctx.Err() != nil)
+		// Only a cancel discards: a job whose context ended (its JobManager
+		// shutting down, an ApplicationMaster killed through YARN) is
+		// suspended, and its checkpoints are what resuming it needs.
+		j.ckpt.jobEnded(finished, j.cancelled.Load())
 	}
 }

@@ -230,7 +230,7 @@ var errCancelled = errors.New("jobmaster: job cancelled")
 
 // ErrNotCheckpointing is returned for savepoint requests to a job without
 // checkpointing configured.
-var ErrNotCheckpointing = errors.New("jobmaster: savepoints need checkpointing to be configured (execution.checkpointing.*)")
+var ErrNotCheckpointing = errors.New("this job takes no savepoints: it was started without checkpointing; start it with execution.checkpointing.interval (and execution.checkpointing.dir) set, and a savepoint directory given with the request or by execution.checkpointing.savepoint-dir")
 
 func jobError(err error) error {
 	var oe *task.OperatorError

@@ -190,7 +190,7 @@ func (j *Job) initialRestore() (*Restore, error) {
 		return nil, err
 	}
 	r.dir = qualify(j.opts.RestoreFrom, filepath.Dir(meta))
-	j.opts.Log.Info("restoring job", "job", j.id, "from", meta)
+	j.opts.Log.Info("restoring job", "from", meta)
 	if j.ckpt != nil && r.id >= int64(j.ckpt.nextID) {
 		// Checkpoint IDs keep growing across a restore: sinks and
 		// transactions may have seen the restored ones.
@@ -234,7 +234,7 @@ func (j *Job) recoveryRestore() (*Restore, error) {
 		return nil, err
 	}
 	got.dir = qualify(j.ckpt.opts.Dir, filepath.Dir(got.path))
-	j.opts.Log.Info("recovering from checkpoint", "job", j.id, "checkpoint", cp.ID)
+	j.opts.Log.Info("recovering from checkpoint", "checkpoint", cp.ID)
 	return got, nil
 }
 

@@ -97,3 +97,81 @@ func TestSavepointWithNowhereToGoIsRecordedAsFailed(t *testing.T) {
 		})
 	}
 }
+
+// A savepoint of a job without checkpointing, or without a directory,
+// fails naming the keys that would have made it possible.
+func TestSavepointErrorsNameTheirKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts jobmaster.Options
+		want []string
+	}{
+		{"no checkpointing", jobmaster.Options{JobID: "sp"}, []string{"execution.checkpointing.interval", "execution.checkpointing.savepoint-dir"}},
+		{"no directory", jobmaster.Options{JobID: "sp", Checkpoints: &jobmaster.CheckpointOptions{Dir: t.TempDir(), NumRetained: 1}},
+			[]string{"no savepoint directory", "execution.checkpointing.savepoint-dir"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newStepSource()
+			j, err := jobmaster.Start(context.Background(), stepPlan(t, src), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { j.Cancel(); j.Wait() }()
+			<-src.restored
+			_, err = j.TriggerSavepoint("")
+			if err == nil {
+				t.Fatal("savepoint succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not name %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "local:") || strings.Contains(err.Error(), "jobmaster: jobmaster:") {
+				t.Errorf("%q: engine prefixes", err)
+			}
+		})
+	}
+}
+
+// A job whose context ends (its JobManager shutting down, an
+// ApplicationMaster killed through YARN) is suspended: its checkpoints stay
+// for it to resume from. Only Cancel discards them (without retention).
+func TestSuspendedJobKeepsItsCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancel   bool
+		wantKept bool
+	}{
+		{"context ended: suspended", false, true},
+		{"cancelled", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "chk")
+			src := newStepSource()
+			ctx, end := context.WithCancel(context.Background())
+			defer end()
+			j, err := jobmaster.Start(ctx, stepPlan(t, src), jobmaster.Options{JobID: "sus",
+				Checkpoints: &jobmaster.CheckpointOptions{Dir: dir, NumRetained: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-src.restored
+			src.step(1)
+			p, err := j.TriggerCheckpoint(checkpoint.Checkpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				j.Cancel()
+			} else {
+				end()
+			}
+			j.Wait()
+			_, statErr := os.Stat(p)
+			if kept := statErr == nil; kept != tc.wantKept {
+				t.Errorf("checkpoint %s kept: %v (%v), want %v", p, kept, statErr, tc.wantKept)
+			}
+		})
+	}
+}

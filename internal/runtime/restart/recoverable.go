@@ -29,6 +29,8 @@ func (e *Unrecoverable) Unwrap() error { return e.Err }
 // not recoverable, wherever they are in err's chain:
 //
 //   - an *Unrecoverable;
+//   - an error with a method Unrecoverable() bool that returns true (how a
+//     connector, which does not import the engine, marks its own errors);
 //   - an invalid configuration (conf.ErrInvalid);
 //   - an invalid job graph (graph.ErrInvalidGraph).
 //
@@ -37,10 +39,13 @@ func (e *Unrecoverable) Unwrap() error { return e.Err }
 // beyond the tolerable count. A nil error is recoverable.
 func Recoverable(err error) bool {
 	var u *Unrecoverable
+	var marked interface{ Unrecoverable() bool }
 	switch {
 	case err == nil:
 		return true
 	case errors.As(err, &u), errors.Is(err, conf.ErrInvalid), errors.Is(err, graph.ErrInvalidGraph):
+		return false
+	case errors.As(err, &marked) && marked.Unrecoverable():
 		return false
 	}
 	return true

@@ -396,6 +396,8 @@ func TestRecoverable(t *testing.T) {
 		{"unrecoverable without cause", &Unrecoverable{}, false},
 		{"invalid configuration", fmt.Errorf("kafka source: %w", confErr), false},
 		{"invalid graph", graphErr, false},
+		{"marked by its connector", fmt.Errorf("sink: %w", markedErr{true}), false},
+		{"marked recoverable", fmt.Errorf("sink: %w", markedErr{false}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,3 +410,10 @@ func TestRecoverable(t *testing.T) {
 		t.Errorf("Unrecoverable does not read or unwrap as its error: %q", errBad)
 	}
 }
+
+// markedErr is a connector's own error type, marked without importing the
+// engine.
+type markedErr struct{ permanent bool }
+
+func (e markedErr) Error() string       { return "connector failure" }
+func (e markedErr) Unrecoverable() bool { return e.permanent }

@@ -3,7 +3,9 @@ package io.github.sluice.minicluster;
 import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.file.Files;
@@ -27,6 +29,7 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
+import org.apache.hadoop.yarn.server.webproxy.WebAppProxyServer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,6 +57,7 @@ final class HadoopCluster {
   private final Configuration conf;
   private MiniDFSCluster dfs;
   private HarnessYarnCluster yarn;
+  private WebAppProxyServer proxy;
   private boolean stopped;
   private String user;
 
@@ -219,12 +223,29 @@ final class HadoopCluster {
 
     // MiniYARNCluster keeps its NodeManager directories under ./target/<name>; the JVM runs with
     // the work directory as its current directory (see Main).
+    // YARN's web proxy (/proxy/<application>/, the applications' tracking URLs) runs as a server
+    // of its own, as on a production cluster; the ResourceManager builds tracking URLs from its
+    // address, so the port is chosen before YARN starts. Not in secure mode (the proxy would need
+    // a principal of its own).
+    if (settings.secure == null) {
+      int proxyPort;
+      try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
+        proxyPort = ss.getLocalPort();
+      }
+      conf.set(YarnConfiguration.PROXY_ADDRESS, HOST + ":" + proxyPort);
+    }
     yarn = new HarnessYarnCluster("sluice-minicluster", settings.nodeManagers);
     yarn.init(conf);
     yarn.start();
     waitForNodes();
     int port = yarn.reclaimResourceManagerWebApp();
     LOG.info("ResourceManager web app serving on {}:{}", HOST, port);
+    if (settings.secure == null) {
+      proxy = new WebAppProxyServer();
+      proxy.init(new YarnConfiguration(yarn.getConfig()));
+      proxy.start();
+      LOG.info("YARN web proxy serving on {}", conf.get(YarnConfiguration.PROXY_ADDRESS));
+    }
   }
 
   private void waitForNodes() throws Exception {
@@ -269,6 +290,9 @@ final class HadoopCluster {
         publish(y.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS)));
     m.put("rm_admin_address", publish(y.get(YarnConfiguration.RM_ADMIN_ADDRESS)));
     m.put("rm_webapp_address", publish(y.get(YarnConfiguration.RM_WEBAPP_ADDRESS)));
+    if (proxy != null) {
+      m.put("web_proxy_address", publish(conf.get(YarnConfiguration.PROXY_ADDRESS)));
+    }
     InetSocketAddress nn = dfs.getNameNode().getNameNodeAddress();
     m.put("namenode_address", PUBLISHED_HOST + ":" + nn.getPort());
     InetSocketAddress nnHttp = dfs.getNameNode().getHttpAddress();
@@ -389,6 +413,9 @@ final class HadoopCluster {
       return;
     }
     stopped = true;
+    if (proxy != null) {
+      stopQuietly("WebAppProxyServer", proxy::stop);
+    }
     if (yarn != null) {
       List<Thread> stoppers = new ArrayList<>();
       for (int i = 0; i < settings.nodeManagers; i++) {

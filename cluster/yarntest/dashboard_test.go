@@ -1,0 +1,86 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkDashboardThroughProxy fetches the JobManager's dashboard and the
+// REST calls its pages make through the application's tracking URL, that
+// is through the ResourceManager's web proxy (/proxy/<application>/), as
+// a user following the link in YARN's web UI does.
+func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID string) {
+	t.Helper()
+	u := report(t, ctx, r.yarnClient(t), appID).TrackingURL
+	if !strings.Contains(u, "/proxy/"+appID) {
+		t.Errorf("the tracking URL %q is not the ResourceManager's proxy of %s", u, appID)
+		return
+	}
+	if !strings.HasPrefix(u, "http") {
+		u = "http://" + u
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Errorf("the tracking URL %q: %v", u, err)
+		return
+	}
+	u = strings.TrimSuffix(pu.String(), "/") + "/"
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, tc := range []struct{ path, contentType, contains string }{
+		{"", "text/html", `src="web/app.js"`},
+		{"web/app.js", "text/javascript", `api("overview")`},
+		{"web/style.css", "text/css", ".graph"},
+		{"overview", "application/json", `"taskmanagers"`},
+		{"jobs/overview", "application/json", `"jobs"`},
+		{"metrics", "text/plain", "flink_jobmanager_numRegisteredTaskManagers"},
+	} {
+		res, err := client.Get(u + tc.path)
+		if err != nil {
+			t.Errorf("GET %s through the proxy: %v", u+tc.path, err)
+			continue
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.contentType) || !strings.Contains(string(b), tc.contains) {
+			t.Errorf("GET %s through the proxy: %s %s, want 200 %s containing %q:\n%.600s", u+tc.path, res.Status, res.Header.Get("Content-Type"), tc.contentType, tc.contains, b)
+		}
+	}
+	// The proxy forwards GET only: the dashboard cancels through it with
+	// Flink's GET /jobs/:jobid/yarn-cancel (here of a job that does not
+	// exist, answered by the JobManager, not the proxy).
+	res, err := client.Get(u + "jobs/00000000000000000000000000000000/yarn-cancel")
+	if err != nil {
+		t.Errorf("GET yarn-cancel through the proxy: %v", err)
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"errors"`) {
+			t.Errorf("GET yarn-cancel of an unknown job through the proxy: %s %.300s, want the JobManager's 404", res.Status, b)
+		}
+	}
+	// What the proxy does with the other buttons' methods (logged; YARN
+	// 3.4 answers PATCH 501 and POST 405).
+	for _, m := range []string{http.MethodPatch, http.MethodPost} {
+		path := "jobs/00000000000000000000000000000000?mode=cancel"
+		if m == http.MethodPost {
+			path = "jobs/00000000000000000000000000000000/savepoints"
+		}
+		req, _ := http.NewRequestWithContext(ctx, m, u+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Logf("%s %s through the proxy: %v", m, path, err)
+			continue
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		t.Logf("%s %s through the proxy: %s %.300s", m, path, res.Status, b)
+	}
+}

@@ -1,0 +1,219 @@
+// Package exec compiles SQL plans (internal/sql/planner) to the engine's
+// core job API: each plan node becomes an untyped operator over Row
+// records (the Kafka source with per-partition watermarks, Calc, the
+// window table function, the keyed window aggregate with event-time
+// timers in keyed state, union, and the kafka, upsert-kafka, print and
+// blackhole sinks), joined by forward or hash-partitioned edges. The job
+// that results checkpoints, restarts and restores like any other core
+// job; the engine below never learns that SQL built it.
+package exec
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/sql/planner"
+)
+
+// Options configure a compilation.
+type Options struct {
+	// Config is the job's configuration (parallelism.default and the
+	// checkpointing keys); nil is the defaults.
+	Config *conf.Configuration
+	// Log receives the connectors' logs (nil: discarded).
+	Log *slog.Logger
+	// Stdout receives the print connector's rows (nil: discarded).
+	Stdout io.Writer
+	// Metrics receives the job's counters (nil: a new one).
+	Metrics *Metrics
+}
+
+// Compile adds the operators of sinks' plans to b. Every operator gets a
+// UID from its statement's position and its place in the plan, so a
+// savepoint restores into the same script.
+func Compile(b *core.Builder, sinks []*planner.Sink, o Options) error {
+	if o.Config == nil {
+		o.Config = conf.New()
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Metrics == nil {
+		o.Metrics = &Metrics{}
+	}
+	c := &compiler{b: b, o: o, mu: &sync.Mutex{}}
+	for i, s := range sinks {
+		c.prefix = "sql-" + strconv.Itoa(i)
+		c.seq = 0
+		if err := c.sink(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type compiler struct {
+	b      *core.Builder
+	o      Options
+	prefix string
+	seq    int
+	mu     *sync.Mutex // the print sinks' writer
+}
+
+func (c *compiler) uid(kind string) string {
+	c.seq++
+	return fmt.Sprintf("%s-%d-%s", c.prefix, c.seq, kind)
+}
+
+func (c *compiler) sink(s *planner.Sink) error {
+	in, err := c.node(s.Input)
+	if err != nil {
+		return err
+	}
+	t := s.Table
+	name := "Sink: " + t.Name
+	var newOp func() core.Operator
+	switch t.Options[planner.OptConnector] {
+	case "kafka", "upsert-kafka":
+		ks, err := newKafkaSink(s, c.o.Config, c.o.Log)
+		if err != nil {
+			return err
+		}
+		newOp = func() core.Operator { return &kafkaSinkOp{sink: ks} }
+	case "print":
+		fields := s.Input.Fields()
+		id := t.Options["print-identifier"]
+		w, mu := c.o.Stdout, c.mu
+		newOp = func() core.Operator { return &printSink{w: w, mu: mu, id: id, fields: fields} }
+	case "blackhole":
+		newOp = func() core.Operator { return blackholeSink{} }
+	default:
+		return fmt.Errorf("sql: table %s: connector '%s' cannot be written to", t.Name, t.Options[planner.OptConnector])
+	}
+	out := core.Sink(in, core.OperatorSpec{Name: name, New: newOp}).UID(c.uid("sink"))
+	if p, ok := t.Options["sink.parallelism"]; ok {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return fmt.Errorf("sql: table %s: 'sink.parallelism' = '%s' is not a positive number", t.Name, p)
+		}
+		out.SetParallelism(n)
+	}
+	return nil
+}
+
+func (c *compiler) node(n planner.Node) (core.Stream, error) {
+	out, err := rowType(n.Fields())
+	if err != nil {
+		return core.Stream{}, err
+	}
+	switch n := n.(type) {
+	case *planner.WatermarkAssigner:
+		return c.scan(n.Input.Table, out)
+	case *planner.Scan:
+		return c.scan(n.Table, out)
+	case *planner.Calc:
+		in, err := c.node(n.Input)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		rt := rowtimeOf(n.Fields())
+		return core.Transform(in, core.OperatorSpec{Kind: "calc", Name: "Calc", Out: out,
+			New: func() core.Operator { return &calcOp{c: n, rowtime: rt} }}).UID(c.uid("calc")), nil
+	case *planner.WindowTableFunction:
+		in, err := c.node(n.Input)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		w := n.Window
+		return core.Transform(in, core.OperatorSpec{Kind: "window-tvf", Name: "WindowTableFunction " + w.String(), Out: out,
+			NeedsWatermarks: true, New: func() core.Operator { return &windowTVFOp{w: w} }}).UID(c.uid("window-tvf")), nil
+	case *planner.WindowAggregate:
+		in, err := c.node(n.Input)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		spec, err := newAggSpec(n.Input.Fields(), n.Keys, n.Aggs)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		late := &lateCounter{m: c.o.Metrics}
+		keyed := in.KeyBy(keySelector(n.Keys))
+		if len(n.Keys) == 0 {
+			keyed = in.KeyBy(func(core.Record, []byte) []byte { return nil }).SetParallelism(in.Node().Parallelism)
+		}
+		s := core.Transform(keyed, core.OperatorSpec{Kind: "window-aggregate", Name: "WindowAggregate " + n.Window.String(), Out: out,
+			NeedsWatermarks: true, Props: map[string]string{"window": n.Window.String()},
+			New: func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }}).UID(c.uid("window-aggregate"))
+		if len(n.Keys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s, nil
+	case *planner.GroupAggregate:
+		in, err := c.node(n.Input)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		spec, err := newAggSpec(n.Input.Fields(), n.Keys, n.Aggs)
+		if err != nil {
+			return core.Stream{}, err
+		}
+		keyed := in.KeyBy(keySelector(n.Keys))
+		s := core.Transform(keyed, core.OperatorSpec{Kind: "group-aggregate", Name: "GroupAggregate", Out: out,
+			New: func() core.Operator { return &groupAggOp{aggSpec: spec} }}).UID(c.uid("group-aggregate"))
+		if len(n.Keys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s, nil
+	case *planner.Union:
+		ins := n.Inputs()
+		cur, err := c.node(ins[0])
+		if err != nil {
+			return core.Stream{}, err
+		}
+		rt := rowtimeOf(n.Fields())
+		for _, next := range ins[1:] {
+			s, err := c.node(next)
+			if err != nil {
+				return core.Stream{}, err
+			}
+			cur = core.Transform2(cur, s, core.OperatorSpec{Kind: "union", Name: "Union", Out: out,
+				New: func() core.Operator { return &unionOp{rowtime: rt} }}).UID(c.uid("union"))
+		}
+		return cur, nil
+	}
+	return core.Stream{}, fmt.Errorf("sql: cannot run plan node %T", n)
+}
+
+func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
+	switch t.Options[planner.OptConnector] {
+	case "kafka", "upsert-kafka":
+	default:
+		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka can)", t.Name, t.Options[planner.OptConnector])
+	}
+	if t.Options[planner.OptConnector] == "upsert-kafka" {
+		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
+	}
+	spec, err := newKafkaSourceSpec(t, c.o.Config, c.o.Metrics, c.o.Log)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	s := core.AddSource(c.b, core.SourceSpec{
+		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
+		Bounded: t.Options["scan.bounded.mode"] != "" && t.Options["scan.bounded.mode"] != "unbounded",
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &kafkaSource{spec: spec} },
+	}).UID(c.uid("source-" + t.Name))
+	if p, ok := t.Options["scan.parallelism"]; ok {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return core.Stream{}, fmt.Errorf("sql: table %s: 'scan.parallelism' = '%s' is not a positive number", t.Name, p)
+		}
+		s.SetParallelism(n)
+	}
+	return s, nil
+}

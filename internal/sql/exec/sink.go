@@ -1,0 +1,320 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/kafka"
+	"github.com/sluice/sluice/stream"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// newKafkaSink is the kafka connector's sink for a kafka or upsert-kafka
+// table: rows serialised with the table's key and value formats, written
+// with the table's delivery guarantee.
+func newKafkaSink(s *planner.Sink, cfg *conf.Configuration, log *slog.Logger) (*kafka.Sink[core.Row], error) {
+	t := s.Table
+	o := t.Options
+	upsert := o[planner.OptConnector] == "upsert-kafka"
+	fields := make([]planner.Field, len(s.Columns))
+	for i, c := range s.Columns {
+		fields[i] = planner.Field{Name: t.Columns[c].Name, Type: t.Columns[c].Type}
+	}
+	var keyIdx []int
+	if upsert {
+		for _, pk := range t.PrimaryKey {
+			for i, c := range s.Columns {
+				if c == pk {
+					keyIdx = append(keyIdx, i)
+				}
+			}
+		}
+	} else if kf, ok := o[planner.OptKeyFields]; ok {
+		for _, k := range strings.Split(kf, ";") {
+			for i, f := range fields {
+				if f.Name == strings.TrimSpace(k) {
+					keyIdx = append(keyIdx, i)
+				}
+			}
+		}
+	}
+	var valIdx []int
+	for i := range fields {
+		if o[planner.OptValueFieldsIncl] == "EXCEPT_KEY" && containsInt(keyIdx, i) {
+			continue
+		}
+		valIdx = append(valIdx, i)
+	}
+	pick := func(idx []int) []planner.Field {
+		out := make([]planner.Field, len(idx))
+		for j, i := range idx {
+			out[j] = fields[i]
+		}
+		return out
+	}
+	prefix := "json."
+	if _, ok := o[planner.OptValueFormat]; ok {
+		prefix = "value.json."
+	}
+	valFmt, err := newJSONFormat(o, prefix, pick(valIdx))
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	keyFmt, err := newJSONFormat(o, "key.json.", pick(keyIdx))
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	topic := o[planner.OptTopic]
+	ser := kafka.SerializerFunc[core.Row](func(r core.Row, ts stream.Timestamp) (*kgo.Record, error) {
+		rec := &kgo.Record{Topic: topic}
+		if len(keyIdx) > 0 {
+			rec.Key = keyFmt.encode(nil, r.Values, keyIdx)
+		}
+		switch r.Kind {
+		case core.UpdateBefore:
+			if upsert {
+				return nil, nil // the +U that follows replaces it
+			}
+		case core.Delete:
+			if upsert {
+				return rec, nil // a tombstone
+			}
+		}
+		rec.Value = valFmt.encode(nil, r.Values, valIdx)
+		return rec, nil
+	})
+	opts := []kafka.SinkOpt{kafka.Checkpointing(cfg)}
+	for _, co := range kafkaClientOpts(t, log) {
+		opts = append(opts, co)
+	}
+	switch o[planner.OptDeliveryGuar] {
+	case "none":
+		opts = append(opts, kafka.Guarantee(kafka.None))
+	case "exactly-once":
+		prefix, ok := o[planner.OptTxnPrefix]
+		if !ok {
+			return nil, fmt.Errorf("table %s: 'sink.delivery-guarantee' = 'exactly-once' needs '%s'", t.Name, planner.OptTxnPrefix)
+		}
+		opts = append(opts, kafka.Guarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(prefix))
+	default: // at-least-once, Flink's default
+		opts = append(opts, kafka.Guarantee(kafka.AtLeastOnce))
+	}
+	sink, err := kafka.NewSink(ser, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.Name, err)
+	}
+	return sink, nil
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// kafkaSinkOp is one sink subtask: the sink's writer, and for a
+// two-phase commit its committer, driven by the checkpoint hooks as the
+// typed API drives them (pre-commit at the barrier, commit on completion,
+// restored pre-commits committed before the writer starts).
+type kafkaSinkOp struct {
+	sink      *kafka.Sink[core.Row]
+	ctx       *core.Context
+	w         stream.SinkWriter[core.Row]
+	committer stream.Committer[kafka.TxnCommittable]
+	pending   []pendingCommit
+	restored  []kafka.TxnCommittable
+}
+
+type pendingCommit struct {
+	id int64
+	cs []kafka.TxnCommittable
+}
+
+func (s *kafkaSinkOp) run() context.Context { return s.ctx.Task().Ctx() }
+
+func (s *kafkaSinkOp) Open(ctx *core.Context) error {
+	s.ctx = ctx
+	c, err := s.sink.CreateCommitter()
+	if err != nil {
+		return err
+	}
+	s.committer = c
+	if len(s.restored) > 0 {
+		if err := c.Commit(s.run(), s.restored); err != nil {
+			return fmt.Errorf("sql: committing restored Kafka transactions: %w", err)
+		}
+		s.restored = nil
+	}
+	w, err := s.sink.CreateWriter(sinkCtx{s})
+	if err != nil {
+		return err
+	}
+	s.w = w
+	return nil
+}
+
+func (s *kafkaSinkOp) ProcessElement(_ *core.Context, _ int, r core.Record, ts int64) error {
+	return s.w.Write(s.run(), r.Row(), stream.Timestamp(ts))
+}
+
+func (s *kafkaSinkOp) prepare(end bool) ([]kafka.TxnCommittable, error) {
+	if err := s.w.Flush(s.run(), end); err != nil {
+		return nil, err
+	}
+	cw, ok := s.w.(stream.CommittingWriter[core.Row, kafka.TxnCommittable])
+	if !ok {
+		return nil, nil
+	}
+	return cw.PrepareCommit(s.run())
+}
+
+func (s *kafkaSinkOp) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, error) {
+	cs, err := s.prepare(false)
+	if err != nil {
+		return nil, false, err
+	}
+	s.pending = append(s.pending, pendingCommit{id, cs})
+	c, err := codec.For[kafka.TxnCommittable]()
+	if err != nil {
+		return nil, false, err
+	}
+	var out [][]byte
+	for _, p := range s.pending {
+		for _, x := range p.cs {
+			out = append(out, c.Append(nil, x))
+		}
+	}
+	return out, false, nil
+}
+
+func (s *kafkaSinkOp) RestoreState(_ *core.Context, entries [][]byte) error {
+	c, err := codec.For[kafka.TxnCommittable]()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		x, _, err := c.Decode(e)
+		if err != nil {
+			return fmt.Errorf("sql: restoring a Kafka transaction: %w", err)
+		}
+		s.restored = append(s.restored, x)
+	}
+	return nil
+}
+
+func (s *kafkaSinkOp) NotifyCheckpointComplete(_ *core.Context, id int64) error {
+	var due []kafka.TxnCommittable
+	kept := s.pending[:0]
+	for _, p := range s.pending {
+		if p.id <= id {
+			due = append(due, p.cs...)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	s.pending = kept
+	if len(due) == 0 {
+		return nil
+	}
+	return s.committer.Commit(s.run(), due)
+}
+
+func (s *kafkaSinkOp) Finish(ctx *core.Context) error {
+	cs, err := s.prepare(true)
+	if err != nil {
+		return err
+	}
+	if ctx.Checkpointing() {
+		s.pending = append(s.pending, pendingCommit{core.FinalCheckpoint, cs})
+		return nil
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return s.committer.Commit(s.run(), cs)
+}
+
+func (s *kafkaSinkOp) Close() error {
+	var errs []error
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if s.committer != nil {
+		errs = append(errs, s.committer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// sinkCtx is the writer's stream.SinkContext.
+type sinkCtx struct{ s *kafkaSinkOp }
+
+func (c sinkCtx) Subtask() int     { return c.s.ctx.Subtask() }
+func (c sinkCtx) Parallelism() int { return c.s.ctx.Parallelism() }
+func (c sinkCtx) JobName() string  { return c.s.ctx.JobName() }
+func (c sinkCtx) CurrentProcessingTime() stream.Timestamp {
+	return stream.Timestamp(c.s.ctx.CurrentProcessingTime())
+}
+func (c sinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(now stream.Timestamp) error) func() {
+	return c.s.ctx.Task().RegisterProcessingTimer(int64(at), func(now int64) error { return fn(stream.Timestamp(now)) })
+}
+func (c sinkCtx) FileSystems() *fs.Resolver { return c.s.ctx.Task().FileSystems }
+
+// printSink writes rows as Flink's print connector does: "+I[a, b]",
+// prefixed with the subtask ("2> ") at parallelism above 1 and with the
+// print-identifier.
+type printSink struct {
+	w      io.Writer
+	mu     *sync.Mutex
+	id     string
+	fields []planner.Field
+}
+
+func (p *printSink) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	var b strings.Builder
+	if p.id != "" {
+		b.WriteString(p.id)
+		if ctx.Parallelism() > 1 {
+			fmt.Fprintf(&b, ":%d> ", ctx.Subtask()+1)
+		} else {
+			b.WriteString("> ")
+		}
+	} else if ctx.Parallelism() > 1 {
+		fmt.Fprintf(&b, "%d> ", ctx.Subtask()+1)
+	}
+	b.WriteString(row.Kind.String())
+	b.WriteString("[")
+	for i, v := range row.Values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v == nil {
+			b.WriteString("NULL")
+		} else {
+			b.WriteString(toText(v, p.fields[i]))
+		}
+	}
+	b.WriteString("]\n")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// blackholeSink drops every row.
+type blackholeSink struct{}
+
+func (blackholeSink) ProcessElement(*core.Context, int, core.Record, int64) error { return nil }

@@ -1,0 +1,819 @@
+// Sluice's web dashboard: one page, routed by the URL's fragment, that reads
+// the JobManager's REST API (Flink's) with URLs relative to the page.
+"use strict";
+
+(function () {
+  const main = document.getElementById("main");
+  const MIN_WATERMARK = -9.2e18; // Long.MIN_VALUE: no watermark yet
+  const HISTORY = 60; // samples kept for the plots
+  let refreshMs = 3000;
+  let timers = [];
+  let routeSeq = 0;
+
+  // ---------------------------------------------------------------------
+  // REST
+
+  class APIError extends Error {
+    constructor(status, msg) { super(msg); this.status = status; }
+  }
+
+  async function api(path, opts) {
+    const res = await fetch(path, Object.assign({ headers: { "Accept": "application/json" } }, opts || {}));
+    const text = await res.text();
+    let body = null;
+    if (text) {
+      try { body = JSON.parse(text); } catch (e) { body = text; }
+    }
+    if (!res.ok) {
+      const msg = body && body.errors ? body.errors.join("; ") : res.status + " " + res.statusText;
+      throw new APIError(res.status, msg);
+    }
+    return body;
+  }
+
+  function post(path, body, method) {
+    return api(path, { method: method || "POST", headers: { "Content-Type": "application/json", "Accept": "application/json" }, body: JSON.stringify(body || {}) });
+  }
+
+  // ---------------------------------------------------------------------
+  // Formatting
+
+  function esc(s) {
+    return String(s === undefined || s === null ? "" : s).replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  }
+  function pad(n) { return String(n).padStart(2, "0"); }
+  function fmtTime(ms) {
+    if (!ms || ms <= 0) return "–";
+    const d = new Date(ms);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+  }
+  function fmtClock(ms) { return ms > 0 ? fmtTime(ms).slice(11) : "–"; }
+  function fmtDuration(ms) {
+    if (ms === undefined || ms === null || ms < 0) return "–";
+    if (ms < 1000) return Math.round(ms) + " ms";
+    let s = Math.floor(ms / 1000);
+    const d = Math.floor(s / 86400); s -= d * 86400;
+    const h = Math.floor(s / 3600); s -= h * 3600;
+    const m = Math.floor(s / 60); s -= m * 60;
+    if (d) return d + "d " + h + "h " + m + "m";
+    if (h) return h + "h " + m + "m " + s + "s";
+    if (m) return m + "m " + s + "s";
+    return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s";
+  }
+  function fmtBytes(b) {
+    if (b === undefined || b === null || b < 0) return "–";
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(1) : b) + " " + u[i];
+  }
+  function fmtNum(n) {
+    if (n === undefined || n === null || isNaN(n)) return "–";
+    if (Math.abs(n) >= 1e9) return (n / 1e9).toFixed(2) + " G";
+    if (Math.abs(n) >= 1e6) return (n / 1e6).toFixed(2) + " M";
+    if (Math.abs(n) >= 1e4) return (n / 1e3).toFixed(1) + " k";
+    return Number.isInteger(n) ? String(n) : n.toFixed(1);
+  }
+  function fmtRate(r) { return r === null || r === undefined ? "–" : fmtNum(r) + "/s"; }
+  function fmtPct(p) { return p === null || p === undefined ? "–" : Math.round(p) + " %"; }
+  function fmtWatermark(v) {
+    const n = Number(v);
+    if (v === undefined || v === null || isNaN(n) || n <= MIN_WATERMARK) return "none";
+    if (n >= 9.2e18) return "end of time";
+    return fmtTime(n);
+  }
+  // shortPath keeps the last segment of a checkpoint's path (the whole
+  // path is the cell's title).
+  function shortPath(p) {
+    if (!p) return "";
+    const parts = p.replace(/\/+$/, "").split("/");
+    return parts.length > 2 ? "…/" + parts[parts.length - 1] : p;
+  }
+  function badge(s) { return '<span class="badge ' + esc(s) + '">' + esc(s) + "</span>"; }
+  function terminal(s) { return s === "FINISHED" || s === "CANCELED" || s === "FAILED"; }
+  function empty(msg) { return '<div class="empty">' + esc(msg) + "</div>"; }
+
+  // ---------------------------------------------------------------------
+  // Pages, timers and notices
+
+  function every(fn) {
+    const seq = routeSeq;
+    const run = async () => {
+      if (seq !== routeSeq) return;
+      try { await fn(); } catch (e) { showError(e); }
+      if (seq === routeSeq) timers.push(setTimeout(run, refreshMs));
+    };
+    run();
+  }
+
+  function toast(msg, bad) {
+    const t = document.getElementById("toast");
+    t.textContent = msg;
+    t.className = "toast" + (bad ? " bad" : "");
+    t.hidden = false;
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => { t.hidden = true; }, bad ? 12000 : 6000);
+  }
+
+  function showError(e) {
+    const box = document.getElementById("page-error");
+    const msg = e instanceof APIError ? e.message : "The JobManager could not be reached: " + e.message;
+    if (box) box.innerHTML = '<div class="panel error">' + esc(msg) + "</div>";
+  }
+
+  function clearError() {
+    const box = document.getElementById("page-error");
+    if (box) box.innerHTML = "";
+  }
+
+  function confirmModal(title, bodyHTML, okLabel) {
+    return new Promise(resolve => {
+      const m = document.getElementById("modal");
+      document.getElementById("modal-title").textContent = title;
+      document.getElementById("modal-body").innerHTML = bodyHTML;
+      const ok = document.getElementById("modal-ok");
+      const back = document.getElementById("modal-cancel");
+      ok.textContent = okLabel;
+      m.hidden = false;
+      const done = v => {
+        m.hidden = true;
+        ok.onclick = back.onclick = null;
+        resolve(v);
+      };
+      ok.onclick = () => {
+        const vals = {};
+        m.querySelectorAll("input").forEach(i => { vals[i.name] = i.type === "checkbox" ? i.checked : i.value.trim(); });
+        done(vals);
+      };
+      back.onclick = () => done(null);
+    });
+  }
+
+  function setNav(name) {
+    document.querySelectorAll("#nav a").forEach(a => a.classList.toggle("active", a.dataset.nav === name));
+  }
+
+  // ---------------------------------------------------------------------
+  // Router
+
+  const routes = [
+    [/^#?\/?$/, () => pageOverview()],
+    [/^#\/overview$/, () => pageOverview()],
+    [/^#\/jobs\/(running|completed)$/, m => pageJobs(m[1])],
+    [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})$/, m => pageVertex(m[1], m[2])],
+    [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration))?$/, m => pageJob(m[1], m[2] || "overview")],
+    [/^#\/taskmanagers$/, () => pageTaskManagers()],
+    [/^#\/taskmanager\/(.+)$/, m => pageTaskManager(decodeURIComponent(m[1]))],
+    [/^#\/jobmanager$/, () => pageJobManager()],
+  ];
+
+  function route() {
+    routeSeq++;
+    timers.forEach(clearTimeout);
+    timers = [];
+    const h = location.hash || "";
+    for (const [re, page] of routes) {
+      const m = h.match(re);
+      if (m) { page(m); return; }
+    }
+    setNav("");
+    main.innerHTML = '<h1>Not found</h1><p class="muted">There is no page ' + esc(h) + '. <a href="#/overview">Overview</a></p>';
+  }
+
+  // ---------------------------------------------------------------------
+  // Overview and job lists
+
+  function jobsTable(jobs, now) {
+    if (!jobs.length) return empty("No jobs.");
+    let h = '<table class="jobs"><thead><tr><th>Name</th><th>Job ID</th><th>Status</th><th>Start</th><th>End</th><th class="num">Duration</th><th class="num">Tasks</th></tr></thead><tbody>';
+    for (const j of jobs) {
+      const dur = j["end-time"] > 0 ? j.duration : (now || Date.now()) - j["start-time"];
+      const t = j.tasks || {};
+      h += '<tr class="link" data-href="#/job/' + esc(j.jid) + '"><td><a href="#/job/' + esc(j.jid) + '">' + esc(j.name) + "</a></td>" +
+        '<td class="mono">' + esc(j.jid) + "</td><td>" + badge(j.state) + "</td><td>" + fmtTime(j["start-time"]) + "</td><td>" +
+        fmtTime(j["end-time"]) + '</td><td class="num">' + fmtDuration(dur) + '</td><td class="num">' + esc(t.running || 0) + " / " + esc(t.total || 0) + "</td></tr>";
+    }
+    return h + "</tbody></table>";
+  }
+
+  function linkRows(root) {
+    root.querySelectorAll("tr.link").forEach(tr => {
+      tr.onclick = ev => { if (ev.target.tagName !== "A") location.hash = tr.dataset.href; };
+    });
+  }
+
+  function sortJobs(jobs) {
+    return jobs.slice().sort((a, b) => b["start-time"] - a["start-time"]);
+  }
+
+  function pageOverview() {
+    setNav("overview");
+    main.innerHTML = '<h1>Cluster overview</h1><div id="page-error"></div><div id="cards" class="cards"></div>' +
+      '<h2>Running jobs</h2><div class="panel" id="running"></div><h2>Completed jobs</h2><div class="panel" id="completed"></div>' +
+      '<h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div>';
+    every(async () => {
+      const [o, jobs, sec] = await Promise.all([api("overview"), api("jobs/overview"), security()]);
+      clearError();
+      const card = (label, v, id) => '<div class="card" id="' + id + '"><div class="label">' + esc(label) + '</div><div class="value">' + esc(v) + "</div></div>";
+      document.getElementById("cards").innerHTML =
+        card("TaskManagers", o.taskmanagers, "c-tms") + card("Slots total", o["slots-total"], "c-slots") +
+        card("Slots available", o["slots-available"], "c-free") + card("Jobs running", o["jobs-running"], "c-running") +
+        card("Jobs finished", o["jobs-finished"], "c-finished") + card("Jobs failed", o["jobs-failed"], "c-failed") +
+        card("Jobs cancelled", o["jobs-cancelled"], "c-cancelled");
+      const all = sortJobs(jobs.jobs || []);
+      const r = document.getElementById("running"), c = document.getElementById("completed");
+      r.innerHTML = jobsTable(all.filter(j => !terminal(j.state)));
+      c.innerHTML = jobsTable(all.filter(j => terminal(j.state)));
+      linkRows(r); linkRows(c);
+      document.getElementById("security").innerHTML = securityHTML(sec, {});
+    });
+  }
+
+  function pageJobs(which) {
+    setNav(which);
+    main.innerHTML = "<h1>" + (which === "running" ? "Running jobs" : "Completed jobs") + '</h1><div id="page-error"></div><div class="panel" id="list"></div>';
+    every(async () => {
+      const jobs = await api("jobs/overview");
+      clearError();
+      const all = sortJobs(jobs.jobs || []).filter(j => terminal(j.state) === (which === "completed"));
+      const l = document.getElementById("list");
+      l.innerHTML = jobsTable(all);
+      linkRows(l);
+    });
+  }
+
+  // ---------------------------------------------------------------------
+  // Kerberos logins and delegation tokens, from the Prometheus metrics
+
+  function parseProm(text) {
+    const out = [];
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("sluice_kerberos_") && !line.startsWith("sluice_delegation_token_")) continue;
+      const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/);
+      if (!m) continue;
+      const labels = {};
+      (m[2] || "").replace(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g, (_, k, v) => { labels[k] = v.replace(/\\(.)/g, "$1"); });
+      out.push({ name: m[1], labels: labels, value: Number(m[3]) });
+    }
+    return out;
+  }
+
+  async function security() {
+    const res = await fetch("metrics");
+    if (!res.ok) throw new APIError(res.status, "GET metrics: " + res.status);
+    const samples = parseProm(await res.text());
+    const logins = new Map();
+    let tokens = null;
+    for (const s of samples) {
+      if (s.name.startsWith("sluice_kerberos_")) {
+        const l = s.labels;
+        const key = [l.component, l.tm_id, l.host, l.job_id, l.principal].join("|");
+        if (!logins.has(key)) logins.set(key, { labels: l });
+        const e = logins.get(key);
+        e[s.name.replace("sluice_kerberos_", "")] = s.value;
+      } else {
+        tokens = tokens || { component: s.labels.component };
+        tokens[s.name.replace("sluice_delegation_token_", "")] = s.value;
+      }
+    }
+    return { logins: Array.from(logins.values()), tokens: tokens };
+  }
+
+  function expiry(sec) {
+    if (!sec) return "–";
+    const left = sec * 1000 - Date.now();
+    return fmtTime(sec * 1000) + ' <span class="' + (left < 3600e3 ? "error" : "muted") + '">(' + (left < 0 ? "expired " + fmtDuration(-left) + " ago" : "in " + fmtDuration(left)) + ")</span>";
+  }
+
+  function securityHTML(sec, filter) {
+    const logins = sec.logins.filter(l => (!filter.tm || l.labels.tm_id === filter.tm) && (!filter.component || l.labels.component === filter.component));
+    let h = "";
+    if (!logins.length) {
+      h += empty("Kerberos logins: not reported by this cluster (no process" + (filter.tm ? " of this TaskManager" : "") + " has a Kerberos login).");
+    } else {
+      h += '<table id="kerberos"><thead><tr><th>Process</th><th>TaskManager</th><th>Host</th><th>Job</th><th>Principal</th><th>TGT expires</th><th>Renewable until</th><th class="num">Re-logins</th><th class="num">Failures</th></tr></thead><tbody>';
+      for (const l of logins) {
+        const b = l.labels;
+        h += "<tr><td>" + esc(b.component) + '</td><td class="mono">' + esc(b.tm_id || "–") + "</td><td>" + esc(b.host || "–") + '</td><td class="mono">' + esc(b.job_id || "–") +
+          "</td><td>" + esc(b.principal) + "</td><td>" + expiry(l.tgt_expiry_timestamp_seconds) + "</td><td>" + (l.tgt_renew_till_timestamp_seconds ? expiry(l.tgt_renew_till_timestamp_seconds) : "not renewable") +
+          '</td><td class="num">' + fmtNum(l.relogins_total) + '</td><td class="num">' + fmtNum(l.relogin_failures_total) + "</td></tr>";
+      }
+      h += "</tbody></table>";
+    }
+    if (filter.tm) return h;
+    const t = sec.tokens;
+    if (!t) {
+      h += empty("HDFS delegation tokens: not reported by this cluster (its JobManager obtains none).");
+    } else {
+      h += '<h3>HDFS delegation tokens</h3><div class="kv"><div>Obtained by</div><div>' + esc(t.component) + "</div><div>Earliest expiry</div><div>" +
+        (t.expiry_timestamp_seconds ? expiry(t.expiry_timestamp_seconds) : "not obtained yet") + "</div><div>Rounds obtained</div><div>" + fmtNum(t.obtains_total) +
+        "</div><div>Rounds failed</div><div>" + fmtNum(t.obtain_failures_total) + "</div></div>";
+    }
+    return h;
+  }
+
+  // ---------------------------------------------------------------------
+  // Job
+
+  // The REST API reports accumulated counters, which the workers' reports
+  // move in steps: a rate is taken over a window of the last samples (at
+  // least RATE_SPAN ms, at most RATE_WINDOW ms), not between two polls.
+  const RATE_SPAN = 2000, RATE_WINDOW = 10000;
+  const samples = new Map();
+
+  function rate(key, value, now) {
+    let s = samples.get(key);
+    if (!s || (s.length && (value < s[s.length - 1].v || now < s[s.length - 1].t))) s = []; // restarted
+    if (!s.length || now > s[s.length - 1].t) s.push({ v: value, t: now });
+    while (s.length > 2 && now - s[1].t >= RATE_WINDOW) s.shift();
+    samples.set(key, s);
+    const first = s[0], last = s[s.length - 1];
+    if (last.t - first.t < RATE_SPAN) return null;
+    return (last.v - first.v) / ((last.t - first.t) / 1000);
+  }
+
+  function vertexRates(jid, job) {
+    const out = {};
+    for (const v of job.vertices || []) {
+      const m = v.metrics || {};
+      const k = jid + "/" + v.id + "/";
+      if (terminal(v.status) || terminal(job.state)) { // nothing moves any more
+        out[v.id] = { in: null, out: null, busy: null, bp: null };
+        continue;
+      }
+      const busy = rate(k + "busy", m["accumulated-busy-time"] || 0, job.now);
+      const bp = rate(k + "bp", m["accumulated-backpressured-time"] || 0, job.now);
+      out[v.id] = {
+        in: rate(k + "in", m["read-records"] || 0, job.now),
+        out: rate(k + "out", m["write-records"] || 0, job.now),
+        busy: busy === null ? null : Math.min(100, busy / 10),
+        bp: bp === null ? null : Math.min(100, bp / 10),
+      };
+    }
+    return out;
+  }
+
+  function jobHeader(job) {
+    const running = !terminal(job.state);
+    return '<div class="jobhead"><h1 id="job-name">' + esc(job.name) + "</h1>" + badge(job.state) + '<span class="spacer"></span>' +
+      (running ? '<button type="button" class="btn" id="btn-savepoint">Savepoint</button><button type="button" class="btn" id="btn-stop"' + (job.isStoppable ? "" : ' title="the job does not checkpoint"') + '>Stop</button><button type="button" class="btn danger" id="btn-cancel">Cancel job</button>' : "") +
+      '</div><div class="jobmeta"><span class="mono">' + esc(job.jid) + "</span><span>" + esc(job["job-type"] || "") + "</span><span>Start: " + fmtTime(job["start-time"]) +
+      "</span><span>End: " + fmtTime(job["end-time"]) + "</span><span>Duration: <span id=\"job-duration\">" + fmtDuration(job.duration) + "</span></span></div>";
+  }
+
+  // proxyHint explains a POST refused by YARN's web proxy, which forwards
+  // GET requests only.
+  function proxyHint(e) {
+    if (e.status === 405 || e.status === 501) return e.message + " (the page is served through a proxy that forwards no POST, as YARN's web proxy does: use the JobManager's REST endpoint directly, or sluice savepoint / sluice stop)";
+    return e.message;
+  }
+
+  async function pollOperation(jid, trigger, what) {
+    for (let i = 0; i < 600; i++) {
+      const st = await api("jobs/" + jid + "/savepoints/" + trigger);
+      if (st.status && st.status.id === "COMPLETED") {
+        const op = st.operation || {};
+        if (op["failure-cause"]) toast(what + " failed: " + (op["failure-cause"]["stack-trace"] || op["failure-cause"].class), true);
+        else toast(what + " completed: " + op.location);
+        return;
+      }
+      await new Promise(r => setTimeout(r, 500));
+    }
+    toast(what + " is still in progress (trigger " + trigger + ")", true);
+  }
+
+  function wireButtons(job) {
+    const jid = job.jid;
+    const cancel = document.getElementById("btn-cancel");
+    if (cancel) cancel.onclick = async () => {
+      const ok = await confirmModal("Cancel job", "<p>Cancel <b>" + esc(job.name) + "</b>? Its tasks are stopped without a savepoint.</p>", "Cancel job");
+      if (!ok) return;
+      try {
+        try {
+          await api("jobs/" + jid + "?mode=cancel", { method: "PATCH" });
+        } catch (e) {
+          // YARN's web proxy forwards GET only (PATCH: 501): Flink's
+          // GET path for cancelling through it.
+          if (e.status !== 501 && e.status !== 405) throw e;
+          await api("jobs/" + jid + "/yarn-cancel");
+        }
+        toast("Cancelling job " + jid);
+      } catch (e) { toast("Cancelling failed: " + e.message, true); }
+    };
+    const sp = document.getElementById("btn-savepoint");
+    if (sp) sp.onclick = async () => {
+      const v = await confirmModal("Trigger a savepoint", '<label>Target directory (empty: the job\'s execution.checkpointing.savepoint-dir)<input type="text" name="dir" placeholder="file:///savepoints"></label>', "Trigger savepoint");
+      if (!v) return;
+      try {
+        const r = await post("jobs/" + jid + "/savepoints", v.dir ? { "target-directory": v.dir } : {});
+        toast("Savepoint triggered: " + r["request-id"]);
+        await pollOperation(jid, r["request-id"], "Savepoint");
+      } catch (e) { toast("Savepoint failed: " + proxyHint(e), true); }
+    };
+    const stop = document.getElementById("btn-stop");
+    if (stop) stop.onclick = async () => {
+      const v = await confirmModal("Stop with a savepoint", '<label>Target directory (empty: the job\'s execution.checkpointing.savepoint-dir)<input type="text" name="dir" placeholder="file:///savepoints"></label>' +
+        '<label><input type="checkbox" name="drain"> Drain: end event time first (fire every window and timer)</label>', "Stop job");
+      if (!v) return;
+      try {
+        const body = {};
+        if (v.dir) body.targetDirectory = v.dir;
+        if (v.drain) body.drain = true;
+        const r = await post("jobs/" + jid + "/stop", body);
+        toast("Stop triggered: " + r["request-id"]);
+        await pollOperation(jid, r["request-id"], "Stop");
+      } catch (e) { toast("Stop failed: " + proxyHint(e), true); }
+    };
+  }
+
+  function pageJob(jid, tab) {
+    setNav("");
+    main.innerHTML = '<div id="head"></div><div class="tabs" id="tabs">' +
+      ["overview", "exceptions", "checkpoints", "configuration"].map(t => '<a href="#/job/' + jid + "/" + t + '" data-tab="' + t + '"' + (t === tab ? ' class="active"' : "") + ">" + t[0].toUpperCase() + t.slice(1) + "</a>").join("") +
+      '</div><div id="page-error"></div><div id="tab"></div>';
+    let headState = null;
+    const head = job => {
+      const key = job.state + "|" + job.isStoppable;
+      if (key === headState) {
+        const d = document.getElementById("job-duration");
+        if (d) d.textContent = fmtDuration(job.duration);
+        return;
+      }
+      headState = key;
+      document.getElementById("head").innerHTML = jobHeader(job);
+      wireButtons(job);
+    };
+    if (tab === "overview") return tabJobOverview(jid, head);
+    if (tab === "exceptions") return tabExceptions(jid, head);
+    if (tab === "checkpoints") return tabCheckpoints(jid, head);
+    return tabConfiguration(jid, head);
+  }
+
+  function tabJobOverview(jid, head) {
+    const tabEl = document.getElementById("tab");
+    tabEl.innerHTML = '<div class="graph" id="graph"></div><h2>Vertices</h2><div class="panel" id="vertices"></div>';
+    let plan = null;
+    every(async () => {
+      const job = await api("jobs/" + jid);
+      if (!plan) plan = (await api("jobs/" + jid + "/plan")).plan;
+      const wms = {};
+      await Promise.all((job.vertices || []).map(async v => {
+        const w = await api("jobs/" + jid + "/vertices/" + v.id + "/watermarks");
+        wms[v.id] = w.length ? Math.min(...w.map(x => Number(x.value))) : null;
+      }));
+      clearError();
+      head(job);
+      const rates = vertexRates(jid, job);
+      document.getElementById("graph").innerHTML = dagSVG(jid, plan, job, rates, wms);
+      document.querySelectorAll("#graph .node").forEach(g => { g.onclick = () => { location.hash = "#/job/" + jid + "/vertex/" + g.dataset.vertex; }; });
+      let h = '<table id="vertex-table"><thead><tr><th>Name</th><th>Status</th><th class="num">Parallelism</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">In/s</th><th class="num">Out/s</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th>Busy (max)</th><th>Backpressured (max)</th><th>Watermark (min)</th><th class="num">Duration</th></tr></thead><tbody>';
+      for (const v of job.vertices || []) {
+        const m = v.metrics || {}, r = rates[v.id] || {};
+        h += '<tr class="link" data-href="#/job/' + jid + "/vertex/" + esc(v.id) + '"><td><a href="#/job/' + jid + "/vertex/" + esc(v.id) + '">' + esc(v.name) + "</a></td><td>" + badge(v.status) +
+          '</td><td class="num">' + esc(v.parallelism) + '</td><td class="num">' + fmtNum(m["read-records"]) + '</td><td class="num">' + fmtNum(m["write-records"]) +
+          '</td><td class="num">' + fmtRate(r.in) + '</td><td class="num">' + fmtRate(r.out) + '</td><td class="num">' + fmtBytes(m["read-bytes"]) + '</td><td class="num">' + fmtBytes(m["write-bytes"]) +
+          "</td><td>" + pctBar(r.busy, "#cf222e") + "</td><td>" + pctBar(r.bp, "#444c56") + "</td><td>" + fmtWatermark(wms[v.id]) + '</td><td class="num">' + fmtDuration(v.duration) + "</td></tr>";
+      }
+      const vt = document.getElementById("vertices");
+      vt.innerHTML = h + "</tbody></table>";
+      linkRows(vt);
+    });
+  }
+
+  function pctBar(p, color) {
+    if (p === null || p === undefined) return '<span class="muted">–</span>';
+    return '<div style="display:flex;align-items:center;gap:6px"><div class="bar" style="flex:1"><span style="width:' + Math.max(0, Math.min(100, p)) + "%;background:" + color + '"></span></div><span class="mono">' + fmtPct(p) + "</span></div>";
+  }
+
+  // dagSVG lays the plan out as a DAG, left to right: a vertex's column is
+  // the length of the longest path from a source to it; within a column
+  // vertices are ordered by the mean row of their inputs.
+  function dagSVG(jid, plan, job, rates, wms) {
+    const nodes = plan.nodes || [];
+    const byId = new Map(nodes.map(n => [n.id, n]));
+    const vertices = new Map((job.vertices || []).map(v => [v.id, v]));
+    const layer = new Map();
+    const depth = (n, seen) => {
+      if (layer.has(n.id)) return layer.get(n.id);
+      if (seen.has(n.id)) return 0; // a cycle: not in a job graph
+      seen.add(n.id);
+      let d = 0;
+      for (const i of n.inputs || []) {
+        const up = byId.get(i.id);
+        if (up) d = Math.max(d, depth(up, seen) + 1);
+      }
+      layer.set(n.id, d);
+      return d;
+    };
+    nodes.forEach(n => depth(n, new Set()));
+    const cols = [];
+    nodes.forEach(n => { const d = layer.get(n.id); (cols[d] = cols[d] || []).push(n); });
+    const row = new Map();
+    cols.forEach((col, c) => {
+      if (c > 0) {
+        const key = n => { const ins = (n.inputs || []).map(i => row.get(i.id)).filter(x => x !== undefined); return ins.length ? ins.reduce((a, b) => a + b, 0) / ins.length : 0; };
+        col.sort((a, b) => key(a) - key(b));
+      }
+      col.forEach((n, r) => row.set(n.id, r));
+    });
+    const W = 250, H = 104, GX = 110, GY = 28, M = 16;
+    const rowsMax = Math.max(1, ...cols.map(c => c.length));
+    const height = M * 2 + rowsMax * H + (rowsMax - 1) * GY;
+    const width = M * 2 + cols.length * W + Math.max(0, cols.length - 1) * GX;
+    const pos = new Map();
+    cols.forEach((col, c) => {
+      const colH = col.length * H + (col.length - 1) * GY;
+      const top = M + (height - 2 * M - colH) / 2;
+      col.forEach((n, r) => pos.set(n.id, { x: M + c * (W + GX), y: top + r * (H + GY) }));
+    });
+    let s = '<svg id="job-graph" xmlns="http://www.w3.org/2000/svg" width="' + width + '" height="' + height + '" viewBox="0 0 ' + width + " " + height + '">' +
+      '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#8c959f"/></marker></defs>';
+    for (const n of nodes) {
+      const to = pos.get(n.id);
+      (n.inputs || []).forEach((i, k) => {
+        const from = pos.get(i.id);
+        if (!from) return;
+        const x1 = from.x + W, y1 = from.y + H / 2, x2 = to.x, y2 = to.y + H / 2 + (k - ((n.inputs.length - 1) / 2)) * 12;
+        const mx = (x1 + x2) / 2;
+        s += '<path class="edge" marker-end="url(#arrow)" d="M ' + x1 + " " + y1 + " C " + mx + " " + y1 + ", " + mx + " " + y2 + ", " + x2 + " " + y2 + '"/>' +
+          '<text class="edge-label" x="' + mx + '" y="' + ((y1 + y2) / 2 - 4) + '" text-anchor="middle">' + esc(i.ship_strategy || "") + "</text>";
+      });
+    }
+    for (const n of nodes) {
+      const p = pos.get(n.id), v = vertices.get(n.id) || {}, r = rates[n.id] || {};
+      const busy = r.busy || 0, bp = r.bp || 0;
+      // Flink's colouring: busy in red, back-pressured in grey, idle in blue.
+      const fill = bp > busy ? "hsl(215, 10%, " + (96 - bp * 0.45) + "%)" : busy > 0 ? "hsl(0, " + (40 + busy * 0.5) + "%, " + (96 - busy * 0.35) + "%)" : "#eef4ff";
+      const name = n.description || v.name || n.id;
+      const short = name.length > 38 ? name.slice(0, 36) + "…" : name;
+      s += '<g class="node" data-vertex="' + esc(n.id) + '" transform="translate(' + p.x + "," + p.y + ')"><title>' + esc(name) + "</title>" +
+        '<rect width="' + W + '" height="' + H + '" fill="' + fill + '"/>' +
+        '<text class="title" x="10" y="18">' + esc(short) + "</text>" +
+        '<text x="10" y="36">Parallelism ' + esc(n.parallelism) + " · " + esc(v.status || "") + "</text>" +
+        '<text x="10" y="53">In ' + esc(fmtRate(r.in)) + " · Out " + esc(fmtRate(r.out)) + "</text>" +
+        '<text x="10" y="70">Busy ' + esc(fmtPct(r.busy)) + " · Backpressured " + esc(fmtPct(r.bp)) + "</text>" +
+        '<text x="10" y="87">Watermark ' + esc(fmtWatermark(wms[n.id])) + "</text></g>";
+    }
+    return s + "</svg>";
+  }
+
+  function tabExceptions(jid, head) {
+    every(async () => {
+      const [job, ex] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/exceptions?maxExceptions=20")]);
+      clearError();
+      head(job);
+      const entries = (ex.exceptionHistory && ex.exceptionHistory.entries) || [];
+      let h = "";
+      if (!entries.length) h = '<div class="panel">' + empty("No exceptions: the job has not failed.") + "</div>";
+      for (const e of entries) {
+        h += '<div class="panel exception"><div class="jobmeta"><span>' + fmtTime(e.timestamp) + "</span><b>" + esc(e.exceptionName) + "</b><span>" + esc(e.taskName || "global failure") +
+          "</span><span>" + esc(e.endpoint || "") + '</span><span class="mono">' + esc(e.taskManagerId || "") + "</span></div><pre>" + esc(e.stacktrace) + "</pre>";
+        for (const c of e.concurrentExceptions || []) {
+          h += '<div class="jobmeta"><span>concurrent: ' + esc(c.exceptionName) + "</span><span>" + esc(c.taskName || "") + "</span></div><pre>" + esc(c.stacktrace) + "</pre>";
+        }
+        h += "</div>";
+      }
+      if (ex.exceptionHistory && ex.exceptionHistory.truncated) h += '<p class="muted">Older exceptions are not shown.</p>';
+      document.getElementById("tab").innerHTML = h;
+    });
+  }
+
+  function tabCheckpoints(jid, head) {
+    every(async () => {
+      const job = await api("jobs/" + jid);
+      head(job);
+      let cp;
+      try {
+        cp = await api("jobs/" + jid + "/checkpoints");
+      } catch (e) {
+        if (e.status === 404) {
+          clearError();
+          document.getElementById("tab").innerHTML = '<div class="panel">' + empty(e.message) + "</div>";
+          return;
+        }
+        throw e;
+      }
+      clearError();
+      const c = cp.counts || {}, s = cp.summary || {};
+      const card = (l, v) => '<div class="card"><div class="label">' + esc(l) + '</div><div class="value">' + esc(v) + "</div></div>";
+      let h = '<div class="cards" id="cp-counts">' + card("Triggered", c.total) + card("In progress", c.in_progress) + card("Completed", c.completed) + card("Failed", c.failed) + card("Restored", c.restored) + "</div>";
+      const hist = (cp.history || []).slice().reverse(); // oldest first
+      const done = hist.filter(x => x.status === "COMPLETED");
+      h += '<div class="plots">' +
+        plot("Duration of completed checkpoints", [{ name: "end-to-end", points: done.map(x => [x.id, x.end_to_end_duration]) }], fmtDuration, "id") +
+        plot("Size of completed checkpoints", [{ name: "checkpointed", points: done.map(x => [x.id, x.checkpointed_size]) }, { name: "full state", points: done.map(x => [x.id, x.state_size]) }], fmtBytes, "id") +
+        "</div>";
+      const row = (name, st, f) => "<tr><td>" + name + '</td><td class="num">' + f(st.min) + '</td><td class="num">' + f(st.avg) + '</td><td class="num">' + f(st.p50) + '</td><td class="num">' + f(st.p99) + '</td><td class="num">' + f(st.max) + "</td></tr>";
+      h += '<h2>Summary of completed checkpoints</h2><div class="panel"><table><thead><tr><th></th><th class="num">Min</th><th class="num">Average</th><th class="num">Median</th><th class="num">p99</th><th class="num">Max</th></tr></thead><tbody>' +
+        row("End-to-end duration", s.end_to_end_duration || {}, fmtDuration) + row("Checkpointed size", s.checkpointed_size || {}, fmtBytes) + row("Full state size", s.state_size || {}, fmtBytes) +
+        row("Buffered during alignment", s.alignment_buffered || {}, fmtBytes) + row("Processed in-flight data", s.processed_data || {}, fmtBytes) + row("Persisted in-flight data", s.persisted_data || {}, fmtBytes) + "</tbody></table></div>";
+      const l = cp.latest || {};
+      h += '<h2>Latest</h2><div class="panel kv">' +
+        "<div>Completed checkpoint</div><div>" + (l.completed ? "#" + esc(l.completed.id) + " at " + fmtTime(l.completed.latest_ack_timestamp) + ' <span class="mono">' + esc(l.completed.external_path || "") + "</span>" : "none") + "</div>" +
+        "<div>Savepoint</div><div>" + (l.savepoint ? "#" + esc(l.savepoint.id) + " at " + fmtTime(l.savepoint.latest_ack_timestamp) + ' <span class="mono">' + esc(l.savepoint.external_path || "") + "</span>" : "none") + "</div>" +
+        "<div>Failed</div><div>" + (l.failed ? "#" + esc(l.failed.id) + " at " + fmtTime(l.failed.failure_timestamp) + ": " + esc(l.failed.failure_message) : "none") + "</div>" +
+        "<div>Restored</div><div>" + (l.restored ? "#" + esc(l.restored.id) + " at " + fmtTime(l.restored.restore_timestamp) + ' <span class="mono">' + esc(l.restored.external_path || "") + "</span>" : "none") + "</div></div>";
+      h += '<h2>History</h2><div class="panel"><table id="cp-history"><thead><tr><th class="num">ID</th><th>Status</th><th>Type</th><th>Triggered</th><th>Acknowledged</th><th class="num">Subtasks</th><th class="num">Duration</th><th class="num">Checkpointed size</th><th class="num">Full size</th><th class="num">Alignment buffered</th><th class="num">Processed</th><th class="num">Persisted</th><th>Path or failure</th></tr></thead><tbody>';
+      for (const x of cp.history || []) {
+        h += '<tr><td class="num">' + esc(x.id) + "</td><td>" + badge(x.status) + "</td><td>" + esc(x.checkpoint_type) + '</td><td class="nowrap" title="' + fmtTime(x.trigger_timestamp) + '">' + fmtClock(x.trigger_timestamp) + '</td><td class="nowrap" title="' + fmtTime(x.latest_ack_timestamp) + '">' + fmtClock(x.latest_ack_timestamp) +
+          '</td><td class="num">' + (x.num_subtasks ? esc(x.num_acknowledged_subtasks) + "/" + esc(x.num_subtasks) : "–") + '</td><td class="num">' + (x.status === "COMPLETED" ? fmtDuration(x.end_to_end_duration) : "–") +
+          '</td><td class="num">' + fmtBytes(x.checkpointed_size) + '</td><td class="num">' + fmtBytes(x.state_size) + '</td><td class="num">' + fmtBytes(x.alignment_buffered) +
+          '</td><td class="num">' + fmtBytes(x.processed_data) + '</td><td class="num">' + fmtBytes(x.persisted_data) + '</td>' + (x.failure_message ? '<td class="path error">' + esc(x.failure_message) : '<td class="mono" title="' + esc(x.external_path || "") + '">' + esc(shortPath(x.external_path))) + "</td></tr>";
+      }
+      if (!(cp.history || []).length) h += '<tr><td colspan="13">' + empty("No checkpoint yet.") + "</td></tr>";
+      document.getElementById("tab").innerHTML = h + "</tbody></table></div>";
+    });
+  }
+
+  function tabConfiguration(jid, head) {
+    every(async () => {
+      const [job, cfg, entries] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/config"), api("jobs/" + jid + "/jobmanager/config")]);
+      clearError();
+      head(job);
+      const ec = cfg["execution-config"];
+      let h = '<h2>Execution configuration</h2><div class="panel">';
+      h += ec ? '<div class="kv" id="exec-config"><div>Restart strategy</div><div>' + esc(ec["restart-strategy"]) + "</div><div>Parallelism</div><div>" + esc(ec["job-parallelism"]) +
+        "</div><div>Object reuse</div><div>" + esc(ec["object-reuse-mode"]) + "</div></div>" : empty("Not reported.");
+      h += '</div><h2>Job configuration</h2><div class="panel">' + configTable(entries, "job-config") + "</div>";
+      document.getElementById("tab").innerHTML = h;
+    });
+  }
+
+  function configTable(entries, id) {
+    if (!entries || !entries.length) return empty("No configuration is set.");
+    return '<table id="' + id + '"><thead><tr><th>Key</th><th>Value</th></tr></thead><tbody>' +
+      entries.map(e => '<tr><td class="mono">' + esc(e.key) + '</td><td class="mono">' + esc(e.value) + "</td></tr>").join("") + "</tbody></table>";
+  }
+
+  // ---------------------------------------------------------------------
+  // Vertex: its subtasks and their metrics over time
+
+  const PALETTE = ["#1f6feb", "#cf222e", "#1a7f37", "#bf8700", "#8250df", "#0a7e8c", "#e16f24", "#57606a"];
+
+  // plot draws series of [x, y] points as lines in a small SVG.
+  function plot(title, series, fmt, xkind, emptyMsg) {
+    const W = 360, H = 120, L = 64, R = 8, T = 8, B = 18;
+    const pts = series.flatMap(s => s.points).filter(p => p[1] !== null && !isNaN(p[1]));
+    let h = '<div class="plot"><div class="ptitle">' + esc(title) + "</div>";
+    if (pts.length < 1) return h + '<svg class="plot-svg" width="' + W + '" height="' + H + '"><text x="' + W / 2 + '" y="' + H / 2 + '" text-anchor="middle">' + esc(emptyMsg || "waiting for data") + '</text></svg></div>';
+    const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
+    let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...ys), y1 = Math.max(...ys);
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) y1 = y0 + 1;
+    const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R), sy = y => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+    h += '<svg class="plot-svg" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + " " + H + '">' +
+      '<line x1="' + L + '" y1="' + (H - B) + '" x2="' + (W - R) + '" y2="' + (H - B) + '" stroke="#dde1e8"/><line x1="' + L + '" y1="' + T + '" x2="' + L + '" y2="' + (H - B) + '" stroke="#dde1e8"/>' +
+      '<text x="' + (L - 4) + '" y="' + (T + 8) + '" text-anchor="end">' + esc(fmt(y1)) + '</text><text x="' + (L - 4) + '" y="' + (H - B) + '" text-anchor="end">' + esc(fmt(y0)) + "</text>" +
+      '<text x="' + L + '" y="' + (H - 4) + '">' + esc(xkind === "id" ? "#" + x0 : fmtTime(x0).slice(11)) + '</text><text x="' + (W - R) + '" y="' + (H - 4) + '" text-anchor="end">' + esc(xkind === "id" ? "#" + x1 : fmtTime(x1).slice(11)) + "</text>";
+    series.forEach((s, i) => {
+      const p = s.points.filter(q => q[1] !== null && !isNaN(q[1]));
+      if (!p.length) return;
+      const c = PALETTE[i % PALETTE.length];
+      if (p.length === 1) h += '<circle cx="' + sx(p[0][0]) + '" cy="' + sy(p[0][1]) + '" r="2.5" fill="' + c + '"/>';
+      else h += '<polyline fill="none" stroke="' + c + '" stroke-width="1.5" points="' + p.map(q => sx(q[0]).toFixed(1) + "," + sy(q[1]).toFixed(1)).join(" ") + '"/>';
+    });
+    h += "</svg>";
+    if (series.length > 1) h += '<div class="legend">' + series.map((s, i) => '<span><i style="background:' + PALETTE[i % PALETTE.length] + '"></i>' + esc(s.name) + "</span>").join("") + "</div>";
+    return h + "</div>";
+  }
+
+  const vertexHistory = new Map();
+
+  function pageVertex(jid, vid) {
+    setNav("");
+    main.innerHTML = '<div id="head"></div><div class="tabs"><a href="#/job/' + jid + '/overview">← Job</a></div><div id="page-error"></div><h1 id="vertex-name"></h1><div id="vertex-summary" class="muted"></div>' +
+      '<h2>Metrics over time</h2><div class="plots" id="plots"></div><h2>Subtasks</h2><div class="panel" id="subtasks"></div>';
+    const key = jid + "/" + vid;
+    if (!vertexHistory.has(key)) vertexHistory.set(key, { series: new Map() });
+    const hist = vertexHistory.get(key);
+    let headState = null;
+    every(async () => {
+      const [job, v, wm] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid), api("jobs/" + jid + "/vertices/" + vid + "/watermarks")]);
+      clearError();
+      if (headState !== job.state) {
+        headState = job.state;
+        document.getElementById("head").innerHTML = jobHeader(job);
+        wireButtons(job);
+      } else {
+        document.getElementById("job-duration").textContent = fmtDuration(job.duration);
+      }
+      document.getElementById("vertex-name").textContent = v.name;
+      document.getElementById("vertex-summary").textContent = "Parallelism " + v.parallelism + " · max parallelism " + v.maxParallelism + " · " + v.subtasks.length + " subtasks reported";
+      const wmBy = new Map(wm.map(x => [Number(x.id.split(".")[0]), x.value]));
+      for (const st of v.subtasks) {
+        const m = st.metrics || {};
+        if (!hist.series.has(st.subtask)) hist.series.set(st.subtask, { in: [], out: [], busy: [], bp: [], wm: [] });
+        const s = hist.series.get(st.subtask);
+        const w = Number(wmBy.get(st.subtask));
+        if (!isNaN(w) && w > MIN_WATERMARK && w < 9.2e18) s.wm.push([v.now, w]);
+        const k = key + "/" + st.subtask + "/";
+        const rin = rate(k + "in", m["read-records"] || 0, v.now), rout = rate(k + "out", m["write-records"] || 0, v.now);
+        const rbusy = rate(k + "busy", m["accumulated-busy-time"] || 0, v.now), rbp = rate(k + "bp", m["accumulated-backpressured-time"] || 0, v.now);
+        if (rin !== null) s.in.push([v.now, rin]);
+        if (rout !== null) s.out.push([v.now, rout]);
+        if (rbusy !== null) s.busy.push([v.now, Math.min(1000, rbusy)]);
+        if (rbp !== null) s.bp.push([v.now, Math.min(1000, rbp)]);
+        for (const x of Object.keys(s)) if (s[x].length > HISTORY) s[x].splice(0, s[x].length - HISTORY);
+      }
+      const subs = Array.from(hist.series.keys()).sort((a, b) => a - b);
+      const ser = k => subs.map(i => ({ name: "subtask " + i, points: hist.series.get(i)[k] }));
+      const msps = x => Math.round(x) + " ms/s";
+      document.getElementById("plots").innerHTML =
+        plot("Records in per second", ser("in"), fmtNum) + plot("Records out per second", ser("out"), fmtNum) +
+        plot("Busy time (ms per second)", ser("busy"), msps) + plot("Backpressured time (ms per second)", ser("bp"), msps) +
+        plot("Input watermark", ser("wm"), x => fmtTime(x).slice(11), "", "no watermark reported");
+      let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
+      for (const st of v.subtasks) {
+        const m = st.metrics || {};
+        h += '<tr><td class="num">' + esc(st.subtask) + "</td><td>" + badge(st.status) + '</td><td class="num">' + esc(st.attempt) + '</td><td class="mono">' +
+          (st["taskmanager-id"] ? '<a href="#/taskmanager/' + encodeURIComponent(st["taskmanager-id"]) + '">' + esc(st["taskmanager-id"]) + "</a>" : esc(st.endpoint || "–")) +
+          '</td><td class="num">' + fmtNum(m["read-records"]) + '</td><td class="num">' + fmtNum(m["write-records"]) + '</td><td class="num">' + fmtBytes(m["read-bytes"]) + '</td><td class="num">' + fmtBytes(m["write-bytes"]) +
+          '</td><td class="num">' + fmtDuration(m["accumulated-busy-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-backpressured-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-idle-time"]) +
+          "</td><td>" + fmtWatermark(wmBy.get(st.subtask)) + "</td><td>" + fmtTime(st["start-time"]) + '</td><td class="num">' + fmtDuration(st.duration) + "</td></tr>";
+      }
+      if (!v.subtasks.length) h += '<tr><td colspan="14">' + empty("No subtask has reported yet.") + "</td></tr>";
+      document.getElementById("subtasks").innerHTML = h + "</tbody></table>";
+    });
+  }
+
+  // ---------------------------------------------------------------------
+  // TaskManagers and the JobManager
+
+  function pageTaskManagers() {
+    setNav("taskmanagers");
+    main.innerHTML = '<h1>TaskManagers</h1><div id="page-error"></div><div class="panel" id="tms"></div>';
+    every(async () => {
+      const r = await api("taskmanagers");
+      clearError();
+      const tms = r.taskmanagers || [];
+      let h = "";
+      if (!tms.length) h = empty("No TaskManager is registered.");
+      else {
+        h = '<table id="tm-table"><thead><tr><th>ID</th><th>Address</th><th class="num">Data port</th><th class="num">Slots</th><th class="num">Free slots</th><th class="num">CPU cores</th><th class="num">Physical memory</th><th class="num">Free memory</th><th>Last heartbeat</th></tr></thead><tbody>';
+        for (const tm of tms) {
+          const hw = tm.hardware || {};
+          const href = "#/taskmanager/" + encodeURIComponent(tm.id);
+          h += '<tr class="link" data-href="' + href + '"><td class="mono"><a href="' + href + '">' + esc(tm.id) + '</a></td><td class="mono">' + esc(tm.path) + '</td><td class="num">' + (tm.dataPort >= 0 ? esc(tm.dataPort) : "–") +
+            '</td><td class="num">' + esc(tm.slotsNumber) + '</td><td class="num">' + esc(tm.freeSlots) + '</td><td class="num">' + esc(hw.cpuCores) + '</td><td class="num">' + fmtBytes(hw.physicalMemory) +
+            '</td><td class="num">' + fmtBytes(hw.freeMemory) + "</td><td>" + fmtTime(tm.timeSinceLastHeartbeat) + "</td></tr>";
+        }
+        h += "</tbody></table>";
+      }
+      const el = document.getElementById("tms");
+      el.innerHTML = h;
+      linkRows(el);
+    });
+  }
+
+  function pageTaskManager(id) {
+    setNav("taskmanagers");
+    main.innerHTML = '<div class="tabs"><a href="#/taskmanagers">← TaskManagers</a></div><h1 class="mono" id="tm-id">' + esc(id) + '</h1><div id="page-error"></div><div id="tm"></div>';
+    every(async () => {
+      let tm;
+      try {
+        tm = await api("taskmanagers/" + encodeURIComponent(id));
+      } catch (e) {
+        if (e.status === 404) { document.getElementById("tm").innerHTML = '<div class="panel">' + empty(e.message) + "</div>"; return; }
+        throw e;
+      }
+      const sec = await security();
+      clearError();
+      const hw = tm.hardware || {}, tr = tm.totalResource || {}, fr = tm.freeResource || {};
+      const kv = rows => '<div class="kv">' + rows.map(r => "<div>" + esc(r[0]) + "</div><div>" + r[1] + "</div>").join("") + "</div>";
+      document.getElementById("tm").innerHTML =
+        '<div class="panel" id="tm-details">' + kv([["Address", esc(tm.path)], ["Data port", (tm.dataPort >= 0 ? esc(tm.dataPort) : "–")], ["Last heartbeat", fmtTime(tm.timeSinceLastHeartbeat)],
+          ["Slots", esc(tm.slotsNumber) + " (" + esc(tm.freeSlots) + " free)"], ["CPU cores", esc(hw.cpuCores)], ["Physical memory", fmtBytes(hw.physicalMemory)], ["Free memory (last heartbeat)", fmtBytes(hw.freeMemory)]]) + "</div>" +
+        '<h2>Resources</h2><div class="panel"><table><thead><tr><th></th><th class="num">CPU cores</th><th class="num">Task heap</th><th class="num">Task off-heap</th><th class="num">Managed</th><th class="num">Network</th></tr></thead><tbody>' +
+        ["Total", "Free"].map((n, i) => { const r = i ? fr : tr; return "<tr><td>" + n + '</td><td class="num">' + esc(r.cpuCores) + '</td><td class="num">' + esc(r.taskHeapMemory) + ' MiB</td><td class="num">' + esc(r.taskOffHeapMemory) + ' MiB</td><td class="num">' + esc(r.managedMemory) + ' MiB</td><td class="num">' + esc(r.networkMemory) + " MiB</td></tr>"; }).join("") +
+        '</tbody></table><p class="muted">JVM memory pools and garbage collectors: not reported (a Sluice TaskManager is a Go process).</p></div>' +
+        '<h2>Kerberos</h2><div class="panel">' + securityHTML(sec, { tm: tm.id }) + "</div>";
+    });
+  }
+
+  function pageJobManager() {
+    setNav("jobmanager");
+    main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
+    every(async () => {
+      const [cfg, sec] = await Promise.all([api("jobmanager/config"), security()]);
+      clearError();
+      document.getElementById("security").innerHTML = securityHTML(sec, { component: "jobmanager" });
+      document.getElementById("jm-config").innerHTML = configTable(cfg, "jm-config-table");
+    });
+  }
+
+  // ---------------------------------------------------------------------
+
+  async function start() {
+    try {
+      const c = await api("config");
+      if (c["refresh-interval"] > 0) refreshMs = c["refresh-interval"];
+      const known = v => v && v !== "unknown";
+      document.getElementById("version").textContent = known(c["flink-version"]) ? "Sluice " + c["flink-version"] + (known(c["flink-revision"]) ? " (" + c["flink-revision"] + ")" : "") : "";
+    } catch (e) { /* the page shows the error on its first poll */ }
+    const q = new URLSearchParams(location.search);
+    if (Number(q.get("refresh")) > 0) refreshMs = Number(q.get("refresh"));
+    window.addEventListener("hashchange", route);
+    route();
+  }
+  start();
+})();

@@ -1,0 +1,514 @@
+package rest
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The endpoints of a job's vertices and configuration and of one
+// TaskManager, served from what the Backend's Job and TaskManagers answer:
+//
+//	GET /jobs/:jobid/config                               JobConfigInfo
+//	GET /jobs/:jobid/jobmanager/config                    the job's configuration [{key, value}], secrets masked
+//	GET /jobs/:jobid/vertices/:vertexid                   VertexDetails: its subtasks
+//	GET /jobs/:jobid/vertices/:vertexid/subtasks/metrics  [{id, min, max, avg, sum, skew}] (?get=, ?agg=, ?subtasks=)
+//	GET /jobs/:jobid/vertices/:vertexid/metrics           [{id, value}] per subtask, "<subtask>.<metric>" (?get=)
+//	GET /jobs/:jobid/vertices/:vertexid/watermarks        [{id: "<subtask>.currentInputWatermark", value}]
+//	GET /taskmanagers/:taskmanagerid                      TaskManagerDetails
+
+// SubtaskDetails is one subtask of a vertex (Flink's
+// SubtaskExecutionAttemptDetailsInfo). The Backend fills Vertex.Subtasks
+// with them; the server serves them at GET /jobs/:jobid/vertices/:vertexid.
+type SubtaskDetails struct {
+	Subtask int            `json:"subtask"`
+	Status  ExecutionState `json:"status"`
+	// Attempt counts the subtask's restarts (0 for the first attempt).
+	Attempt int `json:"attempt"`
+	// Endpoint is the host:port of the TaskManager the subtask runs on; ""
+	// when the cluster does not know it.
+	Endpoint  string `json:"endpoint"`
+	StartTime int64  `json:"start-time"` // epoch ms, -1: not deployed
+	// StartTimeDeprecated is Flink's deprecated duplicate of StartTime;
+	// the server sets it.
+	StartTimeDeprecated int64     `json:"start_time"`
+	EndTime             int64     `json:"end-time"` // -1 while it runs
+	Duration            int64     `json:"duration"`
+	Metrics             IOMetrics `json:"metrics"`
+	TaskManagerID       string    `json:"taskmanager-id"`
+	// StatusDuration is how long the subtask spent in each state, ms
+	// (CREATED, SCHEDULED, DEPLOYING, INITIALIZING, RUNNING; 0 for a state
+	// it was not seen in).
+	StatusDuration map[ExecutionState]int64 `json:"status-duration"`
+
+	// Watermark is the subtask's current input watermark, epoch ms
+	// (math.MinInt64 before the first), served by GET .../watermarks and
+	// .../metrics as currentInputWatermark; not part of Flink's message.
+	Watermark int64 `json:"-"`
+}
+
+// AggregatedTaskDetails is the "aggregated" of GET
+// /jobs/:jobid/vertices/:vertexid: each I/O metric and state duration
+// summarised over the subtasks.
+type AggregatedTaskDetails struct {
+	Metrics        map[string]map[string]int64 `json:"metrics"`
+	StatusDuration map[string]map[string]int64 `json:"status-duration"`
+}
+
+// VertexDetails is the body of GET /jobs/:jobid/vertices/:vertexid
+// (Flink's JobVertexDetailsInfo).
+type VertexDetails struct {
+	ID             string                `json:"id"`
+	Name           string                `json:"name"`
+	MaxParallelism int                   `json:"maxParallelism"`
+	Parallelism    int                   `json:"parallelism"`
+	Now            int64                 `json:"now"`
+	Subtasks       []SubtaskDetails      `json:"subtasks"`
+	Aggregated     AggregatedTaskDetails `json:"aggregated"`
+}
+
+// ExecutionConfigInfo is the "execution-config" of GET /jobs/:jobid/config.
+type ExecutionConfigInfo struct {
+	// RestartStrategy describes the job's restart strategy.
+	RestartStrategy string `json:"restart-strategy"`
+	Parallelism     int    `json:"job-parallelism"`
+	// ObjectReuse is Flink's object reuse mode; Sluice hands every
+	// operator its own records, so it is false.
+	ObjectReuse bool `json:"object-reuse-mode"`
+	// UserConfig is Flink's global job parameters; Sluice has none, {}.
+	UserConfig map[string]string `json:"user-config"`
+}
+
+// JobConfigInfo is the body of GET /jobs/:jobid/config.
+type JobConfigInfo struct {
+	JobID           string               `json:"jid"`
+	Name            string               `json:"name"`
+	ExecutionConfig *ExecutionConfigInfo `json:"execution-config,omitempty"`
+}
+
+// Metric is one value of GET .../metrics?get=... ({"id", "value"}, the
+// value as a string, as Flink writes it); without get, the names alone.
+type Metric struct {
+	ID    string  `json:"id"`
+	Value *string `json:"value,omitempty"`
+}
+
+// AggregatedMetric is one metric of GET .../subtasks/metrics, aggregated
+// over the subtasks; only the aggregations asked for (?agg=) are set.
+type AggregatedMetric struct {
+	ID   string   `json:"id"`
+	Min  *float64 `json:"min,omitempty"`
+	Max  *float64 `json:"max,omitempty"`
+	Avg  *float64 `json:"avg,omitempty"`
+	Sum  *float64 `json:"sum,omitempty"`
+	Skew *float64 `json:"skew,omitempty"`
+}
+
+// SlotInfo is an allocated slot of TaskManagerDetails.
+type SlotInfo struct {
+	JobID    string          `json:"jobId"`
+	Resource ResourceProfile `json:"resource"`
+}
+
+// GarbageCollectorInfo is a collector of TaskManagerMetricsInfo.
+type GarbageCollectorInfo struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+	Time  int64  `json:"time"`
+}
+
+// TaskManagerMetricsInfo are the JVM memory metrics of Flink's
+// TaskManagerDetailsInfo. A TaskManager's Go process has no JVM heap,
+// direct or mapped buffers or network memory segments: they are 0 and
+// there are no garbage collectors to list.
+type TaskManagerMetricsInfo struct {
+	HeapUsed                            int64                  `json:"heapUsed"`
+	HeapCommitted                       int64                  `json:"heapCommitted"`
+	HeapMax                             int64                  `json:"heapMax"`
+	NonHeapUsed                         int64                  `json:"nonHeapUsed"`
+	NonHeapCommitted                    int64                  `json:"nonHeapCommitted"`
+	NonHeapMax                          int64                  `json:"nonHeapMax"`
+	DirectCount                         int64                  `json:"directCount"`
+	DirectUsed                          int64                  `json:"directUsed"`
+	DirectMax                           int64                  `json:"directMax"`
+	MappedCount                         int64                  `json:"mappedCount"`
+	MappedUsed                          int64                  `json:"mappedUsed"`
+	MappedMax                           int64                  `json:"mappedMax"`
+	NettyShuffleMemorySegmentsAvailable int64                  `json:"nettyShuffleMemorySegmentsAvailable"`
+	NettyShuffleMemorySegmentsUsed      int64                  `json:"nettyShuffleMemorySegmentsUsed"`
+	NettyShuffleMemorySegmentsTotal     int64                  `json:"nettyShuffleMemorySegmentsTotal"`
+	NettyShuffleMemoryAvailable         int64                  `json:"nettyShuffleMemoryAvailable"`
+	NettyShuffleMemoryUsed              int64                  `json:"nettyShuffleMemoryUsed"`
+	NettyShuffleMemoryTotal             int64                  `json:"nettyShuffleMemoryTotal"`
+	GarbageCollectors                   []GarbageCollectorInfo `json:"garbageCollectors"`
+}
+
+// MemoryConfiguration is Flink's TaskExecutorMemoryConfiguration, bytes.
+// Sluice sizes no JVM memory pools: every member is 0.
+type MemoryConfiguration struct {
+	FrameworkHeap      int64 `json:"frameworkHeap"`
+	TaskHeap           int64 `json:"taskHeap"`
+	FrameworkOffHeap   int64 `json:"frameworkOffHeap"`
+	TaskOffHeap        int64 `json:"taskOffHeap"`
+	NetworkMemory      int64 `json:"networkMemory"`
+	ManagedMemory      int64 `json:"managedMemory"`
+	JVMMetaspace       int64 `json:"jvmMetaspace"`
+	JVMOverhead        int64 `json:"jvmOverhead"`
+	TotalFlinkMemory   int64 `json:"totalFlinkMemory"`
+	TotalProcessMemory int64 `json:"totalProcessMemory"`
+}
+
+// TaskManagerDetails is the body of GET /taskmanagers/:taskmanagerid
+// (Flink's TaskManagerDetailsInfo).
+type TaskManagerDetails struct {
+	TaskManagerInfo
+	// AllocatedSlots lists slots with the job they hold; Sluice's
+	// ResourceManager reports counts only, so it is empty.
+	AllocatedSlots      []SlotInfo             `json:"allocatedSlots"`
+	Metrics             TaskManagerMetricsInfo `json:"metrics"`
+	MemoryConfiguration MemoryConfiguration    `json:"memoryConfiguration"`
+}
+
+// ---------------------------------------------------------------------------
+
+func (s *Server) getJobConfig(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.jobDetails(w, r)
+	if !ok {
+		return
+	}
+	out := JobConfigInfo{JobID: d.ID, Name: d.Name}
+	if ec := d.ExecutionConfig; ec != nil {
+		c := *ec
+		if c.UserConfig == nil {
+			c.UserConfig = map[string]string{}
+		}
+		out.ExecutionConfig = &c
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getJobJobManagerConfig(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.jobDetails(w, r)
+	if !ok {
+		return
+	}
+	keys := make([]string, 0, len(d.Config))
+	for k := range d.Config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	entries := make([]ConfigEntry, 0, len(keys))
+	for _, k := range keys {
+		entries = append(entries, ConfigEntry{Key: k, Value: maskValue(k, d.Config[k])})
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+// maskValue hides the value of a sensitive key, as Flink does.
+func maskValue(key, value string) string {
+	lk := strings.ToLower(key)
+	for _, p := range sensitiveKeyParts {
+		if strings.Contains(lk, p) {
+			return maskedValue
+		}
+	}
+	return value
+}
+
+// vertex reads the job and its {vertexid}; on failure it has answered.
+func (s *Server) vertex(w http.ResponseWriter, r *http.Request) (*JobDetails, *Vertex, bool) {
+	d, ok := s.jobDetails(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	raw := r.PathValue("vertexid")
+	id, ok := ParseID(raw)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("vertex ID %q is malformed: a vertex ID is 32 hexadecimal characters (see the vertices of GET /jobs/:jobid)", raw))
+		return nil, nil, false
+	}
+	for i := range d.Vertices {
+		if d.Vertices[i].ID == id {
+			return d, &d.Vertices[i], true
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("job %s has no vertex %s", d.ID, id))
+	return nil, nil, false
+}
+
+// subtasksOf returns the vertex's subtasks as served: every state a key of
+// status-duration, the deprecated start time set.
+func subtasksOf(v *Vertex) []SubtaskDetails {
+	out := make([]SubtaskDetails, len(v.Subtasks))
+	for i, st := range v.Subtasks {
+		sd := make(map[ExecutionState]int64, 5)
+		for _, k := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
+			sd[k] = st.StatusDuration[k]
+		}
+		st.StatusDuration = sd
+		st.StartTimeDeprecated = st.StartTime
+		out[i] = st
+	}
+	return out
+}
+
+func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := s.vertex(w, r)
+	if !ok {
+		return
+	}
+	subs := subtasksOf(v)
+	out := VertexDetails{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Parallelism: v.Parallelism,
+		Now: s.cfg.Clock.NowMillis(), Subtasks: subs,
+		Aggregated: AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}}
+	ioMetrics := map[string]func(IOMetrics) int64{
+		"read-bytes":                     func(m IOMetrics) int64 { return m.ReadBytes },
+		"write-bytes":                    func(m IOMetrics) int64 { return m.WriteBytes },
+		"read-records":                   func(m IOMetrics) int64 { return m.ReadRecords },
+		"write-records":                  func(m IOMetrics) int64 { return m.WriteRecords },
+		"accumulated-backpressured-time": func(m IOMetrics) int64 { return m.AccumulatedBackpressuredTime },
+		"accumulated-idle-time":          func(m IOMetrics) int64 { return m.AccumulatedIdleTime },
+		"accumulated-busy-time":          func(m IOMetrics) int64 { return int64(m.AccumulatedBusyTime) },
+	}
+	for name, f := range ioMetrics {
+		vals := make([]int64, len(subs))
+		for i, st := range subs {
+			vals[i] = f(st.Metrics)
+		}
+		out.Aggregated.Metrics[name] = aggregate(vals)
+	}
+	for _, state := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
+		vals := make([]int64, len(subs))
+		for i, st := range subs {
+			vals[i] = st.StatusDuration[state]
+		}
+		out.Aggregated.StatusDuration[string(state)] = aggregate(vals)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// aggregate is Flink's summary of a quantity over subtasks: min, max, avg,
+// sum and percentiles.
+func aggregate(vals []int64) map[string]int64 {
+	s := Summarize(vals)
+	var sum int64
+	for _, v := range vals {
+		sum += v
+	}
+	q := func(p float64) int64 {
+		if len(vals) == 0 {
+			return 0
+		}
+		v := slices.Clone(vals)
+		slices.Sort(v)
+		return v[int(math.Round(p*float64(len(v)-1)))]
+	}
+	return map[string]int64{"min": s.Min, "max": s.Max, "avg": s.Avg, "sum": sum,
+		"median": q(0.5), "p25": q(0.25), "p75": q(0.75), "p95": q(0.95)}
+}
+
+// Task metrics by their Flink names, read from a subtask.
+var taskMetrics = []struct {
+	name string
+	get  func(SubtaskDetails) (float64, bool)
+}{
+	{"numRecordsIn", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadRecords), true }},
+	{"numRecordsOut", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteRecords), true }},
+	{"numBytesIn", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadBytes), true }},
+	{"numBytesOut", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteBytes), true }},
+	{"accumulatedBusyTime", func(s SubtaskDetails) (float64, bool) { return s.Metrics.AccumulatedBusyTime, true }},
+	{"accumulatedBackpressuredTime", func(s SubtaskDetails) (float64, bool) {
+		return float64(s.Metrics.AccumulatedBackpressuredTime), true
+	}},
+	{"accumulatedIdleTime", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.AccumulatedIdleTime), true }},
+	{"currentInputWatermark", func(s SubtaskDetails) (float64, bool) { return float64(s.Watermark), true }},
+}
+
+func taskMetric(name string) (func(SubtaskDetails) (float64, bool), bool) {
+	for _, m := range taskMetrics {
+		if m.name == name {
+			return m.get, true
+		}
+	}
+	return nil, false
+}
+
+// listParam splits a comma-separated query parameter.
+func listParam(r *http.Request, name string) []string {
+	var out []string
+	for _, v := range r.URL.Query()[name] {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := s.vertex(w, r)
+	if !ok {
+		return
+	}
+	subs := subtasksOf(v)
+	if sel := listParam(r, "subtasks"); len(sel) > 0 {
+		var keep []SubtaskDetails
+		for _, p := range sel {
+			lo, hi, isRange := strings.Cut(p, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := a, error(nil)
+			if isRange {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 != nil || err2 != nil || a < 0 || b < a {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("subtasks %q is not a subtask index or range (e.g. 0,2-3)", p))
+				return
+			}
+			for _, st := range subs {
+				if st.Subtask >= a && st.Subtask <= b {
+					keep = append(keep, st)
+				}
+			}
+		}
+		subs = keep
+	}
+	names := listParam(r, "get")
+	if len(names) == 0 {
+		out := make([]Metric, len(taskMetrics))
+		for i, m := range taskMetrics {
+			out[i] = Metric{ID: m.name}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	aggs := map[string]bool{}
+	for _, a := range listParam(r, "agg") {
+		switch a = strings.ToLower(a); a {
+		case "min", "max", "avg", "sum", "skew":
+			aggs[a] = true
+		default:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("agg %q is not an aggregation: use min, max, avg, sum or skew", a))
+			return
+		}
+	}
+	if len(aggs) == 0 {
+		aggs = map[string]bool{"min": true, "max": true, "avg": true, "sum": true, "skew": true}
+	}
+	out := []AggregatedMetric{}
+	for _, name := range names {
+		get, ok := taskMetric(name)
+		if !ok || len(subs) == 0 {
+			continue // Flink leaves out metrics it does not have
+		}
+		var vals []float64
+		for _, st := range subs {
+			if x, ok := get(st); ok {
+				vals = append(vals, x)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+		for _, x := range vals {
+			lo, hi, sum = math.Min(lo, x), math.Max(hi, x), sum+x
+		}
+		avg := sum / float64(len(vals))
+		// Flink's skew: how far the largest value lies above the mean,
+		// as a percentage of the largest (0 when all are equal).
+		skew := 0.0
+		if hi > 0 && hi != avg {
+			skew = (hi - avg) / hi * 100
+		}
+		m := AggregatedMetric{ID: name}
+		set := func(p **float64, on bool, x float64) {
+			if on {
+				*p = &x
+			}
+		}
+		set(&m.Min, aggs["min"], lo)
+		set(&m.Max, aggs["max"], hi)
+		set(&m.Avg, aggs["avg"], avg)
+		set(&m.Sum, aggs["sum"], sum)
+		set(&m.Skew, aggs["skew"], skew)
+		out = append(out, m)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// subtaskMetricValues lists "<subtask>.<metric>" of every subtask, in
+// subtask order, limited to want (nil: all).
+func subtaskMetricValues(v *Vertex, want func(string) bool) []Metric {
+	out := []Metric{}
+	for _, st := range subtasksOf(v) {
+		for _, m := range taskMetrics {
+			id := strconv.Itoa(st.Subtask) + "." + m.name
+			if want != nil && !want(id) {
+				continue
+			}
+			x, ok := m.get(st)
+			if !ok {
+				continue
+			}
+			val := strconv.FormatFloat(x, 'f', -1, 64)
+			if m.name == "currentInputWatermark" {
+				val = strconv.FormatInt(st.Watermark, 10)
+			}
+			out = append(out, Metric{ID: id, Value: &val})
+		}
+	}
+	return out
+}
+
+func (s *Server) getVertexMetrics(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := s.vertex(w, r)
+	if !ok {
+		return
+	}
+	names := listParam(r, "get")
+	if len(names) == 0 {
+		all := subtaskMetricValues(v, nil)
+		for i := range all {
+			all[i].Value = nil
+		}
+		writeJSON(w, http.StatusOK, all)
+		return
+	}
+	writeJSON(w, http.StatusOK, subtaskMetricValues(v, func(id string) bool { return slices.Contains(names, id) }))
+}
+
+func (s *Server) getVertexWatermarks(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := s.vertex(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, subtaskMetricValues(v, func(id string) bool { return strings.HasSuffix(id, ".currentInputWatermark") }))
+}
+
+func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("taskmanagerid")
+	ctx, cancel := s.backendCtx(r)
+	defer cancel()
+	tms, err := s.backend.TaskManagers(ctx)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	i := slices.IndexFunc(tms, func(tm TaskManagerInfo) bool { return tm.ID == id })
+	if i < 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("TaskManager %s is not registered (see GET /taskmanagers)", id))
+		return
+	}
+	tm := tms[i]
+	for _, rp := range []*ResourceProfile{&tm.TotalResource, &tm.FreeResource} {
+		if rp.ExtendedResources == nil {
+			rp.ExtendedResources = map[string]float64{}
+		}
+	}
+	writeJSON(w, http.StatusOK, TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []SlotInfo{},
+		Metrics: TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}})
+}

@@ -1,0 +1,99 @@
+package rest_test
+
+import (
+	"bytes"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/resttest"
+)
+
+const jobVertices = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+
+// vertexFixture is a running job whose vertex B reports two subtasks (one
+// with a watermark), with its configuration, on a cluster of one
+// TaskManager.
+func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(start)
+	b := resttest.New()
+	b.Clock = clk
+	sub := func(i int, in, out int64, busy float64, wm int64) rest.SubtaskDetails {
+		return rest.SubtaskDetails{Subtask: i, Status: rest.TaskRunning, Endpoint: "127.0.0.1:6122", StartTime: start - 50_000, EndTime: -1,
+			Duration: 50_000, TaskManagerID: "tm-1", Watermark: wm,
+			StatusDuration: map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
+			Metrics: rest.IOMetrics{ReadRecords: in, WriteRecords: out, ReadRecordsComplete: true, WriteRecordsComplete: true,
+				ReadBytesComplete: true, WriteBytesComplete: true, AccumulatedBusyTime: busy, AccumulatedIdleTime: 100}}
+	}
+	b.AddJob(resttest.Job{
+		Overview: rest.JobOverview{ID: jobVertices, Name: "vertices", State: rest.JobRunning, StartTime: start - 60_000, EndTime: -1},
+		Details: rest.JobDetails{ID: jobVertices, Name: "vertices", State: rest.JobRunning, JobType: "STREAMING",
+			StartTime: start - 60_000, EndTime: -1, MaxParallelism: -1,
+			Vertices: []rest.Vertex{{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: rest.TaskRunning,
+				Subtasks: []rest.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), sub(1, 300, 290, 500, start-5_000)}}},
+			ExecutionConfig: &rest.ExecutionConfigInfo{RestartStrategy: "fixed-delay", Parallelism: 2},
+			Config:          map[string]string{"parallelism.default": "2", "s3.secret-key": "hunter2"}},
+	})
+	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", Path: "127.0.0.1:6122", DataPort: -1, JMXPort: -1, SlotsNumber: 2, FreeSlots: 0}})
+	return b, clk
+}
+
+// The dashboard's endpoints answer in Flink's shapes (golden files).
+func TestVertexAndConfigEndpoints(t *testing.T) {
+	b, clk := vertexFixture(t)
+	s := serve(t, b, clk, nil)
+	job := s.URL() + "/jobs/" + jobVertices
+	for _, tc := range []struct{ name, url string }{
+		{"job-config", job + "/config"},
+		{"job-jobmanager-config", job + "/jobmanager/config"},
+		{"vertex", job + "/vertices/" + vertexB},
+		{"vertex-subtasks-metrics-list", job + "/vertices/" + vertexB + "/subtasks/metrics"},
+		{"vertex-subtasks-metrics", job + "/vertices/" + vertexB + "/subtasks/metrics?get=numRecordsIn,accumulatedBusyTime,nope&agg=min,max,avg,sum,skew"},
+		{"vertex-subtasks-metrics-subtask-1", job + "/vertices/" + vertexB + "/subtasks/metrics?get=numRecordsIn&agg=sum&subtasks=1"},
+		{"vertex-subtasks-metrics-bad-agg", job + "/vertices/" + vertexB + "/subtasks/metrics?get=numRecordsIn&agg=median"},
+		{"vertex-metrics", job + "/vertices/" + vertexB + "/metrics?get=0.numRecordsOut,1.currentInputWatermark"},
+		{"vertex-watermarks", job + "/vertices/" + vertexB + "/watermarks"},
+		{"vertex-unknown", job + "/vertices/" + vertexA},
+		{"vertex-malformed", job + "/vertices/xyz"},
+		{"taskmanager", s.URL() + "/taskmanagers/tm-1"},
+		{"taskmanager-unknown", s.URL() + "/taskmanagers/tm-9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			golden(t, "dashboard/"+tc.name, render(do(t, http.MethodGet, tc.url, "", nil)))
+		})
+	}
+}
+
+// The dashboard is served at / and /web/, as HTML, CSS and JavaScript, and
+// every URL in it is relative (it works under YARN's /proxy/<app>/).
+func TestDashboardIsServed(t *testing.T) {
+	b, clk := vertexFixture(t)
+	s := serve(t, b, clk, nil)
+	for _, tc := range []struct{ path, contentType, contains string }{
+		{"/", "text/html", `src="web/app.js"`},
+		{"/v1/", "text/html", `href="web/style.css"`},
+		{"/web/app.js", "text/javascript", `api("overview")`},
+		{"/web/style.css", "text/css", ".graph"},
+	} {
+		r := do(t, http.MethodGet, s.URL()+tc.path, "", nil)
+		if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), tc.contentType) || !bytes.Contains(r.body, []byte(tc.contains)) {
+			t.Errorf("GET %s: %d %s, want 200 %s containing %q", tc.path, r.status, r.header.Get("Content-Type"), tc.contentType, tc.contains)
+		}
+		// No root-relative or absolute URL: in attributes, fetches or
+		// the REST calls.
+		if m := regexp.MustCompile(`(?:src|href)="/[^/]|(?:api|post|fetch)\("/|url\(/`).Find(r.body); m != nil {
+			t.Errorf("GET %s has a URL that is not relative to the page: %q", tc.path, m)
+		}
+	}
+	if r := do(t, http.MethodPost, s.URL()+"/", "", nil); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d, want 405", r.status)
+	}
+	if r := do(t, http.MethodGet, s.URL()+"/web/nope.js", "", nil); r.status != http.StatusNotFound {
+		t.Errorf("GET /web/nope.js: %d, want 404", r.status)
+	}
+}

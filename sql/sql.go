@@ -1,0 +1,262 @@
+// Package sql runs Flink SQL scripts on Sluice: CREATE TABLE over Kafka
+// topics, SET, and INSERT INTO ... SELECT queries (projections, filters,
+// window TVF aggregations) that run as streaming jobs on the engine, as
+// Flink's SQL client runs them.
+//
+//	s := sql.NewSession(sql.Options{})
+//	jobs, err := s.ExecuteScript(ctx, script)
+//	// jobs[0].ID() is the job of the script's first INSERT
+//
+// Each INSERT runs as a job of its own; EXECUTE STATEMENT SET BEGIN ...
+// END runs its INSERTs as one job. Mistakes are reported before anything
+// runs, at their line and column with a caret (see Error).
+package sql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/internal/launch"
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/runtime/jobmaster"
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/sql/exec"
+	"github.com/sluice/sluice/internal/sql/parser"
+	"github.com/sluice/sluice/internal/sql/planner"
+)
+
+// Errors of scripts, tested with errors.Is.
+var (
+	// ErrSyntax: the script does not parse.
+	ErrSyntax = parser.ErrSyntax
+	// ErrUnknown: a table, column or function that does not exist.
+	ErrUnknown = planner.ErrUnknown
+	// ErrInvalid: a statement that parses but is wrong (types, options).
+	ErrInvalid = planner.ErrInvalid
+)
+
+// Error is a mistake at a place in a script: Line and Column (1-based),
+// and a message that shows the line with a caret.
+type Error = parser.Error
+
+// Options configure a session.
+type Options struct {
+	// Config is the base configuration of the session's jobs (the keys of
+	// config.yaml: parallelism.default, execution.checkpointing.*, ...);
+	// SET statements override it. Nil: the defaults.
+	Config map[string]string
+	// Stdout receives what the client prints (the job ids) and the rows of
+	// 'print' tables. Nil: discarded.
+	Stdout io.Writer
+	// Log receives the jobs' logs. Nil: discarded.
+	Log *slog.Logger
+}
+
+// Session is a SQL client session: its catalog of tables and its settings.
+type Session struct {
+	o  Options
+	pl *planner.Session
+}
+
+// NewSession starts a session.
+func NewSession(o Options) *Session {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	// The client's messages and the print tables' rows share the writer.
+	o.Stdout = &lockedWriter{w: o.Stdout}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Session{o: o, pl: planner.NewSession(nil)}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Job is a running SQL job.
+type Job struct {
+	h        *launch.Handle
+	restarts int
+	name     string
+	metrics  *exec.Metrics
+}
+
+// ID is the job's identifier.
+func (j *Job) ID() string { return j.h.JobID() }
+
+// Name is the job's name (insert-into_<sink table>).
+func (j *Job) Name() string { return j.name }
+
+// Wait blocks until the job ends and returns why it failed.
+func (j *Job) Wait() error {
+	res, err := j.h.Wait()
+	if res != nil {
+		j.restarts = res.Restarts
+	}
+	if err != nil {
+		return fmt.Errorf("sql: job %s (%s) failed: %w", j.name, j.ID(), err)
+	}
+	return nil
+}
+
+// Cancel stops the job.
+func (j *Job) Cancel() { j.h.Cancel() }
+
+// StopWithSavepoint writes a savepoint into dir (empty: the configured
+// execution.checkpointing.savepoint-dir) and stops the job; a script run
+// again with SET 'execution.state-recovery.path' = '<the path>' continues
+// from it (every operator of a statement has a UID from its place in the
+// script).
+func (j *Job) StopWithSavepoint(dir string) (string, error) { return j.h.StopWithSavepoint(dir, false) }
+
+// Restarts is how often the job restarted, once Wait returned.
+func (j *Job) Restarts() int { return j.restarts }
+
+// Metrics are the job's counters.
+type Metrics struct {
+	// SkippedRecords counts malformed source records skipped
+	// ('json.ignore-parse-errors' = 'true').
+	SkippedRecords int64
+	// NulledFields counts source fields read as NULL because they could
+	// not be converted ('json.ignore-parse-errors' = 'true').
+	NulledFields int64
+	// LateRecordsDropped counts rows window aggregations dropped as late.
+	LateRecordsDropped int64
+}
+
+// Metrics returns the job's counters now.
+func (j *Job) Metrics() Metrics {
+	return Metrics{
+		SkippedRecords:     j.metrics.SkippedRecords.Load(),
+		NulledFields:       j.metrics.NulledFields.Load(),
+		LateRecordsDropped: j.metrics.LateRecordsDropped.Load(),
+	}
+}
+
+// Validate parses and plans the whole script without running anything
+// (in a session of its own), reporting its first mistake.
+func Validate(script string) error {
+	s := NewSession(Options{})
+	_, err := s.run(context.Background(), script, false)
+	return err
+}
+
+// ExecuteScript runs the statements of script in order: DDL and SET
+// change the session; EXPLAIN, SHOW TABLES and DESCRIBE print; each
+// INSERT (or statement set) starts a job, whose id is printed as Flink's
+// client prints it. The whole script is planned before the first job
+// starts, so a mistake anywhere starts nothing.
+func (s *Session) ExecuteScript(ctx context.Context, script string) ([]*Job, error) {
+	// Plan everything first in a scratch copy of the session, then for real.
+	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone())}
+	if _, err := scratch.run(ctx, script, false); err != nil {
+		return nil, err
+	}
+	return s.run(ctx, script, true)
+}
+
+func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, error) {
+	stmts, err := parser.Parse(script)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []*Job
+	for _, st := range stmts {
+		res, err := s.pl.Execute(script, st)
+		if err != nil {
+			for _, j := range jobs {
+				j.Cancel()
+			}
+			return nil, err
+		}
+		if res.Text != "" && start {
+			fmt.Fprintln(s.o.Stdout, res.Text)
+		}
+		if len(res.Sinks) == 0 || !start {
+			if _, isSet := st.(*parser.Set); isSet && start {
+				fmt.Fprintln(s.o.Stdout, "[INFO] Execute statement succeeded.")
+			}
+			continue
+		}
+		j, err := s.startJob(ctx, res.Sinks)
+		if err != nil {
+			for _, j := range jobs {
+				j.Cancel()
+			}
+			return nil, err
+		}
+		fmt.Fprintf(s.o.Stdout, "[INFO] Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: %s\n", j.ID())
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// config is the session's configuration: the base and every SET.
+func (s *Session) config() *conf.Configuration {
+	c := conf.FromMap(s.o.Config, conf.Source{Name: "sql session"})
+	for k, v := range s.pl.Catalog().Settings {
+		c = c.Set(k, v)
+	}
+	return c
+}
+
+func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, error) {
+	cfg := s.config()
+	par := 1
+	if v, ok := cfg.Raw("parallelism.default"); ok {
+		if _, err := fmt.Sscan(v.Value, &par); err != nil || par < 1 {
+			return nil, fmt.Errorf("%w: 'parallelism.default' = '%s' is not a positive number", ErrInvalid, v.Value)
+		}
+	}
+	b := core.NewBuilder(par, 0)
+	m := &exec.Metrics{}
+	if err := exec.Compile(b, sinks, exec.Options{Config: cfg, Log: s.o.Log, Stdout: s.o.Stdout, Metrics: m}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, sk := range sinks {
+		names = append(names, sk.Table.Path())
+	}
+	name := "insert-into_" + strings.Join(names, ",")
+	if v, ok := cfg.Raw("pipeline.name"); ok {
+		name = v.Value
+	}
+	g, err := b.Build(name, cfg.ToMap())
+	if err != nil {
+		return nil, err
+	}
+	log := s.o.Log
+	h, err := launch.Local().Launch(ctx, launch.Job{
+		Graph: g, Config: cfg, Log: log,
+		Options: func(mode task.RuntimeMode) (jobmaster.Options, error) {
+			opts, err := jobmaster.OptionsFromConfig(cfg, mode, nil)
+			opts.Log = log
+			return opts, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Job{h: h, name: name, metrics: m}, nil
+}
+
+// IsScriptError reports whether err is a mistake in the script (syntax,
+// unknown name, invalid statement) rather than a failure to run it.
+func IsScriptError(err error) bool {
+	return errors.Is(err, ErrSyntax) || errors.Is(err, ErrUnknown) || errors.Is(err, ErrInvalid)
+}
