@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql beam-venv beam-test beam-conformance generate check-generated demo deps
 
 all: build
 
@@ -29,9 +29,22 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # Central) and starts once for all packages, and the dashboard's tests in
 # Debian's headless Chromium (installed by chromium.sh when missing).
 # SLUICE_DASHBOARD_SCREENSHOTS keeps the dashboard's screenshots there.
-integration: deps
+# The Beam runner's tests drive the real Apache Beam Python SDK from a venv
+# that beam-venv.sh builds once (PyPI) under ~/.cache/sluice.
+integration: deps beam-venv
 	chromium="$$(integration/scripts/chromium.sh)" && \
-	SLUICE_CHROMIUM="$$chromium" integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
+	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
+	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
+
+beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).
+	integration/scripts/beam-venv.sh
+
+beam-test: deps beam-venv ## Only the Beam runner's tests, Python SDK included (no Java services).
+	SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
+	$(GO) test -race -count=1 -tags integration ./internal/beam/...
+
+beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python wheel against `sluice beam job-server` (a measurement: prints pytest's summary).
+	integration/scripts/beam-conformance.sh
 
 # The zero-allocation tests skip under the race detector (it allocates), so
 # they get a pass of their own without it.

@@ -137,6 +137,20 @@ var rules = table{
 				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
 				"internal/runtime/window", "internal/typed"},
 			std: []string{"std"}, testMod: []string{"file"}},
+		// The Beam portable runner: a front end over the core API.
+		{pkgs: "internal/beam/wire", why: "the Beam encodings the runner reads: windowed values with length-prefixed payloads, KV keys, grouped values; pure",
+			std: []string{"pure"}},
+		{pkgs: "internal/beam/translate", why: "a Beam pipeline proto to a plan of harness stages and engine primitives, with wire coders and bundle descriptors; a pure function of the proto",
+			mod: []string{"internal/beam/wire"}, ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/protobuf"}, std: []string{"pure"}},
+		{pkgs: "internal/beam/fnapi", why: "the Fn API services an SDK harness connects to (Control, Data, State, Logging, Provision) and the external worker pool client",
+			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/grpc"}, std: []string{"std"}},
+		{pkgs: "internal/beam/runner", why: "a translated pipeline as one core job graph (stages as operators sending bundles to a harness), run on the embedded engine",
+			mod: []string{"internal/beam/fnapi", "internal/beam/translate", "internal/beam/wire", "internal/runtime/core", "internal/runtime/graph", "internal/runtime/jobmaster"},
+			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/protobuf"}, std: []string{"inprocess"}},
+		{pkgs: "internal/beam/jobservice", why: "the Beam job API and artifact staging over gRPC; the job lifecycle as a pure state machine",
+			mod: []string{"internal/beam/fnapi", "internal/beam/runner", "internal/beam/translate"},
+			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"},
+			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
 			mod: []string{"cluster/deployment", "cluster/worker", "conf", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
 				"rest", // TODO(#13): launch → rest: the REST client's request types live in the server's package.
@@ -237,9 +251,9 @@ var rules = table{
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm"}},
 
 		// Processes.
-		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools",
+		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools, the Beam job server",
 			mod: []string{"cluster/hadoopenv", "cluster/jobmanager", "cluster/taskmanager", "cluster/yarndeploy", "conf", "fs",
-				"hadoop", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
+				"hadoop", "internal/beam/jobservice", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
 			ext: []string{"github.com/urfave/cli/v2"}, std: []string{"std"},
 			testMod: []string{"rest/resttest", "internal/clock"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kfake"}},
@@ -274,7 +288,7 @@ var rules = table{
 	},
 
 	promises: []promise{
-		{from: []string{"internal/runtime/...", "internal/clock"}, never: []string{"stream", "file", "kafka", "internal/launch", "cluster/...", "rest/...", "yarn/...", "hadoop/...", "hdfs", "cmd/...", "integration/..."},
+		{from: []string{"internal/runtime/...", "internal/clock"}, never: []string{"stream", "file", "kafka", "internal/beam/...", "internal/launch", "cluster/...", "rest/...", "yarn/...", "hadoop/...", "hdfs", "cmd/...", "integration/..."},
 			why: "the engine knows no front end, connector, deployment or harness"},
 		{from: []string{"stream"}, never: []string{"kafka", "cmd/...", "integration/...", "yarn/...", "cluster/jobmanager", "cluster/resourcemanager",
 			"cluster/taskmanager", "cluster/yarnam", "cluster/yarndeploy", "cluster/yarndriver", "cluster/hadoopenv"},

@@ -1,0 +1,601 @@
+package runner
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+
+	"github.com/sluice/sluice/internal/beam/fnapi"
+	"github.com/sluice/sluice/internal/beam/translate"
+
+	"github.com/sluice/sluice/internal/beam/wire"
+	"github.com/sluice/sluice/internal/runtime/core"
+)
+
+// stage runs its records through an SDK harness in bundles: of
+// bundleSize elements, and at each watermark and the end of input.
+//
+// A stage with side inputs reads them on its second input and holds its
+// main input (and the watermark) until they are complete — the end of
+// input, the only completeness it knows so far — then serves them to the
+// harness's state requests.
+type stage struct {
+	h       Harness
+	sides   *sideInputs
+	user    *userState
+	timers  *timerStore
+	source  string
+	sinks   map[string]string // sink transform -> PCollection (side output tag)
+	sinkIDs []string
+	// residualSinks are the sinks of the descriptor feeding residuals to
+	// each transform that takes them.
+	residualSinks map[string][]string
+	windows       map[string]wire.WindowKind
+	bundleSize    int
+
+	buf  []byte
+	n    int
+	held [][]byte
+}
+
+func (s *stage) ProcessElement(ctx *core.Context, input int, r core.Record, _ int64) error {
+	if input == 1 {
+		if err := s.sides.add(r.Bytes()); err != nil {
+			return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+		}
+		return nil
+	}
+	if s.sides != nil {
+		s.held = append(s.held, r.Bytes())
+		return nil
+	}
+	s.buf = append(s.buf, r.Bytes()...)
+	s.n++
+	if s.n >= s.bundleSize {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+// release sends the held main input in bundles.
+func (s *stage) release(ctx *core.Context) error {
+	for _, b := range s.held {
+		s.buf = append(s.buf, b...)
+		s.n++
+		if s.n >= s.bundleSize {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	s.held = nil
+	return s.flush(ctx)
+}
+
+func (s *stage) flush(ctx *core.Context) error {
+	if s.timers != nil {
+		return s.flushTimers(ctx, core.NoWatermark, false)
+	}
+	return s.bundle(ctx, nil)
+}
+
+// flushTimers runs the buffered input, then the timers due at wm (all of
+// them when final) — the input before the watermark's timers, as Beam
+// orders them — then the timers those bundles set that are due too,
+// until none is (at most maxTimerRounds rounds: a timer that keeps
+// setting itself at the end of input is an error, not a hang).
+func (s *stage) flushTimers(ctx *core.Context, wm int64, final bool) error {
+	if s.n > 0 {
+		if err := s.timerBundle(ctx, nil); err != nil {
+			return err
+		}
+	}
+	for round := 0; ; round++ {
+		in, n := s.timers.due(wm, final)
+		if n == 0 {
+			return nil
+		}
+		if round == maxTimerRounds {
+			return fmt.Errorf("beam stage %s: timers still set themselves after %d rounds of firing at watermark %d", ctx.OperatorName(), round, wm)
+		}
+		if err := s.timerBundle(ctx, in); err != nil {
+			return err
+		}
+	}
+}
+
+const maxTimerRounds = 10000
+
+// timerBundle runs a bundle of the buffered input and the timers in, and
+// records the timers it set.
+func (s *stage) timerBundle(ctx *core.Context, in map[[2]string][]byte) error {
+	t := &fnapi.Timers{Families: s.timers.families(), In: in}
+	if err := s.bundle(ctx, t); err != nil {
+		return err
+	}
+	if err := s.timers.set(t.Out); err != nil {
+		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+	}
+	return nil
+}
+
+// bundle runs the buffered input (and timers) as one bundle.
+func (s *stage) bundle(ctx *core.Context, timers *fnapi.Timers) error {
+	if s.n == 0 && timers == nil {
+		return nil
+	}
+	var state fnapi.StateFunc
+	switch {
+	case s.sides != nil:
+		state = s.sides.serve
+	case s.user != nil:
+		state = s.user.serve
+	}
+	out, residuals, err := s.h.ProcessBundle(ctx.Task().Ctx(), "", s.source, s.buf, s.sinkIDs, state, timers)
+	s.buf, s.n = s.buf[:0], 0
+	if err != nil {
+		return fmt.Errorf("beam stage %s: %w", ctx.OperatorName(), err)
+	}
+	if err := s.emit(ctx, out, s.sinkIDs); err != nil {
+		return err
+	}
+	// What the harness checkpointed runs again until nothing is left
+	// (no splitting or delays yet: at once, one bundle per transform).
+	for len(residuals) > 0 {
+		byTransform := map[string][]byte{}
+		var order []string
+		for _, r := range residuals {
+			tid := r.GetApplication().GetTransformId()
+			if _, ok := s.residualSinks[tid]; !ok {
+				return fmt.Errorf("beam stage %s: the harness returned a residual for transform %s, which takes none", ctx.OperatorName(), tid)
+			}
+			if _, ok := byTransform[tid]; !ok {
+				order = append(order, tid)
+			}
+			byTransform[tid] = append(byTransform[tid], r.GetApplication().GetElement()...)
+		}
+		// The harness may ask to be called back later (a deferred
+		// splittable DoFn such as PeriodicImpulse): wait the shortest
+		// delay asked for, at most a second, on the task's clock.
+		if delay := minDelay(residuals); delay > 0 {
+			c := ctx.Clock()
+			ch, stop := c.AfterMillis(c.NowMillis() + min(delay, 1000))
+			select {
+			case <-ch:
+			case <-ctx.Task().Done():
+			}
+			stop()
+		}
+		residuals = nil
+		for _, tid := range order {
+			out, more, err := s.h.ProcessBundle(ctx.Task().Ctx(), tid, s.source, byTransform[tid], s.residualSinks[tid], state, nil)
+			if err != nil {
+				return fmt.Errorf("beam stage %s: residuals of %s: %w", ctx.OperatorName(), tid, err)
+			}
+			if err := s.emit(ctx, out, s.residualSinks[tid]); err != nil {
+				return err
+			}
+			residuals = append(residuals, more...)
+		}
+	}
+	return nil
+}
+
+// minDelay is the shortest time delay (ms) the residuals ask for; 0 when
+// one asks for none.
+func minDelay(rs []*fnpb.DelayedBundleApplication) int64 {
+	var d int64 = -1
+	for _, r := range rs {
+		ms := r.GetRequestedTimeDelay().AsDuration().Milliseconds()
+		if d < 0 || ms < d {
+			d = ms
+		}
+	}
+	return max(d, 0)
+}
+
+// emit splits a bundle's outputs into records for the side outputs.
+func (s *stage) emit(ctx *core.Context, out map[string][]byte, sinkIDs []string) error {
+	for _, sink := range sinkIDs {
+		pc := s.sinks[sink]
+		err := wire.Split(out[sink], s.windows[pc], func(enc []byte, e wire.Element) error {
+			return ctx.EmitSide(pc, core.BytesRecord(enc), e.Timestamp)
+		})
+		if err != nil {
+			return fmt.Errorf("beam stage %s: output %s: %w", ctx.OperatorName(), pc, err)
+		}
+	}
+	return nil
+}
+
+func (s *stage) ProcessWatermark(ctx *core.Context, wm int64) error {
+	if s.sides != nil {
+		if wm < core.MaxWatermark {
+			// Held with the main input until the side inputs are complete.
+			return nil
+		}
+		s.sides.complete = true
+		if err := s.release(ctx); err != nil {
+			return err
+		}
+	}
+	if s.timers != nil {
+		if err := s.flushTimers(ctx, wm, wm == core.MaxWatermark); err != nil {
+			return err
+		}
+		return ctx.EmitWatermark(wm)
+	}
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	return ctx.EmitWatermark(wm)
+}
+
+func (s *stage) Finish(ctx *core.Context) error {
+	if s.timers != nil {
+		return s.flushTimers(ctx, core.MaxWatermark, true)
+	}
+	if s.sides != nil {
+		s.sides.complete = true
+		return s.release(ctx)
+	}
+	return s.flush(ctx)
+}
+
+// sideInputs holds a stage's side inputs by window: each window's
+// elements as the concatenation of their length-prefixed encodings, what
+// an iterable side input's state request returns.
+type sideInputs struct {
+	specs []translate.SideInput
+	kinds []wire.WindowKind
+	index map[[2]string]int
+	data  []map[string][]byte // side input -> window -> elements
+	// A multimap side input's values by window and encoded key, and its
+	// keys by window (each key's encoding once, concatenated).
+	values   []map[string]map[string][]byte
+	keys     []map[string][]byte
+	complete bool
+}
+
+func newSideInputs(specs []translate.SideInput, kinds []wire.WindowKind) *sideInputs {
+	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
+		values: make([]map[string]map[string][]byte, len(specs)), keys: make([]map[string][]byte, len(specs))}
+	for i, s := range specs {
+		si.index[[2]string{s.Transform, s.Tag}] = i
+		si.data[i] = map[string][]byte{}
+		si.values[i] = map[string]map[string][]byte{}
+		si.keys[i] = map[string][]byte{}
+	}
+	return si
+}
+
+func (si *sideInputs) add(b []byte) error {
+	i, n := binary.Uvarint(b)
+	if n <= 0 || i >= uint64(len(si.specs)) {
+		return fmt.Errorf("side input record with bad tag %x", b[:min(len(b), 10)])
+	}
+	e, _, err := wire.Next(b[n:], si.kinds[i])
+	if err != nil {
+		return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
+	}
+	if si.specs[i].Multimap {
+		k, v, err := wire.KV(e.Payload)
+		if err != nil {
+			return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
+		}
+		for _, w := range e.Windows {
+			byKey := si.values[i][string(w)]
+			if byKey == nil {
+				byKey = map[string][]byte{}
+				si.values[i][string(w)] = byKey
+			}
+			if _, ok := byKey[string(k)]; !ok {
+				si.keys[i][string(w)] = append(si.keys[i][string(w)], k...)
+			}
+			byKey[string(k)] = append(byKey[string(k)], v...)
+		}
+		return nil
+	}
+	for _, w := range e.Windows {
+		d := si.data[i][string(w)]
+		if si.specs[i].Unframed {
+			si.data[i][string(w)] = append(d, e.Payload...)
+			continue
+		}
+		d = binary.AppendUvarint(d, uint64(len(e.Payload)))
+		si.data[i][string(w)] = append(d, e.Payload...)
+	}
+	return nil
+}
+
+// serve answers the harness's iterable side input requests. The maps are
+// complete and no longer written while bundles run.
+func (si *sideInputs) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
+	if r.GetGet() == nil {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T on a side input", r.GetRequest())}
+	}
+	lookup := func(transform, id string) (int, *fnpb.StateResponse) {
+		i, ok := si.index[[2]string{transform, id}]
+		if !ok {
+			return 0, &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: no side input %s of transform %s in this stage", id, transform)}
+		}
+		return i, nil
+	}
+	get := func(data []byte) *fnpb.StateResponse {
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: data}}}
+	}
+	switch k := r.GetStateKey().GetType().(type) {
+	case *fnpb.StateKey_IterableSideInput_:
+		i, bad := lookup(k.IterableSideInput.GetTransformId(), k.IterableSideInput.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.data[i][string(k.IterableSideInput.GetWindow())])
+	case *fnpb.StateKey_MultimapSideInput_:
+		m := k.MultimapSideInput
+		i, bad := lookup(m.GetTransformId(), m.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.values[i][string(m.GetWindow())][string(m.GetKey())])
+	case *fnpb.StateKey_MultimapKeysSideInput_:
+		m := k.MultimapKeysSideInput
+		i, bad := lookup(m.GetTransformId(), m.GetSideInputId())
+		if bad != nil {
+			return bad
+		}
+		return get(si.keys[i][string(m.GetWindow())])
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported side input state key %T", r.GetStateKey().GetType())}
+}
+
+// groupByKey groups values by encoded key and window in keyed list state
+// (namespace: the window's encoding) and emits each group when the
+// watermark passes the window's maximum timestamp.
+//
+// With merging (session) windows it keeps each value with its window
+// under one namespace and, at the end of input, merges each key's
+// overlapping windows and emits a group per merged window: batch only.
+type groupByKey struct {
+	window  wire.WindowKind
+	merging bool
+	values  *core.ListState
+}
+
+// mergeNS is the namespace of a merging GroupByKey's values.
+const mergeNS = "merging"
+
+func (g *groupByKey) Open(ctx *core.Context) error {
+	var err error
+	g.values, err = ctx.ListState("values")
+	return err
+}
+
+func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	e, _, err := wire.Next(r.Bytes(), g.window)
+	if err != nil {
+		return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+	}
+	_, v, err := wire.KV(e.Payload)
+	if err != nil {
+		return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+	}
+	if g.merging {
+		for _, w := range e.Windows {
+			entry := binary.AppendUvarint(nil, uint64(len(w)))
+			if err := g.values.Add(mergeNS, append(append(entry, w...), v...)); err != nil {
+				return err
+			}
+		}
+		return ctx.RegisterEventTimer(mergeNS, wire.MaxTimestamp)
+	}
+	for _, w := range e.Windows {
+		maxTs, err := wire.MaxTimestampOf(g.window, w)
+		if err != nil {
+			return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+		}
+		if maxTs <= ctx.CurrentWatermark() && ctx.CurrentWatermark() != core.NoWatermark {
+			// Late: the window was emitted (no allowed lateness yet).
+			continue
+		}
+		ns := string(w)
+		if err := g.values.Add(ns, slices.Clone(v)); err != nil {
+			return err
+		}
+		if err := ctx.RegisterEventTimer(ns, maxTs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
+	vs, err := g.values.Get(t.Namespace)
+	if err != nil || len(vs) == 0 {
+		return err
+	}
+	if g.merging {
+		if err := g.emitMerged(ctx, t.Key, vs); err != nil {
+			return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+		}
+		return g.values.Clear(t.Namespace)
+	}
+	payload := wire.AppendGrouped(nil, []byte(t.Key), vs)
+	enc := wire.AppendElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, payload)
+	if err := ctx.Emit(core.BytesRecord(enc), t.Time); err != nil {
+		return err
+	}
+	return g.values.Clear(t.Namespace)
+}
+
+// userState keeps a stateful stage's bag user state (also what the SDK
+// builds combining and read-modify-write state from), by state key: the
+// transform, state ID, window and key the harness names. It lives in the
+// subtask's memory only: not yet in checkpoints. The subtask's input is
+// partitioned by key, so a key's state is always here.
+type userState struct {
+	mu   sync.Mutex
+	bags map[string][]byte
+}
+
+func newUserState() *userState { return &userState{bags: map[string][]byte{}} }
+
+func bagKey(k *fnpb.StateKey_BagUserState) string {
+	var b []byte
+	for _, part := range [][]byte{[]byte(k.GetTransformId()), []byte(k.GetUserStateId()), k.GetWindow(), k.GetKey()} {
+		b = binary.AppendUvarint(b, uint64(len(part)))
+		b = append(b, part...)
+	}
+	return string(b)
+}
+
+func (u *userState) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
+	key := r.GetStateKey().GetBagUserState()
+	if key == nil {
+		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state key %T (only bag user state)", r.GetStateKey().GetType())}
+	}
+	k := bagKey(key)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch req := r.GetRequest().(type) {
+	case *fnpb.StateRequest_Get:
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: slices.Clone(u.bags[k])}}}
+	case *fnpb.StateRequest_Append:
+		u.bags[k] = append(u.bags[k], req.Append.GetData()...)
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Append{Append: &fnpb.StateAppendResponse{}}}
+	case *fnpb.StateRequest_Clear:
+		delete(u.bags, k)
+		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Clear{Clear: &fnpb.StateClearResponse{}}}
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T", r.GetRequest())}
+}
+
+// emitMerged merges a key's interval windows where they overlap and emits
+// one group per merged window, at its maximum timestamp.
+func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte) error {
+	type item struct {
+		start, end int64
+		value      []byte
+	}
+	items := make([]item, 0, len(entries))
+	for _, e := range entries {
+		n, k := binary.Uvarint(e)
+		if k <= 0 || uint64(len(e)-k) < n {
+			return fmt.Errorf("%w: merging entry", wire.ErrCorrupt)
+		}
+		start, end, err := wire.Interval(e[k : k+int(n)])
+		if err != nil {
+			return err
+		}
+		items = append(items, item{start, end, e[k+int(n):]})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.start, b.start) })
+	for i := 0; i < len(items); {
+		start, end := items[i].start, items[i].end
+		j := i
+		var values [][]byte
+		for ; j < len(items) && items[j].start < end; j++ {
+			end = max(end, items[j].end)
+			values = append(values, items[j].value)
+		}
+		w := wire.AppendInterval(nil, start, end)
+		enc := wire.AppendElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, wire.AppendGrouped(nil, []byte(key), values))
+		if err := ctx.Emit(core.BytesRecord(enc), end-1); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// timerStore keeps a stateful stage's timers, the latest setting of each
+// (family, key, tag, windows), in the subtask's memory (not yet in
+// checkpoints). Event-time timers fire when the watermark reaches them,
+// processing-time ones at the end of input.
+type timerStore struct {
+	specs []translate.TimerFamily
+	index map[[2]string]int
+	byID  map[string]storedTimer
+}
+
+type storedTimer struct {
+	family int
+	fire   int64
+	enc    []byte
+}
+
+func newTimerStore(specs []translate.TimerFamily) *timerStore {
+	ts := &timerStore{specs: specs, index: map[[2]string]int{}, byID: map[string]storedTimer{}}
+	for i, s := range specs {
+		ts.index[[2]string{s.Transform, s.Family}] = i
+	}
+	return ts
+}
+
+func (ts *timerStore) families() [][2]string {
+	out := make([][2]string, len(ts.specs))
+	for i, s := range ts.specs {
+		out[i] = [2]string{s.Transform, s.Family}
+	}
+	return out
+}
+
+// due removes and returns the timers due at wm (all when final), in
+// firing order, by family, and how many there are.
+func (ts *timerStore) due(wm int64, final bool) (map[[2]string][]byte, int) {
+	var ids []string
+	for id, t := range ts.byID {
+		if final || (ts.specs[t.family].EventTime && t.fire <= wm) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := cmp.Compare(ts.byID[a].fire, ts.byID[b].fire); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	in := map[[2]string][]byte{}
+	for _, id := range ids {
+		t := ts.byID[id]
+		tf := [2]string{ts.specs[t.family].Transform, ts.specs[t.family].Family}
+		in[tf] = append(in[tf], t.enc...)
+		delete(ts.byID, id)
+	}
+	return in, len(ids)
+}
+
+// set records the timers a bundle set or cleared.
+func (ts *timerStore) set(out map[[2]string][]byte) error {
+	for tf, data := range out {
+		f, ok := ts.index[tf]
+		if !ok {
+			return fmt.Errorf("timers of an unknown family %s/%s", tf[0], tf[1])
+		}
+		for len(data) > 0 {
+			t, rest, err := wire.NextTimer(data, ts.specs[f].Window)
+			if err != nil {
+				return fmt.Errorf("timer family %s: %w", tf[1], err)
+			}
+			id := binary.AppendUvarint(nil, uint64(f))
+			id = append(id, t.Key...)
+			id = binary.AppendUvarint(id, uint64(len(t.Tag)))
+			id = append(id, t.Tag...)
+			for _, w := range t.Windows {
+				id = append(id, w...)
+			}
+			if t.Clear {
+				delete(ts.byID, string(id))
+			} else {
+				ts.byID[string(id)] = storedTimer{family: f, fire: t.Fire, enc: slices.Clone(data[:len(data)-len(rest)])}
+			}
+			data = rest
+		}
+	}
+	return nil
+}

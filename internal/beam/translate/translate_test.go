@@ -1,0 +1,176 @@
+package translate
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/pipeline.plan")
+
+// render prints a plan: its nodes, each stage's transforms and every wire
+// coder spelled out.
+func render(p *Plan) string {
+	c := p.Components
+	var coder func(id string) string
+	coder = func(id string) string {
+		cd := c.Coders[id]
+		urn := strings.TrimSuffix(strings.TrimPrefix(cd.GetSpec().GetUrn(), "beam:coder:"), ":v1")
+		if len(cd.GetComponentCoderIds()) == 0 {
+			return urn
+		}
+		var parts []string
+		for _, s := range cd.GetComponentCoderIds() {
+			parts = append(parts, coder(s))
+		}
+		return urn + "<" + strings.Join(parts, ", ") + ">"
+	}
+	var b strings.Builder
+	pcs := map[string]bool{}
+	for _, n := range p.Nodes {
+		fmt.Fprintf(&b, "%s %s %q in=%v out=%v\n", n.ID, n.Kind, n.Name, n.Inputs, n.Outputs)
+		if n.Kind == Stage {
+			for _, id := range n.Transforms {
+				fmt.Fprintf(&b, "  %s (%s)\n", c.Transforms[id].GetUniqueName(), c.Transforms[id].GetSpec().GetUrn())
+			}
+		}
+		for _, pc := range append(slices.Clone(n.Inputs), n.Outputs...) {
+			pcs[pc] = true
+		}
+	}
+	var ids []string
+	for pc := range pcs {
+		ids = append(ids, pc)
+	}
+	slices.Sort(ids)
+	for _, pc := range ids {
+		fmt.Fprintf(&b, "wire %s: %s (%s windows)\n", pc, coder(p.Wires[pc].Coder), p.Wires[pc].Window)
+	}
+	return b.String()
+}
+
+func load(t *testing.T) *pipepb.Pipeline {
+	t.Helper()
+	// testdata/pipeline.pb is what the Python SDK 2.77.0's PortableRunner
+	// submits for ReadFromText → FlatMap → Map → CombinePerKey, Create →
+	// WindowInto(FixedWindows) → GroupByKey → MapTuple, and a Flatten of
+	// the counts with a second Create into WriteToText (side inputs);
+	// testdata/pipeline.py writes it.
+	b, err := os.ReadFile("testdata/pipeline.pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p pipepb.Pipeline
+	if err := proto.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func TestTranslatePythonPipeline(t *testing.T) {
+	p := load(t)
+	plan, err := Translate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(plan)
+	if *rewrite {
+		if err := os.WriteFile("testdata/pipeline.plan", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/pipeline.plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("plan (rerun with -rewrite and review the diff):\n%s\nwant:\n%s", got, want)
+	}
+	// A pure function: the same plan again, and the input untouched.
+	before := proto.Clone(p)
+	again, err := Translate(p)
+	if err != nil || render(again) != got {
+		t.Errorf("a second translation differs (%v)", err)
+	}
+	if !proto.Equal(before, p) {
+		t.Error("Translate changed its input")
+	}
+	// Every stage has a descriptor naming its data transforms.
+	for i := range plan.Nodes {
+		n := &plan.Nodes[i]
+		if n.Kind != Stage {
+			continue
+		}
+		ep := &pipepb.ApiServiceDescriptor{Url: "localhost:1"}
+		d, err := plan.Descriptor("d", n, ep, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var port fnpb.RemoteGrpcPort
+		if err := proto.Unmarshal(d.Transforms[SourceID(n)].GetSpec().GetPayload(), &port); err != nil || port.GetCoderId() != plan.Wires[n.Inputs[0]].Coder {
+			t.Errorf("stage %s: source port %v (%v)", n.ID, &port, err)
+		}
+		for _, pc := range n.Outputs {
+			if d.Transforms[SinkID(n, pc)] == nil {
+				t.Errorf("stage %s: no sink for %s", n.ID, pc)
+			}
+		}
+	}
+}
+
+func TestTranslateRefuses(t *testing.T) {
+	leaf := func(p *pipepb.Pipeline) *pipepb.PTransform {
+		for _, tr := range p.Components.Transforms {
+			if tr.GetUniqueName() == "Format" {
+				return tr
+			}
+		}
+		t.Fatal("no Format transform")
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(p *pipepb.Pipeline)
+		want   string
+	}{
+		{"an unknown URN", func(p *pipepb.Pipeline) { leaf(p).Spec.Urn = "beam:transform:mystery:v1" },
+			`transform "Format" (URN beam:transform:mystery:v1): the Sluice runner does not know this URN`},
+		{"an unknown side input access pattern", func(p *pipepb.Pipeline) {
+			tr := leaf(p)
+			var pd pipepb.ParDoPayload
+			_ = proto.Unmarshal(tr.Spec.Payload, &pd)
+			pd.SideInputs = map[string]*pipepb.SideInput{"side": {AccessPattern: &pipepb.FunctionSpec{Urn: "beam:side_input:ordered:v1"}}}
+			tr.Spec.Payload, _ = proto.Marshal(&pd)
+		}, `transform "Format" (URN beam:transform:pardo:v1): side input "side" has access pattern beam:side_input:ordered:v1; only beam:side_input:iterable:v1 and beam:side_input:multimap:v1 are supported yet`},
+		{"merging global windows", func(p *pipepb.Pipeline) {
+			for _, ws := range p.Components.WindowingStrategies {
+				if p.Components.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn() == coderGlobalWindow {
+					ws.MergeStatus = pipepb.MergeStatus_NEEDS_MERGE
+				}
+			}
+		}, `transform "GroupAndSum/Group" (URN beam:transform:group_by_key:v1): merging windows (beam:window_fn:global_windows:v1) of a window coder other than interval windows`},
+		{"a missing PCollection", func(p *pipepb.Pipeline) { leaf(p).Inputs = map[string]string{"in": "nowhere"} },
+			`transform "Format" reads PCollection "nowhere", which no transform produces`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t)
+			tc.change(p)
+			_, err := Translate(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) && !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v is neither an UnsupportedError nor ErrInvalid", err)
+			}
+		})
+	}
+}
