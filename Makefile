@@ -30,10 +30,12 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # Debian's headless Chromium (installed by chromium.sh when missing).
 # SLUICE_DASHBOARD_SCREENSHOTS keeps the dashboard's screenshots there.
 # The Beam runner's tests drive the real Apache Beam Python SDK from a venv
-# that beam-venv.sh builds once (PyPI) under ~/.cache/sluice.
+# that beam-venv.sh builds once (PyPI) under ~/.cache/sluice. Flink's own
+# REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
 integration: deps beam-venv
 	chromium="$$(integration/scripts/chromium.sh)" && \
-	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
+	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
+	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
 beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).

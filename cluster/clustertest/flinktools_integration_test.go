@@ -1,0 +1,132 @@
+//go:build integration
+
+package clustertest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
+)
+
+// Flink's own tools against a live Sluice cluster: every REST answer below
+// parses with Flink 2.3's message classes and its strict object mapper
+// (unknown or missing members fail), and Flink's CLI lists, checkpoints,
+// savepoints, stops and cancels Sluice jobs. The classes come from Maven
+// Central (integration/scripts/flinkrest.sh, SLUICE_FLINK_CLASSPATH).
+func TestFlinkToolsAgainstSluice(t *testing.T) {
+	cp := os.Getenv("SLUICE_FLINK_CLASSPATH")
+	if cp == "" {
+		t.Fatal("SLUICE_FLINK_CLASSPATH is not set: run the integration tests through make integration (integration/scripts/flinkrest.sh)")
+	}
+	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
+	run := func(extra ...string) string { // extra: the job program's arguments
+		t.Helper()
+		args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+		args = append(append(args, jobBin, "-out", filepath.Join(c.dir, "out-"+time.Now().Format("150405.000")), "-keys", "4", "-rate", "2000"), extra...)
+		m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(c.mustSluice(args...))
+		if m == nil {
+			t.Fatal("no job id in the output of sluice run -d")
+		}
+		return m[1]
+	}
+	running := run("-n", "100000000")
+	testwait.Eventually(t, 30*time.Second, "the job to run and checkpoint", func() bool {
+		b, err := httpGet(c.rest() + "/jobs/" + running + "/checkpoints")
+		return err == nil && regexp.MustCompile(`"completed":[1-9]`).Match(b)
+	})
+
+	var job struct {
+		Vertices []struct{ ID string } `json:"vertices"`
+	}
+	var tms struct {
+		TaskManagers []struct{ ID string } `json:"taskmanagers"`
+	}
+	for path, v := range map[string]any{"/jobs/" + running: &job, "/taskmanagers": &tms} {
+		b, err := httpGet(c.rest() + path)
+		if err == nil {
+			err = json.Unmarshal(b, v)
+		}
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	if len(job.Vertices) == 0 || len(tms.TaskManagers) == 0 {
+		t.Fatalf("no vertices (%v) or TaskManagers (%v)", job.Vertices, tms.TaskManagers)
+	}
+	const m = "org.apache.flink.runtime.rest.messages."
+	j, v := "/jobs/"+running, "/jobs/"+running+"/vertices/"+job.Vertices[0].ID
+	checks := []string{
+		"/overview=org.apache.flink.runtime.rest.handler.legacy.messages.ClusterOverviewWithVersion",
+		"/config=" + m + "DashboardConfiguration",
+		"/jobs=org.apache.flink.runtime.messages.webmonitor.JobIdsWithStatusOverview",
+		"/jobs/overview=org.apache.flink.runtime.messages.webmonitor.MultipleJobsDetails",
+		j + "=" + m + "job.JobDetailsInfo",
+		j + "/config=" + m + "JobConfigInfo",
+		j + "/plan=" + m + "JobPlanInfo",
+		j + "/exceptions=" + m + "JobExceptionsInfoWithHistory",
+		j + "/checkpoints=" + m + "checkpoints.CheckpointingStatistics",
+		j + "/checkpoints/config=" + m + "checkpoints.CheckpointConfigInfo",
+		v + "=" + m + "JobVertexDetailsInfo",
+		v + "/watermarks=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/subtasks/metrics=" + m + "job.metrics.AggregatedMetricsResponseBody",
+		"/taskmanagers=" + m + "taskmanager.TaskManagersInfo",
+		"/taskmanagers/" + tms.TaskManagers[0].ID + "=" + m + "taskmanager.TaskManagerDetailsInfo",
+		"/jobmanager/config=" + m + "ConfigurationInfo",
+	}
+	java := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "java", append([]string{"-cp", cp}, args...)...)
+		conf := t.TempDir()
+		if err := os.WriteFile(filepath.Join(conf, "config.yaml"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "FLINK_CONF_DIR="+conf)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := java(append([]string{"io.github.sluice.flinkrest.Check", "http://" + c.rest()}, checks...)...); err != nil {
+		t.Errorf("Flink's strict REST mapper refused answers (%v):\n%s", err, out)
+	}
+
+	flink := func(args ...string) string {
+		t.Helper()
+		out, err := java(append([]string{"org.apache.flink.client.cli.CliFrontend"}, append(args, "-m", c.rest())...)...)
+		if err != nil {
+			t.Fatalf("flink %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	if out := flink("list"); !strings.Contains(out, running+" : cluster test (RUNNING)") {
+		t.Errorf("flink list does not show the running job:\n%s", out)
+	}
+	if out := flink("checkpoint", running); !regexp.MustCompile(`Checkpoint \d+ for job ` + running + ` completed`).MatchString(out) {
+		t.Errorf("flink checkpoint:\n%s", out)
+	}
+	if out := flink("savepoint", running, "file://"+filepath.Join(c.dir, "sp")); !strings.Contains(out, "Savepoint completed. Path:") {
+		t.Errorf("flink savepoint:\n%s", out)
+	}
+	if out := flink("stop", "--savepointPath", "file://"+filepath.Join(c.dir, "stop"), running); !strings.Contains(out, "Savepoint completed. Path:") {
+		t.Errorf("flink stop:\n%s", out)
+	}
+	second := run("-n", "100000000")
+	testwait.Eventually(t, 30*time.Second, "the second job to run", func() bool {
+		o, _ := c.sluice("list", "-r", "-m", c.rest())
+		return strings.Contains(o, second)
+	})
+	if out := flink("cancel", second); !strings.Contains(out, "Cancelled job "+second) {
+		t.Errorf("flink cancel:\n%s", out)
+	}
+	testwait.Eventually(t, 30*time.Second, "flink list -a to show both jobs ended", func() bool {
+		out := flink("list", "-a")
+		return strings.Contains(out, running+" : cluster test (FINISHED)") && strings.Contains(out, second+" : cluster test (CANCELED)")
+	})
+}
