@@ -119,7 +119,7 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			// (not one under /tmp that nothing would clean).
 			if getenv(hadoopenv.EnvContainerID) != "" && tmCfg.WorkDir == "" {
 				if cwd, err := os.Getwd(); err == nil {
-					tmCfg.WorkDir = filepath.Join(cwd, "taskmanager")
+					tmCfg.WorkDir = filepath.Join(cwd, "taskmanager-work") // "taskmanager" is the binary itself
 				}
 			}
 			tm, err := taskmanager.New(tmCfg)
