@@ -551,26 +551,18 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	tvf := in.(*WindowTableFunction)
 	tvfFields := tvf.Fields()
 	nIn := len(tvf.Input.Fields())
-	// Group keys: window_start and window_end (both required), the others
-	// over the TVF's input.
+	// Group keys: window_start and window_end (both present: see
+	// groupsByWindow), the others over the TVF's input.
 	var keyExprs []parser.Expr
-	hasStart, hasEnd := false, false
 	for _, g := range q.GroupBy {
 		if id, ok := g.(*parser.Ident); ok {
 			switch id.Parts[len(id.Parts)-1] {
-			case "window_start":
-				hasStart = true
-				continue
-			case "window_end":
-				hasEnd = true
-				continue
-			case "window_time":
+			case "window_start", "window_end", "window_time":
 				continue
 			}
 		}
 		keyExprs = append(keyExprs, g)
 	}
-	_, _ = hasStart, hasEnd
 	var pre []Expr
 	var preNames []string
 	as := &aggScope{winNames: map[string]Expr{}}
@@ -590,50 +582,9 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		pre, preNames = append(pre, e), append(preNames, name)
 	}
 	nKeys := len(pre)
-	// Aggregate calls, in order of appearance in SELECT and HAVING.
-	var aggs []AggCall
-	var collectErr error
-	collect := func(x parser.Expr) {
-		c, ok := x.(*parser.Call)
-		if !ok || !aggregates[c.Name] || collectErr != nil {
-			return
-		}
-		d := parser.DumpExpr(c)
-		for _, k := range as.aggs {
-			if k == d {
-				return
-			}
-		}
-		a, argExpr, err := p.aggCall(c, sc, nIn, len(pre))
-		if err != nil {
-			collectErr = err
-			return
-		}
-		if argExpr != nil {
-			reused := false
-			for i := nKeys; i < len(pre); i++ {
-				if pre[i].String() == argExpr.String() {
-					a.Arg, reused = i, true
-					break
-				}
-			}
-			if !reused {
-				pre, preNames = append(pre, argExpr), append(preNames, fmt.Sprintf("$f%d", len(pre)))
-				if cr, ok := argExpr.(*ColRef); ok && !contains(preNames[:len(preNames)-1], cr.Name) {
-					preNames[len(preNames)-1] = cr.Name
-				}
-			}
-		}
-		a.Name = fmt.Sprintf("EXPR$%d", len(aggs))
-		as.aggs = append(as.aggs, d)
-		aggs = append(aggs, a)
-	}
-	for _, it := range q.Items {
-		walk(it.Expr, collect)
-	}
-	walk(q.Having, collect)
-	if collectErr != nil {
-		return nil, collectErr
+	aggs, err := p.collectAggs(q, sc, as, nIn, nKeys, &pre, &preNames)
+	if err != nil {
+		return nil, err
 	}
 	// The rowtime goes last into the pre-projection.
 	tcol := tvf.Window.TimeCol
@@ -686,6 +637,54 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	return &Calc{Input: wa, Exprs: exprs, Names: names, Filter: having}, nil
 }
 
+// collectAggs collects the aggregate calls of q's SELECT list and HAVING,
+// in order of appearance and each once, into as. The argument of each goes
+// into the pre-projection (pre, named in names) after the nKeys group keys,
+// once per distinct argument; width is the aggregated input's width.
+func (p *session) collectAggs(q *parser.Select, sc *scope, as *aggScope, width, nKeys int, pre *[]Expr, names *[]string) ([]AggCall, error) {
+	var aggs []AggCall
+	var err error
+	collect := func(x parser.Expr) {
+		c, ok := x.(*parser.Call)
+		if !ok || !aggregates[c.Name] || err != nil {
+			return
+		}
+		d := parser.DumpExpr(c)
+		if contains(as.aggs, d) {
+			return
+		}
+		a, argExpr, aerr := p.aggCall(c, sc, width, len(*pre))
+		if aerr != nil {
+			err = aerr
+			return
+		}
+		if argExpr != nil {
+			reused := false
+			for i := nKeys; i < len(*pre); i++ {
+				if (*pre)[i].String() == argExpr.String() {
+					a.Arg, reused = i, true
+					break
+				}
+			}
+			if !reused {
+				name := fmt.Sprintf("$f%d", len(*pre))
+				if cr, ok := argExpr.(*ColRef); ok && !contains(*names, cr.Name) {
+					name = cr.Name
+				}
+				*pre, *names = append(*pre, argExpr), append(*names, name)
+			}
+		}
+		a.Name = fmt.Sprintf("EXPR$%d", len(aggs))
+		as.aggs = append(as.aggs, d)
+		aggs = append(aggs, a)
+	}
+	for _, it := range q.Items {
+		walk(it.Expr, collect)
+	}
+	walk(q.Having, collect)
+	return aggs, err
+}
+
 // groupsByWindow reports whether a GROUP BY names window_start and
 // window_end: a window aggregation; otherwise a GROUP BY over a window TVF
 // is a regular one.
@@ -726,47 +725,9 @@ func (p *session) planGroupAgg(q *parser.Select, in Node, sc *scope, filter Expr
 		pre, preNames = append(pre, e), append(preNames, name)
 	}
 	nKeys := len(pre)
-	var aggs []AggCall
-	var collectErr error
-	collect := func(x parser.Expr) {
-		c, ok := x.(*parser.Call)
-		if !ok || !aggregates[c.Name] || collectErr != nil {
-			return
-		}
-		d := parser.DumpExpr(c)
-		if contains(as.aggs, d) {
-			return
-		}
-		a, argExpr, err := p.aggCall(c, sc, nIn+1, len(pre))
-		if err != nil {
-			collectErr = err
-			return
-		}
-		if argExpr != nil {
-			reused := false
-			for i := nKeys; i < len(pre); i++ {
-				if pre[i].String() == argExpr.String() {
-					a.Arg, reused = i, true
-				}
-			}
-			if !reused {
-				name := fmt.Sprintf("$f%d", len(pre))
-				if cr, ok := argExpr.(*ColRef); ok && !contains(preNames, cr.Name) {
-					name = cr.Name
-				}
-				pre, preNames = append(pre, argExpr), append(preNames, name)
-			}
-		}
-		a.Name = fmt.Sprintf("EXPR$%d", len(aggs))
-		as.aggs = append(as.aggs, d)
-		aggs = append(aggs, a)
-	}
-	for _, it := range q.Items {
-		walk(it.Expr, collect)
-	}
-	walk(q.Having, collect)
-	if collectErr != nil {
-		return nil, collectErr
+	aggs, err := p.collectAggs(q, sc, as, nIn+1, nKeys, &pre, &preNames)
+	if err != nil {
+		return nil, err
 	}
 	preCalc := &Calc{Input: in, Exprs: pre, Names: uniqueNames(preNames), Filter: filter}
 	keys := make([]int, nKeys)
@@ -793,7 +754,6 @@ func (p *session) planGroupAgg(q *parser.Select, in Node, sc *scope, filter Expr
 		as.aggRefs = append(as.aggRefs, &ColRef{Index: j, Name: gf[j].Name, T: gf[j].Type})
 	}
 	var having Expr
-	var err error
 	if q.Having != nil {
 		if having, err = p.bind(q.Having, sc, as); err != nil {
 			return nil, err
