@@ -1,6 +1,7 @@
 package taskmanager
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,16 +39,9 @@ func makeWorkDir(tmp string, log *slog.Logger) (*ownWorkDir, error) {
 	f, ok, err := tryLock(dir)
 	if err != nil || !ok {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("taskmanager: locking working directory %s: %w", dir, cmpErr(err, errors.New("held by another process")))
+		return nil, fmt.Errorf("taskmanager: locking working directory %s: %w", dir, cmp.Or(err, errors.New("held by another process")))
 	}
 	return &ownWorkDir{path: dir, lock: f}, nil
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
 
 // remove deletes the directory, then drops its lock.
