@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -57,6 +58,9 @@ type fakeRM struct {
 	onSubmit func(s *yarn.SubmissionContext)
 	// onReport runs before each report is answered (n counts from 1).
 	onReport func(n int)
+	// others are the states of applications other than id (reports of
+	// them are not counted); one in neither is not found.
+	others map[yarn.ApplicationID]yarn.ApplicationState
 
 	mu        sync.Mutex
 	submitted []*yarn.SubmissionContext
@@ -84,15 +88,18 @@ func (f *fakeRM) GetApplicationReport(ctx context.Context, id yarn.ApplicationID
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if id != f.id {
+		if st, ok := f.others[id]; ok {
+			return &yarn.ApplicationReport{ID: id, State: st}, nil
+		}
+		return nil, &hadoop.RemoteError{Class: string(yarn.ErrApplicationNotFound), Message: "Application with id '" + id.String() + "' doesn't exist in RM."}
+	}
 	f.mu.Lock()
 	f.nReports++
 	n := f.nReports
 	f.mu.Unlock()
 	if f.onReport != nil {
 		f.onReport(n)
-	}
-	if id != f.id {
-		return nil, errors.New("fakeRM: unknown application " + id.String())
 	}
 	st := f.reports[min(n, len(f.reports))-1]
 	r := &yarn.ApplicationReport{ID: id, State: st, Diagnostics: "[Mon Jan 01 00:00:00 +0000 2026] waiting for AM container to be allocated"}

@@ -178,6 +178,7 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 		return nil, fmt.Errorf("%w: %w", ErrStaging, err)
 	}
 	d.progress("Staging directory %s (mode 700)", dir)
+	d.sweepStaging(ctx, st.fs, id, path.Dir(dir.Path))
 
 	for _, b := range binaries {
 		if r, ok := provided[b.name]; ok {

@@ -5,6 +5,7 @@ package yarntest
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/testwait"
+	"github.com/sluice/sluice/yarn"
 )
 
 // appMasters are the pids of the ApplicationMaster processes of an
@@ -102,4 +104,72 @@ func TestApplicationMasterKilled(t *testing.T) {
 	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
+}
+
+// TestKilledThroughYARNResumes: `yarn application -kill` of a running
+// yarn-application (the ResourceManager stops the ApplicationMaster with
+// SIGTERM) suspends the job as Flink does: its checkpoints stay on HDFS, so
+// the job resumes in a new application with run -s from its latest
+// checkpoint and the output is exactly once across both. The killed
+// application's staging directory, which its ApplicationMaster cannot know
+// to delete, is deleted by the next submission, which says so.
+func TestKilledThroughYARNResumes(t *testing.T) {
+	r := newRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	out, ckpt := r.hdfs+"/out", r.hdfs+"/ckpt"
+	const n, keys = 24000, 6
+	args := func(name string, extra ...string) []string {
+		a := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dexecution.checkpointing.dir=hdfs://" + ckpt,
+			"-Dyarn.application.name=" + name}, small...)
+		a = append(a, checkpointed...)
+		a = append(a, extra...)
+		return append(a, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	}
+	p, appID, _, rc, job := r.deploy(t, ctx, args("yarntest-yarn-kill")...)
+	testwait.Eventually(t, time.Minute, "a completed checkpoint", func() bool { return hasCompletedCheckpoint(ctx, rc, job) })
+	id, err := yarn.ParseApplicationID(appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := yc.ForceKillApplication(ctx, id, "killed by TestKilledThroughYARNResumes"); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := yc.WaitForState(ctx, id, 200*time.Millisecond, yarn.StateKilled, yarn.StateFinished, yarn.StateFailed); err != nil {
+		t.Fatal(err)
+	} else if rep.State != yarn.StateKilled {
+		t.Fatalf("%s is %s after the kill, want KILLED", appID, rep.State)
+	}
+	if outText, err := p.wait(); err == nil {
+		t.Errorf("sluice run of the killed application exited 0:\n%s", outText)
+	}
+	noContainersLeft(t, ctx, yc, appID)
+
+	// The latest completed checkpoint is still there.
+	latest, latestN := "", -1
+	for _, c := range r.hdfsCheckpoints(ckpt) {
+		k, err := strconv.Atoi(strings.TrimPrefix(path.Base(c), "chk-"))
+		if err != nil {
+			continue
+		}
+		if _, err := r.fs.Stat(path.Join(c, "_metadata")); err == nil && k > latestN {
+			latest, latestN = c, k
+		}
+	}
+	if latest == "" {
+		t.Fatalf("no completed checkpoint (chk-N with _metadata) left in hdfs://%s after the kill: %q", ckpt, r.hdfsCheckpoints(ckpt))
+	}
+	t.Logf("resuming from hdfs://%s", latest)
+
+	p2 := r.start(ctx, args("yarntest-yarn-kill-resumed", "-s", "hdfs://"+latest)...)
+	appID2 := match(t, p2, reAppID, 2*time.Minute)
+	succeeded(t, p2, appID2)
+	if want := "Deleted the staging directory of ended application " + appID + " (KILLED)"; !strings.Contains(p2.out.String(), want) {
+		t.Errorf("the resuming submission did not say %q", want)
+	}
+	r.stagingGone(t, appID)
+	r.stagingGone(t, appID2)
+	checkExactlyOnce(t, r.fs, out, n, keys)
+	noContainersLeft(t, ctx, yc, appID2)
 }
