@@ -267,6 +267,9 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	began := time.Now()
 	c := d.opts.Conf
 	amRes, tmRes := yarnam.AppMasterResource(c), yarnam.TaskManagerResource(c)
+	if err := checkContainerLogin(c, d.login != nil); err != nil {
+		return nil, err
+	}
 
 	newApp, err := d.rm.GetNewApplication(ctx)
 	if err != nil {

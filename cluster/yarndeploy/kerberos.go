@@ -162,3 +162,26 @@ func checkKeytab(c *conf.Configuration) error {
 	}
 	return nil
 }
+
+// ErrNoContainerKeytab: the cluster requires Kerberos and the deployment
+// names no keytab for its containers (the client logged in from a ticket
+// cache). The ApplicationMaster and the TaskManagers log in from a keytab
+// (shipped, or at yarn.security.kerberos.localized-keytab-path on every
+// node) and re-log in with it; a client's ticket cannot be handed to them,
+// and the delegation tokens alone would let HDFS work only until their
+// maximum lifetime. Deploy refuses before it uploads anything.
+var ErrNoContainerKeytab = errors.New("yarndeploy: the cluster requires Kerberos and the application has no keytab")
+
+// checkContainerLogin refuses a deployment to a Kerberized cluster
+// (secure) whose containers would have no login of their own.
+func checkContainerLogin(c *conf.Configuration, secure bool) error {
+	if !secure {
+		return nil
+	}
+	if _, ok := hadoopenv.ContainerKerberos(c, "/"); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: set %s and %s (a ticket cache from kinit serves the client's own commands, such as list, cancel or yarn-session --kill, "+
+		"but the ApplicationMaster and TaskManagers log in from a keytab); nothing was uploaded",
+		ErrNoContainerKeytab, conf.KerberosKeytab.Key(), conf.KerberosPrincipal.Key())
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/yarn"
 )
@@ -101,5 +102,42 @@ func TestDeploySweepsEndedApplications(t *testing.T) {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress does not say %q:\n%s", line, progress.String())
 		}
+	}
+}
+
+// TestDeployRefusesATicketCacheOnlyLogin: on a Kerberized cluster a
+// deployment whose containers would have no keytab is refused before
+// anything is asked of YARN or uploaded.
+func TestDeployRefusesATicketCacheOnlyLogin(t *testing.T) {
+	tests := []struct {
+		name    string
+		props   map[string]string
+		secure  bool
+		wantErr bool
+	}{
+		{"ticket cache on a secure cluster", map[string]string{"security.kerberos.login.use-ticket-cache": "true"}, true, true},
+		{"principal without a keytab", map[string]string{"security.kerberos.login.principal": "alice@EXAMPLE.COM"}, true, true},
+		{"keytab on a secure cluster", map[string]string{"security.kerberos.login.principal": "alice@EXAMPLE.COM",
+			"security.kerberos.login.keytab": "/etc/alice.keytab", "yarn.security.kerberos.ship-local-keytab": "false"}, true, false},
+		{"no login on an insecure cluster", nil, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkContainerLogin(conf.FromMap(tt.props, conf.Source{Name: "test"}), tt.secure)
+			if tt.wantErr != (err != nil) {
+				t.Fatalf("checkContainerLogin = %v, want an error: %v", err, tt.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, ErrNoContainerKeytab) {
+				t.Errorf("err = %v, want ErrNoContainerKeytab", err)
+			}
+			for _, m := range []string{"security.kerberos.login.keytab", "security.kerberos.login.principal", "nothing was uploaded"} {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("err %q does not mention %q", err, m)
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,4 +281,52 @@ func TestSecureSession(t *testing.T) {
 			t.Errorf("%s: the TaskManager did not log in from the keytab", f)
 		}
 	}
+}
+
+// TestSecureTicketCacheDeploymentRefused: a client logged in from a ticket
+// cache (as after kinit) and no keytab cannot give the containers a login:
+// run --target yarn-application is refused before anything is uploaded or
+// submitted, naming the keys to set, and no staging directory is made.
+func TestSecureTicketCacheDeploymentRefused(t *testing.T) {
+	r, k := newSecureRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ccache := filepath.Join(t.TempDir(), "krb5cc")
+	if err := r.login.WriteTicketCache(ccache); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5CCNAME", "FILE:"+ccache)
+	before := r.stagingDirs(t, shortName(k.Principal))
+	args := append([]string{"run", "--target", "yarn-application", "-Dsecurity.kerberos.login.use-ticket-cache=true",
+		"-Dsecurity.kerberos.login.principal=" + k.Principal, "-Dsecurity.kerberos.krb5-conf.path=" + k.Krb5Conf}, small...)
+	args = append(args, bins.job, "-out", "hdfs://"+r.hdfs+"/out", "-n", "10")
+	out, err := r.sluice(t, ctx, args...)
+	if err == nil {
+		t.Fatalf("a ticket-cache-only deployment succeeded:\n%s", out)
+	}
+	for _, want := range []string{"has no keytab", "security.kerberos.login.keytab", "nothing was uploaded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the CLI's output does not say %q", want)
+		}
+	}
+	if strings.Contains(out, "Deploying Sluice application") || strings.Contains(out, "Uploaded") {
+		t.Errorf("the refused deployment got as far as deploying or uploading:\n%s", out)
+	}
+	if after := r.stagingDirs(t, shortName(k.Principal)); !slices.Equal(before, after) {
+		t.Errorf("staging directories before %v, after %v", before, after)
+	}
+}
+
+// stagingDirs lists the user's application staging directories.
+func (r *rig) stagingDirs(t *testing.T, user string) []string {
+	t.Helper()
+	fis, err := r.fs.ReadDir(path.Join("/user", user, ".sluice"))
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, fi := range fis {
+		out = append(out, fi.Name())
+	}
+	return out
 }
