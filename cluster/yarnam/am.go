@@ -247,7 +247,10 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 	fctx, cancel := context.WithTimeout(context.Background(), cfg.FinishTimeout)
 	defer cancel()
 	log.Info("yarnam: unregistering", "final_status", final.Status.String(), "diagnostics", final.Diagnostics)
-	if err := am.Finish(fctx, yarn.FinishRequest{FinalStatus: final.Status, Diagnostics: final.Diagnostics, TrackingURL: restURL}); err != nil {
+	// No final tracking URL: the JobManager's REST port dies with this
+	// process, and without one the ResourceManager's proxy sends the
+	// application's tracking URL to its own page of the application.
+	if err := am.Finish(fctx, yarn.FinishRequest{FinalStatus: final.Status, Diagnostics: final.Diagnostics}); err != nil {
 		return fmt.Errorf("yarnam: unregistering: %w", err)
 	}
 	if err := RemoveStagingDir(env); err != nil {

@@ -84,3 +84,26 @@ func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID
 		t.Logf("%s %s through the proxy: %s %.300s", m, path, res.Status, b)
 	}
 }
+
+// checkFinalTrackingURL: once the application has ended its tracking URL
+// (through the ResourceManager's proxy) still leads somewhere: the
+// ResourceManager's page of the application, not the JobManager's dead port.
+func checkFinalTrackingURL(t *testing.T, ctx context.Context, r *rig, appID string) {
+	t.Helper()
+	u := report(t, ctx, r.yarnClient(t), appID).TrackingURL
+	if !strings.HasPrefix(u, "http") {
+		u = "http://" + u
+	}
+	res, err := (&http.Client{Timeout: 30 * time.Second}).Get(u)
+	if err != nil {
+		t.Errorf("GET the final tracking URL %s: %v", u, err)
+		return
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), appID) {
+		t.Errorf("GET the final tracking URL %s (ended at %s): %s, want 200 and a page naming %s:\n%.800s", u, res.Request.URL, res.Status, appID, b)
+	} else {
+		t.Logf("the final tracking URL %s leads to %s", u, res.Request.URL)
+	}
+}

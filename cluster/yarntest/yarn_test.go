@@ -387,6 +387,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
+	checkFinalTrackingURL(t, ctx, r, appID)
 	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
