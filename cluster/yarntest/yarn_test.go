@@ -388,6 +388,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
 	checkFinalTrackingURL(t, ctx, r, appID)
+	checkAggregatedLogs(t, ctx, r, appID)
 	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)

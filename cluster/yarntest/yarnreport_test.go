@@ -234,3 +234,37 @@ func (r *rig) checkTaskManagerLogs(t *testing.T, appID string) int {
 	}
 	return tms
 }
+
+// checkAggregatedLogs runs Hadoop's own `yarn logs -applicationId` (LogsCLI)
+// for an ended application: once the NodeManagers have aggregated its logs
+// to HDFS, they hold the ApplicationMaster's and every TaskManager's log,
+// stdout and stderr.
+func checkAggregatedLogs(t *testing.T, ctx context.Context, r *rig, appID string) {
+	t.Helper()
+	want := []string{"LogType:appmaster.err", "LogType:taskmanager.log", "LogType:taskmanager.out", "LogType:taskmanager.err"}
+	var out string
+	var lastErr error
+	err := testwait.Poll(time.Minute, func() bool {
+		out, lastErr = r.c.HadoopCLI(ctx, "org.apache.hadoop.yarn.client.cli.LogsCLI", "-applicationId", appID)
+		if lastErr != nil {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Errorf("yarn logs -applicationId %s does not show %q within a minute (last error: %v); it printed:\n%.3000s", appID, want, lastErr, out)
+		return
+	}
+	if !strings.Contains(out, "LogAggregationType: AGGREGATED") {
+		t.Errorf("yarn logs -applicationId %s: the logs are not the aggregated ones:\n%.2000s", appID, out)
+	}
+	if !strings.Contains(out, "registered with the ResourceManager") {
+		t.Errorf("yarn logs -applicationId %s: the ApplicationMaster's log does not show its registration:\n%.2000s", appID, out)
+	}
+	t.Logf("yarn logs -applicationId %s: %d bytes of aggregated logs", appID, len(out))
+}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -198,3 +199,23 @@ func (p *process) stop(keep bool) error {
 
 // processAlive reports whether a process with this pid exists.
 func processAlive(pid int) bool { return harness.ProcessAlive(pid) }
+
+// HadoopCLI runs one of Hadoop's own command-line classes (main class and
+// arguments, e.g. org.apache.hadoop.yarn.client.cli.LogsCLI -applicationId
+// ID, which is what `yarn logs` runs) against the cluster, with the harness's
+// Hadoop jars and the cluster's *-site.xml files first on the class path, as
+// Hadoop's scripts run it. It returns the command's standard output, and an
+// error carrying its standard error when it fails.
+func (c *Cluster) HadoopCLI(ctx context.Context, class string, args ...string) (string, error) {
+	script, err := harness.Script("minicluster.sh")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, script, append([]string{"hadoop", c.ConfDir, class}, args...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("minicluster: %s %s: %w:\n%s", class, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}

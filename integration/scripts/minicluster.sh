@@ -6,6 +6,9 @@
 #   minicluster.sh stop CONFDIR           stop it (SIGTERM, then SIGKILL after a deadline); idempotent
 #   minicluster.sh status CONFDIR         exit 0 and print READY if running, exit 1 otherwise
 #   minicluster.sh run CONFDIR [OPTS]     run in the foreground (exec java); used by the Go package
+#   minicluster.sh hadoop CONFDIR CLASS [ARGS]  run one of Hadoop's own command-line classes (e.g.
+#                                         org.apache.hadoop.yarn.client.cli.LogsCLI, what `yarn logs`
+#                                         runs) against the cluster of CONFDIR, as Hadoop's scripts do
 #
 # OPTS are passed to the JVM's main class: --nodemanagers N, --nm-memory-mb MB, --nm-vcores N,
 # --min-allocation-mb MB, --exit-on-stdin-eof.
@@ -134,6 +137,20 @@ cmd_run() {
     -cp "$cp" "$MAIN_CLASS" --conf-dir "$conf" --work-dir "$work" "$@"
 }
 
+# cmd_hadoop CONFDIR CLASS [ARGS]: Hadoop's scripts put HADOOP_CONF_DIR first on the class path,
+# where Configuration finds the *-site.xml files.
+cmd_hadoop() {
+  [[ $# -ge 2 ]] || die "usage: $0 hadoop CONFDIR CLASS [ARGS]"
+  local conf
+  conf="$(abs_dir "$1")"
+  shift
+  find_java
+  local cp
+  cp="$(classpath)"
+  export HADOOP_CONF_DIR="$conf"
+  exec "$JAVA" -Xmx256m -Djava.net.preferIPv4Stack=true -Dhadoop.root.logger=WARN,console "${ADD_OPENS[@]}" -cp "$conf:$cp" "$@"
+}
+
 pid_alive() { [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; }
 
 read_pid() {
@@ -244,6 +261,7 @@ case "${1:-}" in
   stop) shift; cmd_stop "$@" ;;
   status) shift; cmd_status "$@" ;;
   run) shift; cmd_run "$@" ;;
+  hadoop) shift; cmd_hadoop "$@" ;;
   *)
     sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2

@@ -145,7 +145,12 @@ final class HadoopCluster {
     c.setFloat(
         YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 99.0f);
     c.setLong(YarnConfiguration.NM_MIN_PER_DISK_FREE_SPACE_MB, 0);
-    c.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, false);
+    // Log aggregation on, as on a production cluster: a finished application's container logs go
+    // to HDFS (remote-app-log-dir), where `yarn logs -applicationId` (LogsCLI) reads them. The
+    // local copies stay too (delete.debug-delay-sec), for tests that read container log dirs.
+    c.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, true);
+    c.set(YarnConfiguration.NM_REMOTE_APP_LOG_DIR, "/tmp/logs");
+    c.setLong(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 3 * 3600);
     c.set(
         YarnConfiguration.NM_CONTAINER_EXECUTOR,
         "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor");
@@ -381,6 +386,7 @@ final class HadoopCluster {
           YarnConfiguration.NM_PMEM_CHECK_ENABLED,
           YarnConfiguration.NM_VMEM_CHECK_ENABLED,
           YarnConfiguration.LOG_AGGREGATION_ENABLED,
+          YarnConfiguration.NM_REMOTE_APP_LOG_DIR,
           YarnConfiguration.RM_AM_MAX_ATTEMPTS,
           YarnConfiguration.IS_MINI_YARN_CLUSTER,
         }) {
