@@ -50,12 +50,32 @@ var (
 		"Time a TaskManager may hold no slot, while the demand does not need it, before the ResourceManager "+
 			"releases it (stops its container on YARN; standalone TaskManagers are never released).").
 		WithCheck(positiveDuration)
+
+	// StartWorkerMaxFailureRate is how many TaskManagers may fail to start per minute before the
+	// ResourceManager pauses asking for more (YARN).
+	StartWorkerMaxFailureRate = Float("resourcemanager.start-worker.max-failure-rate", 10,
+		"Number of TaskManager start failures per minute (a container the NodeManager did not start, or "+
+			"whose TaskManager exited with an error) at which the ResourceManager stops asking for new "+
+			"TaskManager containers for resourcemanager.start-worker.retry-interval, as Flink's active "+
+			"resource managers do: a TaskManager that cannot start is not restarted in a tight loop.").
+		WithCheck(func(f float64) error {
+			if f <= 0 {
+				return errors.New("must be positive")
+			}
+			return nil
+		})
+
+	// StartWorkerRetryInterval is the pause after too many TaskManager start failures.
+	StartWorkerRetryInterval = Duration("resourcemanager.start-worker.retry-interval", 3*time.Second,
+		"Time the ResourceManager waits before asking for new TaskManager containers once "+
+			"resourcemanager.start-worker.max-failure-rate is reached.").
+		WithCheck(positiveDuration)
 )
 
 func resourceOptions() []AnyOption {
 	return []AnyOption{
 		TaskManagerHost, TaskManagerCPUCores, TaskManagerWorkingDir, LogDir,
-		EvenlySpreadOutSlots, ResourceManagerTaskManagerTimeout,
+		EvenlySpreadOutSlots, ResourceManagerTaskManagerTimeout, StartWorkerMaxFailureRate, StartWorkerRetryInterval,
 	}
 }
 

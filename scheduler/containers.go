@@ -110,6 +110,11 @@ type ContainerEvents struct {
 	// Resynced reports that the ResourceManager lost the application's
 	// state (it restarted): every ask is sent again.
 	Resynced bool
+	// HoldAsks keeps the asks from growing (StartFailures paused them):
+	// containers already asked for stay asked for, but neither a new
+	// requirement nor a completed container is asked for yet; asks still
+	// shrink. The next plan without it asks for what is missing.
+	HoldAsks bool
 }
 
 // ContainerPlan is what to do about the events.
@@ -204,6 +209,9 @@ func PlanContainers(cur Containers, ev ContainerEvents) (Containers, ContainerPl
 	asks := make(map[int32]int)
 	consider := func(p int32) {
 		want := max(0, ev.Required[p]-active[p])
+		if ev.HoldAsks {
+			want = min(want, next.Pending[p])
+		}
 		if want != next.Pending[p] || (ev.Resynced && want > 0) {
 			asks[p] = want
 		}

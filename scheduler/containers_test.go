@@ -196,6 +196,41 @@ func TestPlanContainers(t *testing.T) {
 				Asks: map[int32]int{1: 1}, FastHeartbeat: true},
 			wantNext: Containers{Pending: map[int32]int{1: 1}, Held: held("c2 1 x", "c3 1 r", "c4 1 s")},
 		},
+		{
+			name:     "held asks do not grow for a new requirement",
+			cur:      Containers{Pending: map[int32]int{1: 1}, Held: held("c1 1 r")},
+			ev:       ContainerEvents{Required: req(4), HoldAsks: true},
+			want:     ContainerPlan{FastHeartbeat: true},
+			wantNext: Containers{Pending: map[int32]int{1: 1}, Held: held("c1 1 r")},
+		},
+		{
+			name:     "held asks do not replace a completed container",
+			cur:      Containers{Held: held("c1 1 r", "c2 1 s")},
+			ev:       ContainerEvents{Required: req(2), Completed: []string{"c2"}, HoldAsks: true},
+			want:     ContainerPlan{Stopped: []string{"c2"}},
+			wantNext: Containers{Pending: map[int32]int{}, Held: held("c1 1 r")},
+		},
+		{
+			name:     "held asks still shrink",
+			cur:      Containers{Pending: map[int32]int{1: 3}},
+			ev:       ContainerEvents{Required: req(1), HoldAsks: true},
+			want:     ContainerPlan{Asks: map[int32]int{1: 1}, FastHeartbeat: true},
+			wantNext: Containers{Pending: map[int32]int{1: 1}, Held: held()},
+		},
+		{
+			name:     "the first plan after a hold asks for what is missing",
+			cur:      Containers{Held: held("c1 1 r")},
+			ev:       ContainerEvents{Required: req(2)},
+			want:     ContainerPlan{Asks: map[int32]int{1: 1}, FastHeartbeat: true},
+			wantNext: Containers{Pending: map[int32]int{1: 1}, Held: held("c1 1 r")},
+		},
+		{
+			name:     "held asks still launch what is allocated",
+			cur:      Containers{Pending: map[int32]int{1: 1}},
+			ev:       ContainerEvents{Required: req(2), Allocated: alloc(1, "c1"), HoldAsks: true},
+			want:     ContainerPlan{Launch: alloc(1, "c1")},
+			wantNext: Containers{Pending: map[int32]int{}, Held: held("c1 1 s")},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

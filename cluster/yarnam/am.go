@@ -215,6 +215,8 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 		},
 		HeartbeatInterval:                 time.Duration(conf.Get(env.Conf, conf.YarnHeartbeatInterval)) * time.Second,
 		ContainerRequestHeartbeatInterval: conf.Get(env.Conf, conf.YarnContainerRequestHeartbeatInterval),
+		StartWorkerMaxFailureRate:         conf.Get(env.Conf, conf.StartWorkerMaxFailureRate),
+		StartWorkerRetryInterval:          conf.Get(env.Conf, conf.StartWorkerRetryInterval),
 		Logger:                            log,
 	})
 	if err != nil {

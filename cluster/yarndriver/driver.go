@@ -77,6 +77,14 @@ type Config struct {
 	ContainerRequestHeartbeatInterval time.Duration
 	// LaunchTimeout bounds one StartContainer call. Default 1 min.
 	LaunchTimeout time.Duration
+	// StartWorkerMaxFailureRate is the number of TaskManager start
+	// failures per minute at which no new containers are asked for during
+	// StartWorkerRetryInterval
+	// (resourcemanager.start-worker.max-failure-rate). Default 10.
+	StartWorkerMaxFailureRate float64
+	// StartWorkerRetryInterval is that pause
+	// (resourcemanager.start-worker.retry-interval). Default 3 s.
+	StartWorkerRetryInterval time.Duration
 	// Logger; default discards.
 	Logger *slog.Logger
 }
@@ -96,7 +104,10 @@ func (c *Config) Validate() error {
 	if c.Priority < 0 {
 		errs = append(errs, fmt.Errorf("Priority is %d, want >= 0", c.Priority))
 	}
-	if c.HeartbeatInterval < 0 || c.ContainerRequestHeartbeatInterval < 0 || c.LaunchTimeout < 0 {
+	if c.StartWorkerMaxFailureRate < 0 {
+		errs = append(errs, fmt.Errorf("StartWorkerMaxFailureRate is %v, want > 0", c.StartWorkerMaxFailureRate))
+	}
+	if c.HeartbeatInterval < 0 || c.ContainerRequestHeartbeatInterval < 0 || c.LaunchTimeout < 0 || c.StartWorkerRetryInterval < 0 {
 		errs = append(errs, errors.New("intervals and timeouts must not be negative"))
 	}
 	if err := c.TaskManager.validate(); err != nil {
@@ -141,6 +152,12 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.LaunchTimeout == 0 {
 		cfg.LaunchTimeout = time.Minute
+	}
+	if cfg.StartWorkerMaxFailureRate == 0 {
+		cfg.StartWorkerMaxFailureRate = 10
+	}
+	if cfg.StartWorkerRetryInterval == 0 {
+		cfg.StartWorkerRetryInterval = 3 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -248,6 +265,8 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 		asks       = make(map[int32]int)
 		fast       bool
 		last       time.Time // zero: heartbeat at once
+		failures   = scheduler.NewStartFailures(d.cfg.StartWorkerMaxFailureRate, d.cfg.StartWorkerRetryInterval.Milliseconds())
+		held       bool // the last plan held the asks
 	)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -256,6 +275,16 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 		required, stop := d.take()
 		ev.Required = map[int32]int{prio: required}
 		ev.Stop = stop
+		paused, pausedUntil := failures.Paused(time.Now().UnixMilli())
+		ev.HoldAsks = paused
+		if paused && !held {
+			d.log.Warn("yarndriver: too many TaskManagers failed to start; asking for no new containers for a while",
+				"failures_last_minute", failures.Recent(time.Now().UnixMilli()),
+				"max_failure_rate", d.cfg.StartWorkerMaxFailureRate, "retry_in", time.Until(time.UnixMilli(pausedUntil)).Round(time.Millisecond))
+		} else if !paused && held {
+			d.log.Info("yarndriver: asking for TaskManager containers again after start failures")
+		}
+		held = paused
 		var plan scheduler.ContainerPlan
 		book, plan = scheduler.PlanContainers(book, ev)
 		ev = scheduler.ContainerEvents{}
@@ -348,25 +377,32 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 				id := st.ID.String()
 				completed[id] = st
 				ev.Completed = append(ev.Completed, id)
+				if _, ours := containers[id]; ours && failedToStart(st) {
+					failures.Record(time.Now().UnixMilli())
+				}
 			}
 			continue
 		}
 
-		timer.Reset(time.Until(due))
+		wait := time.Until(due)
+		if paused {
+			wait = min(wait, time.Until(time.UnixMilli(pausedUntil)))
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
 		case <-d.wake:
 		case r := <-results:
-			d.applyLaunch(&ev, r)
+			d.applyLaunch(&ev, r, failures)
 		}
 		timer.Stop() // Reset discards a value it left (Go 1.23 timers)
 		// Collect every other launch result that is ready.
 		for more := true; more; {
 			select {
 			case r := <-results:
-				d.applyLaunch(&ev, r)
+				d.applyLaunch(&ev, r, failures)
 			default:
 				more = false
 			}
@@ -374,10 +410,11 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 	}
 }
 
-func (d *Driver) applyLaunch(ev *scheduler.ContainerEvents, r launchResult) {
+func (d *Driver) applyLaunch(ev *scheduler.ContainerEvents, r launchResult, failures *scheduler.StartFailures) {
 	if r.err != nil {
 		d.log.Error("yarndriver: the NodeManager did not start the TaskManager; releasing the container", "container", r.id, "err", r.err)
 		ev.LaunchFailed = append(ev.LaunchFailed, r.id)
+		failures.Record(time.Now().UnixMilli())
 		return
 	}
 	d.log.Info("yarndriver: TaskManager container started", "container", r.id)
@@ -414,6 +451,19 @@ func taskManagerTokens(creds *hadoop.Credentials) ([]byte, error) {
 		return nil, fmt.Errorf("yarndriver: encoding the TaskManagers' credentials: %w", err)
 	}
 	return b, nil
+}
+
+// failedToStart reports whether a completed TaskManager container counts
+// against resourcemanager.start-worker.max-failure-rate: its TaskManager
+// exited with an error, or YARN killed it for its memory. Containers YARN
+// preempted, aborted (released, or lost with a node) or that exited with 0
+// do not count; that is no fault of the TaskManager's start.
+func failedToStart(st yarn.ContainerStatus) bool {
+	switch st.ExitStatus {
+	case yarn.ExitKilledExceededPMem, yarn.ExitKilledExceededVMem:
+		return true
+	}
+	return st.ExitStatus > 0
 }
 
 // describeCompletion explains why a TaskManager container ended, for logs

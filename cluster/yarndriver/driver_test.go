@@ -149,6 +149,7 @@ type fakeScheduler struct {
 	seq         int64
 	live        map[yarn.ContainerID]yarn.Container
 	released    []yarn.ContainerID
+	askedAt     []time.Time            // when each of asks came
 	pending     []yarn.ContainerStatus // completions to report
 	nodes       []yarn.NodeReport      // node updates to report
 	preempt     []yarn.ContainerID     // preemption notices to report
@@ -177,6 +178,7 @@ func (f *fakeScheduler) Allocate(ctx context.Context, r yarn.AllocateRequest) (*
 			return nil, fmt.Errorf("fake: unexpected ask %+v", a)
 		}
 		f.asks = append(f.asks, a)
+		f.askedAt = append(f.askedAt, time.Now())
 		f.outstanding[a.Priority] = int(a.NumContainers)
 	}
 	for _, id := range r.Releases {
@@ -320,11 +322,16 @@ type driverRig struct {
 
 func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
 	t.Helper()
+	return startDriverWith(t, fail, func(*Config) {})
+}
+
+func startDriverWith(t *testing.T, fail map[int64]bool, configure func(*Config)) *driverRig {
+	t.Helper()
 	var creds hadoop.Credentials
 	creds.AddToken("amrm", &hadoop.Token{Identifier: []byte("a"), Kind: hadoop.KindAMRMToken})
 	creds.AddToken("hdfs", &hadoop.Token{Identifier: []byte("h"), Kind: hadoop.KindHDFSDelegation})
 	r := &driverRig{logs: &logRecorder{t: t}, rm: newFakeScheduler(), nm: &fakeLauncher{contexts: map[yarn.ContainerID]yarn.ContainerLaunchContext{}, fail: fail}, events: &stopRecorder{stopped: map[string]string{}}}
-	d, err := New(Config{
+	cfg := Config{
 		Scheduler: r.rm, Launcher: r.nm, Resource: yarn.Resource{MemoryMB: 256, VCores: 1},
 		TaskManager: TaskManagerLaunch{
 			LocalResources: map[string]yarn.LocalResource{"taskmanager": {
@@ -337,7 +344,9 @@ func startDriver(t *testing.T, fail map[int64]bool) *driverRig {
 		},
 		HeartbeatInterval: 50 * time.Millisecond, ContainerRequestHeartbeatInterval: 5 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	configure(&cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,6 +431,56 @@ func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 	}
 	if len(r.nm.startedIDs()) != 3 {
 		t.Errorf("started %v after the release, want no new launch", r.nm.startedIDs())
+	}
+}
+
+// TestDriverPausesAfterStartFailures: with a rate of 2 failures per
+// minute, the second TaskManager that fails to start pauses the asks for
+// the retry interval; then the driver asks again and the third starts.
+func TestDriverPausesAfterStartFailures(t *testing.T) {
+	const retry = 300 * time.Millisecond
+	r := startDriverWith(t, map[int64]bool{1: true, 2: true}, func(c *Config) {
+		c.StartWorkerMaxFailureRate = 2
+		c.StartWorkerRetryInterval = retry
+	})
+	r.d.SetRequired(1)
+	testwait.Eventually(t, 10*time.Second, "a TaskManager started", func() bool { return len(r.nm.startedIDs()) == 1 })
+	if got := r.nm.startedIDs()[0].ID; got != 3 {
+		t.Errorf("started container %d, want 3 (1 and 2 failed)", got)
+	}
+	r.rm.mu.Lock()
+	var counts []int32
+	for _, a := range r.rm.asks {
+		counts = append(counts, a.NumContainers)
+	}
+	at := slices.Clone(r.rm.askedAt)
+	r.rm.mu.Unlock()
+	if !slices.Equal(counts, []int32{1, 1, 1}) {
+		t.Fatalf("asks sent %v, want [1 1 1]: one at first, one after the first failure, one after the pause", counts)
+	}
+	if gap := at[2].Sub(at[1]); gap < retry {
+		t.Errorf("the ask after the second failure came %v after the one before, want at least the retry interval %v", gap, retry)
+	}
+	logs := r.logs.String()
+	for _, want := range []string{"too many TaskManagers failed to start", "failures_last_minute=2", "max_failure_rate=2",
+		"asking for TaskManager containers again after start failures"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+}
+
+func TestFailedToStart(t *testing.T) {
+	for _, tt := range []struct {
+		exit int32
+		want bool
+	}{
+		{1, true}, {143, true}, {yarn.ExitKilledExceededPMem, true}, {yarn.ExitKilledExceededVMem, true},
+		{yarn.ExitSuccess, false}, {yarn.ExitAborted, false}, {yarn.ExitPreempted, false}, {yarn.ExitDisksFailed, false},
+	} {
+		if got := failedToStart(yarn.ContainerStatus{ExitStatus: tt.exit}); got != tt.want {
+			t.Errorf("failedToStart(exit %d) = %v, want %v", tt.exit, got, tt.want)
+		}
 	}
 }
 
