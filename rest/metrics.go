@@ -27,6 +27,12 @@ type MetricsSnapshot struct {
 	// JobManager obtains for its containers (on YARN); nil when it obtains
 	// none.
 	DelegationTokens *DelegationTokenMetrics
+	// TaskManagerTokens are the HDFS delegation tokens each running
+	// TaskManager holds: those it was launched with (Component
+	// ComponentTaskManager, TaskManagerID set; Obtained and Failures 0).
+	// A TaskManager whose tokens' expiry is unknown (launched with the
+	// client's tokens) is left out.
+	TaskManagerTokens []DelegationTokenMetrics
 }
 
 // The processes of KerberosLoginMetrics.Component.
@@ -59,8 +65,12 @@ type KerberosLoginMetrics struct {
 // DelegationTokenMetrics are the state of a process's HDFS delegation
 // tokens.
 type DelegationTokenMetrics struct {
-	// Component is the process that obtains them (ComponentJobManager).
+	// Component is the process that obtains them (ComponentJobManager) or
+	// holds them (ComponentTaskManager).
 	Component string
+	// TaskManagerID is the TaskManager that holds them; empty for the
+	// JobManager.
+	TaskManagerID string
 	// Expiry is the earliest expiry of the current tokens, Unix seconds; 0
 	// before the first tokens are obtained.
 	Expiry int64
@@ -169,11 +179,13 @@ type SubtaskMetrics struct {
 //	sluice_kerberos_relogin_failures_total
 //
 // HDFS delegation tokens that the JobManager obtains for its containers on
-// a secure YARN cluster (labels: component, jobmanager):
+// a secure YARN cluster, and that each running TaskManager holds (those it
+// was launched with; a running container's tokens are not replaced)
+// (labels: component, tm_id; component is jobmanager or taskmanager):
 //
 //	sluice_delegation_token_expiry_timestamp_seconds (Unix s, the earliest; absent before the first tokens)
-//	sluice_delegation_token_obtains_total
-//	sluice_delegation_token_obtain_failures_total
+//	sluice_delegation_token_obtains_total        (jobmanager only)
+//	sluice_delegation_token_obtain_failures_total (jobmanager only)
 //
 // Flink's per-second rates (numRecordsInPerSecond, busyTimeMsPerSecond, ...)
 // are not exported: take rate() of the counters. The Go runtime and
@@ -191,7 +203,7 @@ var (
 	jobLabels        = []string{"job_id", "job_name"}
 	taskLabels       = []string{"job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num", "tm_id", "host"}
 	loginLabels      = []string{"component", "tm_id", "host", "job_id", "principal"}
-	delegationLabels = []string{"component"}
+	delegationLabels = []string{"component", "tm_id"}
 )
 
 // collector reads the Backend at each scrape.
@@ -369,10 +381,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if t := snap.DelegationTokens; t != nil {
 		if t.Expiry != 0 {
-			g(c.tokenExpiry, float64(t.Expiry), t.Component)
+			g(c.tokenExpiry, float64(t.Expiry), t.Component, t.TaskManagerID)
 		}
-		cnt(c.tokenObtains, float64(t.Obtained), t.Component)
-		cnt(c.tokenFailures, float64(t.Failures), t.Component)
+		cnt(c.tokenObtains, float64(t.Obtained), t.Component, t.TaskManagerID)
+		cnt(c.tokenFailures, float64(t.Failures), t.Component, t.TaskManagerID)
+	}
+	for _, t := range snap.TaskManagerTokens {
+		if t.Expiry != 0 {
+			g(c.tokenExpiry, float64(t.Expiry), t.Component, t.TaskManagerID)
+		}
 	}
 }
 

@@ -196,9 +196,15 @@ func TestMetricsCredentials(t *testing.T) {
 		{"no Kerberos", &rest.MetricsSnapshot{Jobs: jobs}, nil},
 		{"every process logged in, tokens obtained", &rest.MetricsSnapshot{Jobs: jobs,
 			KerberosLogins:   []rest.KerberosLoginMetrics{jm, tm, worker},
-			DelegationTokens: &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: 1_772_400_000, Obtained: 3, Failures: 1}},
+			DelegationTokens: &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: 1_772_400_000, Obtained: 3, Failures: 1},
+			TaskManagerTokens: []rest.DelegationTokenMetrics{
+				{Component: rest.ComponentTaskManager, TaskManagerID: "tm-1", Expiry: 1_772_300_000},
+				{Component: rest.ComponentTaskManager, TaskManagerID: "tm-2", Expiry: 1_772_400_000},
+			}},
 			[]string{
 				`sluice_delegation_token_expiry_timestamp_seconds{component="jobmanager"} 1.7724e+09`,
+				`sluice_delegation_token_expiry_timestamp_seconds{component="taskmanager",tm_id="tm-1"} 1.7723e+09`,
+				`sluice_delegation_token_expiry_timestamp_seconds{component="taskmanager",tm_id="tm-2"} 1.7724e+09`,
 				`sluice_delegation_token_obtain_failures_total{component="jobmanager"} 1`,
 				`sluice_delegation_token_obtains_total{component="jobmanager"} 3`,
 				`sluice_kerberos_relogin_failures_total{component="jobmanager",host="am.example.com",principal="sluice/am.example.com@EXAMPLE.COM"} 1`,

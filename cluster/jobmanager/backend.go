@@ -53,6 +53,10 @@ type DelegationTokenStatus struct {
 	// Obtained and Failures count the successful and failed rounds of
 	// obtaining tokens.
 	Obtained, Failures int64
+	// TaskManagers maps each running TaskManager (resource id) to the
+	// earliest expiry of the tokens it was launched with, Unix seconds;
+	// TaskManagers launched with tokens of unknown expiry are left out.
+	TaskManagers map[string]int64
 }
 
 // loginMetrics is a process's login for GET /metrics.
@@ -556,6 +560,10 @@ func (b Backend) Metrics(ctx context.Context) (*rest.MetricsSnapshot, error) {
 	if b.DelegationTokens != nil {
 		t := b.DelegationTokens()
 		s.DelegationTokens = &rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: t.Expiry, Obtained: t.Obtained, Failures: t.Failures}
+		for _, id := range slices.Sorted(maps.Keys(t.TaskManagers)) {
+			s.TaskManagerTokens = append(s.TaskManagerTokens, rest.DelegationTokenMetrics{
+				Component: rest.ComponentTaskManager, TaskManagerID: id, Expiry: t.TaskManagers[id]})
+		}
 	}
 	if b.TMs != nil {
 		tms, err := b.TMs.TaskManagerLogins(ctx)

@@ -100,7 +100,8 @@ func TestBackendMetricsLogins(t *testing.T) {
 	tmLogin := rest.KerberosLoginMetrics{Component: rest.ComponentTaskManager, TaskManagerID: "tm-1", Host: "nm1.example.com",
 		Principal: principal, TGTExpiry: 1_772_373_600}
 	jmStatus := kerberos.Status{Principal: "sluice/am@EXAMPLE.COM", TGTExpiry: 1_772_370_000, ReloginFailures: 1}
-	tokens := DelegationTokenStatus{Expiry: 1_772_400_000, Obtained: 3}
+	tokens := DelegationTokenStatus{Expiry: 1_772_400_000, Obtained: 3,
+		TaskManagers: map[string]int64{"tm-2": 1_772_400_000, "tm-1": 1_772_300_000}}
 	secure := Backend{D: d, TMs: fakeTMs{[]rest.KerberosLoginMetrics{tmLogin}}, Host: "am.example.com",
 		Kerberos: func() kerberos.Status { return jmStatus }, DelegationTokens: func() DelegationTokenStatus { return tokens }}
 	worker := rest.KerberosLoginMetrics{Component: rest.ComponentWorker, TaskManagerID: "tm-1", Host: "nm1.example.com", JobID: "job",
@@ -110,14 +111,18 @@ func TestBackendMetricsLogins(t *testing.T) {
 		b          Backend
 		wantLogins []rest.KerberosLoginMetrics
 		wantTokens *rest.DelegationTokenMetrics
+		wantTMs    []rest.DelegationTokenMetrics
 	}{
 		{"secure", secure, []rest.KerberosLoginMetrics{
 			{Component: rest.ComponentJobManager, Host: "am.example.com", Principal: "sluice/am@EXAMPLE.COM", TGTExpiry: 1_772_370_000, ReloginFailures: 1},
 			tmLogin, worker},
-			&rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: 1_772_400_000, Obtained: 3}},
+			&rest.DelegationTokenMetrics{Component: rest.ComponentJobManager, Expiry: 1_772_400_000, Obtained: 3},
+			[]rest.DelegationTokenMetrics{ // sorted by TaskManager
+				{Component: rest.ComponentTaskManager, TaskManagerID: "tm-1", Expiry: 1_772_300_000},
+				{Component: rest.ComponentTaskManager, TaskManagerID: "tm-2", Expiry: 1_772_400_000}}},
 		// Only the worker reported a login here (the JobManager and the
 		// TaskManagers have none).
-		{"a worker's login only", Backend{D: d, TMs: fakeTMs{}}, []rest.KerberosLoginMetrics{worker}, nil},
+		{"a worker's login only", Backend{D: d, TMs: fakeTMs{}}, []rest.KerberosLoginMetrics{worker}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, err := tc.b.Metrics(context.Background())
@@ -129,6 +134,9 @@ func TestBackendMetricsLogins(t *testing.T) {
 			}
 			if !reflect.DeepEqual(snap.DelegationTokens, tc.wantTokens) {
 				t.Errorf("delegation tokens %+v, want %+v", snap.DelegationTokens, tc.wantTokens)
+			}
+			if !reflect.DeepEqual(snap.TaskManagerTokens, tc.wantTMs) {
+				t.Errorf("TaskManagers' delegation tokens %+v, want %+v", snap.TaskManagerTokens, tc.wantTMs)
 			}
 		})
 	}

@@ -101,6 +101,11 @@ func (d *Driver) SetRequired(n int) { d.d.SetRequired(n) }
 // Release stops the TaskManager in this container.
 func (d *Driver) Release(resourceID string) { d.d.Release(resourceID) }
 
+// TaskManagerTokenExpiries maps each running TaskManager to the earliest
+// expiry of the delegation tokens it was launched with (see
+// yarndriver.Driver.TaskManagerTokenExpiries).
+func (d *Driver) TaskManagerTokenExpiries() map[string]int64 { return d.d.TaskManagerTokenExpiries() }
+
 // stop ends a running Run and waits for it.
 func (d *Driver) stop() {
 	d.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/yarndriver"
@@ -100,8 +101,8 @@ func startDelegationTokens(ctx context.Context, env *Environment, drv *yarndrive
 		NameNodes:    nns,
 		TimeRatio:    conf.Get(env.Conf, conf.DelegationTokensRenewalTimeRatio),
 		RetryBackoff: conf.Get(env.Conf, conf.DelegationTokensRenewalRetryBackoff),
-		OnTokens: func(c *hadoop.Credentials) {
-			if err := drv.UpdateCredentials(c); err != nil {
+		OnTokens: func(c *hadoop.Credentials, expiry time.Time) {
+			if err := drv.UpdateCredentials(c, expiry); err != nil {
 				log.Error("yarnam: the new delegation tokens cannot be given to TaskManagers", "err", err)
 			}
 		},

@@ -129,10 +129,16 @@ type Driver struct {
 
 	mu struct {
 		sync.Mutex
-		tokens   []byte // the TaskManagers' credentials document
-		required int
-		stop     []string
-		running  bool
+		tokens []byte // the TaskManagers' credentials document
+		// tokensExpiry is the earliest expiry of tokens' delegation
+		// tokens, Unix seconds; 0 while unknown (the client's tokens).
+		tokensExpiry int64
+		// launchedExpiry is tokensExpiry as each running TaskManager
+		// container was launched with it (known expiries only).
+		launchedExpiry map[string]int64
+		required       int
+		stop           []string
+		running        bool
 	}
 }
 
@@ -171,10 +177,10 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// UpdateCredentials merges creds (e.g. renewed delegation tokens) into the
-// credentials of TaskManagers launched from now on; an AMRMToken among
-// them is left out.
-func (d *Driver) UpdateCredentials(creds *hadoop.Credentials) error {
+// UpdateCredentials merges creds (e.g. renewed delegation tokens, the
+// earliest of which expires at expiry) into the credentials of
+// TaskManagers launched from now on; an AMRMToken among them is left out.
+func (d *Driver) UpdateCredentials(creds *hadoop.Credentials, expiry time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	merged := &hadoop.Credentials{}
@@ -191,6 +197,7 @@ func (d *Driver) UpdateCredentials(creds *hadoop.Credentials) error {
 		return err
 	}
 	d.mu.tokens = tokens
+	d.mu.tokensExpiry = expiry.Unix()
 	return nil
 }
 
@@ -298,6 +305,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 		}
 		for id := range completed {
 			delete(containers, id)
+			d.forgetTokens(id)
 		}
 		clear(completed)
 		for _, a := range plan.Launch {
@@ -425,9 +433,36 @@ func (d *Driver) launch(ctx context.Context, c yarn.Container) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.LaunchTimeout)
 	defer cancel()
 	d.mu.Lock()
-	tokens := d.mu.tokens
+	tokens, expiry := d.mu.tokens, d.mu.tokensExpiry
 	d.mu.Unlock()
-	return d.cfg.Launcher.StartContainer(ctx, c, d.cfg.TaskManager.context(c.ID.String(), tokens))
+	err := d.cfg.Launcher.StartContainer(ctx, c, d.cfg.TaskManager.context(c.ID.String(), tokens))
+	if err == nil && expiry != 0 {
+		d.mu.Lock()
+		if d.mu.launchedExpiry == nil {
+			d.mu.launchedExpiry = make(map[string]int64)
+		}
+		d.mu.launchedExpiry[c.ID.String()] = expiry
+		d.mu.Unlock()
+	}
+	return err
+}
+
+// TaskManagerTokenExpiries maps each running TaskManager container (its
+// id, the TaskManager's resource id) to the earliest expiry, Unix seconds,
+// of the delegation tokens it was launched with: a running container's
+// tokens are never replaced. Containers launched with tokens of unknown
+// expiry (the client's, before the first UpdateCredentials) are left out.
+func (d *Driver) TaskManagerTokenExpiries() map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.mu.launchedExpiry)
+}
+
+// forgetTokens drops a completed container from TaskManagerTokenExpiries.
+func (d *Driver) forgetTokens(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.mu.launchedExpiry, id)
 }
 
 // taskManagerTokens is the AM's credentials without its AMRMToken (which

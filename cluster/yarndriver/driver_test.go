@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -574,7 +575,7 @@ func TestUpdateCredentials(t *testing.T) {
 	var renewed hadoop.Credentials
 	renewed.AddToken("nn:8020", &hadoop.Token{Identifier: []byte("new"), Kind: hadoop.KindHDFSDelegation})
 	renewed.AddToken("amrm2", &hadoop.Token{Identifier: []byte("x"), Kind: hadoop.KindAMRMToken})
-	if err := d.UpdateCredentials(&renewed); err != nil {
+	if err := d.UpdateCredentials(&renewed, time.Unix(1_772_400_000, 0)); err != nil {
 		t.Fatal(err)
 	}
 	d.mu.Lock()
@@ -593,6 +594,40 @@ func TestUpdateCredentials(t *testing.T) {
 	if _, ok := got.TokenByKind(hadoop.KindAMRMToken); ok {
 		t.Errorf("an AMRMToken reached the TaskManagers' credentials: %v", got.TokenAliases())
 	}
+}
+
+// TestDriverTaskManagerTokenExpiries: each running TaskManager is listed
+// with the expiry of the tokens it was launched with; one launched with
+// tokens of unknown expiry is not, and an ended one leaves the list.
+func TestDriverTaskManagerTokenExpiries(t *testing.T) {
+	r := startDriver(t, nil)
+	id := func(n int64) string { return yarn.ContainerID{Attempt: testAttempt, ID: n}.String() }
+	r.d.SetRequired(1)
+	testwait.Eventually(t, 10*time.Second, "a TaskManager launched", func() bool { return len(r.nm.startedIDs()) == 1 })
+	if got := r.d.TaskManagerTokenExpiries(); len(got) != 0 {
+		t.Errorf("with the client's tokens (expiry unknown): %v, want none", got)
+	}
+	var renewed hadoop.Credentials
+	renewed.AddToken("nn:8020", &hadoop.Token{Identifier: []byte("new"), Kind: hadoop.KindHDFSDelegation})
+	if err := r.d.UpdateCredentials(&renewed, time.Unix(1_772_400_000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	r.d.SetRequired(2)
+	testwait.Eventually(t, 10*time.Second, "a second TaskManager launched", func() bool { return len(r.nm.startedIDs()) == 2 })
+	if got, want := r.d.TaskManagerTokenExpiries(), map[string]int64{id(2): 1_772_400_000}; !maps.Equal(got, want) {
+		t.Errorf("after the renewal: %v, want %v", got, want)
+	}
+	if err := r.d.UpdateCredentials(&renewed, time.Unix(1_772_500_000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	r.rm.complete(yarn.ContainerID{Attempt: testAttempt, ID: 2}, 1, "exited")
+	testwait.Eventually(t, 10*time.Second, "the replacement launched", func() bool { return len(r.nm.startedIDs()) == 3 })
+	testwait.EventuallyNil(t, 10*time.Second, "the ended TaskManager to leave the list", func() error {
+		if got, want := r.d.TaskManagerTokenExpiries(), map[string]int64{id(3): 1_772_500_000}; !maps.Equal(got, want) {
+			return fmt.Errorf("expiries %v, want %v", got, want)
+		}
+		return nil
+	})
 }
 
 // TestDriverReplacesContainersYARNTookAway: a TaskManager container that

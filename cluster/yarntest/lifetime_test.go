@@ -121,6 +121,17 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 		st, err := rc.JobCheckpoints(ctx, job)
 		return err == nil && st.Latest.Completed != nil && st.Latest.Completed.LatestAckTimestamp > killed.UnixMilli()
 	})
+	// The replacement was launched with the ApplicationMaster's current
+	// tokens: /metrics says when they expire, ahead of now.
+	var fresh []string
+	for id, exp := range checkCredentialMetrics(t, ctx, addr, ticketLifetime, k.TokenRenewInterval) {
+		if !before[id] && exp > float64(time.Now().Unix()) {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) == 0 {
+		t.Errorf("no replacement TaskManager exports the expiry of fresh delegation tokens (those before the kill: %v)", before)
+	}
 	succeeded(t, p, appID)
 	checkExactlyOnce(t, r.fs, out, n, keys)
 
@@ -199,8 +210,10 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 // expiry, which must lie ahead and within a ticket lifetime (they keep
 // re-logging in); the ApplicationMaster has re-logged in and exports the
 // expiry of its current delegation tokens, ahead and within a renewal
-// interval, and no failure.
-func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, ticket, renew time.Duration) {
+// interval, and no failure. It returns the expiry of the tokens each
+// TaskManager was launched with (tm_id → Unix s); the first TaskManagers
+// may lack one (launched with the client's tokens, of unknown expiry).
+func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, ticket, renew time.Duration) (tmTokens map[string]float64) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
@@ -214,6 +227,7 @@ func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, tick
 	now := float64(time.Now().Unix())
 	expiries := map[string]int{} // component -> series
 	obtains := math.NaN()
+	tmTokens = map[string]float64{} // tm_id -> expiry of its tokens
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -248,6 +262,18 @@ func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, tick
 				t.Errorf("%s: the ApplicationMaster has not re-logged in", line)
 			}
 		case "sluice_delegation_token_expiry_timestamp_seconds":
+			if strings.Contains(labels, `component="taskmanager"`) {
+				// The tokens a TaskManager was launched with: they may have
+				// expired (it logs in with the keytab), but not beyond a
+				// renewal interval from now.
+				m := regexp.MustCompile(`tm_id="(container_\w+)"`).FindStringSubmatch(labels)
+				if m == nil || v <= 0 || v > now+renew.Seconds()+5 {
+					t.Errorf("%s: want a TaskManager's container id and an expiry at most the renewal interval %v from now", line, renew)
+					continue
+				}
+				tmTokens[m[1]] = v
+				continue
+			}
 			if v <= now || v > now+renew.Seconds()+5 {
 				t.Errorf("%s: expiry %v s from now; want ahead and within the renewal interval %v", line, v-now, renew)
 			}
@@ -261,8 +287,9 @@ func checkCredentialMetrics(t *testing.T, ctx context.Context, addr string, tick
 	if expiries["jobmanager"] != 1 || expiries["taskmanager"] < 2 || expiries["worker"] < 2 {
 		t.Errorf("TGT expiry series per component: %v; want the jobmanager's, and those of at least two TaskManagers and two workers", expiries)
 	}
-	t.Logf("/metrics: TGT expiry series per component %v; %v rounds of delegation tokens", expiries, obtains)
+	t.Logf("/metrics: TGT expiry series per component %v; %v rounds of delegation tokens; TaskManagers' tokens %v", expiries, obtains, tmTokens)
 	if !(obtains >= 2) {
 		t.Errorf("sluice_delegation_token_obtains_total = %v; want the rounds since the start (at least 2)", obtains)
 	}
+	return tmTokens
 }

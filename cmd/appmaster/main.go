@@ -80,7 +80,8 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 	if m := s.DelegationTokens; m != nil {
 		opts.DelegationTokens = func() jobmanager.DelegationTokenStatus {
 			mm := m.Metrics()
-			return jobmanager.DelegationTokenStatus{Expiry: mm.Expiry.Load(), Obtained: mm.Obtained.Load(), Failures: mm.Failures.Load()}
+			return jobmanager.DelegationTokenStatus{Expiry: mm.Expiry.Load(), Obtained: mm.Obtained.Load(), Failures: mm.Failures.Load(),
+				TaskManagers: s.Driver.TaskManagerTokenExpiries()}
 		}
 	}
 	if env.Job != "" {

@@ -264,6 +264,7 @@
     const samples = parseProm(await res.text());
     const logins = new Map();
     let tokens = null;
+    const tmTokens = []; // the tokens each TaskManager was launched with
     for (const s of samples) {
       if (s.name.startsWith("sluice_kerberos_")) {
         const l = s.labels;
@@ -271,12 +272,15 @@
         if (!logins.has(key)) logins.set(key, { labels: l });
         const e = logins.get(key);
         e[s.name.replace("sluice_kerberos_", "")] = s.value;
+      } else if (s.labels.component === "taskmanager") {
+        tmTokens.push({ tm: s.labels.tm_id, expiry: s.value });
       } else {
         tokens = tokens || { component: s.labels.component };
         tokens[s.name.replace("sluice_delegation_token_", "")] = s.value;
       }
     }
-    return { logins: Array.from(logins.values()), tokens: tokens };
+    tmTokens.sort((a, b) => (a.tm < b.tm ? -1 : a.tm > b.tm ? 1 : 0));
+    return { logins: Array.from(logins.values()), tokens: tokens, tmTokens: tmTokens };
   }
 
   function expiry(sec) {
@@ -298,6 +302,12 @@
           "</td><td>" + esc(b.principal) + "</td><td>" + expiry(l.tgt_expiry_timestamp_seconds) + "</td><td>" + (l.tgt_renew_till_timestamp_seconds ? expiry(l.tgt_renew_till_timestamp_seconds) : "not renewable") +
           '</td><td class="num">' + fmtNum(l.relogins_total) + '</td><td class="num">' + fmtNum(l.relogin_failures_total) + "</td></tr>";
       }
+      h += "</tbody></table>";
+    }
+    const held = sec.tmTokens.filter(x => !filter.tm || x.tm === filter.tm);
+    if (held.length) {
+      h += '<h3>Delegation tokens held by TaskManagers</h3><table id="tm-tokens"><thead><tr><th>TaskManager</th><th>Launched with tokens expiring</th></tr></thead><tbody>';
+      for (const x of held) h += '<tr><td class="mono">' + esc(x.tm) + "</td><td>" + expiry(x.expiry) + "</td></tr>";
       h += "</tbody></table>";
     }
     if (filter.tm) return h;

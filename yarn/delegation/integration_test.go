@@ -116,7 +116,7 @@ func TestManagerAgainstTheNameNode(t *testing.T) {
 	defer dc.Close()
 	clk := clock.NewManualAt(time.Now())
 	got := make(chan *hadoop.Credentials, 2)
-	m, err := NewManager(ManagerConfig{Client: dc, NameNodes: []NameNode{nn}, Clock: clk, OnTokens: func(c *hadoop.Credentials) { got <- c }})
+	m, err := NewManager(ManagerConfig{Client: dc, NameNodes: []NameNode{nn}, Clock: clk, OnTokens: func(c *hadoop.Credentials, _ time.Time) { got <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}

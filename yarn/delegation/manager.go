@@ -29,9 +29,9 @@ type ManagerConfig struct {
 	// never later than halfway to the earliest expiry.
 	RetryBackoff time.Duration
 	// OnTokens receives each new set of tokens, to be handed to the
-	// containers (as an HDTS credentials file). Called from Run's
-	// goroutine; required.
-	OnTokens func(*hadoop.Credentials)
+	// containers (as an HDTS credentials file), with the earliest expiry
+	// among them. Called from Run's goroutine; required.
+	OnTokens func(creds *hadoop.Credentials, earliestExpiry time.Time)
 	// Clock plans the attempts. Default: the wall clock.
 	Clock clock.Clock
 	// Logger receives obtains, expiries and failures. Default: discard.
@@ -174,7 +174,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.metrics.Expiry.Store(earliest.Unix())
 			at = nextObtain(now, expiries, m.cfg.TimeRatio)
 			log.Info("delegation: obtained tokens", "tokens", creds.NumTokens(), "expires", earliest, "next", at)
-			m.cfg.OnTokens(creds)
+			m.cfg.OnTokens(creds, earliest)
 		}
 		if d := at.Sub(clock.Now(clk)); d > 0 {
 			c, stop := clock.After(clk, d)

@@ -48,7 +48,7 @@ func TestManagerLoop(t *testing.T) {
 	var got []*hadoop.Credentials
 	var mu sync.Mutex
 	m, err := NewManager(ManagerConfig{Client: &Client{}, NameNodes: []NameNode{{Addr: "nn:8020", Principal: "hdfs/_HOST@R"}},
-		RetryBackoff: 10 * time.Minute, Clock: clk, OnTokens: func(c *hadoop.Credentials) { mu.Lock(); got = append(got, c); mu.Unlock() }})
+		RetryBackoff: 10 * time.Minute, Clock: clk, OnTokens: func(c *hadoop.Credentials, _ time.Time) { mu.Lock(); got = append(got, c); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
