@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/loginwire"
 	"github.com/sluice/sluice/security/kerberos"
 )
 
@@ -47,7 +48,7 @@ func (w *workerLogins) report(s *session, k *clusterpb.KerberosStatus) {
 	if w.by == nil {
 		w.by = map[string]reportedLogin{}
 	}
-	w.by[tm] = reportedLogin{from: s, login: WorkerLogin{TaskManagerID: tm, Host: s.host, Status: k.Status()}}
+	w.by[tm] = reportedLogin{from: s, login: WorkerLogin{TaskManagerID: tm, Host: s.host, Status: loginwire.Status(k)}}
 }
 
 // ended forgets the login of a worker whose session ended, unless a later

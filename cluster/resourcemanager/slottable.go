@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/loginwire"
 	"github.com/sluice/sluice/scheduler"
 	"github.com/sluice/sluice/security/kerberos"
 )
@@ -363,7 +364,7 @@ func (t *slotTable) heartbeat(e evHeartbeat, now int64) {
 	tm.lastHeartbeat = now
 	tm.kerberos = nil
 	if k := hb.GetKerberos(); k != nil {
-		s := k.Status()
+		s := loginwire.Status(k)
 		tm.kerberos = &s
 	}
 	if h := hb.GetHardware(); h != nil {

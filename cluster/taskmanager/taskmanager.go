@@ -52,6 +52,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/cluster/loginwire"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/ownerloop"
@@ -513,7 +514,7 @@ func (tm *TaskManager) report() {
 		hb.Slots[i] = &clusterpb.SlotStatus{Index: int32(i), AllocationId: sl.allocationID, JobId: sl.jobID}
 	}
 	if f := tm.cfg.KerberosStatus; f != nil {
-		hb.Kerberos = clusterpb.KerberosStatusOf(f())
+		hb.Kerberos = loginwire.Message(f())
 	}
 	hb.Hardware = tm.cfg.Hardware().Proto()
 	select {

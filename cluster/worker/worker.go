@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
+	"github.com/sluice/sluice/cluster/loginwire"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
@@ -411,7 +412,7 @@ func kerberosStatus(l *kerberos.Login) *clusterpb.KerberosStatus {
 	if l == nil {
 		return nil
 	}
-	return clusterpb.KerberosStatusOf(l.Status())
+	return loginwire.Message(l.Status())
 }
 
 // startHeartbeats starts the heartbeat loop with the JobMaster's settings

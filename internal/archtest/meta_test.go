@@ -70,6 +70,8 @@ func TestCheckerCatches(t *testing.T) {
 			[]string{`conf imports module google.golang.org/grpc: not in rule "conf": google.golang.org/grpc/codes (non-test files)`}},
 		{"a leaf importing a module package", importIn("security/kerberos", "fs", ""),
 			[]string{`security/kerberos imports fs (non-test files): not in rule "security/..."`}},
+		{"the shared messages importing the login they carry", importIn("cluster/clusterpb", "security/kerberos", ""),
+			[]string{`cluster/clusterpb imports security/kerberos (non-test files): not in rule "cluster/clusterpb"`}},
 		{"time in the watermark valve", importIn("internal/runtime/watermark", "time", ""),
 			[]string{`internal/runtime/watermark imports time (non-test files): outside the standard library that rule "internal/runtime/watermark" allows`}},
 		{"os in the watermark valve", importIn("internal/runtime/watermark", "os", ""),
