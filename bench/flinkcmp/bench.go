@@ -17,10 +17,13 @@ import (
 // a run takes roughly 5 to 20 s per engine on a 2-core machine. All are
 // multiples of the parallelism (the Flink generator needs it).
 var DefaultRecords = map[string]int64{
+	nexmark.Q0:    40_000_000,
 	nexmark.Q1:    40_000_000,
 	nexmark.Q2:    60_000_000,
 	nexmark.Q5:    1_000_000,
 	nexmark.Q7:    8_000_000,
+	nexmark.Q11:   4_000_000,
+	nexmark.Q19:   4_000_000,
 	nexmark.Kafka: 4_000_000,
 }
 

@@ -70,21 +70,22 @@ func TestEnginesAgree(t *testing.T) {
 		// least once in the longer runs.
 		CheckpointInterval: 2 * time.Second,
 		Records: map[string]int64{
-			nexmark.Q1: 200_000, nexmark.Q2: 200_000, nexmark.Q5: 150_000, nexmark.Q7: 300_000, nexmark.Kafka: 30_000,
+			nexmark.Q0: 200_000, nexmark.Q1: 200_000, nexmark.Q2: 200_000, nexmark.Q5: 150_000, nexmark.Q7: 300_000,
+			nexmark.Q11: 150_000, nexmark.Q19: 150_000, nexmark.Kafka: 30_000,
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 11 {
-		t.Fatalf("%d runs, want 11 (2 engines × 4 queries + 3 Kafka)", len(rep.Runs))
+	if len(rep.Runs) != 17 {
+		t.Fatalf("%d runs, want 17 (2 engines × 7 queries + 3 Kafka)", len(rep.Runs))
 	}
 	for _, r := range rep.Runs {
 		if !r.Correct || r.RecordsPerSecond <= 0 || r.CPUMillis <= 0 || r.MaxRSSBytes <= 0 {
 			t.Errorf("run %+v", r)
 		}
 	}
-	if len(rep.Workloads) != 5 {
-		t.Errorf("summary of %d workloads, want 5", len(rep.Workloads))
+	if len(rep.Workloads) != len(nexmark.Workloads) {
+		t.Errorf("summary of %d workloads, want %d", len(rep.Workloads), len(nexmark.Workloads))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/bench/flinkcmp/jobs"
+	"github.com/sluice/sluice/bench/flinkcmp/nexmark"
 )
 
 func TestSpread(t *testing.T) {
@@ -171,7 +172,7 @@ func TestOptionErrors(t *testing.T) {
 	}
 	o := Options{WorkDir: "/w", Bootstrap: "h:1"}
 	if err := o.defaults(); err != nil || o.Reps != 3 || o.Parallelism != 2 || o.CheckpointInterval != 10*time.Second ||
-		len(o.Workloads) != 5 || o.Records["q5"] != DefaultRecords["q5"] {
+		len(o.Workloads) != len(nexmark.Workloads) || o.Records["q5"] != DefaultRecords["q5"] {
 		t.Errorf("defaults: %v %+v", err, o)
 	}
 }

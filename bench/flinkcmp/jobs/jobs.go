@@ -171,6 +171,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var d *digest
 	switch cfg.Workload {
+	case nexmark.Q0:
+		d = q0(env, bid, cfg.Records, sp)
+	case nexmark.Q11:
+		d = q11(env, bid, cfg.Records, sp)
+	case nexmark.Q19:
+		d = q19(env, bid, cfg.Records, sp)
 	case nexmark.Q1:
 		d = q1(env, bid, cfg.Records, sp)
 	case nexmark.Q2:
@@ -208,6 +214,80 @@ func bidTime(b nexmark.Bid, _ stream.Timestamp) stream.Timestamp { return stream
 
 func eventTime() stream.WatermarkStrategy[nexmark.Bid] {
 	return stream.ForBoundedOutOfOrderness[nexmark.Bid](nexmark.WatermarkDelay).WithTimestampAssigner(bidTime)
+}
+
+// q0: pass-through, every bid to the sink.
+func q0(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span) *digest {
+	return sinkDigest(stream.DataGen(env, n, 0, bid), nexmark.Q0Hash, sp)
+}
+
+// bidderSession is q11's output: a bidder's session and its bids.
+type bidderSession struct{ Bidder, Start, End, Count int64 }
+
+// q11: bids per bidder session (event-time session windows).
+func q11(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span) *digest {
+	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
+	byBidder := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Bidder })
+	count := stream.AggregateFuncs[nexmark.Bid, int64, int64]{
+		AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
+		ResultFn: func(c int64) int64 { return c },
+		MergeFn:  func(a, b int64) int64 { return a + b },
+	}
+	sessions := stream.WindowAggregateWith(stream.Window(byBidder, stream.EventTimeSessionWindows(nexmark.Q11Gap)),
+		count, stream.ProcessWindowFunc(func(bidder int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[bidderSession]) error {
+			w := ctx.Window()
+			out.Collect(bidderSession{Bidder: bidder, Start: int64(w.Start), End: int64(w.End), Count: c[0]})
+			return nil
+		}))
+	return sinkDigest(sessions, func(s bidderSession) uint64 { return nexmark.Q11Hash(s.Bidder, s.Start, s.End, s.Count) }, sp)
+}
+
+// topBids is q19's accumulator: the highest bids so far, best first.
+type topBids struct {
+	n    int
+	bids [nexmark.Q19N]nexmark.Bid
+}
+
+func (t topBids) add(b nexmark.Bid) topBids {
+	i := t.n
+	for i > 0 && nexmark.Q19Better(b, t.bids[i-1]) {
+		i--
+	}
+	if i >= nexmark.Q19N {
+		return t
+	}
+	copy(t.bids[i+1:], t.bids[i:min(t.n, nexmark.Q19N-1)])
+	t.bids[i] = b
+	t.n = min(t.n+1, nexmark.Q19N)
+	return t
+}
+
+// rankedBid is q19's output.
+type rankedBid struct{ End, Auction, Rank, Bidder, Price int64 }
+
+// q19: the Q19N highest bids of each auction per tumbling window.
+func q19(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span) *digest {
+	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
+	byAuction := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Auction })
+	top := stream.AggregateFuncs[nexmark.Bid, topBids, topBids]{
+		AddFn:    func(b nexmark.Bid, t topBids) topBids { return t.add(b) },
+		ResultFn: func(t topBids) topBids { return t },
+		MergeFn: func(a, b topBids) topBids {
+			for _, x := range b.bids[:b.n] {
+				a = a.add(x)
+			}
+			return a
+		},
+	}
+	ranked := stream.WindowAggregateWith(stream.Window(byAuction, stream.TumblingEventTimeWindows(nexmark.Q19Size)),
+		top, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], t []topBids, out stream.Collector[rankedBid]) error {
+			end := int64(ctx.Window().End)
+			for r, b := range t[0].bids[:t[0].n] {
+				out.Collect(rankedBid{End: end, Auction: auction, Rank: int64(r + 1), Bidder: b.Bidder, Price: b.Price})
+			}
+			return nil
+		}))
+	return sinkDigest(ranked, func(r rankedBid) uint64 { return nexmark.Q19Hash(r.End, r.Auction, r.Rank, r.Bidder, r.Price) }, sp)
 }
 
 // q1: currency conversion, a map over every bid.

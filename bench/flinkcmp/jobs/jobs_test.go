@@ -15,7 +15,7 @@ import (
 func TestQueriesMatchReference(t *testing.T) {
 	const n = 150_000 // 15 s of event time: 2 q7 windows, 12 q5 windows
 	g := nexmark.Generator{Seed: nexmark.DefaultSeed}
-	for _, w := range []string{nexmark.Q1, nexmark.Q2, nexmark.Q5, nexmark.Q7} {
+	for _, w := range []string{nexmark.Q0, nexmark.Q1, nexmark.Q2, nexmark.Q5, nexmark.Q7, nexmark.Q11, nexmark.Q19} {
 		want, err := nexmark.Reference(w, g, n)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestConfigErrors(t *testing.T) {
 		{"kafka without broker", Config{Workload: nexmark.Kafka, Records: 10}, ErrConfig},
 		{"raw without topics", Config{Workload: Raw, Records: 10, Bootstrap: "localhost:1"}, ErrConfig},
 		{"checkpoints without dir", Config{Workload: nexmark.Q1, Records: 10, CheckpointInterval: 1}, ErrConfig},
-		{"unknown workload", Config{Workload: "q3", Records: 10}, nexmark.ErrUnknownWorkload},
+		{"unknown workload", Config{Workload: "q99", Records: 10}, nexmark.ErrUnknownWorkload},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Run(context.Background(), tc.cfg); !errors.Is(err, tc.want) {

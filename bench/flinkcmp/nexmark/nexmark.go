@@ -45,6 +45,14 @@ const (
 	Q5Slide = 2 * time.Second
 	// Q7Size: q7 takes the highest bid of each tumbling window.
 	Q7Size = 10 * time.Second
+	// Q11Gap: q11 counts each bidder's bids per session, sessions ending
+	// after this much event time without a bid (Flink's session windows:
+	// a bid at most Q11Gap after the session's last joins it).
+	Q11Gap = 10 * time.Second
+	// Q19Size and Q19N: q19 keeps the Q19N highest bids of each auction in
+	// each tumbling window of Q19Size.
+	Q19Size = 10 * time.Second
+	Q19N    = 3
 )
 
 // Q2Modulus: q2 keeps the bids whose auction is a multiple of it.
@@ -161,6 +169,18 @@ func Hash3(a, b, c int64) uint64    { return fold(Hash2(a, b), c) }
 func Hash4(a, b, c, d int64) uint64 { return fold(Hash3(a, b, c), d) }
 
 // Output hashes of the queries, one per output record.
+
+// Q0Hash hashes a bid as q0 passes it through.
+func Q0Hash(b Bid) uint64 { return Hash4(b.Auction, b.Bidder, b.Price, b.DateTime) }
+
+// Q11Hash hashes a q11 output: a bidder's session [start, end) and its bids.
+func Q11Hash(bidder, start, end, count int64) uint64 { return Hash4(bidder, start, end, count) }
+
+// Q19Hash hashes a q19 output: the bid of rank (1 the highest) of an
+// auction in the tumbling window ending at windowEnd.
+func Q19Hash(windowEnd, auction, rank, bidder, price int64) uint64 {
+	return fold(Hash4(windowEnd, auction, rank, bidder), price)
+}
 
 // Q1Hash hashes a converted bid (its price already converted).
 func Q1Hash(b Bid) uint64 { return Hash4(b.Auction, b.Bidder, b.Price, b.DateTime) }

@@ -1,13 +1,26 @@
 package nexmark
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Workload names, shared by the driver, the Sluice jobs and the Java jobs.
 const (
+	// Q0 passes every bid through: the cost of the source, one exchange-free
+	// chain and the sink.
+	Q0 = "q0"
 	Q1 = "q1"
 	Q2 = "q2"
 	Q5 = "q5"
 	Q7 = "q7"
+	// Q11 counts each bidder's bids per session (event-time session
+	// windows of gap Q11Gap).
+	Q11 = "q11"
+	// Q19 is a windowed Top-N: the Q19N highest bids of each auction in
+	// each tumbling window of Q19Size (price, then the lower bidder, then
+	// the earlier bid).
+	Q19 = "q19"
 	// Kafka is the Kafka → keyed stateful process → Kafka pipeline: per
 	// auction, the running bid count and highest price, emitted for every
 	// bid.
@@ -15,7 +28,7 @@ const (
 )
 
 // Workloads lists every workload name.
-var Workloads = []string{Q1, Q2, Q5, Q7, Kafka}
+var Workloads = []string{Q0, Q1, Q2, Q5, Q7, Q11, Q19, Kafka}
 
 // ErrUnknownWorkload reports a workload name not in Workloads.
 var ErrUnknownWorkload = fmt.Errorf("nexmark: unknown workload (want one of %v)", Workloads)
@@ -43,6 +56,18 @@ func Q7Better(aa, abidder, aprice, ba, bbidder, bprice int64) bool {
 	return abidder < bbidder
 }
 
+// Q19Better reports whether bid a beats bid b in q19's ranking: higher
+// price, then lower bidder, then earlier.
+func Q19Better(a, b Bid) bool {
+	if a.Price != b.Price {
+		return a.Price > b.Price
+	}
+	if a.Bidder != b.Bidder {
+		return a.Bidder < b.Bidder
+	}
+	return a.DateTime < b.DateTime
+}
+
 // Q5Better reports whether auction a with count ac beats auction b with
 // count bc in q5: more bids, then lower auction.
 func Q5Better(a, ac, b, bc int64) bool {
@@ -61,6 +86,54 @@ func Q5Better(a, ac, b, bc int64) bool {
 func Reference(workload string, g Generator, n int64) (Checksum, error) {
 	var c Checksum
 	switch workload {
+	case Q0:
+		for i := int64(0); i < n; i++ {
+			c.Add(Q0Hash(g.Bid(i)))
+		}
+	case Q11:
+		gap := Q11Gap.Milliseconds()
+		times := map[int64][]int64{}
+		for i := int64(0); i < n; i++ {
+			b := g.Bid(i)
+			times[b.Bidder] = append(times[b.Bidder], b.DateTime)
+		}
+		for bidder, ts := range times {
+			slices.Sort(ts)
+			start, end, count := ts[0], ts[0]+gap, int64(1)
+			for _, t := range ts[1:] {
+				if t <= end { // Flink merges windows that touch
+					end = max(end, t+gap)
+					count++
+					continue
+				}
+				c.Add(Q11Hash(bidder, start, end, count))
+				start, end, count = t, t+gap, 1
+			}
+			c.Add(Q11Hash(bidder, start, end, count))
+		}
+	case Q19:
+		size := Q19Size.Milliseconds()
+		type wa struct{ end, auction int64 }
+		bids := map[wa][]Bid{}
+		for i := int64(0); i < n; i++ {
+			b := g.Bid(i)
+			k := wa{WindowStart(b.DateTime, size) + size, b.Auction}
+			bids[k] = append(bids[k], b)
+		}
+		for k, bs := range bids {
+			slices.SortFunc(bs, func(a, b Bid) int {
+				switch {
+				case Q19Better(a, b):
+					return -1
+				case Q19Better(b, a):
+					return 1
+				}
+				return 0
+			})
+			for r, b := range bs[:min(len(bs), Q19N)] {
+				c.Add(Q19Hash(k.end, k.auction, int64(r+1), b.Bidder, b.Price))
+			}
+		}
 	case Q1:
 		for i := int64(0); i < n; i++ {
 			b := g.Bid(i)

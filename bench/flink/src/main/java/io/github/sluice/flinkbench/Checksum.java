@@ -19,4 +19,8 @@ public final class Checksum {
     public static long hash4(long a, long b, long c, long d) {
         return fold(hash3(a, b, c), d);
     }
+
+    public static long hash5(long a, long b, long c, long d, long e) {
+        return fold(hash4(a, b, c, d), e);
+    }
 }

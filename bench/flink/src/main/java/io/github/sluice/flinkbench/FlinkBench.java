@@ -3,6 +3,9 @@ package io.github.sluice.flinkbench;
 import io.github.sluice.flinkbench.Types.AuctionCount;
 import io.github.sluice.flinkbench.Types.AuctionPrice;
 import io.github.sluice.flinkbench.Types.AuctionTotals;
+import io.github.sluice.flinkbench.Types.BidderSession;
+import io.github.sluice.flinkbench.Types.RankedBid;
+import io.github.sluice.flinkbench.Types.TopBids;
 import io.github.sluice.flinkbench.Types.HighestBid;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -39,6 +42,7 @@ import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindows;
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
@@ -88,8 +92,17 @@ public final class FlinkBench {
 
         Generator gen = new Generator(seed);
         switch (workload) {
+            case "q0":
+                q0(env, gen, records, parallelism);
+                break;
             case "q1":
                 q1(env, gen, records, parallelism);
+                break;
+            case "q11":
+                q11(env, gen, records, parallelism);
+                break;
+            case "q19":
+                q19(env, gen, records, parallelism);
                 break;
             case "q2":
                 q2(env, gen, records, parallelism);
@@ -104,7 +117,7 @@ public final class FlinkBench {
                 kafka(env, args);
                 break;
             default:
-                throw new IllegalArgumentException("unknown workload " + workload + " (want q1, q2, q5, q7 or kafka)");
+                throw new IllegalArgumentException("unknown workload " + workload + " (want q0, q1, q2, q5, q7, q11, q19 or kafka)");
         }
 
         long cpu0 = Span.cpuNanos();
@@ -339,6 +352,93 @@ public final class FlinkBench {
         @Override
         public HighestBid reduce(HighestBid a, HighestBid b) {
             return Types.q7Better(b.auction, b.bidder, b.price, a.auction, a.bidder, a.price) ? b : a;
+        }
+    }
+
+    // ---------------------------------------------------------------- q0, q11, q19
+
+    /** q0: pass-through, every bid to the sink. */
+    static void q0(StreamExecutionEnvironment env, Generator gen, long n, int p) {
+        bids(env, gen, n, p, WatermarkStrategy.noWatermarks())
+                .sinkTo(new DigestSink<Bid>(b -> Checksum.hash4(b.auction, b.bidder, b.price, b.dateTime)))
+                .name("Checksum");
+    }
+
+    static final class ByBidder implements KeySelector<Bid, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Long getKey(Bid b) {
+            return b.bidder;
+        }
+    }
+
+    /** q11: bids per bidder session (event-time session windows). */
+    static void q11(StreamExecutionEnvironment env, Generator gen, long n, int p) {
+        bids(env, gen, n, p, eventTime())
+                .keyBy(new ByBidder())
+                .window(EventTimeSessionWindows.withGap(Duration.ofMillis(Generator.Q11_GAP_MS)))
+                .aggregate(new CountBids(), new SessionOf())
+                .sinkTo(new DigestSink<BidderSession>(s -> Checksum.hash4(s.bidder, s.start, s.end, s.count)))
+                .name("Checksum");
+    }
+
+    static final class SessionOf extends ProcessWindowFunction<Long, BidderSession, Long, TimeWindow> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void process(Long bidder, Context ctx, Iterable<Long> counts, Collector<BidderSession> out) {
+            out.collect(new BidderSession(bidder, ctx.window().getStart(), ctx.window().getEnd(), counts.iterator().next()));
+        }
+    }
+
+    /** q19: the Q19_N highest bids of each auction per tumbling window. */
+    static void q19(StreamExecutionEnvironment env, Generator gen, long n, int p) {
+        bids(env, gen, n, p, eventTime())
+                .keyBy(new ByAuction())
+                .window(TumblingEventTimeWindows.of(Duration.ofMillis(Generator.Q19_SIZE_MS)))
+                .aggregate(new Top(), new Ranks())
+                .sinkTo(new DigestSink<RankedBid>(r -> Checksum.hash5(r.end, r.auction, r.rank, r.bidder, r.price)))
+                .name("Checksum");
+    }
+
+    static final class Top implements AggregateFunction<Bid, TopBids, TopBids> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public TopBids createAccumulator() {
+            return new TopBids();
+        }
+
+        @Override
+        public TopBids add(Bid b, TopBids acc) {
+            acc.add(b.price, b.bidder, b.dateTime);
+            return acc;
+        }
+
+        @Override
+        public TopBids getResult(TopBids acc) {
+            return acc;
+        }
+
+        @Override
+        public TopBids merge(TopBids a, TopBids b) {
+            for (int i = 0; i < b.n; i++) {
+                a.add(b.price[i], b.bidder[i], b.dateTime[i]);
+            }
+            return a;
+        }
+    }
+
+    static final class Ranks extends ProcessWindowFunction<TopBids, RankedBid, Long, TimeWindow> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void process(Long auction, Context ctx, Iterable<TopBids> tops, Collector<RankedBid> out) {
+            TopBids t = tops.iterator().next();
+            for (int i = 0; i < t.n; i++) {
+                out.collect(new RankedBid(ctx.window().getEnd(), auction, i + 1, t.bidder[i], t.price[i]));
+            }
         }
     }
 

@@ -19,6 +19,9 @@ public final class Generator implements java.io.Serializable {
     public static final long Q5_SIZE_MS = 10_000;
     public static final long Q5_SLIDE_MS = 2_000;
     public static final long Q7_SIZE_MS = 10_000;
+    public static final long Q11_GAP_MS = 10_000;
+    public static final long Q19_SIZE_MS = 10_000;
+    public static final int Q19_N = 3;
     public static final long Q2_MODULUS = 123;
 
     static final long GAMMA = 0x9E3779B97F4A7C15L;
