@@ -69,8 +69,8 @@ bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out
 
-bench-flink: deps ## Sluice vs Apache Flink (local MiniCluster; Flink and Kafka fetched from Maven Central, broker started here) on the same workloads; writes bench-flink.json.
-	set -o pipefail; $(GO) run ./bench/flinkcmp/cmd/flinkcmp -json bench-flink.json | tee bench-flink.out
+bench-flink: deps ## Sluice vs Apache Flink (local MiniCluster; Flink and Kafka fetched from Maven Central, broker started here) on the same workloads; writes bench-flink.json. COMPARE=old.json prints the change since that run.
+	set -o pipefail; $(GO) run ./bench/flinkcmp/cmd/flinkcmp -json bench-flink.json $(if $(COMPARE),-compare $(COMPARE)) | tee bench-flink.out
 
 bench-pebble: deps ## Incremental checkpoint of >= 1 GB of Pebble state after a small change (needs a few GB of disk).
 	$(GO) test -run '^$$' -bench PebbleIncrementalCheckpoint -benchtime 3x -timeout 60m ./internal/runtime/state/ | tee bench-pebble.out

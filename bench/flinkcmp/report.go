@@ -1,8 +1,10 @@
 package flinkcmp
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -277,4 +279,88 @@ func si(v float64) string {
 		return fmt.Sprintf("%.1fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// ReadReport reads a report written by an earlier run (the -json file).
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("flinkcmp: reading the earlier report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("flinkcmp: %s is not a report of make bench-flink: %w", path, err)
+	}
+	if len(r.Workloads) == 0 {
+		return nil, fmt.Errorf("flinkcmp: %s holds no workload summaries", path)
+	}
+	return &r, nil
+}
+
+// WriteComparison prints, for every workload and engine in both r and old,
+// the medians of old and of r and the change, and the change of the
+// Sluice/Flink ratios: how a change to either engine (or the machine)
+// moved each figure. Workloads or engines in only one report are named,
+// not compared.
+func (r *Report) WriteComparison(out io.Writer, old *Report) error {
+	fmt.Fprintf(out, "Compared with the run of %s (%d repetitions, parallelism %d):\n\n",
+		old.Started.Format(time.RFC3339), old.Repetitions, old.Parallelism)
+	before := map[string]WorkloadSummary{}
+	for _, w := range old.Workloads {
+		before[w.Workload] = w
+	}
+	change := func(o, n float64) string {
+		if o == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%+.1f%%", (n/o-1)*100)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "workload\tengine\trecords/s\t\trecords/proc-CPU-s\t\tpeak RSS MiB\t\t\n")
+	var only []string
+	for _, w := range r.Workloads {
+		ow, ok := before[w.Workload]
+		if !ok {
+			only = append(only, w.Workload+" (new)")
+			continue
+		}
+		for _, e := range w.Engines {
+			i := slices.IndexFunc(ow.Engines, func(x EngineSummary) bool { return x.Engine == e.Engine })
+			if i < 0 {
+				only = append(only, w.Workload+"/"+e.Engine+" (new)")
+				continue
+			}
+			o := ow.Engines[i]
+			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\t%s → %s\t%s\t%.0f → %.0f\t%s\t\n", w.Workload, e.Engine,
+				si(o.RecordsPerSecond.Median), si(e.RecordsPerSecond.Median), change(o.RecordsPerSecond.Median, e.RecordsPerSecond.Median),
+				si(o.RecordsPerProcessingCPUSecond.Median), si(e.RecordsPerProcessingCPUSecond.Median),
+				change(o.RecordsPerProcessingCPUSecond.Median, e.RecordsPerProcessingCPUSecond.Median),
+				o.MaxRSSMiB.Median, e.MaxRSSMiB.Median, change(o.MaxRSSMiB.Median, e.MaxRSSMiB.Median))
+		}
+		for _, q := range w.Ratios {
+			i := slices.IndexFunc(ow.Ratios, func(x Ratio) bool { return x.A == q.A && x.B == q.B })
+			if i < 0 {
+				continue
+			}
+			o := ow.Ratios[i]
+			fmt.Fprintf(tw, "%s\t%s/%s\t%.2f → %.2f\t%s\t%.2f → %.2f\t%s\t%.2f → %.2f\t%s\t\n", w.Workload, q.A, q.B,
+				o.RecordsPerSecond.Median, q.RecordsPerSecond.Median, change(o.RecordsPerSecond.Median, q.RecordsPerSecond.Median),
+				o.RecordsPerProcessingCPUSecond.Median, q.RecordsPerProcessingCPUSecond.Median,
+				change(o.RecordsPerProcessingCPUSecond.Median, q.RecordsPerProcessingCPUSecond.Median),
+				o.MaxRSS.Median, q.MaxRSS.Median, change(o.MaxRSS.Median, q.MaxRSS.Median))
+		}
+	}
+	for _, w := range old.Workloads {
+		if !slices.ContainsFunc(r.Workloads, func(x WorkloadSummary) bool { return x.Workload == w.Workload }) {
+			only = append(only, w.Workload+" (not run now)")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n(medians, earlier → now, and the change)\n")
+	if len(only) > 0 {
+		fmt.Fprintf(out, "Not compared: %s\n", strings.Join(only, ", "))
+	}
+	return nil
 }

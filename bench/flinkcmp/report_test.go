@@ -2,8 +2,10 @@ package flinkcmp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -174,5 +176,65 @@ func TestOptionErrors(t *testing.T) {
 	if err := o.defaults(); err != nil || o.Reps != 3 || o.Parallelism != 2 || o.CheckpointInterval != 10*time.Second ||
 		len(o.Workloads) != len(nexmark.Workloads) || o.Records["q5"] != DefaultRecords["q5"] {
 		t.Errorf("defaults: %v %+v", err, o)
+	}
+}
+
+// TestWriteComparison: an earlier report, read back from its JSON, and a
+// new one: every workload and engine in both is compared median to median,
+// the ratios too; what is in one only is named.
+func TestWriteComparison(t *testing.T) {
+	old := &Report{Started: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Repetitions: 1, Parallelism: 2, Runs: []Run{
+		run(Flink, "q1", 1, 1000, 1000, 2000, 400<<20),
+		run(Sluice, "q1", 1, 500, 500, 500, 40<<20),
+		run(Sluice, "q5", 1, 1000, 1000, 1000, 100<<20),
+	}}
+	old.Summarise([]string{"q1", "q5"})
+	path := t.TempDir() + "/old.json"
+	data, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := &Report{Repetitions: 1, Parallelism: 2, Runs: []Run{
+		run(Flink, "q1", 1, 1000, 1000, 2000, 400<<20),
+		run(Sluice, "q1", 1, 250, 250, 250, 30<<20),
+		run(Sluice, "q11", 1, 1000, 1000, 1000, 10<<20),
+	}}
+	now.Summarise([]string{"q1", "q11"})
+	var out bytes.Buffer
+	if err := now.WriteComparison(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	want := `Compared with the run of 2026-11-30T12:00:00Z (1 repetitions, parallelism 2):
+
+  workload        engine    records/s           records/proc-CPU-s           peak RSS MiB        
+        q1         flink  1.0k → 1.0k    +0.0%         1.0k → 1.0k    +0.0%     400 → 400   +0.0%
+        q1        sluice  2.0k → 4.0k  +100.0%         2.0k → 4.0k  +100.0%       40 → 30  -25.0%
+        q1  sluice/flink  2.00 → 4.00  +100.0%         2.00 → 4.00  +100.0%   0.10 → 0.07  -25.0%
+
+(medians, earlier → now, and the change)
+Not compared: q11 (new), q5 (not run now)
+`
+	if got := out.String(); got != want {
+		t.Errorf("comparison:\n%s\nwant:\n%s", got, want)
+	}
+
+	for name, content := range map[string]string{"garbage": "{not json", "empty": "{}"} {
+		p := t.TempDir() + "/" + name + ".json"
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadReport(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("ReadReport(%s) = %v, want an error naming the file", name, err)
+		}
+	}
+	if _, err := ReadReport(t.TempDir() + "/missing.json"); err == nil {
+		t.Error("ReadReport of a missing file succeeded")
 	}
 }

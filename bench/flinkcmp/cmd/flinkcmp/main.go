@@ -48,6 +48,7 @@ func run() error {
 	profileDir := fs.String("profile-dir", "", "write CPU profiles of one extra Sluice run per workload here")
 	bootstrap := fs.String("bootstrap", os.Getenv(kafkabroker.EnvBootstrap), "Kafka broker (default: start one)")
 	jvmOpts := fs.String("flink-jvm-opts", "-Xmx1g", "JVM options of the Flink runs")
+	compare := fs.String("compare", "", "an earlier run's -json report: print how every median changed since")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -76,6 +77,15 @@ func run() error {
 	for w, n := range o.Records {
 		p := int64(*parallelism)
 		o.Records[w] = max(p, int64(float64(n)*(*scale))/p*p)
+	}
+
+	var old *flinkcmp.Report
+	if *compare != "" {
+		// Read before the runs: a wrong path fails now, not after them.
+		var err error
+		if old, err = flinkcmp.ReadReport(*compare); err != nil {
+			return err
+		}
 	}
 
 	root, err := flinkcmp.RepoRoot(".")
@@ -125,6 +135,12 @@ func run() error {
 	fmt.Println()
 	if err := report.WriteTable(os.Stdout); err != nil {
 		return err
+	}
+	if old != nil {
+		fmt.Println()
+		if err := report.WriteComparison(os.Stdout, old); err != nil {
+			return err
+		}
 	}
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
