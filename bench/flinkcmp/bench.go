@@ -20,8 +20,10 @@ var DefaultRecords = map[string]int64{
 	nexmark.Q0:    40_000_000,
 	nexmark.Q1:    40_000_000,
 	nexmark.Q2:    60_000_000,
+	nexmark.Q3:    8_000_000,
 	nexmark.Q5:    1_000_000,
 	nexmark.Q7:    8_000_000,
+	nexmark.Q8:    4_000_000,
 	nexmark.Q11:   4_000_000,
 	nexmark.Q19:   4_000_000,
 	nexmark.Kafka: 4_000_000,
@@ -90,8 +92,9 @@ func (o *Options) defaults() error {
 	}
 	var errs []error
 	for _, w := range o.Workloads {
-		if n := o.Records[w]; n <= 0 || n%int64(o.Parallelism) != 0 {
-			errs = append(errs, fmt.Errorf("flinkcmp: %s: %d records, want a positive multiple of the parallelism %d", w, n, o.Parallelism))
+		if m := nexmark.RecordsMultiple(w, o.Parallelism); o.Records[w] <= 0 || o.Records[w]%m != 0 {
+			errs = append(errs, fmt.Errorf("flinkcmp: %s: %d records, want a positive multiple of %d (the parallelism %d, ×4 for the join queries' persons and auctions)",
+				w, o.Records[w], m, o.Parallelism))
 		}
 		if w == nexmark.Kafka && o.Bootstrap == "" {
 			errs = append(errs, fmt.Errorf("flinkcmp: the kafka workload needs a broker (Options.Bootstrap)"))

@@ -1,6 +1,7 @@
 // Package flinkcmp is Sluice's side-by-side benchmark against Apache Flink
 // (make bench-flink; the command is cmd/flinkcmp). The same workloads —
-// Nexmark-style q0, q1, q2, q5, q7, q11 (session windows) and q19 (a windowed
+// Nexmark-style q0, q1, q2, q3 (a regular join of persons and auctions),
+// q5, q7, q8 (a window join), q11 (session windows) and q19 (a windowed
 // Top-N) over the generator of package nexmark,
 // and a Kafka → keyed stateful process → Kafka pipeline with EXACTLY_ONCE
 // delivery — run as Flink Java jobs on Flink's local MiniCluster

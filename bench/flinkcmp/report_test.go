@@ -161,7 +161,7 @@ func TestOptionErrors(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"unknown workload", Options{Workloads: []string{"q3"}, WorkDir: "/w"}},
+		{"unknown workload", Options{Workloads: []string{"q99"}, WorkDir: "/w"}},
 		{"odd records", Options{Workloads: []string{"q1"}, Records: map[string]int64{"q1": 3}, WorkDir: "/w"}},
 		{"kafka without broker", Options{Workloads: []string{"kafka"}, WorkDir: "/w"}},
 		{"no work dir", Options{Workloads: []string{"q1"}}},

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,8 +170,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		sp.begin()
 		return gen.Bid(i)
 	}
+	person := func(j int64) nexmark.Person {
+		sp.begin()
+		return gen.Person(j)
+	}
+	auction := func(k int64) nexmark.Auction {
+		sp.begin()
+		return gen.Auction(k)
+	}
 	var d *digest
 	switch cfg.Workload {
+	case nexmark.Q3:
+		d = q3(env, person, auction, cfg.Records, sp)
+	case nexmark.Q8:
+		d = q8(env, person, auction, cfg.Records, sp)
 	case nexmark.Q0:
 		d = q0(env, bid, cfg.Records, sp)
 	case nexmark.Q11:
@@ -288,6 +301,79 @@ func q19(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span
 			return nil
 		}))
 	return sinkDigest(ranked, func(r rankedBid) uint64 { return nexmark.Q19Hash(r.End, r.Auction, r.Rank, r.Bidder, r.Price) }, sp)
+}
+
+// sellerAuction is q3's output.
+type sellerAuction struct{ Auction, Seller int64 }
+
+// q3: local item suggestion. The persons of Q3States joined with the
+// Q3Category auctions they sell, a regular join on person id = seller:
+// each side waits in keyed state for the other.
+func q3(env *stream.Environment, person func(int64) nexmark.Person, auction func(int64) nexmark.Auction, n int64, sp *span) *digest {
+	persons := stream.Filter(stream.DataGen(env, nexmark.PersonsOf(n), 0, person), func(p nexmark.Person) bool {
+		return slices.Contains(nexmark.Q3States, p.State)
+	})
+	auctions := stream.Filter(stream.DataGen(env, nexmark.AuctionsOf(n), 0, auction), func(a nexmark.Auction) bool {
+		return a.Category == nexmark.Q3Category
+	})
+	seen := stream.NewValueDescriptor[bool]("person")
+	waiting := stream.NewListDescriptor[int64]("auctions")
+	joined := stream.KeyedCoProcess(stream.ConnectKeyed(
+		stream.KeyBy(persons, func(p nexmark.Person) int64 { return p.ID }),
+		stream.KeyBy(auctions, func(a nexmark.Auction) int64 { return a.Seller })),
+		stream.KeyedCoProcessFuncs[int64, nexmark.Person, nexmark.Auction, sellerAuction]{
+			Element1: func(ctx *stream.KeyedContext[int64], p nexmark.Person, out stream.Collector[sellerAuction]) error {
+				if err := stream.Value(ctx, seen).Update(true); err != nil {
+					return err
+				}
+				w := stream.List(ctx, waiting)
+				ids, err := w.Get()
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					out.Collect(sellerAuction{Auction: id, Seller: p.ID})
+				}
+				return w.Clear()
+			},
+			Element2: func(ctx *stream.KeyedContext[int64], a nexmark.Auction, out stream.Collector[sellerAuction]) error {
+				ok, err := stream.Value(ctx, seen).Value()
+				if err != nil {
+					return err
+				}
+				if ok {
+					out.Collect(sellerAuction{Auction: a.ID, Seller: a.Seller})
+					return nil
+				}
+				return stream.List(ctx, waiting).Add(a.ID)
+			},
+		})
+	return sinkDigest(joined, func(s sellerAuction) uint64 { return nexmark.Q3Hash(s.Auction, s.Seller) }, sp)
+}
+
+// newSeller is q8's output: a person who opened an auction in the window
+// they were created in, and the window's start.
+type newSeller struct{ Person, Start int64 }
+
+// q8: new users who opened auctions, a window join (co-group) of persons
+// and auctions on person id = seller in tumbling windows of Q8Size.
+func q8(env *stream.Environment, person func(int64) nexmark.Person, auction func(int64) nexmark.Auction, n int64, sp *span) *digest {
+	persons := stream.DataGenWithWatermarks(env, nexmark.PersonsOf(n), 0, person,
+		stream.ForBoundedOutOfOrderness[nexmark.Person](nexmark.WatermarkDelay).WithTimestampAssigner(
+			func(p nexmark.Person, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(p.DateTime) }))
+	auctions := stream.DataGenWithWatermarks(env, nexmark.AuctionsOf(n), 0, auction,
+		stream.ForBoundedOutOfOrderness[nexmark.Auction](nexmark.WatermarkDelay).WithTimestampAssigner(
+			func(a nexmark.Auction, _ stream.Timestamp) stream.Timestamp { return stream.Timestamp(a.DateTime) }))
+	size := nexmark.Q8Size.Milliseconds()
+	sellers := stream.CoGroupApply(stream.CoGroup(persons, auctions,
+		func(p nexmark.Person) int64 { return p.ID }, func(a nexmark.Auction) int64 { return a.Seller },
+		stream.TumblingEventTimeWindows(nexmark.Q8Size)),
+		func(ps []nexmark.Person, as []nexmark.Auction, out stream.Collector[newSeller]) {
+			if len(ps) > 0 && len(as) > 0 {
+				out.Collect(newSeller{Person: ps[0].ID, Start: nexmark.WindowStart(ps[0].DateTime, size)})
+			}
+		})
+	return sinkDigest(sellers, func(s newSeller) uint64 { return nexmark.Q8Hash(s.Person, s.Start) }, sp)
 }
 
 // q1: currency conversion, a map over every bid.

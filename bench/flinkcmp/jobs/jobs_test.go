@@ -15,7 +15,7 @@ import (
 func TestQueriesMatchReference(t *testing.T) {
 	const n = 150_000 // 15 s of event time: 2 q7 windows, 12 q5 windows
 	g := nexmark.Generator{Seed: nexmark.DefaultSeed}
-	for _, w := range []string{nexmark.Q0, nexmark.Q1, nexmark.Q2, nexmark.Q5, nexmark.Q7, nexmark.Q11, nexmark.Q19} {
+	for _, w := range []string{nexmark.Q0, nexmark.Q1, nexmark.Q2, nexmark.Q3, nexmark.Q5, nexmark.Q7, nexmark.Q8, nexmark.Q11, nexmark.Q19} {
 		want, err := nexmark.Reference(w, g, n)
 		if err != nil {
 			t.Fatal(err)

@@ -129,6 +129,104 @@ func (g Generator) Bid(i int64) Bid {
 	}
 }
 
+// Person is a new user of the auction site (Nexmark's Person), for the
+// join queries.
+type Person struct {
+	ID       int64
+	Name     string
+	City     string
+	State    string
+	DateTime int64 // event time, epoch ms
+}
+
+// Auction is an item put up for sale by a person (Nexmark's Auction).
+type Auction struct {
+	ID       int64
+	Seller   int64 // a Person's ID
+	Category int64
+	DateTime int64 // event time, epoch ms
+}
+
+var (
+	names  = [16]string{"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "Mallory", "Niaj", "Olivia", "Peggy", "Rupert", "Sybil"}
+	cities = [8]string{"Portland", "Boise", "San Francisco", "Seattle", "Phoenix", "New York", "Bend", "Los Angeles"}
+	states = [6]string{"OR", "ID", "CA", "WA", "AZ", "NY"}
+)
+
+// The join queries' input: of every 4 events 1 is a person and 3 are
+// auctions (Nexmark's 1:3), at RecordsPerMilli events per millisecond in
+// all, each stream drawing from SplitMix64 positions of its own.
+const (
+	personSalt  uint64 = 0x50455253 // "PERS"
+	auctionSalt uint64 = 0x41554354 // "AUCT"
+)
+
+// PersonsOf and AuctionsOf split n events of the join queries into n/4
+// persons and the rest auctions.
+func PersonsOf(n int64) int64  { return n / 4 }
+func AuctionsOf(n int64) int64 { return n - n/4 }
+
+func (g Generator) drawSalted(salt uint64, i int64, k uint64) uint64 {
+	return Mix((g.Seed ^ salt) + (uint64(i)*4+k+1)*gamma)
+}
+
+// Person returns person j: ID 2000 + j (a bidder's id space), a name, a
+// city and a state drawn from fixed lists, and event time
+// Epoch + 4j/RecordsPerMilli less a jitter below MaxJitter.
+func (g Generator) Person(j int64) Person {
+	r0 := g.drawSalted(personSalt, j, 0) >> 11
+	r1 := g.drawSalted(personSalt, j, 1) >> 11
+	return Person{
+		ID:       2000 + j,
+		Name:     names[r0%16],
+		City:     cities[(r0>>4)%8],
+		State:    states[(r0>>7)%6],
+		DateTime: Epoch + j*4/RecordsPerMilli - int64(r1%MaxJitter),
+	}
+}
+
+// Auction returns auction k: ID 1000 + k, sold by one of the 20 persons
+// created last before it (person k/3 − u%20, at least person 0), in one of
+// 5 categories (10 to 14), at event time Epoch + 4k/(3·RecordsPerMilli)
+// less a jitter below MaxJitter.
+func (g Generator) Auction(k int64) Auction {
+	r0 := g.drawSalted(auctionSalt, k, 0) >> 11
+	r1 := g.drawSalted(auctionSalt, k, 1) >> 11
+	r2 := g.drawSalted(auctionSalt, k, 2) >> 11
+	return Auction{
+		ID:       1000 + k,
+		Seller:   2000 + max(0, k/3-int64(r0%20)),
+		Category: 10 + int64(r1%5),
+		DateTime: Epoch + k*4/(3*RecordsPerMilli) - int64(r2%MaxJitter),
+	}
+}
+
+// String is the person's line in testdata/vector.txt.
+func (p Person) String() string {
+	return fmt.Sprintf("%d,%s,%s,%s,%d", p.ID, p.Name, p.City, p.State, p.DateTime)
+}
+
+// String is the auction's line in testdata/vector.txt.
+func (a Auction) String() string {
+	return fmt.Sprintf("%d,%d,%d,%d", a.ID, a.Seller, a.Category, a.DateTime)
+}
+
+// Q3States and Q3Category: q3 joins the persons of these states with the
+// auctions of this category they sell.
+var Q3States = []string{"OR", "ID", "CA"}
+
+const Q3Category = 10
+
+// Q8Size: q8 finds the persons who opened an auction in the tumbling
+// window they were created in.
+const Q8Size = 10 * time.Second
+
+// Q3Hash hashes a q3 output: an auction of a seller.
+func Q3Hash(auction, seller int64) uint64 { return Hash2(auction, seller) }
+
+// Q8Hash hashes a q8 output: a person and the start of the window.
+func Q8Hash(person, windowStart int64) uint64 { return Hash2(person, windowStart) }
+
 // String is the record's line in testdata/vector.txt (and in the Java
 // generator's vector printer).
 func (b Bid) String() string {

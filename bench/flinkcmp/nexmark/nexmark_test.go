@@ -12,7 +12,8 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/vector.txt from the Go generator")
 
 // VectorPath is the cross-language test vector: the first VectorRecords
-// bids of DefaultSeed, one per line as "index,Bid.String()".
+// bids of DefaultSeed, one per line as "index,Bid.String()", then the
+// first VectorRecords/4 persons ("p" index) and auctions ("a" index).
 const (
 	VectorPath    = "testdata/vector.txt"
 	VectorRecords = 200
@@ -24,6 +25,13 @@ func vector(g Generator, n int64) string {
 	fmt.Fprintf(&b, "# seed=%d records=%d\n", g.Seed, n)
 	for i := int64(0); i < n; i++ {
 		fmt.Fprintf(&b, "%d,%s\n", i, g.Bid(i))
+	}
+	// The join queries' persons and auctions, n/4 of each.
+	for j := int64(0); j < n/4; j++ {
+		fmt.Fprintf(&b, "p%d,%s\n", j, g.Person(j))
+	}
+	for k := int64(0); k < n/4; k++ {
+		fmt.Fprintf(&b, "a%d,%s\n", k, g.Auction(k))
 	}
 	return b.String()
 }
@@ -175,7 +183,7 @@ func TestReferenceSmall(t *testing.T) {
 	if k.Count != n {
 		t.Errorf("kafka outputs = %d, want %d", k.Count, n)
 	}
-	if _, err := Reference("q3", g, n); !errors.Is(err, ErrUnknownWorkload) {
-		t.Errorf("Reference(q3) = %v, want ErrUnknownWorkload", err)
+	if _, err := Reference("q99", g, n); !errors.Is(err, ErrUnknownWorkload) {
+		t.Errorf("Reference(q99) = %v, want ErrUnknownWorkload", err)
 	}
 }

@@ -14,6 +14,12 @@ const (
 	Q2 = "q2"
 	Q5 = "q5"
 	Q7 = "q7"
+	// Q3 joins persons of Q3States with the Q3Category auctions they sell
+	// (a regular join: unbounded state on both sides).
+	Q3 = "q3"
+	// Q8 finds the persons who opened an auction in the Q8Size tumbling
+	// window in which they were created (a window join).
+	Q8 = "q8"
 	// Q11 counts each bidder's bids per session (event-time session
 	// windows of gap Q11Gap).
 	Q11 = "q11"
@@ -28,10 +34,21 @@ const (
 )
 
 // Workloads lists every workload name.
-var Workloads = []string{Q0, Q1, Q2, Q5, Q7, Q11, Q19, Kafka}
+var Workloads = []string{Q0, Q1, Q2, Q3, Q5, Q7, Q8, Q11, Q19, Kafka}
 
 // ErrUnknownWorkload reports a workload name not in Workloads.
 var ErrUnknownWorkload = fmt.Errorf("nexmark: unknown workload (want one of %v)", Workloads)
+
+// RecordsMultiple is what a workload's record count must be a multiple
+// of at parallelism p: each generator source splits its records evenly
+// over p subtasks (the Flink generator needs it), and the join queries'
+// n records are n/4 persons and 3n/4 auctions.
+func RecordsMultiple(workload string, p int) int64 {
+	if workload == Q3 || workload == Q8 {
+		return 4 * int64(p)
+	}
+	return int64(p)
+}
 
 // WindowStart is the start of the window of the given size (a multiple of
 // size since the epoch) holding ts, as Flink's TimeWindow computes it with
@@ -86,6 +103,36 @@ func Q5Better(a, ac, b, bc int64) bool {
 func Reference(workload string, g Generator, n int64) (Checksum, error) {
 	var c Checksum
 	switch workload {
+	case Q3:
+		local := map[int64]bool{}
+		for j := int64(0); j < PersonsOf(n); j++ {
+			if p := g.Person(j); slices.Contains(Q3States, p.State) {
+				local[p.ID] = true
+			}
+		}
+		for k := int64(0); k < AuctionsOf(n); k++ {
+			if a := g.Auction(k); a.Category == Q3Category && local[a.Seller] {
+				c.Add(Q3Hash(a.ID, a.Seller))
+			}
+		}
+	case Q8:
+		size := Q8Size.Milliseconds()
+		type pw struct{ person, start int64 }
+		created := map[pw]bool{}
+		for j := int64(0); j < PersonsOf(n); j++ {
+			p := g.Person(j)
+			created[pw{p.ID, WindowStart(p.DateTime, size)}] = true
+		}
+		opened := map[pw]bool{}
+		for k := int64(0); k < AuctionsOf(n); k++ {
+			a := g.Auction(k)
+			if k := (pw{a.Seller, WindowStart(a.DateTime, size)}); created[k] {
+				opened[k] = true
+			}
+		}
+		for k := range opened {
+			c.Add(Q8Hash(k.person, k.start))
+		}
 	case Q0:
 		for i := int64(0); i < n; i++ {
 			c.Add(Q0Hash(g.Bid(i)))

@@ -75,8 +75,8 @@ func run() error {
 		}
 	}
 	for w, n := range o.Records {
-		p := int64(*parallelism)
-		o.Records[w] = max(p, int64(float64(n)*(*scale))/p*p)
+		m := nexmark.RecordsMultiple(w, *parallelism)
+		o.Records[w] = max(m, int64(float64(n)*(*scale))/m*m)
 	}
 
 	var old *flinkcmp.Report

@@ -4,6 +4,8 @@ import io.github.sluice.flinkbench.Types.AuctionCount;
 import io.github.sluice.flinkbench.Types.AuctionPrice;
 import io.github.sluice.flinkbench.Types.AuctionTotals;
 import io.github.sluice.flinkbench.Types.BidderSession;
+import io.github.sluice.flinkbench.Types.NewSeller;
+import io.github.sluice.flinkbench.Types.SellerAuction;
 import io.github.sluice.flinkbench.Types.RankedBid;
 import io.github.sluice.flinkbench.Types.TopBids;
 import io.github.sluice.flinkbench.Types.HighestBid;
@@ -17,11 +19,14 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.CoGroupFunction;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.serialization.AbstractDeserializationSchema;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -38,6 +43,7 @@ import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDe
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
@@ -71,9 +77,11 @@ public final class FlinkBench {
         long seed = Long.parseLong(args.getOrDefault("seed", String.valueOf(Generator.DEFAULT_SEED)));
         int parallelism = Integer.parseInt(args.getOrDefault("parallelism", "2"));
         long checkpointMs = Long.parseLong(args.getOrDefault("checkpoint-interval-ms", "0"));
-        if (records % parallelism != 0) {
+        // The join queries' records are a quarter persons, the rest auctions, each split evenly.
+        long multiple = workload.equals("q3") || workload.equals("q8") ? 4L * parallelism : parallelism;
+        if (records % multiple != 0) {
             throw new IllegalArgumentException(
-                    "--records " + records + " must be a multiple of --parallelism " + parallelism);
+                    "--records " + records + " of " + workload + " must be a multiple of " + multiple);
         }
 
         // Flink's own configuration keys, as a config.yaml would set them.
@@ -98,6 +106,12 @@ public final class FlinkBench {
             case "q1":
                 q1(env, gen, records, parallelism);
                 break;
+            case "q3":
+                q3(env, gen, records, parallelism);
+                break;
+            case "q8":
+                q8(env, gen, records, parallelism);
+                break;
             case "q11":
                 q11(env, gen, records, parallelism);
                 break;
@@ -117,7 +131,7 @@ public final class FlinkBench {
                 kafka(env, args);
                 break;
             default:
-                throw new IllegalArgumentException("unknown workload " + workload + " (want q0, q1, q2, q5, q7, q11, q19 or kafka)");
+                throw new IllegalArgumentException("unknown workload " + workload + " (want q0, q1, q2, q3, q5, q7, q8, q11, q19 or kafka)");
         }
 
         long cpu0 = Span.cpuNanos();
@@ -352,6 +366,169 @@ public final class FlinkBench {
         @Override
         public HighestBid reduce(HighestBid a, HighestBid b) {
             return Types.q7Better(b.auction, b.bidder, b.price, a.auction, a.bidder, a.price) ? b : a;
+        }
+    }
+
+    // ---------------------------------------------------------------- q3, q8
+
+    /** Persons as BidGenerator maps bids: subtask s of p generates persons s, s+p, ... */
+    static final class PersonGenerator implements GeneratorFunction<Long, Person> {
+        private static final long serialVersionUID = 1L;
+        private final Generator gen;
+        private final long m;
+        private final long p;
+
+        PersonGenerator(Generator gen, long n, int p) {
+            this.gen = gen;
+            this.m = n / p;
+            this.p = p;
+        }
+
+        @Override
+        public Person map(Long j) {
+            Span.begin();
+            return gen.person((j % m) * p + j / m);
+        }
+    }
+
+    static final class AuctionGenerator implements GeneratorFunction<Long, Auction> {
+        private static final long serialVersionUID = 1L;
+        private final Generator gen;
+        private final long m;
+        private final long p;
+
+        AuctionGenerator(Generator gen, long n, int p) {
+            this.gen = gen;
+            this.m = n / p;
+            this.p = p;
+        }
+
+        @Override
+        public Auction map(Long k) {
+            Span.begin();
+            return gen.auction((k % m) * p + k / m);
+        }
+    }
+
+    static DataStream<Person> persons(StreamExecutionEnvironment env, Generator gen, long n, int p, WatermarkStrategy<Person> wm) {
+        long np = Generator.personsOf(n);
+        return env.fromSource(new DataGeneratorSource<>(new PersonGenerator(gen, np, p), np, TypeInformation.of(Person.class)),
+                wm, "Persons");
+    }
+
+    static DataStream<Auction> auctions(StreamExecutionEnvironment env, Generator gen, long n, int p, WatermarkStrategy<Auction> wm) {
+        long na = Generator.auctionsOf(n);
+        return env.fromSource(new DataGeneratorSource<>(new AuctionGenerator(gen, na, p), na, TypeInformation.of(Auction.class)),
+                wm, "Auctions");
+    }
+
+    static final class ById implements KeySelector<Person, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Long getKey(Person p) {
+            return p.id;
+        }
+    }
+
+    static final class BySeller implements KeySelector<Auction, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Long getKey(Auction a) {
+            return a.seller;
+        }
+    }
+
+    static final class LocalPerson implements FilterFunction<Person> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean filter(Person p) {
+            return Generator.q3State(p.state);
+        }
+    }
+
+    static final class InCategory implements FilterFunction<Auction> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean filter(Auction a) {
+            return a.category == Generator.Q3_CATEGORY;
+        }
+    }
+
+    /** q3: local item suggestion, a regular join of persons and auctions on id = seller. */
+    static void q3(StreamExecutionEnvironment env, Generator gen, long n, int p) {
+        persons(env, gen, n, p, WatermarkStrategy.noWatermarks())
+                .filter(new LocalPerson())
+                .keyBy(new ById())
+                .connect(auctions(env, gen, n, p, WatermarkStrategy.noWatermarks()).filter(new InCategory()).keyBy(new BySeller()))
+                .process(new LocalJoin())
+                .sinkTo(new DigestSink<SellerAuction>(s -> Checksum.hash2(s.auction, s.seller)))
+                .name("Checksum");
+    }
+
+    /** Each side waits in keyed state for the other. */
+    static final class LocalJoin extends KeyedCoProcessFunction<Long, Person, Auction, SellerAuction> {
+        private static final long serialVersionUID = 1L;
+        private transient ValueState<Boolean> seen;
+        private transient ListState<Long> waiting;
+
+        @Override
+        public void open(OpenContext ctx) {
+            seen = getRuntimeContext().getState(new ValueStateDescriptor<>("person", Boolean.class));
+            waiting = getRuntimeContext().getListState(new ListStateDescriptor<>("auctions", Long.class));
+        }
+
+        @Override
+        public void processElement1(Person p, Context ctx, Collector<SellerAuction> out) throws Exception {
+            seen.update(true);
+            for (Long id : waiting.get()) {
+                out.collect(new SellerAuction(id, p.id));
+            }
+            waiting.clear();
+        }
+
+        @Override
+        public void processElement2(Auction a, Context ctx, Collector<SellerAuction> out) throws Exception {
+            if (Boolean.TRUE.equals(seen.value())) {
+                out.collect(new SellerAuction(a.id, a.seller));
+            } else {
+                waiting.add(a.id);
+            }
+        }
+    }
+
+    /** q8: new users who opened auctions, a window co-group of persons and auctions. */
+    static void q8(StreamExecutionEnvironment env, Generator gen, long n, int p) {
+        WatermarkStrategy<Person> pw = WatermarkStrategy.<Person>forBoundedOutOfOrderness(
+                        Duration.ofMillis(Generator.WATERMARK_DELAY_MS))
+                .withTimestampAssigner((x, ts) -> x.dateTime);
+        WatermarkStrategy<Auction> aw = WatermarkStrategy.<Auction>forBoundedOutOfOrderness(
+                        Duration.ofMillis(Generator.WATERMARK_DELAY_MS))
+                .withTimestampAssigner((x, ts) -> x.dateTime);
+        persons(env, gen, n, p, pw)
+                .coGroup(auctions(env, gen, n, p, aw))
+                .where(new ById())
+                .equalTo(new BySeller())
+                .window(TumblingEventTimeWindows.of(Duration.ofMillis(Generator.Q8_SIZE_MS)))
+                .apply(new OpenedAuction())
+                .sinkTo(new DigestSink<NewSeller>(s -> Checksum.hash2(s.person, s.start)))
+                .name("Checksum");
+    }
+
+    static final class OpenedAuction implements CoGroupFunction<Person, Auction, NewSeller> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void coGroup(Iterable<Person> ps, Iterable<Auction> as, Collector<NewSeller> out) {
+            java.util.Iterator<Person> pi = ps.iterator();
+            if (pi.hasNext() && as.iterator().hasNext()) {
+                Person p = pi.next();
+                long start = p.dateTime - Math.floorMod(p.dateTime, Generator.Q8_SIZE_MS);
+                out.collect(new NewSeller(p.id, start));
+            }
         }
     }
 

@@ -73,6 +73,59 @@ public final class Generator implements java.io.Serializable {
                 EPOCH + i / RECORDS_PER_MILLI - (r3 >>> 11) % MAX_JITTER);
     }
 
+    private static final String[] NAMES = {"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
+        "Ivan", "Judy", "Mallory", "Niaj", "Olivia", "Peggy", "Rupert", "Sybil"};
+    private static final String[] CITIES = {"Portland", "Boise", "San Francisco", "Seattle", "Phoenix", "New York",
+        "Bend", "Los Angeles"};
+    private static final String[] STATES = {"OR", "ID", "CA", "WA", "AZ", "NY"};
+    private static final long PERSON_SALT = 0x50455253L;
+    private static final long AUCTION_SALT = 0x41554354L;
+
+    public static final long Q3_CATEGORY = 10;
+    public static final long Q8_SIZE_MS = 10_000;
+
+    /** q3's states. */
+    public static boolean q3State(String s) {
+        return s.equals("OR") || s.equals("ID") || s.equals("CA");
+    }
+
+    /** Of n events of the join queries, n/4 are persons and the rest auctions. */
+    public static long personsOf(long n) {
+        return n / 4;
+    }
+
+    public static long auctionsOf(long n) {
+        return n - n / 4;
+    }
+
+    private long drawSalted(long salt, long i, long k) {
+        return mix((seed ^ salt) + (i * 4 + k + 1) * GAMMA);
+    }
+
+    /** Person j (see Go's Generator.Person). */
+    public Person person(long j) {
+        long r0 = drawSalted(PERSON_SALT, j, 0) >>> 11;
+        long r1 = drawSalted(PERSON_SALT, j, 1) >>> 11;
+        return new Person(
+                2000 + j,
+                NAMES[(int) (r0 % 16)],
+                CITIES[(int) ((r0 >>> 4) % 8)],
+                STATES[(int) ((r0 >>> 7) % 6)],
+                EPOCH + j * 4 / RECORDS_PER_MILLI - r1 % MAX_JITTER);
+    }
+
+    /** Auction k (see Go's Generator.Auction). */
+    public Auction auction(long k) {
+        long r0 = drawSalted(AUCTION_SALT, k, 0) >>> 11;
+        long r1 = drawSalted(AUCTION_SALT, k, 1) >>> 11;
+        long r2 = drawSalted(AUCTION_SALT, k, 2) >>> 11;
+        return new Auction(
+                1000 + k,
+                2000 + Math.max(0, k / 3 - r0 % 20),
+                10 + r1 % 5,
+                EPOCH + k * 4 / (3 * RECORDS_PER_MILLI) - r2 % MAX_JITTER);
+    }
+
     /** q1's currency conversion (dollars to euros at 0.908, whole cents, rounding down). */
     public static long q1Price(long cents) {
         return cents * 908 / 1000;
@@ -87,6 +140,12 @@ public final class Generator implements java.io.Serializable {
         b.append("# seed=").append(seed).append(" records=").append(n).append('\n');
         for (long i = 0; i < n; i++) {
             b.append(i).append(',').append(g.bid(i)).append('\n');
+        }
+        for (long j = 0; j < n / 4; j++) {
+            b.append('p').append(j).append(',').append(g.person(j)).append('\n');
+        }
+        for (long k = 0; k < n / 4; k++) {
+            b.append('a').append(k).append(',').append(g.auction(k)).append('\n');
         }
         System.out.print(b);
     }

@@ -49,6 +49,32 @@ public final class Types {
         }
     }
 
+    /** q3's output: an auction and its seller. */
+    public static class SellerAuction {
+        public long auction;
+        public long seller;
+
+        public SellerAuction() {}
+
+        public SellerAuction(long auction, long seller) {
+            this.auction = auction;
+            this.seller = seller;
+        }
+    }
+
+    /** q8's output: a person who opened an auction in the window they were created in. */
+    public static class NewSeller {
+        public long person;
+        public long start;
+
+        public NewSeller() {}
+
+        public NewSeller(long person, long start) {
+            this.person = person;
+            this.start = start;
+        }
+    }
+
     /** q11: a bidder's session [start, end) and its bids. */
     public static class BidderSession {
         public long bidder;
