@@ -78,6 +78,7 @@ func (f *sourceFactory[T, S]) Create(ctx *task.Context, out any, _ map[string]an
 		return nil, nil, fmt.Errorf("stream: source %s has no split coordinator", ctx.Node.Label())
 	}
 	op := &SourceOp[T, S]{ctx: ctx, out: out.(task.Output[T]), batch: ctx.Mode == task.BatchMode}
+	op.batching = task.TakesBatches(op.out)
 	op.wm = NewWMMultiplexer(f.wm)
 	op.strategy = f.wm
 	reader, err := f.hooks.NewReader(op)
@@ -203,6 +204,46 @@ type SourceOp[T any, S any] struct {
 	main     *SplitOut[T, S]
 	splits   map[string]*SplitOut[T, S]
 	restored []S
+	// pendV and pendTs are the records the reader emitted and the chain
+	// has not seen yet: handed on as one batch when sourceBatch are
+	// pending, before any watermark or idleness change, and when PollNext
+	// returns, so nothing waits longer than the poll that emitted it.
+	pendV  []T
+	pendTs []int64
+	// batching: the chain takes batches (its next operator is a stateless
+	// one); otherwise records go on one by one, as they come.
+	batching bool
+}
+
+// sourceBatch bounds the records a source hands its chain in one batch.
+const sourceBatch = 256
+
+// push queues a record for the chain.
+func (s *SourceOp[T, S]) push(v T, ts int64) {
+	if !s.batching {
+		s.err = s.out.Collect(v, ts)
+		return
+	}
+	if s.pendV == nil {
+		s.pendV, s.pendTs = make([]T, 0, sourceBatch), make([]int64, 0, sourceBatch)
+	}
+	s.pendV = append(s.pendV, v)
+	s.pendTs = append(s.pendTs, ts)
+	if len(s.pendV) >= sourceBatch {
+		s.flush()
+	}
+}
+
+// flush hands the queued records to the chain (an error sticks in s.err).
+func (s *SourceOp[T, S]) flush() {
+	if len(s.pendV) == 0 {
+		return
+	}
+	if s.err == nil {
+		s.err = task.CollectBatch(s.out, s.pendV, s.pendTs)
+	}
+	clear(s.pendV) // drop references for the garbage collector
+	s.pendV, s.pendTs = s.pendV[:0], s.pendTs[:0]
 }
 
 // SnapshotOperatorState implements task.OperatorStateful: the reader's
@@ -326,6 +367,10 @@ func (s *SourceOp[T, S]) schedulePeriodic() {
 }
 
 func (s *SourceOp[T, S]) emitPeriodic(now int64) error {
+	s.flush()
+	if s.err != nil {
+		return s.err
+	}
 	wm, adv, idle, idleChanged := s.wm.Periodic(now)
 	if idleChanged && idle {
 		if err := s.ctx.EmitIdle(true); err != nil {
@@ -346,6 +391,7 @@ func (s *SourceOp[T, S]) emitPeriodic(now int64) error {
 
 func (s *SourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
 	st, err := s.reader.PollNext(s.ctx.Ctx(), s)
+	s.flush()
 	if err == nil {
 		err = s.err
 	}
@@ -366,7 +412,13 @@ func (s *SourceOp[T, S]) EmitNext() (task.SourceStatus, error) {
 
 func (s *SourceOp[T, S]) Available() <-chan struct{} { return s.reader.Available() }
 
-func (s *SourceOp[T, S]) ProcessWatermark(wm int64) error { return s.out.EmitWatermark(wm) } // stop --drain
+func (s *SourceOp[T, S]) ProcessWatermark(wm int64) error { // stop --drain
+	s.flush()
+	if s.err != nil {
+		return s.err
+	}
+	return s.out.EmitWatermark(wm)
+}
 func (s *SourceOp[T, S]) Finish() error                   { return nil }
 func (s *SourceOp[T, S]) Close() error                    { return s.reader.Close() }
 
@@ -416,21 +468,26 @@ func (o *SplitOut[T, S]) Collect(v T, ts int64) {
 			// Activity ends idleness at once, not at the next period.
 			o.tr.Idle = false
 			if _, _, idle, changed := s.wm.Combine(); changed && !idle {
+				if s.flush(); s.err != nil {
+					return
+				}
 				if err := s.ctx.EmitIdle(false); err != nil {
 					s.err = err
 					return
 				}
 			}
 		}
-		s.err = s.out.Collect(v, ts)
+		s.push(v, ts)
 		// A watermark the generator emitted on the event (a punctuated
 		// generator) goes out at once, after the record, as in Flink.
 		if s.err == nil && o.tr.WM > prev {
 			if wm, adv, _, _ := s.wm.Combine(); adv {
-				s.err = s.out.EmitWatermark(wm)
+				if s.flush(); s.err == nil {
+					s.err = s.out.EmitWatermark(wm)
+				}
 			}
 		}
 		return
 	}
-	s.err = s.out.Collect(v, ts)
+	s.push(v, ts)
 }

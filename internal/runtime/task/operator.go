@@ -41,6 +41,38 @@ type Input[T any] interface {
 	ProcessElement(v T, ts int64) error
 }
 
+// BatchInput is implemented by inputs that also take records a batch at a
+// time (stateless operators of a chain): vs[i] with timestamp ts[i], in
+// order. The slices are the caller's, valid during the call only: an
+// input keeps no reference to them. A chain hands a batch from operator to
+// operator with one call per batch instead of one per record.
+type BatchInput[T any] interface {
+	Input[T]
+	ProcessBatch(vs []T, ts []int64) error
+}
+
+// BatchOutput is implemented by outputs that take a batch in one call
+// (every output the task builds does). Operators emit batches with
+// CollectBatch, which works with any Output.
+type BatchOutput[T any] interface {
+	Output[T]
+	CollectBatch(vs []T, ts []int64) error
+}
+
+// CollectBatch emits vs (with timestamps ts, of the same length) to out:
+// in one call if out takes batches, else record by record.
+func CollectBatch[T any](out Output[T], vs []T, ts []int64) error {
+	if b, ok := out.(BatchOutput[T]); ok {
+		return b.CollectBatch(vs, ts)
+	}
+	for i := range vs {
+		if err := out.Collect(vs[i], ts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Operator is the type-erased lifecycle of an operator instance.
 type Operator interface {
 	// Open prepares the operator; it runs on the task goroutine.

@@ -77,7 +77,9 @@ func (o typeOps[T]) fanOut(outs []any) any {
 }
 
 func (typeOps[T]) chained(in any, h *opHandle) any {
-	return &chainedOutput[T]{in: in.(Input[T]), h: h}
+	c := &chainedOutput[T]{in: in.(Input[T]), h: h}
+	c.batch, _ = in.(BatchInput[T])
+	return c
 }
 
 func (typeOps[T]) dispatcher(in any) func(data any) (int, error) {
@@ -97,14 +99,24 @@ func (typeOps[T]) dispatcher(in any) func(data any) (int, error) {
 
 type discardOutput[T any] struct{}
 
-func (discardOutput[T]) Collect(T, int64) error    { return nil }
-func (discardOutput[T]) EmitWatermark(int64) error { return nil }
+func (discardOutput[T]) Collect(T, int64) error          { return nil }
+func (discardOutput[T]) CollectBatch([]T, []int64) error { return nil }
+func (discardOutput[T]) EmitWatermark(int64) error       { return nil }
 
 type fanOut[T any] []Output[T]
 
 func (f fanOut[T]) Collect(v T, ts int64) error {
 	for _, o := range f {
 		if err := o.Collect(v, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f fanOut[T]) CollectBatch(vs []T, ts []int64) error {
+	for _, o := range f {
+		if err := CollectBatch(o, vs, ts); err != nil {
 			return err
 		}
 	}
@@ -152,8 +164,51 @@ func (h *opHandle) processWatermark(wm int64) error {
 // chainedOutput hands records to the next operator of the chain by a plain
 // function call, and tracks which operator runs so a panic is attributed.
 type chainedOutput[T any] struct {
-	in Input[T]
-	h  *opHandle
+	in    Input[T]
+	batch BatchInput[T] // in, if it takes batches
+	h     *opHandle
+}
+
+// TakesBatches reports whether out hands a batch on in one call to an
+// operator that processes batches (a chained stateless operator, or
+// several): only then is collecting records into batches for it worth
+// the records it holds back.
+func TakesBatches[T any](out Output[T]) bool {
+	switch o := out.(type) {
+	case *chainedOutput[T]:
+		return o.batch != nil
+	case fanOut[T]:
+		for _, x := range o {
+			if !TakesBatches(x) {
+				return false
+			}
+		}
+		return len(o) > 0
+	}
+	return false
+}
+
+// CollectBatch hands the batch to the next operator in one call if it
+// takes batches, else record by record.
+func (c *chainedOutput[T]) CollectBatch(vs []T, ts []int64) error {
+	t := c.h.t
+	prev := t.current
+	t.current = c.h.index
+	var err error
+	if c.batch != nil {
+		err = c.batch.ProcessBatch(vs, ts)
+	} else {
+		for i := range vs {
+			if err = c.in.ProcessElement(vs[i], ts[i]); err != nil {
+				break
+			}
+		}
+	}
+	t.current = prev
+	if err != nil {
+		return t.wrapErr(err, c.h.index)
+	}
+	return nil
 }
 
 func (c *chainedOutput[T]) Collect(v T, ts int64) error {
@@ -248,6 +303,17 @@ func (w *writer[T]) Collect(v T, ts int64) error {
 		}
 		return w.add(w.rr, v, ts)
 	}
+}
+
+// CollectBatch writes the batch record by record (each goes to its
+// channel's buffer).
+func (w *writer[T]) CollectBatch(vs []T, ts []int64) error {
+	for i := range vs {
+		if err := w.Collect(vs[i], ts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *writer[T]) add(ch int, v T, ts int64) error {
