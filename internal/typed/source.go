@@ -419,8 +419,8 @@ func (s *SourceOp[T, S]) ProcessWatermark(wm int64) error { // stop --drain
 	}
 	return s.out.EmitWatermark(wm)
 }
-func (s *SourceOp[T, S]) Finish() error                   { return nil }
-func (s *SourceOp[T, S]) Close() error                    { return s.reader.Close() }
+func (s *SourceOp[T, S]) Finish() error { return nil }
+func (s *SourceOp[T, S]) Close() error  { return s.reader.Close() }
 
 // Collect emits a record of the reader's (stream's ReaderOutput).
 func (s *SourceOp[T, S]) Collect(v T, ts int64) {
