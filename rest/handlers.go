@@ -463,7 +463,7 @@ func (s *Server) getJobResult(w http.ResponseWriter, r *http.Request) {
 	}
 	out := *res
 	if out.AccumulatorResults == nil {
-		out.AccumulatorResults = map[string]string{}
+		out.AccumulatorResults = Accumulators{}
 	}
 	writeJSON(w, http.StatusOK, JobExecutionResult{Status: QueueStatus{ID: StatusCompleted}, Result: &out})
 }

@@ -129,4 +129,37 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		out := flink("list", "-a")
 		return strings.Contains(out, running+" : cluster test (FINISHED)") && strings.Contains(out, second+" : cluster test (CANCELED)")
 	})
+
+	// The results of ended jobs, as Flink's REST client reads them: its
+	// JobResult turned into a JobExecutionResult, every accumulator and
+	// the failure cause deserialized with Java serialization.
+	jobResult := func(id string) string {
+		t.Helper()
+		out, err := java("io.github.sluice.flinkrest.Check", "--job-result", "http://"+c.rest(), "/jobs/"+id+"/execution-result")
+		if err != nil {
+			t.Errorf("Flink's client could not read the result of job %s (%v):\n%s", id, err, out)
+		}
+		return out
+	}
+	if out := jobResult(running); !regexp.MustCompile(`accumulator checkpoints=[1-9]\d* \(java.lang.Long\)`).MatchString(out) ||
+		!strings.Contains(out, "accumulator restarts=0 (java.lang.Long)") ||
+		!regexp.MustCompile(`accumulator savepoint=file:/\S+ \(java.lang.String\)`).MatchString(out) ||
+		!strings.Contains(out, "succeeded net-runtime=") {
+		t.Errorf("the stopped job's result, as Flink reads it:\n%s", out)
+	}
+	if out := jobResult(second); !strings.Contains(out, "failed ") && !strings.Contains(out, "succeeded") {
+		t.Errorf("the cancelled job's result, as Flink reads it:\n%s", out)
+	}
+	o := c.mustSluice("run", "-d", "-m", c.rest(), "-p", "1", "-D", "restart-strategy.type=none",
+		jobBin, "-out", filepath.Join(c.dir, "out-crash"), "-n", "100", "-crash-worker")
+	crashed := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+	if crashed == nil {
+		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+	}
+	testwait.Eventually(t, 60*time.Second, "the crashing job to fail", func() bool {
+		return strings.Contains(flink("list", "-a"), crashed[1]+" : cluster test (FAILED)")
+	})
+	if out := jobResult(crashed[1]); !regexp.MustCompile(`(?m)^failed \S+: .*clusterjob: deliberate crash in worker mode`).MatchString(out) {
+		t.Errorf("the failed job's result, as Flink reads it, does not carry the failure cause:\n%s", out)
+	}
 }

@@ -440,8 +440,8 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 	if !in.Status.Terminal() {
 		return nil, nil
 	}
-	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in, b.D.now()), AccumulatorResults: map[string]string{
-		"restarts": strconv.Itoa(in.Restarts), "checkpoints": strconv.Itoa(in.Checkpoints.Completed)}}
+	r := &rest.JobResult{ID: in.ID, Name: in.Name, NetRuntime: duration(in, b.D.now()), StartTime: in.StartMillis, EndTime: in.EndMillis,
+		AccumulatorResults: rest.Accumulators{"restarts": int64(in.Restarts), "checkpoints": int64(in.Checkpoints.Completed)}}
 	if in.StopSavepoint != "" {
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint
 	}
