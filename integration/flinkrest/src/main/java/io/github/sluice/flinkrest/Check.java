@@ -12,6 +12,7 @@ import java.util.Base64;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.runtime.client.JobCancellationException;
 import org.apache.flink.runtime.client.JobExecutionException;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.rest.messages.job.JobExecutionResultResponseBody;
@@ -34,7 +35,7 @@ import org.apache.flink.util.SerializedThrowable;
  *   <li>{@code Check --job-result BASE_URL PATH}: parses a JobExecutionResultResponseBody and turns
  *       it into Flink's JobExecutionResult, as Flink's REST client does, deserialising every
  *       accumulator and the failure cause with Java serialisation; prints "accumulator NAME=VALUE
- *       (CLASS)" lines, then "succeeded" or "failed CLASS: MESSAGE".
+ *       (CLASS)" lines, then "succeeded", "cancelled" or "failed CLASS: MESSAGE".
  *   <li>{@code Check --java-serialize}: reads test cases from standard input, one a line, "NAME
  *       KIND ARG..." (tab-separated, arguments base64 of UTF-8), and prints "NAME BASE64" with the
  *       Java serialisation of each: KIND throwable (class, message, stack trace) is a Flink
@@ -108,6 +109,8 @@ public final class Check {
     try {
       JobExecutionResult r = res.toJobExecutionResult(loader);
       System.out.println("succeeded net-runtime=" + r.getNetRuntime());
+    } catch (JobCancellationException e) {
+      System.out.println("cancelled");
     } catch (JobExecutionException e) {
       Throwable cause = e.getCause();
       if (!(cause instanceof SerializedThrowable)) {
