@@ -61,6 +61,29 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if len(job.Vertices) == 0 || len(tms.TaskManagers) == 0 {
 		t.Fatalf("no vertices (%v) or TaskManagers (%v)", job.Vertices, tms.TaskManagers)
 	}
+	// The per-second figures of the source vertex's subtasks (2000
+	// records/s over the job), once the JobMaster has sampled them.
+	v0 := "/jobs/" + running + "/vertices/" + job.Vertices[0].ID
+	var agg []struct {
+		ID  string   `json:"id"`
+		Sum *float64 `json:"sum"`
+		Max *float64 `json:"max"`
+	}
+	testwait.Eventually(t, 30*time.Second, "the source's per-second metrics", func() bool {
+		b, err := httpGet(c.rest() + v0 + "/subtasks/metrics?get=numRecordsOutPerSecond,busyTimeMsPerSecond,backPressuredTimeMsPerSecond,currentOutputWatermark&agg=sum,max")
+		return err == nil && json.Unmarshal(b, &agg) == nil && len(agg) == 4
+	})
+	for _, a := range agg {
+		switch {
+		case a.Sum == nil || a.Max == nil:
+			t.Errorf("%s: no sum or max: %+v", a.ID, a)
+		case a.ID == "numRecordsOutPerSecond" && (*a.Sum < 200 || *a.Sum > 20000):
+			t.Errorf("the source emits %.0f records/s; it is limited to 2000/s", *a.Sum)
+		case (a.ID == "busyTimeMsPerSecond" || a.ID == "backPressuredTimeMsPerSecond") && (*a.Max < 0 || *a.Max > 1000):
+			t.Errorf("%s %.0f is not between 0 and 1000 ms/s", a.ID, *a.Max)
+		}
+	}
+
 	const m = "org.apache.flink.runtime.rest.messages."
 	j, v := "/jobs/"+running, "/jobs/"+running+"/vertices/"+job.Vertices[0].ID
 	checks := []string{
@@ -80,6 +103,16 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		"/taskmanagers=" + m + "taskmanager.TaskManagersInfo",
 		"/taskmanagers/" + tms.TaskManagers[0].ID + "=" + m + "taskmanager.TaskManagerDetailsInfo",
 		"/jobmanager/config=" + m + "ConfigurationInfo",
+		v + "/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/metrics?get=0.busyTimeMsPerSecond,0.numRecordsInPerSecond,0.currentOutputWatermark=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,numRecordsInPerSecond,currentInputWatermark&agg=min,max,avg,sum,skew=" +
+			m + "job.metrics.AggregatedMetricsResponseBody",
+		v + "/subtasks/0/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/subtasks/0/metrics?get=busyTimeMsPerSecond,idleTimeMsPerSecond=" + m + "job.metrics.MetricCollectionResponseBody",
+		j + "/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		j + "/metrics?get=numRestarts,numberOfCompletedCheckpoints,lastCheckpointDuration=" + m + "job.metrics.MetricCollectionResponseBody",
+		"/jobs/metrics?get=numRestarts&agg=sum=" + m + "job.metrics.AggregatedMetricsResponseBody",
+		"/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal=" + m + "job.metrics.MetricCollectionResponseBody",
 	}
 	java := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

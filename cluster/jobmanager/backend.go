@@ -306,7 +306,7 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		seen[t.Task.Subtask] = true
 		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
-			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64}
+			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64, OutputWatermark: math.MinInt64}
 		if t.Deploying > 0 {
 			sd.StartTime = t.Deploying
 			sd.Duration = now - t.Deploying
@@ -324,7 +324,7 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 			sd.StatusDuration[rest.TaskDeploying] = now - t.Deploying
 		}
 		if m, ok := bySubtask[t.Task.Subtask]; ok {
-			sd.Metrics, sd.Watermark = subtaskIO(m), m.Watermark.Load()
+			sd.Metrics, sd.Watermark, sd.OutputWatermark, sd.Rates = subtaskIO(m), m.Watermark.Load(), m.OutputWatermark.Load(), subtaskRates(m)
 		}
 		out = append(out, sd)
 	}
@@ -334,10 +334,22 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		out = append(out, rest.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
 			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[rest.ExecutionState]int64{},
-			Metrics: subtaskIO(m), Watermark: m.Watermark.Load()})
+			Metrics: subtaskIO(m), Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Rates: subtaskRates(m)})
 	}
 	slices.SortFunc(out, func(a, b rest.SubtaskDetails) int { return a.Subtask - b.Subtask })
 	return out
+}
+
+// subtaskRates are one subtask's per-second figures; nil until the
+// JobMaster has sampled its counters twice.
+func subtaskRates(m jobmaster.SubtaskMetrics) *rest.SubtaskRates {
+	r, ok := m.Rates.PerSecond()
+	if !ok {
+		return nil
+	}
+	return &rest.SubtaskRates{RecordsInPerSecond: r.RecordsIn, RecordsOutPerSecond: r.RecordsOut,
+		BytesInPerSecond: r.BytesIn, BytesOutPerSecond: r.BytesOut, BusyTimeMsPerSecond: r.BusyTimeMs,
+		BackPressuredTimeMsPerSecond: r.BackPressuredTimeMs, IdleTimeMsPerSecond: r.IdleTimeMs}
 }
 
 // subtaskIO is one subtask's counters in Flink's form.
