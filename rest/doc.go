@@ -42,6 +42,8 @@
 //	GET   /jobs/metrics[?get=&agg=&jobs=]            the job metrics aggregated over jobs
 //	GET   /jobmanager/metrics[?get=]                 [{id, value}]: TaskManagers, slots, running jobs
 //	GET   /taskmanagers/:taskmanagerid               one TaskManager (Flink's TaskManagerDetailsInfo)
+//	POST  /savepoint-disposal                        {"savepoint-path"} → 202 {"request-id"}: delete a savepoint
+//	GET   /savepoint-disposal/:triggerid             {"status", "operation": {} | {"failure-cause"}}
 //	GET   /                                          the web dashboard (its files under /web/)
 //
 // The task metrics of a subtask (vertex, subtask and subtasks/metrics) are

@@ -276,6 +276,8 @@ func (s *Server) routes() http.Handler {
 		"/jobmanager/metrics":                                               {http.MethodGet: s.getJobManagerMetrics},
 		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
 		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
+		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
+		"/savepoint-disposal/{triggerid}":                                   {http.MethodGet: s.getSavepointDisposalStatus},
 	} {
 		mux.Handle(path, rt)
 	}

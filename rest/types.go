@@ -764,6 +764,28 @@ type CheckpointStatus struct {
 	Operation *CheckpointInfo `json:"operation,omitempty"`
 }
 
+// SavepointDisposalRequest is the body of POST /savepoint-disposal.
+type SavepointDisposalRequest struct {
+	// SavepointPath is the savepoint to delete: its directory or its
+	// _metadata file.
+	SavepointPath string `json:"savepoint-path"`
+	// TriggerID makes the request idempotent, as for a savepoint.
+	TriggerID string `json:"triggerId,omitempty"`
+}
+
+// AsynchronousOperationInfo is the outcome of an operation that returns
+// nothing but its failure (Flink's AsynchronousOperationInfo): {} once it
+// succeeded.
+type AsynchronousOperationInfo struct {
+	FailureCause *SerializedThrowable `json:"failure-cause,omitempty"`
+}
+
+// DisposalStatus is the body of GET /savepoint-disposal/:triggerid.
+type DisposalStatus struct {
+	Status    QueueStatus                `json:"status"`
+	Operation *AsynchronousOperationInfo `json:"operation,omitempty"`
+}
+
 // SubmitRequest is the "request" part of the multipart POST /jobs, after
 // Flink's JobSubmitRequestBody: it names the parts that hold the job graph
 // and the job binary, and carries Sluice's own submission settings.

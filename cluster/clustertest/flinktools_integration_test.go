@@ -144,8 +144,36 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if out := flink("checkpoint", running); !regexp.MustCompile(`Checkpoint \d+ for job ` + running + ` completed`).MatchString(out) {
 		t.Errorf("flink checkpoint:\n%s", out)
 	}
-	if out := flink("savepoint", running, "file://"+filepath.Join(c.dir, "sp")); !strings.Contains(out, "Savepoint completed. Path:") {
-		t.Errorf("flink savepoint:\n%s", out)
+	out := flink("savepoint", running, "file://"+filepath.Join(c.dir, "sp"))
+	sp := regexp.MustCompile(`Savepoint completed\. Path: (\S+)`).FindStringSubmatch(out)
+	if sp == nil {
+		t.Fatalf("flink savepoint:\n%s", out)
+	}
+	// savepoint -dispose deletes it through the JobManager
+	// (/savepoint-disposal), and refuses a directory that is no savepoint.
+	spDir := strings.TrimPrefix(strings.TrimPrefix(sp[1], "file://"), "file:")
+	if _, err := os.Stat(filepath.Join(spDir, "_metadata")); err != nil {
+		t.Fatalf("the savepoint flink savepoint made: %v", err)
+	}
+	if out := flink("savepoint", "-d", sp[1]); !strings.Contains(out, "Savepoint '"+sp[1]+"' disposed") {
+		t.Errorf("flink savepoint -d:\n%s", out)
+	}
+	if _, err := os.Stat(spDir); !os.IsNotExist(err) {
+		t.Errorf("the savepoint %s is still there after flink savepoint -d: %v", spDir, err)
+	}
+	precious := filepath.Join(c.dir, "precious")
+	if err := os.MkdirAll(precious, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(precious, "data"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := java(append([]string{"org.apache.flink.client.cli.CliFrontend"}, "savepoint", "-d", "file://"+precious, "-m", c.rest())...); err == nil ||
+		!strings.Contains(out, "no savepoint") && !strings.Contains(out, "not a savepoint") && !strings.Contains(out, "only savepoints") {
+		t.Errorf("flink savepoint -d of a directory that is no savepoint: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(precious, "data")); err != nil {
+		t.Errorf("flink savepoint -d of a directory that is no savepoint deleted it: %v", err)
 	}
 	if out := flink("stop", "--savepointPath", "file://"+filepath.Join(c.dir, "stop"), running); !strings.Contains(out, "Savepoint completed. Path:") {
 		t.Errorf("flink stop:\n%s", out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
@@ -519,6 +521,28 @@ func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.S
 	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, true, req.Drain)
 	return p, restErr(err)
+}
+
+// DisposeSavepoint implements rest.Backend: it deletes the savepoint
+// through the cluster's file systems (those it writes checkpoints and
+// savepoints with: file://, hdfs:// on YARN), refusing a path that holds
+// no savepoint.
+func (b Backend) DisposeSavepoint(ctx context.Context, path string) error {
+	fsys, p, err := b.D.cfg.FileSystems.For(path)
+	if err != nil {
+		return fmt.Errorf("%w: disposing of savepoint %q: %w", rest.ErrBadRequest, path, err)
+	}
+	err = storage.DisposeSavepoint(fsys, p)
+	switch {
+	case err == nil:
+		b.D.log.Info("savepoint disposed of", "path", path)
+		return nil
+	case errors.Is(err, storage.ErrNotSavepoint), errors.Is(err, storage.ErrBadName):
+		return fmt.Errorf("%w: %w; nothing was deleted: only savepoints are disposed of", rest.ErrBadRequest, err)
+	case errors.Is(err, iofs.ErrNotExist):
+		return fmt.Errorf("%w: %w", rest.ErrNotFound, err)
+	}
+	return err
 }
 
 // canonical refuses a savepoint format other than CANONICAL, the only one
