@@ -421,10 +421,10 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 	// (newer than any that ended), then the ended ones.
 	var hist []rest.CheckpointStatistics
 	for i := len(in.InProgress) - 1; i >= 0; i-- {
-		hist = append(hist, inProgressStats(in.InProgress[i]))
+		hist = append(hist, withTasks(in, inProgressStats(in.InProgress[i])))
 	}
 	for i := len(in.History) - 1; i >= 0; i-- {
-		hist = append(hist, checkpointStats(in.History[i]))
+		hist = append(hist, withTasks(in, checkpointStats(in.History[i])))
 	}
 	// Flink's total counts every checkpoint triggered, those in progress
 	// too; restored counts the restores (every restart from a checkpoint).
@@ -436,6 +436,27 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 		restored = &rest.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
 	}
 	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
+}
+
+// withTasks sets a checkpoint's subtask counts and its progress at each
+// vertex ("tasks"). A completed checkpoint was acknowledged by every
+// subtask of the job; of one in progress or failed the JobMaster keeps no
+// count of acknowledgements, so they are 0 there. The per-vertex sizes are
+// not kept either (0); the times are the checkpoint's.
+func withTasks(in Info, s rest.CheckpointStatistics) rest.CheckpointStatistics {
+	s.Tasks = map[string]rest.TaskCheckpointStatistics{}
+	s.NumSubtasks, s.NumAcknowledgedSubtasks = 0, 0
+	for _, c := range in.Plan.Chains {
+		ts := rest.TaskCheckpointStatistics{ID: s.ID, Status: s.Status, NumSubtasks: c.Parallelism}
+		if s.Status == rest.CheckpointCompleted {
+			ts.NumAcknowledgedSubtasks = c.Parallelism
+			ts.LatestAckTimestamp, ts.EndToEndDuration = s.LatestAckTimestamp, s.EndToEndDuration
+		}
+		s.NumSubtasks += ts.NumSubtasks
+		s.NumAcknowledgedSubtasks += ts.NumAcknowledgedSubtasks
+		s.Tasks[vertexID(in.ID)(c)] = ts
+	}
+	return s
 }
 
 // inProgressStats is a checkpoint or savepoint in progress.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
 )
 
@@ -59,5 +60,23 @@ func TestBackendDisposeSavepoint(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(notSavepoint, "data")); err != nil || string(b) != "keep me" {
 		t.Errorf("a directory that is no savepoint was touched: %q, %v", b, err)
+	}
+}
+
+// A completed checkpoint was acknowledged by every subtask, at every
+// vertex; of one in progress the counts of acknowledgements are unknown.
+func TestCheckpointTasks(t *testing.T) {
+	in := Info{ID: "0123456789abcdef0123456789abcdef", Plan: &graph.Plan{Chains: []*graph.Chain{{ID: 0, Parallelism: 2}, {ID: 1, Parallelism: 3}}}}
+	done := withTasks(in, rest.CheckpointStatistics{ID: 4, Status: rest.CheckpointCompleted, LatestAckTimestamp: 900, EndToEndDuration: 40})
+	if done.NumSubtasks != 5 || done.NumAcknowledgedSubtasks != 5 || len(done.Tasks) != 2 {
+		t.Fatalf("completed: %d of %d subtasks, tasks %v; want 5 of 5 at 2 vertices", done.NumAcknowledgedSubtasks, done.NumSubtasks, done.Tasks)
+	}
+	v1 := done.Tasks[vertexID(in.ID)(in.Plan.Chains[1])]
+	if v1 != (rest.TaskCheckpointStatistics{ID: 4, Status: rest.CheckpointCompleted, NumSubtasks: 3, NumAcknowledgedSubtasks: 3, LatestAckTimestamp: 900, EndToEndDuration: 40}) {
+		t.Errorf("vertex 1 of the completed checkpoint: %+v", v1)
+	}
+	running := withTasks(in, rest.CheckpointStatistics{ID: 5, Status: rest.CheckpointInProgress})
+	if running.NumSubtasks != 5 || running.NumAcknowledgedSubtasks != 0 {
+		t.Errorf("in progress: %d of %d subtasks, want 0 of 5", running.NumAcknowledgedSubtasks, running.NumSubtasks)
 	}
 }
