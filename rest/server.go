@@ -277,6 +277,12 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
 		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
 		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
+		"/jobs/{jobid}/vertices/{vertexid}/backpressure":                    {http.MethodGet: s.getVertexBackPressure},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasktimes":                    {http.MethodGet: s.getSubtaskTimes},
+		"/jobs/{jobid}/vertices/{vertexid}/taskmanagers":                    {http.MethodGet: s.getVertexTaskManagers},
+		"/jobs/{jobid}/vertices/{vertexid}/accumulators":                    {http.MethodGet: s.getVertexAccumulators},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasks/accumulators":           {http.MethodGet: s.getSubtasksAccumulators},
+		"/jobs/{jobid}/accumulators":                                        {http.MethodGet: s.getJobAccumulators},
 		"/savepoint-disposal/{triggerid}":                                   {http.MethodGet: s.getSavepointDisposalStatus},
 	} {
 		mux.Handle(path, rt)

@@ -54,6 +54,10 @@ type SubtaskDetails struct {
 	// (math.MinInt64 before the first, and for a subtask that sends to
 	// none), served as currentOutputWatermark.
 	OutputWatermark int64 `json:"-"`
+	// StateTimestamps are when the subtask entered each state, epoch ms,
+	// as far as the cluster keeps them (GET .../subtasktimes; a state
+	// missing is 0 there).
+	StateTimestamps map[ExecutionState]int64 `json:"-"`
 	// Rates are the subtask's per-second figures; nil until the cluster
 	// has measured them (they are then left out of the metrics).
 	Rates *SubtaskRates `json:"-"`
@@ -278,8 +282,14 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
 	}
 	subs := subtasksOf(v)
 	out := VertexDetails{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Parallelism: v.Parallelism,
-		Now: s.cfg.Clock.NowMillis(), Subtasks: subs,
-		Aggregated: AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}}
+		Now: s.cfg.Clock.NowMillis(), Subtasks: subs, Aggregated: aggregatedDetails(subs)}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// aggregatedDetails summarises the I/O metrics and state durations of
+// subtasks (Flink's AggregatedTaskDetailsInfo).
+func aggregatedDetails(subs []SubtaskDetails) AggregatedTaskDetails {
+	out := AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}
 	ioMetrics := map[string]func(IOMetrics) int64{
 		"read-bytes":                     func(m IOMetrics) int64 { return m.ReadBytes },
 		"write-bytes":                    func(m IOMetrics) int64 { return m.WriteBytes },
@@ -294,16 +304,16 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
 		for i, st := range subs {
 			vals[i] = f(st.Metrics)
 		}
-		out.Aggregated.Metrics[name] = aggregate(vals)
+		out.Metrics[name] = aggregate(vals)
 	}
 	for _, state := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
 		vals := make([]int64, len(subs))
 		for i, st := range subs {
 			vals[i] = st.StatusDuration[state]
 		}
-		out.Aggregated.StatusDuration[string(state)] = aggregate(vals)
+		out.StatusDuration[string(state)] = aggregate(vals)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // aggregate is Flink's summary of a quantity over subtasks: min, max, avg,

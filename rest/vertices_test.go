@@ -26,7 +26,8 @@ func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
 	sub := func(i int, in, out int64, busy float64, wm int64) rest.SubtaskDetails {
 		return rest.SubtaskDetails{Subtask: i, Status: rest.TaskRunning, Endpoint: "127.0.0.1:6122", StartTime: start - 50_000, EndTime: -1,
 			Duration: 50_000, TaskManagerID: "tm-1", Watermark: wm, OutputWatermark: math.MinInt64,
-			StatusDuration: map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
+			StatusDuration:  map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
+			StateTimestamps: map[rest.ExecutionState]int64{rest.TaskDeploying: start - 50_000, rest.TaskRunning: start - 49_000},
 			Metrics: rest.IOMetrics{ReadRecords: in, WriteRecords: out, ReadRecordsComplete: true, WriteRecordsComplete: true,
 				ReadBytesComplete: true, WriteBytesComplete: true, AccumulatedBusyTime: busy, AccumulatedIdleTime: 100}}
 	}
@@ -93,6 +94,12 @@ func TestVertexAndConfigEndpoints(t *testing.T) {
 		{"jobs-metrics-one", s.URL() + "/jobs/metrics?get=numRestarts&agg=sum&jobs=" + jobOther},
 		{"jobs-metrics-bad-job", s.URL() + "/jobs/metrics?get=numRestarts&jobs=nope"},
 		{"jobmanager-metrics-list", s.URL() + "/jobmanager/metrics"},
+		{"vertex-backpressure", job + "/vertices/" + vertexB + "/backpressure"},
+		{"vertex-subtasktimes", job + "/vertices/" + vertexB + "/subtasktimes"},
+		{"vertex-taskmanagers", job + "/vertices/" + vertexB + "/taskmanagers"},
+		{"vertex-accumulators", job + "/vertices/" + vertexB + "/accumulators"},
+		{"vertex-subtasks-accumulators", job + "/vertices/" + vertexB + "/subtasks/accumulators"},
+		{"job-accumulators", job + "/accumulators"},
 		{"jobmanager-metrics", s.URL() + "/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal,taskSlotsAvailable,numRunningJobs"},
 		{"vertex-unknown", job + "/vertices/" + vertexA},
 		{"vertex-malformed", job + "/vertices/xyz"},

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,26 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		b, err := httpGet(c.rest() + "/jobs/" + running + "/checkpoints")
 		return err == nil && regexp.MustCompile(`"completed":[1-9]`).Match(b)
 	})
+
+	// The latest completed checkpoint was acknowledged by all 4 subtasks
+	// (2 vertices of parallelism 2), at each vertex.
+	var cps struct {
+		Latest struct {
+			Completed struct {
+				ID          int64                     `json:"id"`
+				NumSubtasks int                       `json:"num_subtasks"`
+				NumAcked    int                       `json:"num_acknowledged_subtasks"`
+				Tasks       map[string]map[string]any `json:"tasks"`
+			} `json:"completed"`
+		} `json:"latest"`
+	}
+	if b, err := httpGet(c.rest() + "/jobs/" + running + "/checkpoints"); err != nil || json.Unmarshal(b, &cps) != nil {
+		t.Fatalf("GET checkpoints: %v %s", err, b)
+	}
+	latestCheckpoint := cps.Latest.Completed.ID
+	if lc := cps.Latest.Completed; lc.NumSubtasks != 4 || lc.NumAcked != 4 || len(lc.Tasks) != 2 {
+		t.Errorf("the latest checkpoint was acknowledged by %d of %d subtasks at %d vertices, want 4 of 4 at 2", lc.NumAcked, lc.NumSubtasks, len(lc.Tasks))
+	}
 
 	var job struct {
 		Vertices []struct{ ID string } `json:"vertices"`
@@ -113,6 +134,13 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		j + "/metrics?get=numRestarts,numberOfCompletedCheckpoints,lastCheckpointDuration=" + m + "job.metrics.MetricCollectionResponseBody",
 		"/jobs/metrics?get=numRestarts&agg=sum=" + m + "job.metrics.AggregatedMetricsResponseBody",
 		"/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/backpressure=" + m + "JobVertexBackPressureInfo",
+		v + "/subtasktimes=" + m + "SubtasksTimesInfo",
+		v + "/taskmanagers=" + m + "JobVertexTaskManagersInfo",
+		v + "/accumulators=" + m + "JobVertexAccumulatorsInfo",
+		v + "/subtasks/accumulators=" + m + "job.SubtasksAllAccumulatorsInfo",
+		j + "/accumulators=" + m + "JobAccumulatorsInfo",
+		j + "/checkpoints/details/" + strconv.FormatInt(latestCheckpoint, 10) + "=" + m + "checkpoints.CheckpointStatistics",
 	}
 	java := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

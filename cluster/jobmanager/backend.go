@@ -309,7 +309,11 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		seen[t.Task.Subtask] = true
 		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
 			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64, OutputWatermark: math.MinInt64}
+		// When the subtask entered its state, and when it was deployed:
+		// the times the JobMaster keeps.
+		sd.StateTimestamps = map[rest.ExecutionState]int64{t.State: t.Since}
 		if t.Deploying > 0 {
+			sd.StateTimestamps[rest.TaskDeploying] = t.Deploying
 			sd.StartTime = t.Deploying
 			sd.Duration = now - t.Deploying
 			if terminal(t.State) {
