@@ -42,6 +42,14 @@
 //	GET   /jobs/metrics[?get=&agg=&jobs=]            the job metrics aggregated over jobs
 //	GET   /jobmanager/metrics[?get=]                 [{id, value}]: TaskManagers, slots, running jobs
 //	GET   /taskmanagers/:taskmanagerid               one TaskManager (Flink's TaskManagerDetailsInfo)
+//	GET   /jobs/:jobid/vertices/:vertexid/backpressure   back-pressure levels from backPressuredTimeMsPerSecond
+//	GET   /jobs/:jobid/vertices/:vertexid/subtasktimes   when each subtask entered each state
+//	GET   /jobs/:jobid/vertices/:vertexid/taskmanagers   the vertex's subtasks by TaskManager
+//	GET   /jobs/:jobid/accumulators, .../vertices/:vertexid/accumulators, .../subtasks/accumulators  (empty: no user accumulators)
+//	GET   /jobmanager/thread-dump                    the JobManager's goroutines
+//	GET   /jobmanager/environment                    its Go runtime and arguments
+//	GET   /jobmanager/logs[/:name], /jobmanager/log, /jobmanager/stdout  its log directory (env.log.dir)
+//	GET   /applications/overview                     {"applications": []}: Sluice has no applications
 //	POST  /savepoint-disposal                        {"savepoint-path"} → 202 {"request-id"}: delete a savepoint
 //	GET   /savepoint-disposal/:triggerid             {"status", "operation": {} | {"failure-cause"}}
 //	GET   /                                          the web dashboard (its files under /web/)

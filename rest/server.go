@@ -36,6 +36,14 @@ type Config struct {
 	// /jobmanager/config with the values of sensitive keys (passwords,
 	// secrets, tokens) masked. Nil lists nothing.
 	Cluster *conf.Configuration
+	// LogDir is the directory of the JobManager's log files, served by GET
+	// /jobmanager/logs, /jobmanager/log and /jobmanager/stdout (env.log.dir;
+	// on YARN, the container's log directory). "" serves none.
+	LogDir string
+	// LogFile and StdoutFile name the files of LogDir that GET
+	// /jobmanager/log and /jobmanager/stdout serve. Default
+	// "jobmanager.log" and "jobmanager.out".
+	LogFile, StdoutFile string
 	// UploadDir is where received job binaries are staged during a
 	// submission. Default os.TempDir().
 	UploadDir string
@@ -57,14 +65,15 @@ type Config struct {
 }
 
 // ConfigFrom reads the REST settings of a cluster configuration: rest.port,
-// rest.bind-address, rest.server.max-content-length and
-// rest.async.store-duration; Cluster is set to c.
+// rest.bind-address, rest.server.max-content-length,
+// rest.async.store-duration and env.log.dir; Cluster is set to c.
 func ConfigFrom(c *conf.Configuration) Config {
 	return Config{
 		BindAddress:        conf.Get(c, conf.RESTBindAddress),
 		Port:               conf.Get(c, conf.RESTPort),
 		MaxContentLength:   int64(conf.Get(c, conf.RESTServerMaxContentLength)),
 		AsyncStoreDuration: conf.Get(c, conf.RESTAsyncStoreDuration),
+		LogDir:             conf.Get(c, conf.LogDir),
 		Cluster:            c,
 	}
 }
@@ -75,6 +84,12 @@ func (c *Config) defaults() {
 	}
 	if c.Revision == "" {
 		c.Revision = "unknown"
+	}
+	if c.LogFile == "" {
+		c.LogFile = "jobmanager.log"
+	}
+	if c.StdoutFile == "" {
+		c.StdoutFile = "jobmanager.out"
 	}
 	if c.UploadDir == "" {
 		c.UploadDir = os.TempDir()
@@ -277,6 +292,13 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
 		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
 		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
+		"/jobmanager/thread-dump":                                           {http.MethodGet: s.getJobManagerThreadDump},
+		"/jobmanager/environment":                                           {http.MethodGet: s.getJobManagerEnvironment},
+		"/jobmanager/logs":                                                  {http.MethodGet: s.getJobManagerLogs},
+		"/jobmanager/logs/{filename}":                                       {http.MethodGet: s.getJobManagerLogFile},
+		"/jobmanager/log":                                                   {http.MethodGet: s.getJobManagerLog},
+		"/jobmanager/stdout":                                                {http.MethodGet: s.getJobManagerStdout},
+		"/applications/overview":                                            {http.MethodGet: s.getApplicationsOverview},
 		"/jobs/{jobid}/vertices/{vertexid}/backpressure":                    {http.MethodGet: s.getVertexBackPressure},
 		"/jobs/{jobid}/vertices/{vertexid}/subtasktimes":                    {http.MethodGet: s.getSubtaskTimes},
 		"/jobs/{jobid}/vertices/{vertexid}/taskmanagers":                    {http.MethodGet: s.getVertexTaskManagers},
