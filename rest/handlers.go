@@ -155,7 +155,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 		TimezoneOffset:  offset * 1000,
 		FlinkVersion:    s.cfg.Version,
 		FlinkRevision:   s.cfg.Revision,
-		Features:        DashboardFeatures{WebCancel: true},
+		Features:        DashboardFeatures{WebCancel: true, WebSubmit: true},
 	})
 }
 

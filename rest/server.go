@@ -125,6 +125,7 @@ type Server struct {
 	http    *http.Server
 	handler http.Handler
 	ops     *operations
+	jars    jars
 
 	// ctx lives as long as the server; asynchronous operations run under it.
 	ctx      context.Context
@@ -229,6 +230,7 @@ func (s *Server) shutdown(stopHTTP func() error) error {
 func (s *Server) stop() {
 	s.cancel()
 	s.ops.close()
+	s.jars.close()
 }
 
 // ---------------------------------------------------------------------------
@@ -292,6 +294,11 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
 		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
 		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
+		"/jars":                                                             {http.MethodGet: s.getJars},
+		"/jars/upload":                                                      {http.MethodPost: s.postJarUpload},
+		"/jars/{jarid}":                                                     {http.MethodDelete: s.deleteJar},
+		"/jars/{jarid}/plan":                                                {http.MethodGet: s.jarPlan, http.MethodPost: s.jarPlan},
+		"/jars/{jarid}/run":                                                 {http.MethodPost: s.postJarRun},
 		"/jobmanager/thread-dump":                                           {http.MethodGet: s.getJobManagerThreadDump},
 		"/jobmanager/environment":                                           {http.MethodGet: s.getJobManagerEnvironment},
 		"/jobmanager/logs":                                                  {http.MethodGet: s.getJobManagerLogs},

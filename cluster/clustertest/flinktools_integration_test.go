@@ -3,8 +3,11 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"mime/multipart"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,4 +265,49 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if out := jobResult(crashed[1]); !regexp.MustCompile(`(?m)^failed \S+: .*clusterjob: deliberate crash in worker mode`).MatchString(out) {
 		t.Errorf("the failed job's result, as Flink reads it, does not carry the failure cause:\n%s", out)
 	}
+
+	// The job binary as Flink's jar: uploaded, listed, planned and run by
+	// the JobManager.
+	bin, err := os.ReadFile(jobBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("jarfile", "clusterjob")
+	fw.Write(bin)
+	mw.Close()
+	res, err := http.Post("http://"+c.rest()+"/jars/upload", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var jars struct {
+		Files []struct{ ID string } `json:"files"`
+	}
+	if b, err := httpGet(c.rest() + "/jars"); err != nil || json.Unmarshal(b, &jars) != nil || len(jars.Files) != 1 {
+		t.Fatalf("GET /jars after an upload (%d): %v %s", res.StatusCode, err, b)
+	}
+	jarOut := filepath.Join(c.dir, "out-jar")
+	progArgs := "programArg=-out," + jarOut + ",-n,2000,-keys,4"
+	if out, err := java("io.github.sluice.flinkrest.Check", "http://"+c.rest(),
+		"/jars=org.apache.flink.runtime.webmonitor.handlers.JarListInfo",
+		"/jars/"+jars.Files[0].ID+"/plan?"+progArgs+"="+m+"JobPlanInfo"); err != nil {
+		t.Errorf("Flink's strict REST mapper refused the jar answers (%v):\n%s", err, out)
+	}
+	res, err = http.Post("http://"+c.rest()+"/jars/"+jars.Files[0].ID+"/run?parallelism=1&"+progArgs, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran struct {
+		JobID string `json:"jobid"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&ran)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || ran.JobID == "" {
+		t.Fatalf("POST /jars/:jarid/run: %d %v", res.StatusCode, err)
+	}
+	testwait.Eventually(t, 60*time.Second, "the job run from the jar to finish", func() bool {
+		return strings.Contains(flink("list", "-a"), ran.JobID+" : cluster test (FINISHED)")
+	})
 }
