@@ -95,6 +95,13 @@ type Backend interface {
 	// like TriggerSavepoint (POST /jobs/:jobid/checkpoints).
 	TriggerCheckpoint(ctx context.Context, jobID string, req CheckpointRequest) (checkpointID int64, err error)
 
+	// DisposeSavepoint deletes the savepoint at path (a directory or its
+	// _metadata file, a URI of a file system the cluster knows) and
+	// everything in it, blocking like TriggerSavepoint (POST
+	// /savepoint-disposal). A path that holds no savepoint is refused and
+	// nothing is deleted.
+	DisposeSavepoint(ctx context.Context, path string) error
+
 	// TaskManagers lists the registered TaskManagers (GET /taskmanagers and
 	// the TaskManager and slot counts of /overview and /metrics).
 	TaskManagers(ctx context.Context) ([]TaskManagerInfo, error)

@@ -37,8 +37,31 @@
 //	GET   /jobs/:jobid/vertices/:vertexid/subtasks/metrics[?get=&agg=&subtasks=]  [{id, min, max, avg, sum, skew}]
 //	GET   /jobs/:jobid/vertices/:vertexid/metrics[?get=]                           [{id: "<subtask>.<metric>", value}]
 //	GET   /jobs/:jobid/vertices/:vertexid/watermarks [{id: "<subtask>.currentInputWatermark", value}]
+//	GET   /jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics[?get=]  [{id, value}] of one subtask
+//	GET   /jobs/:jobid/metrics[?get=]                [{id, value}]: numRestarts, checkpoint counts and sizes
+//	GET   /jobs/metrics[?get=&agg=&jobs=]            the job metrics aggregated over jobs
+//	GET   /jobmanager/metrics[?get=]                 [{id, value}]: TaskManagers, slots, running jobs
 //	GET   /taskmanagers/:taskmanagerid               one TaskManager (Flink's TaskManagerDetailsInfo)
+//	GET   /jobs/:jobid/vertices/:vertexid/backpressure   back-pressure levels from backPressuredTimeMsPerSecond
+//	GET   /jobs/:jobid/vertices/:vertexid/subtasktimes   when each subtask entered each state
+//	GET   /jobs/:jobid/vertices/:vertexid/taskmanagers   the vertex's subtasks by TaskManager
+//	GET   /jobs/:jobid/accumulators, .../vertices/:vertexid/accumulators, .../subtasks/accumulators  (empty: no user accumulators)
+//	GET   /jobmanager/thread-dump                    the JobManager's goroutines
+//	GET   /jobmanager/environment                    its Go runtime and arguments
+//	GET   /jobmanager/logs[/:name], /jobmanager/log, /jobmanager/stdout  its log directory (env.log.dir)
+//	GET   /applications/overview                     {"applications": []}: Sluice has no applications
+//	POST  /savepoint-disposal                        {"savepoint-path"} → 202 {"request-id"}: delete a savepoint
+//	GET   /savepoint-disposal/:triggerid             {"status", "operation": {} | {"failure-cause"}}
 //	GET   /                                          the web dashboard (its files under /web/)
+//
+// The task metrics of a subtask (vertex, subtask and subtasks/metrics) are
+// Flink's: numRecordsIn/Out, numBytesIn/Out, accumulated{Busy,
+// Backpressured,Idle}Time, currentInputWatermark, currentOutputWatermark,
+// and, once the JobMaster has sampled the subtask's counters twice (its
+// worker reports each second), numRecordsIn/OutPerSecond and
+// numBytesIn/OutPerSecond over the last minute and busyTimeMsPerSecond,
+// backPressuredTimeMsPerSecond and idleTimeMsPerSecond over the last 5 s.
+// Aggregations (?agg=) are Flink's min, max, avg, sum and skew.
 //
 // Job and trigger IDs are 32 hexadecimal characters (read in either case,
 // written in lower case). Errors are

@@ -155,7 +155,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 		TimezoneOffset:  offset * 1000,
 		FlinkVersion:    s.cfg.Version,
 		FlinkRevision:   s.cfg.Revision,
-		Features:        DashboardFeatures{WebCancel: true},
+		Features:        DashboardFeatures{WebCancel: true, WebSubmit: true},
 	})
 }
 
@@ -463,7 +463,7 @@ func (s *Server) getJobResult(w http.ResponseWriter, r *http.Request) {
 	}
 	out := *res
 	if out.AccumulatorResults == nil {
-		out.AccumulatorResults = map[string]string{}
+		out.AccumulatorResults = Accumulators{}
 	}
 	writeJSON(w, http.StatusOK, JobExecutionResult{Status: QueueStatus{ID: StatusCompleted}, Result: &out})
 }
@@ -721,4 +721,43 @@ func (s *Server) getCheckpointStatus(w http.ResponseWriter, r *http.Request) {
 		info.CheckpointID = 0
 	}
 	writeJSON(w, http.StatusOK, CheckpointStatus{Status: QueueStatus{ID: StatusCompleted}, Operation: info})
+}
+
+// postSavepointDisposal deletes a savepoint: POST /savepoint-disposal
+// {"savepoint-path"} → 202 {"request-id"}, polled at
+// /savepoint-disposal/:triggerid (Flink's savepoint -dispose).
+func (s *Server) postSavepointDisposal(w http.ResponseWriter, r *http.Request) {
+	var req SavepointDisposalRequest
+	if !decodeBody(w, r, &req, "savepoint disposal request") {
+		return
+	}
+	if strings.TrimSpace(req.SavepointPath) == "" {
+		writeError(w, http.StatusBadRequest, "the savepoint disposal request names no savepoint: set \"savepoint-path\" to the savepoint's directory or its _metadata file")
+		return
+	}
+	trigger, ok := checkTriggerID(w, req.TriggerID)
+	if !ok {
+		return
+	}
+	path := req.SavepointPath
+	s.startOp(w, opKey{kind: opDisposal, trigger: trigger}, func(ctx context.Context) opResult {
+		return opResult{err: s.backend.DisposeSavepoint(ctx, path)}
+	})
+}
+
+func (s *Server) getSavepointDisposalStatus(w http.ResponseWriter, r *http.Request) {
+	trigger, ok := triggerID(w, r)
+	if !ok {
+		return
+	}
+	st, ok := s.ops.get(opKey{kind: opDisposal, trigger: trigger})
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("there is no savepoint disposal with trigger ID %s (outcomes are kept for rest.async.store-duration)", trigger))
+		return
+	}
+	if !st.done {
+		writeJSON(w, http.StatusOK, DisposalStatus{Status: QueueStatus{ID: StatusInProgress}})
+		return
+	}
+	writeJSON(w, http.StatusOK, DisposalStatus{Status: QueueStatus{ID: StatusCompleted}, Operation: &AsynchronousOperationInfo{FailureCause: ThrowableOf(st.err)}})
 }

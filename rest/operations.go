@@ -17,6 +17,7 @@ type opKind int
 const (
 	opSavepoint  opKind = iota + 1 // savepoints and stop-with-savepoint
 	opCheckpoint                   // checkpoints
+	opDisposal                     // savepoint disposals (no job)
 )
 
 type opKey struct {

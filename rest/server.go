@@ -36,6 +36,14 @@ type Config struct {
 	// /jobmanager/config with the values of sensitive keys (passwords,
 	// secrets, tokens) masked. Nil lists nothing.
 	Cluster *conf.Configuration
+	// LogDir is the directory of the JobManager's log files, served by GET
+	// /jobmanager/logs, /jobmanager/log and /jobmanager/stdout (env.log.dir;
+	// on YARN, the container's log directory). "" serves none.
+	LogDir string
+	// LogFile and StdoutFile name the files of LogDir that GET
+	// /jobmanager/log and /jobmanager/stdout serve. Default
+	// "jobmanager.log" and "jobmanager.out".
+	LogFile, StdoutFile string
 	// UploadDir is where received job binaries are staged during a
 	// submission. Default os.TempDir().
 	UploadDir string
@@ -57,14 +65,15 @@ type Config struct {
 }
 
 // ConfigFrom reads the REST settings of a cluster configuration: rest.port,
-// rest.bind-address, rest.server.max-content-length and
-// rest.async.store-duration; Cluster is set to c.
+// rest.bind-address, rest.server.max-content-length,
+// rest.async.store-duration and env.log.dir; Cluster is set to c.
 func ConfigFrom(c *conf.Configuration) Config {
 	return Config{
 		BindAddress:        conf.Get(c, conf.RESTBindAddress),
 		Port:               conf.Get(c, conf.RESTPort),
 		MaxContentLength:   int64(conf.Get(c, conf.RESTServerMaxContentLength)),
 		AsyncStoreDuration: conf.Get(c, conf.RESTAsyncStoreDuration),
+		LogDir:             conf.Get(c, conf.LogDir),
 		Cluster:            c,
 	}
 }
@@ -75,6 +84,12 @@ func (c *Config) defaults() {
 	}
 	if c.Revision == "" {
 		c.Revision = "unknown"
+	}
+	if c.LogFile == "" {
+		c.LogFile = "jobmanager.log"
+	}
+	if c.StdoutFile == "" {
+		c.StdoutFile = "jobmanager.out"
 	}
 	if c.UploadDir == "" {
 		c.UploadDir = os.TempDir()
@@ -110,6 +125,7 @@ type Server struct {
 	http    *http.Server
 	handler http.Handler
 	ops     *operations
+	jars    jars
 
 	// ctx lives as long as the server; asynchronous operations run under it.
 	ctx      context.Context
@@ -214,6 +230,7 @@ func (s *Server) shutdown(stopHTTP func() error) error {
 func (s *Server) stop() {
 	s.cancel()
 	s.ops.close()
+	s.jars.close()
 }
 
 // ---------------------------------------------------------------------------
@@ -258,20 +275,44 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/exceptions":       {http.MethodGet: s.getJobExceptions},
 		"/jobs/{jobid}/execution-result": {http.MethodGet: s.getJobResult},
 		"/jobs/{jobid}/checkpoints":      {http.MethodGet: s.getJobCheckpoints, http.MethodPost: s.postCheckpoint},
-		"/jobs/{jobid}/checkpoints/details/{checkpointid}":   {http.MethodGet: s.getCheckpointDetails},
-		"/jobs/{jobid}/checkpoints/config":                   {http.MethodGet: s.getCheckpointConfig},
-		"/jobs/{jobid}/checkpoints/{triggerid}":              {http.MethodGet: s.getCheckpointStatus},
-		"/jobs/{jobid}/savepoints":                           {http.MethodPost: s.postSavepoint},
-		"/jobs/{jobid}/savepoints/{triggerid}":               {http.MethodGet: s.getSavepointStatus},
-		"/jobs/{jobid}/stop":                                 {http.MethodPost: s.postStop},
-		"/jobs/{jobid}/yarn-cancel":                          {http.MethodGet: s.getYarnCancel},
-		"/jobs/{jobid}/config":                               {http.MethodGet: s.getJobConfig},
-		"/jobs/{jobid}/jobmanager/config":                    {http.MethodGet: s.getJobJobManagerConfig},
-		"/jobs/{jobid}/vertices/{vertexid}":                  {http.MethodGet: s.getVertex},
-		"/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics": {http.MethodGet: s.getSubtaskMetrics},
-		"/jobs/{jobid}/vertices/{vertexid}/metrics":          {http.MethodGet: s.getVertexMetrics},
-		"/jobs/{jobid}/vertices/{vertexid}/watermarks":       {http.MethodGet: s.getVertexWatermarks},
-		"/taskmanagers/{taskmanagerid}":                      {http.MethodGet: s.getTaskManager},
+		"/jobs/{jobid}/checkpoints/details/{checkpointid}":                  {http.MethodGet: s.getCheckpointDetails},
+		"/jobs/{jobid}/checkpoints/config":                                  {http.MethodGet: s.getCheckpointConfig},
+		"/jobs/{jobid}/checkpoints/{triggerid}":                             {http.MethodGet: s.getCheckpointStatus},
+		"/jobs/{jobid}/savepoints":                                          {http.MethodPost: s.postSavepoint},
+		"/jobs/{jobid}/savepoints/{triggerid}":                              {http.MethodGet: s.getSavepointStatus},
+		"/jobs/{jobid}/stop":                                                {http.MethodPost: s.postStop},
+		"/jobs/{jobid}/yarn-cancel":                                         {http.MethodGet: s.getYarnCancel},
+		"/jobs/{jobid}/config":                                              {http.MethodGet: s.getJobConfig},
+		"/jobs/{jobid}/jobmanager/config":                                   {http.MethodGet: s.getJobJobManagerConfig},
+		"/jobs/{jobid}/vertices/{vertexid}":                                 {http.MethodGet: s.getVertex},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics":                {http.MethodGet: s.getSubtaskMetrics},
+		"/jobs/{jobid}/vertices/{vertexid}/metrics":                         {http.MethodGet: s.getVertexMetrics},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics": {http.MethodGet: s.getSubtaskIndexMetrics},
+		"/jobs/{jobid}/metrics":                                             {http.MethodGet: s.getJobMetrics},
+		"/jobs/metrics":                                                     {http.MethodGet: s.getJobsMetrics},
+		"/jobmanager/metrics":                                               {http.MethodGet: s.getJobManagerMetrics},
+		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
+		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
+		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
+		"/jars":                                                             {http.MethodGet: s.getJars},
+		"/jars/upload":                                                      {http.MethodPost: s.postJarUpload},
+		"/jars/{jarid}":                                                     {http.MethodDelete: s.deleteJar},
+		"/jars/{jarid}/plan":                                                {http.MethodGet: s.jarPlan, http.MethodPost: s.jarPlan},
+		"/jars/{jarid}/run":                                                 {http.MethodPost: s.postJarRun},
+		"/jobmanager/thread-dump":                                           {http.MethodGet: s.getJobManagerThreadDump},
+		"/jobmanager/environment":                                           {http.MethodGet: s.getJobManagerEnvironment},
+		"/jobmanager/logs":                                                  {http.MethodGet: s.getJobManagerLogs},
+		"/jobmanager/logs/{filename}":                                       {http.MethodGet: s.getJobManagerLogFile},
+		"/jobmanager/log":                                                   {http.MethodGet: s.getJobManagerLog},
+		"/jobmanager/stdout":                                                {http.MethodGet: s.getJobManagerStdout},
+		"/applications/overview":                                            {http.MethodGet: s.getApplicationsOverview},
+		"/jobs/{jobid}/vertices/{vertexid}/backpressure":                    {http.MethodGet: s.getVertexBackPressure},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasktimes":                    {http.MethodGet: s.getSubtaskTimes},
+		"/jobs/{jobid}/vertices/{vertexid}/taskmanagers":                    {http.MethodGet: s.getVertexTaskManagers},
+		"/jobs/{jobid}/vertices/{vertexid}/accumulators":                    {http.MethodGet: s.getVertexAccumulators},
+		"/jobs/{jobid}/vertices/{vertexid}/subtasks/accumulators":           {http.MethodGet: s.getSubtasksAccumulators},
+		"/jobs/{jobid}/accumulators":                                        {http.MethodGet: s.getJobAccumulators},
+		"/savepoint-disposal/{triggerid}":                                   {http.MethodGet: s.getSavepointDisposalStatus},
 	} {
 		mux.Handle(path, rt)
 	}

@@ -120,7 +120,7 @@ func fixture(t testing.TB) (*resttest.Backend, *clock.Manual) {
 			&rest.RestoredCheckpoint{ID: 1, RestoreTimestamp: start - 420_000, ExternalPath: "file:/cp/job/chk-1"}),
 	})
 	b.Finish(jobFinished, rest.JobResult{ApplicationStatus: rest.AppSucceeded, NetRuntime: 300_000,
-		AccumulatorResults: map[string]string{"restarts": "1"}})
+		AccumulatorResults: rest.Accumulators{"restarts": int64(1)}})
 	b.AddJob(resttest.Job{
 		Overview: rest.JobOverview{ID: jobToCancel, Name: "to cancel", State: rest.JobRunning, StartTime: start - 1000, EndTime: -1},
 		Details:  rest.JobDetails{ID: jobToCancel, Name: "to cancel", State: rest.JobRunning, StartTime: start - 1000, EndTime: -1},
@@ -469,8 +469,25 @@ func TestAsyncOperations(t *testing.T) {
 	if got, want := poll("/savepoints/"+ok), `{"status":{"id":"COMPLETED"},"operation":{"location":"/sp/savepoint-1"}}`; got != want {
 		t.Errorf("completed: %s, want %s", got, want)
 	}
-	if got, want := poll("/savepoints/"+failing), `{"status":{"id":"COMPLETED"},"operation":{"failure-cause":{"class":"*errors.errorString","stack-trace":"unsupported operation: writing the savepoint: disk full"}}}`; got != want {
-		t.Errorf("failed: %s, want %s", got, want)
+	// The failure cause as Flink writes it: its class and text, and the
+	// Java serialization of the SerializedThrowable (checked byte for byte
+	// against Java in TestJavaSerialization).
+	var failed struct {
+		Status    struct{ ID string }
+		Operation struct {
+			FailureCause struct {
+				Serialized []byte `json:"serialized-throwable"`
+				Class      string `json:"class"`
+				StackTrace string `json:"stack-trace"`
+			} `json:"failure-cause"`
+		}
+	}
+	if got := poll("/savepoints/" + failing); json.Unmarshal([]byte(got), &failed) != nil {
+		t.Errorf("failed: %s is not JSON", got)
+	} else if fc := failed.Operation.FailureCause; failed.Status.ID != "COMPLETED" || fc.Class != "*errors.errorString" ||
+		fc.StackTrace != "unsupported operation: writing the savepoint: disk full" ||
+		!bytes.HasPrefix(fc.Serialized, []byte{0xac, 0xed, 0, 5}) || !bytes.Contains(fc.Serialized, []byte("org.apache.flink.util.SerializedThrowable")) {
+		t.Errorf("failed: %s, want the failure cause with its class, text and serialized SerializedThrowable", got)
 	}
 	if n := calls.Load(); n != 2 {
 		t.Errorf("the backend took %d savepoints, want 2 (a repeated triggerId must not start another)", n)

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -528,11 +529,25 @@ type ConfigEntry struct {
 	Value string `json:"value"`
 }
 
-// SerializedThrowable is an error in an API answer: Flink's form, with the
-// error's type in Class and its text in StackTrace.
+// SerializedThrowable is an error in an API answer, in Flink's form: the
+// error's type in Class, its text in StackTrace, and for Flink's client
+// the Java serialization of the org.apache.flink.util.SerializedThrowable
+// that stands for it, which MarshalJSON writes as "serialized-throwable"
+// (Flink's client deserializes it and fails without it).
 type SerializedThrowable struct {
 	Class      string `json:"class"`
 	StackTrace string `json:"stack-trace"`
+}
+
+// MarshalJSON writes the throwable as Flink's SerializedThrowableSerializer
+// does.
+func (t SerializedThrowable) MarshalJSON() ([]byte, error) {
+	msg, _, _ := strings.Cut(t.StackTrace, "\n")
+	return json.Marshal(struct {
+		Serialized []byte `json:"serialized-throwable"`
+		Class      string `json:"class"`
+		StackTrace string `json:"stack-trace"`
+	}{javaSerializedThrowable(t.Class, msg, t.StackTrace), t.Class, t.StackTrace})
 }
 
 // ThrowableOf describes err for an API answer; nil for nil.
@@ -568,16 +583,72 @@ const (
 )
 
 // JobResult is how a job ended: the "job-execution-result" of
-// GET /jobs/:jobid/execution-result.
+// GET /jobs/:jobid/execution-result (Flink's JobResult).
 type JobResult struct {
 	ID                string `json:"id"`
+	Name              string `json:"name,omitempty"`
 	ApplicationStatus string `json:"application-status"`
 	// AccumulatorResults are named results of the job; Sluice reports its
-	// own (e.g. "restarts", "checkpoints", "savepoint") as strings.
-	AccumulatorResults map[string]string `json:"accumulator-results"`
+	// own: "restarts" and "checkpoints" (int64), "savepoint" (string).
+	AccumulatorResults Accumulators `json:"accumulator-results"`
 	// NetRuntime is how long the job ran, ms.
-	NetRuntime   int64                `json:"net-runtime"`
+	NetRuntime int64 `json:"net-runtime"`
+	// StartTime and EndTime are when the job was submitted and ended,
+	// epoch ms; 0 (not sent) when unknown, which Flink reads as -1.
+	StartTime    int64                `json:"start-time,omitempty"`
+	EndTime      int64                `json:"end-time,omitempty"`
 	FailureCause *SerializedThrowable `json:"failure-cause,omitempty"`
+}
+
+// Accumulators are the named results of a job: int64 or string values. On
+// the wire each is Flink's form, the base64 of the Java serialization of
+// an org.apache.flink.util.OptionalFailure holding a java.lang.Long or a
+// java.lang.String, so Flink's client reads them as accumulator results.
+type Accumulators map[string]any
+
+// MarshalJSON writes each value as Flink's client reads it.
+func (a Accumulators) MarshalJSON() ([]byte, error) {
+	out := make(map[string][]byte, len(a))
+	for k, v := range a {
+		b, err := javaAccumulator(v)
+		if err != nil {
+			return nil, fmt.Errorf("accumulator %q: %w", k, err)
+		}
+		out[k] = b
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a value of another form
+// (another server's Java objects) is kept as its serialized bytes.
+func (a *Accumulators) UnmarshalJSON(data []byte) error {
+	var raw map[string][]byte
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make(Accumulators, len(raw))
+	for k, b := range raw {
+		v, err := readJavaAccumulator(b)
+		if err != nil {
+			out[k] = b
+			continue
+		}
+		out[k] = v
+	}
+	*a = out
+	return nil
+}
+
+// Int returns the int64 accumulator name.
+func (a Accumulators) Int(name string) (int64, bool) {
+	v, ok := a[name].(int64)
+	return v, ok
+}
+
+// String returns the string accumulator name.
+func (a Accumulators) String(name string) (string, bool) {
+	v, ok := a[name].(string)
+	return v, ok
 }
 
 // Err returns nil for a job that succeeded, an error matching ErrJobFailed
@@ -691,6 +762,28 @@ type CheckpointInfo struct {
 type CheckpointStatus struct {
 	Status    QueueStatus     `json:"status"`
 	Operation *CheckpointInfo `json:"operation,omitempty"`
+}
+
+// SavepointDisposalRequest is the body of POST /savepoint-disposal.
+type SavepointDisposalRequest struct {
+	// SavepointPath is the savepoint to delete: its directory or its
+	// _metadata file.
+	SavepointPath string `json:"savepoint-path"`
+	// TriggerID makes the request idempotent, as for a savepoint.
+	TriggerID string `json:"triggerId,omitempty"`
+}
+
+// AsynchronousOperationInfo is the outcome of an operation that returns
+// nothing but its failure (Flink's AsynchronousOperationInfo): {} once it
+// succeeded.
+type AsynchronousOperationInfo struct {
+	FailureCause *SerializedThrowable `json:"failure-cause,omitempty"`
+}
+
+// DisposalStatus is the body of GET /savepoint-disposal/:triggerid.
+type DisposalStatus struct {
+	Status    QueueStatus                `json:"status"`
+	Operation *AsynchronousOperationInfo `json:"operation,omitempty"`
 }
 
 // SubmitRequest is the "request" part of the multipart POST /jobs, after

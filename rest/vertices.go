@@ -50,6 +50,25 @@ type SubtaskDetails struct {
 	// (math.MinInt64 before the first), served by GET .../watermarks and
 	// .../metrics as currentInputWatermark; not part of Flink's message.
 	Watermark int64 `json:"-"`
+	// OutputWatermark is the last watermark the subtask sent downstream
+	// (math.MinInt64 before the first, and for a subtask that sends to
+	// none), served as currentOutputWatermark.
+	OutputWatermark int64 `json:"-"`
+	// StateTimestamps are when the subtask entered each state, epoch ms,
+	// as far as the cluster keeps them (GET .../subtasktimes; a state
+	// missing is 0 there).
+	StateTimestamps map[ExecutionState]int64 `json:"-"`
+	// Rates are the subtask's per-second figures; nil until the cluster
+	// has measured them (they are then left out of the metrics).
+	Rates *SubtaskRates `json:"-"`
+}
+
+// SubtaskRates are a subtask's per-second figures, Flink's meters
+// (numRecordsInPerSecond, ..., over the last minute) and timer gauges
+// (busyTimeMsPerSecond, ..., 0 to 1000 ms per second, over the last 5 s).
+type SubtaskRates struct {
+	RecordsInPerSecond, RecordsOutPerSecond, BytesInPerSecond, BytesOutPerSecond float64
+	BusyTimeMsPerSecond, BackPressuredTimeMsPerSecond, IdleTimeMsPerSecond       float64
 }
 
 // AggregatedTaskDetails is the "aggregated" of GET
@@ -263,8 +282,14 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
 	}
 	subs := subtasksOf(v)
 	out := VertexDetails{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Parallelism: v.Parallelism,
-		Now: s.cfg.Clock.NowMillis(), Subtasks: subs,
-		Aggregated: AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}}
+		Now: s.cfg.Clock.NowMillis(), Subtasks: subs, Aggregated: aggregatedDetails(subs)}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// aggregatedDetails summarises the I/O metrics and state durations of
+// subtasks (Flink's AggregatedTaskDetailsInfo).
+func aggregatedDetails(subs []SubtaskDetails) AggregatedTaskDetails {
+	out := AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}
 	ioMetrics := map[string]func(IOMetrics) int64{
 		"read-bytes":                     func(m IOMetrics) int64 { return m.ReadBytes },
 		"write-bytes":                    func(m IOMetrics) int64 { return m.WriteBytes },
@@ -279,16 +304,16 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
 		for i, st := range subs {
 			vals[i] = f(st.Metrics)
 		}
-		out.Aggregated.Metrics[name] = aggregate(vals)
+		out.Metrics[name] = aggregate(vals)
 	}
 	for _, state := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
 		vals := make([]int64, len(subs))
 		for i, st := range subs {
 			vals[i] = st.StatusDuration[state]
 		}
-		out.Aggregated.StatusDuration[string(state)] = aggregate(vals)
+		out.StatusDuration[string(state)] = aggregate(vals)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // aggregate is Flink's summary of a quantity over subtasks: min, max, avg,
@@ -311,7 +336,8 @@ func aggregate(vals []int64) map[string]int64 {
 		"median": q(0.5), "p25": q(0.25), "p75": q(0.75), "p95": q(0.95)}
 }
 
-// Task metrics by their Flink names, read from a subtask.
+// Task metrics by their Flink names, read from a subtask; a metric the
+// subtask does not have (yet) is left out.
 var taskMetrics = []struct {
 	name string
 	get  func(SubtaskDetails) (float64, bool)
@@ -326,6 +352,29 @@ var taskMetrics = []struct {
 	}},
 	{"accumulatedIdleTime", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.AccumulatedIdleTime), true }},
 	{"currentInputWatermark", func(s SubtaskDetails) (float64, bool) { return float64(s.Watermark), true }},
+	{"currentOutputWatermark", func(s SubtaskDetails) (float64, bool) { return float64(s.OutputWatermark), true }},
+	{"numRecordsInPerSecond", rate(func(r *SubtaskRates) float64 { return r.RecordsInPerSecond })},
+	{"numRecordsOutPerSecond", rate(func(r *SubtaskRates) float64 { return r.RecordsOutPerSecond })},
+	{"numBytesInPerSecond", rate(func(r *SubtaskRates) float64 { return r.BytesInPerSecond })},
+	{"numBytesOutPerSecond", rate(func(r *SubtaskRates) float64 { return r.BytesOutPerSecond })},
+	{"busyTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.BusyTimeMsPerSecond })},
+	{"backPressuredTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.BackPressuredTimeMsPerSecond })},
+	{"idleTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.IdleTimeMsPerSecond })},
+}
+
+func rate(f func(*SubtaskRates) float64) func(SubtaskDetails) (float64, bool) {
+	return func(s SubtaskDetails) (float64, bool) {
+		if s.Rates == nil {
+			return 0, false
+		}
+		return f(s.Rates), true
+	}
+}
+
+// isWatermark reports whether a task metric is an epoch-ms watermark,
+// written as an integer.
+func isWatermark(name string) bool {
+	return name == "currentInputWatermark" || name == "currentOutputWatermark"
 }
 
 func taskMetric(name string) (func(SubtaskDetails) (float64, bool), bool) {
@@ -386,24 +435,14 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	aggs := map[string]bool{}
-	for _, a := range listParam(r, "agg") {
-		switch a = strings.ToLower(a); a {
-		case "min", "max", "avg", "sum", "skew":
-			aggs[a] = true
-		default:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("agg %q is not an aggregation: use min, max, avg, sum or skew", a))
-			return
-		}
+	aggs, ok := aggregations(w, r)
+	if !ok {
+		return
 	}
-	if len(aggs) == 0 {
-		aggs = map[string]bool{"min": true, "max": true, "avg": true, "sum": true, "skew": true}
-	}
-	out := []AggregatedMetric{}
-	for _, name := range names {
+	writeJSON(w, http.StatusOK, aggregateMetrics(names, aggs, func(name string) []float64 {
 		get, ok := taskMetric(name)
-		if !ok || len(subs) == 0 {
-			continue // Flink leaves out metrics it does not have
+		if !ok {
+			return nil
 		}
 		var vals []float64
 		for _, st := range subs {
@@ -411,6 +450,36 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 				vals = append(vals, x)
 			}
 		}
+		return vals
+	}))
+}
+
+// aggregations reads ?agg= (default: all of Flink's); on failure it has
+// answered 400.
+func aggregations(w http.ResponseWriter, r *http.Request) (map[string]bool, bool) {
+	aggs := map[string]bool{}
+	for _, a := range listParam(r, "agg") {
+		switch a = strings.ToLower(a); a {
+		case "min", "max", "avg", "sum", "skew":
+			aggs[a] = true
+		default:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("agg %q is not an aggregation: use min, max, avg, sum or skew", a))
+			return nil, false
+		}
+	}
+	if len(aggs) == 0 {
+		aggs = map[string]bool{"min": true, "max": true, "avg": true, "sum": true, "skew": true}
+	}
+	return aggs, true
+}
+
+// aggregateMetrics is Flink's answer to ?get=...&agg=...: each metric
+// asked for aggregated over the values valuesOf gives it, in the order
+// asked; a metric without values is left out, as Flink leaves it.
+func aggregateMetrics(names []string, aggs map[string]bool, valuesOf func(string) []float64) []AggregatedMetric {
+	out := []AggregatedMetric{}
+	for _, name := range names {
+		vals := valuesOf(name)
 		if len(vals) == 0 {
 			continue
 		}
@@ -438,7 +507,7 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 		set(&m.Skew, aggs["skew"], skew)
 		out = append(out, m)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // subtaskMetricValues lists "<subtask>.<metric>" of every subtask, in
@@ -451,18 +520,66 @@ func subtaskMetricValues(v *Vertex, want func(string) bool) []Metric {
 			if want != nil && !want(id) {
 				continue
 			}
-			x, ok := m.get(st)
-			if !ok {
-				continue
+			if val, ok := metricValue(st, m.name, m.get); ok {
+				out = append(out, Metric{ID: id, Value: &val})
 			}
-			val := strconv.FormatFloat(x, 'f', -1, 64)
-			if m.name == "currentInputWatermark" {
-				val = strconv.FormatInt(st.Watermark, 10)
-			}
-			out = append(out, Metric{ID: id, Value: &val})
 		}
 	}
 	return out
+}
+
+// metricValue is a task metric of a subtask as Flink writes it: a string,
+// a watermark as an integer.
+func metricValue(st SubtaskDetails, name string, get func(SubtaskDetails) (float64, bool)) (string, bool) {
+	x, ok := get(st)
+	switch {
+	case !ok:
+		return "", false
+	case name == "currentInputWatermark":
+		return strconv.FormatInt(st.Watermark, 10), true
+	case name == "currentOutputWatermark":
+		return strconv.FormatInt(st.OutputWatermark, 10), true
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64), true
+}
+
+// getSubtaskIndexMetrics serves GET
+// /jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics: the
+// subtask's task metrics by name, their values with ?get=.
+func (s *Server) getSubtaskIndexMetrics(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := s.vertex(w, r)
+	if !ok {
+		return
+	}
+	raw := r.PathValue("subtaskindex")
+	idx, err := strconv.Atoi(raw)
+	if err != nil || idx < 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("subtask index %q is not a subtask number (0 or more)", raw))
+		return
+	}
+	subs := subtasksOf(v)
+	i := slices.IndexFunc(subs, func(st SubtaskDetails) bool { return st.Subtask == idx })
+	if i < 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("vertex %s has no subtask %d (its parallelism is %d)", v.ID, idx, v.Parallelism))
+		return
+	}
+	names := listParam(r, "get")
+	out := []Metric{}
+	for _, m := range taskMetrics {
+		if len(names) > 0 && !slices.Contains(names, m.name) {
+			continue
+		}
+		val, ok := metricValue(subs[i], m.name, m.get)
+		if !ok {
+			continue
+		}
+		if len(names) == 0 {
+			out = append(out, Metric{ID: m.name})
+		} else {
+			out = append(out, Metric{ID: m.name, Value: &val})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getVertexMetrics(w http.ResponseWriter, r *http.Request) {

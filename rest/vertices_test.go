@@ -25,8 +25,9 @@ func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
 	b.Clock = clk
 	sub := func(i int, in, out int64, busy float64, wm int64) rest.SubtaskDetails {
 		return rest.SubtaskDetails{Subtask: i, Status: rest.TaskRunning, Endpoint: "127.0.0.1:6122", StartTime: start - 50_000, EndTime: -1,
-			Duration: 50_000, TaskManagerID: "tm-1", Watermark: wm,
-			StatusDuration: map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
+			Duration: 50_000, TaskManagerID: "tm-1", Watermark: wm, OutputWatermark: math.MinInt64,
+			StatusDuration:  map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
+			StateTimestamps: map[rest.ExecutionState]int64{rest.TaskDeploying: start - 50_000, rest.TaskRunning: start - 49_000},
 			Metrics: rest.IOMetrics{ReadRecords: in, WriteRecords: out, ReadRecordsComplete: true, WriteRecordsComplete: true,
 				ReadBytesComplete: true, WriteBytesComplete: true, AccumulatedBusyTime: busy, AccumulatedIdleTime: 100}}
 	}
@@ -35,13 +36,32 @@ func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
 		Details: rest.JobDetails{ID: jobVertices, Name: "vertices", State: rest.JobRunning, JobType: "STREAMING",
 			StartTime: start - 60_000, EndTime: -1, MaxParallelism: -1,
 			Vertices: []rest.Vertex{{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: rest.TaskRunning,
-				Subtasks: []rest.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), sub(1, 300, 290, 500, start-5_000)}}},
+				Subtasks: []rest.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), withRates(sub(1, 300, 290, 500, start-5_000))}}},
 			ExecutionConfig: &rest.ExecutionConfigInfo{RestartStrategy: "fixed-delay", Parallelism: 2},
 			Config: map[string]string{"parallelism.default": "2", "s3.secret-key": "hunter2", "execution.checkpointing.interval": "10 s",
 				"execution.checkpointing.dir": "hdfs:///ckpt", "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}},
 	})
 	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", Path: "127.0.0.1:6122", DataPort: -1, JMXPort: -1, SlotsNumber: 2, FreeSlots: 0}})
+	b.SetMetrics(&rest.MetricsSnapshot{Jobs: []rest.JobMetrics{
+		{JobID: jobVertices, JobName: "vertices", Restarts: 2, Checkpoints: rest.CheckpointMetrics{Completed: 7, Failed: 1, LastDuration: 120,
+			LastSize: 4096, LastFullSize: 8192, LastRestoreTimestamp: start - 30_000}},
+		{JobID: jobOther, JobName: "other", Restarts: 0, Checkpoints: rest.CheckpointMetrics{Completed: 3, LastRestoreTimestamp: -1}},
+	}})
 	return b, clk
+}
+
+const (
+	jobOther   = "6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f"
+	jobMissing = "7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a"
+)
+
+// withRates gives a subtask measured per-second figures and an output
+// watermark (subtask 0 of the fixture has neither yet).
+func withRates(s rest.SubtaskDetails) rest.SubtaskDetails {
+	s.OutputWatermark = s.Watermark - 1000
+	s.Rates = &rest.SubtaskRates{RecordsInPerSecond: 250.5, RecordsOutPerSecond: 240, BytesInPerSecond: 8192, BytesOutPerSecond: 4096,
+		BusyTimeMsPerSecond: 612, BackPressuredTimeMsPerSecond: 88, IdleTimeMsPerSecond: 300}
+	return s
 }
 
 // The dashboard's endpoints answer in Flink's shapes (golden files).
@@ -59,6 +79,28 @@ func TestVertexAndConfigEndpoints(t *testing.T) {
 		{"vertex-subtasks-metrics-bad-agg", job + "/vertices/" + vertexB + "/subtasks/metrics?get=numRecordsIn&agg=median"},
 		{"vertex-metrics", job + "/vertices/" + vertexB + "/metrics?get=0.numRecordsOut,1.currentInputWatermark"},
 		{"vertex-watermarks", job + "/vertices/" + vertexB + "/watermarks"},
+		{"vertex-subtasks-metrics-rates", job + "/vertices/" + vertexB + "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,numRecordsInPerSecond,currentInputWatermark,currentOutputWatermark"},
+		{"vertex-metrics-rates", job + "/vertices/" + vertexB + "/metrics?get=0.busyTimeMsPerSecond,1.busyTimeMsPerSecond,1.numRecordsOutPerSecond,0.currentOutputWatermark,1.currentOutputWatermark"},
+		{"subtask-metrics-list", job + "/vertices/" + vertexB + "/subtasks/1/metrics"},
+		{"subtask-metrics-list-unmeasured", job + "/vertices/" + vertexB + "/subtasks/0/metrics"},
+		{"subtask-metrics", job + "/vertices/" + vertexB + "/subtasks/1/metrics?get=busyTimeMsPerSecond,idleTimeMsPerSecond,currentOutputWatermark,nope"},
+		{"subtask-metrics-unknown", job + "/vertices/" + vertexB + "/subtasks/7/metrics"},
+		{"subtask-metrics-malformed", job + "/vertices/" + vertexB + "/subtasks/x/metrics"},
+		{"job-metrics-list", job + "/metrics"},
+		{"job-metrics", job + "/metrics?get=numRestarts,lastCheckpointDuration,numberOfCompletedCheckpoints,lastCheckpointRestoreTimestamp,nope"},
+		{"job-metrics-unknown-job", s.URL() + "/jobs/" + jobMissing + "/metrics"},
+		{"jobs-metrics-list", s.URL() + "/jobs/metrics"},
+		{"jobs-metrics", s.URL() + "/jobs/metrics?get=numRestarts,numberOfCompletedCheckpoints&agg=min,max,sum,avg,skew"},
+		{"jobs-metrics-one", s.URL() + "/jobs/metrics?get=numRestarts&agg=sum&jobs=" + jobOther},
+		{"jobs-metrics-bad-job", s.URL() + "/jobs/metrics?get=numRestarts&jobs=nope"},
+		{"jobmanager-metrics-list", s.URL() + "/jobmanager/metrics"},
+		{"vertex-backpressure", job + "/vertices/" + vertexB + "/backpressure"},
+		{"vertex-subtasktimes", job + "/vertices/" + vertexB + "/subtasktimes"},
+		{"vertex-taskmanagers", job + "/vertices/" + vertexB + "/taskmanagers"},
+		{"vertex-accumulators", job + "/vertices/" + vertexB + "/accumulators"},
+		{"vertex-subtasks-accumulators", job + "/vertices/" + vertexB + "/subtasks/accumulators"},
+		{"job-accumulators", job + "/accumulators"},
+		{"jobmanager-metrics", s.URL() + "/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal,taskSlotsAvailable,numRunningJobs"},
 		{"vertex-unknown", job + "/vertices/" + vertexA},
 		{"vertex-malformed", job + "/vertices/xyz"},
 		{"checkpoint-config", job + "/checkpoints/config"},

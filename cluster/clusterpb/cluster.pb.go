@@ -3354,6 +3354,9 @@ type SubtaskMetrics struct {
 	BackpressuredMs int64                  `protobuf:"varint,7,opt,name=backpressured_ms,json=backpressuredMs,proto3" json:"backpressured_ms,omitempty"`
 	IdleMs          int64                  `protobuf:"varint,8,opt,name=idle_ms,json=idleMs,proto3" json:"idle_ms,omitempty"`
 	Watermark       int64                  `protobuf:"varint,9,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	// The last watermark the subtask sent downstream (Flink's
+	// currentOutputWatermark), epoch ms; math.MinInt64 before the first.
+	OutputWatermark int64 `protobuf:"varint,10,opt,name=output_watermark,json=outputWatermark,proto3" json:"output_watermark,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3447,6 +3450,13 @@ func (x *SubtaskMetrics) GetIdleMs() int64 {
 func (x *SubtaskMetrics) GetWatermark() int64 {
 	if x != nil {
 		return x.Watermark
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetOutputWatermark() int64 {
+	if x != nil {
+		return x.OutputWatermark
 	}
 	return 0
 }
@@ -3688,7 +3698,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\rMetricsReport\x12=\n" +
 	"\bsubtasks\x18\x01 \x03(\v2!.sluice.cluster.v1.SubtaskMetricsR\bsubtasks\x12=\n" +
-	"\bkerberos\x18\x02 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xb3\x02\n" +
+	"\bkerberos\x18\x02 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xde\x02\n" +
 	"\x0eSubtaskMetrics\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x1d\n" +
 	"\n" +
@@ -3700,7 +3710,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\abusy_ms\x18\x06 \x01(\x03R\x06busyMs\x12)\n" +
 	"\x10backpressured_ms\x18\a \x01(\x03R\x0fbackpressuredMs\x12\x17\n" +
 	"\aidle_ms\x18\b \x01(\x03R\x06idleMs\x12\x1c\n" +
-	"\twatermark\x18\t \x01(\x03R\twatermark2\xc3\x01\n" +
+	"\twatermark\x18\t \x01(\x03R\twatermark\x12)\n" +
+	"\x10output_watermark\x18\n" +
+	" \x01(\x03R\x0foutputWatermark2\xc3\x01\n" +
 	"\x0fResourceManager\x12_\n" +
 	"\aConnect\x12%.sluice.cluster.v1.TaskManagerMessage\x1a).sluice.cluster.v1.ResourceManagerMessage(\x010\x01\x12O\n" +
 	"\fDeclareSlots\x12\x1d.sluice.cluster.v1.SlotDemand\x1a .sluice.cluster.v1.SlotDemandAck2\x9b\x02\n" +

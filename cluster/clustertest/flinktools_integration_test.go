@@ -3,12 +3,16 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"mime/multipart"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +47,25 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		return err == nil && regexp.MustCompile(`"completed":[1-9]`).Match(b)
 	})
 
+	// The latest completed checkpoint was acknowledged by all 4 subtasks
+	// (2 vertices of parallelism 2), at each vertex.
+	var cps struct {
+		Latest struct {
+			Completed struct {
+				ID          int64                     `json:"id"`
+				NumSubtasks int                       `json:"num_subtasks"`
+				NumAcked    int                       `json:"num_acknowledged_subtasks"`
+				Tasks       map[string]map[string]any `json:"tasks"`
+			} `json:"completed"`
+		} `json:"latest"`
+	}
+	if b, err := httpGet(c.rest() + "/jobs/" + running + "/checkpoints"); err != nil || json.Unmarshal(b, &cps) != nil {
+		t.Fatalf("GET checkpoints: %v %s", err, b)
+	}
+	if lc := cps.Latest.Completed; lc.NumSubtasks != 4 || lc.NumAcked != 4 || len(lc.Tasks) != 2 {
+		t.Errorf("the latest checkpoint was acknowledged by %d of %d subtasks at %d vertices, want 4 of 4 at 2", lc.NumAcked, lc.NumSubtasks, len(lc.Tasks))
+	}
+
 	var job struct {
 		Vertices []struct{ ID string } `json:"vertices"`
 	}
@@ -61,6 +84,29 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if len(job.Vertices) == 0 || len(tms.TaskManagers) == 0 {
 		t.Fatalf("no vertices (%v) or TaskManagers (%v)", job.Vertices, tms.TaskManagers)
 	}
+	// The per-second figures of the source vertex's subtasks (2000
+	// records/s over the job), once the JobMaster has sampled them.
+	v0 := "/jobs/" + running + "/vertices/" + job.Vertices[0].ID
+	var agg []struct {
+		ID  string   `json:"id"`
+		Sum *float64 `json:"sum"`
+		Max *float64 `json:"max"`
+	}
+	testwait.Eventually(t, 30*time.Second, "the source's per-second metrics", func() bool {
+		b, err := httpGet(c.rest() + v0 + "/subtasks/metrics?get=numRecordsOutPerSecond,busyTimeMsPerSecond,backPressuredTimeMsPerSecond,currentOutputWatermark&agg=sum,max")
+		return err == nil && json.Unmarshal(b, &agg) == nil && len(agg) == 4
+	})
+	for _, a := range agg {
+		switch {
+		case a.Sum == nil || a.Max == nil:
+			t.Errorf("%s: no sum or max: %+v", a.ID, a)
+		case a.ID == "numRecordsOutPerSecond" && (*a.Sum < 200 || *a.Sum > 20000):
+			t.Errorf("the source emits %.0f records/s; it is limited to 2000/s", *a.Sum)
+		case (a.ID == "busyTimeMsPerSecond" || a.ID == "backPressuredTimeMsPerSecond") && (*a.Max < 0 || *a.Max > 1000):
+			t.Errorf("%s %.0f is not between 0 and 1000 ms/s", a.ID, *a.Max)
+		}
+	}
+
 	const m = "org.apache.flink.runtime.rest.messages."
 	j, v := "/jobs/"+running, "/jobs/"+running+"/vertices/"+job.Vertices[0].ID
 	checks := []string{
@@ -80,6 +126,26 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		"/taskmanagers=" + m + "taskmanager.TaskManagersInfo",
 		"/taskmanagers/" + tms.TaskManagers[0].ID + "=" + m + "taskmanager.TaskManagerDetailsInfo",
 		"/jobmanager/config=" + m + "ConfigurationInfo",
+		v + "/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/metrics?get=0.busyTimeMsPerSecond,0.numRecordsInPerSecond,0.currentOutputWatermark=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,numRecordsInPerSecond,currentInputWatermark&agg=min,max,avg,sum,skew=" +
+			m + "job.metrics.AggregatedMetricsResponseBody",
+		v + "/subtasks/0/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		v + "/subtasks/0/metrics?get=busyTimeMsPerSecond,idleTimeMsPerSecond=" + m + "job.metrics.MetricCollectionResponseBody",
+		j + "/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		j + "/metrics?get=numRestarts,numberOfCompletedCheckpoints,lastCheckpointDuration=" + m + "job.metrics.MetricCollectionResponseBody",
+		"/jobs/metrics?get=numRestarts&agg=sum=" + m + "job.metrics.AggregatedMetricsResponseBody",
+		"/jobmanager/metrics?get=numRegisteredTaskManagers,taskSlotsTotal=" + m + "job.metrics.MetricCollectionResponseBody",
+		"/jobmanager/thread-dump=" + m + "ThreadDumpInfo",
+		"/jobmanager/environment=" + m + "EnvironmentInfo",
+		"/jobmanager/logs=" + m + "LogListInfo",
+		"/applications/overview=org.apache.flink.runtime.messages.webmonitor.MultipleApplicationsDetails",
+		v + "/backpressure=" + m + "JobVertexBackPressureInfo",
+		v + "/subtasktimes=" + m + "SubtasksTimesInfo",
+		v + "/taskmanagers=" + m + "JobVertexTaskManagersInfo",
+		v + "/accumulators=" + m + "JobVertexAccumulatorsInfo",
+		v + "/subtasks/accumulators=" + m + "job.SubtasksAllAccumulatorsInfo",
+		j + "/accumulators=" + m + "JobAccumulatorsInfo",
 	}
 	java := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -111,11 +177,48 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if out := flink("checkpoint", running); !regexp.MustCompile(`Checkpoint \d+ for job ` + running + ` completed`).MatchString(out) {
 		t.Errorf("flink checkpoint:\n%s", out)
 	}
-	if out := flink("savepoint", running, "file://"+filepath.Join(c.dir, "sp")); !strings.Contains(out, "Savepoint completed. Path:") {
-		t.Errorf("flink savepoint:\n%s", out)
+	out := flink("savepoint", running, "file://"+filepath.Join(c.dir, "sp"))
+	sp := regexp.MustCompile(`Savepoint completed\. Path: (\S+)`).FindStringSubmatch(out)
+	if sp == nil {
+		t.Fatalf("flink savepoint:\n%s", out)
+	}
+	// savepoint -dispose deletes it through the JobManager
+	// (/savepoint-disposal), and refuses a directory that is no savepoint.
+	spDir := strings.TrimPrefix(strings.TrimPrefix(sp[1], "file://"), "file:")
+	if _, err := os.Stat(filepath.Join(spDir, "_metadata")); err != nil {
+		t.Fatalf("the savepoint flink savepoint made: %v", err)
+	}
+	if out := flink("savepoint", "-d", sp[1]); !strings.Contains(out, "Savepoint '"+sp[1]+"' disposed") {
+		t.Errorf("flink savepoint -d:\n%s", out)
+	}
+	if _, err := os.Stat(spDir); !os.IsNotExist(err) {
+		t.Errorf("the savepoint %s is still there after flink savepoint -d: %v", spDir, err)
+	}
+	precious := filepath.Join(c.dir, "precious")
+	if err := os.MkdirAll(precious, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(precious, "data"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := java(append([]string{"org.apache.flink.client.cli.CliFrontend"}, "savepoint", "-d", "file://"+precious, "-m", c.rest())...); err == nil ||
+		!strings.Contains(out, "no savepoint") && !strings.Contains(out, "not a savepoint") && !strings.Contains(out, "only savepoints") {
+		t.Errorf("flink savepoint -d of a directory that is no savepoint: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(precious, "data")); err != nil {
+		t.Errorf("flink savepoint -d of a directory that is no savepoint deleted it: %v", err)
 	}
 	if out := flink("stop", "--savepointPath", "file://"+filepath.Join(c.dir, "stop"), running); !strings.Contains(out, "Savepoint completed. Path:") {
 		t.Errorf("flink stop:\n%s", out)
+	}
+	// A checkpoint of the history of the stopped job (which no longer
+	// changes), in detail.
+	if b, err := httpGet(c.rest() + "/jobs/" + running + "/checkpoints"); err != nil || json.Unmarshal(b, &cps) != nil {
+		t.Fatalf("GET checkpoints: %v %s", err, b)
+	}
+	if out, err := java("io.github.sluice.flinkrest.Check", "http://"+c.rest(),
+		"/jobs/"+running+"/checkpoints/details/"+strconv.FormatInt(cps.Latest.Completed.ID, 10)+"="+m+"checkpoints.CheckpointStatistics"); err != nil {
+		t.Errorf("Flink's strict REST mapper refused the checkpoint's details (%v):\n%s", err, out)
 	}
 	second := run("-n", "100000000")
 	testwait.Eventually(t, 30*time.Second, "the second job to run", func() bool {
@@ -128,5 +231,83 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	testwait.Eventually(t, 30*time.Second, "flink list -a to show both jobs ended", func() bool {
 		out := flink("list", "-a")
 		return strings.Contains(out, running+" : cluster test (FINISHED)") && strings.Contains(out, second+" : cluster test (CANCELED)")
+	})
+
+	// The results of ended jobs, as Flink's REST client reads them: its
+	// JobResult turned into a JobExecutionResult, every accumulator and
+	// the failure cause deserialized with Java serialization.
+	jobResult := func(id string) string {
+		t.Helper()
+		out, err := java("io.github.sluice.flinkrest.Check", "--job-result", "http://"+c.rest(), "/jobs/"+id+"/execution-result")
+		if err != nil {
+			t.Errorf("Flink's client could not read the result of job %s (%v):\n%s", id, err, out)
+		}
+		return out
+	}
+	if out := jobResult(running); !regexp.MustCompile(`accumulator checkpoints=[1-9]\d* \(java.lang.Long\)`).MatchString(out) ||
+		!strings.Contains(out, "accumulator restarts=0 (java.lang.Long)") ||
+		!regexp.MustCompile(`accumulator savepoint=\S+/stop/savepoint-\S+ \(java.lang.String\)`).MatchString(out) ||
+		!strings.Contains(out, "succeeded net-runtime=") {
+		t.Errorf("the stopped job's result, as Flink reads it:\n%s", out)
+	}
+	if out := jobResult(second); !regexp.MustCompile(`(?m)^cancelled$`).MatchString(out) {
+		t.Errorf("the cancelled job's result, as Flink reads it:\n%s", out)
+	}
+	o := c.mustSluice("run", "-d", "-m", c.rest(), "-p", "1", "-D", "restart-strategy.type=none",
+		jobBin, "-out", filepath.Join(c.dir, "out-crash"), "-n", "100", "-crash-worker")
+	crashed := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+	if crashed == nil {
+		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+	}
+	testwait.Eventually(t, 60*time.Second, "the crashing job to fail", func() bool {
+		return strings.Contains(flink("list", "-a"), crashed[1]+" : cluster test (FAILED)")
+	})
+	if out := jobResult(crashed[1]); !regexp.MustCompile(`(?m)^failed \S+: .*clusterjob: deliberate crash in worker mode`).MatchString(out) {
+		t.Errorf("the failed job's result, as Flink reads it, does not carry the failure cause:\n%s", out)
+	}
+
+	// The job binary as Flink's jar: uploaded, listed, planned and run by
+	// the JobManager.
+	bin, err := os.ReadFile(jobBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("jarfile", "clusterjob")
+	fw.Write(bin)
+	mw.Close()
+	res, err := http.Post("http://"+c.rest()+"/jars/upload", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var jars struct {
+		Files []struct{ ID string } `json:"files"`
+	}
+	if b, err := httpGet(c.rest() + "/jars"); err != nil || json.Unmarshal(b, &jars) != nil || len(jars.Files) != 1 {
+		t.Fatalf("GET /jars after an upload (%d): %v %s", res.StatusCode, err, b)
+	}
+	jarOut := filepath.Join(c.dir, "out-jar")
+	progArgs := "programArg=-out," + jarOut + ",-n,2000,-keys,4"
+	if out, err := java("io.github.sluice.flinkrest.Check", "http://"+c.rest(),
+		"/jars=org.apache.flink.runtime.webmonitor.handlers.JarListInfo",
+		"/jars/"+jars.Files[0].ID+"/plan?"+progArgs+"="+m+"JobPlanInfo"); err != nil {
+		t.Errorf("Flink's strict REST mapper refused the jar answers (%v):\n%s", err, out)
+	}
+	res, err = http.Post("http://"+c.rest()+"/jars/"+jars.Files[0].ID+"/run?parallelism=1&"+progArgs, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran struct {
+		JobID string `json:"jobid"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&ran)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || ran.JobID == "" {
+		t.Fatalf("POST /jars/:jarid/run: %d %v", res.StatusCode, err)
+	}
+	testwait.Eventually(t, 60*time.Second, "the job run from the jar to finish", func() bool {
+		return strings.Contains(flink("list", "-a"), ran.JobID+" : cluster test (FINISHED)")
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
+	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
@@ -306,8 +308,12 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		seen[t.Task.Subtask] = true
 		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
-			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64}
+			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64, OutputWatermark: math.MinInt64}
+		// When the subtask entered its state, and when it was deployed:
+		// the times the JobMaster keeps.
+		sd.StateTimestamps = map[rest.ExecutionState]int64{t.State: t.Since}
 		if t.Deploying > 0 {
+			sd.StateTimestamps[rest.TaskDeploying] = t.Deploying
 			sd.StartTime = t.Deploying
 			sd.Duration = now - t.Deploying
 			if terminal(t.State) {
@@ -324,7 +330,7 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 			sd.StatusDuration[rest.TaskDeploying] = now - t.Deploying
 		}
 		if m, ok := bySubtask[t.Task.Subtask]; ok {
-			sd.Metrics, sd.Watermark = subtaskIO(m), m.Watermark.Load()
+			sd.Metrics, sd.Watermark, sd.OutputWatermark, sd.Rates = subtaskIO(m), m.Watermark.Load(), m.OutputWatermark.Load(), subtaskRates(m)
 		}
 		out = append(out, sd)
 	}
@@ -334,10 +340,22 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		out = append(out, rest.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
 			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[rest.ExecutionState]int64{},
-			Metrics: subtaskIO(m), Watermark: m.Watermark.Load()})
+			Metrics: subtaskIO(m), Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Rates: subtaskRates(m)})
 	}
 	slices.SortFunc(out, func(a, b rest.SubtaskDetails) int { return a.Subtask - b.Subtask })
 	return out
+}
+
+// subtaskRates are one subtask's per-second figures; nil until the
+// JobMaster has sampled its counters twice.
+func subtaskRates(m jobmaster.SubtaskMetrics) *rest.SubtaskRates {
+	r, ok := m.Rates.PerSecond()
+	if !ok {
+		return nil
+	}
+	return &rest.SubtaskRates{RecordsInPerSecond: r.RecordsIn, RecordsOutPerSecond: r.RecordsOut,
+		BytesInPerSecond: r.BytesIn, BytesOutPerSecond: r.BytesOut, BusyTimeMsPerSecond: r.BusyTimeMs,
+		BackPressuredTimeMsPerSecond: r.BackPressuredTimeMs, IdleTimeMsPerSecond: r.IdleTimeMs}
 }
 
 // subtaskIO is one subtask's counters in Flink's form.
@@ -407,10 +425,10 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 	// (newer than any that ended), then the ended ones.
 	var hist []rest.CheckpointStatistics
 	for i := len(in.InProgress) - 1; i >= 0; i-- {
-		hist = append(hist, inProgressStats(in.InProgress[i]))
+		hist = append(hist, withTasks(in, inProgressStats(in.InProgress[i])))
 	}
 	for i := len(in.History) - 1; i >= 0; i-- {
-		hist = append(hist, checkpointStats(in.History[i]))
+		hist = append(hist, withTasks(in, checkpointStats(in.History[i])))
 	}
 	// Flink's total counts every checkpoint triggered, those in progress
 	// too; restored counts the restores (every restart from a checkpoint).
@@ -422,6 +440,27 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 		restored = &rest.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
 	}
 	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
+}
+
+// withTasks sets a checkpoint's subtask counts and its progress at each
+// vertex ("tasks"). A completed checkpoint was acknowledged by every
+// subtask of the job; of one in progress or failed the JobMaster keeps no
+// count of acknowledgements, so they are 0 there. The per-vertex sizes are
+// not kept either (0); the times are the checkpoint's.
+func withTasks(in Info, s rest.CheckpointStatistics) rest.CheckpointStatistics {
+	s.Tasks = map[string]rest.TaskCheckpointStatistics{}
+	s.NumSubtasks, s.NumAcknowledgedSubtasks = 0, 0
+	for _, c := range in.Plan.Chains {
+		ts := rest.TaskCheckpointStatistics{ID: s.ID, Status: s.Status, NumSubtasks: c.Parallelism}
+		if s.Status == rest.CheckpointCompleted {
+			ts.NumAcknowledgedSubtasks = c.Parallelism
+			ts.LatestAckTimestamp, ts.EndToEndDuration = s.LatestAckTimestamp, s.EndToEndDuration
+		}
+		s.NumSubtasks += ts.NumSubtasks
+		s.NumAcknowledgedSubtasks += ts.NumAcknowledgedSubtasks
+		s.Tasks[vertexID(in.ID)(c)] = ts
+	}
+	return s
 }
 
 // inProgressStats is a checkpoint or savepoint in progress.
@@ -440,8 +479,8 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 	if !in.Status.Terminal() {
 		return nil, nil
 	}
-	r := &rest.JobResult{ID: in.ID, NetRuntime: duration(in, b.D.now()), AccumulatorResults: map[string]string{
-		"restarts": strconv.Itoa(in.Restarts), "checkpoints": strconv.Itoa(in.Checkpoints.Completed)}}
+	r := &rest.JobResult{ID: in.ID, Name: in.Name, NetRuntime: duration(in, b.D.now()), StartTime: in.StartMillis, EndTime: in.EndMillis,
+		AccumulatorResults: rest.Accumulators{"restarts": int64(in.Restarts), "checkpoints": int64(in.Checkpoints.Completed)}}
 	if in.StopSavepoint != "" {
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint
 	}
@@ -507,6 +546,28 @@ func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.S
 	}
 	p, err := b.D.Savepoint(ctx, jobID, req.TargetDirectory, true, req.Drain)
 	return p, restErr(err)
+}
+
+// DisposeSavepoint implements rest.Backend: it deletes the savepoint
+// through the cluster's file systems (those it writes checkpoints and
+// savepoints with: file://, hdfs:// on YARN), refusing a path that holds
+// no savepoint.
+func (b Backend) DisposeSavepoint(ctx context.Context, path string) error {
+	fsys, p, err := b.D.cfg.FileSystems.For(path)
+	if err != nil {
+		return fmt.Errorf("%w: disposing of savepoint %q: %w", rest.ErrBadRequest, path, err)
+	}
+	err = storage.DisposeSavepoint(fsys, p)
+	switch {
+	case err == nil:
+		b.D.log.Info("savepoint disposed of", "path", path)
+		return nil
+	case errors.Is(err, storage.ErrNotSavepoint), errors.Is(err, storage.ErrBadName):
+		return fmt.Errorf("%w: %w; nothing was deleted: only savepoints are disposed of", rest.ErrBadRequest, err)
+	case errors.Is(err, iofs.ErrNotExist):
+		return fmt.Errorf("%w: %w", rest.ErrNotFound, err)
+	}
+	return err
 }
 
 // canonical refuses a savepoint format other than CANONICAL, the only one

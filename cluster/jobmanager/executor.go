@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -337,6 +338,7 @@ type remoteAttempt struct {
 	coordAt  map[int]*session // by chain
 	subtasks []jobmaster.SubtaskMetrics
 	metrics  map[checkpoint.TaskID]*task.Metrics
+	rates    map[checkpoint.TaskID]*jobmaster.Rates
 	// abortDeploy ends the deployment with a failure; it does nothing once
 	// Deploy has returned.
 	abortDeploy context.CancelCauseFunc
@@ -367,15 +369,18 @@ type attemptTM struct {
 
 func newRemoteAttempt(x *remoteExecutor, n int, events attemptEvents, plan *graph.Plan) *remoteAttempt {
 	a := &remoteAttempt{x: x, n: n, events: events, where: map[checkpoint.TaskID]*session{},
-		metrics: map[checkpoint.TaskID]*task.Metrics{}, coordAt: map[int]*session{},
+		metrics: map[checkpoint.TaskID]*task.Metrics{}, rates: map[checkpoint.TaskID]*jobmaster.Rates{}, coordAt: map[int]*session{},
 		book: newAttemptBook(x.jm.id, n), tms: map[string]*attemptTM{}, abortDeploy: func(error) {}}
 	for _, c := range plan.Chains {
 		for s := 0; s < c.Parallelism; s++ {
 			id := checkpoint.TaskID{Vertex: c.ID, Subtask: s}
 			a.order = append(a.order, id)
 			m := &task.Metrics{}
-			a.metrics[id] = m
-			a.subtasks = append(a.subtasks, jobmaster.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m})
+			m.Watermark.Store(math.MinInt64) // until its worker reports one
+			m.OutputWatermark.Store(math.MinInt64)
+			r := &jobmaster.Rates{}
+			a.metrics[id], a.rates[id] = m, r
+			a.subtasks = append(a.subtasks, jobmaster.SubtaskMetrics{Vertex: c.Name, Subtask: s, Metrics: m, Rates: r})
 		}
 	}
 	sort.Slice(a.order, func(i, k int) bool { return a.order[i].Compare(a.order[k]) < 0 })
@@ -543,6 +548,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			a.forwardTrigger(m.Trigger)
 		case *clusterpb.WorkerMessage_Metrics:
 			a.x.jm.logins.report(s, m.Metrics.GetKerberos())
+			now := a.x.jm.now()
 			for _, sm := range m.Metrics.Subtasks {
 				if tm := a.metrics[taskID(sm.Task)]; tm != nil {
 					tm.RecordsIn.Store(sm.RecordsIn)
@@ -551,8 +557,10 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 					tm.BackpressuredNanos.Store(sm.BackpressuredMs * 1e6)
 					tm.IdleNanos.Store(sm.IdleMs * 1e6)
 					tm.Watermark.Store(sm.Watermark)
+					tm.OutputWatermark.Store(sm.OutputWatermark)
 					tm.BytesIn.Store(sm.BytesIn)
 					tm.BytesOut.Store(sm.BytesOut)
+					a.rates[taskID(sm.Task)].Observe(jobmaster.SampleOf(now, tm))
 				}
 			}
 		}

@@ -25,7 +25,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/sluice/sluice/cluster/deployment"
@@ -400,13 +399,13 @@ func (r *remoteJob) wait() (*Result, error) {
 		return res, fmt.Errorf("launch: following job %q (%s): %w", r.name, r.id, err)
 	}
 	res.Duration = time.Duration(er.NetRuntime) * time.Millisecond
-	if n, err := strconv.Atoi(er.AccumulatorResults["restarts"]); err == nil {
-		res.Restarts = n
+	if n, ok := er.AccumulatorResults.Int("restarts"); ok {
+		res.Restarts = int(n)
 	}
-	if n, err := strconv.Atoi(er.AccumulatorResults["checkpoints"]); err == nil {
-		res.Checkpoints = n
+	if n, ok := er.AccumulatorResults.Int("checkpoints"); ok {
+		res.Checkpoints = int(n)
 	}
-	res.Savepoint = er.AccumulatorResults["savepoint"]
+	res.Savepoint, _ = er.AccumulatorResults.String("savepoint")
 	return res, er.Err()
 }
 

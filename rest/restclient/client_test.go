@@ -213,10 +213,19 @@ func TestSubmitAndWait(t *testing.T) {
 		}
 		done <- res
 	}()
-	b.Finish(id, rest.JobResult{ApplicationStatus: rest.AppFailed, FailureCause: &rest.SerializedThrowable{Class: "X", StackTrace: "it broke"}})
+	b.Finish(id, rest.JobResult{ApplicationStatus: rest.AppFailed, FailureCause: &rest.SerializedThrowable{Class: "X", StackTrace: "it broke"},
+		AccumulatorResults: rest.Accumulators{"restarts": int64(2), "savepoint": "file:/sp/savepoint-1"}})
 	res := <-done
 	if res == nil || res.ApplicationStatus != rest.AppFailed || !errors.Is(res.Err(), rest.ErrJobFailed) || !strings.Contains(res.Err().Error(), "it broke") {
 		t.Fatalf("result %+v", res)
+	}
+	// Accumulators cross the wire Java-serialized, as Flink's client reads
+	// them, and come back typed.
+	if n, ok := res.AccumulatorResults.Int("restarts"); !ok || n != 2 {
+		t.Errorf("restarts accumulator %v (%T), want int64 2", res.AccumulatorResults["restarts"], res.AccumulatorResults["restarts"])
+	}
+	if sp, ok := res.AccumulatorResults.String("savepoint"); !ok || sp != "file:/sp/savepoint-1" {
+		t.Errorf("savepoint accumulator %v, want file:/sp/savepoint-1", res.AccumulatorResults["savepoint"])
 	}
 
 	// A job that does not end within the context.

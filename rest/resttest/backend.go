@@ -48,6 +48,9 @@ type Backend struct {
 	Savepoint  func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
 	Stop       func(ctx context.Context, jobID string, req rest.SavepointRequest) (string, error)
 	Checkpoint func(ctx context.Context, jobID string, req rest.CheckpointRequest) (int64, error)
+	// Dispose decides a savepoint disposal when set; by default only the
+	// savepoints the fake took can be disposed of (once).
+	Dispose func(ctx context.Context, path string) error
 	// AutoFinish, when set, ends every submitted job at once with this
 	// application status (SUCCEEDED, FAILED or CANCELED).
 	AutoFinish string
@@ -62,6 +65,8 @@ type Backend struct {
 		metrics     *rest.MetricsSnapshot
 		received    []Received
 		savepoints  int
+		taken       map[string]bool // savepoints taken and not disposed of
+		disposed    []string
 		checkpoints int64
 		shutDowns   int
 	}
@@ -364,7 +369,41 @@ func (b *Backend) savepoint(id string, req rest.SavepointRequest) (string, error
 		return "", fmt.Errorf("%w: no target directory given and execution.checkpointing.savepoint-dir is not set", rest.ErrBadRequest)
 	}
 	b.mu.savepoints++
-	return path.Join(req.TargetDirectory, fmt.Sprintf("savepoint-%s-%d", id[:6], b.mu.savepoints)), nil
+	loc := path.Join(req.TargetDirectory, fmt.Sprintf("savepoint-%s-%d", id[:6], b.mu.savepoints))
+	if b.mu.taken == nil {
+		b.mu.taken = map[string]bool{}
+	}
+	b.mu.taken[loc] = true
+	return loc, nil
+}
+
+// DisposeSavepoint implements rest.Backend: it disposes of a savepoint the
+// fake took (or of one Dispose accepts), and fails for any other path.
+func (b *Backend) DisposeSavepoint(ctx context.Context, p string) error {
+	if b.Dispose != nil {
+		if err := b.Dispose(ctx, p); err != nil {
+			return err
+		}
+	} else {
+		b.mu.Lock()
+		known := b.mu.taken[p]
+		b.mu.Unlock()
+		if !known {
+			return fmt.Errorf("%w: no savepoint at %s", rest.ErrNotFound, p)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.mu.taken, p)
+	b.mu.disposed = append(b.mu.disposed, p)
+	return nil
+}
+
+// Disposed lists the savepoints disposed of, in order.
+func (b *Backend) Disposed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.mu.disposed)
 }
 
 // StopWithSavepoint implements rest.Backend.

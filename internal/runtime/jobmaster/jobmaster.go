@@ -169,6 +169,10 @@ type SubtaskMetrics struct {
 	Vertex  string
 	Subtask int
 	*task.Metrics
+	// Rates are the subtask's per-second figures, where the executor
+	// samples its counters over time (a cluster's JobMaster, at each
+	// report of its worker); nil where none does.
+	Rates *Rates
 }
 
 // Result describes a finished execution.

@@ -70,6 +70,10 @@ type Metrics struct {
 	BackpressuredNanos atomic.Int64
 	// Watermark is the subtask's current input watermark.
 	Watermark atomic.Int64
+	// OutputWatermark is the last watermark the subtask sent to its
+	// downstream subtasks (Flink's currentOutputWatermark); watermark.Min
+	// before the first, and for a chain that sends to none.
+	OutputWatermark atomic.Int64
 	// BytesIn and BytesOut count the bytes of the batches the subtask
 	// received and sent over the network (Flink's numBytesIn/Out). A task
 	// knows no transport: they are kept by whoever reports the network
@@ -188,6 +192,7 @@ func New(ctx context.Context, spec Spec) (*Task, error) {
 		log:     spec.Log.With("vertex", spec.Chain.Name, "subtask", spec.Subtask),
 	}
 	t.metrics.Watermark.Store(watermark.Min)
+	t.metrics.OutputWatermark.Store(watermark.Min)
 	t.timers.clock = spec.Clock
 	g := spec.Plan.Graph
 	chain := spec.Chain

@@ -373,5 +373,9 @@ func (w *writer[T]) emitEvent(ev exchange.Event) error {
 }
 
 func (w *writer[T]) EmitWatermark(wm int64) error {
-	return w.emitEvent(exchange.Event{Kind: exchange.Watermark, Watermark: wm})
+	if err := w.emitEvent(exchange.Event{Kind: exchange.Watermark, Watermark: wm}); err != nil {
+		return err
+	}
+	w.metrics.OutputWatermark.Store(wm)
+	return nil
 }
