@@ -99,6 +99,9 @@ var rules = table{
 		{pkgs: "internal/runtime/timer", why: "keyed timers, kept in keyed state",
 			mod: []string{"internal/runtime/codec", "internal/runtime/state"}, std: []string{"pure"},
 			testMod: []string{"internal/clock", "internal/runtime/keygroup"}},
+		{pkgs: "internal/runtime/pendingcommit", why: "the ledger of a two-phase-commit sink subtask: committables by checkpoint, " +
+			"kept in every snapshot until their checkpoint completes; every front end's exactly-once sink keeps its own in one",
+			mod: []string{"internal/runtime/codec"}, std: []string{"pure"}},
 		{pkgs: "internal/runtime/exchange", why: "buffers and credit-based channels between subtasks: the in-process contract, no transport",
 			std: []string{"inprocess"}},
 		{pkgs: "internal/runtime/task", why: "one subtask of a chain; it sees exchanges only through their contract, whatever the transport",
@@ -124,8 +127,8 @@ var rules = table{
 
 		{pkgs: "internal/typed", why: "the typed Go API's operators: generic task.Factory values over Go values, handed to the core builder; " +
 			"no user-facing type of stream's, no process start-up, no transport",
-			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
-				"internal/runtime/timer"},
+			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/pendingcommit", "internal/runtime/state",
+				"internal/runtime/task", "internal/runtime/timer"},
 			std: []string{"pure", "context", "log/slog", "sync", "sync/atomic", "time"}},
 
 		// The user API and connectors.
@@ -175,7 +178,7 @@ var rules = table{
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/sql/exec", why: "SQL plans compiled to the core job API: Row operators, window aggregation in keyed state, " +
 			"the json format, the kafka connector's source and sink adapted onto core operators",
-			mod: []string{"conf", "fs", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/restart",
+			mod: []string{"conf", "fs", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/pendingcommit", "internal/runtime/restart",
 				"internal/sql/planner", "internal/sql/types", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
