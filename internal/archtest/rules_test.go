@@ -120,10 +120,10 @@ var rules = table{
 			testMod: []string{"internal/runtime/core"}},
 		{pkgs: "internal/runtime/netexchange/internal/netpb", why: "netexchange's wire protocol (generated)",
 			ext: []string{"google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"}},
-		{pkgs: "internal/runtime/jobmaster", why: "the JobMaster core and the embedded mini cluster: no transport of its own",
+		{pkgs: "internal/runtime/jobmaster", why: "the JobMaster core (a job's lifecycle as a state machine on an ownerloop) and the embedded mini cluster: no transport of its own",
 			mod: []string{"conf", "fs", "internal/runtime/checkpoint", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/codec",
-				"internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/restart", "internal/runtime/state", "internal/runtime/task"},
-			std: []string{"std"}},
+				"internal/ownerloop", "internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/restart", "internal/runtime/state", "internal/runtime/task"},
+			std: []string{"std"}, testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/runtime/core", why: "the core, untyped job API every front end compiles to: records with a serializer contract " +
 			"(bytes, rows, Go types), encoded keys, state, timers, side outputs; adapted onto the engine's task, state and timer machinery",
 			mod: []string{"internal/runtime/codec", "internal/runtime/graph", "internal/runtime/keygroup", "internal/runtime/state",
