@@ -137,7 +137,7 @@ func TestCheckerCatches(t *testing.T) {
 		}, []string{`names standard-library package "sting", which does not exist`}},
 		{"a broken promise", allow("internal/runtime/checkpoint", "kafka"), []string{
 			"internal/runtime/checkpoint links kafka: the engine knows no front end, connector, deployment or harness (through internal/runtime/checkpoint → kafka)",
-			"stream links kafka: the user API links no connector and no deployment (through stream → internal/runtime/jobmaster → internal/runtime/checkpoint → kafka)",
+			"stream links kafka: the user API links no connector and no deployment (through stream → internal/runtime/task → internal/runtime/checkpoint → kafka)",
 			"cluster/jobmanager links kafka: the JobManager links no user code",
 		}},
 		{"the user API linking HDFS other than through the worker", allow("stream", "hdfs"), []string{

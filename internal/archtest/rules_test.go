@@ -143,9 +143,9 @@ var rules = table{
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
 			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/core", "internal/runtime/graph",
-				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
+				"internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
 				"internal/runtime/window", "internal/typed"},
-			std: []string{"std"}, testMod: []string{"file"}},
+			std: []string{"std"}, testMod: []string{"file", "internal/runtime/jobmaster"}},
 		// The Beam portable runner: a front end over the core API.
 		{pkgs: "internal/beam/wire", why: "the Beam encodings the runner reads: windowed values with length-prefixed payloads, KV keys, grouped values; pure",
 			std: []string{"pure"}},
@@ -161,7 +161,7 @@ var rules = table{
 			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"},
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
-			mod: []string{"cluster/deployment", "cluster/worker", "conf", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
+			mod: []string{"cluster/deployment", "cluster/worker", "conf", "fs", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
 				"rest", // TODO(#13): launch → rest: the REST client's request types live in the server's package.
 				"rest/restclient"},
 			std: []string{"std"}},
@@ -188,8 +188,7 @@ var rules = table{
 				"internal/sql/planner", "internal/sql/types", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
-			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/runtime/jobmaster", "internal/runtime/task",
-				"internal/sql/exec", "internal/sql/parser", "internal/sql/planner"},
+			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner"},
 			std: []string{"std"}, testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"}},
 		// User job programs: the user API and connectors only.
 		{pkgs: "examples/frauddetection", why: "a user job program: keyed process functions with state and timers",
