@@ -24,8 +24,6 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/launch"
 	"github.com/sluice/sluice/internal/runtime/core"
-	"github.com/sluice/sluice/internal/runtime/jobmaster"
-	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/internal/sql/exec"
 	"github.com/sluice/sluice/internal/sql/parser"
 	"github.com/sluice/sluice/internal/sql/planner"
@@ -243,11 +241,6 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	log := s.o.Log
 	h, err := launch.Local().Launch(ctx, launch.Job{
 		Graph: g, Config: cfg, Log: log,
-		Options: func(mode task.RuntimeMode) (jobmaster.Options, error) {
-			opts, err := jobmaster.OptionsFromConfig(cfg, mode, nil)
-			opts.Log = log
-			return opts, err
-		},
 	})
 	if err != nil {
 		return nil, err

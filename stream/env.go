@@ -32,7 +32,6 @@ import (
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/task"
 )
 
@@ -289,13 +288,10 @@ type SubtaskMetrics struct {
 	Busy, Idle, Backpressured time.Duration
 }
 
-func subtaskMetrics(ms []jobmaster.SubtaskMetrics) []SubtaskMetrics {
+func subtaskMetrics(ms []launch.SubtaskMetrics) []SubtaskMetrics {
 	out := make([]SubtaskMetrics, len(ms))
 	for i, m := range ms {
-		out[i] = SubtaskMetrics{Vertex: m.Vertex, Subtask: m.Subtask,
-			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
-			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
-			Backpressured: time.Duration(m.BackpressuredNanos.Load())}
+		out[i] = SubtaskMetrics(m)
 	}
 	return out
 }
@@ -331,20 +327,14 @@ func (e *Environment) ExecuteAsync(ctx context.Context, name string) (*JobClient
 		return nil, joinBuildErrors(e.errs)
 	}
 	g := e.graph(name)
-	h, err := e.process.Launch(ctx, launch.Job{Graph: g, Config: e.config, Mode: string(e.mode), Options: e.localOptions, Log: e.log})
+	h, err := e.process.Launch(ctx, launch.Job{Graph: g, Config: e.config, Mode: string(e.mode), Log: e.log, Local: launch.LocalSettings{
+		Clock: e.clock, BatchSize: e.batchSize, BufferTimeout: e.bufferTimeout, AutoWatermarkInterval: e.autoWatermark,
+		FileSystems: e.fileSystems,
+	}})
 	if err != nil {
 		return nil, err
 	}
 	return &JobClient{name: name, h: h}, nil
-}
-
-// localOptions turns the configuration into the JobMaster core's options.
-func (e *Environment) localOptions(mode task.RuntimeMode) (jobmaster.Options, error) {
-	opts, err := jobmaster.OptionsFromConfig(e.config, mode, nil)
-	opts.Clock, opts.Log, opts.BatchSize = e.clock, e.log, e.batchSize
-	opts.BufferTimeout, opts.AutoWatermarkInterval = e.bufferTimeout, e.autoWatermark.Milliseconds()
-	opts.FileSystems = e.fileSystems
-	return opts, err
 }
 
 // Wait blocks until the job ends.

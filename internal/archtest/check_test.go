@@ -23,10 +23,13 @@ import (
 // table (rules_test.go) holds every name, so that renaming a package touches
 // the table only.
 
-// A rule says what the packages it covers may import directly. Every path is
-// relative to the module; "p/..." stands for p and every package below it.
+// A rule says what the package it covers may import directly. Every path is
+// relative to the module; in the lists, "p/..." stands for p and every
+// package below it.
 type rule struct {
-	pkgs string // the packages the rule covers
+	// pkgs is the package the rule covers: one package, never a pattern,
+	// so that a new package needs a rule of its own.
+	pkgs string
 	why  string // what the packages are, and so why the rule holds
 
 	mod []string // packages of the module they may import
@@ -48,19 +51,29 @@ type rule struct {
 
 // A promise is a transitive consequence of the rules that the architecture
 // states and the test checks on its own: no package in from links (through
-// the imports of non-test files) a package in never, or, when via is set,
-// reaches one except through via.
+// the imports of non-test files) a package in never.
 type promise struct {
 	from  []string
 	never []string
-	via   string
 	why   string
+}
+
+// An importers entry says which packages alone may import the packages of
+// pkgs (in non-test files): the architecture's statements of the form "only
+// X links Y", which the promises then carry through ("stream links HDFS only
+// through the worker" is cluster/worker alone of the packages stream links
+// importing hdfs).
+type importers struct {
+	pkgs []string
+	only []string
+	why  string
 }
 
 // table is the whole of the import rules.
 type table struct {
-	rules    []rule
-	promises []promise
+	rules     []rule
+	promises  []promise
+	importers []importers
 	// stdGroups names sets of standard-library packages that rules share.
 	stdGroups []stdGroup
 	// everyTest lists module packages that the test files of every package
@@ -360,21 +373,113 @@ func check(t *table, l *listing) []string {
 			}
 		}
 	}
+	msgs = append(msgs, t.checkUnused(l)...)
 	msgs = append(msgs, t.checkPromises(l)...)
+	msgs = append(msgs, t.checkImporters(l)...)
+	return msgs
+}
+
+// checkImporters reports every non-test import of a package that an
+// importers entry keeps to others.
+func (t *table) checkImporters(l *listing) []string {
+	var msgs []string
+	for _, im := range t.importers {
+		for _, p := range l.packages() {
+			if matchesAny(im.only, p) || matchesAny(im.pkgs, p) {
+				continue
+			}
+			for _, imp := range slices.Sorted(maps.Keys(l.pkgs[p].imports)) {
+				if rel, ok := l.rel(imp); ok && matchesAny(im.pkgs, rel) {
+					msgs = append(msgs, fmt.Sprintf("%s imports %s, which only %s may import: %s", p, rel, strings.Join(im.only, ", "), im.why))
+				}
+			}
+		}
+	}
+	return msgs
+}
+
+// checkUnused reports what a rule allows that no package it covers
+// imports: the table states exactly the edges there are, so a rule's
+// allowance lapses with the last import that needed it. A package of the
+// module or third-party module allowed to non-test files must be imported
+// by a non-test file (one only tests import belongs in testMod or
+// testExt); one allowed to tests only, by a test file. A package of the
+// standard library a rule names (not a set of them, nor "std") must be
+// imported by a non-test file.
+func (t *table) checkUnused(l *listing) []string {
+	var msgs []string
+	exists, modules := l.existence()
+	for _, r := range t.rules {
+		var covered []*pkgImports
+		for _, p := range l.packages() {
+			if matches(r.pkgs, p) {
+				covered = append(covered, l.pkgs[p])
+			}
+		}
+		if len(covered) == 0 {
+			continue // validate reports the rule
+		}
+		imported := func(test bool, used func(imp string) bool) bool {
+			for _, pi := range covered {
+				m := pi.imports
+				if test {
+					m = pi.tests
+				}
+				for imp := range m {
+					if used(imp) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		// Names that do not exist are validate's to report.
+		mine := func(pattern string) func(string) bool {
+			return func(imp string) bool { rel, ok := l.rel(imp); return ok && matches(pattern, rel) }
+		}
+		module := func(mod string) func(string) bool {
+			return func(imp string) bool { return l.moduleOf[imp] == mod }
+		}
+		unused := func(kind, name, files string) {
+			msgs = append(msgs, fmt.Sprintf("rule %q allows %s %s to %s, but none imports it; drop it from the rule", r.pkgs, kind, name, files))
+		}
+		for _, m := range r.mod {
+			if exists(m) && !imported(false, mine(m)) {
+				unused("package", m, "non-test files")
+			}
+		}
+		for _, e := range r.ext {
+			if modules[e] && !imported(false, module(e)) {
+				unused("module", e, "non-test files")
+			}
+		}
+		for _, m := range r.testMod {
+			if exists(m) && !imported(true, mine(m)) {
+				unused("package", m, "test files")
+			}
+		}
+		for _, e := range r.testExt {
+			if modules[e] && !imported(true, module(e)) {
+				unused("module", e, "test files")
+			}
+		}
+		for _, s := range r.std {
+			base, _ := strings.CutSuffix(s, "/...")
+			if s == "std" || t.group(s) != nil || !l.std[base] {
+				continue
+			}
+			if !imported(false, func(imp string) bool { return l.std[imp] && matches(s, imp) }) {
+				unused("standard-library package", s, "non-test files")
+			}
+		}
+	}
 	return msgs
 }
 
 // validate reports names in the table that the listing lacks.
 func (t *table) validate(l *listing) []string {
 	var msgs []string
-	pkgs := l.packages()
-	exists := func(pattern string) bool {
-		return slices.ContainsFunc(pkgs, func(p string) bool { return matches(pattern, p) })
-	}
-	modules := map[string]bool{}
-	for _, m := range l.moduleOf {
-		modules[m] = true
-	}
+	exists, modules := l.existence()
 	missing := func(where, kind, name string) {
 		msgs = append(msgs, fmt.Sprintf("%s names %s %q, which does not exist", where, kind, name))
 	}
@@ -395,7 +500,9 @@ func (t *table) validate(l *listing) []string {
 	}
 	for _, r := range t.rules {
 		where := fmt.Sprintf("rule %q", r.pkgs)
-		if !exists(r.pkgs) {
+		if strings.HasSuffix(r.pkgs, "/...") {
+			msgs = append(msgs, fmt.Sprintf("%s covers packages by a pattern: name one package, so that a new package needs a rule of its own", where))
+		} else if !exists(r.pkgs) {
 			missing(where, "package", r.pkgs)
 		}
 		for _, m := range slices.Concat(r.mod, r.testMod) {
@@ -422,11 +529,30 @@ func (t *table) validate(l *listing) []string {
 				missing(where, "package", n)
 			}
 		}
-		if p.via != "" && !exists(p.via) {
-			missing(where, "package", p.via)
+	}
+	for _, im := range t.importers {
+		where := fmt.Sprintf("importers of %q", im.pkgs)
+		for _, n := range slices.Concat(im.pkgs, im.only) {
+			if !exists(n) {
+				missing(where, "package", n)
+			}
 		}
 	}
 	return msgs
+}
+
+// existence tells whether a pattern matches a package of the listing, and
+// which third-party modules the listing holds.
+func (l *listing) existence() (exists func(pattern string) bool, modules map[string]bool) {
+	pkgs := l.packages()
+	exists = func(pattern string) bool {
+		return slices.ContainsFunc(pkgs, func(p string) bool { return matches(pattern, p) })
+	}
+	modules = map[string]bool{}
+	for _, m := range l.moduleOf {
+		modules[m] = true
+	}
+	return exists, modules
 }
 
 // allowsStd reports whether the rule's std entries admit a standard-library
@@ -502,16 +628,12 @@ func (t *table) checkPromises(l *listing) []string {
 			if !matchesAny(pr.from, p) {
 				continue
 			}
-			for _, chain := range l.reach(p, pr.via, forbidden) {
+			for _, chain := range l.reach(p, forbidden) {
 				to := chain[len(chain)-1]
 				if !forbidden(to) || slices.ContainsFunc(chain[1:len(chain)-1], func(q string) bool { return matchesAny(pr.from, q) }) {
 					continue
 				}
-				how := "links"
-				if pr.via != "" {
-					how = "reaches, not through " + pr.via + ","
-				}
-				msgs = append(msgs, fmt.Sprintf("%s %s %s: %s (through %s)", p, how, to, pr.why, strings.Join(chain, " → ")))
+				msgs = append(msgs, fmt.Sprintf("%s links %s: %s (through %s)", p, to, pr.why, strings.Join(chain, " → ")))
 			}
 		}
 	}
@@ -519,9 +641,9 @@ func (t *table) checkPromises(l *listing) []string {
 }
 
 // reach gives, for every package of the module that p's non-test imports
-// lead to without passing through avoid, one shortest chain of imports from
-// p to it. It follows no import of a package for which stop is true.
-func (l *listing) reach(p, avoid string, stop func(string) bool) [][]string {
+// lead to, one shortest chain of imports from p to it. It follows no import
+// of a package for which stop is true.
+func (l *listing) reach(p string, stop func(string) bool) [][]string {
 	parent := map[string]string{p: ""}
 	queue := []string{p}
 	var chains [][]string
@@ -547,7 +669,7 @@ func (l *listing) reach(p, avoid string, stop func(string) bool) [][]string {
 		}
 		sort.Strings(imps)
 		for _, d := range imps {
-			if _, seen := parent[d]; seen || avoid != "" && matches(avoid, d) {
+			if _, seen := parent[d]; seen {
 				continue
 			}
 			parent[d] = q

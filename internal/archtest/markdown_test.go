@@ -81,9 +81,10 @@ func (t *table) markdown() string {
 		"import the whole standard library, their own package, the shared test helpers (" + codeList(t.everyTest) + ") and what the rule allows tests. Every file counts: " +
 		"non-test and test files (internal and external), with and without `-tags integration`, and files for " +
 		"other systems (`GOOS=darwin`). `internal/archtest` fails on an import its rule does not allow, on a package " +
-		"no rule covers, and on a rule naming a package, module or standard-library package that does not exist, " +
-		"so a new or renamed package needs its rule. Paths are relative to the module; `p/...` is `p` and every " +
-		"package below it.")
+		"no rule covers, on a rule naming a package, module or standard-library package that does not exist, " +
+		"and on an allowance no import needs, so a new or renamed package needs its rule and the rules state " +
+		"exactly the edges there are. A rule covers one package, never a pattern. Paths are relative to the " +
+		"module; in the lists, `p/...` is `p` and every package below it.")
 	para("Sets of the standard library:")
 	for _, g := range t.stdGroups {
 		item(fmt.Sprintf("*%s* (%s): %s.", g.name, g.why, t.stdList(g.pkgs)))
@@ -108,13 +109,15 @@ func (t *table) markdown() string {
 	para("Promises that follow from the rules, checked on their own over the imports of non-test files, " +
 		"directly or not:")
 	for _, p := range t.promises {
-		text := fmt.Sprintf("%s never %s %s", join(codes(p.from), "and"), cond(len(p.from) == 1, "links", "link"),
-			join(codes(p.never), "or"))
-		if p.via != "" {
-			text = fmt.Sprintf("%s %s %s only through %s", join(codes(p.from), "and"), cond(len(p.from) == 1, "reaches", "reach"),
-				join(codes(p.never), "or"), code(p.via))
-		}
-		item(text + ": " + p.why + ".")
+		item(fmt.Sprintf("%s never %s %s: %s.", join(codes(p.from), "and"), cond(len(p.from) == 1, "links", "link"),
+			join(codes(p.never), "or"), p.why))
+	}
+	b.WriteString("\n")
+	para("Packages that only some may import (in non-test files); with the promises, they say how far " +
+		"what reaches them goes:")
+	for _, im := range t.importers {
+		item(fmt.Sprintf("Only %s %s %s: %s.", join(codes(im.only), "and"), cond(len(im.only) == 1, "imports", "import"),
+			join(codes(im.pkgs), "and"), im.why))
 	}
 	return b.String()
 }

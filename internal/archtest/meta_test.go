@@ -69,7 +69,7 @@ func TestCheckerCatches(t *testing.T) {
 		{"a third-party module outside the rule", importIn("conf", "google.golang.org/grpc/codes", ""),
 			[]string{`conf imports module google.golang.org/grpc: not in rule "conf": google.golang.org/grpc/codes (non-test files)`}},
 		{"a leaf importing a module package", importIn("security/kerberos", "fs", ""),
-			[]string{`security/kerberos imports fs (non-test files): not in rule "security/..."`}},
+			[]string{`security/kerberos imports fs (non-test files): not in rule "security/kerberos"`}},
 		{"the shared messages importing the login they carry", importIn("cluster/clusterpb", "security/kerberos", ""),
 			[]string{`cluster/clusterpb imports security/kerberos (non-test files): not in rule "cluster/clusterpb"`}},
 		{"time in the watermark valve", importIn("internal/runtime/watermark", "time", ""),
@@ -98,8 +98,28 @@ func TestCheckerCatches(t *testing.T) {
 			l.pkgs["runtime/newthing"] = &pkgImports{imports: map[string]string{}, tests: map[string]string{}, clock: map[string]string{}}
 		}, []string{`runtime/newthing: no rule covers this package`}},
 		{"overlapping rules", func(_ *listing, tb *table) {
-			tb.rules = append(tb.rules, rule{pkgs: "internal/runtime/...", std: []string{"std"}})
+			tb.rules = append(tb.rules, rule{pkgs: "internal/runtime/task", std: []string{"std"}})
 		}, []string{`covered by more than one rule ("internal/runtime`}},
+		{"a rule by pattern, which a new package would fall under", func(_ *listing, tb *table) {
+			for i, r := range tb.rules {
+				if r.pkgs == "security/kerberos" {
+					tb.rules[i].pkgs = "security/..."
+				}
+			}
+		}, []string{`rule "security/..." covers packages by a pattern: name one package`}},
+		{"an allowance no import needs", func(_ *listing, tb *table) {
+			tb.rules[0].mod = append(slices.Clone(tb.rules[0].mod), "fs")
+		}, []string{`rule "conf" allows package fs to non-test files, but none imports it`}},
+		{"an allowance whose last import goes", func(l *listing, _ *table) {
+			delete(l.pkgs["internal/runtime/graph"].imports, l.abs("internal/runtime/keygroup"))
+		}, []string{`rule "internal/runtime/graph" allows package internal/runtime/keygroup to non-test files, but none imports it`}},
+		{"an allowance of non-test files that only tests need", func(l *listing, _ *table) {
+			delete(l.pkgs["conf"].imports, "go.yaml.in/yaml/v3")
+			l.pkgs["conf"].tests["go.yaml.in/yaml/v3"] = ""
+		}, []string{`rule "conf" allows module go.yaml.in/yaml/v3 to non-test files, but none imports it`}},
+		{"a standard-library allowance no import needs", func(l *listing, _ *table) {
+			delete(l.pkgs["internal/runtime/checkpoint/storage"].imports, "crypto/rand")
+		}, []string{`rule "internal/runtime/checkpoint/storage" allows standard-library package crypto/rand to non-test files, but none imports it`}},
 		{"a renamed package", rename("internal/runtime/watermark", "runtime/valve"), []string{
 			`rule "internal/runtime/watermark" names package "internal/runtime/watermark", which does not exist`,
 			`rule "internal/runtime/task" names package "internal/runtime/watermark", which does not exist`,
@@ -117,12 +137,28 @@ func TestCheckerCatches(t *testing.T) {
 		}, []string{`names standard-library package "sting", which does not exist`}},
 		{"a broken promise", allow("internal/runtime/checkpoint", "kafka"), []string{
 			"internal/runtime/checkpoint links kafka: the engine knows no front end, connector, deployment or harness (through internal/runtime/checkpoint → kafka)",
-			"stream links kafka: the user API links no connector and no deployment (through stream → internal/runtime/jobmaster → internal/runtime/checkpoint → kafka)",
+			"stream links kafka: the user API links no connector and no deployment (through stream → internal/runtime/task → internal/runtime/checkpoint → kafka)",
 			"cluster/jobmanager links kafka: the JobManager links no user code",
 		}},
-		{"a promise kept only through via", allow("stream", "hdfs"), []string{
-			"stream reaches, not through cluster/worker, hdfs: the user API links HDFS only as the workers' filesystem (through stream → hdfs)",
-			"kafka reaches, not through cluster/worker, hdfs: a connector links HDFS only as the user API does, as the workers' filesystem (through kafka → stream → hdfs)",
+		{"the user API linking HDFS other than through the worker", allow("stream", "hdfs"), []string{
+			"stream imports hdfs, which only cluster/worker, cluster/hadoopenv, cluster/yarnam, cluster/yarndeploy, cmd/appmaster may import: " +
+				"HDFS is a filesystem of the workers (checkpoints on hdfs://) and of YARN deployment",
+		}},
+		{"a connector linking HDFS other than through the worker", allow("kafka", "hdfs"), []string{
+			"kafka imports hdfs, which only cluster/worker, cluster/hadoopenv, cluster/yarnam, cluster/yarndeploy, cmd/appmaster may import",
+		}},
+		{"a connector linking Hadoop's credentials", allow("kafka", "hadoop"), []string{
+			"kafka imports hadoop, which only hdfs, yarn/..., cluster/worker",
+		}},
+		{"a second importer of the worker", allow("stream", "cluster/worker"), []string{
+			"stream imports cluster/worker, which only internal/launch may import: a job binary's start-up alone links the worker",
+		}},
+		{"an importers entry naming a missing package", func(_ *listing, tb *table) {
+			tb.importers = slices.Clone(tb.importers)
+			tb.importers[0].only = []string{"internal/start"}
+		}, []string{
+			`importers of ["cluster/worker"] names package "internal/start", which does not exist`,
+			"internal/launch imports cluster/worker, which only internal/start may import",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

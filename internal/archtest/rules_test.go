@@ -31,7 +31,7 @@ var rules = table{
 			mod: []string{"fs"}, std: []string{"std"}, testMod: []string{"fs/fstest"}},
 		{pkgs: "fs/fstest", why: "the conformance suite of fs implementations",
 			mod: []string{"fs"}, std: []string{"std"}},
-		{pkgs: "security/...", why: "the Kerberos login that Hadoop IPC, HDFS and Kafka share; tests run a MiniKdc",
+		{pkgs: "security/kerberos", why: "the Kerberos login that Hadoop IPC, HDFS and Kafka share; tests run a MiniKdc",
 			mod: []string{"conf", "internal/clock"}, ext: []string{"github.com/jcmturner/gokrb5/v8"}, std: []string{"std"},
 			testMod: []string{"integration/minicluster"}},
 
@@ -40,9 +40,15 @@ var rules = table{
 			mod: []string{"hadoop/internal/credpb"}, ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		{pkgs: "hadoop/internal/credpb", why: "the wire format of Hadoop credentials (generated)",
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
-		{pkgs: "yarn/internal/proto/...", why: "Hadoop's protocol messages (generated); a test checks they do not clash with colinmarc/hdfs's",
-			mod: []string{"yarn/internal/proto/commonpb"}, ext: []string{"google.golang.org/protobuf"}, std: []string{"std"},
-			testMod: []string{"yarn/internal/proto/yarnpb"}, testExt: []string{"github.com/colinmarc/hdfs/v2"}},
+		{pkgs: "yarn/internal/proto", why: "Hadoop's protocol messages: their generation, and a test that they do not clash with colinmarc/hdfs's",
+			testMod: []string{"yarn/internal/proto/commonpb", "yarn/internal/proto/yarnpb"},
+			testExt: []string{"github.com/colinmarc/hdfs/v2", "google.golang.org/protobuf"}},
+		{pkgs: "yarn/internal/proto/commonpb", why: "Hadoop's common protocol messages: RPC headers, security (generated)",
+			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
+		{pkgs: "yarn/internal/proto/hdfspb", why: "HDFS's protocol messages for delegation tokens (generated)",
+			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
+		{pkgs: "yarn/internal/proto/yarnpb", why: "YARN's protocol messages (generated)",
+			mod: []string{"yarn/internal/proto/commonpb"}, ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		{pkgs: "yarn/internal/sasl", why: "SASL GSSAPI (RFC 4752/4121) and DIGEST-MD5 for Hadoop IPC",
 			ext: []string{"github.com/jcmturner/gokrb5/v8"}, std: []string{"std"}},
 		{pkgs: "yarn/internal/ipc", why: "Hadoop IPC: connections, SASL, calls",
@@ -63,7 +69,7 @@ var rules = table{
 			testMod: []string{"integration/minicluster", "yarn", "yarn/internal/ipc/ipctest"}},
 		{pkgs: "hdfs", why: "fs over HDFS (colinmarc/hdfs); its integration tests run a job on HDFS",
 			mod: []string{"fs", "hadoop", "security/kerberos"}, ext: []string{"github.com/colinmarc/hdfs/v2"}, std: []string{"std"},
-			testMod: []string{"fs/fstest", "integration/minicluster", "internal/runtime/checkpoint/storage", "internal/runtime/restart", "stream"}},
+			testMod: []string{"fs/fstest", "integration/minicluster", "internal/runtime/checkpoint/storage", "stream"}},
 
 		// The engine.
 		{pkgs: "internal/runtime", why: "the root of the engine: documentation only"},
@@ -99,6 +105,9 @@ var rules = table{
 		{pkgs: "internal/runtime/timer", why: "keyed timers, kept in keyed state",
 			mod: []string{"internal/runtime/codec", "internal/runtime/state"}, std: []string{"pure"},
 			testMod: []string{"internal/clock", "internal/runtime/keygroup"}},
+		{pkgs: "internal/runtime/pendingcommit", why: "the ledger of a two-phase-commit sink subtask: committables by checkpoint, " +
+			"kept in every snapshot until their checkpoint completes; every front end's exactly-once sink keeps its own in one",
+			mod: []string{"internal/runtime/codec"}, std: []string{"pure"}},
 		{pkgs: "internal/runtime/exchange", why: "buffers and credit-based channels between subtasks: the in-process contract, no transport",
 			std: []string{"inprocess"}},
 		{pkgs: "internal/runtime/task", why: "one subtask of a chain; it sees exchanges only through their contract, whatever the transport",
@@ -111,10 +120,10 @@ var rules = table{
 			testMod: []string{"internal/runtime/core"}},
 		{pkgs: "internal/runtime/netexchange/internal/netpb", why: "netexchange's wire protocol (generated)",
 			ext: []string{"google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"}},
-		{pkgs: "internal/runtime/jobmaster", why: "the JobMaster core and the embedded mini cluster: no transport of its own",
+		{pkgs: "internal/runtime/jobmaster", why: "the JobMaster core (a job's lifecycle as a state machine on an ownerloop) and the embedded mini cluster: no transport of its own",
 			mod: []string{"conf", "fs", "internal/runtime/checkpoint", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/codec",
-				"internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/restart", "internal/runtime/state", "internal/runtime/task"},
-			std: []string{"std"}},
+				"internal/ownerloop", "internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/restart", "internal/runtime/state", "internal/runtime/task"},
+			std: []string{"std"}, testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/runtime/core", why: "the core, untyped job API every front end compiles to: records with a serializer contract " +
 			"(bytes, rows, Go types), encoded keys, state, timers, side outputs; adapted onto the engine's task, state and timer machinery",
 			mod: []string{"internal/runtime/codec", "internal/runtime/graph", "internal/runtime/keygroup", "internal/runtime/state",
@@ -124,8 +133,8 @@ var rules = table{
 
 		{pkgs: "internal/typed", why: "the typed Go API's operators: generic task.Factory values over Go values, handed to the core builder; " +
 			"no user-facing type of stream's, no process start-up, no transport",
-			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
-				"internal/runtime/timer"},
+			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/pendingcommit", "internal/runtime/state",
+				"internal/runtime/task", "internal/runtime/timer"},
 			std: []string{"pure", "context", "log/slog", "sync", "sync/atomic", "time"}},
 
 		// The user API and connectors.
@@ -134,9 +143,9 @@ var rules = table{
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
 			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/core", "internal/runtime/graph",
-				"internal/runtime/keygroup", "internal/runtime/jobmaster", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
+				"internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer",
 				"internal/runtime/window", "internal/typed"},
-			std: []string{"std"}, testMod: []string{"file"}},
+			std: []string{"std"}, testMod: []string{"file", "internal/runtime/jobmaster"}},
 		// The Beam portable runner: a front end over the core API.
 		{pkgs: "internal/beam/wire", why: "the Beam encodings the runner reads: windowed values with length-prefixed payloads, KV keys, grouped values; pure",
 			std: []string{"pure"}},
@@ -152,7 +161,7 @@ var rules = table{
 			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"},
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
-			mod: []string{"cluster/deployment", "cluster/worker", "conf", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
+			mod: []string{"cluster/deployment", "cluster/worker", "conf", "fs", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
 				"rest", // TODO(#13): launch → rest: the REST client's request types live in the server's package.
 				"rest/restclient"},
 			std: []string{"std"}},
@@ -169,23 +178,27 @@ var rules = table{
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/sql/types", why: "SQL data types and their run-time values: casts, exact decimals, timestamp text",
-			std: []string{"pure", "math/big", "regexp", "time"}},
+			std: []string{"pure", "math/big", "time"}},
 		{pkgs: "internal/sql/planner", why: "the SQL validator and planner: catalog, names and types, changelog modes, plans and EXPLAIN; runs nothing",
-			mod: []string{"internal/sql/parser", "internal/sql/types"}, std: []string{"pure", "math/big", "regexp"},
+			mod: []string{"internal/sql/parser", "internal/sql/types"}, std: []string{"pure", "regexp"},
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/sql/exec", why: "SQL plans compiled to the core job API: Row operators, window aggregation in keyed state, " +
 			"the json format, the kafka connector's source and sink adapted onto core operators",
-			mod: []string{"conf", "fs", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/restart",
+			mod: []string{"conf", "fs", "internal/runtime/codec", "internal/runtime/core", "internal/runtime/pendingcommit", "internal/runtime/restart",
 				"internal/sql/planner", "internal/sql/types", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
-			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/runtime/jobmaster", "internal/runtime/task",
-				"internal/sql/exec", "internal/sql/parser", "internal/sql/planner"},
+			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner"},
 			std: []string{"std"}, testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"}},
-		{pkgs: "examples/...", why: "user job programs: the user API and connectors only",
-			mod: []string{"file", "kafka", "stream"},
+		// User job programs: the user API and connectors only.
+		{pkgs: "examples/frauddetection", why: "a user job program: keyed process functions with state and timers",
+			mod: []string{"stream"}, std: []string{"std"}},
+		{pkgs: "examples/purchases", why: "a user job program: Kafka in and out, event-time windows (a fake Kafka without a broker)",
+			mod: []string{"kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"},
 			std: []string{"std"}},
+		{pkgs: "examples/wordcount", why: "a user job program: files in and out",
+			mod: []string{"file", "stream"}, std: []string{"std"}},
 
 		// REST.
 		{pkgs: "rest", why: "the Flink-shaped REST API and /metrics; the JobManager implements its Backend, so it never imports the cluster",
@@ -283,9 +296,20 @@ var rules = table{
 		{pkgs: "bench/kafkabench", why: "a Kafka → Kafka pipeline against a raw franz-go loop (tests only)",
 			testMod: []string{"integration/kafkabroker", "kafka", "stream"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm"}},
-		{pkgs: "bench/flinkcmp/...", why: "Sluice against Apache Flink on the same jobs: job programs and the driver that runs both",
-			mod: []string{"bench/flinkcmp", "bench/flinkcmp/jobs", "bench/flinkcmp/nexmark", "integration/kafkabroker", "kafka", "stream"},
+		// Sluice against Apache Flink on the same jobs.
+		{pkgs: "bench/flinkcmp", why: "the driver that runs the same jobs on Sluice and on Apache Flink and compares them",
+			mod: []string{"bench/flinkcmp/jobs", "bench/flinkcmp/nexmark"},
+			ext: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm"}, std: []string{"std"},
+			testMod: []string{"integration/kafkabroker"}},
+		{pkgs: "bench/flinkcmp/cmd/flinkcmp", why: "the comparison's command: a Kafka broker, both engines, a report",
+			mod: []string{"bench/flinkcmp", "bench/flinkcmp/nexmark", "integration/kafkabroker"}, std: []string{"std"}},
+		{pkgs: "bench/flinkcmp/cmd/sluicebench", why: "the Sluice side's job binary",
+			mod: []string{"bench/flinkcmp/jobs", "bench/flinkcmp/nexmark"}, std: []string{"std"}},
+		{pkgs: "bench/flinkcmp/jobs", why: "the comparison's jobs over the user API and the Kafka connector",
+			mod: []string{"bench/flinkcmp/nexmark", "kafka", "stream"},
 			ext: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm"}, std: []string{"std"}},
+		{pkgs: "bench/flinkcmp/nexmark", why: "the deterministic input both engines read: a pure function of a seed and a record index",
+			std: []string{"pure", "time"}, noClock: true},
 	},
 
 	promises: []promise{
@@ -294,12 +318,9 @@ var rules = table{
 		{from: []string{"stream"}, never: []string{"kafka", "cmd/...", "integration/...", "yarn/...", "cluster/jobmanager", "cluster/resourcemanager",
 			"cluster/taskmanager", "cluster/yarnam", "cluster/yarndeploy", "cluster/yarndriver", "cluster/hadoopenv"},
 			why: "the user API links no connector and no deployment"},
-		{from: []string{"stream"}, never: []string{"hdfs", "hadoop/..."}, via: "cluster/worker",
-			why: "the user API links HDFS only as the workers' filesystem"},
-		{from: []string{"kafka"}, never: []string{"yarn/...", "cmd/...", "cluster/jobmanager", "cluster/taskmanager"},
+		{from: []string{"kafka"}, never: []string{"yarn/...", "cmd/...", "cluster/jobmanager", "cluster/resourcemanager", "cluster/taskmanager",
+			"cluster/yarnam", "cluster/yarndeploy", "cluster/yarndriver", "cluster/hadoopenv"},
 			why: "a connector links no deployment"},
-		{from: []string{"kafka"}, never: []string{"hdfs", "hadoop/..."}, via: "cluster/worker",
-			why: "a connector links HDFS only as the user API does, as the workers' filesystem"},
 		{from: []string{"rest/..."}, never: []string{"cluster/...", "stream", "cmd/...", "yarn/..."},
 			why: "the REST API is implemented by the JobManager, never the reverse"},
 		{from: []string{"cluster/jobmanager"}, never: []string{"stream", "kafka", "cluster/taskmanager", "cluster/worker", "cmd/...", "yarn/..."},
@@ -312,5 +333,18 @@ var rules = table{
 		{from: []string{"cluster/yarnam", "cluster/yarndeploy", "cluster/yarndriver"}, never: []string{"stream", "kafka", "internal/runtime/jobmaster", "internal/runtime/task", "internal/runtime/state", "internal/runtime/exchange",
 			"internal/runtime/netexchange", "internal/runtime/checkpoint"},
 			why: "YARN deployment links neither the engine, the user API nor connectors"},
+	},
+
+	// With the promises above, these say that the user API and the
+	// connectors link HDFS and Hadoop only through the worker, as the
+	// workers' filesystem.
+	importers: []importers{
+		{pkgs: []string{"cluster/worker"}, only: []string{"internal/launch"},
+			why: "a job binary's start-up alone links the worker (a worker is a job binary started by a TaskManager)"},
+		{pkgs: []string{"hdfs"}, only: []string{"cluster/worker", "cluster/hadoopenv", "cluster/yarnam", "cluster/yarndeploy", "cmd/appmaster"},
+			why: "HDFS is a filesystem of the workers (checkpoints on hdfs://) and of YARN deployment, never of the engine, the user API or a connector"},
+		{pkgs: []string{"hadoop/..."}, only: []string{"hdfs", "yarn/...", "cluster/worker", "cluster/hadoopenv", "cluster/yarnam", "cluster/yarndeploy",
+			"cluster/yarndriver", "cmd/client", "cmd/taskmanager"},
+			why: "Hadoop's configuration and credentials serve HDFS, YARN and the processes that set them up"},
 	},
 }

@@ -30,6 +30,8 @@ import (
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/task"
@@ -145,10 +147,43 @@ type Job struct {
 	// Mode is the configured runtime mode (STREAMING, BATCH or AUTOMATIC;
 	// empty: STREAMING).
 	Mode string
-	// Options builds the JobMaster core's options for the resolved mode.
-	Options func(task.RuntimeMode) (jobmaster.Options, error)
-	// Log receives the start-up's logs.
+	// Local is what the front end sets of a job that runs in this process
+	// (the local target, and a worker's share of a job), beyond what the
+	// configuration says.
+	Local LocalSettings
+	// Log receives the start-up's logs, and the job's when it runs in
+	// this process.
 	Log *slog.Logger
+}
+
+// LocalSettings are how a job runs in this process, beyond its
+// configuration. Zero
+// fields take the JobMaster core's defaults.
+type LocalSettings struct {
+	// Clock is the processing-time clock (default: the system clock).
+	Clock clock.Clock
+	// BatchSize is records per exchange buffer (default: the engine's).
+	BatchSize int
+	// BufferTimeout flushes partly filled buffers (default 100 ms; < 0:
+	// after every record).
+	BufferTimeout time.Duration
+	// AutoWatermarkInterval is the periodic watermark interval (default
+	// 200 ms).
+	AutoWatermarkInterval time.Duration
+	// FileSystems resolves checkpoint, savepoint and restore URIs
+	// (default: local paths and file:// only).
+	FileSystems *fs.Resolver
+}
+
+// options are the JobMaster core's options for a job in the resolved mode:
+// its configuration's (restore, state backend, checkpointing, restart
+// strategy), with j.Local's settings.
+func (j Job) options(mode task.RuntimeMode) (jobmaster.Options, error) {
+	opts, err := jobmaster.OptionsFromConfig(j.Config, mode, nil)
+	opts.Clock, opts.Log, opts.BatchSize = j.Local.Clock, j.Log, j.Local.BatchSize
+	opts.BufferTimeout, opts.AutoWatermarkInterval = j.Local.BufferTimeout, j.Local.AutoWatermarkInterval.Milliseconds()
+	opts.FileSystems = j.Local.FileSystems
+	return opts, err
 }
 
 // ErrEnded is returned by Launch for the plan and worker targets when Exit
@@ -214,7 +249,7 @@ func startLocal(ctx context.Context, j Job) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := j.Options(mode)
+	opts, err := j.options(mode)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +304,7 @@ func (p *Process) runWorker(ctx context.Context, j Job) error {
 	if err != nil {
 		return err
 	}
-	opts, err := j.Options(mode)
+	opts, err := j.options(mode)
 	if err != nil {
 		return err
 	}
@@ -316,7 +351,7 @@ type Result struct {
 	JobID    string
 	Duration time.Duration
 	// Subtasks are the metrics per subtask of the last attempt (local jobs).
-	Subtasks []jobmaster.SubtaskMetrics
+	Subtasks []SubtaskMetrics
 	// Restarts counts recoveries from failures.
 	Restarts int
 	// Checkpoints counts completed checkpoints.
@@ -340,9 +375,32 @@ func (h *Handle) Wait() (*Result, error) {
 	res, err := h.local.Wait()
 	r := &Result{JobID: h.local.ID()}
 	if res != nil {
-		r.Duration, r.Subtasks, r.Restarts, r.Checkpoints, r.Savepoint = res.Duration, res.Subtasks, res.Restarts, res.Checkpoints, res.Savepoint
+		r.Duration, r.Restarts, r.Checkpoints, r.Savepoint = res.Duration, res.Restarts, res.Checkpoints, res.Savepoint
+		r.Subtasks = subtaskMetrics(res.Subtasks)
 	}
 	return r, err
+}
+
+// SubtaskMetrics are one subtask's metrics at the end of a local job.
+type SubtaskMetrics struct {
+	Vertex                    string
+	Subtask                   int
+	RecordsIn, RecordsOut     int64
+	Busy, Idle, Backpressured time.Duration
+}
+
+func subtaskMetrics(ms []jobmaster.SubtaskMetrics) []SubtaskMetrics {
+	if ms == nil {
+		return nil
+	}
+	out := make([]SubtaskMetrics, len(ms))
+	for i, m := range ms {
+		out[i] = SubtaskMetrics{Vertex: m.Vertex, Subtask: m.Subtask,
+			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(),
+			Busy: time.Duration(m.BusyNanos.Load()), Idle: time.Duration(m.IdleNanos.Load()),
+			Backpressured: time.Duration(m.BackpressuredNanos.Load())}
+	}
+	return out
 }
 
 // JobID is the job's identifier.

@@ -12,8 +12,6 @@ import (
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/launch"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/internal/runtime/jobmaster"
-	"github.com/sluice/sluice/internal/runtime/task"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -76,8 +74,6 @@ func emptyGraph() *graph.JobGraph {
 		Edges: []*graph.Edge{{From: 0, To: 1, Partitioning: graph.Forward}}}
 }
 
-func options(task.RuntimeMode) (jobmaster.Options, error) { return jobmaster.Options{}, nil }
-
 // TestPlanTargetWritesThePlanAndEnds: a binary run for its plan writes the
 // graph where SLUICE_PLAN_OUT says and ends through Exit(0); Launch itself
 // never ends the process.
@@ -89,7 +85,7 @@ func TestPlanTargetWritesThePlanAndEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New(), Options: options})
+	h, err := p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New()})
 	if !errors.Is(err, launch.ErrEnded) || h != nil {
 		t.Fatalf("Launch = %v, %v; want no handle and ErrEnded", h, err)
 	}
@@ -112,7 +108,7 @@ func TestPlanTargetWithoutAFileIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New(), Options: options})
+	_, err = p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New()})
 	if err == nil || !strings.Contains(err.Error(), "SLUICE_EXECUTION_TARGET=plan needs SLUICE_PLAN_OUT") {
 		t.Fatalf("err = %v", err)
 	}
@@ -125,7 +121,7 @@ func TestRemoteTargetNeedsAJobManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New(), Options: options})
+	_, err = p.Launch(context.Background(), launch.Job{Graph: emptyGraph(), Config: conf.New()})
 	if err == nil || !strings.Contains(err.Error(), "SLUICE_EXECUTION_TARGET=remote needs SLUICE_JOBMANAGER") {
 		t.Fatalf("err = %v", err)
 	}

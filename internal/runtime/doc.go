@@ -15,6 +15,8 @@
 //   - codec: the canonical binary encoding of checkpoints and savepoints;
 //   - checkpoint: the checkpoint coordinator and barrier aligner, and
 //     checkpoint/storage, Flink's checkpoint layout on a filesystem;
+//   - pendingcommit: the ledger of a two-phase-commit sink (what was
+//     pre-committed at which checkpoint), shared by every front end's sink;
 //   - restart: restart strategies and the recoverable/unrecoverable decision;
 //   - window: window assignment shared by the front ends;
 //   - jobmaster: the JobMaster core (one owner loop per job) and the Host

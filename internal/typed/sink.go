@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/internal/runtime/codec"
+	"github.com/sluice/sluice/internal/runtime/pendingcommit"
 	"github.com/sluice/sluice/internal/runtime/task"
 )
 
@@ -65,17 +65,10 @@ type sinkOp[T, C any] struct {
 	env       SinkEnv
 	w         Writer[T, C]
 	committer Committer[C]
-	// pending are pre-committed committables by checkpoint, committed when
-	// that checkpoint completes.
-	pending []pendingCommit[C]
-	// restored committables belong to a completed checkpoint: committed
+	// ledger holds the pre-committed committables by checkpoint until that
+	// checkpoint completes, and those of a restored checkpoint, committed
 	// (again, idempotently) at Open.
-	restored []C
-}
-
-type pendingCommit[C any] struct {
-	id int64
-	cs []C
+	ledger pendingcommit.Ledger[C]
 }
 
 // Open commits the pre-commits of the restored checkpoint first: a new
@@ -90,11 +83,10 @@ func (s *sinkOp[T, C]) Open() error {
 			return err
 		}
 		s.committer = c
-		if len(s.restored) > 0 {
-			if err := c.Commit(s.run, s.restored); err != nil {
+		if restored := s.ledger.TakeRestored(); len(restored) > 0 {
+			if err := c.Commit(s.run, restored); err != nil {
 				return fmt.Errorf("committing restored pre-commits: %w", err)
 			}
-			s.restored = nil
 		}
 	}
 	w, err := s.sink.NewWriter(&s.env)
@@ -130,32 +122,18 @@ func (s *sinkOp[T, C]) SnapshotOperatorState(id int64) ([][]byte, bool, error) {
 	if s.committer == nil {
 		return nil, false, nil
 	}
-	s.pending = append(s.pending, pendingCommit[C]{id, cs})
-	c, err := codec.For[C]()
+	s.ledger.Add(id, cs)
+	entries, err := s.ledger.Snapshot()
 	if err != nil {
 		return nil, false, err
-	}
-	var entries [][]byte
-	for _, p := range s.pending {
-		for _, x := range p.cs {
-			entries = append(entries, c.Append(nil, x))
-		}
 	}
 	return entries, false, nil
 }
 
 // RestoreOperatorState implements task.OperatorStateful.
 func (s *sinkOp[T, C]) RestoreOperatorState(entries [][]byte) error {
-	c, err := codec.For[C]()
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		x, _, err := c.Decode(e)
-		if err != nil {
-			return fmt.Errorf("sink committable: %w", err)
-		}
-		s.restored = append(s.restored, x)
+	if err := s.ledger.Restore(entries); err != nil {
+		return fmt.Errorf("sink: %w", err)
 	}
 	return nil
 }
@@ -166,16 +144,7 @@ func (s *sinkOp[T, C]) NotifyCheckpointComplete(id int64) error {
 	if s.committer == nil {
 		return nil
 	}
-	var due []C
-	kept := s.pending[:0]
-	for _, p := range s.pending {
-		if p.id <= id {
-			due = append(due, p.cs...)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	s.pending = kept
+	due := s.ledger.Due(id)
 	if len(due) == 0 {
 		return nil
 	}
@@ -193,7 +162,7 @@ func (s *sinkOp[T, C]) Finish() error {
 		return err
 	}
 	if s.ctx.Checkpointing() {
-		s.pending = append(s.pending, pendingCommit[C]{task.FinalCheckpoint, cs})
+		s.ledger.Add(task.FinalCheckpoint, cs)
 		return nil
 	}
 	return s.committer.Commit(s.run, cs)

@@ -288,3 +288,85 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestRestartDelayOnTheJobsClock: a failed job waits for the restart
+// strategy's delay on the job's clock (the lifecycle's deadline, armed by
+// its owner loop), restarting only once that clock has moved; cancelled
+// while it waits, it ends at once without another attempt.
+func TestRestartDelayOnTheJobsClock(t *testing.T) {
+	opFailed := errors.New("operator failed")
+	for _, tc := range []struct {
+		name         string
+		cancel       bool
+		wantErr      error
+		wantRestarts int
+		wantDeployed []int
+		wantStatuses []string
+	}{
+		{name: "the delay passes: the job restarts and finishes",
+			wantRestarts: 1, wantDeployed: []int{0, 1},
+			wantStatuses: []string{"RUNNING", "RESTARTING: operator failed", "RUNNING", "FINISHED"}},
+		{name: "cancelled during the delay", cancel: true,
+			wantErr: context.Canceled, wantDeployed: []int{0},
+			wantStatuses: []string{"RUNNING", "RESTARTING: operator failed", "CANCELED: jobmaster: job cancelled: context canceled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy, err := restart.NewFixedDelay(restart.FixedDelayOptions{Attempts: 1, Delay: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := &scriptedExecutor{t: t, script: []step{{taskFails, opFailed}, {finishes, nil}}}
+			l := &statuses{}
+			clk := clock.NewManual(1000)
+			j, err := jobmaster.Start(context.Background(), onePlan(t), jobmaster.Options{JobID: "job", Executor: x, Restart: strategy,
+				Clock: clk, Listener: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := clk.BlockUntilArmedAt(ctx, 11000); err != nil {
+				t.Fatalf("no restart timer at 11000 on the job's clock: %v; armed %v", err, clk.Armed())
+			}
+			if got := x.deployed(); !slices.Equal(got, []int{0}) {
+				t.Fatalf("deployed %v before the delay passed, want [0]", got)
+			}
+			if tc.cancel {
+				j.Cancel()
+			} else {
+				clk.AdvanceBy(10 * time.Second)
+			}
+			done := make(chan struct{})
+			var res *jobmaster.Result
+			go func() {
+				res, err = j.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatalf("the job did not end; deployed attempts %v", x.deployed())
+			}
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("the job failed: %v", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("the job ended with %v, want %v in its chain", err, tc.wantErr)
+			}
+			if res.Restarts != tc.wantRestarts {
+				t.Errorf("%d restarts, want %d", res.Restarts, tc.wantRestarts)
+			}
+			if got := x.deployed(); !slices.Equal(got, tc.wantDeployed) {
+				t.Errorf("deployed %v, want %v", got, tc.wantDeployed)
+			}
+			if !tc.cancel && res.Duration != 10*time.Second {
+				t.Errorf("duration %v, want the 10s the job's clock moved", res.Duration)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !slices.Equal(l.got, tc.wantStatuses) {
+				t.Errorf("statuses\n  %q\nwant\n  %q", l.got, tc.wantStatuses)
+			}
+		})
+	}
+}

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/internal/ownerloop"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/internal/runtime/restart"
 )
 
 // Job is a running local job and its JobMaster.
@@ -186,103 +186,117 @@ func (j *Job) send(ev any) {
 	}
 }
 
-// run is the owner loop of the job. It deploys attempts and runs them
-// until one finishes. An attempt that fails, or fails to deploy (a
-// TaskManager lost or a worker that dies while it deploys, no slots in
-// time), is a failover as in Flink: the restart strategy decides whether
-// the job restarts from the latest checkpoint, and either counts as a
-// restart; an unrecoverable failure (restart.Recoverable) fails the job
-// at once.
+// run is the owner loop of the job: an ownerloop stepping the job's
+// lifecycle (the decisions: restores, deployments, restarts, the end),
+// whose effects the applier carries out. Deploying and running an attempt
+// block the loop; the attempt's own events (tasks ending, checkpoints,
+// savepoint requests) are runAttempt's, and a cancellation reaches them
+// through the job's context.
 func (j *Job) run() {
-	start := time.Now()
-	res := &Result{JobID: j.id}
 	defer close(j.done)
-	var restore *Restore
-	var err error
-	if j.opts.Recover {
-		restore, err = j.recoveryRestore()
-	} else {
-		restore, err = j.initialRestore()
+	ap := &applier{j: j, res: &Result{JobID: j.id}}
+	ap.loop = ownerloop.New(ownerloop.Config[lcEvent, lcEffect, struct{}]{
+		Machine: &lifecycle{restart: j.opts.Restart, recover: j.opts.Recover},
+		Apply:   ap.apply,
+		Tick:    lcEvent{kind: evTick},
+		Clock:   j.opts.Clock,
+	})
+	stop := context.AfterFunc(j.ctx, func() { ap.loop.Post(lcEvent{kind: evCancelled, cause: context.Cause(j.ctx)}) })
+	defer stop()
+	ap.loop.Post(lcEvent{kind: evStart})
+	_ = ap.loop.Run(context.Background()) // only fxEnd stops it, with nil
+}
+
+// applier carries out the lifecycle's effects on the owner goroutine.
+type applier struct {
+	j    *Job
+	loop *ownerloop.Loop[lcEvent, lcEffect, struct{}]
+	res  *Result
+	// restore is what the next or current attempt restores (nil: nothing).
+	restore *Restore
+	// attempt and cancel are the deployed attempt and the end of its
+	// context.
+	attempt Attempt
+	cancel  context.CancelCauseFunc
+}
+
+// done is the part of an event that says whether the job's context has
+// ended.
+func (ap *applier) done(e lcEvent) lcEvent {
+	if ap.j.ctx.Err() != nil {
+		e.ctxDone, e.cause = true, context.Cause(ap.j.ctx)
 	}
-	if err != nil {
-		j.result, j.err = res, err
-		j.opts.Listener.StatusChanged(StatusFailed, j.opts.Clock.NowMillis(), err)
-		return
-	}
-	for n := 0; ; n++ {
-		actx, cancel := context.WithCancelCause(j.ctx)
-		a, err := j.exec.Deploy(actx, Deployment{Attempt: n, Restore: restore, Events: Events{j: j, attempt: n}})
-		deployed := err == nil
-		if !deployed {
-			cancel(err)
-			restore.Close()
-			res.Duration = time.Since(start)
-		} else {
-			if restore != nil {
-				j.opts.Listener.Restored(RestoreStats{ID: restore.ID(), Kind: restore.kind, Path: restore.dir, Millis: j.opts.Clock.NowMillis()})
+	return e
+}
+
+func (ap *applier) apply(effects []lcEffect) []lcEvent {
+	j := ap.j
+	var next []lcEvent
+	for _, f := range effects {
+		switch f.kind {
+		case fxLoadRestore:
+			if f.attempt > 0 && j.ctx.Err() != nil {
+				// Cancelled while the job waited to restart: no restore
+				// to load.
+				next = append(next, ap.done(lcEvent{kind: evRestored}))
+				break
 			}
-			j.opts.Listener.StatusChanged(StatusRunning, j.opts.Clock.NowMillis(), nil)
+			var err error
+			if f.recover {
+				ap.restore, err = j.recoveryRestore()
+			} else {
+				ap.restore, err = j.initialRestore()
+			}
+			next = append(next, ap.done(lcEvent{kind: evRestored, err: err, restored: ap.restore != nil}))
+			if err == nil && j.ctx.Err() != nil {
+				ap.restore.Close() // the lifecycle ends the job
+			}
+		case fxDeploy:
+			var actx context.Context
+			actx, ap.cancel = context.WithCancelCause(j.ctx)
+			a, err := j.exec.Deploy(actx, Deployment{Attempt: f.attempt, Restore: ap.restore, Events: Events{j: j, attempt: f.attempt}})
+			if err != nil {
+				ap.cancel(err)
+				ap.restore.Close()
+			}
+			ap.attempt = a
+			next = append(next, ap.done(lcEvent{kind: evDeployed, err: err}))
+		case fxReportRestore:
+			r := ap.restore
+			j.opts.Listener.Restored(RestoreStats{ID: r.ID(), Kind: r.kind, Path: r.dir, Millis: f.at})
+		case fxStatus:
+			j.opts.Listener.StatusChanged(f.status, f.at, f.err)
+		case fxRun:
+			a := ap.attempt
 			// Readers (REST) load the published slice header while a later
 			// attempt assigns res.Subtasks: each attempt publishes its own.
 			subtasks := a.Metrics()
-			res.Subtasks = subtasks
+			ap.res.Subtasks = subtasks
 			j.metrics.Store(&subtasks)
-			err = j.runAttempt(n, a, res)
+			err := j.runAttempt(f.attempt, a, ap.res)
 			a.Close()
-			cancel(errors.New("the attempt ended"))
-			res.Duration = time.Since(start)
-			if err == nil {
-				j.result = res
-				j.cleanup(true)
-				j.ended(nil)
-				return
+			ap.cancel(errors.New("the attempt ended"))
+			ap.attempt = nil
+			e := lcEvent{kind: evAttemptEnded, err: err}
+			if err != nil {
+				e = ap.done(e)
 			}
-		}
-		if j.ctx.Err() != nil {
-			j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
-			j.cleanup(false)
-			j.ended(j.err)
-			return
-		}
-		now := j.opts.Clock.NowMillis()
-		d := j.opts.Restart.OnFailure(now, err)
-		if !restart.Recoverable(err) || !d.Restart {
-			if deployed {
-				err = jobError(err)
+			next = append(next, e)
+		case fxLogRestart:
+			msg := "deploying the job failed; restarting"
+			if f.deployed {
+				msg = "job failed; restarting"
 			}
-			j.result, j.err = res, err
-			j.cleanup(false)
-			j.ended(j.err)
-			return
-		}
-		j.opts.Listener.StatusChanged(StatusRestarting, now, err)
-		if deployed {
-			j.opts.Log.Warn("job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
-		} else {
-			j.opts.Log.Warn("deploying the job failed; restarting", "attempt", n+1, "delay", d.Delay, "err", err)
-		}
-		if d.Delay > 0 {
-			ch, stop := j.opts.Clock.AfterMillis(now + d.Delay.Milliseconds())
-			select {
-			case <-ch:
-			case <-j.ctx.Done():
-			}
-			stop()
-			if j.ctx.Err() != nil {
-				j.result, j.err = res, fmt.Errorf("%w: %w", errCancelled, context.Cause(j.ctx))
-				j.cleanup(false)
-				j.ended(j.err)
-				return
-			}
-		}
-		res.Restarts++
-		if restore, err = j.recoveryRestore(); err != nil {
-			j.result, j.err = res, err
-			j.cleanup(false)
-			j.ended(err)
-			return
+			j.opts.Log.Warn(msg, "attempt", f.attempt, "delay", f.delay, "err", f.err)
+		case fxCleanup:
+			j.cleanup(f.finished)
+		case fxEnd:
+			ap.res.Restarts, ap.res.Duration = f.restarts, f.duration
+			j.result, j.err = ap.res, f.err
+			ap.loop.Stop(nil)
 		}
 	}
+	return next
 }
 
 // running is the owner loop's view of the attempt it runs.
@@ -396,18 +410,6 @@ func (j *Job) runAttempt(n int, a Attempt, res *Result) error {
 		}
 	}
 	return failure
-}
-
-// ended reports the job's final status.
-func (j *Job) ended(err error) {
-	st := StatusFinished
-	switch {
-	case err != nil && errors.Is(err, errCancelled):
-		st = StatusCanceled
-	case err != nil:
-		st = StatusFailed
-	}
-	j.opts.Listener.StatusChanged(st, j.opts.Clock.NowMillis(), err)
 }
 
 // IsCancelled reports whether err is the error of a cancelled job.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
-	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/runtime/pendingcommit"
 	"github.com/sluice/sluice/internal/sql/planner"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
@@ -134,13 +134,9 @@ type kafkaSinkOp struct {
 	ctx       *core.Context
 	w         stream.SinkWriter[core.Row]
 	committer stream.Committer[kafka.TxnCommittable]
-	pending   []pendingCommit
-	restored  []kafka.TxnCommittable
-}
-
-type pendingCommit struct {
-	id int64
-	cs []kafka.TxnCommittable
+	// ledger holds the pre-committed transactions by checkpoint, and those
+	// of a restored checkpoint.
+	ledger pendingcommit.Ledger[kafka.TxnCommittable]
 }
 
 func (s *kafkaSinkOp) run() context.Context { return s.ctx.Task().Ctx() }
@@ -152,11 +148,10 @@ func (s *kafkaSinkOp) Open(ctx *core.Context) error {
 		return err
 	}
 	s.committer = c
-	if len(s.restored) > 0 {
-		if err := c.Commit(s.run(), s.restored); err != nil {
+	if restored := s.ledger.TakeRestored(); len(restored) > 0 {
+		if err := c.Commit(s.run(), restored); err != nil {
 			return fmt.Errorf("sql: committing restored Kafka transactions: %w", err)
 		}
-		s.restored = nil
 	}
 	w, err := s.sink.CreateWriter(sinkCtx{s})
 	if err != nil {
@@ -186,46 +181,23 @@ func (s *kafkaSinkOp) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	s.pending = append(s.pending, pendingCommit{id, cs})
-	c, err := codec.For[kafka.TxnCommittable]()
+	s.ledger.Add(id, cs)
+	entries, err := s.ledger.Snapshot()
 	if err != nil {
 		return nil, false, err
 	}
-	var out [][]byte
-	for _, p := range s.pending {
-		for _, x := range p.cs {
-			out = append(out, c.Append(nil, x))
-		}
-	}
-	return out, false, nil
+	return entries, false, nil
 }
 
 func (s *kafkaSinkOp) RestoreState(_ *core.Context, entries [][]byte) error {
-	c, err := codec.For[kafka.TxnCommittable]()
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		x, _, err := c.Decode(e)
-		if err != nil {
-			return fmt.Errorf("sql: restoring a Kafka transaction: %w", err)
-		}
-		s.restored = append(s.restored, x)
+	if err := s.ledger.Restore(entries); err != nil {
+		return fmt.Errorf("sql: restoring the Kafka transactions: %w", err)
 	}
 	return nil
 }
 
 func (s *kafkaSinkOp) NotifyCheckpointComplete(_ *core.Context, id int64) error {
-	var due []kafka.TxnCommittable
-	kept := s.pending[:0]
-	for _, p := range s.pending {
-		if p.id <= id {
-			due = append(due, p.cs...)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	s.pending = kept
+	due := s.ledger.Due(id)
 	if len(due) == 0 {
 		return nil
 	}
@@ -238,7 +210,7 @@ func (s *kafkaSinkOp) Finish(ctx *core.Context) error {
 		return err
 	}
 	if ctx.Checkpointing() {
-		s.pending = append(s.pending, pendingCommit{core.FinalCheckpoint, cs})
+		s.ledger.Add(core.FinalCheckpoint, cs)
 		return nil
 	}
 	if len(cs) == 0 {
