@@ -234,6 +234,13 @@ func q0(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span)
 	return sinkDigest(stream.DataGen(env, n, 0, bid), nexmark.Q0Hash, sp)
 }
 
+// countBids counts the bids of a window (q5, q11).
+var countBids = stream.AggregateFuncs[nexmark.Bid, int64, int64]{
+	AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
+	ResultFn: func(c int64) int64 { return c },
+	MergeFn:  func(a, b int64) int64 { return a + b },
+}
+
 // bidderSession is q11's output: a bidder's session and its bids.
 type bidderSession struct{ Bidder, Start, End, Count int64 }
 
@@ -241,13 +248,8 @@ type bidderSession struct{ Bidder, Start, End, Count int64 }
 func q11(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span) *digest {
 	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
 	byBidder := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Bidder })
-	count := stream.AggregateFuncs[nexmark.Bid, int64, int64]{
-		AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
-		ResultFn: func(c int64) int64 { return c },
-		MergeFn:  func(a, b int64) int64 { return a + b },
-	}
 	sessions := stream.WindowAggregateWith(stream.Window(byBidder, stream.EventTimeSessionWindows(nexmark.Q11Gap)),
-		count, stream.ProcessWindowFunc(func(bidder int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[bidderSession]) error {
+		countBids, stream.ProcessWindowFunc(func(bidder int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[bidderSession]) error {
 			w := ctx.Window()
 			out.Collect(bidderSession{Bidder: bidder, Start: int64(w.Start), End: int64(w.End), Count: c[0]})
 			return nil
@@ -408,13 +410,8 @@ type auctionCount struct{ End, Auction, Count int64 }
 func q5(env *stream.Environment, bid func(int64) nexmark.Bid, n int64, sp *span) *digest {
 	bids := stream.DataGenWithWatermarks(env, n, 0, bid, eventTime())
 	byAuction := stream.KeyBy(bids, func(b nexmark.Bid) int64 { return b.Auction })
-	count := stream.AggregateFuncs[nexmark.Bid, int64, int64]{
-		AddFn:    func(_ nexmark.Bid, c int64) int64 { return c + 1 },
-		ResultFn: func(c int64) int64 { return c },
-		MergeFn:  func(a, b int64) int64 { return a + b },
-	}
 	counts := stream.WindowAggregateWith(stream.Window(byAuction, stream.SlidingEventTimeWindows(nexmark.Q5Size, nexmark.Q5Slide)),
-		count, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) error {
+		countBids, stream.ProcessWindowFunc(func(auction int64, ctx stream.WindowContext[int64, stream.TimeWindow], c []int64, out stream.Collector[auctionCount]) error {
 			out.Collect(auctionCount{End: int64(ctx.Window().End), Auction: auction, Count: c[0]})
 			return nil
 		}))
