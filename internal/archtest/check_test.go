@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"io"
+	iofs "io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -197,11 +199,102 @@ func (c config) String() string {
 }
 
 // configs are the build configurations whose files are checked: the default
-// one, the integration tests, and the files of other systems (…_other.go).
-var configs = []config{
-	{},
-	{tags: "integration"},
-	{env: []string{"GOOS=darwin"}, tags: "integration"},
+// one, the one with every build tag the module's files name (the
+// integration tests and any other tag, all at once), and the same for
+// another system (…_other.go files).
+func configs(tags []string) []config {
+	t := strings.Join(tags, ",")
+	return []config{
+		{},
+		{tags: t},
+		{env: []string{"GOOS=darwin"}, tags: t},
+	}
+}
+
+// notTags are the names of build constraints that are no tags one sets:
+// the toolchain's, and ignore (a file never built).
+var notTags = []string{"cgo", "gc", "gccgo", "ignore", "unix"}
+
+// buildTags lists, sorted, the tags that the //go:build lines of the
+// module's Go files (below dir, outside testdata and nested modules) name,
+// other than systems, architectures, Go versions and notTags.
+func buildTags(dir string) ([]string, error) {
+	out, err := exec.Command("go", "tool", "dist", "list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go tool dist list: %w", err)
+	}
+	known := map[string]bool{}
+	for _, pair := range strings.Fields(string(out)) {
+		goos, goarch, _ := strings.Cut(pair, "/")
+		known[goos], known[goarch] = true, true
+	}
+	for _, n := range notTags {
+		known[n] = true
+	}
+	tags := map[string]bool{}
+	err = filepath.WalkDir(dir, func(path string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path == dir {
+				return nil
+			}
+			if name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(text), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "package ") {
+				break
+			}
+			if !constraint.IsGoBuild(line) {
+				continue
+			}
+			x, err := constraint.Parse(line)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			for _, tag := range tagsOf(x) {
+				if !known[tag] && !strings.HasPrefix(tag, "go1.") {
+					tags[tag] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(tags)), nil
+}
+
+// tagsOf lists every tag a build constraint names.
+func tagsOf(x constraint.Expr) []string {
+	switch x := x.(type) {
+	case *constraint.TagExpr:
+		return []string{x.Tag}
+	case *constraint.NotExpr:
+		return tagsOf(x.X)
+	case *constraint.AndExpr:
+		return append(tagsOf(x.X), tagsOf(x.Y)...)
+	case *constraint.OrExpr:
+		return append(tagsOf(x.X), tagsOf(x.Y)...)
+	}
+	return nil
 }
 
 func goList(dir string, c config, args ...string) ([]byte, error) {
@@ -242,7 +335,11 @@ func load(dir string) (*listing, error) {
 	for _, p := range strings.Fields(string(out)) {
 		l.std[p] = true
 	}
-	for _, c := range configs {
+	tags, err := buildTags(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range configs(tags) {
 		out, err := goList(dir, c, "-json=ImportPath,Dir,GoFiles,Imports,TestImports,XTestImports", "./...")
 		if err != nil {
 			return nil, err

@@ -79,7 +79,8 @@ func (t *table) markdown() string {
 		"the packages of the module it lists, packages of the third-party modules it lists, and of the " +
 		"standard library (what `go list std` lists) all of it, the set it names, or nothing. Test files may also " +
 		"import the whole standard library, their own package, the shared test helpers (" + codeList(t.everyTest) + ") and what the rule allows tests. Every file counts: " +
-		"non-test and test files (internal and external), with and without `-tags integration`, and files for " +
+		"non-test and test files (internal and external), without build tags and with every tag the module's " +
+		"`//go:build` lines name (`integration`, …) at once, and files for " +
 		"other systems (`GOOS=darwin`). `internal/archtest` fails on an import its rule does not allow, on a package " +
 		"no rule covers, on a rule naming a package, module or standard-library package that does not exist, " +
 		"and on an allowance no import needs, so a new or renamed package needs its rule and the rules state " +

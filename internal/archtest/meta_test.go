@@ -255,3 +255,53 @@ func TestLoadSeesEveryFile(t *testing.T) {
 		t.Errorf("violations\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantMsgs, "\n"))
 	}
 }
+
+// TestLoadSeesEveryTag: files behind any build tag of the module are
+// listed (all tags at once, beside the default configuration), files of
+// Go versions, systems and architectures are not taken for tags, and a
+// file marked ignore is never listed.
+func TestLoadSeesEveryTag(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":           "module fake\n\ngo 1.22\n",
+		"a/a.go":           "package a\n",
+		"a/docker.go":      "//go:build docker\n\npackage a\n\nimport _ \"fake/b\"\n",
+		"a/kafka_test.go":  "//go:build integration && (kafka || linux)\n\npackage a\n\nimport _ \"fake/c\"\n",
+		"a/new.go":         "//go:build go1.30 && amd64\n\npackage a\n",
+		"a/gen.go":         "//go:build ignore\n\npackage main\n\nimport _ \"fake/d\"\n",
+		"b/b.go":           "package b\n",
+		"c/c.go":           "package c\n",
+		"d/d.go":           "package d\n",
+		"testdata/x/x.go":  "//go:build fixture\n\npackage x\n",
+		"nested/go.mod":    "module nested\n",
+		"nested/nested.go": "//go:build other\n\npackage nested\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tags, err := buildTags(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"docker", "integration", "kafka"}; !slices.Equal(tags, want) {
+		t.Fatalf("tags %q, want %q", tags, want)
+	}
+	l, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.pkgs["a"]
+	want := &pkgImports{
+		imports: map[string]string{"fake/b": "-tags docker,integration,kafka"},
+		tests:   map[string]string{"fake/c": "-tags docker,integration,kafka"},
+	}
+	if !maps.Equal(a.imports, want.imports) || !maps.Equal(a.tests, want.tests) {
+		t.Errorf("a: imports %v, tests %v; want %v, %v", a.imports, a.tests, want.imports, want.tests)
+	}
+}
