@@ -115,12 +115,12 @@ func RunWith(ctx context.Context, o Options) error {
 	// A standalone JobManager without jobmanager.rpc.address is on
 	// localhost: it binds loopback only, and says so to its TaskManagers,
 	// until the configuration names a host others can reach.
-	rpcHost := cmp.Or(conf.Get(c, conf.JobManagerRPCAddress), "localhost")
+	rpcHost, bindHost, restBind := BindAddresses(c)
 	if o.RPC == nil {
-		addr := net.JoinHostPort(rpcHost, strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
+		addr := net.JoinHostPort(bindHost, strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("jobmanager: listening on %s (jobmanager.rpc.address, jobmanager.rpc.port): %w", addr, err)
+			return fmt.Errorf("jobmanager: listening on %s (jobmanager.bind-host, jobmanager.rpc.port): %w", addr, err)
 		}
 		o.RPC = ln
 	}
@@ -172,10 +172,10 @@ func RunWith(ctx context.Context, o Options) error {
 	go func() { errs <- srv.Serve(o.RPC) }()
 
 	rcfg := rest.ConfigFrom(c)
-	if o.REST == nil && !conf.IsSet(c, conf.RESTBindAddress) {
+	if o.REST == nil {
 		// REST binds where the RPC endpoint does (loopback by default), not
 		// every interface: whoever reaches it can run code on the cluster.
-		rcfg.BindAddress = rpcHost
+		rcfg.BindAddress = restBind
 	}
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
@@ -207,7 +207,7 @@ func RunWith(ctx context.Context, o Options) error {
 		cancel()
 		return err
 	}
-	log.Info("JobManager running", "rpc", o.RPCAddress, "rest", rs.Addr())
+	log.Info("JobManager running", "rpc", o.RPCAddress, "rpc_bind", o.RPC.Addr().String(), "rest", rs.Addr().String())
 	if o.Ready != nil {
 		o.Ready(rs.Addr().String())
 	}
@@ -241,6 +241,19 @@ func RunWith(ctx context.Context, o Options) error {
 		err = nil
 	}
 	return err
+}
+
+// BindAddresses decides a standalone JobManager's addresses: the RPC host
+// it advertises (jobmanager.rpc.address, else localhost), the interface
+// its RPC endpoint binds (jobmanager.bind-host, else jobmanager.rpc.address,
+// else 127.0.0.1) and the REST endpoint's (rest.bind-address, else the
+// RPC endpoint's). Nothing configured binds loopback only.
+func BindAddresses(c *conf.Configuration) (rpcHost, rpcBind, restBind string) {
+	addr := conf.Get(c, conf.JobManagerRPCAddress)
+	rpcHost = cmp.Or(addr, "localhost")
+	rpcBind = cmp.Or(conf.Get(c, conf.JobManagerBindHost), addr, "127.0.0.1")
+	restBind = cmp.Or(conf.Get(c, conf.RESTBindAddress), rpcBind)
+	return rpcHost, rpcBind, restBind
 }
 
 // cancelAll cancels the jobs that have not ended and waits (a while) for

@@ -148,9 +148,10 @@ func New(cfg Config) (*TaskManager, error) {
 	if err != nil || hostname == "" {
 		hostname = "localhost"
 	}
+	bindHost, host := Addresses(cfg.Host, cfg.BindHost, hostname)
 	tm := &TaskManager{
 		cfg:      cfg,
-		host:     cmp.Or(cfg.Host, hostname),
+		host:     host,
 		hostname: hostname,
 		clock:    cfg.Clock,
 	}
@@ -158,7 +159,7 @@ func New(cfg Config) (*TaskManager, error) {
 		Machine: &owner{tm: tm}, Tick: tickEvent{}, Clock: cfg.Clock,
 	})
 	tm.stopping, tm.stopStopping = context.WithCancel(context.Background())
-	tm.lis, err = listen(cfg.Host, cfg.RPCPort)
+	tm.lis, err = listen(bindHost, cfg.RPCPort)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func listen(host, spec string) (net.Listener, error) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("taskmanager: bind the RPC endpoint on %q port %s: %w", host, spec, last)
+	return nil, fmt.Errorf("taskmanager: bind the RPC endpoint on %q (taskmanager.bind-host) port %s (taskmanager.rpc.port): %w", host, spec, last)
 }
 
 // ID returns the TaskManager's id.

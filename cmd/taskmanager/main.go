@@ -122,6 +122,12 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 					tmCfg.WorkDir = filepath.Join(cwd, "taskmanager-work") // "taskmanager" is the binary itself
 				}
 			}
+			// In a YARN container the JobManager and the other
+			// TaskManagers are on other hosts: bind every interface and
+			// advertise the host's name, unless the configuration says.
+			if getenv(hadoopenv.EnvContainerID) != "" && tmCfg.BindHost == "" {
+				tmCfg.BindHost = "0.0.0.0"
+			}
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {
 				sec.Close()
