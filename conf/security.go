@@ -63,8 +63,30 @@ var (
 		"Whether delegation tokens for HDFS (and YARN) are obtained and handed to the containers.")
 )
 
+// InternalSecretFileName is the default secret file's name in the user's
+// ~/.sluice directory, and the link name of the shipped one on YARN.
+const InternalSecretFileName = "internal-secret"
+
+var (
+	// InternalSecretFile is the file holding the secret that authenticates
+	// the cluster's internal RPCs when security.ssl.internal.enabled is
+	// off.
+	InternalSecretFile = String("security.internal.secret-file", "",
+		"File holding the cluster's secret (not in Flink): with security.ssl.internal.enabled off, every internal RPC "+
+			"(TaskManagers registering with the ResourceManager, slot offers, job binaries fetched from the blob "+
+			"service, task deployment and cancellation, workers' sessions with their JobMasters and their data "+
+			"exchange) carries it, and a peer without it is refused (gRPC status UNAUTHENTICATED). Every process of "+
+			"a cluster must read the same secret: a standalone JobManager or TaskManager creates the file (mode 0600 "+
+			"in a 0700 directory) if it does not exist; copy it to the other hosts of the cluster. It must not be "+
+			"readable by other users. The secret authenticates peers but does not encrypt: on an untrusted network "+
+			"enable security.ssl.internal.enabled. On YARN the client generates a secret per application and ships it "+
+			"as a private local resource, and this option is ignored.").
+		WithDefaultDoc("(none): ~/.sluice/" + InternalSecretFileName)
+)
+
 func securityOptions() []AnyOption {
 	return []AnyOption{
+		InternalSecretFile,
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
 		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
@@ -57,6 +58,11 @@ type Options struct {
 	// (on YARN, the ApplicationMaster's), exported at GET /metrics with the
 	// logins the TaskManagers and workers report. Default: nil, no login.
 	Kerberos func() kerberos.Status
+	// Security authenticates the internal RPCs: the gRPC server refuses
+	// peers without it, and the JobManager's own connections (to
+	// TaskManagers) carry it. Default: rpcauth.FromConf(Conf), creating
+	// the secret file if there is none.
+	Security *rpcauth.Security
 	// DelegationTokens, if set, returns the state of the HDFS delegation
 	// tokens this process obtains for its containers (on YARN), exported at
 	// GET /metrics. Default: nil, none.
@@ -129,6 +135,13 @@ func RunWith(ctx context.Context, o Options) error {
 		_, port, _ := net.SplitHostPort(o.RPC.Addr().String())
 		o.RPCAddress = net.JoinHostPort(rpcHost, port)
 	}
+	if o.Security == nil {
+		sec, err := rpcauth.FromConf(c, rpcauth.Options{CreateSecret: true})
+		if err != nil {
+			return fmt.Errorf("jobmanager: %w", err)
+		}
+		o.Security = sec
+	}
 	if o.WorkDir == "" {
 		d, err := os.MkdirTemp("", "sluice-jobmanager-")
 		if err != nil {
@@ -159,11 +172,11 @@ func RunWith(ctx context.Context, o Options) error {
 		return err
 	}
 	d, err = NewDispatcher(Config{Conf: c, Log: log, RPCAddress: o.RPCAddress, ResourceManager: rm,
-		FileSystems: o.FileSystems, WorkDir: o.WorkDir})
+		FileSystems: o.FileSystems, WorkDir: o.WorkDir, DialOptions: o.Security.DialOptions()})
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(o.Security.ServerOptions()...)
 	clusterpb.RegisterResourceManagerServer(srv, rm)
 	d.Register(srv)
 
@@ -207,7 +220,8 @@ func RunWith(ctx context.Context, o Options) error {
 		cancel()
 		return err
 	}
-	log.Info("JobManager running", "rpc", o.RPCAddress, "rpc_bind", o.RPC.Addr().String(), "rest", rs.Addr().String())
+	log.Info("JobManager running", "rpc", o.RPCAddress, "rpc_bind", o.RPC.Addr().String(), "rest", rs.Addr().String(),
+		"authentication", o.Security.Describe())
 	if o.Ready != nil {
 		o.Ready(rs.Addr().String())
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/security/kerberos"
@@ -76,10 +76,17 @@ type Config struct {
 	// ReconnectBackoffMax after each failure and reset by a registration.
 	// Defaults: 100 ms and 5 s.
 	ReconnectBackoff, ReconnectBackoffMax time.Duration
+	// Security authenticates the TaskManager's RPCs: its server refuses
+	// peers without it, its connections carry it, and its workers are
+	// told to do the same (Security.WorkerConfiguration, over
+	// WorkerConfiguration). Default: nil, no authentication (for tests of
+	// the TaskManager alone; the processes set it from the configuration).
+	Security *rpcauth.Security
 	// DialOptions are used for connections to the ResourceManager and
-	// JobMasters. Default: insecure transport credentials.
+	// JobMasters. Default: Security's.
 	DialOptions []grpc.DialOption
-	// ServerOptions are used for the TaskManager's gRPC server.
+	// ServerOptions are added to Security's for the TaskManager's gRPC
+	// server.
 	ServerOptions []grpc.ServerOption
 	// Clock drives heartbeats and timeouts. Default: clock.System{}.
 	Clock clock.Clock
@@ -143,7 +150,7 @@ func (c Config) withDefaults() Config {
 	c.ReconnectBackoff = cmp.Or(c.ReconnectBackoff, 100*time.Millisecond)
 	c.ReconnectBackoffMax = cmp.Or(c.ReconnectBackoffMax, 5*time.Second)
 	if c.DialOptions == nil {
-		c.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		c.DialOptions = c.Security.DialOptions()
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
