@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/security/tlsconf"
 )
 
 // Options configure a JobManager process.
@@ -192,6 +194,12 @@ func RunWith(ctx context.Context, o Options) error {
 	}
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
+	if rcfg.TLS, err = tlsconf.RESTServer(c); err != nil {
+		d.Close()
+		srv.Stop()
+		cancel()
+		return fmt.Errorf("jobmanager: the REST endpoint's TLS: %w", err)
+	}
 	var rs *rest.Server
 	// The host label of the JobManager's metrics is the machine's name, as
 	// a TaskManager's is (not the RPC address's, often localhost).
@@ -228,7 +236,7 @@ func RunWith(ctx context.Context, o Options) error {
 	var appDone chan error
 	if o.Application != nil {
 		appDone = make(chan error, 1)
-		go func() { appDone <- runApplication(ctx, o.Application, rs.Addr().String(), d, log) }()
+		go func() { appDone <- runApplication(ctx, c, o.Application, rs.URL(), d, log) }()
 	}
 	select {
 	case <-ctx.Done():
@@ -297,8 +305,14 @@ func cancelAll(ctx context.Context, d *Dispatcher, log *slog.Logger) {
 
 // runApplication runs the job program with this JobManager as its target,
 // and then waits for every job it submitted to end.
-func runApplication(ctx context.Context, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
-	props, err := conf.JoinDynamicProperties(app.Dynamic)
+func runApplication(ctx context.Context, c *conf.Configuration, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
+	// The program reaches this JobManager's REST endpoint as the CLI does:
+	// over TLS if it is on, with the cluster's security.ssl.rest.* settings.
+	dynamic := slices.Clone(app.Dynamic)
+	for k, v := range c.Subset("security.ssl.") {
+		dynamic = append(dynamic, conf.DynamicProperty("security.ssl."+k, v))
+	}
+	props, err := conf.JoinDynamicProperties(dynamic)
 	if err != nil {
 		return &ApplicationError{Err: err}
 	}

@@ -31,6 +31,8 @@ var rules = table{
 			mod: []string{"fs"}, std: []string{"std"}, testMod: []string{"fs/fstest"}},
 		{pkgs: "fs/fstest", why: "the conformance suite of fs implementations",
 			mod: []string{"fs"}, std: []string{"std"}},
+		{pkgs: "security/tlsconf", why: "tls.Configs from Flink's security.ssl.* keys (PEM keystores and truststores); a leaf below conf",
+			mod: []string{"conf"}, std: []string{"std"}},
 		{pkgs: "security/kerberos", why: "the Kerberos login that Hadoop IPC, HDFS and Kafka share; tests run a MiniKdc",
 			mod: []string{"conf", "internal/clock"}, ext: []string{"github.com/jcmturner/gokrb5/v8"}, std: []string{"std"},
 			testMod: []string{"integration/minicluster"}},
@@ -161,7 +163,7 @@ var rules = table{
 			ext: []string{"github.com/apache/beam/sdks/v2", "google.golang.org/grpc", "google.golang.org/protobuf"}, std: []string{"std"},
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
-			mod: []string{"cluster/deployment", "cluster/worker", "conf", "fs", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
+			mod: []string{"security/tlsconf", "cluster/deployment", "cluster/worker", "conf", "fs", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
 				"rest", // TODO(#13): launch → rest: the REST client's request types live in the server's package.
 				"rest/restclient"},
 			std: []string{"std"}},
@@ -233,7 +235,7 @@ var rules = table{
 			testMod: []string{"cluster/resourcemanager", "internal/tracetest"}},
 		{pkgs: "cluster/jobmanager", why: "Dispatcher, JobMasters (internal/runtime/jobmaster with a remote executor), REST backend: " +
 			"no user code, connectors, TaskManager or worker",
-			mod: []string{"cluster/rpcauth", "cluster/clusterpb", "cluster/loginwire", "cluster/resourcemanager", "conf", "fs", "rest", "internal/ownerloop", "internal/runtime/checkpoint",
+			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/clusterpb", "cluster/loginwire", "cluster/resourcemanager", "conf", "fs", "rest", "internal/ownerloop", "internal/runtime/checkpoint",
 				"internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/restart", "internal/runtime/task",
 				"scheduler", "security/kerberos"},
 			ext: []string{"google.golang.org/grpc"}, std: []string{"std"},
@@ -254,7 +256,7 @@ var rules = table{
 				"yarn/delegation"},
 			std: []string{"std"}},
 		{pkgs: "cluster/yarndeploy", why: "the YARN client side: staging and submission; it runs no job",
-			mod: []string{"cluster/hadoopenv", "cluster/rpcauth", "cluster/yarnam", "cluster/yarndriver", "conf", "fs", "hadoop", "hdfs",
+			mod: []string{"security/tlsconf", "cluster/hadoopenv", "cluster/rpcauth", "cluster/yarnam", "cluster/yarndriver", "conf", "fs", "hadoop", "hdfs",
 				"rest/restclient", "security/kerberos", "yarn", "yarn/delegation"},
 			ext: []string{"go.yaml.in/yaml/v3"}, std: []string{"std"},
 			testMod: []string{"fs/fstest", "integration/minicluster"}},
@@ -268,7 +270,7 @@ var rules = table{
 
 		// Processes.
 		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools, the Beam job server",
-			mod: []string{"cluster/rpcauth", "cluster/hadoopenv", "cluster/jobmanager", "cluster/taskmanager", "cluster/yarndeploy", "conf", "fs",
+			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/hadoopenv", "cluster/jobmanager", "cluster/taskmanager", "cluster/yarndeploy", "conf", "fs",
 				"hadoop", "internal/beam/jobservice", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
 			ext: []string{"github.com/urfave/cli/v2"}, std: []string{"std"},
 			testMod: []string{"rest/resttest", "internal/clock"},
