@@ -58,6 +58,15 @@ var (
 		WithDefaultDoc("(none): localhost for local and standalone clusters, so that a standalone JobManager binds loopback only; " +
 			"set the JobManager's host name for TaskManagers on other hosts")
 
+	// JobManagerBindHost is the address the JobManager's RPC endpoint binds
+	// to.
+	JobManagerBindHost = String("jobmanager.bind-host", "",
+		"Address of the network interface the JobManager's RPC endpoint (ResourceManager, JobMasters, blobs) binds to, "+
+			"e.g. 0.0.0.0 for all interfaces. Unlike Flink, whose default is 0.0.0.0, a standalone JobManager binds "+
+			"loopback only until told otherwise: whoever reaches its ports can run code on the cluster. "+
+			"On YARN the ApplicationMaster binds all interfaces of its container's host and this option is ignored.").
+		WithDefaultDoc("(none): jobmanager.rpc.address if set, else 127.0.0.1 (loopback only)")
+
 	// JobManagerRPCPort is the JobManager's RPC port.
 	JobManagerRPCPort = Int("jobmanager.rpc.port", 6123,
 		"RPC port of the JobManager for standalone clusters. On YARN the ApplicationMaster picks a free port.").
@@ -114,8 +123,11 @@ var (
 
 	// RESTBindAddress is the address the REST endpoint binds to.
 	RESTBindAddress = String("rest.bind-address", "",
-		"Address the REST endpoint binds to, e.g. 0.0.0.0 for all interfaces.").
-		WithDefaultDoc("(none): jobmanager.rpc.address, so loopback only unless that names a host")
+		"Address the REST endpoint binds to, e.g. 0.0.0.0 for all interfaces. Unlike Flink, whose default is "+
+			"0.0.0.0, a standalone JobManager's REST endpoint binds loopback only until told otherwise: whoever reaches it "+
+			"can submit a job binary, which runs on the TaskManagers. On YARN the ApplicationMaster binds all "+
+			"interfaces of its container's host and this option is ignored.").
+		WithDefaultDoc("(none): where the RPC endpoint binds (jobmanager.bind-host, else jobmanager.rpc.address, else 127.0.0.1)")
 
 	// RESTServerMaxContentLength bounds the size of a request to the REST
 	// endpoint, such as a job submission carrying the job binary.
@@ -164,7 +176,7 @@ var (
 func clusterOptions() []AnyOption {
 	return []AnyOption{
 		HeartbeatInterval, HeartbeatTimeout,
-		JobManagerRPCAddress, JobManagerRPCPort, JobManagerProcessMemory,
+		JobManagerRPCAddress, JobManagerBindHost, JobManagerRPCPort, JobManagerProcessMemory,
 		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerResourceID, TaskManagerRPCPort, TaskManagerDataPort,
 		RESTPort, RESTAddress, RESTBindAddress, RESTServerMaxContentLength, RESTAsyncStoreDuration,
 		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,

@@ -14,7 +14,16 @@ var (
 	TaskManagerHost = String("taskmanager.host", "",
 		"Address (host name or IP) a TaskManager binds its RPC endpoint to and advertises to the JobManager "+
 			"and to other TaskManagers' workers. Set it where the host name does not resolve to a reachable address.").
-		WithDefaultDoc("(none): the host's name, binding all interfaces")
+		WithDefaultDoc("(none): the address taskmanager.bind-host names if that is one interface, else the host's name; " +
+			"so 127.0.0.1 when neither is set")
+
+	// TaskManagerBindHost is the address a TaskManager's RPC endpoint binds to.
+	TaskManagerBindHost = String("taskmanager.bind-host", "",
+		"Address of the network interface a TaskManager's RPC endpoint binds to, e.g. 0.0.0.0 for all interfaces. "+
+			"Unlike Flink, whose default is 0.0.0.0, a standalone TaskManager binds loopback only until told "+
+			"otherwise: set taskmanager.host (the address other hosts reach it at) or this option for a cluster of "+
+			"several hosts. In a YARN container a TaskManager binds all interfaces and advertises the host's name.").
+		WithDefaultDoc("(none): taskmanager.host if set, else 127.0.0.1 (loopback only); all interfaces in a YARN container")
 
 	// TaskManagerCPUCores is the CPU a TaskManager declares.
 	TaskManagerCPUCores = Float("taskmanager.cpu.cores", 0,
@@ -74,7 +83,7 @@ var (
 
 func resourceOptions() []AnyOption {
 	return []AnyOption{
-		TaskManagerHost, TaskManagerCPUCores, TaskManagerWorkingDir, LogDir,
+		TaskManagerHost, TaskManagerBindHost, TaskManagerCPUCores, TaskManagerWorkingDir, LogDir,
 		EvenlySpreadOutSlots, ResourceManagerTaskManagerTimeout, StartWorkerMaxFailureRate, StartWorkerRetryInterval,
 	}
 }

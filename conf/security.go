@@ -63,8 +63,85 @@ var (
 		"Whether delegation tokens for HDFS (and YARN) are obtained and handed to the containers.")
 )
 
+// InternalSecretFileName is the default secret file's name in the user's
+// ~/.sluice directory, and the link name of the shipped one on YARN.
+const InternalSecretFileName = "internal-secret"
+
+var (
+	// InternalSecretFile is the file holding the secret that authenticates
+	// the cluster's internal RPCs when security.ssl.internal.enabled is
+	// off.
+	InternalSecretFile = String("security.internal.secret-file", "",
+		"File holding the cluster's secret (not in Flink): with security.ssl.internal.enabled off, every internal RPC "+
+			"(TaskManagers registering with the ResourceManager, slot offers, job binaries fetched from the blob "+
+			"service, task deployment and cancellation, workers' sessions with their JobMasters and their data "+
+			"exchange) carries it, and a peer without it is refused (gRPC status UNAUTHENTICATED). Every process of "+
+			"a cluster must read the same secret: a standalone JobManager or TaskManager creates the file (mode 0600 "+
+			"in a 0700 directory) if it does not exist; copy it to the other hosts of the cluster. It must not be "+
+			"readable by other users. The secret authenticates peers but does not encrypt: on an untrusted network "+
+			"enable security.ssl.internal.enabled. On YARN the client generates a secret per application and ships it "+
+			"as a private local resource, and this option is ignored.").
+		WithDefaultDoc("(none): ~/.sluice/" + InternalSecretFileName)
+)
+
+// TLS options, as Flink's security.ssl.*: Go reads PEM files where Flink
+// reads JKS or PKCS12 keystores.
+var (
+	// SSLRESTEnabled turns TLS on for the REST endpoint.
+	SSLRESTEnabled = Bool("security.ssl.rest.enabled", false,
+		"Whether the REST endpoint (CLI, job submission, web dashboard) is served over HTTPS; the CLI and job "+
+			"programs then connect with https, trusting security.ssl.rest.truststore.")
+
+	// SSLRESTKeystore is the REST endpoint's certificate and key.
+	SSLRESTKeystore = String("security.ssl.rest.keystore", "",
+		"PEM file with the REST endpoint's certificate (chain) and its unencrypted private key; with "+
+			"security.ssl.rest.authentication-enabled, clients present theirs from the same key (a JKS or PKCS12 "+
+			"keystore as Flink takes is refused: convert it, e.g. openssl pkcs12 -in ks.p12 -nodes -out ks.pem).").
+		WithDefaultDoc("(none)")
+
+	// SSLRESTTruststore is the CA certificates REST clients trust.
+	SSLRESTTruststore = String("security.ssl.rest.truststore", "",
+		"PEM file of the CA certificates a REST client trusts, and with security.ssl.rest.authentication-enabled "+
+			"the server's CAs of client certificates.").
+		WithDefaultDoc("(none): the system's roots")
+
+	// SSLRESTAuthenticationEnabled requires REST clients to present a
+	// certificate.
+	SSLRESTAuthenticationEnabled = Bool("security.ssl.rest.authentication-enabled", false,
+		"Whether the REST endpoint requires a client certificate signed by a CA of security.ssl.rest.truststore "+
+			"(mutual TLS); clients present security.ssl.rest.keystore.")
+
+	// SSLVerifyHostname checks the REST server's host name.
+	SSLVerifyHostname = Bool("security.ssl.verify-hostname", true,
+		"Whether a REST client checks that the server's certificate names the host it dialled.")
+
+	// SSLInternalEnabled turns mutual TLS on for the internal RPCs.
+	SSLInternalEnabled = Bool("security.ssl.internal.enabled", false,
+		"Whether every internal connection (TaskManagers and the ResourceManager, JobMasters, blob transfer, "+
+			"task deployment, workers' sessions and their data exchange) uses mutual TLS: each peer presents "+
+			"security.ssl.internal.keystore and accepts only certificates signed by a CA of "+
+			"security.ssl.internal.truststore (host names are not checked, as in Flink's internal SSL). "+
+			"security.internal.secret-file is then not used. On YARN it is on by default with certificates the "+
+			"client generates per application.")
+
+	// SSLInternalKeystore is a process's certificate and key for internal
+	// connections.
+	SSLInternalKeystore = String("security.ssl.internal.keystore", "",
+		"PEM file with the certificate (chain) and unencrypted private key every cluster process presents on "+
+			"internal connections (JKS and PKCS12 are refused: convert them to PEM).").
+		WithDefaultDoc("(none)")
+
+	// SSLInternalTruststore is the CA certificates of internal peers.
+	SSLInternalTruststore = String("security.ssl.internal.truststore", "",
+		"PEM file of the CA certificates whose certificates internal peers must present.").
+		WithDefaultDoc("(none)")
+)
+
 func securityOptions() []AnyOption {
 	return []AnyOption{
+		InternalSecretFile,
+		SSLRESTEnabled, SSLRESTKeystore, SSLRESTTruststore, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
+		SSLInternalEnabled, SSLInternalKeystore, SSLInternalTruststore,
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
 		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,

@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Config struct {
 	// Port is the port to listen on (rest.port); 0 picks a free one (see
 	// Server.Addr).
 	Port int
+	// TLS, if set, serves HTTPS with it (security.ssl.rest.*, built by
+	// security/tlsconf). Default: nil, plain HTTP.
+	TLS *tls.Config
 	// Version and Revision of Sluice, reported as Flink's flink-version and
 	// flink-commit. Default "unknown".
 	Version, Revision string
@@ -152,6 +156,9 @@ func New(cfg Config, b Backend) (*Server, error) {
 // ApplicationMaster opens its listener before it registers.
 func Serve(cfg Config, b Backend, ln net.Listener) *Server {
 	s := newServer(cfg, b)
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -167,7 +174,7 @@ func Serve(cfg Config, b Backend, ln net.Listener) *Server {
 			s.log.Error("REST server stopped", "error", err)
 		}
 	}()
-	s.log.Info("REST endpoint listening", "address", ln.Addr().String())
+	s.log.Info("REST endpoint listening", "address", ln.Addr().String(), "tls", cfg.TLS != nil)
 	return s
 }
 
@@ -191,13 +198,17 @@ func newServer(cfg Config, b Backend) *Server {
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// URL is the server's base URL, http://host:port.
+// URL is the server's base URL, http://host:port (https with TLS).
 func (s *Server) URL() string {
 	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	scheme := "http://"
+	if s.cfg.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port)
 }
 
 // Shutdown stops accepting requests, waits for requests in flight until ctx

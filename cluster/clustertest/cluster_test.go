@@ -114,6 +114,10 @@ type cluster struct {
 	tms      []*proc
 }
 
+// secretFile is the cluster's own secret for its internal RPCs (the first
+// of its processes to start creates it).
+func (c *cluster) secretFile() string { return filepath.Join(c.dir, "internal-secret") }
+
 func (c *cluster) rest() string { return "127.0.0.1:" + strconv.Itoa(c.restPort) }
 
 func (c *cluster) start(name string, args ...string) *proc {
@@ -178,7 +182,8 @@ func tail(s string, n int) string {
 
 func (c *cluster) startJobManager() {
 	args := []string{"jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port=" + strconv.Itoa(c.rpcPort),
-		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port=" + strconv.Itoa(c.restPort)}
+		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port=" + strconv.Itoa(c.restPort),
+		"-D", "security.internal.secret-file=" + c.secretFile()}
 	for _, p := range c.jmProps {
 		args = append(args, "-D", p)
 	}
@@ -189,7 +194,8 @@ func (c *cluster) startTaskManager() *proc {
 	n := len(c.tms)
 	tm := c.start(fmt.Sprintf("taskmanager-%d", n), "taskmanager", "-D", "jobmanager.rpc.address=127.0.0.1",
 		"-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort), "-D", "taskmanager.numberOfTaskSlots=1",
-		"-D", "taskmanager.host=127.0.0.1", "-D", "process.taskmanager.working-dir="+filepath.Join(c.dir, fmt.Sprintf("tm%d", n)))
+		"-D", "taskmanager.host=127.0.0.1", "-D", "process.taskmanager.working-dir="+filepath.Join(c.dir, fmt.Sprintf("tm%d", n)),
+		"-D", "security.internal.secret-file="+c.secretFile())
 	c.tms = append(c.tms, tm)
 	return tm
 }

@@ -17,7 +17,8 @@ import (
 // A standalone cluster started as the README says, without any address
 // setting (only its ports moved off the defaults so that tests do not
 // collide), runs a job; its JobManager listens on loopback only, so a peer
-// on another host can neither submit jobs nor register TaskManagers.
+// on another host can neither submit jobs nor register TaskManagers; nor
+// reach its TaskManager.
 func TestStandaloneClusterWithDefaultAddresses(t *testing.T) {
 	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t)}
 	c.jm = c.start("jobmanager", "jobmanager", "-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort), "-D", "rest.port="+strconv.Itoa(c.restPort))
@@ -50,11 +51,25 @@ func TestStandaloneClusterWithDefaultAddresses(t *testing.T) {
 		t.Log("this machine has no non-loopback address: the binding is not checked from outside")
 		return
 	}
-	for _, port := range []int{c.restPort, c.rpcPort} {
-		addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	// The TaskManager's RPC port too (its address as GET /taskmanagers
+	// shows it: loopback).
+	b, err := httpGet(rest + "/taskmanagers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"path":"127\.0\.0\.1:(\d+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("GET /taskmanagers: the TaskManager does not advertise 127.0.0.1: %s", b)
+	}
+	tmPort, _ := strconv.Atoi(string(m[1]))
+	for _, p := range []struct {
+		who  string
+		port int
+	}{{"the JobManager's REST endpoint", c.restPort}, {"the JobManager's RPC endpoint", c.rpcPort}, {"the TaskManager", tmPort}} {
+		addr := net.JoinHostPort(ip, strconv.Itoa(p.port))
 		if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
 			conn.Close()
-			t.Errorf("the JobManager answers on %s: it binds more than loopback by default", addr)
+			t.Errorf("%s answers on %s: it binds more than loopback by default", p.who, addr)
 		}
 	}
 	testwait.Eventually(t, 5*time.Second, "the REST endpoint on loopback", func() bool {

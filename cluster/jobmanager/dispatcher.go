@@ -58,6 +58,9 @@ type Config struct {
 	// Timeouts (defaults: slot.request.timeout 5 min, workers 2 min,
 	// cancellation grace 30 s).
 	SlotRequestTimeout, WorkerStartTimeout, CancelGrace time.Duration
+	// DialOptions are used for connections to TaskManagers. Default:
+	// insecure transport credentials, no authentication.
+	DialOptions []grpc.DialOption
 	// Clock is the JobMasters' one clock (default: clock.System{}): it
 	// times the workers' heartbeats (heartbeat.interval and
 	// heartbeat.timeout of Conf), and gives their jobs' processing time
@@ -607,7 +610,11 @@ func (d *Dispatcher) taskManager(addr string) (clusterpb.TaskManagerClient, erro
 		return nil, err
 	}
 	if a.conn == nil {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := d.cfg.DialOptions
+		if opts == nil {
+			opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		c, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,11 +20,13 @@ import (
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/security/tlsconf"
 )
 
 // Options configure a JobManager process.
@@ -57,6 +60,11 @@ type Options struct {
 	// (on YARN, the ApplicationMaster's), exported at GET /metrics with the
 	// logins the TaskManagers and workers report. Default: nil, no login.
 	Kerberos func() kerberos.Status
+	// Security authenticates the internal RPCs: the gRPC server refuses
+	// peers without it, and the JobManager's own connections (to
+	// TaskManagers) carry it. Default: rpcauth.FromConf(Conf), creating
+	// the secret file if there is none.
+	Security *rpcauth.Security
 	// DelegationTokens, if set, returns the state of the HDFS delegation
 	// tokens this process obtains for its containers (on YARN), exported at
 	// GET /metrics. Default: nil, none.
@@ -115,12 +123,12 @@ func RunWith(ctx context.Context, o Options) error {
 	// A standalone JobManager without jobmanager.rpc.address is on
 	// localhost: it binds loopback only, and says so to its TaskManagers,
 	// until the configuration names a host others can reach.
-	rpcHost := cmp.Or(conf.Get(c, conf.JobManagerRPCAddress), "localhost")
+	rpcHost, bindHost, restBind := BindAddresses(c)
 	if o.RPC == nil {
-		addr := net.JoinHostPort(rpcHost, strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
+		addr := net.JoinHostPort(bindHost, strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort)))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("jobmanager: listening on %s (jobmanager.rpc.address, jobmanager.rpc.port): %w", addr, err)
+			return fmt.Errorf("jobmanager: listening on %s (jobmanager.bind-host, jobmanager.rpc.port): %w", addr, err)
 		}
 		o.RPC = ln
 	}
@@ -128,6 +136,13 @@ func RunWith(ctx context.Context, o Options) error {
 	if o.RPCAddress == "" {
 		_, port, _ := net.SplitHostPort(o.RPC.Addr().String())
 		o.RPCAddress = net.JoinHostPort(rpcHost, port)
+	}
+	if o.Security == nil {
+		sec, err := rpcauth.FromConf(c, rpcauth.Options{CreateSecret: true})
+		if err != nil {
+			return fmt.Errorf("jobmanager: %w", err)
+		}
+		o.Security = sec
 	}
 	if o.WorkDir == "" {
 		d, err := os.MkdirTemp("", "sluice-jobmanager-")
@@ -159,11 +174,11 @@ func RunWith(ctx context.Context, o Options) error {
 		return err
 	}
 	d, err = NewDispatcher(Config{Conf: c, Log: log, RPCAddress: o.RPCAddress, ResourceManager: rm,
-		FileSystems: o.FileSystems, WorkDir: o.WorkDir})
+		FileSystems: o.FileSystems, WorkDir: o.WorkDir, DialOptions: o.Security.DialOptions()})
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(o.Security.ServerOptions()...)
 	clusterpb.RegisterResourceManagerServer(srv, rm)
 	d.Register(srv)
 
@@ -172,13 +187,19 @@ func RunWith(ctx context.Context, o Options) error {
 	go func() { errs <- srv.Serve(o.RPC) }()
 
 	rcfg := rest.ConfigFrom(c)
-	if o.REST == nil && !conf.IsSet(c, conf.RESTBindAddress) {
+	if o.REST == nil {
 		// REST binds where the RPC endpoint does (loopback by default), not
 		// every interface: whoever reaches it can run code on the cluster.
-		rcfg.BindAddress = rpcHost
+		rcfg.BindAddress = restBind
 	}
 	rcfg.Log = log
 	rcfg.UploadDir = o.WorkDir
+	if rcfg.TLS, err = tlsconf.RESTServer(c); err != nil {
+		d.Close()
+		srv.Stop()
+		cancel()
+		return fmt.Errorf("jobmanager: the REST endpoint's TLS: %w", err)
+	}
 	var rs *rest.Server
 	// The host label of the JobManager's metrics is the machine's name, as
 	// a TaskManager's is (not the RPC address's, often localhost).
@@ -207,14 +228,15 @@ func RunWith(ctx context.Context, o Options) error {
 		cancel()
 		return err
 	}
-	log.Info("JobManager running", "rpc", o.RPCAddress, "rest", rs.Addr())
+	log.Info("JobManager running", "rpc", o.RPCAddress, "rpc_bind", o.RPC.Addr().String(), "rest", rs.Addr().String(),
+		"authentication", o.Security.Describe())
 	if o.Ready != nil {
 		o.Ready(rs.Addr().String())
 	}
 	var appDone chan error
 	if o.Application != nil {
 		appDone = make(chan error, 1)
-		go func() { appDone <- runApplication(ctx, o.Application, rs.Addr().String(), d, log) }()
+		go func() { appDone <- runApplication(ctx, c, o.Application, rs.URL(), d, log) }()
 	}
 	select {
 	case <-ctx.Done():
@@ -241,6 +263,19 @@ func RunWith(ctx context.Context, o Options) error {
 		err = nil
 	}
 	return err
+}
+
+// BindAddresses decides a standalone JobManager's addresses: the RPC host
+// it advertises (jobmanager.rpc.address, else localhost), the interface
+// its RPC endpoint binds (jobmanager.bind-host, else jobmanager.rpc.address,
+// else 127.0.0.1) and the REST endpoint's (rest.bind-address, else the
+// RPC endpoint's). Nothing configured binds loopback only.
+func BindAddresses(c *conf.Configuration) (rpcHost, rpcBind, restBind string) {
+	addr := conf.Get(c, conf.JobManagerRPCAddress)
+	rpcHost = cmp.Or(addr, "localhost")
+	rpcBind = cmp.Or(conf.Get(c, conf.JobManagerBindHost), addr, "127.0.0.1")
+	restBind = cmp.Or(conf.Get(c, conf.RESTBindAddress), rpcBind)
+	return rpcHost, rpcBind, restBind
 }
 
 // cancelAll cancels the jobs that have not ended and waits (a while) for
@@ -270,8 +305,14 @@ func cancelAll(ctx context.Context, d *Dispatcher, log *slog.Logger) {
 
 // runApplication runs the job program with this JobManager as its target,
 // and then waits for every job it submitted to end.
-func runApplication(ctx context.Context, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
-	props, err := conf.JoinDynamicProperties(app.Dynamic)
+func runApplication(ctx context.Context, c *conf.Configuration, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
+	// The program reaches this JobManager's REST endpoint as the CLI does:
+	// over TLS if it is on, with the cluster's security.ssl.rest.* settings.
+	dynamic := slices.Clone(app.Dynamic)
+	for k, v := range c.Subset("security.ssl.") {
+		dynamic = append(dynamic, conf.DynamicProperty("security.ssl."+k, v))
+	}
+	props, err := conf.JoinDynamicProperties(dynamic)
 	if err != nil {
 		return &ApplicationError{Err: err}
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/security/kerberos"
@@ -30,10 +30,16 @@ type Config struct {
 	// ResourceManagerAddress is the ResourceManager's gRPC address,
 	// jobmanager.rpc.address:jobmanager.rpc.port. Required.
 	ResourceManagerAddress string
-	// Host is the address the RPC endpoint binds to and advertises, and
-	// workers' data endpoints too (taskmanager.host). Default: the host's
-	// name is advertised and all interfaces are bound.
+	// Host is the address the RPC endpoint advertises, and that workers'
+	// data endpoints bind to and advertise (taskmanager.host). Default:
+	// BindHost when that is one interface, else the host's name (see
+	// Addresses).
 	Host string
+	// BindHost is the interface the RPC endpoint binds to
+	// (taskmanager.bind-host); 0.0.0.0 or :: is every interface. Default:
+	// Host if set, else 127.0.0.1: a TaskManager nobody configured is
+	// reachable from its own host only.
+	BindHost string
 	// RPCPort is the port, range or list of both the RPC endpoint binds
 	// to, the first free one (taskmanager.rpc.port). Default: "0", any free
 	// port.
@@ -70,10 +76,17 @@ type Config struct {
 	// ReconnectBackoffMax after each failure and reset by a registration.
 	// Defaults: 100 ms and 5 s.
 	ReconnectBackoff, ReconnectBackoffMax time.Duration
+	// Security authenticates the TaskManager's RPCs: its server refuses
+	// peers without it, its connections carry it, and its workers are
+	// told to do the same (Security.WorkerConfiguration, over
+	// WorkerConfiguration). Default: nil, no authentication (for tests of
+	// the TaskManager alone; the processes set it from the configuration).
+	Security *rpcauth.Security
 	// DialOptions are used for connections to the ResourceManager and
-	// JobMasters. Default: insecure transport credentials.
+	// JobMasters. Default: Security's.
 	DialOptions []grpc.DialOption
-	// ServerOptions are used for the TaskManager's gRPC server.
+	// ServerOptions are added to Security's for the TaskManager's gRPC
+	// server.
 	ServerOptions []grpc.ServerOption
 	// Clock drives heartbeats and timeouts. Default: clock.System{}.
 	Clock clock.Clock
@@ -99,6 +112,7 @@ type Config struct {
 
 // ConfigFrom reads a Config from a configuration: jobmanager.rpc.address
 // (default localhost) and jobmanager.rpc.port, taskmanager.host,
+// taskmanager.bind-host,
 // taskmanager.rpc.port, taskmanager.data.port,
 // taskmanager.numberOfTaskSlots, taskmanager.cpu.cores,
 // taskmanager.memory.process.size, process.taskmanager.working-dir,
@@ -108,6 +122,7 @@ func ConfigFrom(c *conf.Configuration) Config {
 		ResourceManagerAddress: net.JoinHostPort(cmp.Or(conf.Get(c, conf.JobManagerRPCAddress), "localhost"),
 			strconv.Itoa(conf.Get(c, conf.JobManagerRPCPort))),
 		Host:             conf.Get(c, conf.TaskManagerHost),
+		BindHost:         conf.Get(c, conf.TaskManagerBindHost),
 		RPCPort:          conf.Get(c, conf.TaskManagerRPCPort),
 		DataPort:         conf.Get(c, conf.TaskManagerDataPort),
 		Slots:            conf.Get(c, conf.TaskManagerNumberOfTaskSlots),
@@ -135,7 +150,7 @@ func (c Config) withDefaults() Config {
 	c.ReconnectBackoff = cmp.Or(c.ReconnectBackoff, 100*time.Millisecond)
 	c.ReconnectBackoffMax = cmp.Or(c.ReconnectBackoffMax, 5*time.Second)
 	if c.DialOptions == nil {
-		c.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		c.DialOptions = c.Security.DialOptions()
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
@@ -147,6 +162,25 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// loopbackHost is what a TaskManager binds and advertises when no address
+// is configured.
+const loopbackHost = "127.0.0.1"
+
+// Addresses decides where the RPC endpoint binds and which host it
+// advertises: bind is BindHost, else Host, else loopback; the advertised
+// host is Host, else the bound interface when it is one, else hostname
+// (bound to every interface).
+func Addresses(host, bindHost, hostname string) (bind, advertise string) {
+	bind = cmp.Or(bindHost, host, loopbackHost)
+	if host != "" {
+		return bind, host
+	}
+	if ip := net.ParseIP(bind); ip != nil && ip.IsUnspecified() {
+		return bind, hostname
+	}
+	return bind, bind
 }
 
 // ErrInvalidConfig is matched by the error of Validate.

@@ -148,9 +148,10 @@ func New(cfg Config) (*TaskManager, error) {
 	if err != nil || hostname == "" {
 		hostname = "localhost"
 	}
+	bindHost, host := Addresses(cfg.Host, cfg.BindHost, hostname)
 	tm := &TaskManager{
 		cfg:      cfg,
-		host:     cmp.Or(cfg.Host, hostname),
+		host:     host,
 		hostname: hostname,
 		clock:    cfg.Clock,
 	}
@@ -158,7 +159,7 @@ func New(cfg Config) (*TaskManager, error) {
 		Machine: &owner{tm: tm}, Tick: tickEvent{}, Clock: cfg.Clock,
 	})
 	tm.stopping, tm.stopStopping = context.WithCancel(context.Background())
-	tm.lis, err = listen(cfg.Host, cfg.RPCPort)
+	tm.lis, err = listen(bindHost, cfg.RPCPort)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func New(cfg Config) (*TaskManager, error) {
 	if tm.rmConn, err = dial(cfg.ResourceManagerAddress); err != nil {
 		return nil, fmt.Errorf("taskmanager: ResourceManager %s: %w", cfg.ResourceManagerAddress, err)
 	}
-	tm.srv = grpc.NewServer(append(slices.Clone(cfg.ServerOptions), grpc.WaitForHandlers(true))...)
+	tm.srv = grpc.NewServer(slices.Concat(cfg.Security.ServerOptions(), cfg.ServerOptions, []grpc.ServerOption{grpc.WaitForHandlers(true)})...)
 	clusterpb.RegisterTaskManagerServer(tm.srv, tm)
 	tm.st = state{
 		offers:  newSlotOffers(cfg.Slots),
@@ -232,7 +233,7 @@ func listen(host, spec string) (net.Listener, error) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("taskmanager: bind the RPC endpoint on %q port %s: %w", host, spec, last)
+	return nil, fmt.Errorf("taskmanager: bind the RPC endpoint on %q (taskmanager.bind-host) port %s (taskmanager.rpc.port): %w", host, spec, last)
 }
 
 // ID returns the TaskManager's id.
@@ -287,7 +288,8 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 		}
 	})
 	tm.log.Info("TaskManager started", "address", tm.addr, "resource", tm.resourceID, "slots", len(tm.st.offers.slots),
-		"resourcemanager", tm.cfg.ResourceManagerAddress, "logdir", tm.logDir)
+		"resourcemanager", tm.cfg.ResourceManagerAddress, "logdir", tm.logDir,
+		"authentication", tm.cfg.Security.Describe())
 	tm.loop.Post(opEvent(func() {})) // the first step connects
 	// The loop ends when a shutdown has stopped every worker.
 	err := tm.loop.Run(context.Background())
@@ -745,6 +747,7 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 		configuration = map[string]string{}
 	}
 	maps.Copy(configuration, tm.cfg.WorkerConfiguration)
+	maps.Copy(configuration, tm.cfg.Security.WorkerConfiguration())
 	if err := deployment.WriteWorkerDeployment(deploymentPath, &deployment.WorkerDeployment{
 		Format: deployment.DeploymentFormat, TaskManagerID: tm.id, TaskManagerAddress: tm.addr,
 		JobID: req.GetJobId(), Attempt: req.GetAttempt(), WorkerID: req.GetWorkerId(),

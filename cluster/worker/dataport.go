@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/netexchange"
 )
@@ -21,7 +22,7 @@ var ErrNoFreeDataPort = errors.New("worker: no free port for the data endpoint")
 // port of spec (taskmanager.data.port: a port, a range such as 50100-50200,
 // or a list of both; 0 or empty for any free port), so that every worker of
 // a TaskManager finds a port of its own.
-func listenData(host, spec string, log *slog.Logger) (*netexchange.Endpoint, error) {
+func listenData(host, spec string, sec *rpcauth.Security, log *slog.Logger) (*netexchange.Endpoint, error) {
 	if spec == "" {
 		spec = "0"
 	}
@@ -31,7 +32,8 @@ func listenData(host, spec string, log *slog.Logger) (*netexchange.Endpoint, err
 	}
 	var last error
 	for _, port := range ports {
-		ep, err := netexchange.Listen(netexchange.Config{Address: net.JoinHostPort(host, strconv.Itoa(port)), Log: log})
+		ep, err := netexchange.Listen(netexchange.Config{Address: net.JoinHostPort(host, strconv.Itoa(port)), Log: log,
+			ServerOptions: sec.ServerOptions(), DialOptions: sec.DialOptions()})
 		if err == nil {
 			return ep, nil
 		}

@@ -60,7 +60,7 @@ func TestDataEndpointsTakeTheFirstFreePort(t *testing.T) {
 	spec := fmt.Sprintf("%d-%d", p, p+1)
 	var eps []*netexchange.Endpoint
 	for i := range 2 {
-		ep, err := listenData("127.0.0.1", spec, log)
+		ep, err := listenData("127.0.0.1", spec, nil, log)
 		if err != nil {
 			t.Fatalf("worker %d: %v", i, err)
 		}
@@ -70,13 +70,13 @@ func TestDataEndpointsTakeTheFirstFreePort(t *testing.T) {
 		}
 		eps = append(eps, ep)
 	}
-	_, err := listenData("127.0.0.1", spec, log)
+	_, err := listenData("127.0.0.1", spec, nil, log)
 	want := fmt.Sprintf(`no free port for the data endpoint on 127.0.0.1 in taskmanager.data.port %q: every port is in use`, spec)
 	if !errors.Is(err, ErrNoFreeDataPort) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("third worker: got %v, want %q", err, want)
 	}
 	eps[0].Close()
-	ep, err := listenData("127.0.0.1", spec, log)
+	ep, err := listenData("127.0.0.1", spec, nil, log)
 	if err != nil {
 		t.Fatalf("after the first worker exited: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestDataEndpointSpecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ep, err := listenData(tt.host, tt.spec, log)
+			ep, err := listenData(tt.host, tt.spec, nil, log)
 			if tt.err != "" {
 				var ve *conf.ValueError
 				if err == nil || !strings.Contains(err.Error(), tt.err) || errors.Is(err, ErrNoFreeDataPort) || errors.As(err, &ve) != tt.valueErr {

@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/loginwire"
+	"github.com/sluice/sluice/cluster/rpcauth"
+	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
@@ -56,12 +57,18 @@ func Run(ctx context.Context, plan *graph.Plan, opts jobmaster.Options, dep *dep
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ep, err := listenData(host, dep.DataPorts, log)
+	// The worker authenticates as its TaskManager does: the TaskManager
+	// named the secret file (or the certificates) in the deployment.
+	sec, err := rpcauth.FromConf(conf.FromMap(dep.Configuration, conf.Source{Name: "worker deployment"}), rpcauth.Options{})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	ep, err := listenData(host, dep.DataPorts, sec, log)
 	if err != nil {
 		return err
 	}
 	defer ep.Close()
-	conn, err := grpc.NewClient(dep.JobMasterAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(dep.JobMasterAddress, sec.DialOptions()...)
 	if err != nil {
 		return fmt.Errorf("worker: JobMaster address %q: %w", dep.JobMasterAddress, err)
 	}

@@ -120,7 +120,7 @@ func TestDeployRemovesStagingOnFailure(t *testing.T) {
 					t.Errorf("err %q does not mention %q", err, m)
 				}
 			}
-			if len(staged) != 4 { // appmaster, job, config.yaml, core-site.xml
+			if len(staged) != 5 { // appmaster, job, config.yaml, core-site.xml, internal-secret
 				t.Errorf("staged at submission: %v", staged)
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, iofs.ErrNotExist) {

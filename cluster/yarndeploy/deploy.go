@@ -30,6 +30,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/kerberos"
+	"github.com/sluice/sluice/security/tlsconf"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -583,7 +584,11 @@ func (d *Deployer) Stop(ctx context.Context, id yarn.ApplicationID, timeout time
 	if err != nil {
 		return err
 	}
-	rc, err := restclient.New(addr)
+	tc, err := tlsconf.RESTClient(d.opts.Conf)
+	var rc *restclient.Client
+	if err == nil {
+		rc, err = restclient.New(addr, restclient.WithTLS(tc))
+	}
 	if err == nil {
 		err = rc.ShutDownCluster(ctx)
 	}

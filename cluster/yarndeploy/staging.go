@@ -196,7 +196,7 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 			return fail(err)
 		}
 	}
-	cfg, err := configYAML(d.opts.Conf)
+	cfg, err := configYAML(withInternalSecurity(d.opts.Conf))
 	if err != nil {
 		return fail(err)
 	}
@@ -211,6 +211,9 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 		return fail(err)
 	}
 	if err := d.stageKerberos(st); err != nil {
+		return fail(err)
+	}
+	if err := d.stageInternalSecret(st); err != nil {
 		return fail(err)
 	}
 	d.log.Info("yarndeploy: staged", "dir", dir.String(), "files", len(st.files), "took", time.Since(began))

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
+	"github.com/sluice/sluice/security/tlsconf"
 )
 
 // Commands that manage the jobs of a running cluster through its REST API.
@@ -46,7 +47,11 @@ func client(c *cli.Context) (*restclient.Client, error) {
 	default:
 		return nil, usagef(c, "--target %q: a running cluster is remote or yarn-session", c.String("target"))
 	}
-	return restclient.New(addr)
+	tc, err := tlsconf.RESTClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return restclient.New(addr, restclient.WithTLS(tc))
 }
 
 // jobArg reads the JOB_ID argument.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/cluster/jobmanager"
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/cluster/taskmanager"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
@@ -65,7 +66,12 @@ func clusterProcesses() Cluster {
 		},
 		TaskManager: func(ctx context.Context, c *conf.Configuration, log *slog.Logger) error {
 			return withHadoop(ctx, c, "taskmanager", log, func(p *hadoopenv.Process) error {
+				sec, err := rpcauth.FromConf(c, rpcauth.Options{CreateSecret: true})
+				if err != nil {
+					return err
+				}
 				cfg := taskmanager.ConfigFrom(c)
+				cfg.Security = sec
 				cfg.Logger = log
 				cfg.WorkerConfiguration = p.WorkerConfiguration
 				cfg.KerberosStatus = p.KerberosStatus()

@@ -30,6 +30,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sluice/sluice/cluster/hadoopenv"
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/cluster/taskmanager"
 	"github.com/sluice/sluice/conf"
 )
@@ -106,7 +107,17 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 			if err != nil {
 				return err
 			}
+			// A standalone TaskManager creates the secret file if it is
+			// missing (as its JobManager does); in a YARN container it is
+			// the application's, shipped by the client.
+			inContainer := getenv(hadoopenv.EnvContainerID) != ""
+			auth, err := rpcauth.FromConf(cfg, rpcauth.Options{CreateSecret: !inContainer})
+			if err != nil {
+				sec.Close()
+				return err
+			}
 			tmCfg := taskmanager.ConfigFrom(cfg)
+			tmCfg.Security = auth
 			tmCfg.Logger = log
 			tmCfg.WorkerConfiguration = sec.WorkerConfiguration
 			// Reported with every heartbeat, exported by the JobManager.
@@ -121,6 +132,12 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 				if cwd, err := os.Getwd(); err == nil {
 					tmCfg.WorkDir = filepath.Join(cwd, "taskmanager-work") // "taskmanager" is the binary itself
 				}
+			}
+			// In a YARN container the JobManager and the other
+			// TaskManagers are on other hosts: bind every interface and
+			// advertise the host's name, unless the configuration says.
+			if getenv(hadoopenv.EnvContainerID) != "" && tmCfg.BindHost == "" {
+				tmCfg.BindHost = "0.0.0.0"
 			}
 			tm, err := taskmanager.New(tmCfg)
 			if err != nil {

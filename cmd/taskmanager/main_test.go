@@ -22,11 +22,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
+	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/internal/testwait"
 )
 
@@ -108,13 +108,26 @@ func (jm *jobMaster) Get(r *clusterpb.BlobRequest, stream grpc.ServerStreamingSe
 	return stream.Send(&clusterpb.BlobChunk{Data: jm.binary})
 }
 
+// testSecret is the cluster's secret the test's servers require and its
+// TaskManager process reads from secretFile.
+var testSecret = rpcauth.NewSecret()
+
+func writeSecret(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "internal-secret")
+	if err := os.WriteFile(p, testSecret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func serve(t *testing.T, register func(*grpc.Server)) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(rpcauth.WithSecret(testSecret).ServerOptions()...)
 	register(srv)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -172,12 +185,13 @@ func TestProcess(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-rmDone })
 	rmAddr := serve(t, func(s *grpc.Server) { clusterpb.RegisterResourceManagerServer(s, rm) })
 	_, rmPort, _ := net.SplitHostPort(rmAddr)
-	conn, err := grpc.NewClient(rmAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(rmAddr, rpcauth.WithSecret(testSecret).DialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	rmClient := clusterpb.NewResourceManagerClient(conn)
+	secretFile := writeSecret(t)
 
 	for _, tc := range []struct {
 		name   string
@@ -191,7 +205,8 @@ func TestProcess(t *testing.T) {
 			out := &tWriter{t: t}
 			cmd := exec.Command(tmBin, "-Djobmanager.rpc.address=127.0.0.1", "-Djobmanager.rpc.port="+rmPort,
 				"-Dtaskmanager.host=127.0.0.1", "-Dtaskmanager.numberOfTaskSlots=2",
-				"-Dprocess.taskmanager.working-dir="+workDir, "-D", "heartbeat.interval=100 ms", "-Dheartbeat.timeout=2 s")
+				"-Dprocess.taskmanager.working-dir="+workDir, "-D", "heartbeat.interval=100 ms", "-Dheartbeat.timeout=2 s",
+				"-Dsecurity.internal.secret-file="+secretFile)
 			cmd.Stdout, cmd.Stderr = out, out
 			workerLogDir := filepath.Join(workDir, "log")
 			if tc.container {
@@ -232,7 +247,7 @@ func TestProcess(t *testing.T) {
 				t.Fatal("no slot offer")
 			}
 			record := filepath.Join(t.TempDir(), "record")
-			tmConn, err := grpc.NewClient(tm.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			tmConn, err := grpc.NewClient(tm.Address, rpcauth.WithSecret(testSecret).DialOptions()...)
 			if err != nil {
 				t.Fatal(err)
 			}

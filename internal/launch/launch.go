@@ -37,6 +37,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/task"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
+	"github.com/sluice/sluice/security/tlsconf"
 )
 
 // Targets of a job binary (conf.EnvExecutionTarget).
@@ -321,7 +322,11 @@ func (p *Process) submitRemote(ctx context.Context, j Job) (*Handle, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := restclient.New(p.JobManager)
+	tc, err := tlsconf.RESTClient(j.Config)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	c, err := restclient.New(p.JobManager, restclient.WithTLS(tc))
 	if err != nil {
 		return nil, fmt.Errorf("launch: JobManager %q: %w", p.JobManager, err)
 	}

@@ -16,6 +16,7 @@ package restclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ type Client struct {
 	base *url.URL
 	http *http.Client
 	poll time.Duration
+	tls  *tls.Config
 }
 
 // Option configures a Client.
@@ -43,6 +45,12 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client (default: a client of its own with
 // no overall timeout; bound calls with their context).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithTLS makes the client speak HTTPS with cfg (security.ssl.rest.*, built
+// by security/tlsconf.RESTClient): an address without a scheme is then
+// https, and the HTTP client's transport uses cfg. A nil cfg changes
+// nothing.
+func WithTLS(cfg *tls.Config) Option { return func(c *Client) { c.tls = cfg } }
 
 // WithPollInterval sets how often waiting calls ask for progress (default
 // 200 ms).
@@ -55,8 +63,16 @@ func New(address string, opts ...Option) (*Client, error) {
 	if raw == "" {
 		return nil, errors.New("restclient: no JobManager address: give host:port (rest.address and rest.port)")
 	}
+	c := &Client{http: &http.Client{}, poll: 200 * time.Millisecond}
+	for _, o := range opts {
+		o(c)
+	}
 	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
+		if c.tls != nil {
+			raw = "https://" + raw
+		} else {
+			raw = "http://" + raw
+		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -72,9 +88,16 @@ func New(address string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("restclient: JobManager address %q: %w", address, err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	c := &Client{base: u, http: &http.Client{}, poll: 200 * time.Millisecond}
-	for _, o := range opts {
-		o(c)
+	c.base = u
+	if c.tls != nil {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("restclient: JobManager address %q is http, but TLS is on (security.ssl.rest.enabled): use https", address)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.tls
+		h := *c.http
+		h.Transport = tr
+		c.http = &h
 	}
 	return c, nil
 }

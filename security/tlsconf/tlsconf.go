@@ -1,0 +1,194 @@
+// Package tlsconf builds the tls.Configs of Sluice's endpoints from Flink's
+// security.ssl.* keys: the REST endpoint and its clients
+// (security.ssl.rest.*), and the mutual TLS of internal connections
+// (security.ssl.internal.*). Keystores and truststores are PEM files (a
+// keystore: certificate chain and unencrypted private key; a truststore: CA
+// certificates); a JKS or PKCS12 file is refused with an error saying how
+// to convert it. Every error is a *FileError or *ConfigError naming the key.
+package tlsconf
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sluice/sluice/conf"
+)
+
+// ErrNotPEM is wrapped by the FileError of a keystore or truststore that is
+// not PEM (a Java keystore, PKCS12, DER).
+var ErrNotPEM = errors.New("not a PEM file (JKS and PKCS12 keystores are not read: convert them to PEM, " +
+	"e.g. keytool -importkeystore -destkeystore ks.p12 -deststoretype PKCS12, then openssl pkcs12 -in ks.p12 -nodes -out ks.pem)")
+
+// FileError is a keystore or truststore that cannot be used.
+type FileError struct {
+	Key, Path string
+	Err       error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("tlsconf: %s %s: %v", e.Key, e.Path, e.Err) }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ConfigError is a TLS setting that is missing or contradicts another.
+type ConfigError struct {
+	Key, Problem string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("tlsconf: %s: %s", e.Key, e.Problem) }
+
+// RESTEnabled reports whether the REST endpoint is served over HTTPS.
+func RESTEnabled(c *conf.Configuration) bool { return conf.Get(c, conf.SSLRESTEnabled) }
+
+// RESTServer is the REST endpoint's tls.Config, nil when
+// security.ssl.rest.enabled is off.
+func RESTServer(c *conf.Configuration) (*tls.Config, error) {
+	if !RESTEnabled(c) {
+		return nil, nil
+	}
+	cert, err := keystore(c, conf.SSLRESTKeystore, conf.SSLRESTEnabled)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if conf.Get(c, conf.SSLRESTAuthenticationEnabled) {
+		pool, err := truststore(c, conf.SSLRESTTruststore, conf.SSLRESTAuthenticationEnabled)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	}
+	return cfg, nil
+}
+
+// RESTClient is a REST client's tls.Config, nil when
+// security.ssl.rest.enabled is off: it trusts security.ssl.rest.truststore
+// (else the system's roots) and presents security.ssl.rest.keystore when
+// security.ssl.rest.authentication-enabled is on.
+func RESTClient(c *conf.Configuration) (*tls.Config, error) {
+	if !RESTEnabled(c) {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if conf.Get(c, conf.SSLRESTTruststore) != "" {
+		pool, err := truststore(c, conf.SSLRESTTruststore, conf.SSLRESTEnabled)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if conf.Get(c, conf.SSLRESTAuthenticationEnabled) {
+		cert, err := keystore(c, conf.SSLRESTKeystore, conf.SSLRESTAuthenticationEnabled)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if !conf.Get(c, conf.SSLVerifyHostname) {
+		// The chain is still verified, against RootCAs; only the name is not.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyPeerCertificate = verifyChain(cfg.RootCAs, x509.ExtKeyUsageServerAuth)
+	}
+	return cfg, nil
+}
+
+// InternalEnabled reports whether internal connections use mutual TLS.
+func InternalEnabled(c *conf.Configuration) bool { return conf.Get(c, conf.SSLInternalEnabled) }
+
+// Internal is the server and client tls.Configs of internal connections,
+// nil when security.ssl.internal.enabled is off. Both present
+// security.ssl.internal.keystore and require a peer certificate signed by
+// a CA of security.ssl.internal.truststore; host names are not checked
+// (peers dial one another by whatever address they advertise).
+func Internal(c *conf.Configuration) (server, client *tls.Config, err error) {
+	if !InternalEnabled(c) {
+		return nil, nil, nil
+	}
+	cert, kerr := keystore(c, conf.SSLInternalKeystore, conf.SSLInternalEnabled)
+	pool, terr := truststore(c, conf.SSLInternalTruststore, conf.SSLInternalEnabled)
+	if err := errors.Join(kerr, terr); err != nil {
+		return nil, nil, err
+	}
+	server = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	client = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+		InsecureSkipVerify:    true, // the chain is verified below, the name is not
+		VerifyPeerCertificate: verifyChain(pool, x509.ExtKeyUsageServerAuth)}
+	return server, client, nil
+}
+
+// verifyChain verifies a peer's chain against roots (nil: the system's),
+// ignoring its names.
+func verifyChain(roots *x509.CertPool, usage x509.ExtKeyUsage) func([][]byte, [][]*x509.Certificate) error {
+	return func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return errors.New("tlsconf: the peer presented no certificate")
+		}
+		certs := make([]*x509.Certificate, len(raw))
+		for i, r := range raw {
+			c, err := x509.ParseCertificate(r)
+			if err != nil {
+				return fmt.Errorf("tlsconf: the peer's certificate: %w", err)
+			}
+			certs[i] = c
+		}
+		inter := x509.NewCertPool()
+		for _, c := range certs[1:] {
+			inter.AddCert(c)
+		}
+		if _, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			return fmt.Errorf("tlsconf: the peer's certificate is not signed by a trusted CA: %w", err)
+		}
+		return nil
+	}
+}
+
+// keystore reads the PEM certificate chain and private key opt names;
+// because says which setting needs it.
+func keystore(c *conf.Configuration, opt conf.Option[string], because conf.AnyOption) (tls.Certificate, error) {
+	path := conf.Get(c, opt)
+	if path == "" {
+		return tls.Certificate{}, &ConfigError{Key: opt.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+	}
+	b, err := readPEM(path)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Key: opt.Key(), Path: path, Err: err}
+	}
+	cert, err := tls.X509KeyPair(b, b)
+	if err != nil {
+		return tls.Certificate{}, &FileError{Key: opt.Key(), Path: path,
+			Err: fmt.Errorf("want a certificate chain and an unencrypted private key: %w", err)}
+	}
+	return cert, nil
+}
+
+// truststore reads the PEM CA certificates opt names.
+func truststore(c *conf.Configuration, opt conf.Option[string], because conf.AnyOption) (*x509.CertPool, error) {
+	path := conf.Get(c, opt)
+	if path == "" {
+		return nil, &ConfigError{Key: opt.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+	}
+	b, err := readPEM(path)
+	if err != nil {
+		return nil, &FileError{Key: opt.Key(), Path: path, Err: err}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, &FileError{Key: opt.Key(), Path: path, Err: errors.New("holds no PEM certificate")}
+	}
+	return pool, nil
+}
+
+func readPEM(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if blk, _ := pem.Decode(b); blk == nil || !bytes.Contains(b, []byte("-----BEGIN ")) {
+		return nil, ErrNotPEM
+	}
+	return b, nil
+}
