@@ -163,8 +163,13 @@ var rules = table{
 			ext: []string{"github.com/jcmturner/gokrb5/v8", "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm",
 				"github.com/twmb/franz-go/pkg/kmsg", "github.com/twmb/franz-go/pkg/sasl/kerberos"},
 			std:     []string{"std"},
-			testMod: []string{"fs", "integration/kafkabroker", "integration/minicluster", "internal/clock", "internal/runtime/restart"},
+			testMod: []string{"formats/json", "fs", "integration/kafkabroker", "integration/minicluster", "internal/clock", "internal/runtime/restart"},
 			testExt: []string{"github.com/twmb/franz-go/pkg/kfake"}},
+		// Formats: pure codecs over bytes, below every connector; none imports one.
+		{pkgs: "formats", why: "what formats share: the (de)serialiser contract over bytes and the errors, which never quote a payload; a leaf",
+			std: []string{"pure"}},
+		{pkgs: "formats/json", why: "the JSON format (encoding/json) with Flink's fail-on-missing-field and ignore-parse-errors",
+			mod: []string{"formats"}, std: []string{"pure"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
