@@ -53,7 +53,7 @@ func TestDeserialize(t *testing.T) {
 		{name: "fail-on-missing-field: nested", opts: json.Options{FailOnMissingField: true},
 			in: `{"id":"o1","amount":1,"Customer":"c","ship":{"zip":"0150"},"tags":[]}`, kind: formats.ErrMissingField, about: `field "ship.city"`},
 		{name: "fail-on-missing-field: escaped key", opts: json.Options{FailOnMissingField: true},
-			in: `{"\u0069d":"o1","amount":1,"Customer":"c","ship":{"city":"a\"}"},"tags":[]}`,
+			in:   `{"\u0069d":"o1","amount":1,"Customer":"c","ship":{"city":"a\"}"},"tags":[]}`,
 			want: order{Base: Base{"o1"}, Amount: 1, Customer: "c", Ship: address{City: `a"}`}, Tags: []string{}}},
 		{name: "syntax error", in: `{"id":"secret-payload`, kind: formats.ErrMalformed, about: "invalid JSON at byte offset"},
 		{name: "type error", in: `{"id":"o1","amount":"12345"}`, kind: formats.ErrMalformed, about: `field "amount": a JSON string cannot be read into Go float64`},
