@@ -171,8 +171,7 @@ var rules = table{
 		{pkgs: "formats/json", why: "the JSON format (encoding/json) with Flink's fail-on-missing-field and ignore-parse-errors",
 			mod: []string{"formats"}, std: []string{"pure"}},
 		{pkgs: "formats/registry", why: "the schema registry client (franz-go's pkg/sr), its wire format and cache; credentials from files or the environment",
-			mod: []string{"formats"}, ext: []string{"github.com/twmb/franz-go/pkg/sr"}, std: []string{"std"},
-			testExt: []string{"github.com/twmb/franz-go/pkg/sr/srfake"}},
+			mod: []string{"formats"}, ext: []string{"github.com/twmb/franz-go/pkg/sr"}, std: []string{"std"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
