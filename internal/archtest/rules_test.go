@@ -172,6 +172,10 @@ var rules = table{
 			mod: []string{"formats"}, std: []string{"pure"}},
 		{pkgs: "formats/registry", why: "the schema registry client (franz-go's pkg/sr), its wire format and cache; credentials from files or the environment",
 			mod: []string{"formats"}, ext: []string{"github.com/twmb/franz-go/pkg/sr"}, std: []string{"std"}},
+		{pkgs: "formats/avro", why: "Avro (hamba/avro): plain or in the registry's wire format, into Go structs or generic maps, reader vs writer schemas",
+			mod: []string{"formats", "formats/registry"}, ext: []string{"github.com/hamba/avro/v2", "github.com/twmb/franz-go/pkg/sr"}, std: []string{"inprocess"},
+			testMod: []string{"kafka", "stream"},
+			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
