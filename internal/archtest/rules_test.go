@@ -176,6 +176,9 @@ var rules = table{
 			mod: []string{"formats", "formats/registry"}, ext: []string{"github.com/hamba/avro/v2", "github.com/twmb/franz-go/pkg/sr"}, std: []string{"inprocess"},
 			testMod: []string{"kafka", "stream"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake"}},
+		{pkgs: "formats/jsonschema", why: "JSON Schema (santhosh-tekuri/jsonschema) in the registry's wire format: writers and readers validate",
+			mod: []string{"formats", "formats/registry"}, ext: []string{"github.com/santhosh-tekuri/jsonschema/v6", "github.com/twmb/franz-go/pkg/sr"},
+			std: []string{"inprocess"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
