@@ -179,6 +179,11 @@ var rules = table{
 		{pkgs: "formats/jsonschema", why: "JSON Schema (santhosh-tekuri/jsonschema) in the registry's wire format: writers and readers validate",
 			mod: []string{"formats", "formats/registry"}, ext: []string{"github.com/santhosh-tekuri/jsonschema/v6", "github.com/twmb/franz-go/pkg/sr"},
 			std: []string{"inprocess"}},
+		{pkgs: "formats/protobuf", why: "Protobuf (generated and dynamic messages) in the registry's wire format, message indexes included; .proto source printed from descriptors",
+			mod: []string{"formats", "formats/registry"}, ext: []string{"github.com/twmb/franz-go/pkg/sr", "google.golang.org/protobuf"},
+			std: []string{"inprocess"}, testMod: []string{"formats/protobuf/internal/testpb"}},
+		{pkgs: "formats/protobuf/internal/testpb", why: "a generated message for the protobuf format's tests",
+			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
