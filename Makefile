@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql beam-venv beam-test beam-conformance generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-test beam-conformance generate check-generated demo deps
 
 all: build
 
@@ -65,6 +65,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 
 bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
 	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
+
+bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record.
+	$(GO) test -run '^$$' -bench . -benchtime 200000x -count 1 ./formats/internal/formatsbench/ | tee bench-formats.out
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out

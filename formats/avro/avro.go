@@ -55,10 +55,10 @@ type Format[T any] struct {
 	schema hamba.Schema // the reader and writer schema; nil for Generic
 	text   string
 
-	mu       sync.Mutex                   // serialises cache misses
-	readers  atomic.Pointer[map[int]read] // writer schema id → how to read it
-	writeIDs atomic.Pointer[map[string]int]
-	pool     sync.Pool // *hamba.Writer
+	mu       sync.Mutex                     // serialises cache misses
+	readers  atomic.Pointer[map[int]read]   // writer schema id → how to read it
+	writeIDs atomic.Pointer[map[string]int] // topic → writer schema id
+	pool     sync.Pool                      // *hamba.Writer
 }
 
 type read struct {
@@ -208,11 +208,10 @@ func (f *Format[T]) Serialize(topic string, v T) ([]byte, error) {
 	w.Reset(nil)
 	id := 0
 	if f.reg != nil {
-		subject := registry.Subject(topic, f.opts.Subject)
 		var ok bool
-		if id, ok = (*f.writeIDs.Load())[subject]; !ok {
+		if id, ok = (*f.writeIDs.Load())[topic]; !ok {
 			var err error
-			if id, err = f.writerID(subject); err != nil {
+			if id, err = f.writerID(topic); err != nil {
 				return nil, err
 			}
 		}
@@ -228,13 +227,14 @@ func (f *Format[T]) Serialize(topic string, v T) ([]byte, error) {
 	return append([]byte(nil), w.Buffer()...), nil
 }
 
-func (f *Format[T]) writerID(subject string) (int, error) {
+// writerID is the id of the schema under topic's subject, cached by topic.
+func (f *Format[T]) writerID(topic string) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if id, ok := (*f.writeIDs.Load())[subject]; ok {
+	if id, ok := (*f.writeIDs.Load())[topic]; ok {
 		return id, nil
 	}
-	id, err := f.reg.ID(context.Background(), subject, sr.Schema{Schema: f.text, Type: sr.TypeAvro}, f.opts.WriteMode)
+	id, err := f.reg.ID(context.Background(), registry.Subject(topic, f.opts.Subject), sr.Schema{Schema: f.text, Type: sr.TypeAvro}, f.opts.WriteMode)
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func (f *Format[T]) writerID(subject string) (int, error) {
 	for k, v := range *f.writeIDs.Load() {
 		next[k] = v
 	}
-	next[subject] = id
+	next[topic] = id
 	f.writeIDs.Store(&next)
 	return id, nil
 }

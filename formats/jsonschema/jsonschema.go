@@ -204,11 +204,10 @@ func describe(err error) string {
 // Serialize implements formats.Serializer: the value is validated against
 // the writer's schema first.
 func (f *Format[T]) Serialize(topic string, v T) ([]byte, error) {
-	subject := registry.Subject(topic, f.opts.Subject)
-	id, ok := (*f.writeIDs.Load())[subject]
+	id, ok := (*f.writeIDs.Load())[topic]
 	if !ok {
 		var err error
-		if id, err = f.writerID(subject); err != nil {
+		if id, err = f.writerID(topic); err != nil {
 			return nil, err
 		}
 	}
@@ -224,13 +223,14 @@ func (f *Format[T]) Serialize(topic string, v T) ([]byte, error) {
 	return append(registry.AppendHeader(out, id), b...), nil
 }
 
-func (f *Format[T]) writerID(subject string) (int, error) {
+// writerID is the id of the schema under topic's subject, cached by topic.
+func (f *Format[T]) writerID(topic string) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if id, ok := (*f.writeIDs.Load())[subject]; ok {
+	if id, ok := (*f.writeIDs.Load())[topic]; ok {
 		return id, nil
 	}
-	id, err := f.reg.ID(context.Background(), subject, sr.Schema{Schema: f.text, Type: sr.TypeJSON}, f.opts.WriteMode)
+	id, err := f.reg.ID(context.Background(), registry.Subject(topic, f.opts.Subject), sr.Schema{Schema: f.text, Type: sr.TypeJSON}, f.opts.WriteMode)
 	if err != nil {
 		return 0, err
 	}
@@ -238,7 +238,7 @@ func (f *Format[T]) writerID(subject string) (int, error) {
 	for k, v := range *f.writeIDs.Load() {
 		next[k] = v
 	}
-	next[subject] = id
+	next[topic] = id
 	f.writeIDs.Store(&next)
 	return id, nil
 }

@@ -20,6 +20,8 @@ package protobuf
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -53,10 +55,10 @@ type Format[T proto.Message] struct {
 	newFn func() T
 	index []int // the message's path in its file
 
-	mu       sync.Mutex
-	known    atomic.Pointer[map[int]error] // schema id → nil when a Protobuf schema
-	writeIDs atomic.Pointer[map[string]int]
-	hdr      sr.ConfluentHeader
+	mu      sync.Mutex
+	known   atomic.Pointer[map[int]error]     // schema id → nil when a Protobuf schema
+	headers atomic.Pointer[map[string][]byte] // topic → header
+	hdr     sr.ConfluentHeader
 }
 
 const name = "protobuf"
@@ -86,7 +88,7 @@ func newFormat[T proto.Message](reg *registry.Client, opts Options, md protorefl
 	}
 	f := &Format[T]{reg: reg, opts: opts, newFn: newFn, index: MessageIndex(md)}
 	f.known.Store(&map[int]error{})
-	f.writeIDs.Store(&map[string]int{})
+	f.headers.Store(&map[string][]byte{})
 	return f, nil
 }
 
@@ -119,7 +121,7 @@ func (f *Format[T]) Deserialize(_ string, data []byte) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	_, payload, err := f.hdr.DecodeIndex(rest, 64)
+	payload, err := skipIndex(rest)
 	if err != nil {
 		return zero, &formats.Error{Format: name, Op: "decode", SchemaID: id, Kind: formats.ErrMalformed,
 			Reason: "invalid message indexes after the schema id", Err: err}
@@ -158,40 +160,59 @@ func (f *Format[T]) check(id int) error {
 
 // Serialize implements formats.Serializer.
 func (f *Format[T]) Serialize(topic string, m T) ([]byte, error) {
-	subject := registry.Subject(topic, f.opts.Subject)
-	id, ok := (*f.writeIDs.Load())[subject]
+	hdr, ok := (*f.headers.Load())[topic]
 	if !ok {
 		var err error
-		if id, err = f.writerID(subject); err != nil {
+		if hdr, err = f.writerHeader(topic); err != nil {
 			return nil, err
 		}
 	}
-	size := proto.Size(m)
-	b := make([]byte, 0, 5+2*len(f.index)+1+size)
-	b, _ = f.hdr.AppendEncode(b, id, f.index)
+	b := make([]byte, len(hdr), len(hdr)+proto.Size(m))
+	copy(b, hdr)
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
 	if err != nil {
+		id, _, _ := registry.SplitHeader(name, hdr)
 		return nil, &formats.Error{Format: name, Op: "encode", SchemaID: id, Kind: formats.ErrEncode,
 			Reason: fmt.Sprintf("%s: %v", m.ProtoReflect().Descriptor().FullName(), err), Err: err}
 	}
 	return b, nil
 }
 
-func (f *Format[T]) writerID(subject string) (int, error) {
+// writerHeader is the header of topic's records: the magic byte, the id
+// under topic's subject and the message indexes.
+func (f *Format[T]) writerHeader(topic string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if id, ok := (*f.writeIDs.Load())[subject]; ok {
-		return id, nil
+	if hdr, ok := (*f.headers.Load())[topic]; ok {
+		return hdr, nil
 	}
-	id, err := f.reg.ID(context.Background(), subject, sr.Schema{Schema: f.opts.Schema, Type: sr.TypeProtobuf}, f.opts.WriteMode)
+	id, err := f.reg.ID(context.Background(), registry.Subject(topic, f.opts.Subject), sr.Schema{Schema: f.opts.Schema, Type: sr.TypeProtobuf}, f.opts.WriteMode)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	next := make(map[string]int, len(*f.writeIDs.Load())+1)
-	for k, v := range *f.writeIDs.Load() {
+	hdr, _ := f.hdr.AppendEncode(nil, id, f.index)
+	next := make(map[string][]byte, len(*f.headers.Load())+1)
+	for k, v := range *f.headers.Load() {
 		next[k] = v
 	}
-	next[subject] = id
-	f.writeIDs.Store(&next)
-	return id, nil
+	next[topic] = hdr
+	f.headers.Store(&next)
+	return hdr, nil
+}
+
+// skipIndex returns b after its message indexes: one 0 byte for [0], else
+// a zigzag varint count and as many zigzag varint indexes.
+func skipIndex(b []byte) ([]byte, error) {
+	n, k := binary.Varint(b)
+	if k <= 0 || n < 0 || n > 64 {
+		return nil, errors.New("bad message index count")
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Varint(b); k <= 0 {
+			return nil, errors.New("bad message index")
+		}
+		b = b[k:]
+	}
+	return b, nil
 }

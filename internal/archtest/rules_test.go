@@ -184,6 +184,11 @@ var rules = table{
 			std: []string{"inprocess"}, testMod: []string{"formats/protobuf/internal/testpb"}},
 		{pkgs: "formats/protobuf/internal/testpb", why: "a generated message for the protobuf format's tests",
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
+		{pkgs: "formats/internal/formatsbench", why: "the formats' benchmarks (make bench-formats): each format against its library's own call",
+			testMod: []string{"formats", "formats/avro", "formats/internal/formatsbench/benchpb", "formats/json", "formats/jsonschema", "formats/protobuf", "formats/registry"},
+			testExt: []string{"github.com/hamba/avro/v2", "github.com/santhosh-tekuri/jsonschema/v6", "github.com/twmb/franz-go/pkg/sr", "google.golang.org/protobuf"}},
+		{pkgs: "formats/internal/formatsbench/benchpb", why: "the benchmarks' generated 20-field message",
+			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		// The SQL front end: a compiler to the core job API.
 		{pkgs: "internal/sql/parser", why: "the SQL lexer and parser (Flink's dialect, our own grammar): statements, positions, errors with a caret",
 			std: []string{"pure"}, testMod: []string{"internal/tracetest"}},
