@@ -32,7 +32,10 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # The Beam runner's tests drive the real Apache Beam Python SDK from a venv
 # that beam-venv.sh builds once (PyPI) under ~/.cache/sluice. Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
+# The formats' tests start Apicurio Registry (registry.sh, built from Maven
+# Central once) on a free port of their own.
 integration: deps beam-venv
+	integration/scripts/registry.sh build && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
