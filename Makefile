@@ -33,9 +33,10 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # that beam-venv.sh builds once (PyPI) under ~/.cache/sluice. Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
 # The formats' tests start Apicurio Registry (registry.sh, built from Maven
-# Central once) on a free port of their own.
+# Central once) on a free port of their own; fastavro (formats-venv.sh, PyPI)
+# reads and writes the Avro records of their interoperability test.
 integration: deps beam-venv
-	integration/scripts/registry.sh build && \
+	integration/scripts/registry.sh build && integration/scripts/formats-venv.sh >/dev/null && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
