@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql beam-venv beam-test beam-conformance generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-test beam-conformance generate check-generated demo deps
 
 all: build
 
@@ -32,7 +32,11 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # The Beam runner's tests drive the real Apache Beam Python SDK from a venv
 # that beam-venv.sh builds once (PyPI) under ~/.cache/sluice. Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
+# The formats' tests start Apicurio Registry (registry.sh, built from Maven
+# Central once) on a free port of their own; fastavro (formats-venv.sh, PyPI)
+# reads and writes the Avro records of their interoperability test.
 integration: deps beam-venv
+	integration/scripts/registry.sh build && integration/scripts/formats-venv.sh >/dev/null && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
@@ -65,6 +69,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 
 bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
 	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
+
+bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record.
+	$(GO) test -run '^$$' -bench . -benchtime 200000x -count 1 ./formats/internal/formatsbench/ | tee bench-formats.out
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.
 	$(GO) test -run '^$$' -bench TaskManagerLossToRunning -benchtime 5x -timeout 20m ./cluster/clustertest/ | tee bench-cluster.out

@@ -19,7 +19,19 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/apache/beam/sdks/v2 v2.77.0
+require (
+	github.com/apache/beam/sdks/v2 v2.77.0
+	github.com/hamba/avro/v2 v2.31.0
+	github.com/twmb/franz-go/pkg/sr v1.8.0
+)
+
+require (
+	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+)
 
 require (
 	github.com/DataDog/zstd v1.4.5 // indirect

@@ -335,7 +335,9 @@ func (r *Reader[T]) PollNext(_ context.Context, out stream.ReaderOutput[T]) (str
 		}
 		if !rec.Attrs.IsControl() {
 			v, err := r.deser.Deserialize(rec)
-			if err != nil {
+			if err != nil && skipped(err) {
+				r.metrics.Skipped.Add(1)
+			} else if err != nil {
 				if err := r.malformed(rec, err); err != nil {
 					return stream.EndOfInput, err
 				}
@@ -391,6 +393,9 @@ func (r *Reader[T]) malformed(rec *kgo.Record, cause error) error {
 		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 		kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(cause.Error())},
 	)
+	if id := schemaIDOf(cause); id != 0 {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderDLQSchemaID, Value: []byte(strconv.Itoa(id))})
+	}
 	dr := &kgo.Record{Topic: r.cfg.deadLetterTopic, Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: rec.Timestamp}
 	r.log.Warn("malformed record sent to the dead-letter topic", "topic", rec.Topic, "partition", rec.Partition,
 		"offset", rec.Offset, "dead_letter_topic", r.cfg.deadLetterTopic, "err", cause)

@@ -111,3 +111,47 @@ func StringSerializer(topic string) Serializer[string] {
 func JSONSerializer[T any](topic string) Serializer[T] {
 	return ValueSerializer(topic, func(v T) ([]byte, error) { return json.Marshal(v) })
 }
+
+// ValueFormat is a format of package formats (JSON, Avro, Protobuf, JSON
+// Schema) as the source uses it: it reads a record's value knowing its
+// topic (the schema registry's subject is named after it).
+type ValueFormat[T any] interface {
+	Deserialize(topic string, value []byte) (T, error)
+}
+
+type formatValues[T any] struct{ f ValueFormat[T] }
+
+func (d formatValues[T]) Deserialize(r *kgo.Record) (T, error) {
+	return d.f.Deserialize(r.Topic, r.Value)
+}
+
+// FormatValues deserialises each record's value with a format. An error
+// makes the record malformed, except one that says SkipRecord() (the
+// format's ignore-parse-errors policy): that record is dropped and counted
+// in SourceMetrics.Skipped. An error that has a RecordSchemaID() names the
+// record's schema id in its text and in a dead-letter record's headers
+// (HeaderDLQSchemaID).
+func FormatValues[T any](f ValueFormat[T]) Deserializer[T] { return formatValues[T]{f} }
+
+// FormatSerializer writes each value with a format as the value of a record
+// to topic, without a key.
+func FormatSerializer[T any](topic string, f interface {
+	Serialize(topic string, v T) ([]byte, error)
+}) Serializer[T] {
+	return ValueSerializer(topic, func(v T) ([]byte, error) { return f.Serialize(topic, v) })
+}
+
+// skipped reports whether a deserialiser's error asks to skip the record.
+func skipped(err error) bool {
+	var s interface{ SkipRecord() bool }
+	return errors.As(err, &s) && s.SkipRecord()
+}
+
+// schemaIDOf is the schema id an error names, 0 when none.
+func schemaIDOf(err error) int {
+	var s interface{ RecordSchemaID() int }
+	if errors.As(err, &s) {
+		return s.RecordSchemaID()
+	}
+	return 0
+}

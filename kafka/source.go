@@ -205,6 +205,9 @@ const (
 	HeaderDLQPartition = "sluice.dlq.partition"
 	HeaderDLQOffset    = "sluice.dlq.offset"
 	HeaderDLQError     = "sluice.dlq.error"
+	// HeaderDLQSchemaID is the schema registry id of the record's schema,
+	// when its format's error names one (see FormatValues).
+	HeaderDLQSchemaID = "sluice.dlq.schema-id"
 )
 
 func (c *sourceConfig) validate() error {
@@ -304,6 +307,9 @@ type SourceMetrics struct {
 	// DeadLettered counts malformed records acknowledged by the
 	// dead-letter topic.
 	DeadLettered atomic.Int64
+	// Skipped counts records the deserialiser asked to skip (a format's
+	// ignore-parse-errors policy); they are neither emitted nor malformed.
+	Skipped atomic.Int64
 	// DataLoss counts the times a reader's position had been deleted by
 	// retention and it continued at the earliest offset.
 	DataLoss atomic.Int64

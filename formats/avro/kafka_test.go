@@ -1,0 +1,135 @@
+package avro_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/formats/avro"
+	"github.com/sluice/sluice/formats/registry"
+	"github.com/sluice/sluice/kafka"
+	"github.com/sluice/sluice/stream"
+)
+
+// Three jobs write one topic with three versions of a schema; one job
+// reads it all with the newest reader schema. A record whose schema id the
+// registry does not know goes to the dead-letter topic with its id.
+func TestThreeSchemaVersionsInOneTopicReadByOneJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "users", "users-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	addrs := kc.ListenAddrs()
+	reg := newRegistry(t)
+
+	run := func(name string, build func(env *stream.Environment)) {
+		t.Helper()
+		env := stream.NewEnvironment(stream.WithParallelism(1))
+		build(env)
+		if _, err := env.ExecuteContext(ctx, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	mail := "x@y"
+	run("v1", func(env *stream.Environment) {
+		sink, err := kafka.NewSink(kafka.FormatSerializer("users", must1(avro.New[UserV1](reg, userV1, avro.Options{}))), kafka.BootstrapServers(addrs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream.SinkTo(stream.FromSlice(env, []UserV1{{"a", 1}, {"b", 2}}), sink)
+	})
+	run("v2", func(env *stream.Environment) {
+		sink, _ := kafka.NewSink(kafka.FormatSerializer("users", must1(avro.New[UserV2](reg, userV2, avro.Options{}))), kafka.BootstrapServers(addrs...))
+		stream.SinkTo(stream.FromSlice(env, []UserV2{{"c", 3, &mail}}), sink)
+	})
+	// A record of an id the registry never gave out, between the versions.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Value: append(registry.AppendHeader(nil, 777), "\x02z\x02"...)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	run("v3", func(env *stream.Environment) {
+		sink, _ := kafka.NewSink(kafka.FormatSerializer("users", must1(avro.New[UserV3](reg, userV3, avro.Options{}))), kafka.BootstrapServers(addrs...))
+		stream.SinkTo(stream.FromSlice(env, []UserV3{{"d", 4, nil, "SE"}}), sink)
+	})
+
+	reader := must1(avro.New[UserV3](reg, userV3, avro.Options{WriteMode: registry.LookupOnly}))
+	src, err := kafka.NewSource(kafka.FormatValues(reader), kafka.BootstrapServers(addrs...), kafka.Topics("users"),
+		kafka.Bounded(kafka.Latest()), kafka.DeadLetterTopic("users-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stream.NewEnvironment(stream.WithParallelism(1))
+	res := stream.Collect(stream.Map(stream.FromSource[UserV3, kafka.PartitionSplit](env, src, stream.NoWatermarks[UserV3](), "users"),
+		func(u UserV3) string {
+			e := "-"
+			if u.Email != nil {
+				e = *u.Email
+			}
+			return u.ID + "/" + strconv.FormatInt(u.Age, 10) + "/" + e + "/" + u.Country
+		}))
+	if _, err := env.ExecuteContext(ctx, "read"); err != nil {
+		t.Fatal(err)
+	}
+	got := res.Values()
+	if want := []string{"a/1/-/NO", "b/2/-/NO", "c/3/x@y/NO", "d/4/-/SE"}; !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	if m, d := src.Metrics().Malformed.Load(), src.Metrics().DeadLettered.Load(); m != 1 || d != 1 {
+		t.Fatalf("malformed %d, dead-lettered %d; want 1 and 1", m, d)
+	}
+	dl := consumeAll(t, ctx, cl, "users-dlq")
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+	h := map[string]string{}
+	for _, hd := range dl[0].Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	if h[kafka.HeaderDLQSchemaID] != "777" || h[kafka.HeaderDLQOffset] != "3" {
+		t.Fatalf("dead letter headers %v: want schema id 777 at offset 3", h)
+	}
+}
+
+func consumeAll(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) []*kgo.Record {
+	t.Helper()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	c, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []*kgo.Record
+	for int64(len(recs)) < n {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consuming %s: %v", topic, err)
+		}
+		recs = append(recs, fs.Records()...)
+	}
+	return recs
+}
+
+func must1[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
