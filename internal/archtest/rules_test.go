@@ -201,7 +201,7 @@ var rules = table{
 		{pkgs: "formats/internal/formatsbench/benchpb", why: "the benchmarks' generated 20-field message",
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		{pkgs: "formats/internal/registryserver", why: "a real schema registry (Apicurio, started by integration/scripts/registry.sh) for the formats' integration tests",
-			std: []string{"std"},
+			std:     []string{"std"},
 			testMod: []string{"formats/internal/formatsbench/benchpb", "formats/jsonschema", "formats/protobuf", "formats/registry"},
 			testExt: []string{"google.golang.org/protobuf"}},
 		// The SQL front end: a compiler to the core job API.
