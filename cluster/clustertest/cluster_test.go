@@ -980,7 +980,8 @@ func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
 	out := filepath.Join(c.dir, "out")
 	c.jm = c.start("jobmanager", "jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort),
 		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port="+strconv.Itoa(c.restPort),
-		"-D", "parallelism.default=2", jobBin, "-out", out, "-n", "3000", "-keys", "3")
+		"-D", "parallelism.default=2", "-D", "security.internal.secret-file="+c.secretFile(),
+		jobBin, "-out", out, "-n", "3000", "-keys", "3")
 	c.startTaskManager()
 	c.startTaskManager()
 	t.Cleanup(func() {

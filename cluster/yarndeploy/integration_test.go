@@ -233,8 +233,11 @@ func TestDeployRunsTaskManagers(t *testing.T) {
 	var names []string
 	for _, fi := range infos {
 		names = append(names, fi.Name())
+		if fi.Name() == "internal-secret" && fi.Mode().Perm() != 0o600 {
+			t.Errorf("the internal secret is staged with mode %v, want 0600", fi.Mode().Perm())
+		}
 	}
-	if want := []string{"appmaster", "config.yaml", "core-site.xml"}; !slices.Equal(names, want) {
+	if want := []string{"appmaster", "config.yaml", "core-site.xml", "internal-secret"}; !slices.Equal(names, want) {
 		t.Errorf("staged files %v, want %v (the TaskManager is pre-uploaded)", names, want)
 	}
 
