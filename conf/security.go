@@ -99,6 +99,22 @@ var (
 			"keystore as Flink takes is refused: convert it, e.g. openssl pkcs12 -in ks.p12 -nodes -out ks.pem).").
 		WithDefaultDoc("(none)")
 
+	// SSLRESTKeystorePassword and SSLRESTKeyPassword decrypt an encrypted
+	// private key in security.ssl.rest.keystore.
+	SSLRESTKeystorePassword = String("security.ssl.rest.keystore-password", "",
+		"Password of security.ssl.rest.keystore: decrypts its private key when the key is encrypted (a PEM key "+
+			"with 'Proc-Type: 4,ENCRYPTED', as openssl writes with -traditional) and security.ssl.rest.key-password "+
+			"is not set.").WithDefaultDoc("(none)")
+	SSLRESTKeyPassword = String("security.ssl.rest.key-password", "",
+		"Password of the private key in security.ssl.rest.keystore, when it is encrypted.").
+		WithDefaultDoc("(none): security.ssl.rest.keystore-password")
+
+	// SSLRESTTruststorePassword is accepted as Flink's; a PEM truststore
+	// has no password.
+	SSLRESTTruststorePassword = String("security.ssl.rest.truststore-password", "",
+		"Password of security.ssl.rest.truststore in Flink (a JKS integrity password); a PEM truststore has none, "+
+			"so it is accepted for Flink configurations and not used.").WithDefaultDoc("(none)")
+
 	// SSLRESTTruststore is the CA certificates REST clients trust.
 	SSLRESTTruststore = String("security.ssl.rest.truststore", "",
 		"PEM file of the CA certificates a REST client trusts, and with security.ssl.rest.authentication-enabled "+
@@ -131,6 +147,22 @@ var (
 			"internal connections (JKS and PKCS12 are refused: convert them to PEM).").
 		WithDefaultDoc("(none)")
 
+	// SSLInternalKeystorePassword and SSLInternalKeyPassword decrypt an
+	// encrypted private key in security.ssl.internal.keystore.
+	SSLInternalKeystorePassword = String("security.ssl.internal.keystore-password", "",
+		"Password of security.ssl.internal.keystore: decrypts its private key when the key is encrypted (a PEM key "+
+			"with 'Proc-Type: 4,ENCRYPTED', as openssl writes with -traditional) and "+
+			"security.ssl.internal.key-password is not set.").WithDefaultDoc("(none)")
+	SSLInternalKeyPassword = String("security.ssl.internal.key-password", "",
+		"Password of the private key in security.ssl.internal.keystore, when it is encrypted.").
+		WithDefaultDoc("(none): security.ssl.internal.keystore-password")
+
+	// SSLInternalTruststorePassword is accepted as Flink's; a PEM
+	// truststore has no password.
+	SSLInternalTruststorePassword = String("security.ssl.internal.truststore-password", "",
+		"Password of security.ssl.internal.truststore in Flink (a JKS integrity password); a PEM truststore has "+
+			"none, so it is accepted for Flink configurations and not used.").WithDefaultDoc("(none)")
+
 	// SSLInternalTruststore is the CA certificates of internal peers.
 	SSLInternalTruststore = String("security.ssl.internal.truststore", "",
 		"PEM file of the CA certificates whose certificates internal peers must present.").
@@ -140,8 +172,10 @@ var (
 func securityOptions() []AnyOption {
 	return []AnyOption{
 		InternalSecretFile,
-		SSLRESTEnabled, SSLRESTKeystore, SSLRESTTruststore, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
-		SSLInternalEnabled, SSLInternalKeystore, SSLInternalTruststore,
+		SSLRESTEnabled, SSLRESTKeystore, SSLRESTKeystorePassword, SSLRESTKeyPassword, SSLRESTTruststore,
+		SSLRESTTruststorePassword, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
+		SSLInternalEnabled, SSLInternalKeystore, SSLInternalKeystorePassword, SSLInternalKeyPassword,
+		SSLInternalTruststore, SSLInternalTruststorePassword,
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
 		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -107,11 +108,17 @@ type cluster struct {
 	rpcPort  int
 	restPort int
 	jmProps  []string
-	mu       sync.Mutex
-	ctx      context.Context // ends when the test ends: stops CLIs still running
-	stopCLIs context.CancelFunc
-	jm       *proc
-	tms      []*proc
+	props    []string // -D options of every process (JobManager and TaskManagers)
+	// restScheme and restClient reach the REST endpoint (the test's own
+	// requests; the CLI is configured by the test): http and
+	// http.DefaultClient unless the cluster serves HTTPS.
+	restScheme string
+	restClient *http.Client
+	mu         sync.Mutex
+	ctx        context.Context // ends when the test ends: stops CLIs still running
+	stopCLIs   context.CancelFunc
+	jm         *proc
+	tms        []*proc
 }
 
 // secretFile is the cluster's own secret for its internal RPCs (the first
@@ -143,6 +150,30 @@ func (c *cluster) start(name string, args ...string) *proc {
 
 func newCluster(t testing.TB, taskManagers int, jmProps ...string) *cluster {
 	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t), jmProps: jmProps}
+	c.boot(taskManagers)
+	return c
+}
+
+// get is GET path of the REST endpoint, refused unless 200 OK.
+func (c *cluster) get(path string) ([]byte, error) {
+	if c.restClient == nil {
+		return httpGet(c.rest() + path)
+	}
+	resp, err := c.restClient.Get(c.restScheme + "://" + c.rest() + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// boot starts the JobManager and taskManagers TaskManagers of c and waits
+// for them to register; the processes stop when the test ends.
+func (c *cluster) boot(taskManagers int) {
+	t := c.t
 	c.startJobManager()
 	for i := 0; i < taskManagers; i++ {
 		c.startTaskManager()
@@ -169,7 +200,6 @@ func newCluster(t testing.TB, taskManagers int, jmProps ...string) *cluster {
 		}
 	})
 	c.waitTaskManagers(taskManagers)
-	return c
 }
 
 func tail(s string, n int) string {
@@ -184,7 +214,7 @@ func (c *cluster) startJobManager() {
 	args := []string{"jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port=" + strconv.Itoa(c.rpcPort),
 		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port=" + strconv.Itoa(c.restPort),
 		"-D", "security.internal.secret-file=" + c.secretFile()}
-	for _, p := range c.jmProps {
+	for _, p := range append(slices.Clone(c.props), c.jmProps...) {
 		args = append(args, "-D", p)
 	}
 	c.jm = c.start("jobmanager", args...)
@@ -192,10 +222,14 @@ func (c *cluster) startJobManager() {
 
 func (c *cluster) startTaskManager() *proc {
 	n := len(c.tms)
-	tm := c.start(fmt.Sprintf("taskmanager-%d", n), "taskmanager", "-D", "jobmanager.rpc.address=127.0.0.1",
-		"-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort), "-D", "taskmanager.numberOfTaskSlots=1",
-		"-D", "taskmanager.host=127.0.0.1", "-D", "process.taskmanager.working-dir="+filepath.Join(c.dir, fmt.Sprintf("tm%d", n)),
-		"-D", "security.internal.secret-file="+c.secretFile())
+	args := []string{"taskmanager", "-D", "jobmanager.rpc.address=127.0.0.1",
+		"-D", "jobmanager.rpc.port=" + strconv.Itoa(c.rpcPort), "-D", "taskmanager.numberOfTaskSlots=1",
+		"-D", "taskmanager.host=127.0.0.1", "-D", "process.taskmanager.working-dir=" + filepath.Join(c.dir, fmt.Sprintf("tm%d", n)),
+		"-D", "security.internal.secret-file=" + c.secretFile()}
+	for _, p := range c.props {
+		args = append(args, "-D", p)
+	}
+	tm := c.start(fmt.Sprintf("taskmanager-%d", n), args...)
 	c.tms = append(c.tms, tm)
 	return tm
 }
@@ -237,7 +271,7 @@ func (c *cluster) waitTaskManagers(n int) {
 	c.t.Helper()
 	re := regexp.MustCompile(`"taskmanagers":(\d+)`)
 	testwait.Eventually(c.t, 30*time.Second, fmt.Sprintf("%d TaskManagers to register", n), func() bool {
-		if b, err := httpGet(c.rest() + "/overview"); err == nil {
+		if b, err := c.get("/overview"); err == nil {
 			if m := re.FindSubmatch(b); m != nil {
 				if got, _ := strconv.Atoi(string(m[1])); got == n {
 					return true
@@ -595,7 +629,7 @@ func (c *cluster) onlyJob(t *testing.T) jobOverview {
 	var b []byte
 	testwait.Eventually(t, 30*time.Second, "the job in GET /jobs/overview", func() bool {
 		var err error
-		b, err = httpGet(c.rest() + "/jobs/overview")
+		b, err = c.get("/jobs/overview")
 		return err == nil && json.Unmarshal(b, &jobs) == nil && len(jobs.Jobs) > 0
 	})
 	if len(jobs.Jobs) != 1 {

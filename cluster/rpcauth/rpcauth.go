@@ -3,7 +3,11 @@
 // and the workers' (sessions with their JobMaster, data exchange).
 //
 // A Security is built once per process from the configuration (FromConf).
-// With security.ssl.internal.enabled off, every RPC carries the cluster's
+// With security.ssl.internal.enabled on, every connection is mutual TLS
+// (security.ssl.internal.keystore and .truststore, through
+// security/tlsconf): a peer without a certificate signed by a CA of the
+// truststore fails the handshake, so no RPC of it reaches a handler, and
+// the secret is not used. With it off, every RPC carries the cluster's
 // secret (security.internal.secret-file) and a server refuses one without
 // it with codes.Unauthenticated before any handler runs; the comparison is
 // constant-time. The secret authenticates peers, it does not encrypt.
@@ -13,10 +17,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +35,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/security/tlsconf"
 )
 
 // MetadataKey is the gRPC metadata entry carrying the secret.
@@ -64,6 +71,12 @@ var ErrSecretFileMode = errors.New("readable by other users: chmod 600 it")
 type Security struct {
 	secret     []byte
 	secretFile string // absolute; "" without a file
+
+	// With mutual TLS (then secret is nil): the configs of both ends, and
+	// the options naming the certificates, with absolute paths, for
+	// workers.
+	tlsServer, tlsClient *tls.Config
+	tlsConf              map[string]string
 }
 
 // Options of FromConf.
@@ -95,8 +108,12 @@ func SecretPath(c *conf.Configuration, dir, home string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// FromConf builds the process's Security from its configuration.
+// FromConf builds the process's Security from its configuration: mutual
+// TLS when security.ssl.internal.enabled is on, else the secret.
 func FromConf(c *conf.Configuration, o Options) (*Security, error) {
+	if tlsconf.InternalEnabled(c) {
+		return fromTLSConf(c)
+	}
 	home := o.Home
 	if home == "" && conf.Get(c, conf.InternalSecretFile) == "" {
 		home, _ = os.UserHomeDir()
@@ -120,6 +137,49 @@ func FromConf(c *conf.Configuration, o Options) (*Security, error) {
 		return nil, &SecretFileError{Key: key, Path: path, Err: err}
 	}
 	return &Security{secret: secret, secretFile: path}, nil
+}
+
+// tlsKeys are the options a worker needs to authenticate as its
+// TaskManager does with mutual TLS; the files among them are made
+// absolute.
+var tlsKeys = []struct {
+	opt  conf.Option[string]
+	file bool
+}{
+	{conf.SSLInternalKeystore, true}, {conf.SSLInternalTruststore, true},
+	{conf.SSLInternalKeystorePassword, false}, {conf.SSLInternalKeyPassword, false},
+}
+
+func fromTLSConf(c *conf.Configuration) (*Security, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("rpcauth: %w", err)
+	}
+	wc := map[string]string{conf.SSLInternalEnabled.Key(): "true"}
+	for _, k := range tlsKeys {
+		v := conf.Get(c, k.opt)
+		if v == "" {
+			continue
+		}
+		if k.file && !filepath.IsAbs(v) {
+			// A YARN container's certificates are localized into its
+			// working directory; its workers run elsewhere.
+			v = filepath.Join(dir, v)
+			c = c.Set(k.opt.Key(), v)
+		}
+		wc[k.opt.Key()] = v
+	}
+	server, client, err := tlsconf.Internal(c)
+	if err != nil {
+		return nil, fmt.Errorf("rpcauth: %w", err)
+	}
+	return &Security{tlsServer: server, tlsClient: client, tlsConf: wc}, nil
+}
+
+// WithTLS is a Security of mutual TLS with the given configs (for tests;
+// WorkerConfiguration then names no files).
+func WithTLS(server, client *tls.Config) *Security {
+	return &Security{tlsServer: server, tlsClient: client}
 }
 
 // WithSecret is a Security authenticating with secret, kept in no file
@@ -197,6 +257,11 @@ func readSecretFile(path string) ([]byte, error) {
 // secret.
 func (s *Security) Describe() string {
 	switch {
+	case s != nil && s.tlsServer != nil:
+		if ks := s.tlsConf[conf.SSLInternalKeystore.Key()]; ks != "" {
+			return "mutual TLS with " + ks + ", trusting " + s.tlsConf[conf.SSLInternalTruststore.Key()]
+		}
+		return "mutual TLS"
 	case s == nil || s.secret == nil:
 		return "none"
 	case s.secretFile != "":
@@ -208,16 +273,25 @@ func (s *Security) Describe() string {
 
 // WorkerConfiguration is what a TaskManager adds to its workers'
 // configuration for them to authenticate as it does: the absolute path of
-// the secret file (never the secret).
+// the secret file (never the secret), or with mutual TLS the absolute paths
+// of the keystore and truststore (and the key's password, if any: the
+// deployment file is the user's alone, mode 0600).
 func (s *Security) WorkerConfiguration() map[string]string {
+	if s != nil && s.tlsConf != nil {
+		return maps.Clone(s.tlsConf)
+	}
 	if s == nil || s.secretFile == "" {
 		return nil
 	}
 	return map[string]string{conf.InternalSecretFile.Key(): s.secretFile}
 }
 
-// ServerOptions make a gRPC server refuse RPCs without the secret.
+// ServerOptions make a gRPC server refuse a peer without a certificate of
+// the cluster's CA (mutual TLS), or RPCs without the secret.
 func (s *Security) ServerOptions() []grpc.ServerOption {
+	if s != nil && s.tlsServer != nil {
+		return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(s.tlsServer))}
+	}
 	if s == nil || s.secret == nil {
 		return nil
 	}
@@ -237,8 +311,12 @@ func (s *Security) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// DialOptions make a gRPC client send the secret with every RPC.
+// DialOptions make a gRPC client present the process's certificate and
+// verify the server's (mutual TLS), or send the secret with every RPC.
 func (s *Security) DialOptions() []grpc.DialOption {
+	if s != nil && s.tlsClient != nil {
+		return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tlsClient))}
+	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if s == nil || s.secret == nil {
 		return opts
@@ -249,7 +327,7 @@ func (s *Security) DialOptions() []grpc.DialOption {
 // Check is the server's decision on an incoming RPC's metadata: nil if it
 // carries the secret, else a status error with codes.Unauthenticated.
 func (s *Security) Check(ctx context.Context) error {
-	if s == nil || s.secret == nil {
+	if s == nil || s.secret == nil { // no secret, or TLS: the handshake decided
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)

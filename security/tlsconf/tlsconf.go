@@ -49,7 +49,7 @@ func RESTServer(c *conf.Configuration) (*tls.Config, error) {
 	if !RESTEnabled(c) {
 		return nil, nil
 	}
-	cert, err := keystore(c, conf.SSLRESTKeystore, conf.SSLRESTEnabled)
+	cert, err := keystore(c, restKeystore, conf.SSLRESTEnabled)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func RESTClient(c *conf.Configuration) (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if conf.Get(c, conf.SSLRESTAuthenticationEnabled) {
-		cert, err := keystore(c, conf.SSLRESTKeystore, conf.SSLRESTAuthenticationEnabled)
+		cert, err := keystore(c, restKeystore, conf.SSLRESTAuthenticationEnabled)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func Internal(c *conf.Configuration) (server, client *tls.Config, err error) {
 	if !InternalEnabled(c) {
 		return nil, nil, nil
 	}
-	cert, kerr := keystore(c, conf.SSLInternalKeystore, conf.SSLInternalEnabled)
+	cert, kerr := keystore(c, internalKeystore, conf.SSLInternalEnabled)
 	pool, terr := truststore(c, conf.SSLInternalTruststore, conf.SSLInternalEnabled)
 	if err := errors.Join(kerr, terr); err != nil {
 		return nil, nil, err
@@ -146,23 +146,79 @@ func verifyChain(roots *x509.CertPool, usage x509.ExtKeyUsage) func([][]byte, []
 	}
 }
 
-// keystore reads the PEM certificate chain and private key opt names;
-// because says which setting needs it.
-func keystore(c *conf.Configuration, opt conf.Option[string], because conf.AnyOption) (tls.Certificate, error) {
-	path := conf.Get(c, opt)
+// keystoreKeys are the options of one keystore: its file and the
+// passwords of its private key.
+type keystoreKeys struct {
+	path, storePassword, keyPassword conf.Option[string]
+}
+
+var (
+	restKeystore     = keystoreKeys{conf.SSLRESTKeystore, conf.SSLRESTKeystorePassword, conf.SSLRESTKeyPassword}
+	internalKeystore = keystoreKeys{conf.SSLInternalKeystore, conf.SSLInternalKeystorePassword, conf.SSLInternalKeyPassword}
+)
+
+// ErrKeyPassword is wrapped by the FileError of a keystore whose encrypted
+// private key the configured password does not decrypt, or which is
+// encrypted while no password is configured.
+var ErrKeyPassword = errors.New("the private key is encrypted")
+
+// keystore reads the PEM certificate chain and private key ks names,
+// decrypting the key with its password; because says which setting needs
+// it.
+func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (tls.Certificate, error) {
+	path := conf.Get(c, ks.path)
 	if path == "" {
-		return tls.Certificate{}, &ConfigError{Key: opt.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+		return tls.Certificate{}, &ConfigError{Key: ks.path.Key(), Problem: "not set, but " + because.Key() + " needs it"}
 	}
 	b, err := readPEM(path)
 	if err != nil {
-		return tls.Certificate{}, &FileError{Key: opt.Key(), Path: path, Err: err}
+		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path, Err: err}
+	}
+	password, passwordKey := conf.Get(c, ks.keyPassword), ks.keyPassword.Key()
+	if password == "" {
+		password, passwordKey = conf.Get(c, ks.storePassword), ks.storePassword.Key()
+	}
+	b, err = decryptKeys(b, password, passwordKey, ks.keyPassword.Key())
+	if err != nil {
+		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path, Err: err}
 	}
 	cert, err := tls.X509KeyPair(b, b)
 	if err != nil {
-		return tls.Certificate{}, &FileError{Key: opt.Key(), Path: path,
-			Err: fmt.Errorf("want a certificate chain and an unencrypted private key: %w", err)}
+		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path,
+			Err: fmt.Errorf("want a certificate chain and an unencrypted private key (or an encrypted one and its password): %w", err)}
 	}
 	return cert, nil
+}
+
+// decryptKeys returns the PEM blocks of b with every encrypted private
+// key (RFC 1423, "Proc-Type: 4,ENCRYPTED") decrypted with password, which
+// passwordKey names (wantKey is the option to set when none is).
+func decryptKeys(b []byte, password, passwordKey, wantKey string) ([]byte, error) {
+	var out []byte
+	for rest := b; ; {
+		blk, r := pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		rest = r
+		switch {
+		case blk.Type == "ENCRYPTED PRIVATE KEY":
+			return nil, fmt.Errorf("%w as PKCS#8, which is not read: write it with openssl pkcs8 -traditional, or unencrypted", ErrKeyPassword)
+		// RFC 1423 encryption is what openssl -traditional writes; Go
+		// deprecates it for its weakness, which is the file's, not ours.
+		case x509.IsEncryptedPEMBlock(blk): //nolint:staticcheck
+			if password == "" {
+				return nil, fmt.Errorf("%w and %s is not set", ErrKeyPassword, wantKey)
+			}
+			der, err := x509.DecryptPEMBlock(blk, []byte(password)) //nolint:staticcheck
+			if err != nil {
+				return nil, fmt.Errorf("%w and %s does not decrypt it: %v", ErrKeyPassword, passwordKey, err)
+			}
+			blk = &pem.Block{Type: blk.Type, Bytes: der}
+		}
+		out = append(out, pem.EncodeToMemory(blk)...)
+	}
+	return out, nil
 }
 
 // truststore reads the PEM CA certificates opt names.

@@ -2,9 +2,11 @@ package tlsconf
 
 import (
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,6 +208,81 @@ func TestHandshakes(t *testing.T) {
 			}
 			if !tc.ok && cerr == nil && serr == nil {
 				t.Error("the handshake succeeded")
+			}
+		})
+	}
+}
+
+// A keystore whose private key openssl encrypted is read with
+// key-password, else keystore-password (Flink's keys); a wrong or missing
+// password and PKCS#8 encryption are errors naming the key.
+func TestEncryptedKeystore(t *testing.T) {
+	p := newPKI(t, "a")
+	ks, err := os.ReadFile(p.ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(ks) // the certificate; the key follows
+	cert := pem.EncodeToMemory(blk)
+	dir := t.TempDir()
+	openssl := func(name string, args ...string) string {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("openssl", append([]string{"pkey", "-in", p.ks, "-out", out}, args...)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("openssl %v: %v\n%s", args, err, b)
+		}
+		key, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, append(append([]byte(nil), cert...), key...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	traditional := openssl("traditional.pem", "-aes256", "-passout", "pass:s3cret", "-traditional")
+	pkcs8 := openssl("pkcs8.pem", "-aes256", "-passout", "pass:s3cret")
+	internalWith := func(ks string, kv ...string) *conf.Configuration {
+		return confOf(append([]string{"security.ssl.internal.enabled", "true", "security.ssl.internal.keystore", ks,
+			"security.ssl.internal.truststore", p.ca}, kv...)...)
+	}
+	for _, tc := range []struct {
+		name string
+		c    *conf.Configuration
+		want []string // nil: accepted
+	}{
+		{"key-password", internalWith(traditional, "security.ssl.internal.key-password", "s3cret"), nil},
+		{"keystore-password when key-password is unset", internalWith(traditional, "security.ssl.internal.keystore-password", "s3cret"), nil},
+		{"key-password before keystore-password", internalWith(traditional, "security.ssl.internal.keystore-password", "wrong",
+			"security.ssl.internal.key-password", "s3cret"), nil},
+		{"truststore-password is accepted", internalWith(p.ks, "security.ssl.internal.truststore-password", "changeit"), nil},
+		{"no password", internalWith(traditional), []string{"security.ssl.internal.keystore", traditional, "encrypted", "security.ssl.internal.key-password is not set"}},
+		{"a wrong password", internalWith(traditional, "security.ssl.internal.keystore-password", "wrong"),
+			[]string{"security.ssl.internal.keystore-password does not decrypt it"}},
+		{"PKCS#8 encryption", internalWith(pkcs8, "security.ssl.internal.key-password", "s3cret"), []string{pkcs8, "PKCS#8", "-traditional"}},
+		{"REST: key-password", confOf("security.ssl.rest.enabled", "true", "security.ssl.rest.keystore", traditional,
+			"security.ssl.rest.key-password", "s3cret"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if conf.Get(tc.c, conf.SSLRESTEnabled) {
+				err = restServer(tc.c)
+			} else {
+				err = internal(tc.c)
+			}
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrKeyPassword) {
+				t.Fatalf("%v, want ErrKeyPassword", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
 			}
 		})
 	}
