@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,7 +180,7 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{otherCert}}
+	foreign := &tls.Config{InsecureSkipVerify: true, GetClientCertificate: always(otherCert)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, a := range []struct {
@@ -247,4 +250,166 @@ func (c *cluster) runningJob(t *testing.T) jobOverview {
 		return false
 	})
 	return running
+}
+
+// restTLS are the -D options of a JobManager serving HTTPS that requires a
+// client certificate of the CA.
+func restTLS(p testPKI) []string {
+	return []string{"security.ssl.rest.enabled=true", "security.ssl.rest.keystore=" + p.kss["rest"],
+		"security.ssl.rest.truststore=" + p.ca, "security.ssl.rest.authentication-enabled=true"}
+}
+
+// writeClientConf writes a config.yaml for the CLI into a new directory
+// and returns the directory.
+func writeClientConf(t *testing.T, kv ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 0; i < len(kv); i += 2 {
+		b.WriteString(kv[i] + ": " + strconv.Quote(kv[i+1]) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The attacks of issue 18 on the REST endpoint, with
+// security.ssl.rest.enabled and security.ssl.rest.authentication-enabled:
+// neither a plain HTTP client nor a TLS client without a certificate of
+// the CA (none, or another CA's) can submit a job (POST /jobs) or shut the
+// cluster down (DELETE /cluster). The sluice CLI, given the client
+// keystore in its config.yaml, runs (attached and detached), lists,
+// savepoints and cancels; without the keystore it is refused.
+func TestRESTOverMutualTLS(t *testing.T) {
+	pkiDir := t.TempDir()
+	mine := newTestPKI(t, filepath.Join(pkiDir, "rest"), "the REST CA", "rest", "cli")
+	other := newTestPKI(t, filepath.Join(pkiDir, "other"), "another CA", "impostor")
+	cliCert, err := tls.LoadX509KeyPair(mine.kss["cli"], mine.kss["cli"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := os.ReadFile(mine.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(trusted)
+	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t),
+		jmProps:    append(restTLS(mine), "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints")),
+		restScheme: "https",
+		restClient: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cliCert}}}},
+	}
+	c.boot(2)
+
+	cliConf := writeClientConf(t, "security.ssl.rest.enabled", "true", "security.ssl.rest.truststore", mine.ca,
+		"security.ssl.rest.authentication-enabled", "true", "security.ssl.rest.keystore", mine.kss["cli"])
+	cli := func(verb string, args ...string) string {
+		t.Helper()
+		return c.mustSluice(append([]string{verb, "--configDir", cliConf, "-m", c.rest()}, args...)...)
+	}
+	// Attached: the CLI and the job program it starts both speak HTTPS
+	// with the client certificate.
+	const n, keys = 3000, 3
+	out := filepath.Join(c.dir, "out")
+	if res := cli("run", "-p", "2", jobBin, "-out", out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys)); !strings.Contains(res, "done: 0 restarts") {
+		t.Fatalf("sluice run over HTTPS:\n%s", res)
+	}
+	checkExactlyOnce(t, out, n, keys)
+	// Detached, then list, savepoint and cancel.
+	o := cli("run", append(append([]string{"-d", "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")},
+		checkpointed...), jobBin, "-out", filepath.Join(c.dir, "out2"), "-n", "100000000", "-keys", "2", "-rate", "100")...)
+	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+	}
+	job := m[1]
+	testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
+		o, _ := c.sluice("list", "--configDir", cliConf, "-r", "-m", c.rest())
+		return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
+	})
+	if sp := cli("savepoint", job); !strings.Contains(sp, "savepoint-") {
+		t.Errorf("sluice savepoint over HTTPS did not name a savepoint:\n%s", sp)
+	}
+
+	// Without the client keystore the CLI is refused.
+	noCert := writeClientConf(t, "security.ssl.rest.enabled", "true", "security.ssl.rest.truststore", mine.ca)
+	if o, err := c.sluice("list", "--configDir", noCert, "-m", c.rest()); err == nil || strings.Contains(o, job) {
+		t.Errorf("sluice list without a client certificate succeeded:\n%s", o)
+	}
+	if o, err := c.sluice("list", "-m", c.rest()); err == nil || strings.Contains(o, job) {
+		t.Errorf("sluice list over plain HTTP succeeded:\n%s", o)
+	}
+
+	// The attackers: they trust any server; only their certificate is
+	// missing or foreign.
+	impostorCert, err := tls.LoadX509KeyPair(other.kss["impostor"], other.kss["impostor"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsClient := func(cert *tls.Certificate) *http.Client {
+		cfg := &tls.Config{InsecureSkipVerify: true}
+		if cert != nil {
+			cfg.GetClientCertificate = always(*cert)
+		}
+		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	shell := []byte("#!/bin/sh\ntouch " + filepath.Join(c.dir, "pwned") + "\n")
+	for _, a := range []struct {
+		name, scheme string
+		client       *http.Client
+	}{
+		{"plain HTTP", "http", &http.Client{Timeout: 30 * time.Second}},
+		{"TLS without a certificate", "https", tlsClient(nil)},
+		{"TLS with a certificate of another CA", "https", tlsClient(&impostorCert)},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			for _, r := range []struct {
+				method, path string
+				body         []byte
+			}{
+				{http.MethodPost, "/jobs", shell},
+				{http.MethodDelete, "/cluster", nil},
+			} {
+				req, err := http.NewRequest(r.method, a.scheme+"://"+c.rest()+r.path, bytes.NewReader(r.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := a.client.Do(req)
+				if err != nil {
+					t.Logf("%s %s: refused: %v", r.method, r.path, err)
+				} else {
+					t.Logf("%s %s: refused: %s", r.method, r.path, resp.Status)
+					resp.Body.Close()
+					if resp.StatusCode < 400 {
+						t.Errorf("%s %s: %s, want refused", r.method, r.path, resp.Status)
+					}
+				}
+			}
+		})
+	}
+	// The cluster still runs, its job too, and nothing ran the script.
+	select {
+	case <-c.jm.done:
+		t.Fatal("the JobManager ended after the refused DELETE /cluster")
+	default:
+	}
+	if got := c.runningJob(t); got.ID != job {
+		t.Errorf("the running job is %s, want %s", got.ID, job)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "pwned")); err == nil {
+		t.Error("the attacker's script ran")
+	}
+	cli("cancel", job)
+	testwait.Eventually(t, 30*time.Second, "the job to be cancelled", func() bool {
+		o, _ := c.sluice("list", "--configDir", cliConf, "-a", "-m", c.rest())
+		return regexp.MustCompile(job + `.*CANCELED|CANCELED.*` + job).MatchString(o)
+	})
+}
+
+// always presents cert whatever CAs the server asks for (crypto/tls would
+// otherwise send no certificate the server's CAs did not sign).
+func always(cert tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 }
