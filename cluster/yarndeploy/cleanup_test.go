@@ -97,8 +97,11 @@ func TestDeployRemovesStagingOnFailure(t *testing.T) {
 			prev := rm.onSubmit
 			rm.onSubmit = func(s *yarn.SubmissionContext) {
 				// What the ApplicationMaster would localize is there.
-				for name := range s.AMContainer.LocalResources {
-					if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				for name, r := range s.AMContainer.LocalResources {
+					if filepath.Dir(filepath.Join(root, filepath.FromSlash(r.URL.File))) != dir {
+						t.Errorf("%s is staged at %s, outside %s", name, r.URL.File, dir)
+					}
+					if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(r.URL.File))); err != nil {
 						t.Errorf("at submission: %v", err)
 					}
 					staged = append(staged, name)
@@ -120,7 +123,9 @@ func TestDeployRemovesStagingOnFailure(t *testing.T) {
 					t.Errorf("err %q does not mention %q", err, m)
 				}
 			}
-			if len(staged) != 5 { // appmaster, job, config.yaml, core-site.xml, internal-secret
+			// appmaster, job, config.yaml, core-site.xml, and the
+			// internal keystore and truststore.
+			if len(staged) != 6 {
 				t.Errorf("staged at submission: %v", staged)
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, iofs.ErrNotExist) {

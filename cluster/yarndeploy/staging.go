@@ -44,8 +44,13 @@ type staging struct {
 	dir   *url.URL
 	files map[string]yarn.LocalResource // link name → resource
 	// security are the link names of the Kerberos files (keytab,
-	// krb5.conf) every container gets.
+	// krb5.conf) and the internal secret or truststore every container
+	// gets.
 	security []string
+	// amLinks and tmLinks map link names to staged files that the
+	// ApplicationMaster and the TaskManagers get differently (each kind
+	// its own internal keystore under one link name).
+	amLinks, tmLinks map[string]string
 }
 
 func (s *staging) close() { s.fs.Close() }
@@ -64,11 +69,21 @@ func (s *staging) pick(names ...string) map[string]yarn.LocalResource {
 }
 
 func (s *staging) appMasterFiles() map[string]yarn.LocalResource {
-	return s.pick(append([]string{yarnam.FileAppMaster, yarnam.FileConfig, yarnam.FileHadoopConf, yarnam.FileJob}, s.security...)...)
+	return s.linked(s.pick(append([]string{yarnam.FileAppMaster, yarnam.FileConfig, yarnam.FileHadoopConf, yarnam.FileJob}, s.security...)...), s.amLinks)
 }
 
 func (s *staging) taskManagerFiles() map[string]yarn.LocalResource {
-	return s.pick(append([]string{yarnam.FileTaskManager, yarnam.FileConfig, yarnam.FileHadoopConf}, s.security...)...)
+	return s.linked(s.pick(append([]string{yarnam.FileTaskManager, yarnam.FileConfig, yarnam.FileHadoopConf}, s.security...)...), s.tmLinks)
+}
+
+// linked adds the staged files of links to out under their link names.
+func (s *staging) linked(out map[string]yarn.LocalResource, links map[string]string) map[string]yarn.LocalResource {
+	for link, name := range links {
+		if r, ok := s.files[name]; ok {
+			out[link] = r
+		}
+	}
+	return out
 }
 
 // StagingDir is the application's staging directory:
@@ -196,7 +211,7 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 			return fail(err)
 		}
 	}
-	cfg, err := configYAML(withInternalSecurity(d.opts.Conf))
+	cfg, err := configYAML(withInternalSecurity(d.opts.Conf, internalTLSMode(d.opts.Conf)))
 	if err != nil {
 		return fail(err)
 	}
@@ -213,7 +228,7 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 	if err := d.stageKerberos(st); err != nil {
 		return fail(err)
 	}
-	if err := d.stageInternalSecret(st); err != nil {
+	if err := d.stageInternalSecurity(st, id); err != nil {
 		return fail(err)
 	}
 	d.log.Info("yarndeploy: staged", "dir", dir.String(), "files", len(st.files), "took", time.Since(began))
