@@ -292,9 +292,9 @@ var rules = table{
 			testMod: []string{"cluster/clusterpb", "cluster/rpcauth", "conf", "fs", "internal/runtime/checkpoint/storage", "security/tlsconf"},
 			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "google.golang.org/grpc"}},
 		{pkgs: "cluster/yarntest", why: "end-to-end tests on a real mini YARN/HDFS and Kafka (tests only)",
-			testMod: []string{"fs", "hadoop", "hdfs", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
-				"security/kerberos", "yarn"},
-			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm"}},
+			testMod: []string{"cluster/clusterpb", "fs", "hadoop", "hdfs", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
+				"security/kerberos", "security/tlsconf", "yarn"},
+			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
 
 		// Processes.
 		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools, the Beam job server",

@@ -1,0 +1,209 @@
+//go:build integration
+
+package yarntest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/hadoop"
+	"github.com/sluice/sluice/internal/testwait"
+	"github.com/sluice/sluice/security/tlsconf"
+)
+
+// TestInternalMutualTLSByDefault: an application submitted with nothing
+// configured has internal mutual TLS with its own CA. A job runs exactly
+// once over it (its keyBy exchange between two TaskManager containers),
+// while a client built from cluster/clusterpb without the application's
+// certificate (plaintext, TLS without a certificate, or a certificate of
+// another CA) can neither register a TaskManager with the
+// ApplicationMaster's RPC port nor fetch the job binary from it, nor
+// cancel the job on a TaskManager. The control: the application's own
+// TaskManager keystore, read from its staging directory, fetches the
+// binary from the same port.
+func TestInternalMutualTLSByDefault(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := r.hdfs + "/out"
+	const n, keys = 20000, 4
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-tls"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	p, appID, _, rc, job := r.deploy(t, ctx, args...)
+	if !strings.Contains(p.out.String(), "mutual TLS with a CA and certificates generated for "+appID) {
+		t.Errorf("the CLI does not say it generated the application's certificates:\n%s", p.out.String())
+	}
+
+	// The ApplicationMaster's RPC endpoint, from its log.
+	reRPC := regexp.MustCompile(`registered with the ResourceManager.* host=(\S+) .*rpc_port=(\d+)`)
+	var amRPC string
+	testwait.Eventually(t, time.Minute, "the ApplicationMaster's RPC port in its log", func() bool {
+		for _, f := range containerLogs(t, r.c, appID, "appmaster.err") {
+			b, _ := os.ReadFile(f)
+			if m := reRPC.FindSubmatch(b); m != nil {
+				amRPC = net.JoinHostPort(string(m[1]), string(m[2]))
+				if !bytes.Contains(b, []byte("authentication=\"mutual TLS")) {
+					t.Errorf("the ApplicationMaster does not authenticate with mutual TLS:\n%s", grepLine(string(b), "authentication="))
+				}
+				return true
+			}
+		}
+		return false
+	})
+	tms, err := rc.TaskManagers(ctx)
+	if err != nil || len(tms) == 0 {
+		t.Fatalf("GET /taskmanagers: %v, %d", err, len(tms))
+	}
+
+	bin, err := os.ReadFile(bins.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(bin)
+	digest := hex.EncodeToString(sum[:])
+	dial := func(addr string, opts []grpc.DialOption) *grpc.ClientConn {
+		cc, err := grpc.NewClient(addr, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	register := func(cc *grpc.ClientConn) error {
+		s, err := clusterpb.NewResourceManagerClient(cc).Connect(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.Send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
+			TaskManagerId: "impostor", Address: "127.0.0.1:1", Hostname: "impostor", Slots: 4, ResourceId: "impostor"}}}); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+	fetch := func(cc *grpc.ClientConn) ([]byte, error) {
+		s, err := clusterpb.NewBlobsClient(cc).Get(ctx, &clusterpb.BlobRequest{Sha256: digest})
+		if err != nil {
+			return nil, err
+		}
+		var got bytes.Buffer
+		for {
+			ch, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return got.Bytes(), nil
+			}
+			if err != nil {
+				return got.Bytes(), err
+			}
+			got.Write(ch.GetData())
+		}
+	}
+
+	// The application's own TaskManager keystore and CA, from its
+	// staging directory (the test runs as the application's user).
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := path.Join("/user", user, ".sluice", appID)
+	readHDFS := func(name string) []byte {
+		f, err := r.fs.Open(path.Join(staging, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if fi, err := r.fs.Stat(path.Join(staging, "internal-keystore-taskmanager.pem")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the staged TaskManager keystore: %v, %v; want mode 0600", err, fi)
+	}
+	ks := readHDFS("internal-keystore-taskmanager.pem")
+	appCert, err := tls.X509KeyPair(ks, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlsconf.NewCA("another application", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oks, err := other.Issue("impostor", nil, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, err := tls.X509KeyPair(oks, oks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert := func(c *tls.Certificate) []grpc.DialOption {
+		cfg := &tls.Config{InsecureSkipVerify: true}
+		if c != nil {
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return c, nil }
+		}
+		return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg))}
+	}
+	control := func(when string) {
+		t.Helper()
+		if got, err := fetch(dial(amRPC, withCert(&appCert))); err != nil || !bytes.Equal(got, bin) {
+			t.Fatalf("%s, the application's own certificate fetched %d bytes from %s: %v; want the job binary", when, len(got), amRPC, err)
+		}
+	}
+	control("before the attacks")
+	for _, a := range []struct {
+		name string
+		opts []grpc.DialOption
+	}{
+		{"plaintext", []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}},
+		{"TLS without a certificate", withCert(nil)},
+		{"TLS with a certificate of another CA", withCert(&otherCert)},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			am := dial(amRPC, a.opts)
+			if err := register(am); err == nil {
+				t.Error("registered a TaskManager with the ApplicationMaster")
+			} else {
+				t.Logf("register: %v", err)
+			}
+			if got, err := fetch(am); err == nil || len(got) > 0 {
+				t.Errorf("fetched %d bytes of the job binary from the ApplicationMaster (%v)", len(got), err)
+			}
+			for _, tm := range tms {
+				if _, err := clusterpb.NewTaskManagerClient(dial(tm.Path, a.opts)).CancelJob(ctx,
+					&clusterpb.CancelJobRequest{JobId: job, UpToAttempt: -1}); err == nil {
+					t.Errorf("cancelled the job on TaskManager %s", tm.Path)
+				}
+			}
+		})
+	}
+	control("after the attacks")
+	if got, err := rc.TaskManagers(ctx); err != nil || len(got) != len(tms) {
+		t.Errorf("TaskManagers after the attacks: %d (%v), want %d", len(got), err, len(tms))
+	}
+
+	succeeded(t, p, appID)
+	checkExactlyOnce(t, r.fs, out, n, keys)
+	r.stagingGone(t, appID)
+}
