@@ -79,8 +79,9 @@ var (
 			"a cluster must read the same secret: a standalone JobManager or TaskManager creates the file (mode 0600 "+
 			"in a 0700 directory) if it does not exist; copy it to the other hosts of the cluster. It must not be "+
 			"readable by other users. The secret authenticates peers but does not encrypt: on an untrusted network "+
-			"enable security.ssl.internal.enabled. On YARN the client generates a secret per application and ships it "+
-			"as a private local resource, and this option is ignored.").
+			"enable security.ssl.internal.enabled. On YARN, where internal mutual TLS is on by default, this option is "+
+			"ignored: with security.ssl.internal.enabled false the client generates a secret per application and ships "+
+			"it as a private local resource.").
 		WithDefaultDoc("(none): ~/.sluice/" + InternalSecretFileName)
 )
 
@@ -137,8 +138,9 @@ var (
 			"task deployment, workers' sessions and their data exchange) uses mutual TLS: each peer presents "+
 			"security.ssl.internal.keystore and accepts only certificates signed by a CA of "+
 			"security.ssl.internal.truststore (host names are not checked, as in Flink's internal SSL). "+
-			"security.internal.secret-file is then not used. On YARN it is on by default with certificates the "+
-			"client generates per application.")
+			"security.internal.secret-file is then not used. On YARN it is on by default: unless "+
+			"security.ssl.internal.keystore names a keystore on every node, the client generates a CA and certificates for "+
+			"each application and ships them as private local resources (mode 600); the CA's key is never written.")
 
 	// SSLInternalKeystore is a process's certificate and key for internal
 	// connections.
