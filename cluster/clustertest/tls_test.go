@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -212,6 +214,36 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 	if got := c.runningJob(t); got.ID != job.ID {
 		t.Errorf("the running job is %s after the refused cancellations, want %s", got.ID, job.ID)
 	}
+
+	// The workers' data endpoints (the keyBy exchange) demand a
+	// certificate of the cluster's CA too: a TLS handshake without one,
+	// or with another CA's, is refused, and the cluster's is accepted.
+	nodeCert, err := tls.LoadX509KeyPair(mine.kss["tool"], mine.kss["tool"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dataPorts []string
+	for _, pid := range c.workerPids() {
+		for _, port := range listeningPorts(pid) {
+			dataPorts = append(dataPorts, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		}
+	}
+	if len(dataPorts) < 2 {
+		t.Fatalf("the job's workers listen on %v, want a data endpoint each", dataPorts)
+	}
+	t.Logf("the workers' data endpoints: %v", dataPorts)
+	for _, addr := range dataPorts {
+		for _, h := range []struct {
+			name string
+			cert *tls.Certificate
+			ok   bool
+		}{{"no certificate", nil, false}, {"another CA's", &otherCert, false}, {"the cluster's", &nodeCert, true}} {
+			err := tlsHandshake(addr, h.cert)
+			if h.ok != (err == nil) {
+				t.Errorf("worker data endpoint %s, a client with %s certificate: %v, want ok=%v", addr, h.name, err, h.ok)
+			}
+		}
+	}
 	if b, err := c.get("/taskmanagers"); err != nil || json.Unmarshal(b, &tms) != nil || len(tms.TaskManagers) != 2 {
 		t.Errorf("GET /taskmanagers after the attacks: %v %s; want the cluster's 2", err, b)
 	}
@@ -412,4 +444,55 @@ func TestRESTOverMutualTLS(t *testing.T) {
 // otherwise send no certificate the server's CAs did not sign).
 func always(cert tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 	return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+}
+
+// tlsHandshake completes a TLS handshake with addr, presenting cert (none
+// if nil) and trusting any server, and reads: a server requiring another
+// certificate fails it (with TLS 1.3, at the first read).
+func tlsHandshake(addr string, cert *tls.Certificate) error {
+	cfg := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}
+	if cert != nil {
+		cfg.GetClientCertificate = always(*cert)
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// An HTTP/2 client preface; the server answers with its SETTINGS.
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		return err
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	return err
+}
+
+// listeningPorts are the TCP ports process pid listens on, from its
+// sockets' inodes in /proc/<pid>/fd and /proc/net/tcp{,6}.
+func listeningPorts(pid int) []int {
+	inodes := map[string]bool{}
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var ports []int
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... inode (the 10th field).
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+				continue
+			}
+			if i := strings.LastIndexByte(f[1], ':'); i >= 0 {
+				if p, err := strconv.ParseUint(f[1][i+1:], 16, 16); err == nil {
+					ports = append(ports, int(p))
+				}
+			}
+		}
+	}
+	return ports
 }
