@@ -57,7 +57,21 @@ type FileSystem interface {
 	// MkdirAll creates the directory path and any missing parents; it is
 	// not an error if the directory exists.
 	MkdirAll(path string) error
+	// MkdirAllPrivate is MkdirAll for a directory only its owner may list
+	// or enter (what HA data and staged job binaries need): the
+	// directories it creates get mode 0700, and path itself, if it
+	// existed, is set to 0700. Parents that existed are left as they are.
+	MkdirAllPrivate(path string) error
+	// CreatePrivate is Create for a file only its owner may read or write:
+	// it is created with mode 0600.
+	CreatePrivate(path string) (File, error)
 }
+
+// Modes of what MkdirAllPrivate and CreatePrivate create.
+const (
+	PrivateDirMode  iofs.FileMode = 0o700
+	PrivateFileMode iofs.FileMode = 0o600
+)
 
 // File is a file open for writing.
 type File interface {

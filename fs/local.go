@@ -16,8 +16,13 @@ type Local struct{}
 var _ FileSystem = Local{}
 
 // Create implements FileSystem.
-func (Local) Create(path string) (File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func (Local) Create(path string) (File, error) { return create(path, 0o644) }
+
+// CreatePrivate implements FileSystem.
+func (Local) CreatePrivate(path string) (File, error) { return create(path, PrivateFileMode) }
+
+func create(path string, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -109,3 +114,13 @@ func (Local) RemoveAll(path string) error { return os.RemoveAll(path) }
 
 // MkdirAll implements FileSystem.
 func (Local) MkdirAll(path string) error { return os.MkdirAll(path, 0o755) }
+
+// MkdirAllPrivate implements FileSystem. The umask cannot widen 0700, and
+// the directory's mode is set after it is made, so an existing one is
+// narrowed too.
+func (Local) MkdirAllPrivate(path string) error {
+	if err := os.MkdirAll(path, PrivateDirMode); err != nil {
+		return err
+	}
+	return os.Chmod(path, PrivateDirMode)
+}

@@ -120,7 +120,28 @@ func (f *FileSystem) Create(p string) (fs.File, error) {
 	if err != nil {
 		return nil, f.translate("create", p, err)
 	}
-	return &file{w: w, path: p, user: f.opts.User, retries: f.opts.CloseRetries, backoff: f.opts.CloseBackoff}, nil
+	return f.newFile(w, p), nil
+}
+
+// CreatePrivate implements fs.FileSystem: Create with permission 0600 from
+// the start (the NameNode's umask cannot widen it).
+func (f *FileSystem) CreatePrivate(p string) (fs.File, error) {
+	if err := checkPath("create", p); err != nil {
+		return nil, err
+	}
+	d, err := f.client.ServerDefaults()
+	if err != nil {
+		return nil, f.translate("create", p, err)
+	}
+	w, err := f.client.CreateFile(p, d.Replication, d.BlockSize, fs.PrivateFileMode)
+	if err != nil {
+		return nil, f.translate("create", p, err)
+	}
+	return f.newFile(w, p), nil
+}
+
+func (f *FileSystem) newFile(w *colinmarc.FileWriter, p string) *file {
+	return &file{w: w, path: p, user: f.opts.User, retries: f.opts.CloseRetries, backoff: f.opts.CloseBackoff}
 }
 
 type file struct {
@@ -277,6 +298,21 @@ func (f *FileSystem) MkdirAll(p string) error {
 	}
 	if err := f.client.MkdirAll(p, 0o755); err != nil {
 		return f.translate("mkdir", p, err)
+	}
+	return nil
+}
+
+// MkdirAllPrivate implements fs.FileSystem: the directories it makes get
+// permission 0700, and p is set to 0700 whether it was made or existed.
+func (f *FileSystem) MkdirAllPrivate(p string) error {
+	if err := checkPath("mkdir", p); err != nil {
+		return err
+	}
+	if err := f.client.MkdirAll(p, fs.PrivateDirMode); err != nil {
+		return f.translate("mkdir", p, err)
+	}
+	if err := f.client.Chmod(p, fs.PrivateDirMode); err != nil {
+		return f.translate("chmod", p, err)
 	}
 	return nil
 }

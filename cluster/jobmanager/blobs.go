@@ -22,7 +22,8 @@ type blob struct {
 }
 
 // blobStore keeps job binaries by their SHA-256 in a directory of a
-// filesystem (the HA storage directory, so a new JobManager finds them).
+// filesystem (the HA storage directory, so a new JobManager finds them),
+// private to the JobManager's user (0700, the binaries 0600).
 type blobStore struct {
 	fs  fs.FileSystem
 	dir string
@@ -55,14 +56,14 @@ func (b *blobStore) put(src string) (blob, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return blob{}, err
 	}
-	if err := b.fs.MkdirAll(b.dir); err != nil {
+	if err := b.fs.MkdirAllPrivate(b.dir); err != nil {
 		return blob{}, fmt.Errorf("jobmanager: blob directory %s: %w", b.dir, err)
 	}
 	tmp := b.path(bl.sha256) + ".tmp"
-	w, err := b.fs.Create(tmp)
+	w, err := b.fs.CreatePrivate(tmp)
 	if err != nil && errors.Is(err, os.ErrExist) {
 		b.fs.Remove(tmp)
-		w, err = b.fs.Create(tmp)
+		w, err = b.fs.CreatePrivate(tmp)
 	}
 	if err != nil {
 		return blob{}, fmt.Errorf("jobmanager: storing the job binary: %w", err)

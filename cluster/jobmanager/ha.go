@@ -34,7 +34,9 @@ type jobRecord struct {
 // haStore keeps job graphs, records and binaries under
 // high-availability.storageDir/<cluster-id>/ (FILESYSTEM HA); with HA off
 // it keeps nothing but the binaries, in the JobManager's working
-// directory.
+// directory. A record holds the job's -D values and program arguments,
+// which may be credentials: the cluster's directory and everything below
+// it are private to the JobManager's user (directories 0700, files 0600).
 type haStore struct {
 	fs      fs.FileSystem
 	dir     string // "" when HA is off
@@ -50,7 +52,7 @@ func (h *haStore) jobDir(id string) string { return path.Join(h.dir, "jobs", id)
 func (h *haStore) writeFile(p string, data []byte) error {
 	tmp := p + ".tmp"
 	h.fs.Remove(tmp)
-	w, err := h.fs.Create(tmp)
+	w, err := h.fs.CreatePrivate(tmp)
 	if err != nil {
 		return err
 	}
@@ -73,8 +75,12 @@ func (h *haStore) put(rec *jobRecord, graphJSON []byte) error {
 		return nil
 	}
 	d := h.jobDir(rec.ID)
-	if err := h.fs.MkdirAll(d); err != nil {
-		return fmt.Errorf("jobmanager: HA store %s: %w", d, err)
+	// The cluster's directory and jobs/ are narrowed too, should an
+	// earlier version have made them wider.
+	for _, p := range []string{h.dir, path.Dir(d), d} {
+		if err := h.fs.MkdirAllPrivate(p); err != nil {
+			return fmt.Errorf("jobmanager: HA store %s: %w", p, err)
+		}
 	}
 	if err := h.writeFile(path.Join(d, "graph.json"), graphJSON); err != nil {
 		return fmt.Errorf("jobmanager: HA store: writing the job graph of %s: %w", rec.ID, err)

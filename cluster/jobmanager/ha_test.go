@@ -3,8 +3,12 @@ package jobmanager
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
 	"testing"
 
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/fs/memfs"
 )
 
@@ -64,5 +68,75 @@ func TestHAStoreSurvivesDeathAtAnyRename(t *testing.T) {
 	h.remove(rec.ID)
 	if recs, _, err := newHAStore(m).load(); err != nil || len(recs) != 0 {
 		t.Errorf("after remove: %d jobs, %v", len(recs), err)
+	}
+}
+
+// TestHAStoreIsPrivate: the HA store holds -D values and program arguments
+// (credentials, often), and the job binaries: on the local filesystem and
+// on memfs, every directory the store and the blob store make below the
+// cluster's directory is 0700 and every file 0600, and a cluster directory
+// an earlier version left 0755 is narrowed.
+func TestHAStoreIsPrivate(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "job")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		fsys fs.FileSystem
+		root string
+	}{
+		{"local", fs.Local{}, t.TempDir()},
+		{"memfs", memfs.New(), "/ha"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := path.Join(tc.root, "default")
+			if err := tc.fsys.MkdirAll(dir); err != nil { // as an earlier version made it
+				t.Fatal(err)
+			}
+			h := &haStore{fs: tc.fsys, dir: dir, log: slog.New(slog.DiscardHandler), records: map[string]*jobRecord{}}
+			rec := &jobRecord{ID: "0123456789abcdef0123456789abcdef", Name: "job", Args: []string{"--password", "s3cret"},
+				Dynamic: map[string]string{"properties.sasl.jaas.config": "password=s3cret"}}
+			if err := h.put(rec, []byte(`{"nodes":[]}`)); err != nil {
+				t.Fatal(err)
+			}
+			h.checkpointCompleted(rec.ID, "/ckpt/chk-1")
+			b := &blobStore{fs: tc.fsys, dir: dir + "/blobs"}
+			if _, err := b.put(bin); err != nil {
+				t.Fatal(err)
+			}
+			var walk func(p string)
+			seen := map[string]bool{}
+			walk = func(p string) {
+				fi, err := tc.fsys.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fs.PrivateFileMode
+				if fi.IsDir() {
+					want = fs.PrivateDirMode
+				}
+				seen[fi.Name()] = true
+				if fi.Mode().Perm() != want {
+					t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
+				}
+				if !fi.IsDir() {
+					return
+				}
+				entries, err := tc.fsys.ReadDir(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range entries {
+					walk(path.Join(p, e.Name()))
+				}
+			}
+			walk(dir)
+			for _, n := range []string{"jobs", rec.ID, "job.json", "graph.json", checkpointFile, "blobs"} {
+				if !seen[n] {
+					t.Errorf("the store holds no %s", n)
+				}
+			}
+		})
 	}
 }

@@ -35,7 +35,7 @@ type blobCache struct {
 }
 
 func newBlobCache(dir string, dial func(string) (*grpc.ClientConn, error)) (*blobCache, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := privateDir(dir); err != nil {
 		return nil, fmt.Errorf("taskmanager: blob cache: %w", err)
 	}
 	b := &blobCache{dir: dir, dial: dial}

@@ -193,10 +193,18 @@ func New(cfg Config) (*TaskManager, error) {
 	}
 	tm.logDir = cmp.Or(cfg.LogDir, filepath.Join(workDir, "log"))
 	tm.workersDir = filepath.Join(workDir, "workers")
-	for _, d := range []string{workDir, tm.logDir, tm.workersDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// Worker directories hold the deployment files (a job's -D values and
+	// arguments), the blob cache the job binaries: both private to the
+	// TaskManager's user, narrowed if an earlier version made them wider.
+	// A configured working directory made here is private too; one that
+	// exists is left as it is.
+	for _, d := range []string{workDir, tm.logDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("taskmanager: %w", err)
 		}
+	}
+	if err := privateDir(tm.workersDir); err != nil {
+		return nil, err
 	}
 	dial := func(addr string) (*grpc.ClientConn, error) { return grpc.NewClient(addr, cfg.DialOptions...) }
 	if tm.blobs, err = newBlobCache(filepath.Join(workDir, "blobs"), dial); err != nil {
@@ -738,7 +746,7 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 		return nil, abort(withCode(codes.Unavailable, err))
 	}
 	dir := filepath.Join(tm.workersDir, req.GetJobId(), strconv.Itoa(int(req.GetAttempt())), req.GetWorkerId())
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, abort(withCode(codes.Internal, fmt.Errorf("taskmanager: worker directory: %w", err)))
 	}
 	deploymentPath := filepath.Join(dir, "deployment.json")

@@ -142,6 +142,15 @@ func TestSubmitAndCancel(t *testing.T) {
 	if string(rec.Deployment) == "" || filepath.Dir(path) != rec.Dir {
 		t.Errorf("worker ran in %s with deployment %s", rec.Dir, path)
 	}
+	// The worker directories and the blob cache are the TaskManager's
+	// user's alone, even in a working directory others may enter.
+	for _, d := range []string{filepath.Join(workDir, "workers"), filepath.Join(workDir, "workers", "job1"), rec.Dir, filepath.Join(workDir, "blobs")} {
+		if fi, err := os.Stat(d); err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s has mode %v, want 0700", d, fi.Mode().Perm())
+		}
+	}
 	// The binary is cached by digest, executable.
 	fi, err := os.Stat(filepath.Join(workDir, "blobs", fakeJob.sha256))
 	if err != nil || fi.Mode().Perm() != 0o755 {

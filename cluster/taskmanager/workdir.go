@@ -93,3 +93,15 @@ func removeStaleWorkDirs(tmp string, log *slog.Logger) {
 		log.Info("removed the working directory of an ended TaskManager", "dir", d)
 	}
 }
+
+// privateDir makes dir and its missing parents with mode 0700, and sets
+// dir's own mode to 0700 if it existed.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("taskmanager: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("taskmanager: %w", err)
+	}
+	return nil
+}

@@ -38,6 +38,12 @@ func (l localStaging) ReadDir(path string) ([]iofs.FileInfo, error) {
 }
 func (l localStaging) RemoveAll(path string) error { return l.Local.RemoveAll(l.p(path)) }
 func (l localStaging) MkdirAll(path string) error  { return l.Local.MkdirAll(l.p(path)) }
+func (l localStaging) MkdirAllPrivate(path string) error {
+	return l.Local.MkdirAllPrivate(l.p(path))
+}
+func (l localStaging) CreatePrivate(path string) (fs.File, error) {
+	return l.Local.CreatePrivate(l.p(path))
+}
 func (l localStaging) Mkdir(path string, perm iofs.FileMode) error {
 	return os.Mkdir(l.p(path), perm)
 }

@@ -29,6 +29,7 @@ func Run(t *testing.T, fsys fs.FileSystem, root string) {
 		{"CreateOpenStat", testCreateOpenStat},
 		{"CreateErrors", testCreateErrors},
 		{"MkdirAll", testMkdirAll},
+		{"Private", testPrivate},
 		{"RenameFile", testRenameFile},
 		{"RenameNeverReplaces", testRenameNeverReplaces},
 		{"RenameDirectory", testRenameDirectory},
@@ -176,6 +177,69 @@ func testMkdirAll(t *testing.T, c checker) {
 	c.write(c.p("file"), "x")
 	err := c.fs.MkdirAll(c.p("file", "d"))
 	c.wantErr("MkdirAll under a file", err, nil, c.p("file"))
+}
+
+// testPrivate checks the modes of what MkdirAllPrivate and CreatePrivate
+// make: 0700 directories (new ones, and an existing one narrowed), 0600
+// files, while Create and MkdirAll keep their wider modes.
+func testPrivate(t *testing.T, c checker) {
+	mode := func(p string) iofs.FileMode {
+		t.Helper()
+		fi, err := c.fs.Stat(p)
+		if err != nil {
+			t.Fatalf("Stat(%s): %v", p, err)
+		}
+		return fi.Mode().Perm()
+	}
+	d := c.p("a", "b")
+	for range 2 { // the second call finds it existing
+		if err := c.fs.MkdirAllPrivate(d); err != nil {
+			t.Fatalf("MkdirAllPrivate(%s): %v", d, err)
+		}
+	}
+	for _, q := range []string{c.p("a"), d} {
+		if m := mode(q); m != fs.PrivateDirMode {
+			t.Errorf("MkdirAllPrivate made %s with mode %v, want %v", q, m, fs.PrivateDirMode)
+		}
+	}
+	wide := c.p("wide")
+	if err := c.fs.MkdirAll(wide); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(wide); m&0o077 == 0 {
+		t.Fatalf("MkdirAll made %s with mode %v: the test needs a wider one", wide, m)
+	}
+	if err := c.fs.MkdirAllPrivate(wide); err != nil {
+		t.Fatalf("MkdirAllPrivate(%s) of an existing directory: %v", wide, err)
+	}
+	if m := mode(wide); m != fs.PrivateDirMode {
+		t.Errorf("MkdirAllPrivate left the existing %s with mode %v, want %v", wide, m, fs.PrivateDirMode)
+	}
+
+	f := c.p("a", "b", "secret")
+	w, err := c.fs.CreatePrivate(f)
+	if err != nil {
+		t.Fatalf("CreatePrivate(%s): %v", f, err)
+	}
+	if m := mode(f); m != fs.PrivateFileMode {
+		t.Errorf("CreatePrivate made %s with mode %v before a byte was written, want %v", f, m, fs.PrivateFileMode)
+	}
+	if _, err := w.Write([]byte("s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.content(f); got != "s3cret" {
+		t.Errorf("%s holds %q", f, got)
+	}
+	if m := mode(f); m != fs.PrivateFileMode {
+		t.Errorf("%s has mode %v once closed, want %v", f, m, fs.PrivateFileMode)
+	}
+	_, err = c.fs.CreatePrivate(f)
+	c.wantErr("CreatePrivate of an existing file", err, iofs.ErrExist, f)
+	_, err = c.fs.CreatePrivate(c.p("no", "f"))
+	c.wantErr("CreatePrivate without parent", err, iofs.ErrNotExist, c.p("no", "f"))
 }
 
 func testRenameFile(t *testing.T, c checker) {

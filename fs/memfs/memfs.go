@@ -10,7 +10,10 @@
 // directory; written bytes are visible to Open and Stat at once (as on a
 // real filesystem, a file being written is visible with what it holds so
 // far); Rename is atomic, moves whole directories and never replaces dst.
-// There are no permissions, links or modification times.
+// Modes are recorded but not enforced: Create makes files 0644,
+// CreatePrivate 0600, MkdirAll directories 0755, MkdirAllPrivate 0700 (and
+// narrows an existing directory to 0700), and Stat reports them. There
+// are no owners, links or modification times.
 package memfs
 
 import (
@@ -96,6 +99,7 @@ type FS struct {
 
 type node struct {
 	dir  bool
+	perm iofs.FileMode
 	data []byte
 }
 
@@ -104,7 +108,7 @@ var _ fs.FileSystem = (*FS)(nil)
 // New returns an empty filesystem holding only the root directory "/".
 func New() *FS {
 	m := &FS{}
-	m.mu.nodes = map[string]*node{"/": {dir: true}}
+	m.mu.nodes = map[string]*node{"/": {dir: true, perm: 0o755}}
 	m.mu.calls = make(map[Op]int)
 	return m
 }
@@ -156,7 +160,12 @@ func (m *FS) parentDirLocked(op, p string) error {
 }
 
 // Create implements fs.FileSystem.
-func (m *FS) Create(name string) (fs.File, error) {
+func (m *FS) Create(name string) (fs.File, error) { return m.create(name, 0o644) }
+
+// CreatePrivate implements fs.FileSystem.
+func (m *FS) CreatePrivate(name string) (fs.File, error) { return m.create(name, fs.PrivateFileMode) }
+
+func (m *FS) create(name string, perm iofs.FileMode) (fs.File, error) {
 	p, err := clean("open", name)
 	if err != nil {
 		return nil, err
@@ -172,7 +181,7 @@ func (m *FS) Create(name string) (fs.File, error) {
 	if _, ok := m.mu.nodes[p]; ok {
 		return nil, &iofs.PathError{Op: "open", Path: p, Err: syscall.EEXIST}
 	}
-	n := &node{}
+	n := &node{perm: perm}
 	m.mu.nodes[p] = n
 	return &file{m: m, path: p, n: n}, nil
 }
@@ -391,7 +400,14 @@ func (m *FS) RemoveAll(name string) error {
 }
 
 // MkdirAll implements fs.FileSystem.
-func (m *FS) MkdirAll(name string) error {
+func (m *FS) MkdirAll(name string) error { return m.mkdirAll(name, 0o755, false) }
+
+// MkdirAllPrivate implements fs.FileSystem.
+func (m *FS) MkdirAllPrivate(name string) error { return m.mkdirAll(name, fs.PrivateDirMode, true) }
+
+// mkdirAll makes the missing directories of name with perm, and sets name's
+// own to perm if narrow.
+func (m *FS) mkdirAll(name string, perm iofs.FileMode, narrow bool) error {
 	p, err := clean("mkdir", name)
 	if err != nil {
 		return err
@@ -414,7 +430,10 @@ func (m *FS) MkdirAll(name string) error {
 		missing = append(missing, q)
 	}
 	for _, q := range missing {
-		m.mu.nodes[q] = &node{dir: true}
+		m.mu.nodes[q] = &node{dir: true, perm: perm}
+	}
+	if narrow {
+		m.mu.nodes[p].perm = perm
 	}
 	return nil
 }
@@ -450,7 +469,7 @@ func (m *FS) WriteFile(name string, data []byte) error {
 	if n, ok := m.mu.nodes[p]; ok && n.dir {
 		return &iofs.PathError{Op: "open", Path: p, Err: syscall.EISDIR}
 	}
-	m.mu.nodes[p] = &node{data: bytes.Clone(data)}
+	m.mu.nodes[p] = &node{perm: 0o644, data: bytes.Clone(data)}
 	return nil
 }
 
@@ -480,19 +499,20 @@ type fileInfo struct {
 	name string
 	size int64
 	dir  bool
+	perm iofs.FileMode
 }
 
 func info(p string, n *node) fileInfo {
-	return fileInfo{name: path.Base(p), size: int64(len(n.data)), dir: n.dir}
+	return fileInfo{name: path.Base(p), size: int64(len(n.data)), dir: n.dir, perm: n.perm}
 }
 
 func (i fileInfo) Name() string { return i.name }
 func (i fileInfo) Size() int64  { return i.size }
 func (i fileInfo) Mode() iofs.FileMode {
 	if i.dir {
-		return iofs.ModeDir | 0o755
+		return iofs.ModeDir | i.perm
 	}
-	return 0o644
+	return i.perm
 }
 func (i fileInfo) ModTime() time.Time { return time.Time{} }
 func (i fileInfo) IsDir() bool        { return i.dir }
