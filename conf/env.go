@@ -23,7 +23,8 @@ const (
 	// over the job's configuration (the CLI's -D and the settings its flags
 	// stand for).
 	EnvDynamicProperties = "SLUICE_DYNAMIC_PROPERTIES"
-	// EnvWorkerDeployment names the deployment file of a worker.
+	// EnvWorkerDeployment names the deployment file of a worker, or is "-":
+	// the deployment comes on standard input (as a TaskManager hands it).
 	EnvWorkerDeployment = "SLUICE_WORKER_DEPLOYMENT"
 	// EnvSubmittedOut names the file a job binary run by `sluice run`
 	// writes a job's ID to once it has started (local) or submitted

@@ -1,6 +1,8 @@
-// Package deployment is the file a TaskManager hands the worker it starts
-// (named by SLUICE_WORKER_DEPLOYMENT): written by cluster/taskmanager, read
-// by cluster/worker inside the job binary.
+// Package deployment is what a TaskManager hands the worker it starts:
+// written by cluster/taskmanager, read by cluster/worker inside the job
+// binary. SLUICE_WORKER_DEPLOYMENT names a file holding it, or is [Stdin]:
+// the TaskManager writes it to the worker's standard input, so the job's
+// -D values and environment (credentials, often) are never on disk.
 package deployment
 
 import (
@@ -126,13 +128,22 @@ func ParseWorkerDeployment(data []byte) (*WorkerDeployment, error) {
 	return &d, nil
 }
 
-// ReadWorkerDeployment reads the deployment file at path.
+// Stdin, as the deployment's path, is the process's standard input.
+const Stdin = "-"
+
+// ReadWorkerDeployment reads the deployment file at path, or standard
+// input for [Stdin] (to its end).
 func ReadWorkerDeployment(path string) (*WorkerDeployment, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("taskmanager: worker deployment file: %w", err)
+	var f io.ReadCloser = os.Stdin
+	if path != Stdin {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("taskmanager: worker deployment file: %w", err)
+		}
+		defer f.Close()
+	} else {
+		path = "standard input"
 	}
-	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDeploymentSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("taskmanager: worker deployment file %s: %w", path, err)
@@ -147,18 +158,27 @@ func ReadWorkerDeployment(path string) (*WorkerDeployment, error) {
 	return d, nil
 }
 
+// EncodeWorkerDeployment is d as ReadWorkerDeployment reads it.
+func EncodeWorkerDeployment(d *WorkerDeployment) ([]byte, error) {
+	data, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("taskmanager: encode worker deployment: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
 // WriteWorkerDeployment writes d to path atomically (a temporary file
 // renamed into place), readable by the owner only.
 func WriteWorkerDeployment(path string, d *WorkerDeployment) error {
-	data, err := json.MarshalIndent(d, "", "  ")
+	data, err := EncodeWorkerDeployment(d)
 	if err != nil {
-		return fmt.Errorf("taskmanager: encode worker deployment: %w", err)
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".deployment-*")
 	if err != nil {
 		return fmt.Errorf("taskmanager: write worker deployment: %w", err)
 	}
-	_, werr := tmp.Write(append(data, '\n'))
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())

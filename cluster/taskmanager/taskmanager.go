@@ -27,6 +27,7 @@
 package taskmanager
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -749,24 +750,26 @@ func (tm *TaskManager) SubmitTasks(ctx context.Context, req *clusterpb.SubmitTas
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, abort(withCode(codes.Internal, fmt.Errorf("taskmanager: worker directory: %w", err)))
 	}
-	deploymentPath := filepath.Join(dir, "deployment.json")
 	configuration := maps.Clone(req.GetConfiguration())
 	if configuration == nil {
 		configuration = map[string]string{}
 	}
 	maps.Copy(configuration, tm.cfg.WorkerConfiguration)
 	maps.Copy(configuration, tm.cfg.Security.WorkerConfiguration())
-	if err := deployment.WriteWorkerDeployment(deploymentPath, &deployment.WorkerDeployment{
+	// The deployment goes to the worker's standard input, never to disk:
+	// it holds the job's -D values and environment.
+	dep, err := deployment.EncodeWorkerDeployment(&deployment.WorkerDeployment{
 		Format: deployment.DeploymentFormat, TaskManagerID: tm.id, TaskManagerAddress: tm.addr,
 		JobID: req.GetJobId(), Attempt: req.GetAttempt(), WorkerID: req.GetWorkerId(),
 		BinarySHA256: req.GetBinarySha256(), BinarySize: req.GetBinarySize(),
 		JobMasterAddress: req.GetJobMasterAddress(), AllocationIDs: req.GetAllocationIds(),
 		Args: req.GetArgs(), Env: req.GetEnv(), Configuration: configuration,
 		DataHost: tm.host, DataPorts: tm.cfg.DataPort,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, abort(withCode(codes.Internal, err))
 	}
-	if cerr := tm.call(context.Background(), func() { err = tm.start(w, bin, dir, deploymentPath, req) }); cerr != nil {
+	if cerr := tm.call(context.Background(), func() { err = tm.start(w, bin, dir, dep, req) }); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
@@ -869,7 +872,7 @@ func (tm *TaskManager) unreserve(w *worker) {
 	}
 }
 
-func (tm *TaskManager) start(w *worker, bin, dir, deploymentPath string, r *clusterpb.SubmitTasksRequest) error {
+func (tm *TaskManager) start(w *worker, bin, dir string, dep []byte, r *clusterpb.SubmitTasksRequest) error {
 	if w.cancelled != "" {
 		tm.unreserve(w)
 		return withCode(codes.Aborted, fmt.Errorf("%w: %s", ErrWorkerStopped, w.cancelled))
@@ -897,11 +900,12 @@ func (tm *TaskManager) start(w *worker, bin, dir, deploymentPath string, r *clus
 	for _, k := range slices.Sorted(maps.Keys(r.GetEnv())) {
 		env = append(env, k+"="+r.GetEnv()[k])
 	}
-	env = append(env, conf.EnvExecutionTarget+"="+conf.BinaryModeWorker, conf.EnvWorkerDeployment+"="+deploymentPath)
+	env = append(env, conf.EnvExecutionTarget+"="+conf.BinaryModeWorker, conf.EnvWorkerDeployment+"="+deployment.Stdin)
 	var cmd *exec.Cmd
 	for attempt := 0; ; attempt++ {
 		cmd = exec.Command(bin, r.GetArgs()...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+		cmd.Stdin = bytes.NewReader(dep) // copied by exec, ended by Wait
 		cmd.SysProcAttr = workerAttr()
 		err = cmd.Start()
 		// A binary just written may be "busy" while a concurrently forked
@@ -918,7 +922,7 @@ func (tm *TaskManager) start(w *worker, bin, dir, deploymentPath string, r *clus
 	}
 	w.cmd, w.phase, w.stderr = cmd, workerRunning, stderrPath
 	w.log = w.log.With("pid", cmd.Process.Pid)
-	w.log.Info("worker started", "binary", bin, "deployment", deploymentPath, "stdout", stdoutPath, "stderr", stderrPath,
+	w.log.Info("worker started", "binary", bin, "dir", dir, "stdout", stdoutPath, "stderr", stderrPath,
 		"allocations", w.allocs)
 	tm.wg.Go(func() {
 		err := cmd.Wait()

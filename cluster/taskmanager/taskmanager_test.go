@@ -3,6 +3,7 @@ package taskmanager
 import (
 	"context"
 	"errors"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,9 +109,10 @@ func TestSubmitAndCancel(t *testing.T) {
 	allocs := activeAllocations(t, tm, "active:job1 active:job1")
 
 	out := filepath.Join(t.TempDir(), "record")
-	req := request("job1", "w0", jm.addr, allocs, out, map[string]string{"FAKEJOB_EXTRA": "x"})
+	const secret = "s3cret-of-job1"
+	req := request("job1", "w0", jm.addr, allocs, out, map[string]string{"FAKEJOB_EXTRA": "x", "KAFKA_PASSWORD": secret + "-env"})
 	req.Args = []string{"--input", "a b"}
-	req.Configuration = map[string]string{"parallelism.default": "2"}
+	req.Configuration = map[string]string{"parallelism.default": "2", "properties.sasl.jaas.config": "password=" + secret}
 	if err := submit(t, tm, req); err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +128,12 @@ func TestSubmitAndCancel(t *testing.T) {
 	if rec.Env[conf.EnvExecutionTarget] != conf.BinaryModeWorker || rec.Env["FAKEJOB_EXTRA"] != "x" {
 		t.Errorf("env %v", rec.Env)
 	}
-	// The deployment file names everything the worker needs.
-	path := rec.Env[conf.EnvWorkerDeployment]
-	d, err := deployment.ReadWorkerDeployment(path)
+	// The deployment names everything the worker needs; it comes on the
+	// worker's standard input.
+	if p := rec.Env[conf.EnvWorkerDeployment]; p != deployment.Stdin {
+		t.Errorf("%s=%q, want %q (standard input)", conf.EnvWorkerDeployment, p, deployment.Stdin)
+	}
+	d, err := deployment.ParseWorkerDeployment(rec.Deployment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +144,25 @@ func TestSubmitAndCancel(t *testing.T) {
 	if !d.Equal(&want) {
 		t.Errorf("deployment\n got %+v\nwant %+v", *d, want)
 	}
-	if string(rec.Deployment) == "" || filepath.Dir(path) != rec.Dir {
-		t.Errorf("worker ran in %s with deployment %s", rec.Dir, path)
+	if want := filepath.Join(workDir, "workers", "job1", "0", "w0"); rec.Dir != want {
+		t.Errorf("worker ran in %s, want %s", rec.Dir, want)
 	}
+	// The job's -D values and environment reached the worker, and no file
+	// of the TaskManager's holds them.
+	if !strings.Contains(string(rec.Deployment), secret) {
+		t.Errorf("the worker's deployment lacks the job's -D values: %s", rec.Deployment)
+	}
+	filepath.WalkDir(workDir, func(p string, e iofs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		if data, err := os.ReadFile(p); err != nil {
+			t.Error(err)
+		} else if strings.Contains(string(data), secret) {
+			t.Errorf("%s holds a secret of the job", p)
+		}
+		return nil
+	})
 	// The worker directories and the blob cache are the TaskManager's
 	// user's alone, even in a working directory others may enter.
 	for _, d := range []string{filepath.Join(workDir, "workers"), filepath.Join(workDir, "workers", "job1"), rec.Dir, filepath.Join(workDir, "blobs")} {

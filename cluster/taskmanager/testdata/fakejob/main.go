@@ -12,6 +12,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,7 +42,13 @@ func main() {
 	}
 	rec.Dir, _ = os.Getwd()
 	if p := os.Getenv("SLUICE_WORKER_DEPLOYMENT"); p != "" {
-		data, err := os.ReadFile(p)
+		var data []byte
+		var err error
+		if p == "-" { // the deployment on standard input
+			data, err = io.ReadAll(os.Stdin)
+		} else {
+			data, err = os.ReadFile(p)
+		}
 		if err != nil {
 			fail("read deployment: %v", err)
 		}
