@@ -1135,3 +1135,38 @@ func raceReport(log string) string {
 	}
 	return r
 }
+
+// TestSavepointWithoutDirectoryNamesTheKey: on a cluster without
+// execution.checkpointing.savepoint-dir, sluice savepoint JOB_ID without a
+// directory fails naming the key to set, for a checkpointed job and for
+// one without checkpointing, and says nothing of a local executor.
+func TestSavepointWithoutDirectoryNamesTheKey(t *testing.T) {
+	c := newCluster(t, 2)
+	for _, tc := range []struct {
+		name string
+		conf []string
+	}{
+		{"checkpointed", append([]string{"-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)},
+		{"not checkpointed", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"run", "-d", "-m", c.rest(), "-p", "1"}, tc.conf...),
+				jobBin, "-out", filepath.Join(c.dir, strings.ReplaceAll(tc.name, " ", "-")), "-n", "1000000", "-keys", "2", "-rate", "100")
+			o := c.mustSluice(args...)
+			m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
+			if m == nil {
+				t.Fatalf("no job id in the output of sluice run -d:\n%s", o)
+			}
+			job := m[1]
+			defer c.sluice("cancel", "-m", c.rest(), job)
+			testwait.Eventually(t, 30*time.Second, "the job to run", func() bool {
+				o, _ := c.sluice("list", "-r", "-m", c.rest())
+				return strings.Contains(o, job) && strings.Contains(o, "RUNNING")
+			})
+			o, err := c.sluice("savepoint", "-m", c.rest(), job)
+			if err == nil || !strings.Contains(o, "execution.checkpointing.savepoint-dir") || strings.Contains(o, "local:") {
+				t.Errorf("sluice savepoint %s without a directory: err %v, output:\n%s", job, err, o)
+			}
+		})
+	}
+}

@@ -608,7 +608,10 @@ func (t *slotTable) schedule(now int64) {
 		tm := t.tms[id]
 		if !tm.released && now-tm.idleSince >= t.idleFor {
 			tm.released = true
-			t.log(slog.LevelInfo, tm.id, "idle TaskManager no longer needed; the driver may release it", "resource", tm.resourceID, "idle", time.Duration(now-tm.idleSince)*time.Millisecond)
+			// Debug: what happens is the driver's to say (YARN logs the
+			// container it releases; a standalone cluster keeps its
+			// TaskManagers).
+			t.log(slog.LevelDebug, tm.id, "idle TaskManager not needed; asking the driver to release it", "resource", tm.resourceID, "idle", time.Duration(now-tm.idleSince)*time.Millisecond)
 			t.emit(fxRelease{tm.resourceID})
 		}
 	}
