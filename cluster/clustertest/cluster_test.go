@@ -186,8 +186,17 @@ func (c *cluster) boot(taskManagers int) {
 		// A race in any process of the cluster fails the test.
 		filepath.Walk(c.dir, func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() && (strings.HasSuffix(p, ".log") || strings.HasSuffix(p, ".err")) {
-				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("WARNING: DATA RACE")) {
+				b, _ := os.ReadFile(p)
+				if bytes.Contains(b, []byte("WARNING: DATA RACE")) {
 					t.Errorf("a data race in %s:\n%s", p, raceReport(string(b)))
+				}
+				// A logger scoped twice with the same identifier says it
+				// twice ("restoring job" once had job= twice).
+				for _, line := range strings.Split(string(b), "\n") {
+					if k := repeatedLogKey(line); k != "" {
+						t.Errorf("a line of %s has %s= twice: %s", p, k, line)
+						break
+					}
 				}
 			}
 			return nil
@@ -201,6 +210,23 @@ func (c *cluster) boot(taskManagers int) {
 	})
 	c.waitTaskManagers(taskManagers)
 }
+
+// repeatedLogKey returns a key that occurs twice among the key=value
+// attributes of a slog text line, or "".
+func repeatedLogKey(line string) string {
+	seen := map[string]bool{}
+	for _, m := range logKeyRE.FindAllStringSubmatch(line, -1) {
+		if seen[m[1]] {
+			return m[1]
+		}
+		seen[m[1]] = true
+	}
+	return ""
+}
+
+// logKeyRE matches the key of a slog text attribute (after a space, before
+// '='), not inside a quoted value.
+var logKeyRE = regexp.MustCompile(`(?:^| )([a-z_.]+)=(?:"(?:[^"\\]|\\.)*"|\S*)`)
 
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -1168,5 +1194,19 @@ func TestSavepointWithoutDirectoryNamesTheKey(t *testing.T) {
 				t.Errorf("sluice savepoint %s without a directory: err %v, output:\n%s", job, err, o)
 			}
 		})
+	}
+}
+
+func TestRepeatedLogKey(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`time=t level=INFO msg="restoring job" process=jobmanager job=a job=a from=/x`, "job"},
+		{`time=t level=INFO msg="restoring job" process=jobmanager job=a from=/x`, ""},
+		{`time=t level=WARN msg="x" err="job=a failed; job=a again" job=a`, ""},
+		{`time=t level=WARN msg="x" err="say \"job=a\"" job=a`, ""},
+		{`Job has been submitted with JobID 0123 job=a`, ""},
+	} {
+		if got := repeatedLogKey(tc.line); got != tc.want {
+			t.Errorf("repeatedLogKey(%s) = %q, want %q", tc.line, got, tc.want)
+		}
 	}
 }
