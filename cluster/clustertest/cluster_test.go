@@ -886,6 +886,15 @@ func TestCLILifecycle(t *testing.T) {
 	if !regexp.MustCompile(`(?i)checkpoint\D*\d+`).MatchString(ck) {
 		t.Errorf("sluice checkpoint did not name the checkpoint:\n%s", ck)
 	}
+	// The job's arguments (its output path) reached the workers without
+	// being on any command line: once sluice run -d has returned, no
+	// process's command line holds them.
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(out)) {
+			t.Errorf("%s holds the job's arguments: %q", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
 	sp := c.mustSluice("savepoint", "-m", c.rest(), job)
 	if !strings.Contains(sp, "savepoint-") {
 		t.Fatalf("sluice savepoint did not name a savepoint:\n%s", sp)

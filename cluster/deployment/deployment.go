@@ -50,8 +50,9 @@ type WorkerDeployment struct {
 	JobMasterAddress string `json:"job_master_address"`
 	// AllocationIDs are the slots the worker's tasks run in.
 	AllocationIDs []string `json:"allocation_ids"`
-	// Args and Env are the program arguments and extra environment the
-	// worker was started with (also given to the process itself).
+	// Args are the program's arguments: not on the worker's command line,
+	// the worker's start-up (internal/launch) puts them in os.Args. Env is
+	// extra environment, also set in the process's environment.
 	Args []string          `json:"args,omitempty"`
 	Env  map[string]string `json:"env,omitempty"`
 	// Configuration is the job's effective configuration (Flink keys).

@@ -903,7 +903,9 @@ func (tm *TaskManager) start(w *worker, bin, dir string, dep []byte, r *clusterp
 	env = append(env, conf.EnvExecutionTarget+"="+conf.BinaryModeWorker, conf.EnvWorkerDeployment+"="+deployment.Stdin)
 	var cmd *exec.Cmd
 	for attempt := 0; ; attempt++ {
-		cmd = exec.Command(bin, r.GetArgs()...)
+		// The program's arguments are in the deployment (the worker's
+		// start-up puts them in os.Args): a command line is public.
+		cmd = exec.Command(bin)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
 		cmd.Stdin = bytes.NewReader(dep) // copied by exec, ended by Wait
 		cmd.SysProcAttr = workerAttr()

@@ -79,8 +79,31 @@ type Process struct {
 	Exit func(code int)
 }
 
+// workerStart is the deployment a worker read from its standard input as
+// it started (see init); zero in every other process.
+var workerStart struct {
+	d   *deployment.WorkerDeployment
+	err error
+}
+
+// init gives a worker its program arguments before the program's main
+// runs, and is the only start-up that happens before FromEnvironment: a
+// TaskManager starts a worker with nothing on its command line (which
+// every local user can list) and hands it the arguments, with the rest of
+// its deployment, on standard input.
+func init() {
+	if os.Getenv(conf.EnvExecutionTarget) != TargetWorker || os.Getenv(conf.EnvWorkerDeployment) != deployment.Stdin {
+		return
+	}
+	workerStart.d, workerStart.err = deployment.ReadWorkerDeployment(deployment.Stdin)
+	if workerStart.d != nil {
+		os.Args = append(os.Args[:1:1], workerStart.d.Args...)
+	}
+}
+
 // FromEnvironment reads the Process from this process's environment. It is
-// the one place start-up reads the environment.
+// the one place start-up reads the environment (but for a worker's
+// arguments, which init reads).
 func FromEnvironment() (*Process, error) {
 	return FromGetenv(os.Getenv, os.Args[1:], os.Stdout, os.Exit, os.Executable)
 }
@@ -105,7 +128,13 @@ func FromGetenv(getenv func(string) string, args []string, stdout io.Writer, exi
 		return nil, fmt.Errorf("launch: %s=%q: want local, plan, remote or worker", conf.EnvExecutionTarget, t)
 	}
 	if p.Target == TargetWorker {
-		d, err := deployment.ReadWorkerDeployment(getenv(conf.EnvWorkerDeployment))
+		var d *deployment.WorkerDeployment
+		var err error
+		if path := getenv(conf.EnvWorkerDeployment); path == deployment.Stdin && (workerStart.d != nil || workerStart.err != nil) {
+			d, err = workerStart.d, workerStart.err // read by init
+		} else {
+			d, err = deployment.ReadWorkerDeployment(path)
+		}
 		if err != nil {
 			return nil, err
 		}
