@@ -5,6 +5,7 @@ package yarntest
 import (
 	"context"
 	"io"
+	iofs "io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -96,6 +97,39 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 	testwait.Eventually(t, time.Minute, "a completed checkpoint on the secure HDFS", func() bool {
 		return len(r.hdfsCheckpoints(path.Join(r.hdfs, "ckpt"))) > 0
 	})
+
+	// The HA store on HDFS (the job's record with its arguments, its graph,
+	// its binary) is its owner's alone: directories 0700, files 0600.
+	var walk func(p string)
+	files := 0
+	walk = func(p string) {
+		fi, err := r.fs.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := iofs.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		} else {
+			files++
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("HA store: %s has permission %v on HDFS, want %v", p, fi.Mode().Perm(), want)
+		}
+		if fi.IsDir() {
+			entries, err := r.fs.ReadDir(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				walk(path.Join(p, e.Name()))
+			}
+		}
+	}
+	walk(path.Join(r.hdfs, "ha"))
+	if files < 3 {
+		t.Errorf("the HA store on HDFS holds %d files; want the job's record, graph and binary", files)
+	}
 
 	// Every process reports its login (workers with their metrics
 	// reports, TaskManagers with their heartbeats).
