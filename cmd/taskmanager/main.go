@@ -15,11 +15,6 @@
 // by the ApplicationMaster) it logs to taskmanager.log there and, unless
 // env.log.dir says otherwise, its workers' stdout and stderr go there too, so
 // that YARN keeps them and its log tools (yarn logs, the web UI) show them.
-// Elsewhere it logs to stderr and, once its log directory is made
-// (env.log.dir, else log/ in its working directory), to taskmanager.log
-// there as well, which the JobManager serves at GET
-// /taskmanagers/:id/log. TaskManagers sharing one env.log.dir append to
-// one taskmanager.log: give each its own.
 package main
 
 import (
@@ -30,7 +25,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -100,8 +94,7 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 				defer f.Close()
 				logOut = f
 			}
-			tee := &teeWriter{out: logOut}
-			log := slog.New(slog.NewTextHandler(tee, &slog.HandlerOptions{Level: level}))
+			log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 			cfg, warnings, err := conf.Load(conf.Sources{ConfDir: c.String("configDir"), Dynamic: c.StringSlice("D")})
 			for _, w := range warnings {
 				log.Warn(w.String())
@@ -151,43 +144,10 @@ func newApp(logOut io.Writer, getenv func(string) string) *cli.App {
 				sec.Close()
 				return err
 			}
-			if containerLogDir == "" {
-				f, err := os.OpenFile(filepath.Join(tm.LogDir(), taskmanager.DefaultLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-				if err != nil {
-					tm.Close()
-					sec.Close()
-					return fmt.Errorf("the TaskManager's log file: %w", err)
-				}
-				defer f.Close()
-				defer tee.setFile(nil)
-				tee.setFile(f)
-			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			defer sec.Start(ctx, log)()
 			return tm.Run(ctx)
 		},
 	}
-}
-
-// teeWriter writes to out and, once it is set, to a file as well.
-type teeWriter struct {
-	mu   sync.Mutex
-	out  io.Writer
-	file io.Writer
-}
-
-func (w *teeWriter) setFile(f io.Writer) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.file = f
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.file != nil {
-		w.file.Write(p) // a full disk must not stop the TaskManager
-	}
-	return w.out.Write(p)
 }
