@@ -77,7 +77,9 @@ func clusterProcesses() Cluster {
 				// directory is made, to taskmanager.log there too, which
 				// the JobManager serves (GET /taskmanagers/:id/log).
 				file := &lateFile{}
-				cfg.Logger = slog.New(slog.NewMultiHandler(log.Handler(), slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelInfo})))
+				// Its lines are stderr's (processLogger's).
+				fileLog := slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelInfo}).WithAttrs([]slog.Attr{slog.String("process", "taskmanager")})
+				cfg.Logger = slog.New(slog.NewMultiHandler(log.Handler(), fileLog))
 				cfg.WorkerConfiguration = p.WorkerConfiguration
 				cfg.KerberosStatus = p.KerberosStatus()
 				tm, err := taskmanager.New(cfg)
