@@ -1,11 +1,14 @@
 package clustertest
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,8 +42,18 @@ func TestTaskManagerEndpointsOfARealCluster(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("TaskManagers %v", ids)
 	}
+	// A file of many gRPC chunks, in each TaskManager's log directory.
+	big := bytes.Repeat([]byte("a line of a long worker log\n"), 20000) // 560 KB
+	for i := range c.tms {
+		if err := os.WriteFile(filepath.Join(c.dir, fmt.Sprintf("tm%d", i), "log", "big.out"), big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for id := range ids {
 		base := c.rest() + "/taskmanagers/" + url.PathEscape(id)
+		if status, b := rawGet(t, base+"/logs/big.out"); status != 200 || !bytes.Equal(b, big) {
+			t.Errorf("GET %s/logs/big.out: %d, %d bytes, want the file's %d", id, status, len(b), len(big))
+		}
 
 		// Its log: the lines it logged, which its stderr (captured by the
 		// test) holds as well, naming this TaskManager.
