@@ -29,6 +29,12 @@ import (
 // the newest lines; the header Sluice-Log-Offset then says where the answer
 // begins in the file.
 
+// tmMetricsTimeout bounds the question for a TaskManager's metrics where
+// they are a part of a larger answer (GET /taskmanagers/:id, the
+// aggregation over TaskManagers): a TaskManager that does not answer in
+// time is left out rather than holding up the rest.
+const tmMetricsTimeout = 5 * time.Second
+
 // LogOffsetHeader names the byte of the file an answer of a log file
 // begins at, when it is not the first.
 const LogOffsetHeader = "Sluice-Log-Offset"
@@ -188,6 +194,8 @@ func (s *Server) getTaskManagersMetrics(w http.ResponseWriter, r *http.Request) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, tmMetricsTimeout)
+			defer cancel()
 			ms, err := s.backend.TaskManagerMetrics(ctx, id)
 			if err != nil {
 				if !errors.Is(err, context.Canceled) {

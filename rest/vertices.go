@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -629,7 +630,9 @@ func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	metrics := TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}
-	if ms, err := s.backend.TaskManagerMetrics(ctx, id); err == nil {
+	mctx, mcancel := context.WithTimeout(ctx, tmMetricsTimeout)
+	defer mcancel()
+	if ms, err := s.backend.TaskManagerMetrics(mctx, id); err == nil {
 		metrics = taskManagerMetricsInfo(ms)
 	} else {
 		// The TaskManager's registration is still worth answering.
