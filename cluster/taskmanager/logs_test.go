@@ -208,3 +208,20 @@ func TestLogFileNamesInTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// A name checkLogName accepts stays in the log directory.
+func FuzzCheckLogName(f *testing.F) {
+	for _, s := range []string{"taskmanager.log", "..", ".", "../x", "a/b", `a\b`, "", "x\x00y", "...", "..a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if checkLogName(name) != nil {
+			return
+		}
+		dir := filepath.FromSlash("/var/log/tm")
+		p := filepath.Join(dir, name)
+		if filepath.Dir(p) != dir || filepath.Base(p) != name {
+			t.Errorf("accepted %q, which is %s: not a file of %s", name, p, dir)
+		}
+	})
+}
