@@ -106,6 +106,27 @@ type Backend interface {
 	// the TaskManager and slot counts of /overview and /metrics).
 	TaskManagers(ctx context.Context) ([]TaskManagerInfo, error)
 
+	// TaskManagerLogs lists the files of a TaskManager's log directory
+	// (GET /taskmanagers/:id/logs). Every TaskManager method answers an
+	// error wrapping ErrNotFound for a TaskManager that is not registered,
+	// and ErrUnavailable for one that cannot be reached.
+	TaskManagerLogs(ctx context.Context, tmID string) ([]LogInfo, error)
+
+	// TaskManagerLogFile opens a file of a TaskManager's log directory
+	// (GET /taskmanagers/:id/log, stdout and logs/:name); the server closes
+	// its Body. A file that is not there wraps ErrNotFound; the server
+	// has checked that a named file's name is a plain file name.
+	TaskManagerLogFile(ctx context.Context, tmID string, f TaskManagerFile) (*LogFile, error)
+
+	// TaskManagerThreadDump returns the goroutines of a TaskManager's
+	// process (GET /taskmanagers/:id/thread-dump).
+	TaskManagerThreadDump(ctx context.Context, tmID string) ([]ThreadInfo, error)
+
+	// TaskManagerMetrics returns the runtime metrics of a TaskManager's
+	// process by Flink's names, Status.JVM.* (GET /taskmanagers/:id/metrics
+	// and /taskmanagers/metrics).
+	TaskManagerMetrics(ctx context.Context, tmID string) ([]ProcessMetric, error)
+
 	// Metrics returns the current metrics of the jobs for GET /metrics.
 	Metrics(ctx context.Context) (*MetricsSnapshot, error)
 

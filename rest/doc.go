@@ -42,6 +42,10 @@
 //	GET   /jobs/metrics[?get=&agg=&jobs=]            the job metrics aggregated over jobs
 //	GET   /jobmanager/metrics[?get=]                 [{id, value}]: TaskManagers, slots, running jobs
 //	GET   /taskmanagers/:taskmanagerid               one TaskManager (Flink's TaskManagerDetailsInfo)
+//	GET   /taskmanagers/:taskmanagerid/logs[/:name], log, stdout  its log directory, asked of the TaskManager
+//	GET   /taskmanagers/:taskmanagerid/thread-dump   its goroutines
+//	GET   /taskmanagers/:taskmanagerid/metrics[?get=]  [{id, value}]: its process's Status.JVM.* (Go runtime) metrics
+//	GET   /taskmanagers/metrics[?get=&agg=&taskmanagers=]  those aggregated over the TaskManagers
 //	GET   /jobs/:jobid/vertices/:vertexid/backpressure   back-pressure levels from backPressuredTimeMsPerSecond
 //	GET   /jobs/:jobid/vertices/:vertexid/subtasktimes   when each subtask entered each state
 //	GET   /jobs/:jobid/vertices/:vertexid/taskmanagers   the vertex's subtasks by TaskManager

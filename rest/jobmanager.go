@@ -130,7 +130,7 @@ func (s *Server) serveLogFile(w http.ResponseWriter, r *http.Request, name, what
 		writeError(w, http.StatusNotFound, fmt.Sprintf("this JobManager keeps no %s: it has no log directory (env.log.dir)", what))
 		return
 	}
-	if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+	if !validLogName(name) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not the name of a log file (see GET /jobmanager/logs)", name))
 		return
 	}

@@ -324,6 +324,13 @@ func (s *Server) routes() http.Handler {
 		"/jobs/{jobid}/vertices/{vertexid}/subtasks/accumulators":           {http.MethodGet: s.getSubtasksAccumulators},
 		"/jobs/{jobid}/accumulators":                                        {http.MethodGet: s.getJobAccumulators},
 		"/savepoint-disposal/{triggerid}":                                   {http.MethodGet: s.getSavepointDisposalStatus},
+		"/taskmanagers/{taskmanagerid}/logs":                                {http.MethodGet: s.getTaskManagerLogs},
+		"/taskmanagers/{taskmanagerid}/logs/{filename}":                     {http.MethodGet: s.getTaskManagerLogFile},
+		"/taskmanagers/{taskmanagerid}/log":                                 {http.MethodGet: s.getTaskManagerLog},
+		"/taskmanagers/{taskmanagerid}/stdout":                              {http.MethodGet: s.getTaskManagerStdout},
+		"/taskmanagers/{taskmanagerid}/thread-dump":                         {http.MethodGet: s.getTaskManagerThreadDump},
+		"/taskmanagers/{taskmanagerid}/metrics":                             {http.MethodGet: s.getTaskManagerMetrics},
+		"/taskmanagers/metrics":                                             {http.MethodGet: s.getTaskManagersMetrics},
 	} {
 		mux.Handle(path, rt)
 	}

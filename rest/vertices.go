@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -142,9 +143,10 @@ type GarbageCollectorInfo struct {
 }
 
 // TaskManagerMetricsInfo are the JVM memory metrics of Flink's
-// TaskManagerDetailsInfo. A TaskManager's Go process has no JVM heap,
-// direct or mapped buffers or network memory segments: they are 0 and
-// there are no garbage collectors to list.
+// TaskManagerDetailsInfo, of a TaskManager's Go process: its heap and
+// non-heap memory and its garbage collector ("Go") as its Status.JVM.*
+// metrics give them (GET /taskmanagers/:id/metrics). It has no direct or
+// mapped buffers or network memory segments: they are 0.
 type TaskManagerMetricsInfo struct {
 	HeapUsed                            int64                  `json:"heapUsed"`
 	HeapCommitted                       int64                  `json:"heapCommitted"`
@@ -627,8 +629,68 @@ func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
 			rp.ExtendedResources = map[string]float64{}
 		}
 	}
-	writeJSON(w, http.StatusOK, TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []SlotInfo{},
-		Metrics: TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}})
+	metrics := TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}
+	mctx, mcancel := context.WithTimeout(ctx, tmMetricsTimeout)
+	defer mcancel()
+	if ms, err := s.backend.TaskManagerMetrics(mctx, id); err == nil {
+		metrics = taskManagerMetricsInfo(ms)
+	} else {
+		// The TaskManager's registration is still worth answering.
+		s.log.Warn("TaskManager metrics for GET /taskmanagers/:id", "taskmanager", id, "error", err)
+	}
+	writeJSON(w, http.StatusOK, TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []SlotInfo{}, Metrics: metrics})
+}
+
+// taskManagerMetricsInfo fills the members of TaskManagerMetricsInfo a Go
+// process has (heap, non-heap, the Go collector) from its Status.JVM.*
+// metrics.
+func taskManagerMetricsInfo(ms []ProcessMetric) TaskManagerMetricsInfo {
+	out := TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}
+	gcs := map[string]*GarbageCollectorInfo{}
+	var gcNames []string
+	for _, m := range ms {
+		v := int64(m.Value)
+		switch m.Name {
+		case "Status.JVM.Memory.Heap.Used":
+			out.HeapUsed = v
+		case "Status.JVM.Memory.Heap.Committed":
+			out.HeapCommitted = v
+		case "Status.JVM.Memory.Heap.Max":
+			out.HeapMax = v
+		case "Status.JVM.Memory.NonHeap.Used":
+			out.NonHeapUsed = v
+		case "Status.JVM.Memory.NonHeap.Committed":
+			out.NonHeapCommitted = v
+		case "Status.JVM.Memory.NonHeap.Max":
+			out.NonHeapMax = v
+		default:
+			gcMetric, ok := strings.CutPrefix(m.Name, "Status.JVM.GarbageCollector.")
+			if !ok {
+				continue
+			}
+			i := strings.LastIndexByte(gcMetric, '.')
+			if i <= 0 {
+				continue
+			}
+			name, what := gcMetric[:i], gcMetric[i+1:]
+			gc := gcs[name]
+			if gc == nil {
+				gc = &GarbageCollectorInfo{Name: name}
+				gcs[name] = gc
+				gcNames = append(gcNames, name)
+			}
+			switch what {
+			case "Count":
+				gc.Count = v
+			case "Time":
+				gc.Time = v
+			}
+		}
+	}
+	for _, n := range gcNames {
+		out.GarbageCollectors = append(out.GarbageCollectors, *gcs[n])
+	}
+	return out
 }
 
 // CheckpointConfigInfo is the body of GET /jobs/:jobid/checkpoints/config

@@ -26,6 +26,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// LogFileKind chooses the file of ReadLog.
+type LogFileKind int32
+
+const (
+	// LOG_FILE_NAMED: the file ReadLogRequest.name names.
+	LogFileKind_LOG_FILE_NAMED LogFileKind = 0
+	// LOG_FILE_MAIN: the TaskManager's own log file (taskmanager.log).
+	LogFileKind_LOG_FILE_MAIN LogFileKind = 1
+	// LOG_FILE_STDOUT: the TaskManager's standard output (taskmanager.out).
+	LogFileKind_LOG_FILE_STDOUT LogFileKind = 2
+)
+
+// Enum value maps for LogFileKind.
+var (
+	LogFileKind_name = map[int32]string{
+		0: "LOG_FILE_NAMED",
+		1: "LOG_FILE_MAIN",
+		2: "LOG_FILE_STDOUT",
+	}
+	LogFileKind_value = map[string]int32{
+		"LOG_FILE_NAMED":  0,
+		"LOG_FILE_MAIN":   1,
+		"LOG_FILE_STDOUT": 2,
+	}
+)
+
+func (x LogFileKind) Enum() *LogFileKind {
+	p := new(LogFileKind)
+	*p = x
+	return p
+}
+
+func (x LogFileKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LogFileKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_cluster_clusterpb_cluster_proto_enumTypes[0].Descriptor()
+}
+
+func (LogFileKind) Type() protoreflect.EnumType {
+	return &file_cluster_clusterpb_cluster_proto_enumTypes[0]
+}
+
+func (x LogFileKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LogFileKind.Descriptor instead.
+func (LogFileKind) EnumDescriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{0}
+}
+
 type ResourceProfile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CpuCores      float64                `protobuf:"fixed64,1,opt,name=cpu_cores,json=cpuCores,proto3" json:"cpu_cores,omitempty"`
@@ -1584,6 +1637,577 @@ func (*FreeSlotsResponse) Descriptor() ([]byte, []int) {
 	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
+type ListLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLogsRequest) Reset() {
+	*x = ListLogsRequest{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLogsRequest) ProtoMessage() {}
+
+func (x *ListLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLogsRequest.ProtoReflect.Descriptor instead.
+func (*ListLogsRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+}
+
+type LogFileInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Size  int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// mtime_ms is the modification time, Unix ms.
+	MtimeMs       int64 `protobuf:"varint,3,opt,name=mtime_ms,json=mtimeMs,proto3" json:"mtime_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogFileInfo) Reset() {
+	*x = LogFileInfo{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogFileInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogFileInfo) ProtoMessage() {}
+
+func (x *LogFileInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogFileInfo.ProtoReflect.Descriptor instead.
+func (*LogFileInfo) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LogFileInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LogFileInfo) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *LogFileInfo) GetMtimeMs() int64 {
+	if x != nil {
+		return x.MtimeMs
+	}
+	return 0
+}
+
+type ListLogsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*LogFileInfo         `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLogsResponse) Reset() {
+	*x = ListLogsResponse{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLogsResponse) ProtoMessage() {}
+
+func (x *ListLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLogsResponse.ProtoReflect.Descriptor instead.
+func (*ListLogsResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListLogsResponse) GetFiles() []*LogFileInfo {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+type ReadLogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  LogFileKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=sluice.cluster.v1.LogFileKind" json:"kind,omitempty"`
+	// name is a file name of the log directory (no directory part), for
+	// LOG_FILE_NAMED.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadLogRequest) Reset() {
+	*x = ReadLogRequest{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadLogRequest) ProtoMessage() {}
+
+func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
+func (*ReadLogRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReadLogRequest) GetKind() LogFileKind {
+	if x != nil {
+		return x.Kind
+	}
+	return LogFileKind_LOG_FILE_NAMED
+}
+
+func (x *ReadLogRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// LogFileHeader describes the file ReadLog sends.
+type LogFileHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// size is the file's size when it was opened; offset is where the bytes
+	// sent begin: a file longer than the TaskManager's limit is sent from
+	// size - limit on (its end, the newest lines).
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Offset        int64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	MtimeMs       int64 `protobuf:"varint,4,opt,name=mtime_ms,json=mtimeMs,proto3" json:"mtime_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogFileHeader) Reset() {
+	*x = LogFileHeader{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogFileHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogFileHeader) ProtoMessage() {}
+
+func (x *LogFileHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogFileHeader.ProtoReflect.Descriptor instead.
+func (*LogFileHeader) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LogFileHeader) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LogFileHeader) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *LogFileHeader) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *LogFileHeader) GetMtimeMs() int64 {
+	if x != nil {
+		return x.MtimeMs
+	}
+	return 0
+}
+
+type LogChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*LogChunk_Header
+	//	*LogChunk_Data
+	Msg           isLogChunk_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogChunk) Reset() {
+	*x = LogChunk{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogChunk) ProtoMessage() {}
+
+func (x *LogChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
+func (*LogChunk) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LogChunk) GetMsg() isLogChunk_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *LogChunk) GetHeader() *LogFileHeader {
+	if x != nil {
+		if x, ok := x.Msg.(*LogChunk_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *LogChunk) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*LogChunk_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isLogChunk_Msg interface {
+	isLogChunk_Msg()
+}
+
+type LogChunk_Header struct {
+	Header *LogFileHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type LogChunk_Data struct {
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*LogChunk_Header) isLogChunk_Msg() {}
+
+func (*LogChunk_Data) isLogChunk_Msg() {}
+
+type ThreadDumpRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadDumpRequest) Reset() {
+	*x = ThreadDumpRequest{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadDumpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadDumpRequest) ProtoMessage() {}
+
+func (x *ThreadDumpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadDumpRequest.ProtoReflect.Descriptor instead.
+func (*ThreadDumpRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+}
+
+type ThreadDumpResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dump is the goroutine profile at debug level 2 (the form of a Go
+	// panic's dump), cut at the TaskManager's limit.
+	Dump          []byte `protobuf:"bytes,1,opt,name=dump,proto3" json:"dump,omitempty"`
+	Truncated     bool   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadDumpResponse) Reset() {
+	*x = ThreadDumpResponse{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadDumpResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadDumpResponse) ProtoMessage() {}
+
+func (x *ThreadDumpResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadDumpResponse.ProtoReflect.Descriptor instead.
+func (*ThreadDumpResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ThreadDumpResponse) GetDump() []byte {
+	if x != nil {
+		return x.Dump
+	}
+	return nil
+}
+
+func (x *ThreadDumpResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type ProcessMetricsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessMetricsRequest) Reset() {
+	*x = ProcessMetricsRequest{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessMetricsRequest) ProtoMessage() {}
+
+func (x *ProcessMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessMetricsRequest.ProtoReflect.Descriptor instead.
+func (*ProcessMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+}
+
+type ProcessMetric struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessMetric) Reset() {
+	*x = ProcessMetric{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessMetric) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessMetric) ProtoMessage() {}
+
+func (x *ProcessMetric) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessMetric.ProtoReflect.Descriptor instead.
+func (*ProcessMetric) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ProcessMetric) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProcessMetric) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+type ProcessMetricsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metrics       []*ProcessMetric       `protobuf:"bytes,1,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessMetricsResponse) Reset() {
+	*x = ProcessMetricsResponse{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessMetricsResponse) ProtoMessage() {}
+
+func (x *ProcessMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessMetricsResponse.ProtoReflect.Descriptor instead.
+func (*ProcessMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ProcessMetricsResponse) GetMetrics() []*ProcessMetric {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
 type BlobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
@@ -1593,7 +2217,7 @@ type BlobRequest struct {
 
 func (x *BlobRequest) Reset() {
 	*x = BlobRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +2229,7 @@ func (x *BlobRequest) String() string {
 func (*BlobRequest) ProtoMessage() {}
 
 func (x *BlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[23]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +2242,7 @@ func (x *BlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRequest.ProtoReflect.Descriptor instead.
 func (*BlobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BlobRequest) GetSha256() string {
@@ -1637,7 +2261,7 @@ type BlobChunk struct {
 
 func (x *BlobChunk) Reset() {
 	*x = BlobChunk{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +2273,7 @@ func (x *BlobChunk) String() string {
 func (*BlobChunk) ProtoMessage() {}
 
 func (x *BlobChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[24]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +2286,7 @@ func (x *BlobChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobChunk.ProtoReflect.Descriptor instead.
 func (*BlobChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BlobChunk) GetData() []byte {
@@ -1683,7 +2307,7 @@ type TaskKey struct {
 
 func (x *TaskKey) Reset() {
 	*x = TaskKey{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +2319,7 @@ func (x *TaskKey) String() string {
 func (*TaskKey) ProtoMessage() {}
 
 func (x *TaskKey) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[25]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +2332,7 @@ func (x *TaskKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskKey.ProtoReflect.Descriptor instead.
 func (*TaskKey) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskKey) GetChain() int32 {
@@ -1748,7 +2372,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +2384,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[26]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +2397,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WorkerMessage) GetMsg() isWorkerMessage_Msg {
@@ -1998,7 +2622,7 @@ type JobMasterMessage struct {
 
 func (x *JobMasterMessage) Reset() {
 	*x = JobMasterMessage{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2634,7 @@ func (x *JobMasterMessage) String() string {
 func (*JobMasterMessage) ProtoMessage() {}
 
 func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[27]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2647,7 @@ func (x *JobMasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobMasterMessage.ProtoReflect.Descriptor instead.
 func (*JobMasterMessage) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JobMasterMessage) GetMsg() isJobMasterMessage_Msg {
@@ -2213,7 +2837,7 @@ type AllFinished struct {
 
 func (x *AllFinished) Reset() {
 	*x = AllFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2849,7 @@ func (x *AllFinished) String() string {
 func (*AllFinished) ProtoMessage() {}
 
 func (x *AllFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[28]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2862,7 @@ func (x *AllFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllFinished.ProtoReflect.Descriptor instead.
 func (*AllFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 // WorkerAccepted answers a worker's Hello with the cluster's heartbeat
@@ -2253,7 +2877,7 @@ type WorkerAccepted struct {
 
 func (x *WorkerAccepted) Reset() {
 	*x = WorkerAccepted{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2889,7 @@ func (x *WorkerAccepted) String() string {
 func (*WorkerAccepted) ProtoMessage() {}
 
 func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[29]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2902,7 @@ func (x *WorkerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAccepted.ProtoReflect.Descriptor instead.
 func (*WorkerAccepted) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WorkerAccepted) GetHeartbeatIntervalMs() int64 {
@@ -2317,7 +2941,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2953,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[30]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2966,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2428,7 +3052,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +3064,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[31]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +3077,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Deployment) GetTasks() []*TaskKey {
@@ -2530,7 +3154,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +3166,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[32]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +3179,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TaskPlacement) GetTask() *TaskKey {
@@ -2592,7 +3216,7 @@ type Deployed struct {
 
 func (x *Deployed) Reset() {
 	*x = Deployed{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +3228,7 @@ func (x *Deployed) String() string {
 func (*Deployed) ProtoMessage() {}
 
 func (x *Deployed) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[33]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +3241,7 @@ func (x *Deployed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployed.ProtoReflect.Descriptor instead.
 func (*Deployed) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Deployed) GetError() string {
@@ -2642,7 +3266,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +3278,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[34]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +3291,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 type TriggerCheckpoint struct {
@@ -2691,7 +3315,7 @@ type TriggerCheckpoint struct {
 
 func (x *TriggerCheckpoint) Reset() {
 	*x = TriggerCheckpoint{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +3327,7 @@ func (x *TriggerCheckpoint) String() string {
 func (*TriggerCheckpoint) ProtoMessage() {}
 
 func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[35]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +3340,7 @@ func (x *TriggerCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerCheckpoint.ProtoReflect.Descriptor instead.
 func (*TriggerCheckpoint) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{35}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TriggerCheckpoint) GetCheckpointId() int64 {
@@ -2773,7 +3397,7 @@ type CheckpointCoordinators struct {
 
 func (x *CheckpointCoordinators) Reset() {
 	*x = CheckpointCoordinators{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +3409,7 @@ func (x *CheckpointCoordinators) String() string {
 func (*CheckpointCoordinators) ProtoMessage() {}
 
 func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[36]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +3422,7 @@ func (x *CheckpointCoordinators) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCoordinators.ProtoReflect.Descriptor instead.
 func (*CheckpointCoordinators) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{36}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CheckpointCoordinators) GetTrigger() *TriggerCheckpoint {
@@ -2827,7 +3451,7 @@ type CoordinatorState struct {
 
 func (x *CoordinatorState) Reset() {
 	*x = CoordinatorState{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3463,7 @@ func (x *CoordinatorState) String() string {
 func (*CoordinatorState) ProtoMessage() {}
 
 func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[37]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3476,7 @@ func (x *CoordinatorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorState.ProtoReflect.Descriptor instead.
 func (*CoordinatorState) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{37}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CoordinatorState) GetCheckpointId() int64 {
@@ -2901,7 +3525,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3537,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[38]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3550,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{38}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CheckpointAck) GetTask() *TaskKey {
@@ -2975,7 +3599,7 @@ type CheckpointDecline struct {
 
 func (x *CheckpointDecline) Reset() {
 	*x = CheckpointDecline{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3611,7 @@ func (x *CheckpointDecline) String() string {
 func (*CheckpointDecline) ProtoMessage() {}
 
 func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[39]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3624,7 @@ func (x *CheckpointDecline) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDecline.ProtoReflect.Descriptor instead.
 func (*CheckpointDecline) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{39}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CheckpointDecline) GetTask() *TaskKey {
@@ -3033,7 +3657,7 @@ type TaskFinished struct {
 
 func (x *TaskFinished) Reset() {
 	*x = TaskFinished{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3669,7 @@ func (x *TaskFinished) String() string {
 func (*TaskFinished) ProtoMessage() {}
 
 func (x *TaskFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[40]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3682,7 @@ func (x *TaskFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinished.ProtoReflect.Descriptor instead.
 func (*TaskFinished) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{40}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TaskFinished) GetTask() *TaskKey {
@@ -3077,7 +3701,7 @@ type CheckpointNotification struct {
 
 func (x *CheckpointNotification) Reset() {
 	*x = CheckpointNotification{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3713,7 @@ func (x *CheckpointNotification) String() string {
 func (*CheckpointNotification) ProtoMessage() {}
 
 func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[41]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3726,7 @@ func (x *CheckpointNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNotification.ProtoReflect.Descriptor instead.
 func (*CheckpointNotification) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{41}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CheckpointNotification) GetCheckpointId() int64 {
@@ -3122,7 +3746,7 @@ type OperatorEvent struct {
 
 func (x *OperatorEvent) Reset() {
 	*x = OperatorEvent{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3134,7 +3758,7 @@ func (x *OperatorEvent) String() string {
 func (*OperatorEvent) ProtoMessage() {}
 
 func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[42]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3147,7 +3771,7 @@ func (x *OperatorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorEvent.ProtoReflect.Descriptor instead.
 func (*OperatorEvent) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{42}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *OperatorEvent) GetTask() *TaskKey {
@@ -3182,7 +3806,7 @@ type TaskEnded struct {
 
 func (x *TaskEnded) Reset() {
 	*x = TaskEnded{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3194,7 +3818,7 @@ func (x *TaskEnded) String() string {
 func (*TaskEnded) ProtoMessage() {}
 
 func (x *TaskEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[43]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3207,7 +3831,7 @@ func (x *TaskEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEnded.ProtoReflect.Descriptor instead.
 func (*TaskEnded) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{43}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TaskEnded) GetTask() *TaskKey {
@@ -3254,7 +3878,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3890,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[44]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3903,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{44}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Cancel) GetReason() string {
@@ -3301,7 +3925,7 @@ type MetricsReport struct {
 
 func (x *MetricsReport) Reset() {
 	*x = MetricsReport{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3313,7 +3937,7 @@ func (x *MetricsReport) String() string {
 func (*MetricsReport) ProtoMessage() {}
 
 func (x *MetricsReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[45]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3326,7 +3950,7 @@ func (x *MetricsReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsReport.ProtoReflect.Descriptor instead.
 func (*MetricsReport) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{45}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MetricsReport) GetSubtasks() []*SubtaskMetrics {
@@ -3363,7 +3987,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3999,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[46]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +4012,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{46}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SubtaskMetrics) GetTask() *TaskKey {
@@ -3583,7 +4207,36 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x10FreeSlotsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12%\n" +
 	"\x0eallocation_ids\x18\x02 \x03(\tR\rallocationIds\"\x13\n" +
-	"\x11FreeSlotsResponse\"%\n" +
+	"\x11FreeSlotsResponse\"\x11\n" +
+	"\x0fListLogsRequest\"P\n" +
+	"\vLogFileInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x19\n" +
+	"\bmtime_ms\x18\x03 \x01(\x03R\amtimeMs\"H\n" +
+	"\x10ListLogsResponse\x124\n" +
+	"\x05files\x18\x01 \x03(\v2\x1e.sluice.cluster.v1.LogFileInfoR\x05files\"X\n" +
+	"\x0eReadLogRequest\x122\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1e.sluice.cluster.v1.LogFileKindR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"j\n" +
+	"\rLogFileHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x19\n" +
+	"\bmtime_ms\x18\x04 \x01(\x03R\amtimeMs\"c\n" +
+	"\bLogChunk\x12:\n" +
+	"\x06header\x18\x01 \x01(\v2 .sluice.cluster.v1.LogFileHeaderH\x00R\x06header\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
+	"\x03msg\"\x13\n" +
+	"\x11ThreadDumpRequest\"F\n" +
+	"\x12ThreadDumpResponse\x12\x12\n" +
+	"\x04dump\x18\x01 \x01(\fR\x04dump\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x17\n" +
+	"\x15ProcessMetricsRequest\"9\n" +
+	"\rProcessMetric\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"T\n" +
+	"\x16ProcessMetricsResponse\x12:\n" +
+	"\ametrics\x18\x01 \x03(\v2 .sluice.cluster.v1.ProcessMetricR\ametrics\"%\n" +
 	"\vBlobRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"\x1f\n" +
 	"\tBlobChunk\x12\x12\n" +
@@ -3712,14 +4365,23 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\aidle_ms\x18\b \x01(\x03R\x06idleMs\x12\x1c\n" +
 	"\twatermark\x18\t \x01(\x03R\twatermark\x12)\n" +
 	"\x10output_watermark\x18\n" +
-	" \x01(\x03R\x0foutputWatermark2\xc3\x01\n" +
+	" \x01(\x03R\x0foutputWatermark*I\n" +
+	"\vLogFileKind\x12\x12\n" +
+	"\x0eLOG_FILE_NAMED\x10\x00\x12\x11\n" +
+	"\rLOG_FILE_MAIN\x10\x01\x12\x13\n" +
+	"\x0fLOG_FILE_STDOUT\x10\x022\xc3\x01\n" +
 	"\x0fResourceManager\x12_\n" +
 	"\aConnect\x12%.sluice.cluster.v1.TaskManagerMessage\x1a).sluice.cluster.v1.ResourceManagerMessage(\x010\x01\x12O\n" +
-	"\fDeclareSlots\x12\x1d.sluice.cluster.v1.SlotDemand\x1a .sluice.cluster.v1.SlotDemandAck2\x9b\x02\n" +
+	"\fDeclareSlots\x12\x1d.sluice.cluster.v1.SlotDemand\x1a .sluice.cluster.v1.SlotDemandAck2\xff\x04\n" +
 	"\vTaskManager\x12\\\n" +
 	"\vSubmitTasks\x12%.sluice.cluster.v1.SubmitTasksRequest\x1a&.sluice.cluster.v1.SubmitTasksResponse\x12V\n" +
 	"\tCancelJob\x12#.sluice.cluster.v1.CancelJobRequest\x1a$.sluice.cluster.v1.CancelJobResponse\x12V\n" +
-	"\tFreeSlots\x12#.sluice.cluster.v1.FreeSlotsRequest\x1a$.sluice.cluster.v1.FreeSlotsResponse2\xb9\x01\n" +
+	"\tFreeSlots\x12#.sluice.cluster.v1.FreeSlotsRequest\x1a$.sluice.cluster.v1.FreeSlotsResponse\x12S\n" +
+	"\bListLogs\x12\".sluice.cluster.v1.ListLogsRequest\x1a#.sluice.cluster.v1.ListLogsResponse\x12K\n" +
+	"\aReadLog\x12!.sluice.cluster.v1.ReadLogRequest\x1a\x1b.sluice.cluster.v1.LogChunk0\x01\x12Y\n" +
+	"\n" +
+	"ThreadDump\x12$.sluice.cluster.v1.ThreadDumpRequest\x1a%.sluice.cluster.v1.ThreadDumpResponse\x12e\n" +
+	"\x0eProcessMetrics\x12(.sluice.cluster.v1.ProcessMetricsRequest\x1a).sluice.cluster.v1.ProcessMetricsResponse2\xb9\x01\n" +
 	"\tJobMaster\x12P\n" +
 	"\n" +
 	"OfferSlots\x12\x1c.sluice.cluster.v1.SlotOffer\x1a$.sluice.cluster.v1.SlotOfferResponse\x12Z\n" +
@@ -3739,132 +4401,157 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_clusterpb_cluster_proto_rawDescData
 }
 
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_cluster_clusterpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
-	(*ResourceProfile)(nil),        // 0: sluice.cluster.v1.ResourceProfile
-	(*TaskManagerMessage)(nil),     // 1: sluice.cluster.v1.TaskManagerMessage
-	(*WorkerExited)(nil),           // 2: sluice.cluster.v1.WorkerExited
-	(*ResourceManagerMessage)(nil), // 3: sluice.cluster.v1.ResourceManagerMessage
-	(*Register)(nil),               // 4: sluice.cluster.v1.Register
-	(*Hardware)(nil),               // 5: sluice.cluster.v1.Hardware
-	(*Registered)(nil),             // 6: sluice.cluster.v1.Registered
-	(*Heartbeat)(nil),              // 7: sluice.cluster.v1.Heartbeat
-	(*KerberosStatus)(nil),         // 8: sluice.cluster.v1.KerberosStatus
-	(*SlotStatus)(nil),             // 9: sluice.cluster.v1.SlotStatus
-	(*AllocateSlot)(nil),           // 10: sluice.cluster.v1.AllocateSlot
-	(*Disconnect)(nil),             // 11: sluice.cluster.v1.Disconnect
-	(*SlotDemand)(nil),             // 12: sluice.cluster.v1.SlotDemand
-	(*SlotDemandAck)(nil),          // 13: sluice.cluster.v1.SlotDemandAck
-	(*SlotOffer)(nil),              // 14: sluice.cluster.v1.SlotOffer
-	(*OfferedSlot)(nil),            // 15: sluice.cluster.v1.OfferedSlot
-	(*SlotOfferResponse)(nil),      // 16: sluice.cluster.v1.SlotOfferResponse
-	(*SubmitTasksRequest)(nil),     // 17: sluice.cluster.v1.SubmitTasksRequest
-	(*SubmitTasksResponse)(nil),    // 18: sluice.cluster.v1.SubmitTasksResponse
-	(*CancelJobRequest)(nil),       // 19: sluice.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),      // 20: sluice.cluster.v1.CancelJobResponse
-	(*FreeSlotsRequest)(nil),       // 21: sluice.cluster.v1.FreeSlotsRequest
-	(*FreeSlotsResponse)(nil),      // 22: sluice.cluster.v1.FreeSlotsResponse
-	(*BlobRequest)(nil),            // 23: sluice.cluster.v1.BlobRequest
-	(*BlobChunk)(nil),              // 24: sluice.cluster.v1.BlobChunk
-	(*TaskKey)(nil),                // 25: sluice.cluster.v1.TaskKey
-	(*WorkerMessage)(nil),          // 26: sluice.cluster.v1.WorkerMessage
-	(*JobMasterMessage)(nil),       // 27: sluice.cluster.v1.JobMasterMessage
-	(*AllFinished)(nil),            // 28: sluice.cluster.v1.AllFinished
-	(*WorkerAccepted)(nil),         // 29: sluice.cluster.v1.WorkerAccepted
-	(*Hello)(nil),                  // 30: sluice.cluster.v1.Hello
-	(*Deployment)(nil),             // 31: sluice.cluster.v1.Deployment
-	(*TaskPlacement)(nil),          // 32: sluice.cluster.v1.TaskPlacement
-	(*Deployed)(nil),               // 33: sluice.cluster.v1.Deployed
-	(*Start)(nil),                  // 34: sluice.cluster.v1.Start
-	(*TriggerCheckpoint)(nil),      // 35: sluice.cluster.v1.TriggerCheckpoint
-	(*CheckpointCoordinators)(nil), // 36: sluice.cluster.v1.CheckpointCoordinators
-	(*CoordinatorState)(nil),       // 37: sluice.cluster.v1.CoordinatorState
-	(*CheckpointAck)(nil),          // 38: sluice.cluster.v1.CheckpointAck
-	(*CheckpointDecline)(nil),      // 39: sluice.cluster.v1.CheckpointDecline
-	(*TaskFinished)(nil),           // 40: sluice.cluster.v1.TaskFinished
-	(*CheckpointNotification)(nil), // 41: sluice.cluster.v1.CheckpointNotification
-	(*OperatorEvent)(nil),          // 42: sluice.cluster.v1.OperatorEvent
-	(*TaskEnded)(nil),              // 43: sluice.cluster.v1.TaskEnded
-	(*Cancel)(nil),                 // 44: sluice.cluster.v1.Cancel
-	(*MetricsReport)(nil),          // 45: sluice.cluster.v1.MetricsReport
-	(*SubtaskMetrics)(nil),         // 46: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 47: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 48: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(LogFileKind)(0),               // 0: sluice.cluster.v1.LogFileKind
+	(*ResourceProfile)(nil),        // 1: sluice.cluster.v1.ResourceProfile
+	(*TaskManagerMessage)(nil),     // 2: sluice.cluster.v1.TaskManagerMessage
+	(*WorkerExited)(nil),           // 3: sluice.cluster.v1.WorkerExited
+	(*ResourceManagerMessage)(nil), // 4: sluice.cluster.v1.ResourceManagerMessage
+	(*Register)(nil),               // 5: sluice.cluster.v1.Register
+	(*Hardware)(nil),               // 6: sluice.cluster.v1.Hardware
+	(*Registered)(nil),             // 7: sluice.cluster.v1.Registered
+	(*Heartbeat)(nil),              // 8: sluice.cluster.v1.Heartbeat
+	(*KerberosStatus)(nil),         // 9: sluice.cluster.v1.KerberosStatus
+	(*SlotStatus)(nil),             // 10: sluice.cluster.v1.SlotStatus
+	(*AllocateSlot)(nil),           // 11: sluice.cluster.v1.AllocateSlot
+	(*Disconnect)(nil),             // 12: sluice.cluster.v1.Disconnect
+	(*SlotDemand)(nil),             // 13: sluice.cluster.v1.SlotDemand
+	(*SlotDemandAck)(nil),          // 14: sluice.cluster.v1.SlotDemandAck
+	(*SlotOffer)(nil),              // 15: sluice.cluster.v1.SlotOffer
+	(*OfferedSlot)(nil),            // 16: sluice.cluster.v1.OfferedSlot
+	(*SlotOfferResponse)(nil),      // 17: sluice.cluster.v1.SlotOfferResponse
+	(*SubmitTasksRequest)(nil),     // 18: sluice.cluster.v1.SubmitTasksRequest
+	(*SubmitTasksResponse)(nil),    // 19: sluice.cluster.v1.SubmitTasksResponse
+	(*CancelJobRequest)(nil),       // 20: sluice.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),      // 21: sluice.cluster.v1.CancelJobResponse
+	(*FreeSlotsRequest)(nil),       // 22: sluice.cluster.v1.FreeSlotsRequest
+	(*FreeSlotsResponse)(nil),      // 23: sluice.cluster.v1.FreeSlotsResponse
+	(*ListLogsRequest)(nil),        // 24: sluice.cluster.v1.ListLogsRequest
+	(*LogFileInfo)(nil),            // 25: sluice.cluster.v1.LogFileInfo
+	(*ListLogsResponse)(nil),       // 26: sluice.cluster.v1.ListLogsResponse
+	(*ReadLogRequest)(nil),         // 27: sluice.cluster.v1.ReadLogRequest
+	(*LogFileHeader)(nil),          // 28: sluice.cluster.v1.LogFileHeader
+	(*LogChunk)(nil),               // 29: sluice.cluster.v1.LogChunk
+	(*ThreadDumpRequest)(nil),      // 30: sluice.cluster.v1.ThreadDumpRequest
+	(*ThreadDumpResponse)(nil),     // 31: sluice.cluster.v1.ThreadDumpResponse
+	(*ProcessMetricsRequest)(nil),  // 32: sluice.cluster.v1.ProcessMetricsRequest
+	(*ProcessMetric)(nil),          // 33: sluice.cluster.v1.ProcessMetric
+	(*ProcessMetricsResponse)(nil), // 34: sluice.cluster.v1.ProcessMetricsResponse
+	(*BlobRequest)(nil),            // 35: sluice.cluster.v1.BlobRequest
+	(*BlobChunk)(nil),              // 36: sluice.cluster.v1.BlobChunk
+	(*TaskKey)(nil),                // 37: sluice.cluster.v1.TaskKey
+	(*WorkerMessage)(nil),          // 38: sluice.cluster.v1.WorkerMessage
+	(*JobMasterMessage)(nil),       // 39: sluice.cluster.v1.JobMasterMessage
+	(*AllFinished)(nil),            // 40: sluice.cluster.v1.AllFinished
+	(*WorkerAccepted)(nil),         // 41: sluice.cluster.v1.WorkerAccepted
+	(*Hello)(nil),                  // 42: sluice.cluster.v1.Hello
+	(*Deployment)(nil),             // 43: sluice.cluster.v1.Deployment
+	(*TaskPlacement)(nil),          // 44: sluice.cluster.v1.TaskPlacement
+	(*Deployed)(nil),               // 45: sluice.cluster.v1.Deployed
+	(*Start)(nil),                  // 46: sluice.cluster.v1.Start
+	(*TriggerCheckpoint)(nil),      // 47: sluice.cluster.v1.TriggerCheckpoint
+	(*CheckpointCoordinators)(nil), // 48: sluice.cluster.v1.CheckpointCoordinators
+	(*CoordinatorState)(nil),       // 49: sluice.cluster.v1.CoordinatorState
+	(*CheckpointAck)(nil),          // 50: sluice.cluster.v1.CheckpointAck
+	(*CheckpointDecline)(nil),      // 51: sluice.cluster.v1.CheckpointDecline
+	(*TaskFinished)(nil),           // 52: sluice.cluster.v1.TaskFinished
+	(*CheckpointNotification)(nil), // 53: sluice.cluster.v1.CheckpointNotification
+	(*OperatorEvent)(nil),          // 54: sluice.cluster.v1.OperatorEvent
+	(*TaskEnded)(nil),              // 55: sluice.cluster.v1.TaskEnded
+	(*Cancel)(nil),                 // 56: sluice.cluster.v1.Cancel
+	(*MetricsReport)(nil),          // 57: sluice.cluster.v1.MetricsReport
+	(*SubtaskMetrics)(nil),         // 58: sluice.cluster.v1.SubtaskMetrics
+	nil,                            // 59: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 60: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
-	4,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
-	7,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	2,  // 2: sluice.cluster.v1.TaskManagerMessage.worker_exited:type_name -> sluice.cluster.v1.WorkerExited
-	6,  // 3: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
-	7,  // 4: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	10, // 5: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
-	11, // 6: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
-	21, // 7: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
-	0,  // 8: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
-	5,  // 9: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
-	9,  // 10: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
-	8,  // 11: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	5,  // 12: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
-	15, // 13: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	47, // 14: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	48, // 15: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
-	30, // 16: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
-	33, // 17: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
-	43, // 18: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
-	38, // 19: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
-	39, // 20: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
-	40, // 21: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
-	37, // 22: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
-	42, // 23: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	42, // 24: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	35, // 25: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	45, // 26: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
-	7,  // 27: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	31, // 28: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	34, // 29: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	35, // 30: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	36, // 31: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	41, // 32: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	41, // 33: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	42, // 34: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	42, // 35: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	44, // 36: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	28, // 37: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	29, // 38: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
-	25, // 39: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	32, // 40: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	25, // 41: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	25, // 42: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	35, // 43: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	25, // 44: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	25, // 45: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	25, // 46: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	25, // 47: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	25, // 48: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	46, // 49: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	8,  // 50: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	25, // 51: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	1,  // 52: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	12, // 53: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	17, // 54: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	19, // 55: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	21, // 56: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	14, // 57: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	26, // 58: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	23, // 59: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	3,  // 60: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	13, // 61: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	18, // 62: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	20, // 63: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	22, // 64: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	16, // 65: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	27, // 66: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	24, // 67: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	60, // [60:68] is the sub-list for method output_type
-	52, // [52:60] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	5,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
+	8,  // 1: sluice.cluster.v1.TaskManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	3,  // 2: sluice.cluster.v1.TaskManagerMessage.worker_exited:type_name -> sluice.cluster.v1.WorkerExited
+	7,  // 3: sluice.cluster.v1.ResourceManagerMessage.registered:type_name -> sluice.cluster.v1.Registered
+	8,  // 4: sluice.cluster.v1.ResourceManagerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	11, // 5: sluice.cluster.v1.ResourceManagerMessage.allocate_slot:type_name -> sluice.cluster.v1.AllocateSlot
+	12, // 6: sluice.cluster.v1.ResourceManagerMessage.disconnect:type_name -> sluice.cluster.v1.Disconnect
+	22, // 7: sluice.cluster.v1.ResourceManagerMessage.free_slots:type_name -> sluice.cluster.v1.FreeSlotsRequest
+	1,  // 8: sluice.cluster.v1.Register.slot_profile:type_name -> sluice.cluster.v1.ResourceProfile
+	6,  // 9: sluice.cluster.v1.Register.hardware:type_name -> sluice.cluster.v1.Hardware
+	10, // 10: sluice.cluster.v1.Heartbeat.slots:type_name -> sluice.cluster.v1.SlotStatus
+	9,  // 11: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	6,  // 12: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
+	16, // 13: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
+	59, // 14: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	60, // 15: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	25, // 16: sluice.cluster.v1.ListLogsResponse.files:type_name -> sluice.cluster.v1.LogFileInfo
+	0,  // 17: sluice.cluster.v1.ReadLogRequest.kind:type_name -> sluice.cluster.v1.LogFileKind
+	28, // 18: sluice.cluster.v1.LogChunk.header:type_name -> sluice.cluster.v1.LogFileHeader
+	33, // 19: sluice.cluster.v1.ProcessMetricsResponse.metrics:type_name -> sluice.cluster.v1.ProcessMetric
+	42, // 20: sluice.cluster.v1.WorkerMessage.hello:type_name -> sluice.cluster.v1.Hello
+	45, // 21: sluice.cluster.v1.WorkerMessage.deployed:type_name -> sluice.cluster.v1.Deployed
+	55, // 22: sluice.cluster.v1.WorkerMessage.task_ended:type_name -> sluice.cluster.v1.TaskEnded
+	50, // 23: sluice.cluster.v1.WorkerMessage.ack:type_name -> sluice.cluster.v1.CheckpointAck
+	51, // 24: sluice.cluster.v1.WorkerMessage.decline:type_name -> sluice.cluster.v1.CheckpointDecline
+	52, // 25: sluice.cluster.v1.WorkerMessage.finished:type_name -> sluice.cluster.v1.TaskFinished
+	49, // 26: sluice.cluster.v1.WorkerMessage.coordinator_state:type_name -> sluice.cluster.v1.CoordinatorState
+	54, // 27: sluice.cluster.v1.WorkerMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	54, // 28: sluice.cluster.v1.WorkerMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	47, // 29: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	57, // 30: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
+	8,  // 31: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
+	43, // 32: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	46, // 33: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	47, // 34: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	48, // 35: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	53, // 36: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	53, // 37: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	54, // 38: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	54, // 39: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	56, // 40: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	40, // 41: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	41, // 42: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
+	37, // 43: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	44, // 44: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	37, // 45: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 46: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	47, // 47: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	37, // 48: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 49: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 50: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 51: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 52: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	58, // 53: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	9,  // 54: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	37, // 55: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	2,  // 56: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	13, // 57: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	18, // 58: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	20, // 59: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	22, // 60: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	24, // 61: sluice.cluster.v1.TaskManager.ListLogs:input_type -> sluice.cluster.v1.ListLogsRequest
+	27, // 62: sluice.cluster.v1.TaskManager.ReadLog:input_type -> sluice.cluster.v1.ReadLogRequest
+	30, // 63: sluice.cluster.v1.TaskManager.ThreadDump:input_type -> sluice.cluster.v1.ThreadDumpRequest
+	32, // 64: sluice.cluster.v1.TaskManager.ProcessMetrics:input_type -> sluice.cluster.v1.ProcessMetricsRequest
+	15, // 65: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	38, // 66: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	35, // 67: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	4,  // 68: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	14, // 69: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	19, // 70: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	21, // 71: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	23, // 72: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	26, // 73: sluice.cluster.v1.TaskManager.ListLogs:output_type -> sluice.cluster.v1.ListLogsResponse
+	29, // 74: sluice.cluster.v1.TaskManager.ReadLog:output_type -> sluice.cluster.v1.LogChunk
+	31, // 75: sluice.cluster.v1.TaskManager.ThreadDump:output_type -> sluice.cluster.v1.ThreadDumpResponse
+	34, // 76: sluice.cluster.v1.TaskManager.ProcessMetrics:output_type -> sluice.cluster.v1.ProcessMetricsResponse
+	17, // 77: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	39, // 78: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	36, // 79: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	68, // [68:80] is the sub-list for method output_type
+	56, // [56:68] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -3884,7 +4571,11 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*ResourceManagerMessage_Disconnect)(nil),
 		(*ResourceManagerMessage_FreeSlots)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[26].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[28].OneofWrappers = []any{
+		(*LogChunk_Header)(nil),
+		(*LogChunk_Data)(nil),
+	}
+	file_cluster_clusterpb_cluster_proto_msgTypes[37].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Deployed)(nil),
 		(*WorkerMessage_TaskEnded)(nil),
@@ -3898,7 +4589,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Metrics)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[27].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[38].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
 		(*JobMasterMessage_Start)(nil),
 		(*JobMasterMessage_Trigger)(nil),
@@ -3916,13 +4607,14 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   49,
+			NumEnums:      1,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
 		GoTypes:           file_cluster_clusterpb_cluster_proto_goTypes,
 		DependencyIndexes: file_cluster_clusterpb_cluster_proto_depIdxs,
+		EnumInfos:         file_cluster_clusterpb_cluster_proto_enumTypes,
 		MessageInfos:      file_cluster_clusterpb_cluster_proto_msgTypes,
 	}.Build()
 	File_cluster_clusterpb_cluster_proto = out.File

@@ -173,9 +173,13 @@ var ResourceManager_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	TaskManager_SubmitTasks_FullMethodName = "/sluice.cluster.v1.TaskManager/SubmitTasks"
-	TaskManager_CancelJob_FullMethodName   = "/sluice.cluster.v1.TaskManager/CancelJob"
-	TaskManager_FreeSlots_FullMethodName   = "/sluice.cluster.v1.TaskManager/FreeSlots"
+	TaskManager_SubmitTasks_FullMethodName    = "/sluice.cluster.v1.TaskManager/SubmitTasks"
+	TaskManager_CancelJob_FullMethodName      = "/sluice.cluster.v1.TaskManager/CancelJob"
+	TaskManager_FreeSlots_FullMethodName      = "/sluice.cluster.v1.TaskManager/FreeSlots"
+	TaskManager_ListLogs_FullMethodName       = "/sluice.cluster.v1.TaskManager/ListLogs"
+	TaskManager_ReadLog_FullMethodName        = "/sluice.cluster.v1.TaskManager/ReadLog"
+	TaskManager_ThreadDump_FullMethodName     = "/sluice.cluster.v1.TaskManager/ThreadDump"
+	TaskManager_ProcessMetrics_FullMethodName = "/sluice.cluster.v1.TaskManager/ProcessMetrics"
 )
 
 // TaskManagerClient is the client API for TaskManager service.
@@ -192,6 +196,20 @@ type TaskManagerClient interface {
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*CancelJobResponse, error)
 	// FreeSlots returns slots of a job to the ResourceManager.
 	FreeSlots(ctx context.Context, in *FreeSlotsRequest, opts ...grpc.CallOption) (*FreeSlotsResponse, error)
+	// ListLogs lists the regular files of the TaskManager's log directory
+	// (GET /taskmanagers/:id/logs).
+	ListLogs(ctx context.Context, in *ListLogsRequest, opts ...grpc.CallOption) (*ListLogsResponse, error)
+	// ReadLog streams one file of the log directory: a LogFileHeader, then
+	// its bytes in chunks (GET /taskmanagers/:id/log, stdout, logs/:name).
+	// A name that is not a file of the directory is InvalidArgument (not a
+	// plain file name) or NotFound.
+	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
+	// ThreadDump returns the TaskManager process's goroutines
+	// (GET /taskmanagers/:id/thread-dump).
+	ThreadDump(ctx context.Context, in *ThreadDumpRequest, opts ...grpc.CallOption) (*ThreadDumpResponse, error)
+	// ProcessMetrics returns the TaskManager process's runtime metrics by
+	// Flink's names (GET /taskmanagers/:id/metrics).
+	ProcessMetrics(ctx context.Context, in *ProcessMetricsRequest, opts ...grpc.CallOption) (*ProcessMetricsResponse, error)
 }
 
 type taskManagerClient struct {
@@ -232,6 +250,55 @@ func (c *taskManagerClient) FreeSlots(ctx context.Context, in *FreeSlotsRequest,
 	return out, nil
 }
 
+func (c *taskManagerClient) ListLogs(ctx context.Context, in *ListLogsRequest, opts ...grpc.CallOption) (*ListLogsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLogsResponse)
+	err := c.cc.Invoke(ctx, TaskManager_ListLogs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskManagerClient) ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TaskManager_ServiceDesc.Streams[0], TaskManager_ReadLog_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadLogRequest, LogChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaskManager_ReadLogClient = grpc.ServerStreamingClient[LogChunk]
+
+func (c *taskManagerClient) ThreadDump(ctx context.Context, in *ThreadDumpRequest, opts ...grpc.CallOption) (*ThreadDumpResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ThreadDumpResponse)
+	err := c.cc.Invoke(ctx, TaskManager_ThreadDump_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskManagerClient) ProcessMetrics(ctx context.Context, in *ProcessMetricsRequest, opts ...grpc.CallOption) (*ProcessMetricsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProcessMetricsResponse)
+	err := c.cc.Invoke(ctx, TaskManager_ProcessMetrics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskManagerServer is the server API for TaskManager service.
 // All implementations must embed UnimplementedTaskManagerServer
 // for forward compatibility.
@@ -246,6 +313,20 @@ type TaskManagerServer interface {
 	CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error)
 	// FreeSlots returns slots of a job to the ResourceManager.
 	FreeSlots(context.Context, *FreeSlotsRequest) (*FreeSlotsResponse, error)
+	// ListLogs lists the regular files of the TaskManager's log directory
+	// (GET /taskmanagers/:id/logs).
+	ListLogs(context.Context, *ListLogsRequest) (*ListLogsResponse, error)
+	// ReadLog streams one file of the log directory: a LogFileHeader, then
+	// its bytes in chunks (GET /taskmanagers/:id/log, stdout, logs/:name).
+	// A name that is not a file of the directory is InvalidArgument (not a
+	// plain file name) or NotFound.
+	ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error
+	// ThreadDump returns the TaskManager process's goroutines
+	// (GET /taskmanagers/:id/thread-dump).
+	ThreadDump(context.Context, *ThreadDumpRequest) (*ThreadDumpResponse, error)
+	// ProcessMetrics returns the TaskManager process's runtime metrics by
+	// Flink's names (GET /taskmanagers/:id/metrics).
+	ProcessMetrics(context.Context, *ProcessMetricsRequest) (*ProcessMetricsResponse, error)
 	mustEmbedUnimplementedTaskManagerServer()
 }
 
@@ -264,6 +345,18 @@ func (UnimplementedTaskManagerServer) CancelJob(context.Context, *CancelJobReque
 }
 func (UnimplementedTaskManagerServer) FreeSlots(context.Context, *FreeSlotsRequest) (*FreeSlotsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FreeSlots not implemented")
+}
+func (UnimplementedTaskManagerServer) ListLogs(context.Context, *ListLogsRequest) (*ListLogsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLogs not implemented")
+}
+func (UnimplementedTaskManagerServer) ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error {
+	return status.Error(codes.Unimplemented, "method ReadLog not implemented")
+}
+func (UnimplementedTaskManagerServer) ThreadDump(context.Context, *ThreadDumpRequest) (*ThreadDumpResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ThreadDump not implemented")
+}
+func (UnimplementedTaskManagerServer) ProcessMetrics(context.Context, *ProcessMetricsRequest) (*ProcessMetricsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProcessMetrics not implemented")
 }
 func (UnimplementedTaskManagerServer) mustEmbedUnimplementedTaskManagerServer() {}
 func (UnimplementedTaskManagerServer) testEmbeddedByValue()                     {}
@@ -340,6 +433,71 @@ func _TaskManager_FreeSlots_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskManager_ListLogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLogsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).ListLogs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_ListLogs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).ListLogs(ctx, req.(*ListLogsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskManager_ReadLog_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadLogRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TaskManagerServer).ReadLog(m, &grpc.GenericServerStream[ReadLogRequest, LogChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaskManager_ReadLogServer = grpc.ServerStreamingServer[LogChunk]
+
+func _TaskManager_ThreadDump_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ThreadDumpRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).ThreadDump(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_ThreadDump_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).ThreadDump(ctx, req.(*ThreadDumpRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskManager_ProcessMetrics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProcessMetricsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).ProcessMetrics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_ProcessMetrics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).ProcessMetrics(ctx, req.(*ProcessMetricsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskManager_ServiceDesc is the grpc.ServiceDesc for TaskManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -359,8 +517,26 @@ var TaskManager_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "FreeSlots",
 			Handler:    _TaskManager_FreeSlots_Handler,
 		},
+		{
+			MethodName: "ListLogs",
+			Handler:    _TaskManager_ListLogs_Handler,
+		},
+		{
+			MethodName: "ThreadDump",
+			Handler:    _TaskManager_ThreadDump_Handler,
+		},
+		{
+			MethodName: "ProcessMetrics",
+			Handler:    _TaskManager_ProcessMetrics_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ReadLog",
+			Handler:       _TaskManager_ReadLog_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "cluster/clusterpb/cluster.proto",
 }
 

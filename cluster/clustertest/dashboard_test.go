@@ -282,7 +282,12 @@ func TestDashboard(t *testing.T) {
 		} `json:"taskmanagers"`
 	}
 	restJSON(t, c, "/taskmanagers", &tms)
-	page("09-taskmanager", "#/taskmanager/"+url.PathEscape(tms.TaskManagers[0].ID), `document.querySelector('#tm-details') !== null`)
+	tmHash := "#/taskmanager/" + url.PathEscape(tms.TaskManagers[0].ID)
+	page("09-taskmanager", tmHash, `document.querySelector('#tm-details') !== null && document.querySelector('#tm-log-table')?.textContent.includes('taskmanager.log') && `+
+		`/Goroutines[0-9]+/.test(document.querySelector('#tm-memory')?.textContent ?? '')`)
+	page("09b-taskmanager-log", tmHash+"/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="TaskManager started"')`)
+	page("09c-taskmanager-goroutines", tmHash+"/goroutines",
+		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('(*TaskManager).Run')`)
 	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port')`)
 
 	// A savepoint from the job's page: the button, the dialog (the

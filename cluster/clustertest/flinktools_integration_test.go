@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,7 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 
 	const m = "org.apache.flink.runtime.rest.messages."
 	j, v := "/jobs/"+running, "/jobs/"+running+"/vertices/"+job.Vertices[0].ID
+	tm := "/taskmanagers/" + url.PathEscape(tms.TaskManagers[0].ID)
 	checks := []string{
 		"/overview=org.apache.flink.runtime.rest.handler.legacy.messages.ClusterOverviewWithVersion",
 		"/config=" + m + "DashboardConfiguration",
@@ -146,6 +148,13 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		v + "/accumulators=" + m + "JobVertexAccumulatorsInfo",
 		v + "/subtasks/accumulators=" + m + "job.SubtasksAllAccumulatorsInfo",
 		j + "/accumulators=" + m + "JobAccumulatorsInfo",
+		tm + "/logs=" + m + "LogListInfo",
+		tm + "/thread-dump=" + m + "ThreadDumpInfo",
+		tm + "/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		tm + "/metrics?get=Status.JVM.Memory.Heap.Used,Status.JVM.Threads.Count,Status.JVM.GarbageCollector.Go.Count=" + m + "job.metrics.MetricCollectionResponseBody",
+		"/taskmanagers/metrics=" + m + "job.metrics.MetricCollectionResponseBody",
+		"/taskmanagers/metrics?get=Status.JVM.Memory.Heap.Used,Status.JVM.Threads.Count&agg=min,max,avg,sum,skew=" + m + "job.metrics.AggregatedMetricsResponseBody",
+		"/taskmanagers/metrics?get=Status.JVM.Memory.Heap.Used&agg=sum&taskmanagers=" + url.QueryEscape(tms.TaskManagers[0].ID) + "=" + m + "job.metrics.AggregatedMetricsResponseBody",
 	}
 	java := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -161,6 +170,31 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	}
 	if out, err := java(append([]string{"io.github.sluice.flinkrest.Check", "http://" + c.rest()}, checks...)...); err != nil {
 		t.Errorf("Flink's strict REST mapper refused answers (%v):\n%s", err, out)
+	}
+
+	// The running job's workers write their stdout and stderr into their
+	// TaskManagers' log directories: listed by the TaskManagers, and
+	// served.
+	var workerFiles []string
+	for _, tmi := range tms.TaskManagers {
+		var logs struct {
+			Logs []struct{ Name string } `json:"logs"`
+		}
+		base := c.rest() + "/taskmanagers/" + url.PathEscape(tmi.ID)
+		if b, err := httpGet(base + "/logs"); err != nil || json.Unmarshal(b, &logs) != nil {
+			t.Fatalf("GET /taskmanagers/%s/logs: %v %s", tmi.ID, err, b)
+		}
+		for _, l := range logs.Logs {
+			if strings.HasPrefix(l.Name, running+"-") && strings.HasSuffix(l.Name, ".err") {
+				workerFiles = append(workerFiles, l.Name)
+				if _, err := httpGet(base + "/logs/" + url.PathEscape(l.Name)); err != nil {
+					t.Errorf("GET /taskmanagers/%s/logs/%s: %v", tmi.ID, l.Name, err)
+				}
+			}
+		}
+	}
+	if len(workerFiles) == 0 {
+		t.Errorf("no TaskManager lists a worker's stderr file of job %s", running)
 	}
 
 	flink := func(args ...string) string {

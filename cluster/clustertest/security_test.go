@@ -120,6 +120,26 @@ func TestInternalRPCsRefuseAPeerWithoutTheSecret(t *testing.T) {
 	tm := dial(tms.TaskManagers[0].Path)
 	_, err = clusterpb.NewTaskManagerClient(tm).CancelJob(ctx, &clusterpb.CancelJobRequest{JobId: job.ID, UpToAttempt: -1})
 	refused("cancelling the job on its TaskManager", err)
+	// Its log files, goroutines and metrics are for the JobManager only.
+	tmc := clusterpb.NewTaskManagerClient(tm)
+	_, err = tmc.ListLogs(ctx, &clusterpb.ListLogsRequest{})
+	refused("listing the TaskManager's log files", err)
+	if s, err := tmc.ReadLog(ctx, &clusterpb.ReadLogRequest{Kind: clusterpb.LogFileKind_LOG_FILE_MAIN}); err != nil {
+		refused("reading the TaskManager's log", err)
+	} else {
+		m, err := s.Recv()
+		if len(m.GetData()) > 0 || m.GetHeader() != nil {
+			t.Errorf("read the TaskManager's log without the secret")
+		}
+		refused("reading the TaskManager's log", err)
+	}
+	_, err = tmc.ThreadDump(ctx, &clusterpb.ThreadDumpRequest{})
+	refused("dumping the TaskManager's goroutines", err)
+	_, err = tmc.ProcessMetrics(ctx, &clusterpb.ProcessMetricsRequest{})
+	refused("reading the TaskManager's metrics", err)
+	if withSecretMetrics, err := tmc.ProcessMetrics(withSecret, &clusterpb.ProcessMetricsRequest{}); err != nil || len(withSecretMetrics.GetMetrics()) == 0 {
+		t.Errorf("the TaskManager's metrics with the secret: %v", err)
+	}
 	if st := c.onlyJob(t).State; st != "RUNNING" {
 		t.Errorf("the job is %s after the refused cancellation, want RUNNING", st)
 	}

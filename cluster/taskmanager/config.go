@@ -64,6 +64,15 @@ type Config struct {
 	// LogDir receives each worker's stdout and stderr (env.log.dir).
 	// Default: WorkDir/log.
 	LogDir string
+	// LogFile and StdoutFile name the files of LogDir that hold the
+	// TaskManager's own log and standard output, which the JobManager serves
+	// at GET /taskmanagers/:id/log and /taskmanagers/:id/stdout (the process
+	// that runs the TaskManager writes them: cmd/taskmanager). Defaults:
+	// Flink's "taskmanager.log" and "taskmanager.out".
+	LogFile, StdoutFile string
+	// MaxLogFileBytes bounds what ReadLog sends of one file: of a longer
+	// file, only its last MaxLogFileBytes bytes. Default: 64 MiB.
+	MaxLogFileBytes int64
 	// HeartbeatTimeout bounds the wait for Registered after connecting and
 	// an offer to a JobMaster; once registered, the ResourceManager's
 	// heartbeat settings apply. Default: heartbeat.timeout's (5 s).
@@ -147,6 +156,11 @@ func (c Config) withDefaults() Config {
 	c.MemoryBytes = cmp.Or(c.MemoryBytes, int64(conf.TaskManagerProcessMemory.Default()))
 	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, conf.HeartbeatTimeout.Default())
 	c.StopGrace = cmp.Or(c.StopGrace, 5*time.Second)
+	c.LogFile = cmp.Or(c.LogFile, DefaultLogFile)
+	c.StdoutFile = cmp.Or(c.StdoutFile, DefaultStdoutFile)
+	if c.MaxLogFileBytes <= 0 {
+		c.MaxLogFileBytes = 64 << 20
+	}
 	c.ReconnectBackoff = cmp.Or(c.ReconnectBackoff, 100*time.Millisecond)
 	c.ReconnectBackoffMax = cmp.Or(c.ReconnectBackoffMax, 5*time.Second)
 	if c.DialOptions == nil {
@@ -163,6 +177,13 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// The default names of the TaskManager's log and standard output files in
+// its log directory (Flink's).
+const (
+	DefaultLogFile    = "taskmanager.log"
+	DefaultStdoutFile = "taskmanager.out"
+)
 
 // loopbackHost is what a TaskManager binds and advertises when no address
 // is configured.
@@ -200,6 +221,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := conf.Ports(c.DataPort); err != nil {
 		problems = append(problems, "DataPort: "+err.Error())
+	}
+	for _, f := range []struct{ key, name string }{{"LogFile", c.LogFile}, {"StdoutFile", c.StdoutFile}} {
+		if checkLogName(f.name) != nil {
+			problems = append(problems, fmt.Sprintf("%s %q: must be a file name, without a directory", f.key, f.name))
+		}
 	}
 	if c.Slots < 1 {
 		problems = append(problems, fmt.Sprintf("Slots %d: must be at least 1", c.Slots))

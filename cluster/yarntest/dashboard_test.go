@@ -4,6 +4,7 @@ package yarntest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -105,5 +106,57 @@ func checkFinalTrackingURL(t *testing.T, ctx context.Context, r *rig, appID stri
 		t.Errorf("GET the final tracking URL %s (ended at %s): %s, want 200 and a page naming %s:\n%.800s", u, res.Request.URL, res.Status, appID, b)
 	} else {
 		t.Logf("the final tracking URL %s leads to %s", u, res.Request.URL)
+	}
+}
+
+// checkTaskManagerEndpointsThroughProxy checks, through the
+// ResourceManager's proxy, that the session's TaskManager containers
+// (registered still, idle after a job) answer for their own files: the
+// log the container's TaskManager wrote (its start, naming its container),
+// the stdout file YARN's launch command redirects, the listing of its
+// container log directory, and its goroutines.
+func checkTaskManagerEndpointsThroughProxy(t *testing.T, r *rig, ctx context.Context, appID string) {
+	t.Helper()
+	u := report(t, ctx, r.yarnClient(t), appID).TrackingURL
+	if !strings.HasPrefix(u, "http") {
+		u = "http://" + u
+	}
+	u = strings.TrimSuffix(u, "/") + "/"
+	client := &http.Client{Timeout: 30 * time.Second}
+	get := func(path string) (int, string) {
+		res, err := client.Get(u + path)
+		if err != nil {
+			t.Errorf("GET %s through the proxy: %v", path, err)
+			return 0, ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	status, body := get("taskmanagers")
+	var tms struct {
+		TaskManagers []struct{ ID string } `json:"taskmanagers"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &tms) != nil || len(tms.TaskManagers) == 0 {
+		t.Errorf("GET taskmanagers through the proxy: %d %.300s, want the session's TaskManagers", status, body)
+		return
+	}
+	for _, tm := range tms.TaskManagers {
+		base := "taskmanagers/" + url.PathEscape(tm.ID)
+		if status, log := get(base + "/log"); status != 200 || !strings.Contains(log, `msg="TaskManager started"`) || !strings.Contains(log, "container_") {
+			t.Errorf("GET %s/log: %d %.600s, want the container's taskmanager.log", tm.ID, status, log)
+		}
+		if status, b := get(base + "/stdout"); status != 200 {
+			t.Errorf("GET %s/stdout: %d %.300s, want the container's taskmanager.out", tm.ID, status, b)
+		}
+		status, b := get(base + "/logs")
+		for _, f := range []string{`"taskmanager.log"`, `"taskmanager.out"`, `"taskmanager.err"`} {
+			if status != 200 || !strings.Contains(b, f) {
+				t.Errorf("GET %s/logs: %d %.600s, want %s listed", tm.ID, status, b, f)
+			}
+		}
+		if status, b := get(base + "/thread-dump"); status != 200 || !strings.Contains(b, "(*TaskManager).Run") {
+			t.Errorf("GET %s/thread-dump: %d %.300s, want the TaskManager's goroutines", tm.ID, status, b)
+		}
 	}
 }

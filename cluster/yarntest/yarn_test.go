@@ -433,6 +433,9 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	t.Logf("TIMING yarn-session: run → job FINISHED %v (TaskManager containers started for the job)", time.Since(runBegan).Round(time.Millisecond))
 	checkExactlyOnce(t, r.fs, out, n, keys)
+	// Its TaskManager containers stay registered while idle
+	// (resourcemanager.taskmanager-timeout, 30 s).
+	checkTaskManagerEndpointsThroughProxy(t, r, ctx, appID)
 
 	o, err = r.sluice(t, ctx, "list", "--all", "--target", "yarn-session", session)
 	if err != nil || !strings.Contains(o, "cluster test") || !strings.Contains(o, "FINISHED") {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -72,13 +73,27 @@ func clusterProcesses() Cluster {
 				}
 				cfg := taskmanager.ConfigFrom(c)
 				cfg.Security = sec
-				cfg.Logger = log
+				// The TaskManager logs to stderr and, once its log
+				// directory is made, to taskmanager.log there too, which
+				// the JobManager serves (GET /taskmanagers/:id/log).
+				file := &lateFile{}
+				// Its lines are stderr's (processLogger's).
+				fileLog := slog.NewTextHandler(file, &slog.HandlerOptions{Level: slog.LevelInfo}).WithAttrs([]slog.Attr{slog.String("process", "taskmanager")})
+				cfg.Logger = slog.New(slog.NewMultiHandler(log.Handler(), fileLog))
 				cfg.WorkerConfiguration = p.WorkerConfiguration
 				cfg.KerberosStatus = p.KerberosStatus()
 				tm, err := taskmanager.New(cfg)
 				if err != nil {
 					return err
 				}
+				f, err := os.OpenFile(filepath.Join(tm.LogDir(), taskmanager.DefaultLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err != nil {
+					tm.Close()
+					return fmt.Errorf("the TaskManager's log file: %w", err)
+				}
+				file.set(f)
+				defer f.Close()
+				defer file.set(nil)
 				return tm.Run(ctx)
 			})
 		},
@@ -196,4 +211,26 @@ func taskManagerCommand(cl Cluster) *cli.Command {
 // processLogger logs a cluster process to stderr.
 func processLogger(c *cli.Context, process string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo})).With("process", process)
+}
+
+// lateFile is a log file opened after its logger was made: what is
+// written before it is set, or after it is unset, is dropped.
+type lateFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *lateFile) set(f *os.File) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.f = f
+}
+
+func (l *lateFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return len(p), nil
+	}
+	return l.f.Write(p)
 }

@@ -163,6 +163,8 @@
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})$/, m => pageVertex(m[1], m[2])],
     [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration))?$/, m => pageJob(m[1], m[2] || "overview")],
     [/^#\/taskmanagers$/, () => pageTaskManagers()],
+    [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), m[2], "")],
+    [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
     [/^#\/taskmanager\/(.+)$/, m => pageTaskManager(decodeURIComponent(m[1]))],
     [/^#\/jobmanager$/, () => pageJobManager()],
   ];
@@ -786,18 +788,67 @@
         if (e.status === 404) { document.getElementById("tm").innerHTML = '<div class="panel">' + empty(e.message) + "</div>"; return; }
         throw e;
       }
-      const sec = await security();
+      const tmPath = "taskmanagers/" + encodeURIComponent(id);
+      const [sec, logs, ms] = await Promise.all([security(), api(tmPath + "/logs"), api(tmPath + "/metrics?get=Status.JVM.Threads.Count")]);
       clearError();
-      const hw = tm.hardware || {}, tr = tm.totalResource || {}, fr = tm.freeResource || {};
+      const hw = tm.hardware || {}, tr = tm.totalResource || {}, fr = tm.freeResource || {}, mem = tm.metrics || {};
+      const files = logs.logs || [], base = "#/taskmanager/" + encodeURIComponent(id);
+      const goroutines = (ms.find(m => m.id === "Status.JVM.Threads.Count") || {}).value;
       const kv = rows => '<div class="kv">' + rows.map(r => "<div>" + esc(r[0]) + "</div><div>" + r[1] + "</div>").join("") + "</div>";
       document.getElementById("tm").innerHTML =
         '<div class="panel" id="tm-details">' + kv([["Address", esc(tm.path)], ["Data port", (tm.dataPort >= 0 ? esc(tm.dataPort) : "–")], ["Last heartbeat", fmtTime(tm.timeSinceLastHeartbeat)],
           ["Slots", esc(tm.slotsNumber) + " (" + esc(tm.freeSlots) + " free)"], ["CPU cores", esc(hw.cpuCores)], ["Physical memory", fmtBytes(hw.physicalMemory)], ["Free memory (last heartbeat)", fmtBytes(hw.freeMemory)]]) + "</div>" +
         '<h2>Resources</h2><div class="panel"><table><thead><tr><th></th><th class="num">CPU cores</th><th class="num">Task heap</th><th class="num">Task off-heap</th><th class="num">Managed</th><th class="num">Network</th></tr></thead><tbody>' +
         ["Total", "Free"].map((n, i) => { const r = i ? fr : tr; return "<tr><td>" + n + '</td><td class="num">' + esc(r.cpuCores) + '</td><td class="num">' + esc(r.taskHeapMemory) + ' MiB</td><td class="num">' + esc(r.taskOffHeapMemory) + ' MiB</td><td class="num">' + esc(r.managedMemory) + ' MiB</td><td class="num">' + esc(r.networkMemory) + " MiB</td></tr>"; }).join("") +
-        '</tbody></table><p class="muted">JVM memory pools and garbage collectors: not reported (a Sluice TaskManager is a Go process).</p></div>' +
+        '</tbody></table></div>' +
+        '<h2>Memory (Go runtime)</h2><div class="panel" id="tm-memory">' + kv([["Heap used", fmtBytes(mem.heapUsed)], ["Heap committed", fmtBytes(mem.heapCommitted)],
+          ["Heap limit (GOMEMLIMIT)", mem.heapMax > 0 ? fmtBytes(mem.heapMax) : "none"], ["Non-heap used", fmtBytes(mem.nonHeapUsed)], ["Non-heap committed", fmtBytes(mem.nonHeapCommitted)],
+          ["Goroutines", esc(goroutines)]].concat((mem.garbageCollectors || []).map(g => ["GC " + g.name, esc(g.count) + " cycles, " + fmtDuration(g.time) + " paused"]))) + "</div>" +
+        '<h2>Logs</h2><div class="panel" id="tm-logs"><div class="tabs">' +
+        '<a href="' + base + '/log">Log</a> <a href="' + base + '/stdout">Stdout</a> <a href="' + base + '/goroutines">Goroutine dump</a></div>' +
+        (files.length ? '<table id="tm-log-table"><thead><tr><th>File</th><th class="num">Size</th><th>Modified</th></tr></thead><tbody>' +
+          files.map(f => '<tr><td class="mono"><a href="' + base + "/file/" + encodeURIComponent(f.name) + '">' + esc(f.name) + '</a></td><td class="num">' + fmtBytes(f.size) + "</td><td>" + fmtTime(f.mtime) + "</td></tr>").join("") +
+          "</tbody></table>" : empty("The log directory holds no files.")) + "</div>" +
         '<h2>Kerberos</h2><div class="panel">' + securityHTML(sec, { tm: tm.id }) + "</div>";
     });
+  }
+
+  // A TaskManager's log file, stdout, a file of its log directory or its
+  // goroutines, asked of the TaskManager through the JobManager. Loaded
+  // once: a log does not refresh under the reader.
+  async function pageTaskManagerView(id, what, name) {
+    setNav("taskmanagers");
+    const base = "#/taskmanager/" + encodeURIComponent(id);
+    const title = { log: "Log", stdout: "Stdout", goroutines: "Goroutine dump", file: name }[what];
+    main.innerHTML = '<div class="tabs"><a href="' + base + '">← TaskManager ' + esc(id) + '</a></div><h1 class="mono">' + esc(title) + '</h1><div id="page-error"></div><div class="panel" id="tm-file"></div>';
+    const seq = routeSeq;
+    const path = "taskmanagers/" + encodeURIComponent(id) + { log: "/log", stdout: "/stdout", goroutines: "/thread-dump", file: "/logs/" + encodeURIComponent(name) }[what];
+    let html;
+    try {
+      if (what === "goroutines") {
+        const d = await api(path);
+        const infos = d.threadInfos || [];
+        html = '<p class="muted">' + infos.length + " goroutines</p>" + infos.map(t => "<pre>" + esc(t.stringifiedThreadInfo) + "</pre>").join("");
+      } else {
+        const res = await fetch(path, { headers: { "Accept": "text/plain" } });
+        const text = await res.text();
+        if (!res.ok) {
+          let msg = res.status + " " + res.statusText;
+          try { msg = JSON.parse(text).errors.join("; "); } catch (e) { /* not Flink's error shape */ }
+          throw new APIError(res.status, msg);
+        }
+        const offset = res.headers.get("Sluice-Log-Offset");
+        html = (offset ? '<p class="muted">The file is long: its last ' + fmtBytes(text.length) + " are shown (from byte " + esc(offset) + ").</p>" : "") +
+          (text ? "<pre>" + esc(text) + "</pre>" : empty("The file is empty."));
+      }
+    } catch (e) {
+      if (seq !== routeSeq) return;
+      if (e.status === 404) { document.getElementById("tm-file").innerHTML = empty(e.message); return; }
+      showError(e);
+      return;
+    }
+    if (seq !== routeSeq) return;
+    document.getElementById("tm-file").innerHTML = html;
   }
 
   function pageJobManager() {

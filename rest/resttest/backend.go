@@ -6,11 +6,15 @@ package resttest
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
@@ -62,6 +66,7 @@ type Backend struct {
 		jobs        map[string]*Job
 		order       []string
 		tms         []rest.TaskManagerInfo
+		processes   map[string]TaskManagerProcess
 		metrics     *rest.MetricsSnapshot
 		received    []Received
 		savepoints  int
@@ -440,6 +445,88 @@ func (b *Backend) TaskManagers(context.Context) ([]rest.TaskManagerInfo, error) 
 		return nil, b.Err
 	}
 	return slices.Clone(b.mu.tms), nil
+}
+
+// TaskManagerProcess is what a registered TaskManager of the fake holds
+// (SetTaskManagerProcess): the files of its log directory, its goroutines
+// and its process's metrics.
+type TaskManagerProcess struct {
+	// Files maps a file name of the log directory to its content; its
+	// log and standard output are "taskmanager.log" and "taskmanager.out".
+	Files      map[string]string
+	Goroutines []rest.ThreadInfo
+	Metrics    []rest.ProcessMetric
+	// ModTime is every file's modification time.
+	ModTime time.Time
+}
+
+// SetTaskManagerProcess sets what the TaskManager id holds; it answers only
+// while id is among SetTaskManagers'.
+func (b *Backend) SetTaskManagerProcess(id string, p TaskManagerProcess) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.processes == nil {
+		b.mu.processes = map[string]TaskManagerProcess{}
+	}
+	b.mu.processes[id] = p
+}
+
+// process is the registered TaskManager id's.
+func (b *Backend) process(id string) (TaskManagerProcess, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Err != nil {
+		return TaskManagerProcess{}, b.Err
+	}
+	if !slices.ContainsFunc(b.mu.tms, func(tm rest.TaskManagerInfo) bool { return tm.ID == id }) {
+		return TaskManagerProcess{}, fmt.Errorf("%w: TaskManager %s is not registered (see GET /taskmanagers)", rest.ErrNotFound, id)
+	}
+	return b.mu.processes[id], nil
+}
+
+// TaskManagerLogs implements rest.Backend.
+func (b *Backend) TaskManagerLogs(_ context.Context, id string) ([]rest.LogInfo, error) {
+	p, err := b.process(id)
+	if err != nil {
+		return nil, err
+	}
+	out := []rest.LogInfo{}
+	for _, name := range slices.Sorted(maps.Keys(p.Files)) {
+		out = append(out, rest.LogInfo{Name: name, Size: int64(len(p.Files[name])), MTime: p.ModTime.UnixMilli()})
+	}
+	return out, nil
+}
+
+// TaskManagerLogFile implements rest.Backend.
+func (b *Backend) TaskManagerLogFile(_ context.Context, id string, f rest.TaskManagerFile) (*rest.LogFile, error) {
+	p, err := b.process(id)
+	if err != nil {
+		return nil, err
+	}
+	name := f.Name
+	switch f.Kind {
+	case rest.TaskManagerMainLog:
+		name = "taskmanager.log"
+	case rest.TaskManagerStdout:
+		name = "taskmanager.out"
+	}
+	content, ok := p.Files[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not in the log directory of TaskManager %s", rest.ErrNotFound, name, id)
+	}
+	return &rest.LogFile{Name: name, Size: int64(len(content)), ModTime: p.ModTime, Body: io.NopCloser(strings.NewReader(content))}, nil
+}
+
+// TaskManagerThreadDump implements rest.Backend.
+func (b *Backend) TaskManagerThreadDump(_ context.Context, id string) ([]rest.ThreadInfo, error) {
+	p, err := b.process(id)
+	return slices.Clone(p.Goroutines), err
+}
+
+// TaskManagerMetrics implements rest.Backend.
+func (b *Backend) TaskManagerMetrics(_ context.Context, id string) ([]rest.ProcessMetric, error) {
+	p, err := b.process(id)
+	return slices.Clone(p.Metrics), err
 }
 
 // Metrics implements rest.Backend.
