@@ -99,11 +99,22 @@ type Host struct {
 	metrics     []SubtaskMetrics
 
 	uploads chan upload
-	locs    struct {
+	// locs passes checkpoint locations and ends to the uploader, never
+	// blocking the caller (which may be the uploader itself, acknowledging
+	// a snapshot that completes a checkpoint); wake tells it there are some.
+	locs struct {
 		sync.Mutex
-		m map[int64]*storage.Location
+		events []locEvent
 	}
-	wg sync.WaitGroup // task and uploader goroutines
+	wake chan struct{}
+	wg   sync.WaitGroup // task and uploader goroutines
+}
+
+// locEvent is where checkpoint id is written, or (ended) that it ended.
+type locEvent struct {
+	id    int64
+	loc   *storage.Location
+	ended bool
 }
 
 type upload struct {
@@ -122,8 +133,7 @@ type CoordinatorSnapshot struct {
 // NewHost builds the tasks (not started yet).
 func NewHost(ctx context.Context, cfg HostConfig) (*Host, error) {
 	h := &Host{cfg: cfg, opIDs: cfg.Plan.Graph.OperatorIDs(), tasks: map[checkpoint.TaskID]*task.Task{},
-		coords: map[int]task.Coordinator{}, finalCommit: make(chan struct{}), uploads: make(chan upload, 64)}
-	h.locs.m = map[int64]*storage.Location{}
+		coords: map[int]task.Coordinator{}, finalCommit: make(chan struct{}), uploads: make(chan upload, 64), wake: make(chan struct{}, 1)}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	ok := false
 	defer func() {
@@ -289,12 +299,17 @@ func (h *Host) Start() {
 	}
 }
 
-// uploader writes task snapshots (the asynchronous part of checkpoints).
+// uploader writes task snapshots (the asynchronous part of checkpoints),
+// each once its checkpoint's location is known (see uploadQueue).
 func (h *Host) uploader() {
+	q := newUploadQueue()
 	for {
 		select {
 		case <-h.ctx.Done():
 			// Free what queued snapshots hold (pebble snapshots, files).
+			for _, u := range q.drain() {
+				u.snap.Discard()
+			}
 			for {
 				select {
 				case u := <-h.uploads:
@@ -306,25 +321,51 @@ func (h *Host) uploader() {
 				}
 			}
 		case u := <-h.uploads:
-			if u.finished {
-				h.cfg.Reporter.TaskFinished(u.task)
-				continue
-			}
+			h.do(q.arrived(u))
+		case <-h.wake:
 			h.locs.Lock()
-			loc, ok := h.locs.m[u.snap.ID]
+			evs := h.locs.events
+			h.locs.events = nil
 			h.locs.Unlock()
-			if !ok {
-				u.snap.Discard()
-				h.cfg.Reporter.Declined(u.task, u.snap.ID, fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID))
-				continue
+			for _, ev := range evs {
+				if ev.ended {
+					h.do(q.endedCheckpoint(ev.id))
+				} else {
+					h.do(q.located(ev.id, ev.loc))
+				}
 			}
-			ack, err := h.cfg.Writer.Write(loc, u.task, u.snap)
+		}
+	}
+}
+
+// do carries out the uploader's steps.
+func (h *Host) do(steps []step) {
+	for _, st := range steps {
+		u := st.u
+		switch {
+		case u.finished:
+			h.cfg.Reporter.TaskFinished(u.task)
+		case st.loc == nil:
+			u.snap.Discard()
+			h.cfg.Reporter.Declined(u.task, u.snap.ID, fmt.Errorf("checkpoint %d is no longer in progress", u.snap.ID))
+		default:
+			ack, err := h.cfg.Writer.Write(st.loc, u.task, u.snap)
 			if err != nil {
 				h.cfg.Reporter.Declined(u.task, u.snap.ID, err)
 				continue
 			}
 			h.cfg.Reporter.Acknowledged(u.task, u.snap.ID, ack)
 		}
+	}
+}
+
+func (h *Host) locEvent(ev locEvent) {
+	h.locs.Lock()
+	h.locs.events = append(h.locs.events, ev)
+	h.locs.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // the uploader has a wake-up pending
 	}
 }
 
@@ -377,13 +418,7 @@ func (h *Host) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks []checkpo
 
 // AddLocation registers where checkpoint id is written, for tasks
 // triggered through their coordinator elsewhere.
-func (h *Host) AddLocation(id int64, loc *storage.Location) {
-	h.locs.Lock()
-	defer h.locs.Unlock()
-	if _, ok := h.locs.m[id]; !ok {
-		h.locs.m[id] = loc
-	}
-}
+func (h *Host) AddLocation(id int64, loc *storage.Location) { h.locEvent(locEvent{id: id, loc: loc}) }
 
 // NotifyComplete tells the tasks that checkpoint id is complete.
 func (h *Host) NotifyComplete(id int64) {
@@ -401,11 +436,7 @@ func (h *Host) Abort(id int64) {
 	}
 }
 
-func (h *Host) dropLocation(id int64) {
-	h.locs.Lock()
-	defer h.locs.Unlock()
-	delete(h.locs.m, id)
-}
+func (h *Host) dropLocation(id int64) { h.locEvent(locEvent{id: id, ended: true}) }
 
 // AllFinished tells the tasks that every task of the attempt finished.
 func (h *Host) AllFinished() { h.finalOnce.Do(func() { close(h.finalCommit) }) }
