@@ -1,0 +1,360 @@
+#!/usr/bin/env bash
+# Sluice's dockerized multi-host test cluster: Hadoop 3.4 (HDFS + YARN) and a Kafka KRaft cluster,
+# every node its own container and host on one user-defined Docker network.
+#
+#   master            NameNode + ResourceManager
+#   worker1..worker3  DataNode + NodeManager each
+#   kafka1..kafka3    one Kafka broker + KRaft controller each (replication 3, min.insync.replicas 2)
+#
+#   docker-cluster.sh images [--force]  build the images (or find them cached: see below)
+#   docker-cluster.sh start DIR         start dockerd if it is not running, build or reuse the images,
+#                                       start the cluster, wait until every node serves, write DIR
+#   docker-cluster.sh stop DIR          remove the cluster's containers and network, then stop dockerd
+#                                       and restore the host's iptables if `start` started it; idempotent
+#   docker-cluster.sh status DIR        exit 0 and print DIR/READY if the cluster runs, exit 1 otherwise
+#   docker-cluster.sh dockerd-start     start dockerd by hand (no systemd), saving iptables first
+#   docker-cluster.sh dockerd-stop      stop a dockerd started by this script and restore iptables
+#
+# DIR receives conf/ (core-site.xml, hdfs-site.xml, yarn-site.xml for clients on the Docker host:
+# point HADOOP_CONF_DIR at it) and READY, key=value lines:
+#   conf_dir=DIR/conf  bootstrap=IP:9092,...  network=NAME  subnet=CIDR  startup_s=N
+#   node.NAME=CONTAINER IP HOSTNAME ROLE      (one line per node)
+#
+# Every node publishes its IP on the cluster network (the Docker host routes to it, so a client
+# outside the containers reaches each daemon as a laptop reaches a real cluster); daemons bind to
+# all interfaces of their container, and containers reach each other by host name too.
+#
+# Images are cached by content hash: sluice-debian:H (debootstrap of Debian, H = hash of its
+# recipe) and sluice-cluster:H (H = hash of the base, Dockerfile, node.sh and every jar), so a warm
+# machine rebuilds nothing and a changed input rebuilds only what depends on it. The jars are those
+# integration/scripts/minicluster.sh and kafka.sh fetch from Maven Central (built here if missing).
+#
+# Environment:
+#   DOCKER_CLUSTER_STATE    where dockerd's pid, log and the saved iptables go
+#                           (default /tmp/sluice-docker-cluster)
+#   DOCKER_CLUSTER_SUBNET   the network's /24 (default 172.30.15.0/24); nodes take .10-.23
+#   DOCKER_CLUSTER_HEAP     -Xmx of each daemon's JVM (default 256m)
+#   DOCKER_CLUSTER_NM_MEMORY_MB, DOCKER_CLUSTER_NM_VCORES  what each NodeManager offers (2048, 4)
+#   DOCKER_CLUSTER_START_TIMEOUT  seconds to wait for the cluster (default 300)
+#   DEBIAN_MIRROR           debootstrap's mirror (default http://deb.debian.org/debian)
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+IMAGE_DIR="$ROOT/docker/image"
+STATE=${DOCKER_CLUSTER_STATE:-/tmp/sluice-docker-cluster}
+SUBNET=${DOCKER_CLUSTER_SUBNET:-172.30.15.0/24}
+NET=sluice-cluster
+SUITE=bookworm
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+BASE_REPO=sluice-debian
+CLUSTER_REPO=sluice-cluster
+
+# Nodes: name, last octet, role.
+NODES=(master:10:master worker1:11:worker worker2:12:worker worker3:13:worker
+  kafka1:21:kafka kafka2:22:kafka kafka3:23:kafka)
+
+die() { echo "docker-cluster: $*" >&2; exit 1; }
+log() { echo "docker-cluster: $*" >&2; }
+
+need_root() { [[ $(id -u) == 0 ]] || die "must run as root (dockerd, debootstrap and iptables need it)"; }
+
+prefix() {
+  [[ "$SUBNET" =~ ^([0-9]+\.[0-9]+\.[0-9]+)\.0/24$ ]] || die "DOCKER_CLUSTER_SUBNET=$SUBNET is not a.b.c.0/24"
+  echo "${BASH_REMATCH[1]}"
+}
+
+# --- dockerd ------------------------------------------------------------------------------------
+
+docker_up() { docker info >/dev/null 2>&1; }
+
+cmd_dockerd_start() {
+  need_root
+  command -v dockerd >/dev/null || die "dockerd not found: apt-get install docker.io"
+  mkdir -p "$STATE"
+  exec 8>"$STATE/dockerd.lock"
+  flock 8
+  if docker_up; then
+    exec 8>&-
+    return 0
+  fi
+  # What dockerd changes on the host: its iptables rules (FORWARD policy DROP, MASQUERADE, DOCKER
+  # chains) and its bridges. Saved here, put back by dockerd-stop.
+  iptables-save >"$STATE/iptables.before"
+  ip -o link show type bridge | awk -F': ' '{print $2}' | cut -d@ -f1 >"$STATE/bridges.before" || true
+  log "starting dockerd (log: $STATE/dockerd.log)"
+  setsid dockerd --log-level=warn </dev/null >>"$STATE/dockerd.log" 2>&1 &
+  echo $! >"$STATE/dockerd.pid"
+  local deadline=$((SECONDS + 60))
+  until docker_up; do
+    kill -0 "$(cat "$STATE/dockerd.pid")" 2>/dev/null || { tail -n 20 "$STATE/dockerd.log" >&2; die "dockerd exited"; }
+    ((SECONDS < deadline)) || die "dockerd not answering after 60s (log: $STATE/dockerd.log)"
+    sleep 0.3
+  done
+  exec 8>&-
+}
+
+cmd_dockerd_stop() {
+  [[ -f "$STATE/dockerd.pid" ]] || { log "dockerd was not started by this script; leaving it"; return 0; }
+  local pid
+  pid="$(cat "$STATE/dockerd.pid")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    local deadline=$((SECONDS + 60))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && { log "dockerd $pid still up after 60s: SIGKILL"; kill -KILL "$pid" || true; }
+    log "dockerd stopped (pid $pid)"
+  fi
+  if [[ -f "$STATE/iptables.before" ]]; then
+    iptables-restore <"$STATE/iptables.before" && log "iptables restored"
+  fi
+  if [[ -f "$STATE/bridges.before" ]]; then
+    local b
+    for b in $(ip -o link show type bridge | awk -F': ' '{print $2}' | cut -d@ -f1); do
+      grep -qx "$b" "$STATE/bridges.before" || ip link delete "$b" 2>/dev/null || true
+    done
+  fi
+  rm -f "$STATE/dockerd.pid" "$STATE/iptables.before" "$STATE/bridges.before"
+}
+
+# --- images -------------------------------------------------------------------------------------
+
+BASE_RECIPE="debootstrap --variant=minbase $SUITE $MIRROR; docker import; v1"
+
+image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+
+hash_of() { sha256sum | cut -c1-12; }
+
+build_base() {
+  local tag=$1 force=$2
+  if [[ $force == 0 ]] && image_exists "$tag"; then return 0; fi
+  command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install debootstrap"
+  local root="$STATE/rootfs"
+  rm -rf "$root"
+  mkdir -p "$root"
+  log "debootstrap $SUITE into $root (about a minute)"
+  debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >"$STATE/debootstrap.log" 2>&1 ||
+    { tail -n 20 "$STATE/debootstrap.log" >&2; die "debootstrap failed (log: $STATE/debootstrap.log)"; }
+  rm -rf "$root"/var/cache/apt/archives/*.deb
+  tar -C "$root" -c . | docker import -m "$BASE_RECIPE" - "$tag" >/dev/null
+  rm -rf "$root"
+  log "built $tag"
+}
+
+# jars: build the jar directories if they are missing (from Maven Central, through the scripts
+# that own them).
+jars() {
+  [[ -d "$ROOT/minicluster/target/lib" && -f "$ROOT/minicluster/target/.sluice-built" ]] || "$HERE/minicluster.sh" build
+  [[ -d "$ROOT/kafka/target/lib" && -f "$ROOT/kafka/target/.sluice-built" ]] || "$HERE/kafka.sh" build
+}
+
+cluster_tag() {
+  local base=$1
+  {
+    echo "$base"
+    cat "$IMAGE_DIR/Dockerfile" "$IMAGE_DIR/node.sh"
+    (cd "$ROOT/minicluster/target/lib" && sha256sum -- *.jar)
+    (cd "$ROOT/kafka/target/lib" && sha256sum -- *.jar)
+  } | hash_of
+}
+
+cmd_images() {
+  local force=0
+  [[ "${1:-}" == "--force" ]] && force=1
+  need_root
+  cmd_dockerd_start
+  mkdir -p "$STATE"
+  exec 7>"$STATE/images.lock"
+  flock 7
+  local base="$BASE_REPO:$(echo "$BASE_RECIPE" | hash_of)"
+  build_base "$base" "$force"
+  jars
+  local tag="$CLUSTER_REPO:$(cluster_tag "$base")"
+  if [[ $force == 1 ]] || ! image_exists "$tag"; then
+    local ctx="$STATE/context"
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp -l -r "$ROOT/minicluster/target/lib" "$ctx/hadoop-lib" 2>/dev/null || cp -r "$ROOT/minicluster/target/lib" "$ctx/hadoop-lib"
+    cp -l -r "$ROOT/kafka/target/lib" "$ctx/kafka-lib" 2>/dev/null || cp -r "$ROOT/kafka/target/lib" "$ctx/kafka-lib"
+    cp "$IMAGE_DIR/Dockerfile" "$IMAGE_DIR/node.sh" "$ctx/"
+    log "building $tag"
+    DOCKER_BUILDKIT=0 docker build -q --build-arg BASE="$base" -t "$tag" "$ctx" >"$STATE/build.log" 2>&1 ||
+      { tail -n 30 "$STATE/build.log" >&2; die "docker build failed (log: $STATE/build.log)"; }
+    rm -rf "$ctx"
+    log "built $tag"
+  fi
+  exec 7>&-
+  echo "$tag"
+}
+
+# --- the cluster --------------------------------------------------------------------------------
+
+ensure_network() {
+  local have
+  have="$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$NET" 2>/dev/null || true)"
+  if [[ -n "$have" && "$have" != "$SUBNET" ]]; then
+    docker network rm "$NET" >/dev/null
+    have=""
+  fi
+  [[ -n "$have" ]] || docker network create --driver bridge --subnet "$SUBNET" "$NET" >/dev/null
+}
+
+# site FILE NAME=VALUE...
+site() {
+  local f=$1
+  shift
+  {
+    echo '<?xml version="1.0"?>'
+    echo '<!-- Written by integration/scripts/docker-cluster.sh: the client side of its cluster. -->'
+    echo '<configuration>'
+    local kv
+    for kv in "$@"; do
+      printf '  <property><name>%s</name><value>%s</value></property>\n' "${kv%%=*}" "${kv#*=}"
+    done
+    echo '</configuration>'
+  } >"$f.tmp"
+  mv "$f.tmp" "$f"
+}
+
+remove_containers() {
+  local ids
+  ids="$(docker ps -aq --filter label=io.github.sluice.docker-cluster)"
+  [[ -z "$ids" ]] || docker rm -f $ids >/dev/null
+}
+
+kafka_cluster_id() {
+  # A Kafka Uuid: 16 random bytes, URL-safe base64 without padding.
+  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22
+}
+
+wait_ready() {
+  local p=$1 timeout=${DOCKER_CLUSTER_START_TIMEOUT:-300}
+  local deadline=$((SECONDS + timeout)) m="$p.10" n
+  local want_workers=0 want_kafka=0 spec
+  for spec in "${NODES[@]}"; do
+    case "${spec##*:}" in worker) want_workers=$((want_workers + 1)) ;; kafka) want_kafka=$((want_kafka + 1)) ;; esac
+  done
+  local dn=0 nm=0 kb=0
+  while ((SECONDS < deadline)); do
+    local c
+    for c in $(docker ps -a --filter label=io.github.sluice.docker-cluster --filter status=exited -q); do
+      docker logs --tail 40 "$c" >&2 || true
+      die "container $(docker inspect -f '{{.Name}}' "$c") exited while starting"
+    done
+    dn="$(curl -sf "http://$m:9870/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState" |
+      sed -n 's/.*"NumLiveDataNodes" *: *\([0-9]*\).*/\1/p' || true)"
+    nm="$(curl -sf "http://$m:8088/ws/v1/cluster/metrics" | sed -n 's/.*"activeNodes":\([0-9]*\).*/\1/p' || true)"
+    kb=0
+    for spec in "${NODES[@]}"; do
+      [[ "${spec##*:}" == kafka ]] || continue
+      n="${spec%%:*}"
+      if docker logs "sluice-$n" 2>&1 | grep -q "Kafka Server started" &&
+        (exec 3<>"/dev/tcp/$p.$(cut -d: -f2 <<<"$spec")/9092") 2>/dev/null; then
+        kb=$((kb + 1))
+      fi
+    done
+    if [[ "${dn:-0}" == "$want_workers" && "${nm:-0}" == "$want_workers" && $kb == "$want_kafka" ]]; then
+      # HDFS is writable once it has left safe mode.
+      if curl -sf "http://$m:9870/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo" | grep -q '"Safemode" *: *""'; then
+        return 0
+      fi
+    fi
+    sleep 1
+  done
+  die "not ready after ${timeout}s: $dn/$want_workers DataNodes, $nm/$want_workers NodeManagers, $kb/$want_kafka brokers"
+}
+
+cmd_start() {
+  [[ $# -ge 1 ]] || die "usage: $0 start DIR"
+  need_root
+  mkdir -p "$1"
+  local dir
+  dir="$(cd "$1" && pwd)"
+  local t0=$SECONDS
+  cmd_dockerd_start
+  local image
+  image="$(cmd_images)"
+  rm -f "$dir/READY"
+  remove_containers
+  ensure_network
+  local p cid voters="" spec
+  p="$(prefix)"
+  cid="$(kafka_cluster_id)"
+  for spec in "${NODES[@]}"; do
+    [[ "${spec##*:}" == kafka ]] || continue
+    local n=${spec%%:*}
+    voters+="${voters:+,}${n#kafka}@$p.$(cut -d: -f2 <<<"$spec"):9093"
+  done
+  local heap=${DOCKER_CLUSTER_HEAP:-256m}
+  for spec in "${NODES[@]}"; do
+    local name=${spec%%:*} octet role=${spec##*:}
+    octet="$(cut -d: -f2 <<<"$spec")"
+    local env=(-e "SLUICE_ADDRESS=$p.$octet" -e "SLUICE_MASTER=$p.10" -e "SLUICE_HEAP=$heap"
+      -e "SLUICE_NM_MEMORY_MB=${DOCKER_CLUSTER_NM_MEMORY_MB:-2048}" -e "SLUICE_NM_VCORES=${DOCKER_CLUSTER_NM_VCORES:-4}")
+    if [[ $role == kafka ]]; then
+      env+=(-e "SLUICE_KAFKA_NODE_ID=${name#kafka}" -e "SLUICE_KAFKA_VOTERS=$voters" -e "SLUICE_KAFKA_CLUSTER_ID=$cid")
+    fi
+    docker run -d --name "sluice-$name" --hostname "$name" --network "$NET" --ip "$p.$octet" \
+      --network-alias "$name" --label io.github.sluice.docker-cluster="$role" \
+      "${env[@]}" "$image" "$role" >/dev/null
+  done
+  local conf="$dir/conf"
+  mkdir -p "$conf"
+  site "$conf/core-site.xml" "fs.defaultFS=hdfs://$p.10:8020"
+  site "$conf/hdfs-site.xml" "dfs.namenode.rpc-address=$p.10:8020" "dfs.namenode.http-address=$p.10:9870" \
+    "dfs.replication=2" "dfs.client.block.write.replace-datanode-on-failure.best-effort=true"
+  site "$conf/yarn-site.xml" "yarn.resourcemanager.hostname=$p.10" \
+    "yarn.resourcemanager.address=$p.10:8032" "yarn.resourcemanager.scheduler.address=$p.10:8030" \
+    "yarn.resourcemanager.webapp.address=$p.10:8088" "yarn.resourcemanager.am.max-attempts=2"
+  wait_ready "$p"
+  local bootstrap=""
+  {
+    echo "conf_dir=$conf"
+    echo "network=$NET"
+    echo "subnet=$SUBNET"
+    echo "image=$image"
+    for spec in "${NODES[@]}"; do
+      local name=${spec%%:*} octet role=${spec##*:}
+      octet="$(cut -d: -f2 <<<"$spec")"
+      echo "node.$name=sluice-$name $p.$octet $name $role"
+      [[ $role == kafka ]] && bootstrap+="${bootstrap:+,}$p.$octet:9092"
+    done
+    echo "bootstrap=$bootstrap"
+    echo "startup_s=$((SECONDS - t0))"
+  } >"$dir/READY.tmp"
+  mv "$dir/READY.tmp" "$dir/READY"
+  log "READY in $((SECONDS - t0))s ($dir/READY)"
+  echo "$dir"
+}
+
+cmd_stop() {
+  [[ $# -ge 1 ]] || die "usage: $0 stop DIR"
+  if docker_up; then
+    remove_containers
+    docker network rm "$NET" >/dev/null 2>&1 || true
+  fi
+  [[ -d "$1" ]] && rm -f "$1/READY"
+  cmd_dockerd_stop
+}
+
+cmd_status() {
+  [[ $# -ge 1 ]] || die "usage: $0 status DIR"
+  [[ -f "$1/READY" ]] && docker_up || { log "not running in $1"; return 1; }
+  local n
+  n="$(docker ps -q --filter label=io.github.sluice.docker-cluster --filter status=running | wc -l)"
+  [[ $n == "${#NODES[@]}" ]] || { log "$n of ${#NODES[@]} containers running"; return 1; }
+  cat "$1/READY"
+}
+
+case "${1:-}" in
+  images) shift; cmd_images "$@" ;;
+  start) shift; cmd_start "$@" ;;
+  stop) shift; cmd_stop "$@" ;;
+  status) shift; cmd_status "$@" ;;
+  dockerd-start) shift; cmd_dockerd_start ;;
+  dockerd-stop) shift; cmd_dockerd_stop ;;
+  *)
+    sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
