@@ -292,7 +292,7 @@ var rules = table{
 			testMod: []string{"cluster/clusterpb", "cluster/rpcauth", "conf", "fs", "internal/runtime/checkpoint/storage", "security/tlsconf"},
 			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "google.golang.org/grpc"}},
 		{pkgs: "cluster/yarntest", why: "end-to-end tests on a real mini YARN/HDFS and Kafka (tests only)",
-			testMod: []string{"cluster/clusterpb", "fs", "hadoop", "hdfs", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
+			testMod: []string{"cluster/clusterpb", "fs", "hadoop", "hdfs", "integration/dockercluster", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
 				"security/kerberos", "security/tlsconf", "yarn"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
 
@@ -313,6 +313,8 @@ var rules = table{
 		// Test harnesses and benchmarks.
 		{pkgs: "integration/internal/harness", why: "starting and stopping the Java services of the integration harness",
 			mod: []string{"internal/testwait"}, std: []string{"std"}},
+		{pkgs: "integration/dockercluster", why: "a real multi-host Hadoop and Kafka cluster in Docker containers, with node and network faults, for tests",
+			mod: []string{"integration/internal/harness"}, std: []string{"std"}},
 		{pkgs: "integration/kafkabroker", why: "a real Kafka broker (PLAINTEXT and GSSAPI) for tests",
 			mod: []string{"integration/internal/harness"}, std: []string{"std"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kmsg"}},
