@@ -87,7 +87,12 @@ type rig struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	c := minicluster.Shared(t)
+	return newRigOn(t, minicluster.Shared(t))
+}
+
+// newRigOn is newRig on the Hadoop cluster c.
+func newRigOn(t testing.TB, c *minicluster.Cluster) *rig {
+	t.Helper()
 	h, err := hadoop.LoadFromEnvironment(func(k string) string {
 		if k == "HADOOP_CONF_DIR" {
 			return c.ConfDir

@@ -68,6 +68,21 @@ prefix() {
 
 docker_up() { docker info >/dev/null 2>&1; }
 
+# remove_stale_rules deletes the MASQUERADE rules of Docker bridges that no longer exist (a dockerd
+# killed before it removed its networks leaves them). Such a rule, `-s SUBNET ! -o br-OLD`, would
+# masquerade the traffic between the containers of a new bridge on the same subnet: every DataNode
+# would reach the NameNode from the bridge's gateway address and they would replace each other.
+remove_stale_rules() {
+  local rule br
+  while read -r rule; do
+    br="$(grep -oE 'br-[0-9a-f]+' <<<"$rule")" || continue
+    ip link show "$br" >/dev/null 2>&1 && continue
+    log "removing the rule of a Docker bridge that is gone: $rule"
+    # shellcheck disable=SC2086
+    iptables -t nat -D ${rule#-A }
+  done < <(iptables -t nat -S POSTROUTING | grep -E -- '-o br-[0-9a-f]+ -j MASQUERADE' || true)
+}
+
 cmd_dockerd_start() {
   need_root
   command -v dockerd >/dev/null || die "dockerd not found: apt-get install docker.io"
@@ -78,12 +93,14 @@ cmd_dockerd_start() {
     exec 8>&-
     return 0
   fi
+  remove_stale_rules
   # What dockerd changes on the host: its iptables rules (FORWARD policy DROP, MASQUERADE, DOCKER
   # chains) and its bridges. Saved here, put back by dockerd-stop.
   iptables-save >"$STATE/iptables.before"
   ip -o link show type bridge | awk -F': ' '{print $2}' | cut -d@ -f1 >"$STATE/bridges.before" || true
   log "starting dockerd (log: $STATE/dockerd.log)"
-  setsid dockerd --log-level=warn </dev/null >>"$STATE/dockerd.log" 2>&1 &
+  # fd 8 (the lock) closed for dockerd: it would hold the lock for its whole life.
+  setsid dockerd --log-level=warn </dev/null >>"$STATE/dockerd.log" 2>&1 8>&- &
   echo $! >"$STATE/dockerd.pid"
   local deadline=$((SECONDS + 60))
   until docker_up; do

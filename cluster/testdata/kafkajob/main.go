@@ -6,7 +6,10 @@
 // Kerberos login (security.kerberos.login.*, which on YARN names the keytab
 // shipped into the container).
 //
-//	kafkajob -bootstrap HOST:PORT -in TOPIC -out TOPIC -prefix TXN_PREFIX [-keys K] [-gssapi]
+// With -slow the counter spends that long on each record, so that a job
+// runs long enough for a fault to land while it runs.
+//
+//	kafkajob -bootstrap HOST:PORT -in TOPIC -out TOPIC -prefix TXN_PREFIX [-keys K] [-gssapi] [-slow D]
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
@@ -26,6 +30,7 @@ func main() {
 	prefix := flag.String("prefix", "", "transactional id prefix")
 	keys := flag.Int("keys", 5, "keys")
 	gssapi := flag.Bool("gssapi", false, "SASL GSSAPI from the job's Kerberos login")
+	slow := flag.Duration("slow", 0, "time the counter spends on each record")
 	flag.Parse()
 	if *bootstrap == "" || *in == "" || *out == "" || *prefix == "" {
 		fmt.Fprintln(os.Stderr, "kafkajob: -bootstrap, -in, -out and -prefix are required")
@@ -60,6 +65,9 @@ func main() {
 	count := stream.NewValueDescriptor[int64]("count")
 	counted := stream.KeyedProcess(byKey, stream.KeyedProcessFuncs[string, string, string]{
 		Element: func(ctx *stream.KeyedContext[string], v string, o stream.Collector[string]) error {
+			if *slow > 0 {
+				time.Sleep(*slow)
+			}
 			st := stream.Value(ctx, count)
 			c, err := st.Value()
 			if err != nil {

@@ -1,0 +1,477 @@
+//go:build integration && dockercluster
+
+package yarntest
+
+// The multi-host tests: Sluice jobs in yarn-application mode on the
+// dockerized cluster of integration/dockercluster (a master, three
+// NodeManager + DataNode hosts and three Kafka brokers, each its own
+// container), with the client on the Docker host. Run with
+//
+//	make integration-docker
+//	go test -tags 'integration dockercluster' -count=1 -run TestDocker ./cluster/yarntest/
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/integration/dockercluster"
+	"github.com/sluice/sluice/integration/minicluster"
+	"github.com/sluice/sluice/internal/testwait"
+	"github.com/sluice/sluice/rest/restclient"
+)
+
+// dockerRig is a rig on the docker cluster.
+type dockerRig struct {
+	*rig
+	dc *dockercluster.Cluster
+}
+
+func newDockerRig(t *testing.T) *dockerRig {
+	t.Helper()
+	dc := dockercluster.Shared(t)
+	mc, err := minicluster.Load(dc.ConfDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dockerRig{rig: newRigOn(t, mc), dc: dc}
+	d.allNodesUp(t, context.Background())
+	return d
+}
+
+// allNodesUp waits until every node runs and the ResourceManager counts
+// every NodeManager active, so that a test starts on the whole cluster
+// whatever the one before it did.
+func (d *dockerRig) allNodesUp(t *testing.T, ctx context.Context) {
+	t.Helper()
+	workers := d.dc.Role(dockercluster.RoleWorker)
+	testwait.Eventually(t, 3*time.Minute, "every node running and every NodeManager active", func() bool {
+		for _, n := range d.dc.Nodes {
+			if ok, err := d.dc.Running(ctx, n.Name); err != nil || !ok {
+				return false
+			}
+		}
+		var m struct {
+			ClusterMetrics struct{ ActiveNodes int } `json:"clusterMetrics"`
+		}
+		return d.getJSON(ctx, "http://"+net.JoinHostPort(d.dc.Master().IP, "8088")+"/ws/v1/cluster/metrics", &m) == nil &&
+			m.ClusterMetrics.ActiveNodes == len(workers)
+	})
+}
+
+func (d *dockerRig) getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// kafkaJob is one run of cluster/testdata/kafkajob on the docker cluster.
+type kafkaJob struct {
+	in, out, prefix string
+	n, keys         int
+	p               *run
+	appID, job      string
+	rc              *restclient.Client
+}
+
+// startKafkaJob writes partitions×perPartition input records to a new
+// topic (replication 3) and deploys kafkajob on them, the counter spending
+// slow on each record, checkpointing to HDFS every 500 ms; it returns once
+// the job runs and has completed a checkpoint.
+func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string, partitions, perPartition, keys int, slow time.Duration) *kafkaJob {
+	t.Helper()
+	sfx := make([]byte, 4)
+	rand.Read(sfx)
+	s := hex.EncodeToString(sfx)
+	j := &kafkaJob{in: "docker-in-" + s, out: "docker-out-" + s, prefix: "docker-" + s, n: partitions * perPartition, keys: keys}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adm := kadm.NewClient(admin)
+	for _, topic := range []string{j.in, j.out} {
+		if _, err := adm.CreateTopic(ctx, int32(partitions), 3, nil, topic); err != nil {
+			t.Fatalf("creating %s: %v", topic, err)
+		}
+	}
+	var recs []*kgo.Record
+	for p := 0; p < partitions; p++ {
+		for i := 0; i < perPartition; i++ {
+			recs = append(recs, &kgo.Record{Topic: j.in, Partition: int32(p), Value: []byte(fmt.Sprintf("%d:%d", p, p*perPartition+i))})
+		}
+	}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing the input: %v", err)
+	}
+	producer.Close()
+
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application.name=" + name,
+		"-Dexecution.checkpointing.dir=hdfs://" + d.hdfs + "/ckpt", "-Dexecution.checkpointing.interval=500ms",
+		"-Drestart-strategy.type=fixed-delay", "-Drestart-strategy.fixed-delay.attempts=20", "-Drestart-strategy.fixed-delay.delay=1s"}, small...)
+	args = append(args, bins.kafkaJob, "-bootstrap", strings.Join(d.dc.Bootstrap(), ","), "-in", j.in, "-out", j.out,
+		"-prefix", j.prefix, "-keys", strconv.Itoa(keys), "-slow", slow.String())
+	j.p, j.appID, _, j.rc, j.job = d.deploy(t, ctx, args...)
+	testwait.Eventually(t, 2*time.Minute, "a completed checkpoint", func() bool { return hasCompletedCheckpoint(ctx, j.rc, j.job) })
+	if st, err := j.rc.Job(ctx, j.job); err != nil || string(st.State) != "RUNNING" {
+		t.Fatalf("job %s is not RUNNING after its first checkpoint (%v, %v): the test's fault would land after the job", j.job, st, err)
+	}
+	return j
+}
+
+// checkKafkaExactlyOnce reads the job's committed output (read_committed)
+// and checks each key's counts 1..n/keys exactly once, and that no
+// transaction of the job is left open.
+func (d *dockerRig) checkKafkaExactlyOnce(t *testing.T, ctx context.Context, j *kafkaJob) {
+	t.Helper()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...), kgo.ConsumeTopics(j.out),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	var got []string
+	deadline := time.Now().Add(time.Minute)
+	for len(got) < j.n && time.Now().Before(deadline) {
+		fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := consumer.PollFetches(fctx)
+		fcancel()
+		fs.EachRecord(func(rec *kgo.Record) { got = append(got, string(rec.Value)) })
+	}
+	// A little longer: a duplicate past the expected count must show.
+	fctx, fcancel := context.WithTimeout(ctx, 3*time.Second)
+	consumer.PollFetches(fctx).EachRecord(func(rec *kgo.Record) { got = append(got, string(rec.Value)) })
+	fcancel()
+	var want []string
+	for key := 0; key < j.keys; key++ {
+		for c := 1; c <= j.n/j.keys; c++ {
+			want = append(want, fmt.Sprintf("%d:%d", key, c))
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("committed output of %s: %d records, want %d exactly once (first got %q)", j.out, len(got), len(want), got[:min(5, len(got))])
+	}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	txns, err := kadm.NewClient(admin).DescribeTransactions(ctx)
+	if err != nil {
+		t.Fatalf("describing transactions: %v", err)
+	}
+	for _, tx := range txns.Sorted() {
+		if strings.HasPrefix(tx.TxnID, j.prefix) && tx.State != "Empty" && tx.State != "CompleteCommit" && tx.State != "CompleteAbort" {
+			t.Errorf("transaction %s of the job is left %s", tx.TxnID, tx.State)
+		}
+	}
+}
+
+// loopback reports whether host (a name or an address) is a loopback one.
+func loopback(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// hostOf returns the host of a host:port or URL.
+func hostOf(t *testing.T, s string) string {
+	t.Helper()
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		return u.Hostname()
+	}
+	h, _, err := net.SplitHostPort(s)
+	if err != nil {
+		t.Fatalf("%q is neither a URL nor host:port: %v", s, err)
+	}
+	return h
+}
+
+// workerOf returns the worker node that host (its name or address) is.
+func (d *dockerRig) workerOf(host string) (dockercluster.Node, bool) {
+	for _, n := range d.dc.Role(dockercluster.RoleWorker) {
+		if host == n.Name || host == n.IP {
+			return n, true
+		}
+	}
+	return dockercluster.Node{}, false
+}
+
+// TestDockerAddresses: a Kafka → Kafka job in yarn-application mode on the
+// multi-host cluster, exactly once, and nothing the cluster publishes is a
+// loopback address: the ApplicationMaster's host and tracking URL, the
+// TaskManagers' RPC addresses (a worker host each) and data ports (bound on
+// the worker's network, not on its loopback), the DataNodes' transfer
+// addresses and the brokers' advertised listeners (each node's own address).
+func TestDockerAddresses(t *testing.T) {
+	d := newDockerRig(t)
+	yc := d.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-addresses", 3, 2000, 5, 2*time.Millisecond)
+
+	rep := report(t, ctx, yc, j.appID)
+	amNode, ok := d.workerOf(rep.Host)
+	if !ok || loopback(rep.Host) {
+		t.Errorf("ApplicationMaster host %q is not a worker host", rep.Host)
+	}
+	for _, u := range []string{rep.TrackingURL, rep.OriginalTrackingURL} {
+		if u == "" || loopback(hostOf(t, u)) {
+			t.Errorf("tracking URL %q (original %q): want a non-loopback host", rep.TrackingURL, rep.OriginalTrackingURL)
+		}
+	}
+	if h := hostOf(t, rep.OriginalTrackingURL); h != amNode.IP && h != amNode.Name {
+		t.Errorf("original tracking URL %q is not on the ApplicationMaster's host %s", rep.OriginalTrackingURL, amNode.Name)
+	}
+	// The REST endpoint at the tracking URL answers the Docker host.
+	var overview map[string]any
+	if err := d.getJSON(ctx, strings.TrimSuffix(rep.OriginalTrackingURL, "/")+"/overview", &overview); err != nil {
+		t.Errorf("the tracking URL does not answer from outside the cluster: %v", err)
+	}
+
+	tms, err := j.rc.TaskManagers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tms) == 0 {
+		t.Fatal("no TaskManagers")
+	}
+	for _, tm := range tms {
+		h := hostOf(t, tm.Path)
+		n, ok := d.workerOf(h)
+		if !ok || loopback(h) {
+			t.Errorf("TaskManager %s advertises %q, not a worker host", tm.ID, tm.Path)
+			continue
+		}
+		// Its data port listens on the worker's network.
+		ss, err := d.dc.Exec(ctx, n.Name, "ss", "-Hltn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var local []string
+		for _, line := range strings.Split(ss, "\n") {
+			if f := strings.Fields(line); len(f) >= 4 && strings.HasSuffix(f[3], ":"+strconv.Itoa(tm.DataPort)) {
+				local = append(local, f[3])
+			}
+		}
+		if len(local) == 0 {
+			t.Errorf("TaskManager %s's data port %d is not listening on %s:\n%s", tm.ID, tm.DataPort, n.Name, ss)
+		}
+		for _, a := range local {
+			if h, _, _ := net.SplitHostPort(a); h != "*" && h != "0.0.0.0" && h != "[::]" && h != n.IP && h != "::" {
+				t.Errorf("TaskManager %s's data port is bound to %s on %s, not to its network", tm.ID, a, n.Name)
+			}
+		}
+		t.Logf("TaskManager %s at %s, data port %d bound to %v", tm.ID, tm.Path, tm.DataPort, local)
+	}
+
+	// DataNodes, as the NameNode hands them to clients.
+	var nn struct{ Beans []struct{ LiveNodes string } }
+	if err := d.getJSON(ctx, "http://"+net.JoinHostPort(d.dc.Master().IP, "9870")+"/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo", &nn); err != nil || len(nn.Beans) != 1 {
+		t.Fatalf("NameNodeInfo: %v %+v", err, nn)
+	}
+	var live map[string]struct{ XferAddr string }
+	if err := json.Unmarshal([]byte(nn.Beans[0].LiveNodes), &live); err != nil {
+		t.Fatalf("LiveNodes %q: %v", nn.Beans[0].LiveNodes, err)
+	}
+	seen := map[string]bool{}
+	for name, dn := range live {
+		h := hostOf(t, dn.XferAddr)
+		n, ok := d.workerOf(h)
+		if !ok || loopback(h) {
+			t.Errorf("DataNode %s transfers at %q, not a worker's address", name, dn.XferAddr)
+			continue
+		}
+		seen[n.Name] = true
+	}
+	if len(seen) != len(d.dc.Role(dockercluster.RoleWorker)) {
+		t.Errorf("live DataNodes %v, want one on every worker", live)
+	}
+
+	// Brokers, as they advertise themselves.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	md, err := kadm.NewClient(admin).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var advertised []string
+	for _, b := range md.Brokers {
+		advertised = append(advertised, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	slices.Sort(advertised)
+	want := slices.Clone(d.dc.Bootstrap())
+	slices.Sort(want)
+	if !slices.Equal(advertised, want) {
+		t.Errorf("brokers advertise %v, want their own addresses %v", advertised, want)
+	}
+
+	succeeded(t, j.p, j.appID)
+	d.checkKafkaExactlyOnce(t, ctx, j)
+	noContainersLeft(t, ctx, yc, j.appID)
+}
+
+// TestDockerNodeManagerHostKilled: the host of a NodeManager that runs a
+// TaskManager (not the ApplicationMaster's) is killed mid-job (docker kill:
+// its NodeManager, DataNode and containers die together). The job's
+// TaskManagers on it are replaced by TaskManagers on other hosts, the job
+// resumes from its checkpoint on HDFS and the output is exactly once.
+func TestDockerNodeManagerHostKilled(t *testing.T) {
+	d := newDockerRig(t)
+	yc := d.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-nm-killed", 3, 4000, 6, 3*time.Millisecond)
+
+	amNode, _ := d.workerOf(report(t, ctx, yc, j.appID).Host)
+	tms, err := j.rc.TaskManagers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	var victim dockercluster.Node
+	for _, tm := range tms {
+		before[tm.ID] = true
+		if n, ok := d.workerOf(hostOf(t, tm.Path)); ok && n.Name != amNode.Name && victim.Name == "" {
+			victim = n
+		}
+	}
+	if victim.Name == "" {
+		t.Fatalf("every TaskManager %v runs on the ApplicationMaster's host %s: no host to kill without the AM", tms, amNode.Name)
+	}
+	if err := d.dc.Kill(ctx, victim.Name); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Cleanup(func() {
+		if err := d.dc.Restart(context.Background(), victim.Name); err != nil {
+			t.Errorf("restarting %s: %v", victim.Name, err)
+		}
+		d.allNodesUp(t, context.Background())
+	})
+	testwait.Eventually(t, 3*time.Minute, "replacement TaskManagers on the other hosts", func() bool {
+		tms, err := j.rc.TaskManagers(ctx)
+		if err != nil {
+			return false
+		}
+		fresh := 0
+		for _, tm := range tms {
+			n, _ := d.workerOf(hostOf(t, tm.Path))
+			if n.Name == victim.Name {
+				return false // the lost ones are still listed
+			}
+			if !before[tm.ID] {
+				fresh++
+			}
+		}
+		return fresh > 0
+	})
+	t.Logf("replacement TaskManagers registered %v after %s was killed", time.Since(killed).Round(time.Millisecond), victim.Name)
+	succeeded(t, j.p, j.appID)
+	d.checkKafkaExactlyOnce(t, ctx, j)
+	if st, err := j.rc.Job(ctx, j.job); err == nil {
+		t.Logf("job %s ended %s", j.job, st.State)
+	}
+}
+
+// TestDockerBrokerPartitioned: the broker leading partition 0 of the job's
+// output is cut off the network mid-job (docker network disconnect) for
+// 20 s, then reconnected. With replication 3 and min.insync.replicas 2 the
+// other two go on; the job rides out the partition and its output is
+// exactly once, read_committed, with no transaction left open.
+func TestDockerBrokerPartitioned(t *testing.T) {
+	d := newDockerRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-broker-cut", 3, 4000, 6, 3*time.Millisecond)
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	md, err := kadm.NewClient(admin).Metadata(ctx, j.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics[j.out].Partitions[0].Leader
+	var broker dockercluster.Node
+	for _, b := range md.Brokers {
+		if b.NodeID == leader {
+			for _, n := range d.dc.Role(dockercluster.RoleKafka) {
+				if n.IP == b.Host {
+					broker = n
+				}
+			}
+		}
+	}
+	if broker.Name == "" {
+		t.Fatalf("no node advertises broker %d, the leader of %s/0 (%+v)", leader, j.out, md.Brokers)
+	}
+	if err := d.dc.Disconnect(ctx, broker.Name); err != nil {
+		t.Fatal(err)
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			if err := d.dc.Connect(context.Background(), broker.Name); err != nil {
+				t.Errorf("reconnecting %s: %v", broker.Name, err)
+			}
+		}
+	}
+	defer heal()
+	// The partition lasts 20 s, or less if the job ends first.
+	select {
+	case <-j.p.done:
+	case <-time.After(20 * time.Second):
+	}
+	heal()
+	t.Logf("%s (leader of %s/0) was cut off for 20 s and reconnected", broker.Name, j.out)
+	succeeded(t, j.p, j.appID)
+	d.checkKafkaExactlyOnce(t, ctx, j)
+	// The healed broker is back in the cluster.
+	testwait.Eventually(t, 2*time.Minute, broker.Name+" back in the cluster's metadata", func() bool {
+		md, err := kadm.NewClient(admin).BrokerMetadata(ctx)
+		return err == nil && len(md.Brokers) == len(d.dc.Role(dockercluster.RoleKafka))
+	})
+}
