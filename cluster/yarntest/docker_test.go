@@ -104,9 +104,10 @@ type kafkaJob struct {
 
 // startKafkaJob writes partitions×perPartition input records to a new
 // topic (replication 3) and deploys kafkajob on them, the counter spending
-// slow on each record, checkpointing to HDFS every 500 ms; it returns once
+// slow on each record, checkpointing to HDFS every 500 ms; it returns once props are more
+// options of the run (-Dkey=value).
 // the job runs and has completed a checkpoint.
-func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string, partitions, perPartition, keys int, slow time.Duration) *kafkaJob {
+func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string, partitions, perPartition, keys int, slow time.Duration, props ...string) *kafkaJob {
 	t.Helper()
 	sfx := make([]byte, 4)
 	rand.Read(sfx)
@@ -141,6 +142,7 @@ func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application.name=" + name,
 		"-Dexecution.checkpointing.dir=hdfs://" + d.hdfs + "/ckpt", "-Dexecution.checkpointing.interval=500ms",
 		"-Drestart-strategy.type=fixed-delay", "-Drestart-strategy.fixed-delay.attempts=20", "-Drestart-strategy.fixed-delay.delay=1s"}, small...)
+	args = append(args, props...)
 	args = append(args, bins.kafkaJob, "-bootstrap", strings.Join(d.dc.Bootstrap(), ","), "-in", j.in, "-out", j.out,
 		"-prefix", j.prefix, "-keys", strconv.Itoa(keys), "-slow", slow.String())
 	j.p, j.appID, _, j.rc, j.job = d.deploy(t, ctx, args...)
@@ -244,7 +246,8 @@ func TestDockerAddresses(t *testing.T) {
 	yc := d.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	j := d.startKafkaJob(t, ctx, "docker-addresses", 3, 2000, 5, 2*time.Millisecond)
+	// Data ports from a range, so that the test knows where the workers listen.
+	j := d.startKafkaJob(t, ctx, "docker-addresses", 3, 2000, 5, 2*time.Millisecond, "-Dtaskmanager.data.port=50100-50110")
 
 	rep := report(t, ctx, yc, j.appID)
 	amNode, ok := d.workerOf(rep.Host)

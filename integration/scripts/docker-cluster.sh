@@ -15,6 +15,8 @@
 #   docker-cluster.sh dockerd-start     start dockerd by hand (no systemd), saving iptables first
 #   docker-cluster.sh dockerd-stop      stop a dockerd started by this script and restore iptables
 #
+# start adds the nodes' names (master, worker1, ...) to the Docker host's /etc/hosts in a marked block,
+# as DNS resolves a real cluster's hosts for a client; stop removes the block.
 # DIR receives conf/ (core-site.xml, hdfs-site.xml, yarn-site.xml for clients on the Docker host:
 # point HADOOP_CONF_DIR at it) and READY, key=value lines:
 #   conf_dir=DIR/conf  bootstrap=IP:9092,...  network=NAME  subnet=CIDR  startup_s=N
@@ -323,6 +325,7 @@ cmd_start() {
   site "$conf/yarn-site.xml" "yarn.resourcemanager.hostname=$p.10" \
     "yarn.resourcemanager.address=$p.10:8032" "yarn.resourcemanager.scheduler.address=$p.10:8030" \
     "yarn.resourcemanager.webapp.address=$p.10:8088" "yarn.resourcemanager.am.max-attempts=2"
+  write_hosts "$p"
   wait_ready "$p"
   local bootstrap=""
   {
@@ -344,6 +347,39 @@ cmd_start() {
   echo "$dir"
 }
 
+# The Docker host resolves the nodes' names as a user's machine resolves a real cluster's through
+# DNS: the ApplicationMaster publishes its NodeManager's host name (as Flink's does), and a client
+# outside the containers must reach it by that name. A marked block in /etc/hosts, written in place
+# (it may be a bind mount) and removed by stop.
+HOSTS_BEGIN="# BEGIN sluice docker cluster"
+HOSTS_END="# END sluice docker cluster"
+
+hosts_without_block() { awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" 'index($0, b) == 1 {skip = 1} !skip {print} index($0, e) == 1 {skip = 0}' /etc/hosts; }
+
+remove_hosts() {
+  grep -q "^$HOSTS_BEGIN" /etc/hosts 2>/dev/null || return 0
+  local kept
+  kept="$(hosts_without_block)"
+  printf '%s\n' "$kept" >/etc/hosts
+}
+
+write_hosts() {
+  local p=$1 kept spec name octet
+  kept="$(hosts_without_block)"
+  {
+    printf '%s\n' "$kept"
+    echo "$HOSTS_BEGIN (integration/scripts/docker-cluster.sh; removed by its stop)"
+    for spec in "${NODES[@]}"; do
+      name=${spec%%:*}
+      octet="$(cut -d: -f2 <<<"$spec")"
+      echo "$p.$octet $name sluice-$name"
+    done
+    echo "$HOSTS_END"
+  } >/etc/hosts.sluice.tmp
+  cat /etc/hosts.sluice.tmp >/etc/hosts
+  rm -f /etc/hosts.sluice.tmp
+}
+
 cmd_stop() {
   [[ $# -ge 1 ]] || die "usage: $0 stop DIR"
   if docker_up; then
@@ -351,6 +387,7 @@ cmd_stop() {
     docker network rm "$NET" >/dev/null 2>&1 || true
   fi
   [[ -d "$1" ]] && rm -f "$1/READY"
+  remove_hosts
   cmd_dockerd_stop
 }
 
