@@ -104,9 +104,9 @@ type kafkaJob struct {
 
 // startKafkaJob writes partitions×perPartition input records to a new
 // topic (replication 3) and deploys kafkajob on them, the counter spending
-// slow on each record, checkpointing to HDFS every 500 ms; it returns once props are more
-// options of the run (-Dkey=value).
-// the job runs and has completed a checkpoint.
+// slow on each record, checkpointing to HDFS every 500 ms, props being more
+// options of the run (-Dkey=value); it returns once the job runs and has
+// completed a checkpoint.
 func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string, partitions, perPartition, keys int, slow time.Duration, props ...string) *kafkaJob {
 	t.Helper()
 	sfx := make([]byte, 4)
