@@ -247,7 +247,7 @@ func TestDockerAddresses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	// Data ports from a range, so that the test knows where the workers listen.
-	j := d.startKafkaJob(t, ctx, "docker-addresses", 3, 2000, 5, 2*time.Millisecond, "-Dtaskmanager.data.port=50100-50110")
+	j := d.startKafkaJob(t, ctx, "docker-addresses", 3, 2000, 5, 10*time.Millisecond, "-Dtaskmanager.data.port=50100-50110")
 
 	rep := report(t, ctx, yc, j.appID)
 	amNode, ok := d.workerOf(rep.Host)

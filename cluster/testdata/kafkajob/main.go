@@ -6,8 +6,8 @@
 // Kerberos login (security.kerberos.login.*, which on YARN names the keytab
 // shipped into the container).
 //
-// With -slow the counter spends that long on each record, so that a job
-// runs long enough for a fault to land while it runs.
+// With -slow the job spends that long on each record as it reads it, so
+// that it runs long enough for a fault to land while it runs.
 //
 //	kafkajob -bootstrap HOST:PORT -in TOPIC -out TOPIC -prefix TXN_PREFIX [-keys K] [-gssapi] [-slow D]
 package main
@@ -30,7 +30,7 @@ func main() {
 	prefix := flag.String("prefix", "", "transactional id prefix")
 	keys := flag.Int("keys", 5, "keys")
 	gssapi := flag.Bool("gssapi", false, "SASL GSSAPI from the job's Kerberos login")
-	slow := flag.Duration("slow", 0, "time the counter spends on each record")
+	slow := flag.Duration("slow", 0, "time spent on each record as it is read")
 	flag.Parse()
 	if *bootstrap == "" || *in == "" || *out == "" || *prefix == "" {
 		fmt.Fprintln(os.Stderr, "kafkajob: -bootstrap, -in, -out and -prefix are required")
@@ -57,6 +57,15 @@ func main() {
 		os.Exit(1)
 	}
 	records := stream.FromSource[string, kafka.PartitionSplit](env, src, stream.NoWatermarks[string](), "in").UID("kafka-in")
+	if *slow > 0 {
+		// Slow where the records are read, chained to the source: a
+		// barrier then waits behind a few records, not behind a backlog
+		// in the exchange, and checkpoints complete while the job runs.
+		records = stream.Map(records, func(v string) string {
+			time.Sleep(*slow)
+			return v
+		})
+	}
 	byKey := stream.KeyBy(records, func(v string) string {
 		var p, i int
 		fmt.Sscanf(v, "%d:%d", &p, &i)
@@ -65,9 +74,6 @@ func main() {
 	count := stream.NewValueDescriptor[int64]("count")
 	counted := stream.KeyedProcess(byKey, stream.KeyedProcessFuncs[string, string, string]{
 		Element: func(ctx *stream.KeyedContext[string], v string, o stream.Collector[string]) error {
-			if *slow > 0 {
-				time.Sleep(*slow)
-			}
 			st := stream.Value(ctx, count)
 			c, err := st.Value()
 			if err != nil {
