@@ -42,6 +42,14 @@ integration: deps beam-venv
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
+# The multi-host suites: dockerd (installed from Debian and started here when missing), images
+# built from a debootstrap base (cached by content hash), the cluster started for the tests and
+# stopped after them, the host's iptables and /etc/hosts restored whatever the outcome. Root.
+# Only TestDockerAddresses so far: TestDockerNodeManagerHostKilled and TestDockerBrokerPartitioned
+# (run them with -run) do not pass yet, the job not ending within 8 minutes of its fault (#15).
+integration-docker: deps ## Multi-host tests on a dockerized Hadoop (3 NodeManager + DataNode hosts) and Kafka (3 brokers) cluster.
+	$(GO) test -race -count=1 -timeout 30m -tags 'integration dockercluster' -run '^TestDockerAddresses$$' ./cluster/yarntest/
+
 beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).
 	integration/scripts/beam-venv.sh
 
@@ -57,7 +65,7 @@ beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python
 alloc: deps ## The per-record allocation tests, without the race detector.
 	$(GO) test -count=1 -run 'Alloc|DoesNotAllocate' ./...
 
-test: deps fmt-check vet check-generated alloc integration ## Everything CI runs.
+test: deps fmt-check vet check-generated alloc integration integration-docker ## Everything CI runs.
 
 bench: deps ## Engine benchmarks: records/s and allocations per record.
 	$(GO) test -run '^$$' -bench 'Stateless|Rebalance|KeyedWindow' -benchtime 20000000x -count 1 ./bench/ | tee bench.out

@@ -70,6 +70,20 @@ prefix() {
 
 docker_up() { docker info >/dev/null 2>&1; }
 
+# ensure_packages installs Debian's Docker engine and debootstrap when they are missing (a fresh
+# machine): apt-get as root, as the other scripts install protoc and chromium.
+ensure_packages() {
+  local missing=()
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v iptables-save >/dev/null || missing+=(iptables)
+  ((${#missing[@]} == 0)) && return 0
+  command -v apt-get >/dev/null || die "${missing[*]} missing and there is no apt-get to install them"
+  log "installing ${missing[*]} from Debian (apt-get)"
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >&2 ||
+    die "apt-get install ${missing[*]} failed"
+}
+
 # remove_stale_rules deletes the MASQUERADE rules of Docker bridges that no longer exist (a dockerd
 # killed before it removed its networks leaves them). Such a rule, `-s SUBNET ! -o br-OLD`, would
 # masquerade the traffic between the containers of a new bridge on the same subnet: every DataNode
@@ -87,6 +101,7 @@ remove_stale_rules() {
 
 cmd_dockerd_start() {
   need_root
+  ensure_packages
   command -v dockerd >/dev/null || die "dockerd not found: apt-get install docker.io"
   mkdir -p "$STATE"
   exec 8>"$STATE/dockerd.lock"
