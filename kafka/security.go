@@ -263,7 +263,7 @@ func (s saslConfig) mechanism() (sasl.Mechanism, error) {
 			return kerberos.Auth{Client: cl, Service: service, PersistAfterAuth: true}, nil
 		})}, nil
 	}
-	pw, err := s.password.reveal()
+	pw, err := s.password.Reveal()
 	if err != nil {
 		return nil, fmt.Errorf("kafka: SASL %s password: %w", s.name, err)
 	}

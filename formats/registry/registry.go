@@ -141,14 +141,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	opts := []sr.ClientOpt{sr.URLs(cfg.URLs...), sr.UserAgent("sluice")}
 	if cfg.BasicAuthUser != "" {
-		pw, err := cfg.BasicAuthPassword.reveal()
+		pw, err := cfg.BasicAuthPassword.Reveal()
 		if err != nil {
 			return nil, fmt.Errorf("registry: basic authentication password: %w", err)
 		}
 		opts = append(opts, sr.BasicAuth(cfg.BasicAuthUser, pw))
 	}
 	if !cfg.BearerToken.IsZero() {
-		tok, err := cfg.BearerToken.reveal()
+		tok, err := cfg.BearerToken.Reveal()
 		if err != nil {
 			return nil, fmt.Errorf("registry: bearer token: %w", err)
 		}
