@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/clusterpb/clusterpbtest"
 	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/internal/testwait"
 )
@@ -80,38 +79,9 @@ func TestInternalRPCsRefuseAPeerWithoutTheSecret(t *testing.T) {
 		}
 	}
 
-	register := func(ctx context.Context, id string) error {
-		s, err := clusterpb.NewResourceManagerClient(jm).Connect(ctx)
-		if err != nil {
-			return err
-		}
-		if err := s.Send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
-			TaskManagerId: id, Address: "127.0.0.1:1", Hostname: "impostor", Slots: 4, ResourceId: id}}}); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		_, err = s.Recv()
-		return err
-	}
-	refused("registering a TaskManager", register(ctx, "impostor"))
+	refused("registering a TaskManager", clusterpbtest.RegisterTaskManager(ctx, jm, "impostor"))
 
-	fetch := func(ctx context.Context) ([]byte, error) {
-		s, err := clusterpb.NewBlobsClient(jm).Get(ctx, &clusterpb.BlobRequest{Sha256: digest})
-		if err != nil {
-			return nil, err
-		}
-		var got bytes.Buffer
-		for {
-			ch, err := s.Recv()
-			if errors.Is(err, io.EOF) {
-				return got.Bytes(), nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			got.Write(ch.GetData())
-		}
-	}
-	if got, err := fetch(ctx); err == nil || len(got) > 0 {
+	if got, err := clusterpbtest.FetchBlob(ctx, jm, digest); err == nil || len(got) > 0 {
 		t.Errorf("fetched %d bytes of the job binary without the secret", len(got))
 	} else {
 		refused("fetching the job binary", err)
@@ -146,12 +116,12 @@ func TestInternalRPCsRefuseAPeerWithoutTheSecret(t *testing.T) {
 
 	// The control: with the secret, the same client fetches the binary and
 	// registers (so the refusals above are the secret's doing).
-	if got, err := fetch(withSecret); err != nil || !bytes.Equal(got, bin) {
+	if got, err := clusterpbtest.FetchBlob(withSecret, jm, digest); err != nil || !bytes.Equal(got, bin) {
 		t.Errorf("fetching with the secret: %d bytes, %v; want the job binary", len(got), err)
 	}
 	regCtx, stopReg := context.WithCancel(withSecret)
 	defer stopReg()
-	go register(regCtx, "registered-with-the-secret")
+	go clusterpbtest.RegisterTaskManager(regCtx, jm, "registered-with-the-secret")
 	c.waitTaskManagers(2)
 	stopReg()
 

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/clusterpb/clusterpbtest"
 	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/testwait"
@@ -141,35 +141,6 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 		t.Cleanup(func() { cc.Close() })
 		return cc
 	}
-	register := func(ctx context.Context, cc *grpc.ClientConn, id string) error {
-		s, err := clusterpb.NewResourceManagerClient(cc).Connect(ctx)
-		if err != nil {
-			return err
-		}
-		if err := s.Send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
-			TaskManagerId: id, Address: "127.0.0.1:1", Hostname: "impostor", Slots: 4, ResourceId: id}}}); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		_, err = s.Recv()
-		return err
-	}
-	fetch := func(ctx context.Context, cc *grpc.ClientConn) ([]byte, error) {
-		s, err := clusterpb.NewBlobsClient(cc).Get(ctx, &clusterpb.BlobRequest{Sha256: digest})
-		if err != nil {
-			return nil, err
-		}
-		var got bytes.Buffer
-		for {
-			ch, err := s.Recv()
-			if errors.Is(err, io.EOF) {
-				return got.Bytes(), nil
-			}
-			if err != nil {
-				return got.Bytes(), err
-			}
-			got.Write(ch.GetData())
-		}
-	}
 	impostor, err := rpcauth.FromConf(conf.New().Set(conf.SSLInternalEnabled.Key(), "true").
 		Set(conf.SSLInternalKeystore.Key(), other.kss["impostor"]).Set(conf.SSLInternalTruststore.Key(), other.ca), rpcauth.Options{})
 	if err != nil {
@@ -196,10 +167,10 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			jm := dial(jmAddr, a.opts)
-			if err := register(ctx, jm, "impostor"); err == nil {
+			if err := clusterpbtest.RegisterTaskManager(ctx, jm, "impostor"); err == nil {
 				t.Error("registered a TaskManager")
 			}
-			if got, err := fetch(ctx, jm); err == nil || len(got) > 0 {
+			if got, err := clusterpbtest.FetchBlob(ctx, jm, digest); err == nil || len(got) > 0 {
 				t.Errorf("fetched %d bytes of the job binary (%v)", len(got), err)
 			}
 			for _, tm := range tms.TaskManagers {
@@ -255,7 +226,7 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := fetch(ctx, dial(jmAddr, tool.DialOptions())); err != nil || !bytes.Equal(got, bin) {
+	if got, err := clusterpbtest.FetchBlob(ctx, dial(jmAddr, tool.DialOptions()), digest); err != nil || !bytes.Equal(got, bin) {
 		t.Errorf("fetching with the cluster's certificate: %d bytes, %v; want the job binary", len(got), err)
 	}
 	c.mustSluice("cancel", "-m", c.rest(), job.ID)

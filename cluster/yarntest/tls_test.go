@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
+	"github.com/sluice/sluice/cluster/clusterpb/clusterpbtest"
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/security/tlsconf"
@@ -89,35 +89,6 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 		t.Cleanup(func() { cc.Close() })
 		return cc
 	}
-	register := func(cc *grpc.ClientConn) error {
-		s, err := clusterpb.NewResourceManagerClient(cc).Connect(ctx)
-		if err != nil {
-			return err
-		}
-		if err := s.Send(&clusterpb.TaskManagerMessage{Msg: &clusterpb.TaskManagerMessage_Register{Register: &clusterpb.Register{
-			TaskManagerId: "impostor", Address: "127.0.0.1:1", Hostname: "impostor", Slots: 4, ResourceId: "impostor"}}}); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		_, err = s.Recv()
-		return err
-	}
-	fetch := func(cc *grpc.ClientConn) ([]byte, error) {
-		s, err := clusterpb.NewBlobsClient(cc).Get(ctx, &clusterpb.BlobRequest{Sha256: digest})
-		if err != nil {
-			return nil, err
-		}
-		var got bytes.Buffer
-		for {
-			ch, err := s.Recv()
-			if errors.Is(err, io.EOF) {
-				return got.Bytes(), nil
-			}
-			if err != nil {
-				return got.Bytes(), err
-			}
-			got.Write(ch.GetData())
-		}
-	}
 
 	// The application's own TaskManager keystore and CA, from its
 	// staging directory (the test runs as the application's user).
@@ -167,7 +138,7 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	}
 	control := func(when string) {
 		t.Helper()
-		if got, err := fetch(dial(amRPC, withCert(&appCert))); err != nil || !bytes.Equal(got, bin) {
+		if got, err := clusterpbtest.FetchBlob(ctx, dial(amRPC, withCert(&appCert)), digest); err != nil || !bytes.Equal(got, bin) {
 			t.Fatalf("%s, the application's own certificate fetched %d bytes from %s: %v; want the job binary", when, len(got), amRPC, err)
 		}
 	}
@@ -182,12 +153,12 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			am := dial(amRPC, a.opts)
-			if err := register(am); err == nil {
+			if err := clusterpbtest.RegisterTaskManager(ctx, am, "impostor"); err == nil {
 				t.Error("registered a TaskManager with the ApplicationMaster")
 			} else {
 				t.Logf("register: %v", err)
 			}
-			if got, err := fetch(am); err == nil || len(got) > 0 {
+			if got, err := clusterpbtest.FetchBlob(ctx, am, digest); err == nil || len(got) > 0 {
 				t.Errorf("fetched %d bytes of the job binary from the ApplicationMaster (%v)", len(got), err)
 			}
 			for _, tm := range tms {
