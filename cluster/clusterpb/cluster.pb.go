@@ -3302,9 +3302,11 @@ type TriggerCheckpoint struct {
 	// savepoint-suspend, 3 savepoint-terminate, 4 full-checkpoint (a
 	// checkpoint sharing no files with earlier ones: incremental state is
 	// uploaded whole). It travels on with the barriers.
-	Kind      int32      `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Timestamp int64      `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Tasks     []*TaskKey `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Kind      int32 `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Timestamp int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	// tasks are the worker's tasks to trigger; none tells the worker only
+	// where the checkpoint goes, for its tasks that take it on the barrier.
+	Tasks []*TaskKey `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// location is the directory the task snapshot files go to (chk-<id>/ or
 	// the savepoint's directory); location_kind is its storage kind.
 	Location      string `protobuf:"bytes,5,opt,name=location,proto3" json:"location,omitempty"`

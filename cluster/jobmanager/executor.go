@@ -755,6 +755,21 @@ func (a *remoteAttempt) TriggerCheckpoint(id int64, kind checkpoint.Kind, tasks 
 		t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: base.Kind, Location: base.Location, LocationKind: base.LocationKind, Tasks: plain[s]}
 		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Trigger{Trigger: t}})
 	}
+	// Every other worker learns where the checkpoint goes, with no task to
+	// trigger: its tasks downstream take their snapshots when the barrier
+	// reaches them over the data exchange, and their uploads wait for the
+	// location. A worker whose sources have all finished is triggered no
+	// more, yet its other tasks still checkpoint.
+	for _, s := range a.sessions() {
+		if _, ok := coordinated[s]; ok {
+			continue
+		}
+		if _, ok := plain[s]; ok {
+			continue
+		}
+		t := &clusterpb.TriggerCheckpoint{CheckpointId: id, Kind: base.Kind, Location: base.Location, LocationKind: base.LocationKind}
+		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Trigger{Trigger: t}})
+	}
 	return nil
 }
 
