@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
@@ -119,6 +120,7 @@ func (c *checkpoints) trigger(r *running, co *checkpoint.Coordinator, t checkpoi
 		st := CheckpointStats{ID: int64(t.ID), Kind: t.Kind, TriggerMillis: t.Timestamp}
 		c.started[t.ID] = st
 		c.j.opts.Listener.CheckpointTriggered(st)
+		c.j.opts.Log.Info("triggering checkpoint", "checkpoint", t.ID, "kind", t.Kind.String(), "timestamp", t.Timestamp, "sources", len(t.Tasks))
 	}
 	loc, ok := c.locs.get(t.ID)
 	if !ok {
@@ -234,6 +236,7 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 	dir := qualify(c.baseURI(cp.ID), filepath.Dir(path))
 	c.j.opts.Listener.CheckpointCompleted(CheckpointStats{ID: int64(cp.ID), Kind: cp.Kind, TriggerMillis: cp.Timestamp,
 		EndMillis: c.j.opts.Clock.NowMillis(), Path: dir, Bytes: c.bytes[cp.ID]})
+	bytes := c.bytes[cp.ID]
 	delete(c.bytes, cp.ID)
 	delete(c.started, cp.ID)
 	req, isReq := c.savepoint[cp.ID]
@@ -252,7 +255,8 @@ func (c *checkpoints) complete(co *checkpoint.Coordinator, cp checkpoint.Complet
 			c.j.opts.Log.Warn("discarding old checkpoints failed", "err", err)
 		}
 	}
-	c.j.opts.Log.Debug("checkpoint complete", "checkpoint", cp.ID, "kind", cp.Kind.String(), "path", path)
+	c.j.opts.Log.Info("completed checkpoint", "checkpoint", cp.ID, "kind", cp.Kind.String(), "bytes", bytes,
+		"duration", time.Duration(c.j.opts.Clock.NowMillis()-cp.Timestamp)*time.Millisecond, "finished_tasks", len(cp.Finished), "path", dir)
 	return co.Persisted(cp.ID)
 }
 
@@ -291,6 +295,7 @@ func (c *checkpoints) aborted(ab checkpoint.Abort) {
 	delete(c.started, ab.ID)
 	st.ID, st.EndMillis, st.Err = int64(ab.ID), c.j.opts.Clock.NowMillis(), ab.Reason
 	c.j.opts.Listener.CheckpointFailed(st)
+	c.j.opts.Log.Info("checkpoint aborted", "checkpoint", ab.ID, "err", ab.Reason)
 	delete(c.coordState, ab.ID)
 	delete(c.shared, ab.ID)
 	delete(c.bytes, ab.ID)
