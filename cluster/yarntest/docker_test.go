@@ -146,11 +146,42 @@ func (d *dockerRig) startKafkaJob(t *testing.T, ctx context.Context, name string
 	args = append(args, bins.kafkaJob, "-bootstrap", strings.Join(d.dc.Bootstrap(), ","), "-in", j.in, "-out", j.out,
 		"-prefix", j.prefix, "-keys", strconv.Itoa(keys), "-slow", slow.String())
 	j.p, j.appID, _, j.rc, j.job = d.deploy(t, ctx, args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			d.dumpApplication(t, j)
+		}
+	})
 	testwait.Eventually(t, 2*time.Minute, "a completed checkpoint", func() bool { return hasCompletedCheckpoint(ctx, j.rc, j.job) })
 	if st, err := j.rc.Job(ctx, j.job); err != nil || string(st.State) != "RUNNING" {
 		t.Fatalf("job %s is not RUNNING after its first checkpoint (%v, %v): the test's fault would land after the job", j.job, st, err)
 	}
 	return j
+}
+
+// dumpApplication logs, for a failed test, the job's checkpoints and
+// vertices as REST reports them and the last lines of every log file of
+// the application's containers on every worker, which outlive the test.
+func (d *dockerRig) dumpApplication(t *testing.T, j *kafkaJob) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if st, err := j.rc.Job(ctx, j.job); err != nil {
+		t.Logf("---- job %s: %v", j.job, err)
+	} else {
+		b, _ := json.Marshal(st)
+		t.Logf("---- job %s:\n%s", j.job, b)
+	}
+	if cs, err := j.rc.JobCheckpoints(ctx, j.job); err != nil {
+		t.Logf("---- checkpoints of %s: %v", j.job, err)
+	} else {
+		b, _ := json.Marshal(cs)
+		t.Logf("---- checkpoints of %s:\n%s", j.job, b)
+	}
+	script := `for f in /data/nm-logs/` + j.appID + `/*/*; do echo "==== $f"; tail -n 80 "$f"; done 2>&1`
+	for _, n := range d.dc.Role(dockercluster.RoleWorker) {
+		out, err := d.dc.Exec(ctx, n.Name, "sh", "-c", script)
+		t.Logf("---- containers of %s on %s (%v):\n%s", j.appID, n.Name, err, out)
+	}
 }
 
 // checkKafkaExactlyOnce reads the job's committed output (read_committed)
