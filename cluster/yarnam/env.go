@@ -35,6 +35,14 @@ const (
 	FileHadoopConf  = "core-site.xml" // the client's effective Hadoop configuration
 )
 
+// The ApplicationMaster's files in its container's log directory, by
+// Flink's names: its log, and its standard output and error.
+const (
+	FileJobManagerLog = "jobmanager.log"
+	FileJobManagerOut = "jobmanager.out"
+	FileJobManagerErr = "jobmanager.err"
+)
+
 // Environment variables the client sets for the ApplicationMaster.
 const (
 	// EnvStagingDir is the URI of the application's staging directory,
@@ -287,6 +295,11 @@ func JobManagerConf(env *Environment) *conf.Configuration {
 		u := *env.StagingDir
 		u.Path = path.Join(u.Path, HAStorageDirName)
 		over[conf.HighAvailabilityStorageDir.Key()] = u.String()
+	}
+	// GET /jobmanager/logs, /log and /stdout serve the container's log
+	// directory: jobmanager.log, jobmanager.out, jobmanager.err.
+	if _, set, _ := conf.Lookup(c, conf.LogDir); !set && env.LogDir != "" {
+		over[conf.LogDir.Key()] = env.LogDir
 	}
 	if _, set, _ := conf.Lookup(c, conf.HighAvailabilityClusterID); !set {
 		over[conf.HighAvailabilityClusterID.Key()] = env.Container.Attempt.Application.String()

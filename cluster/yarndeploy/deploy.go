@@ -419,7 +419,7 @@ func (d *Deployer) submission(ctx context.Context, id yarn.ApplicationID, st *st
 			LocalResources: st.appMasterFiles(),
 			Environment:    env,
 			Commands: []string{yarndriver.ShellCommand([]string{"./" + yarnam.FileAppMaster},
-				yarndriver.LogDirExpansion+"/appmaster.out", yarndriver.LogDirExpansion+"/appmaster.err")},
+				yarndriver.LogDirExpansion+"/"+yarnam.FileJobManagerOut, yarndriver.LogDirExpansion+"/"+yarnam.FileJobManagerErr)},
 			Tokens: tokens,
 		},
 		AMResource:     amRes,

@@ -313,7 +313,7 @@ func TestDeployRunsTaskManagers(t *testing.T) {
 
 // checkLogs finds the application's container log directories under the
 // harness's work dir: every TaskManager wrote taskmanager.out, the
-// ApplicationMaster appmaster.err.
+// ApplicationMaster jobmanager.err.
 func checkLogs(t *testing.T, work string, id yarn.ApplicationID) {
 	t.Helper()
 	var tmOut, amErr []string
@@ -324,13 +324,13 @@ func checkLogs(t *testing.T, work string, id yarn.ApplicationID) {
 		switch de.Name() {
 		case "taskmanager.out":
 			tmOut = append(tmOut, p)
-		case "appmaster.err":
+		case "jobmanager.err":
 			amErr = append(amErr, p)
 		}
 		return nil
 	})
 	if len(tmOut) != 3 || len(amErr) != 1 {
-		t.Fatalf("logs: taskmanager.out %v, appmaster.err %v; want 3 and 1", tmOut, amErr)
+		t.Fatalf("logs: taskmanager.out %v, jobmanager.err %v; want 3 and 1", tmOut, amErr)
 	}
 	for _, p := range tmOut {
 		b, _ := os.ReadFile(p)

@@ -193,7 +193,7 @@ func TestSubmission(t *testing.T) {
 			if _, ok := amc.LocalResources[yarnam.FileTaskManager]; ok {
 				t.Error("the TaskManager binary is localized in the ApplicationMaster's container")
 			}
-			if len(amc.Commands) != 1 || !strings.Contains(amc.Commands[0], "./"+yarnam.FileAppMaster) || !strings.Contains(amc.Commands[0], "<LOG_DIR>/appmaster.err") {
+			if len(amc.Commands) != 1 || !strings.Contains(amc.Commands[0], "./"+yarnam.FileAppMaster) || !strings.Contains(amc.Commands[0], "<LOG_DIR>/jobmanager.err") {
 				t.Errorf("commands %q", amc.Commands)
 			}
 			if amc.Tokens != nil {

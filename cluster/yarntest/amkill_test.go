@@ -87,10 +87,10 @@ func TestApplicationMasterKilled(t *testing.T) {
 	recovered := false
 	var logs []string
 	for dir, files := range r.containerLogs(t, appID) {
-		if !slices.Contains(files, "appmaster.err") {
+		if !slices.Contains(files, "jobmanager.log") {
 			continue
 		}
-		b, _ := os.ReadFile(filepath.Join(dir, "appmaster.err"))
+		b, _ := os.ReadFile(filepath.Join(dir, "jobmanager.log"))
 		log := string(b)
 		logs = append(logs, filepath.Base(dir)+":\n"+log)
 		if strings.Contains(log, `msg="recovering job"`) && strings.Contains(log, "job="+job) &&

@@ -96,8 +96,8 @@ func (r *rig) containersOf(t testing.TB, appID string) (requested, launched int)
 	var log string
 	testwait.Eventually(t, 30*time.Second, "the ApplicationMaster's log of "+appID, func() bool {
 		for dir, files := range r.containerLogs(t, appID) {
-			if strings.HasSuffix(dir, "_01_000001") && slices.Contains(files, "appmaster.err") {
-				b, _ := os.ReadFile(filepath.Join(dir, "appmaster.err"))
+			if strings.HasSuffix(dir, "_01_000001") && slices.Contains(files, "jobmanager.log") {
+				b, _ := os.ReadFile(filepath.Join(dir, "jobmanager.log"))
 				log = string(b)
 				return strings.Contains(log, "launching TaskManager")
 			}

@@ -139,7 +139,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 	// obtained tokens again and again, and used a rolled AMRMToken; every
 	// TaskManager that lived long enough re-logged in.
 	ran := time.Since(submitted)
-	am := containerLogs(t, r.c, appID, "appmaster.err")
+	am := containerLogs(t, r.c, appID, "jobmanager.log")
 	if len(am) != 1 {
 		t.Fatalf("ApplicationMaster logs of %s: %q, want one", appID, am)
 	}
@@ -178,7 +178,7 @@ func TestSecureJobOutlivesCredentials(t *testing.T) {
 	for dir, files := range r.containerLogs(t, appID) {
 		for _, f := range files {
 			isTM := f == "taskmanager.log"
-			isWorker := strings.HasSuffix(f, ".err") && !strings.HasPrefix(f, "taskmanager.") && f != "prelaunch.err" && f != "appmaster.err"
+			isWorker := strings.HasSuffix(f, ".err") && !strings.HasPrefix(f, "taskmanager.") && f != "prelaunch.err" && !strings.HasPrefix(f, "jobmanager.")
 			if !isTM && !isWorker {
 				continue
 			}

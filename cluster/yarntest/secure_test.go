@@ -160,7 +160,7 @@ func TestSecureApplicationMode(t *testing.T) {
 			t.Errorf("%s: the TaskManager did not log in from the keytab", f)
 		}
 	}
-	if am := containerLogs(t, r.c, appID, "appmaster.err"); len(am) > 0 {
+	if am := containerLogs(t, r.c, appID, "jobmanager.log"); len(am) > 0 {
 		b, _ := os.ReadFile(am[0])
 		for _, want := range []string{"kerberos: logged in", "delegation: obtained tokens"} {
 			if !strings.Contains(string(b), want) {

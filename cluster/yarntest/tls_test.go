@@ -58,7 +58,7 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	reRPC := regexp.MustCompile(`registered with the ResourceManager.* host=(\S+) .*rpc_port=(\d+)`)
 	var amRPC string
 	testwait.Eventually(t, time.Minute, "the ApplicationMaster's RPC port in its log", func() bool {
-		for _, f := range containerLogs(t, r.c, appID, "appmaster.err") {
+		for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
 			b, _ := os.ReadFile(f)
 			if m := reRPC.FindSubmatch(b); m != nil {
 				amRPC = net.JoinHostPort(string(m[1]), string(m[2]))

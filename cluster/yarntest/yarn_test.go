@@ -8,14 +8,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -380,6 +384,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 		t.Logf("checkpoints on HDFS while the job runs: %q", chk)
 	}
 	checkIdentity(t, report(t, ctx, yc, appID), "SluiceTest", "yarntest-application", "default", []string{"yarntest", "exactly-once"})
+	checkJobManagerLogs(t, ctx, rc.URL())
 	<-p.done
 	toFinished := time.Since(began)
 	t.Logf("sluice run:\n%s", p.out.String())
@@ -397,6 +402,45 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
+}
+
+// checkJobManagerLogs: the ApplicationMaster's REST serves its container's
+// log directory as Flink's does on YARN: GET /jobmanager/logs lists
+// jobmanager.log, .out and .err, and GET /jobmanager/log is its log.
+func checkJobManagerLogs(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	get := func(path string) []byte {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s: %s", path, resp.Status, b)
+		}
+		return b
+	}
+	var list struct{ Logs []struct{ Name string } }
+	if err := json.Unmarshal(get("/jobmanager/logs"), &list); err != nil {
+		t.Fatalf("GET /jobmanager/logs: %v", err)
+	}
+	var names []string
+	for _, l := range list.Logs {
+		names = append(names, l.Name)
+	}
+	for _, want := range []string{"jobmanager.log", "jobmanager.out", "jobmanager.err"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("GET /jobmanager/logs lists %v, want %s among them", names, want)
+		}
+	}
+	if b := get("/jobmanager/log"); !bytes.Contains(b, []byte("registered with the ResourceManager")) {
+		t.Errorf("GET /jobmanager/log is not the ApplicationMaster's log:\n%s", lastLines(string(b), 10))
+	}
 }
 
 // TestSessionLifecycle: sluice yarn-session starts a session cluster; a

@@ -241,7 +241,7 @@ func (r *rig) checkTaskManagerLogs(t *testing.T, appID string) int {
 // stdout and stderr.
 func checkAggregatedLogs(t *testing.T, ctx context.Context, r *rig, appID string) {
 	t.Helper()
-	want := []string{"LogType:appmaster.err", "LogType:taskmanager.log", "LogType:taskmanager.out", "LogType:taskmanager.err"}
+	want := []string{"LogType:jobmanager.log", "LogType:jobmanager.err", "LogType:taskmanager.log", "LogType:taskmanager.out", "LogType:taskmanager.err"}
 	var out string
 	var lastErr error
 	err := testwait.Poll(time.Minute, func() bool {

@@ -7,18 +7,23 @@
 // the final status and deletes the staging directory (package
 // cluster/yarnam).
 //
-// It logs to stderr, which YARN keeps as appmaster.err in the container's
-// log directory.
+// It logs to jobmanager.log in the container's log directory (the first
+// of $LOG_DIRS; stderr when that is unset), where YARN also keeps its
+// standard output and error as jobmanager.out and jobmanager.err, Flink's
+// names: GET /jobmanager/logs lists them.
 package main
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/sluice/sluice/cluster/jobmanager"
@@ -29,7 +34,7 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(logOutput(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// YARN stops a container with SIGTERM (then SIGKILL): the
 	// ApplicationMaster then exits without unregistering, so that YARN may
 	// start another attempt.
@@ -107,4 +112,21 @@ func finalStatus(err error, application bool) yarnam.Final {
 	default:
 		return yarnam.Final{Status: yarn.FinalFailed, Diagnostics: err.Error()}
 	}
+}
+
+// logOutput is jobmanager.log in the container's log directory, or stderr
+// outside a container or when the file cannot be opened (said on stderr,
+// which YARN keeps as jobmanager.err).
+func logOutput() io.Writer {
+	dir, _, _ := strings.Cut(os.Getenv("LOG_DIRS"), ",")
+	if dir == "" {
+		return os.Stderr
+	}
+	p := filepath.Join(dir, yarnam.FileJobManagerLog)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "appmaster: logging to stderr: opening %s: %v\n", p, err)
+		return os.Stderr
+	}
+	return f
 }
