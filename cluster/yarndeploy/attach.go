@@ -44,13 +44,30 @@ func (d *Deployer) WaitEnd(ctx context.Context, id yarn.ApplicationID) (*yarn.Ap
 	t := time.NewTicker(d.opts.PollInterval)
 	defer t.Stop()
 	var last yarn.ApplicationState
+	var attempt int32
 	for {
 		r, err := d.rm.GetApplicationReport(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("yarndeploy: following %s: %w", id, err)
 		}
+		// A new attempt: the ApplicationMaster (or its host) died and YARN
+		// started another, which recovers the jobs.
+		if now := r.CurrentAttempt.Attempt; attempt != 0 && now > attempt {
+			why := briefDiagnostics(r.Diagnostics)
+			if why != "" {
+				why = ": " + why
+			}
+			d.progress("%s: ApplicationMaster attempt %d ended; YARN started attempt %d, which recovers the jobs%s", id, attempt, now, why)
+		}
+		if now := r.CurrentAttempt.Attempt; now > 0 {
+			attempt = now
+		}
 		if r.State != last {
-			if last != 0 || r.State != yarn.StateRunning {
+			switch {
+			case last == 0 && r.State == yarn.StateRunning:
+			case r.State == yarn.StateRunning && r.Host != "" && attempt > 0:
+				d.progress("%s is RUNNING: ApplicationMaster attempt %d on %s", id, attempt, r.Host)
+			default:
 				d.progress("%s is %s", id, r.State)
 			}
 			last = r.State
