@@ -33,6 +33,7 @@ import (
 	"github.com/sluice/sluice/integration/minicluster"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest/restclient"
+	"github.com/sluice/sluice/yarn"
 )
 
 // dockerRig is a rig on the docker cluster.
@@ -445,6 +446,55 @@ func TestDockerNodeManagerHostKilled(t *testing.T) {
 	if st, err := j.rc.Job(ctx, j.job); err == nil {
 		t.Logf("job %s ended %s", j.job, st.State)
 	}
+}
+
+// TestDockerApplicationMasterHostKilled: the host of the ApplicationMaster
+// is killed mid-job (its NodeManager, DataNode, the AM and any TaskManager
+// there die together). YARN notices the lost node and starts a second
+// application attempt on another host; its JobManager recovers the job
+// from the high-availability data on HDFS (the same job, not the program
+// run again) and resumes it from its latest checkpoint, and the output is
+// exactly once. The client that submitted the application follows it to
+// its end.
+func TestDockerApplicationMasterHostKilled(t *testing.T) {
+	d := newDockerRig(t)
+	yc := d.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-am-killed", 3, 4000, 6, 3*time.Millisecond)
+
+	first := report(t, ctx, yc, j.appID)
+	victim, ok := d.workerOf(first.Host)
+	if !ok {
+		t.Fatalf("the ApplicationMaster runs on %q, not on a worker", first.Host)
+	}
+	if err := d.dc.Kill(ctx, victim.Name); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Cleanup(func() {
+		if err := d.dc.Restart(context.Background(), victim.Name); err != nil {
+			t.Errorf("restarting %s: %v", victim.Name, err)
+		}
+		d.allNodesUp(t, context.Background())
+	})
+	var second string
+	testwait.Eventually(t, 3*time.Minute, "a second ApplicationMaster attempt on another host", func() bool {
+		id, err := yarn.ParseApplicationID(j.appID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := yc.GetApplicationReport(ctx, id)
+		if err != nil || rep.Host == "" || rep.Host == first.Host || rep.Host == "N/A" {
+			return false
+		}
+		second = rep.Host
+		return true
+	})
+	t.Logf("ApplicationMaster on %s killed; a second attempt runs on %s %v later", victim.Name, second, time.Since(killed).Round(time.Millisecond))
+	succeeded(t, j.p, j.appID)
+	d.checkKafkaExactlyOnce(t, ctx, j)
+	noContainersLeft(t, ctx, yc, j.appID)
 }
 
 // TestDockerBrokerPartitioned: the broker leading partition 0 of the job's
