@@ -29,7 +29,9 @@ func (r *reportsRM) GetApplicationReport(context.Context, yarn.ApplicationID) (*
 // where the new one runs; the first RUNNING it attached to is not repeated.
 func TestWaitEndTellsOfANewAttempt(t *testing.T) {
 	app := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 7}
-	at := func(n int32) yarn.ApplicationAttemptID { return yarn.ApplicationAttemptID{Application: app, Attempt: n} }
+	at := func(n int32) yarn.ApplicationAttemptID {
+		return yarn.ApplicationAttemptID{Application: app, Attempt: n}
+	}
 	for _, tc := range []struct {
 		name   string
 		script []yarn.ApplicationReport
