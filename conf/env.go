@@ -30,6 +30,11 @@ const (
 	// writes a job's ID to once it has started (local) or submitted
 	// (remote) it, so the CLI can tell a program that never submitted one.
 	EnvSubmittedOut = "SLUICE_SUBMITTED_OUT"
+	// EnvRESTToken is the REST token (security.rest.token-file) a program
+	// in remote mode sends with its submission, when the sluice CLI or the
+	// JobManager that runs it has one: in the environment, readable by the
+	// program's user only, never on its command line.
+	EnvRESTToken = "SLUICE_REST_TOKEN"
 )
 
 // Values of EnvExecutionTarget besides TargetLocal and TargetRemote.

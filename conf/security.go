@@ -83,6 +83,18 @@ var (
 			"ignored: with security.ssl.internal.enabled false the client generates a secret per application and ships "+
 			"it as a private local resource.").
 		WithDefaultDoc("(none): ~/.sluice/" + InternalSecretFileName)
+
+	// RESTTokenFile is the file holding the token that requests to a
+	// JobManager's REST endpoint which change state must carry.
+	RESTTokenFile = String("security.rest.token-file", "",
+		"File holding the REST token (not in Flink). A JobManager with one refuses (401) every REST request that changes "+
+			"state — submitting or running a job, cancel, stop, savepoints, checkpoints, uploads, shutting the cluster "+
+			"down — unless it carries 'Authorization: Bearer <token>'; reading (GET) stays open, as in Flink. Clients "+
+			"(the sluice CLI, programs it runs) send the token of this file. On YARN the client generates a token per "+
+			"application (yarn.security.rest-token.enabled) and keeps it in the application's staging directory, from which "+
+			"later commands read it; set this option on a standalone cluster whose REST endpoint others can reach "+
+			"(rest.bind-address). It must not be readable by other users.").
+		WithDefaultDoc("(none): the REST endpoint takes any request")
 )
 
 // TLS options, as Flink's security.ssl.*: Go reads PEM files where Flink
@@ -173,7 +185,7 @@ var (
 
 func securityOptions() []AnyOption {
 	return []AnyOption{
-		InternalSecretFile,
+		InternalSecretFile, RESTTokenFile,
 		SSLRESTEnabled, SSLRESTKeystore, SSLRESTKeystorePassword, SSLRESTKeyPassword, SSLRESTTruststore,
 		SSLRESTTruststorePassword, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
 		SSLInternalEnabled, SSLInternalKeystore, SSLInternalKeystorePassword, SSLInternalKeyPassword,

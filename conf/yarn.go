@@ -124,6 +124,15 @@ var (
 			"A bare number is milliseconds, as in Flink.").
 		WithCheck(positiveDuration)
 
+	// YarnRESTToken generates a REST token per application.
+	YarnRESTToken = Bool("yarn.security.rest-token.enabled", true,
+		"Generate a token for the application's REST endpoint (not in Flink): the client ships it to the ApplicationMaster "+
+			"(mode 600, a private local resource) and keeps it in the application's staging directory, readable by its "+
+			"owner only; the JobManager then refuses REST requests that change state without it (see "+
+			"security.rest.token-file), except GET /jobs/:id/yarn-cancel and yarn-stop through the ResourceManager's web "+
+			"proxy, and sluice commands read it from there. false leaves the REST endpoint open to whoever reaches it, as "+
+			"Flink's is.")
+
 	// YarnShipLocalKeytab uploads the Kerberos keytab with the application.
 	YarnShipLocalKeytab = Bool("yarn.security.kerberos.ship-local-keytab", true,
 		"Whether the client uploads the keytab named by security.kerberos.login.keytab with the application, "+
@@ -141,6 +150,6 @@ func yarnOptions() []AnyOption {
 		YarnApplicationAttempts, YarnApplicationAttemptFailuresValidityInterval, YarnApplicationNodeLabel,
 		YarnTaskManagerNodeLabel, YarnApplicationID,
 		YarnProvidedLibDirs, YarnStagingDirectory, YarnShipFiles, YarnAppMasterVcores, YarnContainersVcores,
-		YarnHeartbeatInterval, YarnContainerRequestHeartbeatInterval, YarnShipLocalKeytab, YarnLocalizedKeytabPath,
+		YarnHeartbeatInterval, YarnContainerRequestHeartbeatInterval, YarnRESTToken, YarnShipLocalKeytab, YarnLocalizedKeytabPath,
 	}
 }

@@ -66,6 +66,14 @@ type Config struct {
 	Clock clock.Clock
 	// Log receives request failures and panics. Default: discard.
 	Log *slog.Logger
+	// Token, if set, is required (Authorization: Bearer) of every request
+	// that changes state (security.rest.token-file); reading stays open.
+	Token []byte
+	// TrustedProxy, with Token, reports whether a peer address is a web
+	// proxy (YARN's) whose GET requests that change state (yarn-cancel,
+	// yarn-stop) are served without the token: the proxy authenticated
+	// its user. Nil trusts none.
+	TrustedProxy func(net.IP) bool
 }
 
 // ConfigFrom reads the REST settings of a cluster configuration: rest.port,
@@ -338,7 +346,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})
-	return s.recoverer(versioned(mux))
+	return s.recoverer(versioned(s.authenticated(mux)))
 }
 
 // versioned serves /v1/... as /... (Flink's versioned URLs).

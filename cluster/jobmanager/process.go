@@ -40,6 +40,10 @@ type Options struct {
 	// jobmanager.rpc.address:jobmanager.rpc.port and
 	// rest.bind-address:rest.port).
 	RPC, REST net.Listener
+	// RESTTrustedProxy reports whether a peer is a web proxy (YARN's)
+	// whose GET forms of cancel and stop are served without the REST token
+	// (security.rest.token-file). Nil trusts none.
+	RESTTrustedProxy func(net.IP) bool
 	// RPCAddress is the address TaskManagers and workers dial (default:
 	// jobmanager.rpc.address and the RPC listener's port).
 	RPCAddress string
@@ -200,6 +204,13 @@ func RunWith(ctx context.Context, o Options) error {
 		cancel()
 		return fmt.Errorf("jobmanager: the REST endpoint's TLS: %w", err)
 	}
+	if rcfg.Token, err = rest.TokenFromConf(c); err != nil {
+		d.Close()
+		srv.Stop()
+		cancel()
+		return fmt.Errorf("jobmanager: %w", err)
+	}
+	rcfg.TrustedProxy = o.RESTTrustedProxy
 	var rs *rest.Server
 	// The host label of the JobManager's metrics is the machine's name, as
 	// a TaskManager's is (not the RPC address's, often localhost).
@@ -236,7 +247,7 @@ func RunWith(ctx context.Context, o Options) error {
 	var appDone chan error
 	if o.Application != nil {
 		appDone = make(chan error, 1)
-		go func() { appDone <- runApplication(ctx, c, o.Application, rs.URL(), d, log) }()
+		go func() { appDone <- runApplication(ctx, c, o.Application, rs.URL(), rcfg.Token, d, log) }()
 	}
 	select {
 	case <-ctx.Done():
@@ -305,7 +316,7 @@ func cancelAll(ctx context.Context, d *Dispatcher, log *slog.Logger) {
 
 // runApplication runs the job program with this JobManager as its target,
 // and then waits for every job it submitted to end.
-func runApplication(ctx context.Context, c *conf.Configuration, app *Application, restAddr string, d *Dispatcher, log *slog.Logger) error {
+func runApplication(ctx context.Context, c *conf.Configuration, app *Application, restAddr string, restToken []byte, d *Dispatcher, log *slog.Logger) error {
 	// The program reaches this JobManager's REST endpoint as the CLI does:
 	// over TLS if it is on, with the cluster's security.ssl.rest.* settings.
 	dynamic := slices.Clone(app.Dynamic)
@@ -320,6 +331,11 @@ func runApplication(ctx context.Context, c *conf.Configuration, app *Application
 	cmd.SysProcAttr = applicationAttr()
 	cmd.Env = append(os.Environ(), conf.EnvExecutionTarget+"="+conf.TargetRemote, conf.EnvJobManager+"="+restAddr,
 		conf.EnvDynamicProperties+"="+props)
+	if restToken != nil {
+		// The program submits through this JobManager's REST endpoint, which
+		// requires its token of requests that change state.
+		cmd.Env = append(cmd.Env, conf.EnvRESTToken+"="+string(restToken))
+	}
 	var stderr tailBuffer
 	cmd.Stdout = app.Stdout
 	if cmd.Stdout == nil {

@@ -123,9 +123,9 @@ func TestDeployRemovesStagingOnFailure(t *testing.T) {
 					t.Errorf("err %q does not mention %q", err, m)
 				}
 			}
-			// appmaster, job, config.yaml, core-site.xml, and the
-			// internal keystore and truststore.
-			if len(staged) != 6 {
+			// appmaster, job, config.yaml, core-site.xml, the internal
+			// keystore and truststore, and the REST token.
+			if len(staged) != 7 {
 				t.Errorf("staged at submission: %v", staged)
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, iofs.ErrNotExist) {

@@ -585,9 +585,13 @@ func (d *Deployer) Stop(ctx context.Context, id yarn.ApplicationID, timeout time
 		return err
 	}
 	tc, err := tlsconf.RESTClient(d.opts.Conf)
+	var token []byte
+	if err == nil {
+		token, err = d.RESTToken(id)
+	}
 	var rc *restclient.Client
 	if err == nil {
-		rc, err = restclient.New(addr, restclient.WithTLS(tc))
+		rc, err = restclient.New(addr, restclient.WithTLS(tc), restclient.WithToken(token))
 	}
 	if err == nil {
 		err = rc.ShutDownCluster(ctx)

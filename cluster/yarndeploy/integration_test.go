@@ -234,12 +234,12 @@ func TestDeployRunsTaskManagers(t *testing.T) {
 	for _, fi := range infos {
 		names = append(names, fi.Name())
 		// The application's internal TLS files (on by default on YARN).
-		if strings.HasPrefix(fi.Name(), "internal-") && fi.Mode().Perm() != 0o600 {
+		if (strings.HasPrefix(fi.Name(), "internal-") || fi.Name() == FileRESTToken) && fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s is staged with mode %v, want 0600", fi.Name(), fi.Mode().Perm())
 		}
 	}
 	if want := []string{"appmaster", "config.yaml", "core-site.xml", "internal-keystore-jobmanager.pem",
-		"internal-keystore-taskmanager.pem", "internal-truststore.pem"}; !slices.Equal(names, want) {
+		"internal-keystore-taskmanager.pem", "internal-truststore.pem", "rest-token"}; !slices.Equal(names, want) {
 		t.Errorf("staged files %v, want %v (the TaskManager is pre-uploaded)", names, want)
 	}
 

@@ -211,7 +211,7 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 			return fail(err)
 		}
 	}
-	cfg, err := configYAML(withInternalSecurity(d.opts.Conf, internalTLSMode(d.opts.Conf)))
+	cfg, err := configYAML(withRESTToken(withInternalSecurity(d.opts.Conf, internalTLSMode(d.opts.Conf))))
 	if err != nil {
 		return fail(err)
 	}
@@ -229,6 +229,9 @@ func (d *Deployer) stage(ctx context.Context, id yarn.ApplicationID) (*staging, 
 		return fail(err)
 	}
 	if err := d.stageInternalSecurity(st, id); err != nil {
+		return fail(err)
+	}
+	if err := d.stageRESTToken(st); err != nil {
 		return fail(err)
 	}
 	d.log.Info("yarndeploy: staged", "dir", dir.String(), "files", len(st.files), "took", time.Since(began))

@@ -77,6 +77,14 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 		FileSystems: fss,
 		WorkDir:     workDir,
 	}
+	// YARN's web proxy forwards the tracking URL's GET requests, the
+	// dashboard's cancel (yarn-cancel) among them, having authenticated
+	// the user: those need no REST token.
+	if hosts, err := yarnam.WebProxyHosts(env.Hadoop); err != nil {
+		s.Logger.Warn("no web proxy is trusted with cancel and stop", "err", err)
+	} else {
+		opts.RESTTrustedProxy = yarnam.NewProxyMatcher(hosts, nil).Trusted
+	}
 	// The ApplicationMaster's login and delegation tokens are exported at
 	// GET /metrics with the TaskManagers' and workers' logins.
 	if env.Kerberos != nil {

@@ -100,7 +100,7 @@ func absDir(dir string) string {
 // of the job binary contract, plus set.
 func childEnv(set map[string]string) []string {
 	contract := map[string]bool{conf.EnvExecutionTarget: true, conf.EnvPlanOut: true, conf.EnvJobManager: true,
-		conf.EnvDynamicProperties: true, conf.EnvWorkerDeployment: true, conf.EnvSubmittedOut: true}
+		conf.EnvDynamicProperties: true, conf.EnvWorkerDeployment: true, conf.EnvSubmittedOut: true, conf.EnvRESTToken: true}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

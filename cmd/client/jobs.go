@@ -32,18 +32,24 @@ func client(c *cli.Context) (*restclient.Client, error) {
 		return nil, err
 	}
 	var addr string
+	var token []byte
 	switch t := strings.ToLower(c.String("target")); t {
 	case "", conf.TargetRemote:
 		if addr, err = restAddress(c, cfg); err != nil {
+			return nil, err
+		}
+		if token, err = rest.TokenFromConf(cfg); err != nil {
 			return nil, err
 		}
 	case conf.TargetYarnSession:
 		if c.String("jobmanager") != "" {
 			return nil, usagef(c, "--jobmanager names a standalone cluster, but --target is yarn-session; drop one of them")
 		}
-		if addr, err = yarnSessionAddress(c, cfg); err != nil {
+		s, err := yarnSessionAddress(c, cfg)
+		if err != nil {
 			return nil, err
 		}
+		addr, token = s.Address, s.Token
 	default:
 		return nil, usagef(c, "--target %q: a running cluster is remote or yarn-session", c.String("target"))
 	}
@@ -51,7 +57,7 @@ func client(c *cli.Context) (*restclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return restclient.New(addr, restclient.WithTLS(tc))
+	return restclient.New(addr, restclient.WithTLS(tc), restclient.WithToken(token))
 }
 
 // jobArg reads the JOB_ID argument.

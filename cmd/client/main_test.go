@@ -256,10 +256,14 @@ func TestUnknownKeyWarning(t *testing.T) {
 }
 
 // cluster is a REST endpoint over a fake cluster.
-func cluster(t *testing.T, b *resttest.Backend) string {
+func cluster(t *testing.T, b *resttest.Backend) string { return tokenCluster(t, b, nil) }
+
+// tokenCluster is a REST endpoint over a fake cluster that requires token
+// of requests that change state (none if nil).
+func tokenCluster(t *testing.T, b *resttest.Backend, token []byte) string {
 	t.Helper()
 	s, err := rest.New(rest.Config{BindAddress: "127.0.0.1", UploadDir: t.TempDir(), Clock: clock.NewManual(1_700_000_000_000),
-		Log: slog.New(slog.DiscardHandler)}, b)
+		Log: slog.New(slog.DiscardHandler), Token: token}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,17 +314,18 @@ func TestRunRemote(t *testing.T) {
 // resolve to a test REST server; deployments are recorded.
 type fakeYarn struct {
 	addr    string
+	token   []byte
 	app     *YarnApplication
 	started bool
 	killed  string
 	stopped string
 }
 
-func (f *fakeYarn) SessionAddress(_ context.Context, c *conf.Configuration, _ io.Writer) (string, error) {
+func (f *fakeYarn) Session(_ context.Context, c *conf.Configuration, _ io.Writer) (YarnSession, error) {
 	if conf.Get(c, conf.YarnApplicationID) != "application_1_0001" {
-		return "", errors.New("no such application")
+		return YarnSession{}, errors.New("no such application")
 	}
-	return f.addr, nil
+	return YarnSession{Address: f.addr, Token: f.token}, nil
 }
 
 func (f *fakeYarn) RunApplication(_ context.Context, _ *conf.Configuration, out io.Writer, app YarnApplication) error {
@@ -348,18 +353,25 @@ func (f *fakeYarn) Stop(_ context.Context, c *conf.Configuration, _ io.Writer) e
 func TestRunYarnHook(t *testing.T) {
 	b := resttest.New()
 	b.AutoFinish = rest.AppSucceeded
-	addr := cluster(t, b)
 	for _, target := range []string{"yarn-session", "yarn-application"} {
 		r := sluice(t, Cluster{}, "run", "-t", target, "-Dyarn.application.id=application_1_0001", fakeJob)
 		if r.code != 1 || !strings.Contains(r.stderr, "--target "+target+" is not supported yet: YARN deployment (issue #5)") {
 			t.Errorf("without YARN\n%s", r)
 		}
 	}
-	y := &fakeYarn{addr: addr}
+	// The session requires its REST token, which the YARN side reads from
+	// the application's staging directory.
+	token := []byte("0123456789abcdef")
+	y := &fakeYarn{addr: tokenCluster(t, b, token)}
 	cl := Cluster{YarnCluster: y}
+	r := sluice(t, cl, "run", "-t", "yarn-session", "-Dyarn.application.id=application_1_0001", fakeJob, "on yarn")
+	if r.code == 0 || !strings.Contains(r.stderr, "security.rest.token-file") {
+		t.Errorf("run on a yarn-session without its token\n%s", r)
+	}
+	y.token = token
 
 	// yarn-session: the program runs here against the session's REST address.
-	r := sluice(t, cl, "run", "-t", "yarn-session", fakeJob, "on yarn")
+	r = sluice(t, cl, "run", "-t", "yarn-session", fakeJob, "on yarn")
 	if r.code != 2 || !strings.Contains(r.stderr, "-Dyarn.application.id=application_") {
 		t.Errorf("yarn-session without an application id\n%s", r)
 	}
@@ -499,6 +511,42 @@ func TestJobCommands(t *testing.T) {
 	}
 	if st, _ := b.State(jobA); st != rest.JobFinished {
 		t.Errorf("after stop: %s", st)
+	}
+}
+
+// TestCommandsSendTheRESTToken: against a JobManager with a REST token, a
+// command that changes state without it fails naming the key, and
+// succeeds with -Dsecurity.rest.token-file; reading needs none.
+func TestCommandsSendTheRESTToken(t *testing.T) {
+	b := jobsFixture()
+	addr := tokenCluster(t, b, []byte("t0ken-of-the-cluster"))
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("t0ken-of-the-cluster\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	if err := os.WriteFile(wrong, []byte("not-it"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"list", "-m", addr}, 0, jobA},
+		{[]string{"cancel", "-m", addr, jobA}, 1, "401"},
+		{[]string{"cancel", "-m", addr, "-Dsecurity.rest.token-file=" + wrong, jobA}, 1, "is not this JobManager's"},
+		{[]string{"cancel", "-m", addr, "-Dsecurity.rest.token-file=" + filepath.Join(t.TempDir(), "none"), jobA}, 1, "security.rest.token-file"},
+		{[]string{"cancel", "-m", addr, "-Dsecurity.rest.token-file=" + file, jobA}, 0, "Cancelled job " + jobA},
+	} {
+		r := sluice(t, Cluster{}, tc.args...)
+		out := r.stdout
+		if tc.code != 0 {
+			out = r.stderr
+		}
+		if r.code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: want exit %d and %q\n%s", tc.args, tc.code, tc.want, r)
+		}
 	}
 }
 

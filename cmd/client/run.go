@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/graph"
+	"github.com/sluice/sluice/rest"
 )
 
 // A job binary is run as the job binary contract says (see package conf,
@@ -143,18 +144,28 @@ func runJob(c *cli.Context, cl Cluster) error {
 		if err != nil {
 			return err
 		}
-		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
-		js.env[conf.EnvJobManager] = addr
-	case conf.TargetYarnApplication:
-		// The program runs in the ApplicationMaster (application mode).
-		return runOnYarnApplication(c, cl, js)
-	default: // yarn-session: the program runs here and submits to the session
-		addr, err := yarnSessionAddress(c, js.cfg)
+		token, err := rest.TokenFromConf(js.cfg)
 		if err != nil {
 			return err
 		}
 		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
 		js.env[conf.EnvJobManager] = addr
+		if token != nil {
+			js.env[conf.EnvRESTToken] = string(token)
+		}
+	case conf.TargetYarnApplication:
+		// The program runs in the ApplicationMaster (application mode).
+		return runOnYarnApplication(c, cl, js)
+	default: // yarn-session: the program runs here and submits to the session
+		s, err := yarnSessionAddress(c, js.cfg)
+		if err != nil {
+			return err
+		}
+		js.env[conf.EnvExecutionTarget] = conf.TargetRemote
+		js.env[conf.EnvJobManager] = s.Address
+		if s.Token != nil {
+			js.env[conf.EnvRESTToken] = string(s.Token)
+		}
 	}
 	return execSubmitting(c, js)
 }

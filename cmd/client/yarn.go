@@ -14,9 +14,9 @@ import (
 // YarnCluster deploys Sluice on YARN and finds its applications (package
 // cluster/yarndeploy). Progress lines go to out.
 type YarnCluster interface {
-	// SessionAddress returns the REST address (host:port) of the running
-	// session cluster named by yarn.application.id in c.
-	SessionAddress(ctx context.Context, c *conf.Configuration, out io.Writer) (string, error)
+	// Session returns the REST address (host:port) and token of the
+	// running session cluster named by yarn.application.id in c.
+	Session(ctx context.Context, c *conf.Configuration, out io.Writer) (YarnSession, error)
 	// RunApplication deploys an application whose ApplicationMaster runs the
 	// job program (application mode), prints its id and REST address, and,
 	// if app.Attached, waits for its end: an application that did not end
@@ -58,18 +58,28 @@ func clusterOf(c *cli.Context) Cluster {
 	return cl
 }
 
-// yarnSessionAddress finds the REST address of the yarn-session named by
+// YarnSession is how the sluice commands reach a YARN application's REST
+// endpoint.
+type YarnSession struct {
+	// Address is the REST endpoint's host:port.
+	Address string
+	// Token is the application's REST token (nil if it has none), which
+	// requests that change state carry.
+	Token []byte
+}
+
+// yarnSessionAddress finds the REST endpoint of the yarn-session named by
 // yarn.application.id.
-func yarnSessionAddress(c *cli.Context, cfg *conf.Configuration) (string, error) {
+func yarnSessionAddress(c *cli.Context, cfg *conf.Configuration) (YarnSession, error) {
 	cl := clusterOf(c)
 	if cl.YarnCluster == nil {
-		return "", errNoYarn(conf.TargetYarnSession)
+		return YarnSession{}, errNoYarn(conf.TargetYarnSession)
 	}
 	if conf.Get(cfg, conf.YarnApplicationID) == "" {
-		return "", usagef(c, "--target yarn-session needs the session's application id: -D%s=application_..., as 'sluice yarn-session' printed it",
+		return YarnSession{}, usagef(c, "--target yarn-session needs the session's application id: -D%s=application_..., as 'sluice yarn-session' printed it",
 			conf.YarnApplicationID.Key())
 	}
-	return cl.YarnCluster.SessionAddress(c.Context, cfg, c.App.ErrWriter)
+	return cl.YarnCluster.Session(c.Context, cfg, c.App.ErrWriter)
 }
 
 func yarnSessionCommand(cl Cluster) *cli.Command {

@@ -63,13 +63,16 @@ func applicationID(c *conf.Configuration) (yarn.ApplicationID, error) {
 	return id, nil
 }
 
-func (y yarnDeployment) SessionAddress(ctx context.Context, c *conf.Configuration, out io.Writer) (string, error) {
-	var addr string
+func (y yarnDeployment) Session(ctx context.Context, c *conf.Configuration, out io.Writer) (YarnSession, error) {
+	var s YarnSession
 	err := y.onApplication(c, out, func(d *yarndeploy.Deployer, id yarn.ApplicationID) (err error) {
-		addr, err = d.SessionAddress(ctx, id)
+		if s.Address, err = d.SessionAddress(ctx, id); err != nil {
+			return err
+		}
+		s.Token, err = d.RESTToken(id)
 		return err
 	})
-	return addr, err
+	return s, err
 }
 
 func (y yarnDeployment) RunApplication(ctx context.Context, c *conf.Configuration, out io.Writer, app YarnApplication) error {

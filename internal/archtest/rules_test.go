@@ -289,7 +289,7 @@ var rules = table{
 			std: []string{"std"}},
 		{pkgs: "cluster/yarndeploy", why: "the YARN client side: staging and submission; it runs no job",
 			mod: []string{"security/tlsconf", "cluster/hadoopenv", "cluster/rpcauth", "cluster/yarnam", "cluster/yarndriver", "conf", "fs", "hadoop", "hdfs",
-				"rest/restclient", "security/kerberos", "yarn", "yarn/delegation"},
+				"rest", "rest/restclient", "security/kerberos", "yarn", "yarn/delegation"},
 			ext: []string{"go.yaml.in/yaml/v3"}, std: []string{"std"},
 			testMod: []string{"fs/fstest", "integration/minicluster"}},
 		{pkgs: "cluster/clustertest", why: "a real standalone cluster on loopback, driven through the CLI and, for the dashboard, a headless Chromium (tests only)",

@@ -57,6 +57,10 @@ type Process struct {
 	// JobManager is the REST address a remote job is submitted to
 	// (SLUICE_JOBMANAGER).
 	JobManager string
+	// RESTToken is the token a remote submission carries
+	// (SLUICE_REST_TOKEN, else security.rest.token-file of the job's
+	// configuration); empty for none.
+	RESTToken string
 	// DynamicProperties are the configuration overrides the process was
 	// started with: the CLI's -D, then a worker's deployment.
 	DynamicProperties []string
@@ -114,6 +118,7 @@ func FromGetenv(getenv func(string) string, args []string, stdout io.Writer, exi
 		PlanOut:           getenv(conf.EnvPlanOut),
 		SubmittedOut:      getenv(conf.EnvSubmittedOut),
 		JobManager:        getenv(conf.EnvJobManager),
+		RESTToken:         getenv(conf.EnvRESTToken),
 		DynamicProperties: conf.SplitDynamicProperties(getenv(conf.EnvDynamicProperties)),
 		Args:              args,
 		Stdout:            stdout,
@@ -355,7 +360,13 @@ func (p *Process) submitRemote(ctx context.Context, j Job) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	c, err := restclient.New(p.JobManager, restclient.WithTLS(tc))
+	token := []byte(p.RESTToken)
+	if len(token) == 0 {
+		if token, err = rest.TokenFromConf(j.Config); err != nil {
+			return nil, fmt.Errorf("launch: %w", err)
+		}
+	}
+	c, err := restclient.New(p.JobManager, restclient.WithTLS(tc), restclient.WithToken(token))
 	if err != nil {
 		return nil, fmt.Errorf("launch: JobManager %q: %w", p.JobManager, err)
 	}

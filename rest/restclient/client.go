@@ -37,6 +37,8 @@ type Client struct {
 	http *http.Client
 	poll time.Duration
 	tls  *tls.Config
+	// token is sent with every request (WithToken).
+	token string
 }
 
 // Option configures a Client.
@@ -51,6 +53,11 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 // https, and the HTTP client's transport uses cfg. A nil cfg changes
 // nothing.
 func WithTLS(cfg *tls.Config) Option { return func(c *Client) { c.tls = cfg } }
+
+// WithToken makes the client send token (Authorization: Bearer) with
+// every request: a JobManager with security.rest.token-file refuses
+// requests that change state without it. Empty sends none.
+func WithToken(token []byte) Option { return func(c *Client) { c.token = string(token) } }
 
 // WithPollInterval sets how often waiting calls ask for progress (default
 // 200 ms).
@@ -140,6 +147,8 @@ func (e *Error) Is(target error) bool {
 		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge
 	case rest.ErrConflict:
 		return e.StatusCode == http.StatusConflict
+	case rest.ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized
 	case rest.ErrUnavailable:
 		return e.StatusCode == http.StatusServiceUnavailable || e.StatusCode == 0
 	}
@@ -182,6 +191,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 // send sends req and decodes a 2xx answer into out.
 func (c *Client) send(req *http.Request, out any) error {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		if ctxErr := req.Context().Err(); ctxErr != nil {

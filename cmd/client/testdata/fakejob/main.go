@@ -90,7 +90,8 @@ func plan(name string, props []string) []byte {
 func remote(name string, args, props []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := restclient.New(os.Getenv(conf.EnvJobManager), restclient.WithPollInterval(5*time.Millisecond))
+	c, err := restclient.New(os.Getenv(conf.EnvJobManager), restclient.WithPollInterval(5*time.Millisecond),
+		restclient.WithToken([]byte(os.Getenv(conf.EnvRESTToken))))
 	if err != nil {
 		fail(err)
 	}
