@@ -64,13 +64,13 @@ type Stack struct {
 	OffCPU bool
 }
 
-// Match is the pprof labels a sample must carry, every one with the value
-// given, to be kept.
-type Match map[string]string
+// Match is the pprof labels a sample must carry to be kept: for every key,
+// one of the values given.
+type Match map[string][]string
 
 func (m Match) matches(labels map[string][]string) bool {
 	for k, want := range m {
-		if !slices.Contains(labels[k], want) {
+		if !slices.ContainsFunc(labels[k], func(v string) bool { return slices.Contains(want, v) }) {
 			return false
 		}
 	}

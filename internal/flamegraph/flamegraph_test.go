@@ -58,18 +58,22 @@ func TestStacksKeepTheSamplesWhoseLabelsMatch(t *testing.T) {
 		match Match
 		want  []Stack
 	}{
-		{"one subtask", Match{"job": "j1", "vertex": "1", "subtask": "0"}, []Stack{
+		{"one subtask", Match{"job": {"j1"}, "vertex": {"1"}, "subtask": {"0"}}, []Stack{
 			{Frames: []string{"runtime.goexit (runtime.goexit.go:14)", "task.run (task.run.go:8)", "user.Map (user.Map.go:8)"}, Count: 3},
 			{Frames: []string{"task.run (task.run.go:8)", "user.Map (user.Map.go:8)", "runtime.chanrecv (runtime.chanrecv.go:16)", "runtime.gopark (runtime.gopark.go:14)"}, Count: 4, OffCPU: true},
 		}},
-		{"every subtask of a vertex, equal stacks merged", Match{"job": "j1", "vertex": "1"}, []Stack{
+		{"every subtask of a vertex, equal stacks merged", Match{"job": {"j1"}, "vertex": {"1"}}, []Stack{
 			{Frames: []string{"runtime.goexit (runtime.goexit.go:14)", "task.run (task.run.go:8)", "user.Map (user.Map.go:8)"}, Count: 5},
 			{Frames: []string{"task.run (task.run.go:8)", "user.Map (user.Map.go:8)", "runtime.chanrecv (runtime.chanrecv.go:16)", "runtime.gopark (runtime.gopark.go:14)"}, Count: 4, OffCPU: true},
 		}},
-		{"another vertex", Match{"vertex": "2"}, []Stack{
+		{"some subtasks of a vertex", Match{"job": {"j1"}, "vertex": {"1"}, "subtask": {"1", "5"}}, []Stack{
+			{Frames: []string{"runtime.goexit (runtime.goexit.go:14)", "task.run (task.run.go:8)", "user.Map (user.Map.go:8)"}, Count: 2},
+		}},
+		{"another vertex", Match{"vertex": {"2"}}, []Stack{
 			{Frames: []string{"runtime.goexit (runtime.goexit.go:14)", "task.run (task.run.go:8)", "user.Sink (user.Sink.go:9)"}, Count: 6},
 		}},
-		{"another job", Match{"job": "j2"}, nil},
+		{"another job", Match{"job": {"j2"}}, nil},
+		{"a label no sample has", Match{"job": {"j1"}, "operator": {"x"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Stacks(p, tc.match, 0); !reflect.DeepEqual(got, tc.want) {

@@ -71,8 +71,8 @@ func TestCPUKeepsTheLabelledGoroutinesSamples(t *testing.T) {
 		match flamegraph.Match
 		want  bool
 	}{
-		{flamegraph.Match{"test": "sample", "subtask": "0"}, true},
-		{flamegraph.Match{"test": "sample", "subtask": "7"}, false},
+		{flamegraph.Match{"test": {"sample"}, "subtask": {"0"}}, true},
+		{flamegraph.Match{"test": {"sample"}, "subtask": {"7"}}, false},
 	} {
 		stacks, err := s.CPU(context.Background(), 400*time.Millisecond, tc.match, 0)
 		if err != nil {
@@ -139,7 +139,7 @@ func TestGoroutinesSeeParkedAndRunningStacks(t *testing.T) {
 	<-parked
 
 	var s Sampler
-	stacks, err := s.Goroutines(context.Background(), 5, 10*time.Millisecond, flamegraph.Match{"test": "sample", "subtask": "0"}, 0)
+	stacks, err := s.Goroutines(context.Background(), 5, 10*time.Millisecond, flamegraph.Match{"test": {"sample"}, "subtask": {"0"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
