@@ -99,7 +99,6 @@ var preemptFrames = map[string]bool{
 // CPU profile ("samples/count") and of goroutines with that stack in a
 // goroutine profile. Equal stacks are merged.
 func Stacks(p *profile.Profile, m Match, depth int) []Stack {
-	byKey := map[string]int{}
 	var out []Stack
 	for _, s := range p.Sample {
 		if len(s.Value) == 0 || s.Value[0] <= 0 || !m.matches(s.Label) {
@@ -125,15 +124,9 @@ func Stacks(p *profile.Profile, m Match, depth int) []Stack {
 			leafFirst = leafFirst[:depth]
 		}
 		slices.Reverse(leafFirst)
-		key := fmt.Sprint(offCPU, "\x00", strings.Join(leafFirst, "\x00"))
-		if i, ok := byKey[key]; ok {
-			out[i].Count += s.Value[0]
-			continue
-		}
-		byKey[key] = len(out)
 		out = append(out, Stack{Frames: leafFirst, Count: s.Value[0], OffCPU: offCPU})
 	}
-	return out
+	return Merge(out)
 }
 
 // frameName names a frame as Flink's "Class.method:line" nodes do, with
