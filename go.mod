@@ -21,6 +21,7 @@ require (
 
 require (
 	github.com/apache/beam/sdks/v2 v2.77.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 )

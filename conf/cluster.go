@@ -143,6 +143,37 @@ var (
 			"(savepoint, stop-with-savepoint, checkpoint) for clients to poll.").
 		WithCheck(positiveDuration)
 
+	// RESTFlameGraphEnabled turns on the flame graphs of
+	// GET /jobs/:jobid/vertices/:vertexid/flamegraph (Flink's
+	// rest.flamegraph.*, of which Sluice keeps the keys and defaults).
+	RESTFlameGraphEnabled = Bool("rest.flamegraph.enabled", false,
+		"Enables the flame graphs of a vertex (GET /jobs/:jobid/vertices/:vertexid/flamegraph and the dashboard's Flame Graph tab), "+
+			"built from Go's profiler in the workers: ON_CPU from a CPU profile, FULL and OFF_CPU from goroutine samples.")
+	// RESTFlameGraphCleanupInterval drops a vertex's cached flame-graph
+	// samples not asked for this long.
+	RESTFlameGraphCleanupInterval = Duration("rest.flamegraph.cleanup-interval", 10*time.Minute,
+		"Time after which cached flame-graph samples are dropped if not asked for.").
+		WithCheck(positiveDuration)
+	// RESTFlameGraphRefreshInterval is the age at which a vertex's cached
+	// samples are taken again.
+	RESTFlameGraphRefreshInterval = Duration("rest.flamegraph.refresh-interval", time.Minute,
+		"Time after which a vertex's flame-graph samples are outdated and taken again when asked for.").
+		WithCheck(positiveDuration)
+	// RESTFlameGraphNumSamples is how many goroutine samples a FULL or
+	// OFF_CPU flame graph is built from.
+	RESTFlameGraphNumSamples = Int("rest.flamegraph.num-samples", 100,
+		"Number of goroutine samples a FULL or OFF_CPU flame graph is built from; an ON_CPU flame graph's CPU profile "+
+			"runs for num-samples × delay-between-samples.").
+		WithCheck(AtLeast(1))
+	// RESTFlameGraphDelay is the time between two goroutine samples.
+	RESTFlameGraphDelay = Duration("rest.flamegraph.delay-between-samples", 50*time.Millisecond,
+		"Delay between two goroutine samples of a flame graph.").
+		WithCheck(positiveDuration)
+	// RESTFlameGraphStackDepth bounds the frames kept of each stack.
+	RESTFlameGraphStackDepth = Int("rest.flamegraph.stack-depth", 100,
+		"Maximum number of frames kept of a sampled stack (its innermost).").
+		WithCheck(AtLeast(1))
+
 	// HighAvailabilityType selects the high-availability service.
 	HighAvailabilityType = Enum("high-availability.type", HighAvailabilityNone,
 		[]string{HighAvailabilityNone, HighAvailabilityFileSystem, HighAvailabilityZooKeeper},
@@ -179,6 +210,8 @@ func clusterOptions() []AnyOption {
 		JobManagerRPCAddress, JobManagerBindHost, JobManagerRPCPort, JobManagerProcessMemory,
 		TaskManagerNumberOfTaskSlots, TaskManagerProcessMemory, TaskManagerResourceID, TaskManagerRPCPort, TaskManagerDataPort,
 		RESTPort, RESTAddress, RESTBindAddress, RESTServerMaxContentLength, RESTAsyncStoreDuration,
+		RESTFlameGraphEnabled, RESTFlameGraphCleanupInterval, RESTFlameGraphRefreshInterval, RESTFlameGraphNumSamples,
+		RESTFlameGraphDelay, RESTFlameGraphStackDepth,
 		HighAvailabilityType, HighAvailabilityStorageDir, HighAvailabilityZooKeeperQuorum,
 		HighAvailabilityClusterID, SlotRequestTimeout,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
@@ -126,6 +127,15 @@ type Backend interface {
 	// process by Flink's names, Status.JVM.* (GET /taskmanagers/:id/metrics
 	// and /taskmanagers/metrics).
 	TaskManagerMetrics(ctx context.Context, tmID string) ([]ProcessMetric, error)
+
+	// SampleVertex samples the goroutines of a running vertex's subtasks
+	// (those of req.Subtasks, or all) where they run, as req says, and
+	// returns their stacks (GET .../vertices/:vertexid/flamegraph, which
+	// calls it on a goroutine of its own and caches the answer). It
+	// blocks for the sampling's time. A vertex whose subtasks do not run
+	// (yet) answers an error wrapping ErrConflict; one whose process
+	// already runs a CPU profile, ErrUnavailable.
+	SampleVertex(ctx context.Context, jobID, vertexID string, req SampleRequest) ([]flamegraph.Stack, error)
 
 	// Metrics returns the current metrics of the jobs for GET /metrics.
 	Metrics(ctx context.Context) (*MetricsSnapshot, error)

@@ -38,6 +38,8 @@
 //	GET   /jobs/:jobid/vertices/:vertexid/metrics[?get=]                           [{id: "<subtask>.<metric>", value}]
 //	GET   /jobs/:jobid/vertices/:vertexid/watermarks [{id: "<subtask>.currentInputWatermark", value}]
 //	GET   /jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics[?get=]  [{id, value}] of one subtask
+//	GET   /jobs/:jobid/vertices/:vertexid/flamegraph[?type=FULL|ON_CPU|OFF_CPU&subtaskindex=N]  {"endTimestamp", "data": {name, value, children}}
+//	                                                 Flink's flame graph from Go's profiler (rest.flamegraph.enabled; see flamegraph.go)
 //	GET   /jobs/:jobid/metrics[?get=]                [{id, value}]: numRestarts, checkpoint counts and sizes
 //	GET   /jobs/metrics[?get=&agg=&jobs=]            the job metrics aggregated over jobs
 //	GET   /jobmanager/metrics[?get=]                 [{id, value}]: TaskManagers, slots, running jobs

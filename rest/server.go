@@ -58,6 +58,9 @@ type Config struct {
 	// stop or checkpoint stays available to status polls
 	// (rest.async.store-duration). Default 5 minutes.
 	AsyncStoreDuration time.Duration
+	// FlameGraph configures GET .../vertices/:vertexid/flamegraph
+	// (rest.flamegraph.*). Default: disabled, as in Flink.
+	FlameGraph FlameGraphConfig
 	// BackendTimeout bounds each Backend call of a request that is not an
 	// asynchronous operation, and of a metrics scrape. Default 30 s.
 	BackendTimeout time.Duration
@@ -78,15 +81,24 @@ type Config struct {
 
 // ConfigFrom reads the REST settings of a cluster configuration: rest.port,
 // rest.bind-address, rest.server.max-content-length,
-// rest.async.store-duration and env.log.dir; Cluster is set to c.
+// rest.async.store-duration, rest.flamegraph.* and env.log.dir; Cluster is
+// set to c.
 func ConfigFrom(c *conf.Configuration) Config {
 	return Config{
 		BindAddress:        conf.Get(c, conf.RESTBindAddress),
 		Port:               conf.Get(c, conf.RESTPort),
 		MaxContentLength:   int64(conf.Get(c, conf.RESTServerMaxContentLength)),
 		AsyncStoreDuration: conf.Get(c, conf.RESTAsyncStoreDuration),
-		LogDir:             conf.Get(c, conf.LogDir),
-		Cluster:            c,
+		FlameGraph: FlameGraphConfig{
+			Enabled:         conf.Get(c, conf.RESTFlameGraphEnabled),
+			CleanupInterval: conf.Get(c, conf.RESTFlameGraphCleanupInterval),
+			RefreshInterval: conf.Get(c, conf.RESTFlameGraphRefreshInterval),
+			NumSamples:      conf.Get(c, conf.RESTFlameGraphNumSamples),
+			Delay:           conf.Get(c, conf.RESTFlameGraphDelay),
+			StackDepth:      conf.Get(c, conf.RESTFlameGraphStackDepth),
+		},
+		LogDir:  conf.Get(c, conf.LogDir),
+		Cluster: c,
 	}
 }
 
@@ -112,6 +124,7 @@ func (c *Config) defaults() {
 	if c.AsyncStoreDuration <= 0 {
 		c.AsyncStoreDuration = conf.RESTAsyncStoreDuration.Default()
 	}
+	c.FlameGraph.defaults()
 	if c.BackendTimeout <= 0 {
 		c.BackendTimeout = 30 * time.Second
 	}
@@ -138,6 +151,7 @@ type Server struct {
 	handler http.Handler
 	ops     *operations
 	jars    jars
+	flames  flameGraphs
 
 	// ctx lives as long as the server; asynchronous operations run under it.
 	ctx      context.Context
@@ -250,6 +264,7 @@ func (s *Server) stop() {
 	s.cancel()
 	s.ops.close()
 	s.jars.close()
+	s.flames.close()
 }
 
 // ---------------------------------------------------------------------------
@@ -311,6 +326,7 @@ func (s *Server) routes() http.Handler {
 		"/jobs/metrics":                                                     {http.MethodGet: s.getJobsMetrics},
 		"/jobmanager/metrics":                                               {http.MethodGet: s.getJobManagerMetrics},
 		"/jobs/{jobid}/vertices/{vertexid}/watermarks":                      {http.MethodGet: s.getVertexWatermarks},
+		"/jobs/{jobid}/vertices/{vertexid}/flamegraph":                      {http.MethodGet: s.getVertexFlameGraph},
 		"/taskmanagers/{taskmanagerid}":                                     {http.MethodGet: s.getTaskManager},
 		"/savepoint-disposal":                                               {http.MethodPost: s.postSavepointDisposal},
 		"/jars":                                                             {http.MethodGet: s.getJars},

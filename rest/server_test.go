@@ -268,7 +268,7 @@ func TestEndpoints(t *testing.T) {
 		{"method-jobs", "DELETE", "/jobs", "", 405},
 		{"method-job", "PUT", "/jobs/" + jobRunning, "", 405},
 		{"method-savepoints", "GET", "/jobs/" + jobRunning + "/savepoints", "", 405},
-		{"unknown-path", "GET", "/jobs/" + jobRunning + "/vertices/" + vertexA + "/flamegraph", "", 404},
+		{"unknown-path", "GET", "/jobs/" + jobRunning + "/vertices/" + vertexA + "/nonesuch", "", 404},
 		{"unknown-path-root", "GET", "/nothing-here", "", 404},
 		{"savepoint", "POST", "/jobs/" + jobRunning + "/savepoints", `{"target-directory":"/sp","cancel-job":false,"triggerId":"` + trigger1 + `"}`, 202},
 		{"savepoint-unknown-member", "POST", "/jobs/" + jobRunning + "/savepoints", `{"targetDirectory":"/sp"}`, 400},
@@ -612,12 +612,15 @@ func TestListenFailureNamesAddress(t *testing.T) {
 
 func TestConfigFrom(t *testing.T) {
 	c, _, err := conf.Load(conf.Sources{Dynamic: []string{"rest.port=9091", "rest.bind-address=127.0.0.1",
-		"rest.server.max-content-length=10 mb", "rest.async.store-duration=1 min"}})
+		"rest.server.max-content-length=10 mb", "rest.async.store-duration=1 min", "rest.flamegraph.enabled=true",
+		"rest.flamegraph.num-samples=20", "rest.flamegraph.delay-between-samples=10 ms", "rest.flamegraph.refresh-interval=30 s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := rest.ConfigFrom(c)
-	want := rest.Config{BindAddress: "127.0.0.1", Port: 9091, MaxContentLength: 10 << 20, AsyncStoreDuration: time.Minute, Cluster: c}
+	want := rest.Config{BindAddress: "127.0.0.1", Port: 9091, MaxContentLength: 10 << 20, AsyncStoreDuration: time.Minute, Cluster: c,
+		FlameGraph: rest.FlameGraphConfig{Enabled: true, CleanupInterval: 10 * time.Minute, RefreshInterval: 30 * time.Second,
+			NumSamples: 20, Delay: 10 * time.Millisecond, StackDepth: 100}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ConfigFrom = %+v, want %+v", got, want)
 	}

@@ -2365,6 +2365,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_Trigger
 	//	*WorkerMessage_Metrics
 	//	*WorkerMessage_Heartbeat
+	//	*WorkerMessage_Samples
 	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2515,6 +2516,15 @@ func (x *WorkerMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
+func (x *WorkerMessage) GetSamples() *TaskSamples {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_Samples); ok {
+			return x.Samples
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -2576,6 +2586,11 @@ type WorkerMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,12,opt,name=heartbeat,proto3,oneof"`
 }
 
+type WorkerMessage_Samples struct {
+	// samples answers the JobMaster's SampleTasks of the same id.
+	Samples *TaskSamples `protobuf:"bytes,13,opt,name=samples,proto3,oneof"`
+}
+
 func (*WorkerMessage_Hello) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Deployed) isWorkerMessage_Msg() {}
@@ -2600,6 +2615,8 @@ func (*WorkerMessage_Metrics) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
 
+func (*WorkerMessage_Samples) isWorkerMessage_Msg() {}
+
 type JobMasterMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -2615,6 +2632,7 @@ type JobMasterMessage struct {
 	//	*JobMasterMessage_Cancel
 	//	*JobMasterMessage_AllFinished
 	//	*JobMasterMessage_Accepted
+	//	*JobMasterMessage_Sample
 	Msg           isJobMasterMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2756,6 +2774,15 @@ func (x *JobMasterMessage) GetAccepted() *WorkerAccepted {
 	return nil
 }
 
+func (x *JobMasterMessage) GetSample() *SampleTasks {
+	if x != nil {
+		if x, ok := x.Msg.(*JobMasterMessage_Sample); ok {
+			return x.Sample
+		}
+	}
+	return nil
+}
+
 type isJobMasterMessage_Msg interface {
 	isJobMasterMessage_Msg()
 }
@@ -2807,6 +2834,12 @@ type JobMasterMessage_Accepted struct {
 	Accepted *WorkerAccepted `protobuf:"bytes,11,opt,name=accepted,proto3,oneof"`
 }
 
+type JobMasterMessage_Sample struct {
+	// sample asks the worker for the stacks of some of its subtasks (flame
+	// graphs); it answers TaskSamples.
+	Sample *SampleTasks `protobuf:"bytes,12,opt,name=sample,proto3,oneof"`
+}
+
 func (*JobMasterMessage_Deploy) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_Start) isJobMasterMessage_Msg() {}
@@ -2828,6 +2861,8 @@ func (*JobMasterMessage_Cancel) isJobMasterMessage_Msg() {}
 func (*JobMasterMessage_AllFinished) isJobMasterMessage_Msg() {}
 
 func (*JobMasterMessage_Accepted) isJobMasterMessage_Msg() {}
+
+func (*JobMasterMessage_Sample) isJobMasterMessage_Msg() {}
 
 type AllFinished struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4087,6 +4122,250 @@ func (x *SubtaskMetrics) GetOutputWatermark() int64 {
 	return 0
 }
 
+// SampleTasks asks a worker for the stacks of the goroutines of subtasks
+// it runs, told apart by their pprof labels (job, vertex, subtask): a CPU
+// profile of duration_ms, or num_samples goroutine profiles delay_ms
+// apart.
+type SampleTasks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the request's, repeated in the answer.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// tasks are the subtasks to sample, of one chain.
+	Tasks []*TaskKey `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// cpu asks for a CPU profile (ON_CPU), else goroutine samples.
+	Cpu        bool  `protobuf:"varint,3,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	DurationMs int64 `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	NumSamples int32 `protobuf:"varint,5,opt,name=num_samples,json=numSamples,proto3" json:"num_samples,omitempty"`
+	DelayMs    int64 `protobuf:"varint,6,opt,name=delay_ms,json=delayMs,proto3" json:"delay_ms,omitempty"`
+	// stack_depth is the most frames kept of a stack (its innermost); 0
+	// keeps all.
+	StackDepth    int32 `protobuf:"varint,7,opt,name=stack_depth,json=stackDepth,proto3" json:"stack_depth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleTasks) Reset() {
+	*x = SampleTasks{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleTasks) ProtoMessage() {}
+
+func (x *SampleTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleTasks.ProtoReflect.Descriptor instead.
+func (*SampleTasks) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SampleTasks) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SampleTasks) GetTasks() []*TaskKey {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *SampleTasks) GetCpu() bool {
+	if x != nil {
+		return x.Cpu
+	}
+	return false
+}
+
+func (x *SampleTasks) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *SampleTasks) GetNumSamples() int32 {
+	if x != nil {
+		return x.NumSamples
+	}
+	return 0
+}
+
+func (x *SampleTasks) GetDelayMs() int64 {
+	if x != nil {
+		return x.DelayMs
+	}
+	return 0
+}
+
+func (x *SampleTasks) GetStackDepth() int32 {
+	if x != nil {
+		return x.StackDepth
+	}
+	return 0
+}
+
+// TaskSamples answers SampleTasks: the stacks sampled, equal ones merged,
+// their frames indexes into names; or the error that prevented sampling
+// (another CPU profile under way in the worker).
+type TaskSamples struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Names  []string               `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	Stacks []*StackSample         `protobuf:"bytes,3,rep,name=stacks,proto3" json:"stacks,omitempty"`
+	Error  string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// cpu_busy: the error is that the worker's process already runs a CPU
+	// profile (Go runs one at a time).
+	CpuBusy       bool `protobuf:"varint,5,opt,name=cpu_busy,json=cpuBusy,proto3" json:"cpu_busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskSamples) Reset() {
+	*x = TaskSamples{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskSamples) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskSamples) ProtoMessage() {}
+
+func (x *TaskSamples) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskSamples.ProtoReflect.Descriptor instead.
+func (*TaskSamples) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *TaskSamples) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TaskSamples) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *TaskSamples) GetStacks() []*StackSample {
+	if x != nil {
+		return x.Stacks
+	}
+	return nil
+}
+
+func (x *TaskSamples) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *TaskSamples) GetCpuBusy() bool {
+	if x != nil {
+		return x.CpuBusy
+	}
+	return false
+}
+
+type StackSample struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// frames index TaskSamples.names, root first.
+	Frames []int32 `protobuf:"varint,1,rep,packed,name=frames,proto3" json:"frames,omitempty"`
+	Count  int64   `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// off_cpu: the goroutine was parked when sampled.
+	OffCpu        bool `protobuf:"varint,3,opt,name=off_cpu,json=offCpu,proto3" json:"off_cpu,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StackSample) Reset() {
+	*x = StackSample{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StackSample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StackSample) ProtoMessage() {}
+
+func (x *StackSample) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StackSample.ProtoReflect.Descriptor instead.
+func (*StackSample) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *StackSample) GetFrames() []int32 {
+	if x != nil {
+		return x.Frames
+	}
+	return nil
+}
+
+func (x *StackSample) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *StackSample) GetOffCpu() bool {
+	if x != nil {
+		return x.OffCpu
+	}
+	return false
+}
+
 var File_cluster_clusterpb_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
@@ -4245,7 +4524,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"9\n" +
 	"\aTaskKey\x12\x14\n" +
 	"\x05chain\x18\x01 \x01(\x05R\x05chain\x12\x18\n" +
-	"\asubtask\x18\x02 \x01(\x05R\asubtask\"\xa7\x06\n" +
+	"\asubtask\x18\x02 \x01(\x05R\asubtask\"\xe3\x06\n" +
 	"\rWorkerMessage\x120\n" +
 	"\x05hello\x18\x01 \x01(\v2\x18.sluice.cluster.v1.HelloH\x00R\x05hello\x129\n" +
 	"\bdeployed\x18\x02 \x01(\v2\x1b.sluice.cluster.v1.DeployedH\x00R\bdeployed\x12=\n" +
@@ -4260,8 +4539,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\atrigger\x18\n" +
 	" \x01(\v2$.sluice.cluster.v1.TriggerCheckpointH\x00R\atrigger\x12<\n" +
 	"\ametrics\x18\v \x01(\v2 .sluice.cluster.v1.MetricsReportH\x00R\ametrics\x12<\n" +
-	"\theartbeat\x18\f \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeatB\x05\n" +
-	"\x03msg\"\x8f\x06\n" +
+	"\theartbeat\x18\f \x01(\v2\x1c.sluice.cluster.v1.HeartbeatH\x00R\theartbeat\x12:\n" +
+	"\asamples\x18\r \x01(\v2\x1e.sluice.cluster.v1.TaskSamplesH\x00R\asamplesB\x05\n" +
+	"\x03msg\"\xc9\x06\n" +
 	"\x10JobMasterMessage\x127\n" +
 	"\x06deploy\x18\x01 \x01(\v2\x1d.sluice.cluster.v1.DeploymentH\x00R\x06deploy\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x18.sluice.cluster.v1.StartH\x00R\x05start\x12@\n" +
@@ -4274,7 +4554,8 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06cancel\x18\t \x01(\v2\x19.sluice.cluster.v1.CancelH\x00R\x06cancel\x12C\n" +
 	"\fall_finished\x18\n" +
 	" \x01(\v2\x1e.sluice.cluster.v1.AllFinishedH\x00R\vallFinished\x12?\n" +
-	"\baccepted\x18\v \x01(\v2!.sluice.cluster.v1.WorkerAcceptedH\x00R\bacceptedB\x05\n" +
+	"\baccepted\x18\v \x01(\v2!.sluice.cluster.v1.WorkerAcceptedH\x00R\baccepted\x128\n" +
+	"\x06sample\x18\f \x01(\v2\x1e.sluice.cluster.v1.SampleTasksH\x00R\x06sampleB\x05\n" +
 	"\x03msg\"\r\n" +
 	"\vAllFinished\"v\n" +
 	"\x0eWorkerAccepted\x122\n" +
@@ -4367,7 +4648,28 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\aidle_ms\x18\b \x01(\x03R\x06idleMs\x12\x1c\n" +
 	"\twatermark\x18\t \x01(\x03R\twatermark\x12)\n" +
 	"\x10output_watermark\x18\n" +
-	" \x01(\x03R\x0foutputWatermark*I\n" +
+	" \x01(\x03R\x0foutputWatermark\"\xdf\x01\n" +
+	"\vSampleTasks\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x120\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x1a.sluice.cluster.v1.TaskKeyR\x05tasks\x12\x10\n" +
+	"\x03cpu\x18\x03 \x01(\bR\x03cpu\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x03R\n" +
+	"durationMs\x12\x1f\n" +
+	"\vnum_samples\x18\x05 \x01(\x05R\n" +
+	"numSamples\x12\x19\n" +
+	"\bdelay_ms\x18\x06 \x01(\x03R\adelayMs\x12\x1f\n" +
+	"\vstack_depth\x18\a \x01(\x05R\n" +
+	"stackDepth\"\x9c\x01\n" +
+	"\vTaskSamples\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x126\n" +
+	"\x06stacks\x18\x03 \x03(\v2\x1e.sluice.cluster.v1.StackSampleR\x06stacks\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x19\n" +
+	"\bcpu_busy\x18\x05 \x01(\bR\acpuBusy\"T\n" +
+	"\vStackSample\x12\x16\n" +
+	"\x06frames\x18\x01 \x03(\x05R\x06frames\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x17\n" +
+	"\aoff_cpu\x18\x03 \x01(\bR\x06offCpu*I\n" +
 	"\vLogFileKind\x12\x12\n" +
 	"\x0eLOG_FILE_NAMED\x10\x00\x12\x11\n" +
 	"\rLOG_FILE_MAIN\x10\x01\x12\x13\n" +
@@ -4404,7 +4706,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_clusterpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(LogFileKind)(0),               // 0: sluice.cluster.v1.LogFileKind
 	(*ResourceProfile)(nil),        // 1: sluice.cluster.v1.ResourceProfile
@@ -4465,8 +4767,11 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*Cancel)(nil),                 // 56: sluice.cluster.v1.Cancel
 	(*MetricsReport)(nil),          // 57: sluice.cluster.v1.MetricsReport
 	(*SubtaskMetrics)(nil),         // 58: sluice.cluster.v1.SubtaskMetrics
-	nil,                            // 59: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	nil,                            // 60: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	(*SampleTasks)(nil),            // 59: sluice.cluster.v1.SampleTasks
+	(*TaskSamples)(nil),            // 60: sluice.cluster.v1.TaskSamples
+	(*StackSample)(nil),            // 61: sluice.cluster.v1.StackSample
+	nil,                            // 62: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	nil,                            // 63: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	5,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
@@ -4483,8 +4788,8 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	9,  // 11: sluice.cluster.v1.Heartbeat.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
 	6,  // 12: sluice.cluster.v1.Heartbeat.hardware:type_name -> sluice.cluster.v1.Hardware
 	16, // 13: sluice.cluster.v1.SlotOffer.slots:type_name -> sluice.cluster.v1.OfferedSlot
-	59, // 14: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
-	60, // 15: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	62, // 14: sluice.cluster.v1.SubmitTasksRequest.env:type_name -> sluice.cluster.v1.SubmitTasksRequest.EnvEntry
+	63, // 15: sluice.cluster.v1.SubmitTasksRequest.configuration:type_name -> sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
 	25, // 16: sluice.cluster.v1.ListLogsResponse.files:type_name -> sluice.cluster.v1.LogFileInfo
 	0,  // 17: sluice.cluster.v1.ReadLogRequest.kind:type_name -> sluice.cluster.v1.LogFileKind
 	28, // 18: sluice.cluster.v1.LogChunk.header:type_name -> sluice.cluster.v1.LogFileHeader
@@ -4501,59 +4806,63 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	47, // 29: sluice.cluster.v1.WorkerMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
 	57, // 30: sluice.cluster.v1.WorkerMessage.metrics:type_name -> sluice.cluster.v1.MetricsReport
 	8,  // 31: sluice.cluster.v1.WorkerMessage.heartbeat:type_name -> sluice.cluster.v1.Heartbeat
-	43, // 32: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
-	46, // 33: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
-	47, // 34: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	48, // 35: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
-	53, // 36: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
-	53, // 37: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
-	54, // 38: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	54, // 39: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
-	56, // 40: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
-	40, // 41: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
-	41, // 42: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
-	37, // 43: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
-	44, // 44: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
-	37, // 45: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 46: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
-	47, // 47: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
-	37, // 48: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 49: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 50: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 51: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 52: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
-	58, // 53: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
-	9,  // 54: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
-	37, // 55: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	2,  // 56: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	13, // 57: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	18, // 58: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	20, // 59: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	22, // 60: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	24, // 61: sluice.cluster.v1.TaskManager.ListLogs:input_type -> sluice.cluster.v1.ListLogsRequest
-	27, // 62: sluice.cluster.v1.TaskManager.ReadLog:input_type -> sluice.cluster.v1.ReadLogRequest
-	30, // 63: sluice.cluster.v1.TaskManager.ThreadDump:input_type -> sluice.cluster.v1.ThreadDumpRequest
-	32, // 64: sluice.cluster.v1.TaskManager.ProcessMetrics:input_type -> sluice.cluster.v1.ProcessMetricsRequest
-	15, // 65: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	38, // 66: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	35, // 67: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	4,  // 68: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	14, // 69: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	19, // 70: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	21, // 71: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	23, // 72: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	26, // 73: sluice.cluster.v1.TaskManager.ListLogs:output_type -> sluice.cluster.v1.ListLogsResponse
-	29, // 74: sluice.cluster.v1.TaskManager.ReadLog:output_type -> sluice.cluster.v1.LogChunk
-	31, // 75: sluice.cluster.v1.TaskManager.ThreadDump:output_type -> sluice.cluster.v1.ThreadDumpResponse
-	34, // 76: sluice.cluster.v1.TaskManager.ProcessMetrics:output_type -> sluice.cluster.v1.ProcessMetricsResponse
-	17, // 77: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	39, // 78: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	36, // 79: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	68, // [68:80] is the sub-list for method output_type
-	56, // [56:68] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	60, // 32: sluice.cluster.v1.WorkerMessage.samples:type_name -> sluice.cluster.v1.TaskSamples
+	43, // 33: sluice.cluster.v1.JobMasterMessage.deploy:type_name -> sluice.cluster.v1.Deployment
+	46, // 34: sluice.cluster.v1.JobMasterMessage.start:type_name -> sluice.cluster.v1.Start
+	47, // 35: sluice.cluster.v1.JobMasterMessage.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	48, // 36: sluice.cluster.v1.JobMasterMessage.checkpoint_coordinators:type_name -> sluice.cluster.v1.CheckpointCoordinators
+	53, // 37: sluice.cluster.v1.JobMasterMessage.complete:type_name -> sluice.cluster.v1.CheckpointNotification
+	53, // 38: sluice.cluster.v1.JobMasterMessage.abort:type_name -> sluice.cluster.v1.CheckpointNotification
+	54, // 39: sluice.cluster.v1.JobMasterMessage.operator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	54, // 40: sluice.cluster.v1.JobMasterMessage.coordinator_event:type_name -> sluice.cluster.v1.OperatorEvent
+	56, // 41: sluice.cluster.v1.JobMasterMessage.cancel:type_name -> sluice.cluster.v1.Cancel
+	40, // 42: sluice.cluster.v1.JobMasterMessage.all_finished:type_name -> sluice.cluster.v1.AllFinished
+	41, // 43: sluice.cluster.v1.JobMasterMessage.accepted:type_name -> sluice.cluster.v1.WorkerAccepted
+	59, // 44: sluice.cluster.v1.JobMasterMessage.sample:type_name -> sluice.cluster.v1.SampleTasks
+	37, // 45: sluice.cluster.v1.Deployment.tasks:type_name -> sluice.cluster.v1.TaskKey
+	44, // 46: sluice.cluster.v1.Deployment.placement:type_name -> sluice.cluster.v1.TaskPlacement
+	37, // 47: sluice.cluster.v1.TaskPlacement.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 48: sluice.cluster.v1.TriggerCheckpoint.tasks:type_name -> sluice.cluster.v1.TaskKey
+	47, // 49: sluice.cluster.v1.CheckpointCoordinators.trigger:type_name -> sluice.cluster.v1.TriggerCheckpoint
+	37, // 50: sluice.cluster.v1.CheckpointAck.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 51: sluice.cluster.v1.CheckpointDecline.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 52: sluice.cluster.v1.TaskFinished.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 53: sluice.cluster.v1.OperatorEvent.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 54: sluice.cluster.v1.TaskEnded.task:type_name -> sluice.cluster.v1.TaskKey
+	58, // 55: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
+	9,  // 56: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
+	37, // 57: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
+	37, // 58: sluice.cluster.v1.SampleTasks.tasks:type_name -> sluice.cluster.v1.TaskKey
+	61, // 59: sluice.cluster.v1.TaskSamples.stacks:type_name -> sluice.cluster.v1.StackSample
+	2,  // 60: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	13, // 61: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	18, // 62: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	20, // 63: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	22, // 64: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	24, // 65: sluice.cluster.v1.TaskManager.ListLogs:input_type -> sluice.cluster.v1.ListLogsRequest
+	27, // 66: sluice.cluster.v1.TaskManager.ReadLog:input_type -> sluice.cluster.v1.ReadLogRequest
+	30, // 67: sluice.cluster.v1.TaskManager.ThreadDump:input_type -> sluice.cluster.v1.ThreadDumpRequest
+	32, // 68: sluice.cluster.v1.TaskManager.ProcessMetrics:input_type -> sluice.cluster.v1.ProcessMetricsRequest
+	15, // 69: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	38, // 70: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	35, // 71: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	4,  // 72: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	14, // 73: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	19, // 74: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	21, // 75: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	23, // 76: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	26, // 77: sluice.cluster.v1.TaskManager.ListLogs:output_type -> sluice.cluster.v1.ListLogsResponse
+	29, // 78: sluice.cluster.v1.TaskManager.ReadLog:output_type -> sluice.cluster.v1.LogChunk
+	31, // 79: sluice.cluster.v1.TaskManager.ThreadDump:output_type -> sluice.cluster.v1.ThreadDumpResponse
+	34, // 80: sluice.cluster.v1.TaskManager.ProcessMetrics:output_type -> sluice.cluster.v1.ProcessMetricsResponse
+	17, // 81: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	39, // 82: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	36, // 83: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	72, // [72:84] is the sub-list for method output_type
+	60, // [60:72] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -4590,6 +4899,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*WorkerMessage_Trigger)(nil),
 		(*WorkerMessage_Metrics)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
+		(*WorkerMessage_Samples)(nil),
 	}
 	file_cluster_clusterpb_cluster_proto_msgTypes[38].OneofWrappers = []any{
 		(*JobMasterMessage_Deploy)(nil),
@@ -4603,6 +4913,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*JobMasterMessage_Cancel)(nil),
 		(*JobMasterMessage_AllFinished)(nil),
 		(*JobMasterMessage_Accepted)(nil),
+		(*JobMasterMessage_Sample)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4610,7 +4921,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   60,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

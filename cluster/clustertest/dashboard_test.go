@@ -185,9 +185,10 @@ func restJSON(t *testing.T, c *cluster, path string, v any) {
 func TestDashboard(t *testing.T) {
 	bin := chromium(t)
 	shots := screenshotDir(t)
-	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
+	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"),
+		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=20")
 	args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
-	args = append(args, jobBin, "-shape", "union", "-out", filepath.Join(c.dir, "out"), "-n", "100000000", "-rate", "400")
+	args = append(args, jobBin, "-shape", "union", "-out", filepath.Join(c.dir, "out"), "-n", "100000000", "-rate", "400", "-spin", "100000")
 	o := c.mustSluice(args...)
 	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
 	if m == nil {
@@ -270,6 +271,31 @@ func TestDashboard(t *testing.T) {
 	}
 	page("04-vertex", "#/job/"+job+"/vertex/"+details.Vertices[0].ID,
 		`document.querySelectorAll('#subtask-table tbody tr').length >= 1 && document.querySelector('#subtask-table a[href^="#/taskmanager/"]') !== null && [...document.querySelectorAll('#plots polyline')].some(p => p.getAttribute('points').split(' ').length >= 4)`)
+	// The flame graph of the vertex whose Map spins (clusterjob -spin): On-CPU
+	// first (the page's default), whose frames, SVG bars, show the job's
+	// user function; then the goroutine samples of every kind (Mixed,
+	// Flink's FULL); a click on a frame zooms into it.
+	flame := details.Vertices[len(details.Vertices)-1].ID
+	page("04b-vertex-flamegraph-on-cpu", "#/job/"+job+"/vertex/"+flame+"/flamegraph",
+		`document.querySelector('#tab-flamegraph.active') !== null && /[0-9]+ samples, taken/.test(document.querySelector('#fg-status')?.textContent ?? '') && `+
+			`[...document.querySelectorAll('#flamegraph g.frame title')].some(t => t.textContent.startsWith('main.spinWork ('))`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#fg-type-FULL"))); err != nil {
+		t.Fatalf("choosing the mixed flame graph: %v", err)
+	}
+	page("04c-vertex-flamegraph-full", "#/job/"+job+"/vertex/"+flame+"/flamegraph",
+		`document.querySelector('#fg-type-FULL')?.checked && document.querySelectorAll('#flamegraph svg.flamegraph g.frame').length > 5 && `+
+			`[...document.querySelectorAll('#flamegraph g.frame title')].some(t => t.textContent.includes('task.(*Task).Run'))`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#flamegraph g.frame:nth-of-type(3)"))); err != nil {
+		t.Fatalf("clicking a frame of the flame graph: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('#fg-reset').hidden && document.querySelectorAll('#flamegraph g.frame.dim').length >= 1`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Errorf("a click on a frame does not zoom the flame graph: %v", err)
+	}
+	shot(t, ctx, filepath.Join(shots, "04d-vertex-flamegraph-zoomed.png"))
+	for _, p := range blog.take() {
+		t.Errorf("flame graph: %s", p)
+	}
 	page("05-checkpoints", "#/job/"+job+"/checkpoints",
 		`[...document.querySelectorAll('#cp-history tbody tr')].some(r => r.textContent.includes('COMPLETED')) && document.querySelectorAll('.plot polyline, .plot circle').length >= 1`)
 	page("06-exceptions", "#/job/"+job+"/exceptions", `document.querySelector('#tab .panel') !== null`)

@@ -31,7 +31,8 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	if cp == "" {
 		t.Fatal("SLUICE_FLINK_CLASSPATH is not set: run the integration tests through make integration (integration/scripts/flinkrest.sh)")
 	}
-	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"))
+	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"),
+		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=10")
 	run := func(extra ...string) string { // extra: the job program's arguments
 		t.Helper()
 		args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
@@ -110,6 +111,11 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 
 	const m = "org.apache.flink.runtime.rest.messages."
 	j, v := "/jobs/"+running, "/jobs/"+running+"/vertices/"+job.Vertices[0].ID
+	// A sampled flame graph (not the waiting marker) for Flink's class.
+	testwait.Eventually(t, 60*time.Second, "the source's flame graph", func() bool {
+		b, err := httpGet(c.rest() + v + "/flamegraph?type=FULL")
+		return err == nil && bytes.Contains(b, []byte(`"data":{"name":"root"`))
+	})
 	tm := "/taskmanagers/" + url.PathEscape(tms.TaskManagers[0].ID)
 	checks := []string{
 		"/overview=org.apache.flink.runtime.rest.handler.legacy.messages.ClusterOverviewWithVersion",
@@ -143,6 +149,8 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 		"/jobmanager/logs=" + m + "LogListInfo",
 		"/applications/overview=org.apache.flink.runtime.messages.webmonitor.MultipleApplicationsDetails",
 		v + "/backpressure=" + m + "JobVertexBackPressureInfo",
+		v + "/flamegraph?type=FULL=org.apache.flink.runtime.webmonitor.threadinfo.VertexFlameGraph",
+		v + "/flamegraph?type=ON_CPU&subtaskindex=1=org.apache.flink.runtime.webmonitor.threadinfo.VertexFlameGraph",
 		v + "/subtasktimes=" + m + "SubtasksTimesInfo",
 		v + "/taskmanagers=" + m + "JobVertexTaskManagersInfo",
 		v + "/accumulators=" + m + "JobVertexAccumulatorsInfo",

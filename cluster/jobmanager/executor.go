@@ -252,6 +252,9 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jo
 			a.coordAt[c.ID] = a.where[checkpoint.TaskID{Vertex: c.ID}]
 		}
 	}
+	a.mu.Lock()
+	a.placed = true
+	a.mu.Unlock()
 	deployed := make(chan error, len(workers))
 	for _, w := range workers {
 		s := sessions[w.id]
@@ -356,7 +359,18 @@ type remoteAttempt struct {
 	// waits are the deployment's channels for the workers' sessions, by
 	// worker id (set by expect, under mu).
 	waits map[string]chan *session
-	wg    sync.WaitGroup
+	// placed is set once every task has its session in where (which is
+	// not written after): samplings read where only then.
+	placed bool
+	wg     sync.WaitGroup
+
+	// samples are the samplings waiting for their workers' answers, by
+	// request id (samples.go).
+	samples struct {
+		sync.Mutex
+		next    int64
+		waiting map[int64]chan *clusterpb.TaskSamples
+	}
 }
 
 // attemptTM is a TaskManager an attempt runs a worker on.
@@ -546,6 +560,8 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 			}
 		case *clusterpb.WorkerMessage_Trigger:
 			a.forwardTrigger(m.Trigger)
+		case *clusterpb.WorkerMessage_Samples:
+			a.samplesAnswered(m.Samples)
 		case *clusterpb.WorkerMessage_Metrics:
 			a.x.jm.logins.report(s, m.Metrics.GetKerberos())
 			now := a.x.jm.now()

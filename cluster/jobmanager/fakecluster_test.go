@@ -60,6 +60,9 @@ type fakeCluster struct {
 	crashed map[string]*clusterpb.SubmitTasksRequest
 	// freed are the allocations the JobMaster freed, in order.
 	freed []string
+	// sampleBusy has the workers answer a sampling that their process
+	// already runs a CPU profile; sampleSilent, not answer at all.
+	sampleBusy, sampleSilent bool
 }
 
 var taskManagerIDs = []string{"tm-1", "tm-2"}
@@ -392,8 +395,35 @@ func (w *fakeWorker) run() {
 			for _, t := range tasks {
 				w.taskEnded(t, "", "")
 			}
+		case *clusterpb.JobMasterMessage_Sample:
+			w.sample(m.Sample)
 		}
 	}
+}
+
+// sample answers a sampling with a stack per task asked for: its
+// worker's TaskManager, then the task ("task 1.0"), then "cpu" for a CPU
+// profile; or as the cluster's sampleBusy and sampleSilent say.
+func (w *fakeWorker) sample(r *clusterpb.SampleTasks) {
+	w.fc.mu.Lock()
+	busy, silent := w.fc.sampleBusy, w.fc.sampleSilent
+	w.fc.mu.Unlock()
+	if silent {
+		return
+	}
+	out := &clusterpb.TaskSamples{Id: r.Id, Names: []string{"worker " + w.tm, "cpu"}}
+	if busy {
+		out.Error, out.CpuBusy = "worker on "+w.tm+": a CPU profile is already being taken in this process", true
+	}
+	for _, k := range r.Tasks {
+		out.Names = append(out.Names, "task "+taskID(k).String())
+		st := &clusterpb.StackSample{Frames: []int32{0, int32(len(out.Names) - 1)}, Count: 1}
+		if r.Cpu {
+			st.Frames = append(st.Frames, 1)
+		}
+		out.Stacks = append(out.Stacks, st)
+	}
+	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Samples{Samples: out}})
 }
 
 // trigger acknowledges checkpoint t at every task of the worker (the

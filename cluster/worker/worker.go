@@ -26,6 +26,7 @@ import (
 	"github.com/sluice/sluice/cluster/rpcauth"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/flamegraph/sample"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
@@ -84,6 +85,7 @@ func Run(ctx context.Context, plan *graph.Plan, opts jobmaster.Options, dep *dep
 	w := &worker{plan: plan, opts: opts, dep: dep, log: log, ep: ep, stream: stream, login: login,
 		writer: jobmaster.NewSnapshotWriter(plan.Graph), wake: make(chan struct{}, 1), sendDone: make(chan error, 1),
 		endSession: cancel}
+	w.samplingCtx, w.stopSampling = context.WithCancel(ctx)
 	go func() { w.sendDone <- w.sender() }()
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Hello{Hello: &clusterpb.Hello{
 		JobId: dep.JobID, Attempt: dep.Attempt, WorkerId: dep.WorkerID, TaskManagerId: dep.TaskManagerID,
@@ -143,6 +145,13 @@ type worker struct {
 	sendDone chan error
 	// failure is a worker-side error that cancelled the tasks.
 	failure error
+
+	// sampler takes the profiles of flame graphs (samples.go), on
+	// goroutines (samplers) that end with samplingCtx.
+	sampler      sample.Sampler
+	samplers     sync.WaitGroup
+	samplingCtx  context.Context
+	stopSampling context.CancelFunc
 }
 
 // send queues a message to the JobMaster; it never blocks.
@@ -240,6 +249,8 @@ func (w *worker) receive(ctx context.Context) error {
 			if w.host != nil {
 				w.host.Cancel(errors.New(m.Cancel.Reason))
 			}
+		case *clusterpb.JobMasterMessage_Sample:
+			w.sampleTasks(m.Sample)
 		}
 	}
 }
@@ -311,7 +322,7 @@ func (w *worker) deploy(ctx context.Context, d *clusterpb.Deployment) error {
 		return err
 	}
 	cfg := jobmaster.HostConfig{
-		Plan: w.plan, Tasks: tasks, Wire: wire, Remote: remote{w}, Reporter: reporter{w}, Restore: restore,
+		JobID: w.dep.JobID, Plan: w.plan, Tasks: tasks, Wire: wire, Remote: remote{w}, Reporter: reporter{w}, Restore: restore,
 		Mode: opts.Mode, Clock: opts.Clock, Log: w.log, BatchSize: opts.BatchSize,
 		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,
 		StateBackend: opts.StateBackend, Writer: w.writer, FileSystems: opts.FileSystems,
@@ -492,6 +503,8 @@ func (m monotonic) AfterMillis(deadline int64) (<-chan struct{}, func()) {
 // shutdown stops the tasks, flushes what is queued for the JobMaster and
 // closes the exchanges.
 func (w *worker) shutdown() {
+	w.stopSampling()
+	w.samplers.Wait()
 	if w.host != nil {
 		w.host.Cancel(errors.New("the worker is shutting down"))
 		w.host.Close()

@@ -41,6 +41,9 @@ func checkDashboardThroughProxy(t *testing.T, r *rig, ctx context.Context, appID
 		{"overview", "application/json", `"taskmanagers"`},
 		{"jobs/overview", "application/json", `"jobs"`},
 		{"metrics", "text/plain", "flink_jobmanager_numRegisteredTaskManagers"},
+		// The dashboard's flame-graph tab: Flink's answer of a JobManager
+		// whose rest.flamegraph.enabled is false (the default).
+		{"jobs/00000000000000000000000000000000/vertices/00000000000000000000000000000000/flamegraph?type=ON_CPU", "application/json", `{"endTimestamp":-2}`},
 	} {
 		res, err := client.Get(u + tc.path)
 		if err != nil {

@@ -234,14 +234,14 @@ var rules = table{
 
 		// REST.
 		{pkgs: "rest", why: "the Flink-shaped REST API and /metrics; the JobManager implements its Backend, so it never imports the cluster",
-			mod: []string{"conf", "internal/clock", "internal/runtime/graph"},
+			mod: []string{"conf", "internal/clock", "internal/flamegraph", "internal/runtime/graph"},
 			ext: []string{"github.com/prometheus/client_golang"}, std: []string{"std"},
 			testMod: []string{"rest/resttest"}, testExt: []string{"github.com/prometheus/client_model", "github.com/prometheus/common"}},
 		{pkgs: "rest/restclient", why: "the REST client that job binaries and the CLI use",
 			mod: []string{"rest"}, // TODO(#13): rest/restclient → rest: the client imports its server's package for the message types.
 			std: []string{"std"}, testMod: []string{"rest/resttest", "internal/clock", "internal/runtime/graph"}},
 		{pkgs: "rest/resttest", why: "a fake REST backend for tests",
-			mod: []string{"rest", "internal/clock", "internal/runtime/graph"}, std: []string{"std"}},
+			mod: []string{"rest", "internal/clock", "internal/flamegraph", "internal/runtime/graph"}, std: []string{"std"}},
 
 		// The distributed runtime.
 		{pkgs: "scheduler", why: "pure decisions: slot matching, heartbeats, YARN container bookkeeping",
@@ -268,15 +268,16 @@ var rules = table{
 		{pkgs: "cluster/jobmanager", why: "Dispatcher, JobMasters (internal/runtime/jobmaster with a remote executor), REST backend: " +
 			"no user code, connectors, TaskManager or worker",
 			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/clusterpb", "cluster/loginwire", "cluster/resourcemanager", "conf", "fs", "rest", "internal/ownerloop", "internal/runtime/checkpoint",
-				"internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/restart", "internal/runtime/task",
+				"internal/runtime/checkpoint/storage", "internal/clock", "internal/flamegraph", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/restart", "internal/runtime/task",
 				"scheduler", "security/kerberos"},
 			ext: []string{"google.golang.org/grpc"}, std: []string{"std"},
 			testMod: []string{"fs/memfs", "internal/tracetest"}},
 		{pkgs: "cluster/worker", why: "a worker's share of an attempt: speaks to its JobMaster and peers only; " +
 			"registers hdfs:// on the program's resolver (HDFS as a filesystem, as Flink bundles it)",
 			mod: []string{"cluster/rpcauth", "cluster/clusterpb", "cluster/deployment", "cluster/loginwire", "conf", "fs", "hadoop", "hdfs", "internal/runtime/checkpoint",
-				"internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/exchange", "internal/runtime/graph", "internal/runtime/jobmaster",
-				"internal/runtime/netexchange", "internal/runtime/restart", "internal/runtime/task", "security/kerberos"},
+				"internal/runtime/checkpoint/storage", "internal/clock", "internal/flamegraph", "internal/flamegraph/sample", "internal/runtime/exchange",
+				"internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/netexchange", "internal/runtime/restart", "internal/runtime/task",
+				"security/kerberos"},
 			ext: []string{"google.golang.org/grpc"}, std: []string{"std"},
 			testMod: []string{"fs/memfs"}},
 		{pkgs: "cluster/hadoopenv", why: "a process's Hadoop set-up (configuration, login, hdfs://): no engine, no process",
@@ -325,6 +326,11 @@ var rules = table{
 		{pkgs: "integration/minicluster", why: "a real mini YARN/HDFS (plain, and secure with a MiniKdc) for tests",
 			mod: []string{"integration/internal/harness"}, std: []string{"std"}},
 		{pkgs: "internal/archtest", why: "these rules (tests only)"},
+		{pkgs: "internal/flamegraph", why: "Flink's flame graphs from Go's profiles: a subtask's stacks picked by their pprof labels, merged into Flink's tree; pure",
+			ext: []string{"github.com/google/pprof"}, std: []string{"pure"}},
+		{pkgs: "internal/flamegraph/sample", why: "takes a process's CPU and goroutine profiles for flame graphs, one CPU profile at a time",
+			mod: []string{"internal/clock", "internal/flamegraph"}, ext: []string{"github.com/google/pprof"},
+			std: []string{"inprocess", "runtime/pprof"}},
 		{pkgs: "internal/ownerloop", why: "the one owner loop of every coordinator: steps a pure state machine, applies its effects",
 			mod: []string{"internal/clock"}, std: []string{"inprocess"}},
 		{pkgs: "internal/tracetest", why: "data-driven traces for tests (testdata/*.txt, -rewrite)",

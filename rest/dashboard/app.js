@@ -161,6 +161,7 @@
     [/^#\/overview$/, () => pageOverview()],
     [/^#\/jobs\/(running|completed)$/, m => pageJobs(m[1])],
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})$/, m => pageVertex(m[1], m[2])],
+    [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})\/flamegraph$/, m => pageVertexFlameGraph(m[1], m[2])],
     [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration))?$/, m => pageJob(m[1], m[2] || "overview")],
     [/^#\/taskmanagers$/, () => pageTaskManagers()],
     [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), m[2], "")],
@@ -693,7 +694,7 @@
 
   function pageVertex(jid, vid) {
     setNav("");
-    main.innerHTML = '<div id="head"></div><div class="tabs"><a href="#/job/' + jid + '/overview">← Job</a></div><div id="page-error"></div><h1 id="vertex-name"></h1><div id="vertex-summary" class="muted"></div>' +
+    main.innerHTML = '<div id="head"></div>' + vertexTabs(jid, vid, "overview") + '<div id="page-error"></div><h1 id="vertex-name"></h1><div id="vertex-summary" class="muted"></div>' +
       '<h2>Metrics over time</h2><div class="plots" id="plots"></div><h2>Subtasks</h2><div class="panel" id="subtasks"></div>';
     const key = jid + "/" + vid;
     if (!vertexHistory.has(key)) vertexHistory.set(key, { series: new Map() });
@@ -746,6 +747,133 @@
       if (!v.subtasks.length) h += '<tr><td colspan="14">' + empty("No subtask has reported yet.") + "</td></tr>";
       document.getElementById("subtasks").innerHTML = h + "</tbody></table>";
     });
+  }
+
+  function vertexTabs(jid, vid, tab) {
+    const base = "#/job/" + jid + "/vertex/" + vid;
+    const a = (href, id, label, name) => '<a id="' + id + '" href="' + href + '"' + (tab === name ? ' class="active"' : "") + ">" + label + "</a>";
+    return '<div class="tabs"><a href="#/job/' + jid + '/overview">← Job</a>' + a(base, "tab-vertex", "Subtasks and metrics", "overview") +
+      a(base + "/flamegraph", "tab-flamegraph", "Flame graph", "flamegraph") + "</div>";
+  }
+
+  // The flame graph of a vertex (GET .../flamegraph, Flink's shape): the
+  // JobManager samples the vertex's goroutines in the workers when asked
+  // and answers from its cache (endTimestamp -3 while it samples, -2 when
+  // rest.flamegraph.enabled is off, -1 once the vertex has ended). Drawn
+  // as nested horizontal bars, root on top, each frame as wide as its
+  // share of the samples; a click zooms into a frame.
+  const flameState = { type: "ON_CPU", subtask: "", zoom: [] };
+  const FLAME_TYPES = [["ON_CPU", "On-CPU"], ["OFF_CPU", "Off-CPU"], ["FULL", "Mixed"]];
+
+  function pageVertexFlameGraph(jid, vid) {
+    setNav("");
+    main.innerHTML = '<div id="head"></div>' + vertexTabs(jid, vid, "flamegraph") + '<div id="page-error"></div><h1 id="vertex-name"></h1>' +
+      '<div class="fg-controls"><span class="fg-types">' +
+      FLAME_TYPES.map(([t, label]) => '<label><input type="radio" name="fg-type" id="fg-type-' + t + '" value="' + t + '"' + (flameState.type === t ? " checked" : "") + "> " + label + "</label>").join("") +
+      '</span><label>Subtask <select id="fg-subtask"><option value="">all</option></select></label>' +
+      '<button class="btn" id="fg-reset" hidden>Reset zoom</button><span id="fg-status" class="muted"></span></div>' +
+      '<div class="panel" id="flamegraph"></div><p class="muted">On-CPU: a CPU profile of the subtasks\' goroutines; off-CPU: their goroutines that were parked ' +
+      "(waiting on a channel, lock, timer or I/O) when sampled; mixed: every goroutine sample. Frames are <span class=\"mono\">function (file:line)</span>, callers above callees.</p>";
+    let headState = null, parallelism = -1, shown = "", data = null, seq = 0;
+    const query = () => "?type=" + flameState.type + (flameState.subtask !== "" ? "&subtaskindex=" + flameState.subtask : "");
+    const draw = () => {
+      const el = document.getElementById("flamegraph");
+      document.getElementById("fg-reset").hidden = !flameState.zoom.length;
+      if (!data) return;
+      if (!data.value) { el.innerHTML = empty("No samples of this vertex's goroutines of this kind: it spent no time there while sampled."); return; }
+      el.innerHTML = flameSVG(data, flameState.zoom);
+      el.querySelectorAll("g.frame").forEach(g => { g.onclick = () => { flameState.zoom = JSON.parse(g.dataset.path); draw(); }; });
+    };
+    const load = async () => {
+      const mine = ++seq, q = query();
+      const fg = await api("jobs/" + jid + "/vertices/" + vid + "/flamegraph" + q);
+      if (mine !== seq || q !== query()) return; // the choice changed meanwhile
+      const status = document.getElementById("fg-status"), el = document.getElementById("flamegraph");
+      if (fg.endTimestamp === -2) { status.textContent = ""; el.innerHTML = empty("Flame graphs are disabled: set rest.flamegraph.enabled: true in the JobManager's configuration."); data = null; shown = ""; return; }
+      if (fg.endTimestamp === -1) { status.textContent = ""; el.innerHTML = empty("The vertex (or subtask) has ended: there is nothing to sample."); data = null; shown = ""; return; }
+      if (fg.endTimestamp === -3 || !fg.data) {
+        status.textContent = "Sampling…";
+        if (!data) el.innerHTML = empty("Sampling the vertex's goroutines in the workers; the flame graph appears when it is done.");
+        return;
+      }
+      status.textContent = fmtNum(fg.data.value) + " samples, taken " + fmtClock(fg.endTimestamp);
+      if (shown !== q + "@" + fg.endTimestamp) { shown = q + "@" + fg.endTimestamp; data = fg.data; draw(); }
+    };
+    const changed = () => { flameState.zoom = []; data = null; shown = ""; document.getElementById("flamegraph").innerHTML = empty("Loading…"); load().catch(showError); };
+    document.querySelectorAll('input[name="fg-type"]').forEach(i => { i.onchange = () => { flameState.type = i.value; changed(); }; });
+    document.getElementById("fg-subtask").onchange = e => { flameState.subtask = e.target.value; changed(); };
+    document.getElementById("fg-reset").onclick = () => { flameState.zoom = []; draw(); };
+    every(async () => {
+      const [job, v] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid)]);
+      clearError();
+      if (headState !== job.state) {
+        headState = job.state;
+        document.getElementById("head").innerHTML = jobHeader(job);
+        wireButtons(job);
+      } else {
+        document.getElementById("job-duration").textContent = fmtDuration(job.duration);
+      }
+      document.getElementById("vertex-name").textContent = v.name;
+      if (parallelism !== v.parallelism) {
+        parallelism = v.parallelism;
+        if (flameState.subtask !== "" && Number(flameState.subtask) >= parallelism) flameState.subtask = "";
+        const sel = document.getElementById("fg-subtask");
+        let o = '<option value="">all</option>';
+        for (let i = 0; i < parallelism; i++) o += '<option value="' + i + '"' + (String(i) === flameState.subtask ? " selected" : "") + ">" + i + "</option>";
+        sel.innerHTML = o;
+      }
+      await load();
+    });
+  }
+
+  // flameColor colours a frame by where its code lives: the Go runtime and
+  // standard library blue-grey, Sluice's engine orange, everything else
+  // (the job's own code and its libraries) red to yellow.
+  function flameColor(name) {
+    let h = 0;
+    for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    const f = (h % 1000) / 1000;
+    const fn = name.split(" (")[0];
+    const pkg = fn.replace(/\.[^./]*(\.[^./]*)*$/, "");
+    if (name === "root") return "#c9d1dc";
+    if (!fn.includes(".") || !pkg.includes(".") && !pkg.startsWith("main")) return "hsl(" + (205 + 20 * f) + ",30%," + (72 + 8 * f) + "%)";
+    if (fn.startsWith("github.com/sluice/sluice/")) return "hsl(" + (28 + 12 * f) + ",85%," + (62 + 8 * f) + "%)";
+    return "hsl(" + (4 + 48 * f) + ",88%," + (58 + 10 * f) + "%)";
+  }
+
+  function flameSVG(root, zoom) {
+    const W = 1200, H = 18;
+    // The frames zoomed into, from the root, drawn across the width.
+    const trail = [root];
+    for (const name of zoom) {
+      const c = (trail[trail.length - 1].children || []).find(x => x.name === name);
+      if (!c) break;
+      trail.push(c);
+    }
+    const top = trail[trail.length - 1], total = top.value || 1, all = root.value || 1;
+    let s = "", depth = 0;
+    const frame = (n, x, w, d, path, dim) => {
+      const pct = (100 * n.value / all).toFixed(n.value * 1000 < all ? 2 : 1);
+      s += '<g class="frame' + (dim ? " dim" : "") + '" data-path="' + esc(JSON.stringify(path)) + '"><title>' + esc(n.name + " — " + n.value + " samples (" + pct + " %)") + "</title>" +
+        '<svg x="' + x.toFixed(2) + '" y="' + d * H + '" width="' + w.toFixed(2) + '" height="' + (H - 1) + '"><rect width="100%" height="100%" fill="' + flameColor(n.name) + '"></rect>' +
+        (w > 28 ? '<text x="3" y="12.5">' + esc(n.name) + "</text>" : "") + "</svg></g>";
+      depth = Math.max(depth, d + 1);
+    };
+    trail.forEach((n, i) => frame(n, 0, W, i, zoom.slice(0, i), i < trail.length - 1));
+    const walk = (n, x, d, path) => {
+      let cx = x;
+      for (const c of n.children || []) {
+        const w = c.value / total * W;
+        if (w >= 0.5) {
+          const p = path.concat([c.name]);
+          frame(c, cx, w, d, p, false);
+          walk(c, cx, d + 1, p);
+        }
+        cx += w;
+      }
+    };
+    walk(top, 0, trail.length, zoom.slice(0, trail.length - 1));
+    return '<svg class="flamegraph" viewBox="0 0 ' + W + " " + depth * H + '" width="100%" preserveAspectRatio="xMinYMin meet">' + s + "</svg>";
   }
 
   // ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
 )
@@ -55,6 +56,9 @@ type Backend struct {
 	// Dispose decides a savepoint disposal when set; by default only the
 	// savepoints the fake took can be disposed of (once).
 	Dispose func(ctx context.Context, path string) error
+	// Sample answers SampleVertex when set; by default a vertex of a job
+	// the fake knows answers no stacks.
+	Sample func(ctx context.Context, jobID, vertexID string, req rest.SampleRequest) ([]flamegraph.Stack, error)
 	// AutoFinish, when set, ends every submitted job at once with this
 	// application status (SUCCEEDED, FAILED or CANCELED).
 	AutoFinish string
@@ -527,6 +531,17 @@ func (b *Backend) TaskManagerThreadDump(_ context.Context, id string) ([]rest.Th
 func (b *Backend) TaskManagerMetrics(_ context.Context, id string) ([]rest.ProcessMetric, error) {
 	p, err := b.process(id)
 	return slices.Clone(p.Metrics), err
+}
+
+// SampleVertex implements rest.Backend with the Sample hook.
+func (b *Backend) SampleVertex(ctx context.Context, jobID, vertexID string, req rest.SampleRequest) ([]flamegraph.Stack, error) {
+	if _, err := b.Job(ctx, jobID); err != nil {
+		return nil, err
+	}
+	if b.Sample != nil {
+		return b.Sample(ctx, jobID, vertexID, req)
+	}
+	return nil, nil
 }
 
 // Metrics implements rest.Backend.

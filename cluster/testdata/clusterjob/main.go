@@ -19,10 +19,13 @@
 //     parallelism. Each union subtask writes its lines: n with tag 0 and
 //     n with tag 1 over all subtasks, n with tag 2 at every subtask.
 //
+// -spin has a Map of its own spend CPU per record in spinWork, a user
+// function the flame-graph tests look for.
+//
 // -worker-delay has every worker wait before it connects to its
 // JobMaster, so that a test can act while an attempt deploys.
 //
-//	clusterjob -out DIR [-shape hash|rebalance|broadcast|union] [-n N] [-keys K] [-rate R] [-slow D] [-worker-delay D]
+//	clusterjob -out DIR [-shape hash|rebalance|broadcast|union] [-n N] [-keys K] [-rate R] [-slow D] [-spin N] [-worker-delay D]
 package main
 
 import (
@@ -49,6 +52,7 @@ func main() {
 	keys := flag.Int64("keys", 10, "keys")
 	rate := flag.Float64("rate", 0, "records per second over the job (0: unthrottled)")
 	slow := flag.Duration("slow", 0, "time the sink side spends per record (backpressure)")
+	spin := flag.Int("spin", 0, "iterations of CPU work (spinWork) per record, in a Map of its own")
 	shape := flag.String("shape", "hash", "the exchange between workers: hash, rebalance, broadcast or union")
 	vary := flag.Bool("vary", false, "build a different graph in workers than in the client (a broken job program)")
 	workerDelay := flag.Duration("worker-delay", 0, "time a worker waits before it connects to its JobMaster (a slow deployment)")
@@ -101,6 +105,10 @@ func main() {
 			return r
 		})
 	}
+	if *spin > 0 {
+		k := *spin
+		records = stream.Map(records, func(r Rec) Rec { return spinWork(r, k) })
+	}
 	sink := file.ForRowFormat(*out, func(r Rec, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%d %d\n", r.Key, r.Count)
 		return err
@@ -112,4 +120,20 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("job %s done: %d restarts, %d checkpoints\n", res.JobID, res.Restarts, res.Checkpoints)
+}
+
+// spinWork spends CPU on a record (n rounds of a linear congruential
+// step) and returns it as it came: the busy user function that the
+// flame-graph tests find in the job's profile.
+//
+//go:noinline
+func spinWork(r Rec, n int) Rec {
+	h := uint64(r.Count)
+	for range n {
+		h = h*6364136223846793005 + 1442695040888963407
+	}
+	if h == 0 { // one start in 2^64; uses h, so the loop stays
+		panic("clusterjob: spinWork's state reached 0")
+	}
+	return r
 }

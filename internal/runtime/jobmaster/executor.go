@@ -101,7 +101,7 @@ func (x *inProcess) Deploy(ctx context.Context, d Deployment) (Attempt, error) {
 		}
 	}
 	cfg := HostConfig{
-		Plan: plan, Tasks: all, Coordinators: coords, Wire: LocalWiring(plan, opts.Credits),
+		JobID: x.j.ID(), Plan: plan, Tasks: all, Coordinators: coords, Wire: LocalWiring(plan, opts.Credits),
 		Reporter: d.Events, Restore: d.Restore,
 		Mode: opts.Mode, Clock: opts.Clock, Log: opts.Log, BatchSize: opts.BatchSize,
 		BufferTimeout: opts.BufferTimeout, AutoWatermarkInterval: opts.AutoWatermarkInterval,

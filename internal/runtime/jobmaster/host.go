@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,7 +52,10 @@ type WireFunc func(c *graph.Chain, subtask int) (inbox exchange.Inbox, channels 
 
 // HostConfig configures a Host.
 type HostConfig struct {
-	Plan *graph.Plan
+	// JobID is the job's ID, the value of every task goroutine's "job"
+	// pprof label (see TaskLabels). Default: none.
+	JobID string
+	Plan  *graph.Plan
 	// Tasks are the subtasks to run here.
 	Tasks []checkpoint.TaskID
 	// Coordinators are the chains whose coordinator runs here.
@@ -291,12 +296,30 @@ func (h *Host) Start() {
 	}
 	for _, id := range h.order {
 		t := h.tasks[id]
+		labels := pprof.Labels(TaskLabels(h.cfg.JobID, id, h.cfg.Plan.Chains[id.Vertex].Name)...)
 		h.wg.Add(1)
-		go func() {
+		go pprof.Do(h.ctx, labels, func(context.Context) {
 			defer h.wg.Done()
 			h.cfg.Reporter.TaskEnded(id, t.Run())
-		}()
+		})
 	}
+}
+
+// The pprof labels of a task's goroutine, which every goroutine it starts
+// (a source's reader, user code's own) inherits: CPU and goroutine
+// profiles of the process tell a subtask's samples by them (flame graphs;
+// `go tool pprof -tagfocus`).
+const (
+	LabelJob        = "job"         // the job's ID
+	LabelVertex     = "vertex"      // the chain's index in the plan
+	LabelVertexName = "vertex_name" // the chain's name
+	LabelSubtask    = "subtask"     // the subtask's index
+)
+
+// TaskLabels are the pprof labels, as key-value pairs, of the goroutine
+// of subtask id of job (a chain named name).
+func TaskLabels(job string, id checkpoint.TaskID, name string) []string {
+	return []string{LabelJob, job, LabelVertex, strconv.Itoa(id.Vertex), LabelVertexName, name, LabelSubtask, strconv.Itoa(id.Subtask)}
 }
 
 // uploader writes task snapshots (the asynchronous part of checkpoints),
