@@ -346,6 +346,7 @@ func TestKeystoreErrors(t *testing.T) {
 			"security.ssl.internal.truststore", caPEM}, kv...)...)
 	}
 	var severalKeys *SeveralKeysError
+	var configError *ConfigError
 	for _, tc := range []struct {
 		name  string
 		c     *conf.Configuration
@@ -385,6 +386,8 @@ func TestKeystoreErrors(t *testing.T) {
 			[]string{"security.ssl.rest.keystore", ksJKS, "security.ssl.rest.keystore-type is pem", "a JKS keystore"}, ErrFormat, nil},
 		{"type pkcs12 of a PEM file", restTS(caPEM, "security.ssl.rest.truststore-type", "PKCS12"), restClient,
 			[]string{"security.ssl.rest.truststore", caPEM, "security.ssl.rest.truststore-type is pkcs12", "PEM"}, ErrFormat, nil},
+		{"a type Sluice does not read", restKS(ksP12, "security.ssl.rest.keystore-password", "p12-pass", "security.ssl.rest.keystore-type", "JCEKS"), restServer,
+			[]string{"security.ssl.rest.keystore-type", "JCEKS", "pkcs12, jks, pem"}, nil, &configError},
 		{"a JCEKS keystore", restKS(jceks, "security.ssl.rest.keystore-password", "store-pass"), restServer,
 			[]string{"security.ssl.rest.keystore", jceks, "JCEKS", "keytool -importkeystore"}, ErrUnknownFormat, nil},
 		{"a DER certificate as truststore", restTS(der), restClient,
@@ -409,8 +412,8 @@ func TestKeystoreErrors(t *testing.T) {
 				t.Errorf("%v is not a %T", err, tc.as)
 			}
 			var fe *FileError
-			if !errors.As(err, &fe) {
-				t.Errorf("%v is not a FileError", err)
+			if !errors.As(err, &fe) && !errors.As(err, &configError) {
+				t.Errorf("%v is neither a FileError nor a ConfigError", err)
 			}
 		})
 	}

@@ -182,7 +182,11 @@ func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (t
 	if err != nil {
 		return fail(err)
 	}
-	f, err := format(b, conf.Get(c, ks.typ), ks.typ.Key())
+	typ, err := storeType(c, ks.typ)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	f, err := format(b, typ, ks.typ.Key())
 	if err != nil {
 		return fail(err)
 	}
@@ -227,6 +231,17 @@ func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (t
 		return fail(fmt.Errorf("want a certificate chain and an unencrypted private key (or an encrypted one and its password): %w", err))
 	}
 	return cert, nil
+}
+
+// storeType is the value of a keystore-type or truststore-type option:
+// a type Java has and Sluice does not read (JCEKS, PKCS11, BCFKS) is a
+// ConfigError, not a silent detection.
+func storeType(c *conf.Configuration, opt conf.Option[string]) (string, error) {
+	v, _, err := conf.Lookup(c, opt)
+	if err != nil {
+		return "", &ConfigError{Key: opt.Key(), Problem: err.Error() + " (Sluice reads JKS, PKCS12 and PEM files)"}
+	}
+	return v, nil
 }
 
 // describeKey names the password option, or says none is set.
@@ -300,7 +315,11 @@ func truststore(c *conf.Configuration, ts truststoreKeys, because conf.AnyOption
 	if err != nil {
 		return fail(err)
 	}
-	f, err := format(b, conf.Get(c, ts.typ), ts.typ.Key())
+	typ, err := storeType(c, ts.typ)
+	if err != nil {
+		return nil, err
+	}
+	f, err := format(b, typ, ts.typ.Key())
 	if err != nil {
 		return fail(err)
 	}
