@@ -301,7 +301,7 @@ var rules = table{
 			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "google.golang.org/grpc"}},
 		{pkgs: "cluster/yarntest", why: "end-to-end tests on a real mini YARN/HDFS and Kafka (tests only)",
 			testMod: []string{"cluster/clusterpb", "cluster/clusterpb/clusterpbtest", "fs", "hadoop", "hdfs", "integration/dockercluster", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
-				"security/kerberos", "security/tlsconf", "yarn"},
+				"security/kerberos", "security/tlsconf", "security/tlsconf/keytooltest", "yarn"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
 
 		// Processes.
