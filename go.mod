@@ -23,7 +23,10 @@ require (
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/hamba/avro/v2 v2.31.0
+	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/twmb/franz-go/pkg/sr v1.8.0
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
@@ -31,7 +34,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 )
 
 require (

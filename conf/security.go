@@ -97,8 +97,8 @@ var (
 		WithDefaultDoc("(none): the REST endpoint takes any request")
 )
 
-// TLS options, as Flink's security.ssl.*: Go reads PEM files where Flink
-// reads JKS or PKCS12 keystores.
+// TLS options, as Flink's security.ssl.*: keystores and truststores are
+// JKS or PKCS12 files as Flink reads them, or PEM files.
 var (
 	// SSLRESTEnabled turns TLS on for the REST endpoint.
 	SSLRESTEnabled = Bool("security.ssl.rest.enabled", false,
@@ -107,32 +107,50 @@ var (
 
 	// SSLRESTKeystore is the REST endpoint's certificate and key.
 	SSLRESTKeystore = String("security.ssl.rest.keystore", "",
-		"PEM file with the REST endpoint's certificate (chain) and its unencrypted private key; with "+
-			"security.ssl.rest.authentication-enabled, clients present theirs from the same key (a JKS or PKCS12 "+
-			"keystore as Flink takes is refused: convert it, e.g. openssl pkcs12 -in ks.p12 -nodes -out ks.pem).").
+		"Keystore with the REST endpoint's private key and certificate (chain): a JKS or PKCS12 file as Flink takes "+
+			"(keytool -genkeypair), or a PEM file of the certificate chain and the private key. It must hold exactly one "+
+			"private key (there is no alias option, as in Flink). With security.ssl.rest.authentication-enabled, "+
+			"clients present theirs from the same key.").
 		WithDefaultDoc("(none)")
 
-	// SSLRESTKeystorePassword and SSLRESTKeyPassword decrypt an encrypted
-	// private key in security.ssl.rest.keystore.
+	// SSLRESTKeystorePassword opens security.ssl.rest.keystore.
 	SSLRESTKeystorePassword = String("security.ssl.rest.keystore-password", "",
-		"Password of security.ssl.rest.keystore: decrypts its private key when the key is encrypted (a PEM key "+
-			"with 'Proc-Type: 4,ENCRYPTED', as openssl writes with -traditional) and security.ssl.rest.key-password "+
-			"is not set.").WithDefaultDoc("(none)")
+		"Password of security.ssl.rest.keystore: the password of a JKS or PKCS12 file (keytool -storepass; required for "+
+			"JKS), which also decrypts its private key when security.ssl.rest.key-password is not set; of a PEM "+
+			"keystore, the password of its encrypted private key (a PEM key with 'Proc-Type: 4,ENCRYPTED', as openssl "+
+			"writes with -traditional).").WithDefaultDoc("(none)")
+	// SSLRESTKeyPassword decrypts the private key of
+	// security.ssl.rest.keystore.
 	SSLRESTKeyPassword = String("security.ssl.rest.key-password", "",
-		"Password of the private key in security.ssl.rest.keystore, when it is encrypted.").
+		"Password of the private key in security.ssl.rest.keystore (keytool -keypass): a JKS key's, or an encrypted "+
+			"PEM key's. A PKCS12 file has one password for the file and its key, security.ssl.rest.keystore-password.").
 		WithDefaultDoc("(none): security.ssl.rest.keystore-password")
 
-	// SSLRESTTruststorePassword is accepted as Flink's; a PEM truststore
-	// has no password.
-	SSLRESTTruststorePassword = String("security.ssl.rest.truststore-password", "",
-		"Password of security.ssl.rest.truststore in Flink (a JKS integrity password); a PEM truststore has none, "+
-			"so it is accepted for Flink configurations and not used.").WithDefaultDoc("(none)")
+	// SSLRESTKeystoreType is the format of security.ssl.rest.keystore.
+	SSLRESTKeystoreType = Enum("security.ssl.rest.keystore-type", "", []string{"pkcs12", "jks", "pem"},
+		"Format of security.ssl.rest.keystore: pkcs12, jks or pem. Unset, it is told from the file's content. As in "+
+			"Java since version 9 (keystore.type.compat), pkcs12 and jks each read either binary format, so Flink's "+
+			"default (the JVM's, pkcs12) of a JKS file works; pem refuses a binary file and the others a PEM file.").
+		WithDefaultDoc("(none): from the file's content")
 
 	// SSLRESTTruststore is the CA certificates REST clients trust.
 	SSLRESTTruststore = String("security.ssl.rest.truststore", "",
-		"PEM file of the CA certificates a REST client trusts, and with security.ssl.rest.authentication-enabled "+
-			"the server's CAs of client certificates.").
+		"Truststore of the CA certificates a REST client trusts, and with security.ssl.rest.authentication-enabled "+
+			"the server's CAs of client certificates: a JKS or PKCS12 file (keytool -importcert; as in Java, a key "+
+			"entry's certificate is trusted too, so a keystore of a self-signed certificate serves as its own "+
+			"truststore), or a PEM file of certificates.").
 		WithDefaultDoc("(none): the system's roots")
+
+	// SSLRESTTruststorePassword verifies security.ssl.rest.truststore.
+	SSLRESTTruststorePassword = String("security.ssl.rest.truststore-password", "",
+		"Password of security.ssl.rest.truststore when it is a JKS file (required: it verifies the file's integrity) "+
+			"or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none)")
+
+	// SSLRESTTruststoreType is the format of security.ssl.rest.truststore.
+	SSLRESTTruststoreType = Enum("security.ssl.rest.truststore-type", "", []string{"pkcs12", "jks", "pem"},
+		"Format of security.ssl.rest.truststore: pkcs12, jks or pem; unset, it is told from the file's content "+
+			"(see security.ssl.rest.keystore-type).").
+		WithDefaultDoc("(none): from the file's content")
 
 	// SSLRESTAuthenticationEnabled requires REST clients to present a
 	// certificate.
@@ -157,39 +175,60 @@ var (
 	// SSLInternalKeystore is a process's certificate and key for internal
 	// connections.
 	SSLInternalKeystore = String("security.ssl.internal.keystore", "",
-		"PEM file with the certificate (chain) and unencrypted private key every cluster process presents on "+
-			"internal connections (JKS and PKCS12 are refused: convert them to PEM).").
+		"Keystore with the private key and certificate (chain) every cluster process presents on internal "+
+			"connections: a JKS or PKCS12 file as Flink takes (keytool -genkeypair), or a PEM file of the certificate "+
+			"chain and the private key. It must hold exactly one private key (there is no alias option, as in Flink).").
 		WithDefaultDoc("(none)")
 
-	// SSLInternalKeystorePassword and SSLInternalKeyPassword decrypt an
-	// encrypted private key in security.ssl.internal.keystore.
+	// SSLInternalKeystorePassword opens security.ssl.internal.keystore.
 	SSLInternalKeystorePassword = String("security.ssl.internal.keystore-password", "",
-		"Password of security.ssl.internal.keystore: decrypts its private key when the key is encrypted (a PEM key "+
-			"with 'Proc-Type: 4,ENCRYPTED', as openssl writes with -traditional) and "+
-			"security.ssl.internal.key-password is not set.").WithDefaultDoc("(none)")
+		"Password of security.ssl.internal.keystore: the password of a JKS or PKCS12 file (keytool -storepass; "+
+			"required for JKS), which also decrypts its private key when security.ssl.internal.key-password is not set; "+
+			"of a PEM keystore, the password of its encrypted private key (a PEM key with 'Proc-Type: 4,ENCRYPTED', as "+
+			"openssl writes with -traditional).").WithDefaultDoc("(none)")
+	// SSLInternalKeyPassword decrypts the private key of
+	// security.ssl.internal.keystore.
 	SSLInternalKeyPassword = String("security.ssl.internal.key-password", "",
-		"Password of the private key in security.ssl.internal.keystore, when it is encrypted.").
+		"Password of the private key in security.ssl.internal.keystore (keytool -keypass): a JKS key's, or an "+
+			"encrypted PEM key's. A PKCS12 file has one password for the file and its key, "+
+			"security.ssl.internal.keystore-password.").
 		WithDefaultDoc("(none): security.ssl.internal.keystore-password")
 
-	// SSLInternalTruststorePassword is accepted as Flink's; a PEM
-	// truststore has no password.
-	SSLInternalTruststorePassword = String("security.ssl.internal.truststore-password", "",
-		"Password of security.ssl.internal.truststore in Flink (a JKS integrity password); a PEM truststore has "+
-			"none, so it is accepted for Flink configurations and not used.").WithDefaultDoc("(none)")
+	// SSLInternalKeystoreType is the format of
+	// security.ssl.internal.keystore.
+	SSLInternalKeystoreType = Enum("security.ssl.internal.keystore-type", "", []string{"pkcs12", "jks", "pem"},
+		"Format of security.ssl.internal.keystore: pkcs12, jks or pem; unset, it is told from the file's content "+
+			"(see security.ssl.rest.keystore-type).").
+		WithDefaultDoc("(none): from the file's content")
 
 	// SSLInternalTruststore is the CA certificates of internal peers.
 	SSLInternalTruststore = String("security.ssl.internal.truststore", "",
-		"PEM file of the CA certificates whose certificates internal peers must present.").
+		"Truststore of the CA certificates whose certificates internal peers must present: a JKS or PKCS12 file "+
+			"(as in Java, a key entry's certificate is trusted too: Flink's documented setup names one keystore of a "+
+			"self-signed certificate as both keystore and truststore), or a PEM file of certificates.").
 		WithDefaultDoc("(none)")
+
+	// SSLInternalTruststorePassword verifies
+	// security.ssl.internal.truststore.
+	SSLInternalTruststorePassword = String("security.ssl.internal.truststore-password", "",
+		"Password of security.ssl.internal.truststore when it is a JKS file (required: it verifies the file's "+
+			"integrity) or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none)")
+
+	// SSLInternalTruststoreType is the format of
+	// security.ssl.internal.truststore.
+	SSLInternalTruststoreType = Enum("security.ssl.internal.truststore-type", "", []string{"pkcs12", "jks", "pem"},
+		"Format of security.ssl.internal.truststore: pkcs12, jks or pem; unset, it is told from the file's content "+
+			"(see security.ssl.rest.keystore-type).").
+		WithDefaultDoc("(none): from the file's content")
 )
 
 func securityOptions() []AnyOption {
 	return []AnyOption{
 		InternalSecretFile, RESTTokenFile,
-		SSLRESTEnabled, SSLRESTKeystore, SSLRESTKeystorePassword, SSLRESTKeyPassword, SSLRESTTruststore,
-		SSLRESTTruststorePassword, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
-		SSLInternalEnabled, SSLInternalKeystore, SSLInternalKeystorePassword, SSLInternalKeyPassword,
-		SSLInternalTruststore, SSLInternalTruststorePassword,
+		SSLRESTEnabled, SSLRESTKeystore, SSLRESTKeystorePassword, SSLRESTKeyPassword, SSLRESTKeystoreType,
+		SSLRESTTruststore, SSLRESTTruststorePassword, SSLRESTTruststoreType, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
+		SSLInternalEnabled, SSLInternalKeystore, SSLInternalKeystorePassword, SSLInternalKeyPassword, SSLInternalKeystoreType,
+		SSLInternalTruststore, SSLInternalTruststorePassword, SSLInternalTruststoreType,
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
 		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,

@@ -1044,13 +1044,18 @@ func TestBackpressureAcrossTheNetworkBoundsMemory(t *testing.T) {
 	}
 }
 
+// TestApplicationModeRunsTheProgramOnTheJobManager: sluice jobmanager
+// BINARY ARGS runs the program, which submits its job to this JobManager;
+// a secret among the arguments (which the program ignores: the flag
+// package stops at it) never reaches the JobManager's log.
 func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
+	const secretArg = "kafka.sasl.password=hunter2-Zq8x"
 	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t)}
 	out := filepath.Join(c.dir, "out")
 	c.jm = c.start("jobmanager", "jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort),
 		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port="+strconv.Itoa(c.restPort),
 		"-D", "parallelism.default=2", "-D", "security.internal.secret-file="+c.secretFile(),
-		jobBin, "-out", out, "-n", "3000", "-keys", "3")
+		jobBin, "-out", out, "-n", "3000", "-keys", "3", secretArg)
 	c.startTaskManager()
 	c.startTaskManager()
 	t.Cleanup(func() {
@@ -1069,6 +1074,14 @@ func TestApplicationModeRunsTheProgramOnTheJobManager(t *testing.T) {
 	b, _ := os.ReadFile(c.jm.log)
 	if !strings.Contains(string(b), "done: 0 restarts") {
 		t.Errorf("the program's output is not in the JobManager's log")
+	}
+	// The program's arguments are counted in the log, not written: they
+	// can hold secrets.
+	if strings.Contains(string(b), "hunter2") {
+		t.Errorf("the JobManager's log holds the program's argument %q:\n%s", secretArg, tail(string(b), 40))
+	}
+	if !strings.Contains(string(b), "binary="+jobBin+" args=7") {
+		t.Errorf("the JobManager's log does not name the program and count its 7 arguments:\n%s", tail(string(b), 40))
 	}
 	checkExactlyOnce(t, out, 3000, 3)
 }

@@ -102,6 +102,7 @@ type browserLog struct {
 	mu       sync.Mutex
 	problems []string
 	requests int
+	schemes  map[string]int // requests by their URL's scheme
 }
 
 func (l *browserLog) add(format string, args ...any) {
@@ -146,6 +147,12 @@ func (l *browserLog) listen(ctx context.Context) error {
 			urls.Store(e.RequestID, e.Request.Method+" "+e.Request.URL)
 			l.mu.Lock()
 			l.requests++
+			if l.schemes == nil {
+				l.schemes = map[string]int{}
+			}
+			if u, err := url.Parse(e.Request.URL); err == nil {
+				l.schemes[u.Scheme]++
+			}
 			l.mu.Unlock()
 		case *network.EventResponseReceived:
 			if e.Response.Status >= 400 {
@@ -163,7 +170,7 @@ func (l *browserLog) listen(ctx context.Context) error {
 // restJSON reads a REST answer of the cluster into v.
 func restJSON(t *testing.T, c *cluster, path string, v any) {
 	t.Helper()
-	b, err := httpGet(c.rest() + path)
+	b, err := c.get(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,56 +215,8 @@ func TestDashboard(t *testing.T) {
 	c.waitCheckpoint(t)
 
 	base := yarnProxy(t, c.rest(), "/proxy/application_1700000000000_0001/") + "?refresh=500"
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox, // as root
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 960),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 4*time.Minute)
-	defer cancel()
-	// The first action starts the browser and opens its tab (with the
-	// runtime, log and network domains enabled).
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting Chromium (%s): %v", bin, err)
-	}
-	var blog browserLog
-	if err := blog.listen(ctx); err != nil {
-		t.Fatalf("listening to Chromium's events: %v", err)
-	}
-
-	// page opens the dashboard at a fragment, waits until ready (a JS
-	// expression) holds, keeps a screenshot, and fails the test with what
-	// the browser reported.
-	page := func(name, fragment, ready string) {
-		t.Helper()
-		err := chromedp.Do(ctx, chromedp.Navigate(base+fragment))
-		if err == nil {
-			_, err = chromedp.Run(ctx, chromedp.Poll[bool](ready, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
-		}
-		if err != nil {
-			text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
-			t.Errorf("page %s (%s): waiting for %s: %v; the page shows:\n%s", name, fragment, ready, err, text)
-		}
-		shot(t, ctx, filepath.Join(shots, name+".png"))
-		for _, p := range blog.take() {
-			t.Errorf("page %s: %s", name, p)
-		}
-	}
+	b := newBrowser(t, bin, shots)
+	ctx, blog, page := b.ctx, b.log, b.page(base)
 
 	nodes := len(details.Vertices)
 	page("01-overview", "#/overview",
@@ -374,6 +333,76 @@ func TestDashboard(t *testing.T) {
 	blog.mu.Lock()
 	t.Logf("the browser made %d requests", blog.requests)
 	blog.mu.Unlock()
+}
+
+// browser is a headless Chromium driven by chromedp, with what its pages
+// report collected.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	log   *browserLog
+	shots string
+}
+
+// newBrowser starts Chromium (bin) for the test, with extra options
+// (environment, flags), and opens its tab; it is stopped when the test
+// ends.
+func newBrowser(t *testing.T, bin, shots string, extra ...chromedp.ExecAllocatorOption) *browser {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox, // as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 960),
+	}, extra...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(bctx, 4*time.Minute)
+	t.Cleanup(cancel)
+	// The first action starts the browser and opens its tab (with the
+	// runtime, log and network domains enabled).
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium (%s): %v", bin, err)
+	}
+	b := &browser{t: t, ctx: ctx, log: &browserLog{}, shots: shots}
+	if err := b.log.listen(ctx); err != nil {
+		t.Fatalf("listening to Chromium's events: %v", err)
+	}
+	return b
+}
+
+// page returns a function that opens the dashboard at base+fragment,
+// waits until ready (a JS expression) holds, keeps a screenshot, and
+// fails the test with what the browser reported.
+func (b *browser) page(base string) func(name, fragment, ready string) {
+	t, ctx := b.t, b.ctx
+	return func(name, fragment, ready string) {
+		t.Helper()
+		err := chromedp.Do(ctx, chromedp.Navigate(base+fragment))
+		if err == nil {
+			_, err = chromedp.Run(ctx, chromedp.Poll[bool](ready, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
+		}
+		if err != nil {
+			text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+			t.Errorf("page %s (%s): waiting for %s: %v; the page shows:\n%s", name, fragment, ready, err, text)
+		}
+		shot(t, ctx, filepath.Join(b.shots, name+".png"))
+		for _, p := range b.log.take() {
+			t.Errorf("page %s: %s", name, p)
+		}
+	}
 }
 
 // shot writes a screenshot of the whole page.

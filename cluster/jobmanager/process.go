@@ -353,7 +353,10 @@ func runApplication(ctx context.Context, c *conf.Configuration, app *Application
 	if recovered := d.Jobs(); len(recovered) > 0 {
 		log.Info("the application's jobs were recovered; not running the program again", "jobs", len(recovered))
 	} else {
-		log.Info("running the application", "binary", app.Binary, "args", app.Args)
+		// The arguments are counted, never logged: they can hold secrets
+		// (a password, a token), and the log is read by more people than
+		// the user who ran the program.
+		log.Info("running the application", "binary", app.Binary, "args", len(app.Args))
 		if err := cmd.Run(); err != nil {
 			canceled := false
 			for _, in := range d.Jobs() {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,5 +101,54 @@ func TestStandaloneJobManagerBindsLoopbackByDefault(t *testing.T) {
 	})
 	if !strings.Contains(logs.String(), "rpc=localhost:"+strconv.Itoa(port)) {
 		t.Errorf("the JobManager does not advertise localhost:%d:\n%s", port, logs.String())
+	}
+}
+
+// In application mode the JobManager logs the program's path and the
+// number of its arguments, never their values: a program's arguments can
+// hold secrets. The program (a script that fails unless it was given
+// exactly the arguments) shows that they reached it.
+func TestApplicationModeDoesNotLogTheProgramsArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		secrets []string
+	}{
+		{"a password flag", []string{"--kafka.sasl.password=hunter2-Zq8x"}, []string{"hunter2-Zq8x"}},
+		{"a token as the next argument", []string{"--token", "tok-9f1c-secret", "--out", "/tmp/out"}, []string{"tok-9f1c-secret"}},
+		{"a JAAS line", []string{`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="pw-77Kq";`},
+			[]string{"pw-77Kq", "PlainLoginModule"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "program")
+			script := "#!/bin/sh\n[ \"$#\" -eq " + strconv.Itoa(len(tc.args)) + " ] || { echo \"got $# arguments\" >&2; exit 3; }\n" +
+				"[ \"$1\" = \"$WANT_FIRST\" ] || { echo 'the first argument differs' >&2; exit 4; }\necho program ran\n"
+			if err := os.WriteFile(prog, []byte(script), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("WANT_FIRST", tc.args[0])
+			var logs syncBuffer
+			c := conf.New().Set("jobmanager.rpc.port", "0").Set("rest.port", "0")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := RunWith(ctx, Options{Conf: c, Log: slog.New(slog.NewTextHandler(&logs, nil)), WorkDir: t.TempDir(),
+				Application: &Application{Binary: prog, Args: tc.args}})
+			if err != nil {
+				t.Fatalf("the application: %v\n%s", err, logs.String())
+			}
+			log := logs.String()
+			if !strings.Contains(log, "program ran") {
+				t.Errorf("the program's output is not in the log:\n%s", log)
+			}
+			if want := "binary=" + prog + " args=" + strconv.Itoa(len(tc.args)); !strings.Contains(log, want) {
+				t.Errorf("the log does not say %q:\n%s", want, log)
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(log, s) {
+					t.Errorf("the JobManager's log holds the argument %q:\n%s", s, log)
+				}
+			}
+		})
 	}
 }

@@ -148,6 +148,7 @@ var tlsKeys = []struct {
 }{
 	{conf.SSLInternalKeystore, true}, {conf.SSLInternalTruststore, true},
 	{conf.SSLInternalKeystorePassword, false}, {conf.SSLInternalKeyPassword, false},
+	{conf.SSLInternalTruststorePassword, false}, {conf.SSLInternalKeystoreType, false}, {conf.SSLInternalTruststoreType, false},
 }
 
 func fromTLSConf(c *conf.Configuration) (*Security, error) {
@@ -274,8 +275,8 @@ func (s *Security) Describe() string {
 // WorkerConfiguration is what a TaskManager adds to its workers'
 // configuration for them to authenticate as it does: the absolute path of
 // the secret file (never the secret), or with mutual TLS the absolute paths
-// of the keystore and truststore (and the key's password, if any: the
-// deployment file is the user's alone, mode 0600).
+// of the keystore and truststore (and their passwords and types, if any:
+// the deployment file is the user's alone, mode 0600).
 func (s *Security) WorkerConfiguration() map[string]string {
 	if s != nil && s.tlsConf != nil {
 		return maps.Clone(s.tlsConf)

@@ -123,14 +123,18 @@ func TestMutualTLSWorkerConfiguration(t *testing.T) {
 	writePKI(t, dir, "c")
 	t.Chdir(dir)
 	c := conf.New().Set(conf.SSLInternalEnabled.Key(), "true").
-		Set(conf.SSLInternalKeystore.Key(), "keystore.pem").Set(conf.SSLInternalTruststore.Key(), "ca.pem")
+		Set(conf.SSLInternalKeystore.Key(), "keystore.pem").Set(conf.SSLInternalTruststore.Key(), "ca.pem").
+		Set(conf.SSLInternalKeystoreType.Key(), "PEM").Set(conf.SSLInternalTruststorePassword.Key(), "unused")
 	sec, err := FromConf(c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wc := sec.WorkerConfiguration()
 	want := map[string]string{conf.SSLInternalEnabled.Key(): "true",
-		conf.SSLInternalKeystore.Key(): filepath.Join(dir, "keystore.pem"), conf.SSLInternalTruststore.Key(): filepath.Join(dir, "ca.pem")}
+		conf.SSLInternalKeystore.Key(): filepath.Join(dir, "keystore.pem"), conf.SSLInternalTruststore.Key(): filepath.Join(dir, "ca.pem"),
+		// A worker reads the same files as its TaskManager: their types
+		// and passwords too.
+		conf.SSLInternalKeystoreType.Key(): "pem", conf.SSLInternalTruststorePassword.Key(): "unused"}
 	if len(wc) != len(want) {
 		t.Errorf("WorkerConfiguration = %v, want %v", wc, want)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/security/tlsconf"
+	"github.com/sluice/sluice/security/tlsconf/keytooltest"
 )
 
 // TestInternalMutualTLSByDefault: an application submitted with nothing
@@ -177,4 +178,41 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	succeeded(t, p, appID)
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
+}
+
+// TestUserJKSKeystoreOnYARN: with security.ssl.internal.keystore naming a
+// keystore on every node, as Flink takes it on YARN, the application's
+// processes use it rather than generated certificates: one self-signed
+// JKS keystore made by keytool, every process's keystore and truststore
+// (Flink's documented setup). The CLI and the ApplicationMaster say so,
+// and a job whose keyBy exchange crosses two TaskManager containers runs
+// exactly once over it.
+func TestUserJKSKeystoreOnYARN(t *testing.T) {
+	r := newRig(t)
+	kt := keytooltest.New(t, t.TempDir())
+	ks := kt.SelfSigned("flink.internal", "JKS", "internal-store-pass")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := r.hdfs + "/out"
+	const n, keys = 6000, 4
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application.name=yarntest-jks",
+		"-Dsecurity.ssl.internal.enabled=true", "-Dsecurity.ssl.internal.keystore=" + ks.Path,
+		"-Dsecurity.ssl.internal.truststore=" + ks.Path, "-Dsecurity.ssl.internal.keystore-password=" + ks.StorePassword,
+		"-Dsecurity.ssl.internal.key-password=" + ks.KeyPassword, "-Dsecurity.ssl.internal.truststore-password=" + ks.StorePassword,
+		"-Dsecurity.ssl.internal.keystore-type=jks"}, small...)
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	p, appID, _, _, _ := r.deploy(t, ctx, args...)
+	if want := "mutual TLS with " + ks.Path; !strings.Contains(p.out.String(), want) {
+		t.Errorf("the CLI does not say %q:\n%s", want, p.out.String())
+	}
+	succeeded(t, p, appID)
+	checkExactlyOnce(t, r.fs, out, n, keys)
+	found := false
+	for _, f := range containerLogs(t, r.c, appID, "appmaster.err") {
+		b, _ := os.ReadFile(f)
+		found = found || bytes.Contains(b, []byte(`authentication="mutual TLS with `+ks.Path))
+	}
+	if !found && r.harness() {
+		t.Errorf("the ApplicationMaster's log does not say it authenticates with mutual TLS with %s", ks.Path)
+	}
 }

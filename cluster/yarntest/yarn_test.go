@@ -372,7 +372,11 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-application",
 		"-Dyarn.application.type=SluiceTest", "-Dyarn.application.queue=default", "-Dyarn.tags=yarntest,exactly-once"}, small...)
 	args = append(args, checkpointed...)
-	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000")
+	// A secret among the program's arguments (which the program ignores:
+	// the flag package stops at it) never reaches a log of the
+	// application.
+	const secretArg = "kafka.sasl.password=hunter2-yarn-Zq8x"
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "2000", secretArg)
 
 	began := time.Now()
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
@@ -401,6 +405,7 @@ func TestApplicationModeExactlyOnce(t *testing.T) {
 	checkFinalTrackingURL(t, ctx, r, appID)
 	checkAggregatedLogs(t, ctx, r, appID)
 	t.Logf("%d TaskManager containers", r.checkTaskManagerLogs(t, appID))
+	r.checkNoSecretInLogs(t, appID, "hunter2-yarn")
 	t.Logf("TIMING yarn-application: submit → job RUNNING %v, submit → application FINISHED %v (job of %d records at 2000/s)",
 		toJobRunning.Round(time.Millisecond), toFinished.Round(time.Millisecond), n)
 }

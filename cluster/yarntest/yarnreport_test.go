@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +234,35 @@ func (r *rig) checkTaskManagerLogs(t *testing.T, appID string) int {
 		t.Errorf("workers' logs in the container log dirs: %d .out, %d .err; want some of each", workerOut, workerErr)
 	}
 	return tms
+}
+
+// checkNoSecretInLogs checks that no file of the application's container
+// log directories (the ApplicationMaster's JobManager log among them)
+// holds secret, and that the ApplicationMaster logged the program's run
+// with the count of its arguments.
+func (r *rig) checkNoSecretInLogs(t *testing.T, appID, secret string) {
+	t.Helper()
+	if !r.harness() {
+		t.Logf("container logs not checked for the secret: %s is a cluster whose NodeManager disks this test cannot see", r.c.ConfDir)
+		return
+	}
+	counted := false
+	for dir, files := range r.containerLogs(t, appID) {
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Errorf("reading %s/%s: %v", dir, f, err)
+				continue
+			}
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s/%s holds the program's secret argument", dir, f)
+			}
+			counted = counted || regexp.MustCompile(`msg="running the application" .*binary=\S+ args=\d+`).Match(b)
+		}
+	}
+	if !counted {
+		t.Errorf("no container log of %s says it runs the application with the number of its arguments", appID)
+	}
 }
 
 // checkAggregatedLogs runs Hadoop's own `yarn logs -applicationId` (LogsCLI)

@@ -1,14 +1,16 @@
 // Package tlsconf builds the tls.Configs of Sluice's endpoints from Flink's
 // security.ssl.* keys: the REST endpoint and its clients
 // (security.ssl.rest.*), and the mutual TLS of internal connections
-// (security.ssl.internal.*). Keystores and truststores are PEM files (a
-// keystore: certificate chain and unencrypted private key; a truststore: CA
-// certificates); a JKS or PKCS12 file is refused with an error saying how
-// to convert it. Every error is a *FileError or *ConfigError naming the key.
+// (security.ssl.internal.*). Keystores and truststores are what Flink
+// reads, JKS and PKCS12 files (keytool's), or PEM files (a keystore: a
+// certificate chain and its private key; a truststore: CA certificates);
+// the format is told from the content unless the *-type option names it.
+// A keystore must hold exactly one private key: Flink has no option
+// choosing one by alias. Every error is a *FileError or *ConfigError
+// naming the key (and the file).
 package tlsconf
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -18,11 +20,6 @@ import (
 
 	"github.com/sluice/sluice/conf"
 )
-
-// ErrNotPEM is wrapped by the FileError of a keystore or truststore that is
-// not PEM (a Java keystore, PKCS12, DER).
-var ErrNotPEM = errors.New("not a PEM file (JKS and PKCS12 keystores are not read: convert them to PEM, " +
-	"e.g. keytool -importkeystore -destkeystore ks.p12 -deststoretype PKCS12, then openssl pkcs12 -in ks.p12 -nodes -out ks.pem)")
 
 // FileError is a keystore or truststore that cannot be used.
 type FileError struct {
@@ -55,7 +52,7 @@ func RESTServer(c *conf.Configuration) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if conf.Get(c, conf.SSLRESTAuthenticationEnabled) {
-		pool, err := truststore(c, conf.SSLRESTTruststore, conf.SSLRESTAuthenticationEnabled)
+		pool, err := truststore(c, restTruststore, conf.SSLRESTAuthenticationEnabled)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +71,7 @@ func RESTClient(c *conf.Configuration) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if conf.Get(c, conf.SSLRESTTruststore) != "" {
-		pool, err := truststore(c, conf.SSLRESTTruststore, conf.SSLRESTEnabled)
+		pool, err := truststore(c, restTruststore, conf.SSLRESTEnabled)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +105,7 @@ func Internal(c *conf.Configuration) (server, client *tls.Config, err error) {
 		return nil, nil, nil
 	}
 	cert, kerr := keystore(c, internalKeystore, conf.SSLInternalEnabled)
-	pool, terr := truststore(c, conf.SSLInternalTruststore, conf.SSLInternalEnabled)
+	pool, terr := truststore(c, internalTruststore, conf.SSLInternalEnabled)
 	if err := errors.Join(kerr, terr); err != nil {
 		return nil, nil, err
 	}
@@ -146,15 +143,24 @@ func verifyChain(roots *x509.CertPool, usage x509.ExtKeyUsage) func([][]byte, []
 	}
 }
 
-// keystoreKeys are the options of one keystore: its file and the
-// passwords of its private key.
+// keystoreKeys are the options of one keystore: its file, its format and
+// the passwords of the file and of its private key.
 type keystoreKeys struct {
-	path, storePassword, keyPassword conf.Option[string]
+	path, storePassword, keyPassword, typ conf.Option[string]
+}
+
+// truststoreKeys are the options of one truststore.
+type truststoreKeys struct {
+	path, password, typ conf.Option[string]
 }
 
 var (
-	restKeystore     = keystoreKeys{conf.SSLRESTKeystore, conf.SSLRESTKeystorePassword, conf.SSLRESTKeyPassword}
-	internalKeystore = keystoreKeys{conf.SSLInternalKeystore, conf.SSLInternalKeystorePassword, conf.SSLInternalKeyPassword}
+	restKeystore = keystoreKeys{conf.SSLRESTKeystore, conf.SSLRESTKeystorePassword, conf.SSLRESTKeyPassword,
+		conf.SSLRESTKeystoreType}
+	internalKeystore = keystoreKeys{conf.SSLInternalKeystore, conf.SSLInternalKeystorePassword, conf.SSLInternalKeyPassword,
+		conf.SSLInternalKeystoreType}
+	restTruststore     = truststoreKeys{conf.SSLRESTTruststore, conf.SSLRESTTruststorePassword, conf.SSLRESTTruststoreType}
+	internalTruststore = truststoreKeys{conf.SSLInternalTruststore, conf.SSLInternalTruststorePassword, conf.SSLInternalTruststoreType}
 )
 
 // ErrKeyPassword is wrapped by the FileError of a keystore whose encrypted
@@ -162,32 +168,88 @@ var (
 // encrypted while no password is configured.
 var ErrKeyPassword = errors.New("the private key is encrypted")
 
-// keystore reads the PEM certificate chain and private key ks names,
-// decrypting the key with its password; because says which setting needs
-// it.
+// keystore reads the certificate chain and private key of the keystore
+// ks names, in its format; because says which setting needs it.
 func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (tls.Certificate, error) {
 	path := conf.Get(c, ks.path)
 	if path == "" {
 		return tls.Certificate{}, &ConfigError{Key: ks.path.Key(), Problem: "not set, but " + because.Key() + " needs it"}
 	}
-	b, err := readPEM(path)
-	if err != nil {
+	fail := func(err error) (tls.Certificate, error) {
 		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path, Err: err}
 	}
-	password, passwordKey := conf.Get(c, ks.keyPassword), ks.keyPassword.Key()
-	if password == "" {
-		password, passwordKey = conf.Get(c, ks.storePassword), ks.storePassword.Key()
-	}
-	b, err = decryptKeys(b, password, passwordKey, ks.keyPassword.Key())
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path, Err: err}
+		return fail(err)
+	}
+	typ, err := storeType(c, ks.typ)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	f, err := format(b, typ, ks.typ.Key())
+	if err != nil {
+		return fail(err)
+	}
+	storePassword := conf.Get(c, ks.storePassword)
+	keyPassword, keyPasswordKey := conf.Get(c, ks.keyPassword), ks.keyPassword.Key()
+	if keyPassword == "" {
+		keyPassword, keyPasswordKey = storePassword, ks.storePassword.Key()
+	}
+	switch f {
+	case FormatJKS:
+		if storePassword == "" {
+			return fail(fmt.Errorf("%w: a JKS keystore, and %s is not set", ErrStorePassword, ks.storePassword.Key()))
+		}
+		cert, err := jksKeystore(b, storePassword, keyPassword, keyPasswordKey)
+		if errors.Is(err, ErrStorePassword) {
+			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, ks.storePassword.Key())
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return cert, nil
+	case FormatPKCS12:
+		password, passwordKey := storePassword, ks.storePassword.Key()
+		if password == "" {
+			password, passwordKey = keyPassword, keyPasswordKey
+		}
+		cert, err := pkcs12Keystore(b, password)
+		if errors.Is(err, ErrStorePassword) {
+			err = fmt.Errorf("%w: %s does not open the PKCS12 file", ErrStorePassword, describeKey(passwordKey, password))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return cert, nil
+	}
+	b, err = decryptKeys(b, keyPassword, keyPasswordKey, ks.keyPassword.Key())
+	if err != nil {
+		return fail(err)
 	}
 	cert, err := tls.X509KeyPair(b, b)
 	if err != nil {
-		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path,
-			Err: fmt.Errorf("want a certificate chain and an unencrypted private key (or an encrypted one and its password): %w", err)}
+		return fail(fmt.Errorf("want a certificate chain and an unencrypted private key (or an encrypted one and its password): %w", err))
 	}
 	return cert, nil
+}
+
+// storeType is the value of a keystore-type or truststore-type option:
+// a type Java has and Sluice does not read (JCEKS, PKCS11, BCFKS) is a
+// ConfigError, not a silent detection.
+func storeType(c *conf.Configuration, opt conf.Option[string]) (string, error) {
+	v, _, err := conf.Lookup(c, opt)
+	if err != nil {
+		return "", &ConfigError{Key: opt.Key(), Problem: err.Error() + " (Sluice reads JKS, PKCS12 and PEM files)"}
+	}
+	return v, nil
+}
+
+// describeKey names the password option, or says none is set.
+func describeKey(key, value string) string {
+	if value == "" {
+		return key + " (not set)"
+	}
+	return key
 }
 
 // decryptKeys returns the PEM blocks of b with every encrypted private
@@ -211,6 +273,11 @@ func decryptKeys(b []byte, password, passwordKey, wantKey string) ([]byte, error
 				return nil, fmt.Errorf("%w and %s is not set", ErrKeyPassword, wantKey)
 			}
 			der, err := x509.DecryptPEMBlock(blk, []byte(password)) //nolint:staticcheck
+			if err == nil && !parsesAsKey(der) {
+				// A wrong password passes RFC 1423's padding check once
+				// in about 256 tries: what it yields is not a key.
+				err = errors.New("what it decrypts to is not a private key")
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%w and %s does not decrypt it: %v", ErrKeyPassword, passwordKey, err)
 			}
@@ -221,30 +288,73 @@ func decryptKeys(b []byte, password, passwordKey, wantKey string) ([]byte, error
 	return out, nil
 }
 
-// truststore reads the PEM CA certificates opt names.
-func truststore(c *conf.Configuration, opt conf.Option[string], because conf.AnyOption) (*x509.CertPool, error) {
-	path := conf.Get(c, opt)
-	if path == "" {
-		return nil, &ConfigError{Key: opt.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+// parsesAsKey reports whether der is a private key of a form a PEM key
+// block holds (PKCS#1, SEC 1 or PKCS#8).
+func parsesAsKey(der []byte) bool {
+	if _, err := x509.ParsePKCS1PrivateKey(der); err == nil {
+		return true
 	}
-	b, err := readPEM(path)
-	if err != nil {
-		return nil, &FileError{Key: opt.Key(), Path: path, Err: err}
+	if _, err := x509.ParseECPrivateKey(der); err == nil {
+		return true
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, &FileError{Key: opt.Key(), Path: path, Err: errors.New("holds no PEM certificate")}
-	}
-	return pool, nil
+	_, err := x509.ParsePKCS8PrivateKey(der)
+	return err == nil
 }
 
-func readPEM(path string) ([]byte, error) {
+// truststore reads the certificates the truststore ts names trusts, in
+// its format.
+func truststore(c *conf.Configuration, ts truststoreKeys, because conf.AnyOption) (*x509.CertPool, error) {
+	path := conf.Get(c, ts.path)
+	if path == "" {
+		return nil, &ConfigError{Key: ts.path.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+	}
+	fail := func(err error) (*x509.CertPool, error) {
+		return nil, &FileError{Key: ts.path.Key(), Path: path, Err: err}
+	}
 	b, err := os.ReadFile(path)
+	if err != nil {
+		return fail(err)
+	}
+	typ, err := storeType(c, ts.typ)
 	if err != nil {
 		return nil, err
 	}
-	if blk, _ := pem.Decode(b); blk == nil || !bytes.Contains(b, []byte("-----BEGIN ")) {
-		return nil, ErrNotPEM
+	f, err := format(b, typ, ts.typ.Key())
+	if err != nil {
+		return fail(err)
 	}
-	return b, nil
+	password := conf.Get(c, ts.password)
+	var certs []*x509.Certificate
+	switch f {
+	case FormatPEM:
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return fail(errors.New("holds no PEM certificate"))
+		}
+		return pool, nil
+	case FormatJKS:
+		if password == "" {
+			return fail(fmt.Errorf("%w: a JKS truststore, and %s is not set", ErrStorePassword, ts.password.Key()))
+		}
+		certs, err = jksTruststore(b, password)
+		if errors.Is(err, ErrStorePassword) {
+			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, ts.password.Key())
+		}
+	case FormatPKCS12:
+		certs, err = pkcs12Truststore(b, password)
+		if errors.Is(err, ErrStorePassword) {
+			err = fmt.Errorf("%w: %s does not open the PKCS12 file", ErrStorePassword, describeKey(ts.password.Key(), password))
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if len(certs) == 0 {
+		return fail(errors.New("holds no certificate"))
+	}
+	pool := x509.NewCertPool()
+	for _, cert := range certs {
+		pool.AddCert(cert)
+	}
+	return pool, nil
 }

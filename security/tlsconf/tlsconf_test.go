@@ -76,8 +76,9 @@ func TestErrorsNameTheKeyAndFile(t *testing.T) {
 	}{
 		{"REST without a keystore", confOf("security.ssl.rest.enabled", "true"), restServer,
 			[]string{"security.ssl.rest.keystore", "not set", "security.ssl.rest.enabled"}, nil},
-		{"a Java keystore", confOf("security.ssl.rest.enabled", "true", "security.ssl.rest.keystore", jks), restServer,
-			[]string{"security.ssl.rest.keystore", jks, "openssl pkcs12"}, ErrNotPEM},
+		{"a damaged Java keystore", confOf("security.ssl.rest.enabled", "true", "security.ssl.rest.keystore", jks,
+			"security.ssl.rest.keystore-password", "changeit"), restServer,
+			[]string{"security.ssl.rest.keystore", jks, "JKS"}, nil},
 		{"a certificate without its key", confOf("security.ssl.rest.enabled", "true", "security.ssl.rest.keystore", onlyCA), restServer,
 			[]string{"security.ssl.rest.keystore", onlyCA, "unencrypted private key"}, nil},
 		{"client authentication without a truststore", confOf("security.ssl.rest.enabled", "true", "security.ssl.rest.keystore", p.ks,
