@@ -35,6 +35,11 @@ const (
 	// JobManager that runs it has one: in the environment, readable by the
 	// program's user only, never on its command line.
 	EnvRESTToken = "SLUICE_REST_TOKEN"
+	// EnvProgramArgs holds the program's arguments as a JSON array when a
+	// JobManager runs it (application mode): its command line, which every
+	// local user can list, holds none; the program's start-up puts them
+	// back in os.Args before its main runs.
+	EnvProgramArgs = "SLUICE_PROGRAM_ARGS"
 )
 
 // Values of EnvExecutionTarget besides TargetLocal and TargetRemote.

@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -327,10 +328,17 @@ func runApplication(ctx context.Context, c *conf.Configuration, app *Application
 	if err != nil {
 		return &ApplicationError{Err: err}
 	}
-	cmd := exec.CommandContext(ctx, app.Binary, app.Args...)
+	// The arguments go in the environment, not on the command line, which
+	// every local user of the host can list (they may hold credentials);
+	// the program's start-up (internal/launch) puts them back in os.Args.
+	args, err := json.Marshal(append([]string{}, app.Args...))
+	if err != nil {
+		return &ApplicationError{Err: err}
+	}
+	cmd := exec.CommandContext(ctx, app.Binary)
 	cmd.SysProcAttr = applicationAttr()
 	cmd.Env = append(os.Environ(), conf.EnvExecutionTarget+"="+conf.TargetRemote, conf.EnvJobManager+"="+restAddr,
-		conf.EnvDynamicProperties+"="+props)
+		conf.EnvDynamicProperties+"="+props, conf.EnvProgramArgs+"="+string(args))
 	if restToken != nil {
 		// The program submits through this JobManager's REST endpoint, which
 		// requires its token of requests that change state.

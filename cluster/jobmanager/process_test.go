@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"os"
@@ -106,8 +107,10 @@ func TestStandaloneJobManagerBindsLoopbackByDefault(t *testing.T) {
 
 // In application mode the JobManager logs the program's path and the
 // number of its arguments, never their values: a program's arguments can
-// hold secrets. The program (a script that fails unless it was given
-// exactly the arguments) shows that they reached it.
+// hold secrets. Nor are they on the program's command line, which every
+// local user can list: the program (a script that fails unless its
+// command line is empty and SLUICE_PROGRAM_ARGS holds exactly the
+// arguments) shows how they reach it.
 func TestApplicationModeDoesNotLogTheProgramsArguments(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -122,12 +125,15 @@ func TestApplicationModeDoesNotLogTheProgramsArguments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			prog := filepath.Join(dir, "program")
-			script := "#!/bin/sh\n[ \"$#\" -eq " + strconv.Itoa(len(tc.args)) + " ] || { echo \"got $# arguments\" >&2; exit 3; }\n" +
-				"[ \"$1\" = \"$WANT_FIRST\" ] || { echo 'the first argument differs' >&2; exit 4; }\necho program ran\n"
+			// Nothing on the program's command line (which every local
+			// user can list): its arguments come in SLUICE_PROGRAM_ARGS.
+			script := "#!/bin/sh\n[ \"$#\" -eq 0 ] || { echo \"got $# arguments on the command line\" >&2; exit 3; }\n" +
+				"[ \"$SLUICE_PROGRAM_ARGS\" = \"$WANT_ARGS\" ] || { echo 'SLUICE_PROGRAM_ARGS differs' >&2; exit 4; }\necho program ran\n"
 			if err := os.WriteFile(prog, []byte(script), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			t.Setenv("WANT_FIRST", tc.args[0])
+			want, _ := json.Marshal(tc.args)
+			t.Setenv("WANT_ARGS", string(want))
 			var logs syncBuffer
 			c := conf.New().Set("jobmanager.rpc.port", "0").Set("rest.port", "0")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -20,6 +20,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,14 @@ var workerStart struct {
 // every local user can list) and hands it the arguments, with the rest of
 // its deployment, on standard input.
 func init() {
+	if args, ok, err := programArgs(os.Getenv, os.Args); ok {
+		os.Unsetenv(conf.EnvProgramArgs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Args = args
+	}
 	if os.Getenv(conf.EnvExecutionTarget) != TargetWorker || os.Getenv(conf.EnvWorkerDeployment) != deployment.Stdin {
 		return
 	}
@@ -103,6 +112,25 @@ func init() {
 	if workerStart.d != nil {
 		os.Args = append(os.Args[:1:1], workerStart.d.Args...)
 	}
+}
+
+// programArgs is the program's command line with the arguments a
+// JobManager handed it in EnvProgramArgs (application mode, which starts
+// the program with nothing on its command line); ok is false when there
+// are none to put back.
+func programArgs(getenv func(string) string, args []string) (_ []string, ok bool, _ error) {
+	raw := getenv(conf.EnvProgramArgs)
+	if raw == "" || getenv(conf.EnvExecutionTarget) != TargetRemote {
+		return args, false, nil
+	}
+	var handed []string
+	if err := json.Unmarshal([]byte(raw), &handed); err != nil {
+		return args, true, fmt.Errorf("launch: %s is not a JSON array of strings: %w", conf.EnvProgramArgs, err)
+	}
+	if len(args) > 1 {
+		return args, true, fmt.Errorf("launch: the program has arguments both on its command line (%d) and in %s", len(args)-1, conf.EnvProgramArgs)
+	}
+	return append(args[:1:1], handed...), true, nil
 }
 
 // FromEnvironment reads the Process from this process's environment. It is
