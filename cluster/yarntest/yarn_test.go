@@ -234,11 +234,32 @@ func (r *rig) deploy(t *testing.T, ctx context.Context, args ...string) (p *run,
 	p = r.start(ctx, args...)
 	appID = match(t, p, reAppID, 2*time.Minute)
 	addr = match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr)
+	rc, err := restclient.New(addr, restclient.WithToken(r.restToken(t, appID)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, appID, addr, rc, runningJob(t, ctx, rc, 2*time.Minute)
+}
+
+// restToken reads application appID's REST token from its staging
+// directory, as the sluice commands do (the test runs as the application's
+// owner).
+func (r *rig) restToken(t *testing.T, appID string) []byte {
+	t.Helper()
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.fs.Open(path.Join("/user", user, ".sluice", appID, "rest-token"))
+	if err != nil {
+		t.Fatalf("the REST token of %s: %v", appID, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("the REST token of %s: %v", appID, err)
+	}
+	return bytes.TrimSpace(b)
 }
 
 // killTaskManager kills the TaskManager process pid (kill -9) and waits
