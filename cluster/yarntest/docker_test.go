@@ -380,9 +380,10 @@ func TestDockerAddresses(t *testing.T) {
 		t.Errorf("brokers advertise %v, want their own addresses %v", advertised, want)
 	}
 
-	succeeded(t, j.p, j.appID)
-	d.checkKafkaExactlyOnce(t, ctx, j)
-	noContainersLeft(t, ctx, yc, j.appID)
+	// The client is not on the web proxy's host (the master): its GET
+	// form of cancel needs the token too.
+	checkRESTNeedsItsToken(t, ctx, j.rc, j.job, true)
+	d.endedExactlyOnce(t, ctx, yc, j)
 }
 
 // TestDockerNodeManagerHostKilled: the host of a NodeManager that runs a
@@ -397,32 +398,17 @@ func TestDockerNodeManagerHostKilled(t *testing.T) {
 	defer cancel()
 	j := d.startKafkaJob(t, ctx, "docker-nm-killed", 3, 4000, 6, 3*time.Millisecond)
 
-	amNode, _ := d.workerOf(report(t, ctx, yc, j.appID).Host)
 	tms, err := j.rc.TaskManagers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := map[string]bool{}
-	var victim dockercluster.Node
 	for _, tm := range tms {
 		before[tm.ID] = true
-		if n, ok := d.workerOf(hostOf(t, tm.Path)); ok && n.Name != amNode.Name && victim.Name == "" {
-			victim = n
-		}
 	}
-	if victim.Name == "" {
-		t.Fatalf("every TaskManager %v runs on the ApplicationMaster's host %s: no host to kill without the AM", tms, amNode.Name)
-	}
-	if err := d.dc.Kill(ctx, victim.Name); err != nil {
-		t.Fatal(err)
-	}
+	victim := d.taskManagerHostBesidesAM(t, ctx, yc, j)
+	d.killHost(t, ctx, victim)
 	killed := time.Now()
-	t.Cleanup(func() {
-		if err := d.dc.Restart(context.Background(), victim.Name); err != nil {
-			t.Errorf("restarting %s: %v", victim.Name, err)
-		}
-		d.allNodesUp(t, context.Background())
-	})
 	testwait.Eventually(t, 3*time.Minute, "replacement TaskManagers on the other hosts", func() bool {
 		tms, err := j.rc.TaskManagers(ctx)
 		if err != nil {
@@ -441,8 +427,7 @@ func TestDockerNodeManagerHostKilled(t *testing.T) {
 		return fresh > 0
 	})
 	t.Logf("replacement TaskManagers registered %v after %s was killed", time.Since(killed).Round(time.Millisecond), victim.Name)
-	succeeded(t, j.p, j.appID)
-	d.checkKafkaExactlyOnce(t, ctx, j)
+	d.endedExactlyOnce(t, ctx, nil, j)
 	if st, err := j.rc.Job(ctx, j.job); err == nil {
 		t.Logf("job %s ended %s", j.job, st.State)
 	}
@@ -468,16 +453,8 @@ func TestDockerApplicationMasterHostKilled(t *testing.T) {
 	if !ok {
 		t.Fatalf("the ApplicationMaster runs on %q, not on a worker", first.Host)
 	}
-	if err := d.dc.Kill(ctx, victim.Name); err != nil {
-		t.Fatal(err)
-	}
+	d.killHost(t, ctx, victim)
 	killed := time.Now()
-	t.Cleanup(func() {
-		if err := d.dc.Restart(context.Background(), victim.Name); err != nil {
-			t.Errorf("restarting %s: %v", victim.Name, err)
-		}
-		d.allNodesUp(t, context.Background())
-	})
 	var second string
 	testwait.Eventually(t, 3*time.Minute, "a second ApplicationMaster attempt on another host", func() bool {
 		id, err := yarn.ParseApplicationID(j.appID)
@@ -492,9 +469,119 @@ func TestDockerApplicationMasterHostKilled(t *testing.T) {
 		return true
 	})
 	t.Logf("ApplicationMaster on %s killed; a second attempt runs on %s %v later", victim.Name, second, time.Since(killed).Round(time.Millisecond))
-	succeeded(t, j.p, j.appID)
-	d.checkKafkaExactlyOnce(t, ctx, j)
-	noContainersLeft(t, ctx, yc, j.appID)
+	d.endedExactlyOnce(t, ctx, yc, j)
+}
+
+// TestDockerDataNodeStoppedDuringUploads: the DataNode of a host that runs
+// a TaskManager is killed (SIGKILL, its NodeManager and the TaskManager
+// live on) while the job uploads a checkpoint every 500 ms. With two
+// DataNodes left (replication 2) checkpoints go on completing after the
+// kill, whatever the writes in flight to the dead one did, and the output
+// is exactly once.
+func TestDockerDataNodeStoppedDuringUploads(t *testing.T) {
+	d := newDockerRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-dn-stopped", 3, 4000, 6, 3*time.Millisecond)
+
+	tms, err := j.rc.TaskManagers(ctx)
+	if err != nil || len(tms) == 0 {
+		t.Fatalf("TaskManagers: %v %v", tms, err)
+	}
+	victim, ok := d.workerOf(hostOf(t, tms[0].Path))
+	if !ok {
+		t.Fatalf("TaskManager %s runs on %q, not on a worker", tms[0].ID, tms[0].Path)
+	}
+	before, err := j.rc.JobCheckpoints(ctx, j.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := d.dc.Exec(ctx, victim.Name, "/opt/sluice/bin/node.sh", "stop-datanode"); err != nil {
+		t.Fatalf("stopping the DataNode of %s: %v %s", victim.Name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := d.dc.Exec(context.Background(), victim.Name, "/opt/sluice/bin/node.sh", "start-datanode"); err != nil {
+			t.Errorf("starting the DataNode of %s again: %v %s", victim.Name, err, out)
+		}
+	})
+	t.Logf("DataNode of %s killed after %d completed checkpoints", victim.Name, before.Counts.Completed)
+	testwait.Eventually(t, 3*time.Minute, "three checkpoints completed after the DataNode died", func() bool {
+		st, err := j.rc.JobCheckpoints(ctx, j.job)
+		if err != nil {
+			select {
+			case <-j.p.done:
+				return true // the job ended first: the output check decides
+			default:
+			}
+			return false
+		}
+		return st.Counts.Completed >= before.Counts.Completed+3
+	})
+	d.endedExactlyOnce(t, ctx, nil, j)
+}
+
+// TestDockerWorkerCutOff: a host running a TaskManager (not the
+// ApplicationMaster's) is cut off the network for 30 s, its processes
+// running on, then reconnected. The JobManager declares its TaskManagers
+// lost (heartbeat.timeout) and YARN its NodeManager (15 s here); the job
+// resumes on TaskManagers elsewhere from its checkpoint. When the host
+// comes back, its old TaskManager must not rejoin the job's attempt: the
+// output is exactly once, read_committed, no transaction is left open,
+// and no container of the application outlives it.
+func TestDockerWorkerCutOff(t *testing.T) {
+	d := newDockerRig(t)
+	yc := d.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-worker-cut", 3, 4000, 6, 3*time.Millisecond)
+	t.Cleanup(func() { d.allNodesUp(t, context.Background()) })
+
+	victim := d.taskManagerHostBesidesAM(t, ctx, yc, j)
+	d.cutOff(t, ctx, victim, j, 30*time.Second, func() {
+		// 30 s alone, far past heartbeat.timeout (5 s): the TaskManager
+		// there has stopped the job's tasks, its workers (the job binary,
+		// run from the TaskManager's blob directory) are gone.
+		out, _ := d.dc.Exec(ctx, victim.Name, "sh", "-c", "ps -eo args | grep -c '[t]askmanager-work/blobs/' || true")
+		if n := strings.TrimSpace(out); n != "0" {
+			ps, _ := d.dc.Exec(ctx, victim.Name, "ps", "-eo", "pid,args")
+			t.Errorf("%s, cut off for 30 s, still runs %s workers of the job:\n%s", victim.Name, n, ps)
+		}
+	})
+	d.endedExactlyOnce(t, ctx, yc, j)
+}
+
+// TestDockerBrokerKilled: the broker leading partition 0 of the job's
+// output is killed mid-transaction (docker kill: whatever transactions it
+// coordinates move to another broker) and restarted 15 s later. The job rides it
+// out on the other two (replication 3, min.insync.replicas 2) and its
+// output is exactly once, read_committed, with no transaction left open.
+func TestDockerBrokerKilled(t *testing.T) {
+	d := newDockerRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	j := d.startKafkaJob(t, ctx, "docker-broker-killed", 3, 4000, 6, 3*time.Millisecond)
+	broker := d.outputLeader(t, ctx, j)
+	if err := d.dc.Kill(ctx, broker.Name); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if !restarted {
+			restarted = true
+			if err := d.dc.Restart(context.Background(), broker.Name); err != nil {
+				t.Errorf("restarting %s: %v", broker.Name, err)
+			}
+		}
+	}
+	defer restart()
+	select {
+	case <-j.p.done:
+	case <-time.After(15 * time.Second):
+	}
+	restart()
+	t.Logf("%s (leader of %s/0) was killed and restarted after 15 s", broker.Name, j.out)
+	d.endedExactlyOnce(t, ctx, nil, j)
+	d.brokersBack(t, ctx)
 }
 
 // TestDockerBrokerPartitioned: the broker leading partition 0 of the job's
@@ -508,6 +595,15 @@ func TestDockerBrokerPartitioned(t *testing.T) {
 	defer cancel()
 	j := d.startKafkaJob(t, ctx, "docker-broker-cut", 3, 4000, 6, 3*time.Millisecond)
 
+	broker := d.outputLeader(t, ctx, j)
+	d.cutOff(t, ctx, broker, j, 20*time.Second, nil)
+	d.endedExactlyOnce(t, ctx, nil, j)
+	d.brokersBack(t, ctx)
+}
+
+// outputLeader is the broker leading partition 0 of the job's output.
+func (d *dockerRig) outputLeader(t *testing.T, ctx context.Context, j *kafkaJob) dockercluster.Node {
+	t.Helper()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
 	if err != nil {
 		t.Fatal(err)
@@ -518,44 +614,102 @@ func TestDockerBrokerPartitioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := md.Topics[j.out].Partitions[0].Leader
-	var broker dockercluster.Node
 	for _, b := range md.Brokers {
 		if b.NodeID == leader {
 			for _, n := range d.dc.Role(dockercluster.RoleKafka) {
 				if n.IP == b.Host {
-					broker = n
+					return n
 				}
 			}
 		}
 	}
-	if broker.Name == "" {
-		t.Fatalf("no node advertises broker %d, the leader of %s/0 (%+v)", leader, j.out, md.Brokers)
+	t.Fatalf("no node advertises broker %d, the leader of %s/0 (%+v)", leader, j.out, md.Brokers)
+	return dockercluster.Node{}
+}
+
+// brokersBack waits for every broker to be in the cluster's metadata.
+func (d *dockerRig) brokersBack(t *testing.T, ctx context.Context) {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := d.dc.Disconnect(ctx, broker.Name); err != nil {
+	defer admin.Close()
+	testwait.Eventually(t, 2*time.Minute, "every broker back in the cluster's metadata", func() bool {
+		md, err := kadm.NewClient(admin).BrokerMetadata(ctx)
+		return err == nil && len(md.Brokers) == len(d.dc.Role(dockercluster.RoleKafka))
+	})
+}
+
+// taskManagerHostBesidesAM returns a worker that runs one of the job's
+// TaskManagers and not its ApplicationMaster.
+func (d *dockerRig) taskManagerHostBesidesAM(t *testing.T, ctx context.Context, yc *yarn.Client, j *kafkaJob) dockercluster.Node {
+	t.Helper()
+	amNode, _ := d.workerOf(report(t, ctx, yc, j.appID).Host)
+	tms, err := j.rc.TaskManagers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range tms {
+		if n, ok := d.workerOf(hostOf(t, tm.Path)); ok && n.Name != amNode.Name {
+			return n
+		}
+	}
+	t.Fatalf("every TaskManager %v runs on the ApplicationMaster's host %s: no host to fail without the AM", tms, amNode.Name)
+	return dockercluster.Node{}
+}
+
+// killHost kills node (docker kill) and, when the test ends, boots it
+// again and waits for the whole cluster.
+func (d *dockerRig) killHost(t *testing.T, ctx context.Context, node dockercluster.Node) {
+	t.Helper()
+	if err := d.dc.Kill(ctx, node.Name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.dc.Restart(context.Background(), node.Name); err != nil {
+			t.Errorf("restarting %s: %v", node.Name, err)
+		}
+		d.allNodesUp(t, context.Background())
+	})
+}
+
+// cutOff cuts node off the network for dur, or until the job ends if it
+// ends first, then runs during (if the cut lasted) and reconnects it (also
+// if the test fails meanwhile).
+func (d *dockerRig) cutOff(t *testing.T, ctx context.Context, node dockercluster.Node, j *kafkaJob, dur time.Duration, during func()) {
+	t.Helper()
+	if err := d.dc.Disconnect(ctx, node.Name); err != nil {
 		t.Fatal(err)
 	}
 	healed := false
 	heal := func() {
 		if !healed {
 			healed = true
-			if err := d.dc.Connect(context.Background(), broker.Name); err != nil {
-				t.Errorf("reconnecting %s: %v", broker.Name, err)
+			if err := d.dc.Connect(context.Background(), node.Name); err != nil {
+				t.Errorf("reconnecting %s: %v", node.Name, err)
 			}
 		}
 	}
 	defer heal()
-	// The partition lasts 20 s, or less if the job ends first.
 	select {
 	case <-j.p.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(dur):
+		if during != nil {
+			during()
+		}
 	}
 	heal()
-	t.Logf("%s (leader of %s/0) was cut off for 20 s and reconnected", broker.Name, j.out)
+	t.Logf("%s was cut off for %v and reconnected", node.Name, dur)
+}
+
+// endedExactlyOnce: the application succeeded, the job's output is exactly
+// once, and (given yc) no container of the application is left.
+func (d *dockerRig) endedExactlyOnce(t *testing.T, ctx context.Context, yc *yarn.Client, j *kafkaJob) {
+	t.Helper()
 	succeeded(t, j.p, j.appID)
 	d.checkKafkaExactlyOnce(t, ctx, j)
-	// The healed broker is back in the cluster.
-	testwait.Eventually(t, 2*time.Minute, broker.Name+" back in the cluster's metadata", func() bool {
-		md, err := kadm.NewClient(admin).BrokerMetadata(ctx)
-		return err == nil && len(md.Brokers) == len(d.dc.Role(dockercluster.RoleKafka))
-	})
+	if yc != nil {
+		noContainersLeft(t, ctx, yc, j.appID)
+	}
 }
