@@ -34,7 +34,7 @@ type Config struct {
 	// security/tlsconf). Default: nil, plain HTTP.
 	TLS *tls.Config
 	// Version and Revision of Sluice, reported as Flink's flink-version and
-	// flink-commit. Default "unknown".
+	// flink-commit. Default: what the binary's build recorded (BuildVersion).
 	Version, Revision string
 	// Cluster is the cluster's configuration, listed by GET
 	// /jobmanager/config with the values of sensitive keys (passwords,
@@ -103,11 +103,14 @@ func ConfigFrom(c *conf.Configuration) Config {
 }
 
 func (c *Config) defaults() {
-	if c.Version == "" {
-		c.Version = "unknown"
-	}
-	if c.Revision == "" {
-		c.Revision = "unknown"
+	if c.Version == "" || c.Revision == "" {
+		v, r := BuildVersion()
+		if c.Version == "" {
+			c.Version = v
+		}
+		if c.Revision == "" {
+			c.Revision = r
+		}
 	}
 	if c.LogFile == "" {
 		c.LogFile = "jobmanager.log"
