@@ -234,7 +234,7 @@ func TestDeployRunsTaskManagers(t *testing.T) {
 	for _, fi := range infos {
 		names = append(names, fi.Name())
 		// The application's internal TLS files (on by default on YARN).
-		if (strings.HasPrefix(fi.Name(), "internal-") || fi.Name() == FileRESTToken) && fi.Mode().Perm() != 0o600 {
+		if (strings.HasPrefix(fi.Name(), "internal-") || fi.Name() == yarndeploy.FileRESTToken) && fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s is staged with mode %v, want 0600", fi.Name(), fi.Mode().Perm())
 		}
 	}
