@@ -14,8 +14,9 @@ deps: ## Download Go modules.
 build: deps
 	$(GO) build ./...
 
-vet:
+vet: ## go vet, also of the files only the integration and multi-host build tags compile.
 	$(GO) vet ./...
+	$(GO) vet -tags 'integration dockercluster' ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
