@@ -146,9 +146,13 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		if len(n.Keys) == 0 {
 			keyed = in.KeyBy(func(core.Record, []byte) []byte { return nil }).SetParallelism(in.Node().Parallelism)
 		}
+		newOp := func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }
+		if n.Window.Kind == "SESSION" {
+			newOp = func() core.Operator { return &sessionAggOp{aggSpec: spec, w: n, late: late} }
+		}
 		s := core.Transform(keyed, core.OperatorSpec{Kind: "window-aggregate", Name: "WindowAggregate " + n.Window.String(), Out: out,
 			NeedsWatermarks: true, Props: map[string]string{"window": n.Window.String()},
-			New: func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }}).UID(c.uid("window-aggregate"))
+			New: newOp}).UID(c.uid("window-aggregate"))
 		if len(n.Keys) == 0 {
 			s.SetParallelism(1)
 		}

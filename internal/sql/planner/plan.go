@@ -112,13 +112,16 @@ func (c *Calc) describe() string {
 
 // Window is a window TVF's assignment.
 type Window struct {
-	Kind string // TUMBLE, HOP, CUMULATE
+	Kind string // TUMBLE, HOP, CUMULATE, SESSION
 	// TimeCol is the index of the time attribute in the input.
 	TimeCol  int
 	TimeName string
 	// Size, Slide (HOP's slide, CUMULATE's step) and Offset, in
-	// milliseconds.
+	// milliseconds. A SESSION window's gap is its Size: a row at t opens
+	// [t, t + gap), and windows that overlap or touch merge.
 	Size, Slide, Offset int64
+	// PartitionBy are a SESSION's PARTITION BY columns (names).
+	PartitionBy []string
 }
 
 func (w Window) String() string {
@@ -127,6 +130,12 @@ func (w Window) String() string {
 		return fmt.Sprintf("HOP(time_col=[%s], size=[%s], slide=[%s])", w.TimeName, durationText(w.Size), durationText(w.Slide))
 	case "CUMULATE":
 		return fmt.Sprintf("CUMULATE(time_col=[%s], max_size=[%s], step=[%s])", w.TimeName, durationText(w.Size), durationText(w.Slide))
+	case "SESSION":
+		s := fmt.Sprintf("SESSION(time_col=[%s], gap=[%s]", w.TimeName, durationText(w.Size))
+		if len(w.PartitionBy) > 0 {
+			s += fmt.Sprintf(", partition keys=[%s]", strings.Join(w.PartitionBy, ", "))
+		}
+		return s + ")"
 	}
 	s := fmt.Sprintf("TUMBLE(time_col=[%s], size=[%s]", w.TimeName, durationText(w.Size))
 	if w.Offset != 0 {
@@ -136,8 +145,12 @@ func (w Window) String() string {
 }
 
 // Assign calls fn with [start, end) of every window the timestamp ts
-// falls in, earliest first.
+// falls in, earliest first (for SESSION: the window the row opens, before
+// merging).
 func (w Window) Assign(ts int64, fn func(start, end int64) error) error {
+	if w.Kind == "SESSION" {
+		return fn(ts, ts+w.Size)
+	}
 	floor := func(t, size int64) int64 {
 		r := (t - w.Offset) % size
 		if r < 0 {

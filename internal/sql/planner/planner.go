@@ -26,6 +26,8 @@ type Session struct {
 type session struct {
 	src string
 	cat *Catalog
+	// inRank is set while the block under a ROW_NUMBER() is planned.
+	inRank bool
 }
 
 // NewSession returns a session over cat (a new catalog when nil).
@@ -450,8 +452,11 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 				"the window function requires the time column %s to be a time attribute (declare a WATERMARK FOR it), but it is %s", f.TimeCol, inf[tc].Type)
 		}
 		w := Window{Kind: f.Func, TimeCol: tc, TimeName: f.TimeCol}
-		if f.Func == "SESSION" {
-			return nil, nil, nil, p.errAt(f.Position(), ErrInvalid, "SESSION windows are not supported yet")
+		for i, k := range f.PartitionBy {
+			if !slices.Contains(names, k) {
+				return nil, nil, nil, p.unknownColumn(f.PartitionByPos[i], k, names)
+			}
+			w.PartitionBy = append(w.PartitionBy, k)
 		}
 		var ivs []int64
 		for _, a := range f.Args {
@@ -481,6 +486,8 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 			if w.Size%w.Slide != 0 {
 				return nil, nil, nil, p.errAt(f.Position(), ErrInvalid, "CUMULATE's max size must be an integral multiple of its step")
 			}
+		case "SESSION":
+			w.Size = ivs[0]
 		}
 		if len(ivs) > 2 {
 			w.Offset = ivs[2]
@@ -538,6 +545,10 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	for _, it := range q.Items {
 		aggregating = aggregating || (it.Expr != nil && containsAgg(it.Expr))
 	}
+	if win != nil && win.Kind == "SESSION" && (!aggregating || !groupsByWindow(q.GroupBy)) && !p.inRank {
+		return nil, p.errAt(q.From.Position(), ErrInvalid,
+			"a SESSION window TVF is supported in a window aggregation only (GROUP BY window_start, window_end, ...)")
+	}
 	if !aggregating {
 		exprs, names, err := p.selectList(q, sc, nil, in.Fields())
 		if err != nil {
@@ -582,6 +593,12 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		pre, preNames = append(pre, e), append(preNames, name)
 	}
 	nKeys := len(pre)
+	for _, k := range tvf.Window.PartitionBy {
+		if !slices.Contains(preNames[:nKeys], k) {
+			return nil, p.errAt(q.Position(), ErrInvalid,
+				"the GROUP BY of a SESSION window aggregation must contain its PARTITION BY column %s (sessions are per group)", k)
+		}
+	}
 	aggs, err := p.collectAggs(q, sc, as, nIn, nKeys, &pre, &preNames)
 	if err != nil {
 		return nil, err

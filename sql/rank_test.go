@@ -1,0 +1,66 @@
+package sql_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/internal/testwait"
+)
+
+func orderAt(id, customer, amount, at string) string {
+	return order(id, customer, amount, "2024-01-01 "+at)
+}
+
+// SESSION windows merge per customer: a row that bridges two sessions
+// merges them; a row behind the watermark whose window merges into an
+// open session counts, one whose window is already over is late and
+// dropped (Flink's merging-window lateness). The watermark lags a minute.
+func TestSessionWindowAggregation(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.topic(t, "sessions", 1)
+			script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' MINUTE)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset');
+CREATE TABLE sessions (customer_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT, total DECIMAL(18, 2))
+WITH ('connector' = 'kafka', 'topic' = 'sessions', 'properties.bootstrap.servers' = '…', 'format' = 'json');
+INSERT INTO sessions SELECT customer_id, window_start, window_end, COUNT(*), SUM(amount)
+FROM TABLE(SESSION(TABLE orders PARTITION BY customer_id, DESCRIPTOR(occurred_at), INTERVAL '30' SECOND))
+GROUP BY customer_id, window_start, window_end;`, b.addr)
+			job, _ := start(t, script, map[string]string{"parallelism.default": par})
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "1", "10:00:00"),
+				orderAt("o2", "c2", "2", "10:00:10"),
+				orderAt("o3", "c1", "3", "10:00:20"),
+				orderAt("o4", "c2", "4", "10:00:50"),
+				orderAt("o5", "c2", "5", "10:00:30"), // bridges [10:00:10, 10:00:40) and [10:00:50, 10:01:20)
+				orderAt("o6", "c1", "6", "10:01:30"),
+				orderAt("m1", "c0", "0", "10:02:55")) // watermark 10:01:55
+			first := []string{
+				` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:00:50","n":2,"total":4.00}`,
+				` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:20","n":3,"total":11.00}`,
+			}
+			if got := b.read(t, "sessions", 2); !slices.Equal(got, first) {
+				t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(first, "\n"))
+			}
+			b.produce(t, "orders", 0,
+				orderAt("o7", "c3", "7", "10:00:00"), // [10:00:00, 10:00:30) is over: late
+				orderAt("o8", "c1", "8", "10:01:40"), // behind the watermark, but merges into [10:01:30, 10:02:00)
+				orderAt("o9", "c1", "9", "10:00:40"), // c1's first session fired: late
+				orderAt("m2", "c0", "0", "11:00:00")) // fires the rest but m2's own
+			want := append(first,
+				` {"customer_id":"c0","window_start":"2024-01-01 10:02:55","window_end":"2024-01-01 10:03:25","n":1,"total":0.00}`,
+				` {"customer_id":"c1","window_start":"2024-01-01 10:01:30","window_end":"2024-01-01 10:02:10","n":2,"total":14.00}`)
+			slices.Sort(want)
+			if got := b.read(t, "sessions", 4); !slices.Equal(got, want) {
+				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			testwait.Eventually(t, 10*time.Second, "2 late records counted", func() bool { return job.Metrics().LateRecordsDropped == 2 })
+		})
+	}
+}
