@@ -26,8 +26,6 @@ type Session struct {
 type session struct {
 	src string
 	cat *Catalog
-	// inRank is set while the block under a ROW_NUMBER() is planned.
-	inRank bool
 }
 
 // NewSession returns a session over cat (a new catalog when nil).
@@ -285,7 +283,7 @@ var aggregates = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN":
 func containsAgg(e parser.Expr) bool {
 	found := false
 	walk(e, func(x parser.Expr) {
-		if c, ok := x.(*parser.Call); ok && aggregates[c.Name] {
+		if c, ok := x.(*parser.Call); ok && aggregates[c.Name] && c.Over == nil {
 			found = true
 		}
 	})
@@ -525,6 +523,9 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	if q.Distinct {
 		return nil, p.errAt(q.Position(), ErrInvalid, "SELECT DISTINCT is not supported yet")
 	}
+	if sub, ok := q.From.(*parser.SubqueryRef); ok && rowNumberItem(sub.Query) >= 0 {
+		return p.planRank(q, sub)
+	}
 	in, sc, win, err := p.from(q.From)
 	if err != nil {
 		return nil, err
@@ -545,7 +546,7 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	for _, it := range q.Items {
 		aggregating = aggregating || (it.Expr != nil && containsAgg(it.Expr))
 	}
-	if win != nil && win.Kind == "SESSION" && (!aggregating || !groupsByWindow(q.GroupBy)) && !p.inRank {
+	if win != nil && win.Kind == "SESSION" && (!aggregating || !groupsByWindow(q.GroupBy)) {
 		return nil, p.errAt(q.From.Position(), ErrInvalid,
 			"a SESSION window TVF is supported in a window aggregation only (GROUP BY window_start, window_end, ...)")
 	}
@@ -1021,7 +1022,8 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 	conn := t.Options[OptConnector]
 	if in.Changelog() == Updating && conn == "kafka" {
 		return nil, p.errAt(ins.Position(), ErrInvalid,
-			"table sink '%s' doesn't support consuming update changes: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)", t.Path())
+			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)",
+			t.Path(), updateSource(in).describe())
 	}
 	if in.Changelog() == Updating && conn == "upsert-kafka" {
 		key, ok := upsertKey(in)
@@ -1034,7 +1036,7 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 		slices.Sort(key)
 		if !ok || !slices.Equal(key, pk) {
 			return nil, p.errAt(ins.Position(), ErrInvalid,
-				"the query's upsert key differs from the primary key of sink table '%s': writing it needs an upsert materializer, which is not supported yet; make the GROUP BY keys the sink's primary key", t.Path())
+				"the query's upsert key differs from the primary key of sink table '%s': writing it needs an upsert materializer, which is not supported yet; make the sink's primary key the query's upsert key (the GROUP BY keys; a deduplication's PARTITION BY keys; a Top-N's PARTITION BY keys and row number)", t.Path())
 		}
 	}
 	return &Sink{Table: t, Input: in, Columns: cols, OnConflict: ins.OnConflict}, nil
@@ -1046,6 +1048,18 @@ func upsertKey(n Node) ([]int, bool) {
 	switch n := n.(type) {
 	case *GroupAggregate:
 		return slices.Clone(n.Keys), true
+	case *Deduplicate:
+		return slices.Clone(n.Keys), true
+	case *Rank:
+		// A Top-N's rows are identified by the partition key and the row
+		// number; a Top-1's by the partition key alone.
+		if n.OutputRank {
+			return append(slices.Clone(n.PartitionKeys), len(n.Input.Fields())), true
+		}
+		if n.N == 1 {
+			return slices.Clone(n.PartitionKeys), true
+		}
+		return nil, false
 	case *Calc:
 		inner, ok := upsertKey(n.Input)
 		if !ok {
@@ -1067,6 +1081,17 @@ func upsertKey(n Node) ([]int, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// updateSource is the node that makes n's input updating: the first
+// updating node whose inputs are all insert-only.
+func updateSource(n Node) Node {
+	for _, in := range n.Inputs() {
+		if in.Changelog() == Updating {
+			return updateSource(in)
+		}
+	}
+	return n
 }
 
 // fuseCalc applies exprs (over calc's output) directly to calc's input.
@@ -1239,6 +1264,9 @@ func (p *session) bind(e parser.Expr, sc *scope, as *aggScope) (Expr, error) {
 	case *parser.Case:
 		return p.caseExpr(x, sc, as)
 	case *parser.Call:
+		if x.Over != nil {
+			return nil, p.overError(x)
+		}
 		if aggregates[x.Name] {
 			return nil, p.errAt(x.Position(), ErrInvalid, "aggregate %s is not allowed here", x.Name)
 		}
