@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/testwait"
+	"github.com/sluice/sluice/sql"
 )
 
 func orderAt(id, customer, amount, at string) string {
@@ -61,6 +62,136 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			testwait.Eventually(t, 10*time.Second, "2 late records counted", func() bool { return job.Metrics().LateRecordsDropped == 2 })
+		})
+	}
+}
+
+// runPrinted runs script (whose INSERT writes a print table over a
+// bounded scan) to its end at parallelism par and returns the printed rows
+// per key (the first field), in the order printed: rows of one key keep
+// their order whichever subtask printed them.
+func runPrinted(t *testing.T, script, par string) map[string][]string {
+	t.Helper()
+	var out strings.Builder
+	jobs, err := sql.NewSession(sql.Options{Stdout: &out, Config: map[string]string{"parallelism.default": par}}).ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := j.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byKey := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if i := strings.Index(line, "> "); i >= 0 {
+			line = line[i+2:] // the subtask's prefix
+		}
+		if len(line) < 3 || !strings.Contains("+I[-U[+U[-D[", line[:3]) {
+			continue // the client's messages
+		}
+		open := strings.Index(line, "[")
+		if open < 0 {
+			t.Fatalf("printed %q", line)
+		}
+		key := strings.SplitN(line[open+1:], ",", 2)[0]
+		byKey[key] = append(byKey[key], line)
+	}
+	return byKey
+}
+
+func checkByKey(t *testing.T, got, want map[string][]string) {
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range keys {
+		if !slices.Equal(got[k], want[k]) {
+			t.Errorf("key %s printed:\n%s\nwant:\n%s", k, strings.Join(got[k], "\n"), strings.Join(want[k], "\n"))
+		}
+	}
+}
+
+const ordersDDL = `CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+`
+
+// Deduplication by rowtime: keeping the last row replaces it with every
+// row not earlier (-U/+U); keeping the first, with a row that is earlier
+// (a changelog too, as Flink plans a rowtime keep-first).
+func TestDeduplication(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "1", "10:00:00"),
+				orderAt("o2", "c2", "2", "10:00:05"),
+				orderAt("o3", "c1", "3", "10:00:10"),
+				orderAt("o4", "c1", "4", "10:00:02"),
+				orderAt("o5", "c2", "5", "10:00:01"),
+				orderAt("o6", "c1", "6", "10:00:10"))
+			ddl := withBroker(ordersDDL+"CREATE TABLE out (customer_id STRING, order_id STRING, amount DECIMAL(12, 2)) WITH ('connector' = 'print');\n", b.addr)
+			for _, tc := range []struct {
+				dir  string
+				want map[string][]string
+			}{
+				{"DESC", map[string][]string{
+					"c1": {"+I[c1, o1, 1.00]", "-U[c1, o1, 1.00]", "+U[c1, o3, 3.00]", "-U[c1, o3, 3.00]", "+U[c1, o6, 6.00]"},
+					"c2": {"+I[c2, o2, 2.00]"},
+				}},
+				{"ASC", map[string][]string{
+					"c1": {"+I[c1, o1, 1.00]"},
+					"c2": {"+I[c2, o2, 2.00]", "-U[c2, o2, 2.00]", "+U[c2, o5, 5.00]"},
+				}},
+			} {
+				got := runPrinted(t, ddl+`INSERT INTO out SELECT customer_id, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY occurred_at `+tc.dir+`) AS rn FROM orders)
+WHERE rn = 1;`, par)
+				checkByKey(t, got, tc.want)
+			}
+		})
+	}
+}
+
+// Top-N by amount: with the row number selected every moved rank is
+// updated; without it the row pushed out is deleted.
+func TestTopN(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "5", "10:00:00"),
+				orderAt("o2", "c1", "3", "10:00:01"),
+				orderAt("o3", "c1", "7", "10:00:02"),
+				orderAt("o4", "c1", "4", "10:00:03"),
+				orderAt("o5", "c2", "1", "10:00:04"),
+				orderAt("o6", "c1", "1", "10:00:05"))
+			ddl := withBroker(ordersDDL+`CREATE TABLE ranked (customer_id STRING, rn BIGINT, order_id STRING, amount DECIMAL(12, 2)) WITH ('connector' = 'print');
+CREATE TABLE top (customer_id STRING, order_id STRING, amount DECIMAL(12, 2)) WITH ('connector' = 'print');
+`, b.addr)
+			got := runPrinted(t, ddl+`INSERT INTO ranked SELECT customer_id, rownum, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
+WHERE rownum <= 2;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, 1, o1, 5.00]", "+I[c1, 2, o2, 3.00]",
+					"-U[c1, 1, o1, 5.00]", "+U[c1, 1, o3, 7.00]", "-U[c1, 2, o2, 3.00]", "+U[c1, 2, o1, 5.00]"},
+				"c2": {"+I[c2, 1, o5, 1.00]"},
+			})
+			got = runPrinted(t, ddl+`INSERT INTO top SELECT customer_id, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
+WHERE rownum < 3;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, o1, 5.00]", "+I[c1, o2, 3.00]", "-D[c1, o2, 3.00]", "+I[c1, o3, 7.00]"},
+				"c2": {"+I[c2, o5, 1.00]"},
+			})
 		})
 	}
 }

@@ -173,6 +173,38 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 			s.SetParallelism(1)
 		}
 		return s, nil
+	case *planner.Rank:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		srt := newSorter(n.Input.Fields(), n.OrderKeys)
+		return c.keyed(n.Input, n.PartitionKeys, core.OperatorSpec{Kind: "rank", Name: fmt.Sprintf("Rank(rankEnd=%d)", n.N), Out: out,
+			New: func() core.Operator { return &rankOp{r: n, codec: codec, sort: srt} }}, "rank")
+	case *planner.Deduplicate:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "deduplicate", Name: "Deduplicate", Out: out,
+			New: func() core.Operator { return &dedupOp{d: n, codec: codec} }}, "deduplicate")
+	case *planner.WindowRank:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		srt := newSorter(n.Input.Fields(), n.OrderKeys)
+		late := &lateCounter{m: c.o.Metrics}
+		return c.keyed(n.Input, n.PartitionKeys, core.OperatorSpec{Kind: "window-rank", Name: "WindowRank " + n.Window.String(), Out: out,
+			NeedsWatermarks: true, New: func() core.Operator { return &windowRankOp{r: n, codec: codec, sort: srt, late: late} }}, "window-rank")
+	case *planner.WindowDeduplicate:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		late := &lateCounter{m: c.o.Metrics}
+		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "window-deduplicate", Name: "WindowDeduplicate " + n.Window.String(), Out: out,
+			NeedsWatermarks: true, New: func() core.Operator { return &windowDedupOp{d: n, codec: codec, late: late} }}, "window-deduplicate")
 	case *planner.Union:
 		ins := n.Inputs()
 		cur, err := c.node(ins[0])
@@ -191,6 +223,24 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		return cur, nil
 	}
 	return core.Stream{}, fmt.Errorf("sql: cannot run plan node %T", n)
+}
+
+// keyed adds spec's operator over input hash-partitioned by the fields
+// keys (all rows to one subtask when there are none).
+func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec, kind string) (core.Stream, error) {
+	in, err := c.node(input)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	keyed := in.KeyBy(keySelector(keys))
+	if len(keys) == 0 {
+		keyed = in.KeyBy(func(core.Record, []byte) []byte { return nil }).SetParallelism(in.Node().Parallelism)
+	}
+	s := core.Transform(keyed, spec).UID(c.uid(kind))
+	if len(keys) == 0 {
+		s.SetParallelism(1)
+	}
+	return s, nil
 }
 
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {

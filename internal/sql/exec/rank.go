@@ -1,0 +1,387 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sluice/sluice/internal/runtime/core"
+	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/internal/sql/types"
+)
+
+// rowCodec encodes the rows a rank or deduplication keeps in state.
+type rowCodec struct{ t core.Type }
+
+func newRowCodec(fields []planner.Field) (rowCodec, error) {
+	t, err := rowType(fields)
+	return rowCodec{t}, err
+}
+
+func (c rowCodec) encode(vals []any) ([]byte, error) {
+	return c.t.Encode(nil, core.RowRecord(core.Row{Values: vals}))
+}
+
+func (c rowCodec) decode(b []byte) ([]any, error) {
+	r, err := c.t.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return r.Row().Values, nil
+}
+
+// sorter compares rows by a rank's order keys: NULL first ascending and
+// last descending (Flink's default null collation).
+type sorter struct {
+	keys  []planner.SortKey
+	types []types.Type
+}
+
+func newSorter(fields []planner.Field, keys []planner.SortKey) sorter {
+	s := sorter{keys: keys}
+	for _, k := range keys {
+		s.types = append(s.types, fields[k.Index].Type.Plain())
+	}
+	return s
+}
+
+func (s sorter) compare(a, b []any) int {
+	for i, k := range s.keys {
+		x, y := a[k.Index], b[k.Index]
+		var c int
+		switch {
+		case x == nil && y == nil:
+		case x == nil:
+			c = -1
+		case y == nil:
+			c = 1
+		default:
+			c = types.Compare(x, y, s.types[i])
+		}
+		if k.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// insertTop inserts row into rows (sorted, at most n) after the rows it
+// ties with and returns the new list (n+1 long when it pushed a row out)
+// and the row's index, or -1 when it does not enter the top n.
+func (s sorter) insertTop(rows [][]any, row []any, n int) ([][]any, int) {
+	if len(rows) >= n && s.compare(row, rows[len(rows)-1]) >= 0 {
+		return rows, -1
+	}
+	pos := len(rows)
+	for i, r := range rows {
+		if s.compare(row, r) < 0 {
+			pos = i
+			break
+		}
+	}
+	rows = append(rows, nil)
+	copy(rows[pos+1:], rows[pos:])
+	rows[pos] = row
+	return rows, pos
+}
+
+func withRank(vals []any, rank int) []any {
+	out := make([]any, 0, len(vals)+1)
+	return append(append(out, vals...), int64(rank))
+}
+
+// rankOp is a Top-N over an insert-only input (Flink's
+// AppendOnlyTopNFunction): per partition key the first N rows in keyed
+// list state. A row entering the top N is emitted as +I; without the row
+// number it deletes (-D) the row it pushes out; with it, every rank from
+// the new row's down is updated (-U of the rank's old row, +U of its new
+// one) and a rank that had no row gets +I.
+type rankOp struct {
+	r     *planner.Rank
+	codec rowCodec
+	sort  sorter
+	rows  *core.ListState
+}
+
+func (o *rankOp) Open(ctx *core.Context) error {
+	var err error
+	o.rows, err = ctx.ListState("topn-rows")
+	return err
+}
+
+func loadRows(l *core.ListState, ns string, c rowCodec) ([][]any, error) {
+	bs, err := l.Get(ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]any, len(bs))
+	for i, b := range bs {
+		if out[i], err = c.decode(b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func storeRows(l *core.ListState, ns string, c rowCodec, rows [][]any) error {
+	bs := make([][]byte, len(rows))
+	for i, r := range rows {
+		b, err := c.encode(r)
+		if err != nil {
+			return err
+		}
+		bs[i] = b
+	}
+	return l.Update(ns, bs)
+}
+
+func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: Top-N received a %s row; its input must be insert-only", row.Kind)
+	}
+	rows, err := loadRows(o.rows, core.VoidNamespace, o.codec)
+	if err != nil {
+		return err
+	}
+	n := int(o.r.N)
+	rows, pos := o.sort.insertTop(rows, row.Values, n)
+	if pos < 0 {
+		return nil
+	}
+	emit := func(kind core.RowKind, vals []any) error {
+		return ctx.Emit(core.RowRecord(core.Row{Kind: kind, Values: vals}), ts)
+	}
+	if !o.r.OutputRank {
+		if len(rows) > n {
+			if err := emit(core.Delete, rows[n]); err != nil {
+				return err
+			}
+		}
+		if err := emit(core.Insert, row.Values); err != nil {
+			return err
+		}
+	} else {
+		m := len(rows)
+		for q := pos + 1; q <= min(m-1, n); q++ {
+			if err := emit(core.UpdateBefore, withRank(rows[q], q)); err != nil {
+				return err
+			}
+			if err := emit(core.UpdateAfter, withRank(rows[q-1], q)); err != nil {
+				return err
+			}
+		}
+		if m <= n {
+			if err := emit(core.Insert, withRank(rows[m-1], m)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rows) > n {
+		rows = rows[:n]
+	}
+	return storeRows(o.rows, core.VoidNamespace, o.codec, rows)
+}
+
+// dedupOp keeps the first or last row per key by its rowtime (Flink's
+// RowTimeDeduplicateFunction): keeping the first, a row replaces the kept
+// one when its time is earlier; keeping the last, when it is not earlier.
+// The first row of a key is +I, a replacement -U of the old row and +U of
+// the new.
+type dedupOp struct {
+	d     *planner.Deduplicate
+	codec rowCodec
+	kept  *core.ValueState
+}
+
+func (o *dedupOp) Open(ctx *core.Context) error {
+	var err error
+	o.kept, err = ctx.ValueState("deduplicate-row")
+	return err
+}
+
+func (o *dedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: deduplication received a %s row; its input must be insert-only", row.Kind)
+	}
+	t, ok := row.Values[o.d.Order].(int64)
+	if !ok {
+		return nil
+	}
+	b, had, err := o.kept.Get(core.VoidNamespace)
+	if err != nil {
+		return err
+	}
+	var prev []any
+	if had {
+		if prev, err = o.codec.decode(b); err != nil {
+			return err
+		}
+		pt, _ := prev[o.d.Order].(int64)
+		if (o.d.KeepLast && t < pt) || (!o.d.KeepLast && t >= pt) {
+			return nil
+		}
+	}
+	enc, err := o.codec.encode(row.Values)
+	if err != nil {
+		return err
+	}
+	if err := o.kept.Put(core.VoidNamespace, enc); err != nil {
+		return err
+	}
+	if prev == nil {
+		return ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: row.Values}), ts)
+	}
+	if err := ctx.Emit(core.RowRecord(core.Row{Kind: core.UpdateBefore, Values: prev}), ts); err != nil {
+		return err
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Kind: core.UpdateAfter, Values: row.Values}), ts)
+}
+
+// windowRankOp is a Top-N per window (Flink's window rank): per key and
+// window the first N rows in keyed list state under the window's
+// namespace, emitted ranked (+I) by an event-time timer at the window's
+// last millisecond, then cleared. Rows of a window the watermark has
+// passed are late: dropped and counted.
+type windowRankOp struct {
+	r     *planner.WindowRank
+	codec rowCodec
+	sort  sorter
+	rows  *core.ListState
+	late  *lateCounter
+}
+
+func (o *windowRankOp) Open(ctx *core.Context) error {
+	var err error
+	o.rows, err = ctx.ListState("window-topn-rows")
+	return err
+}
+
+// windowOfRow is the namespace and end of the window a row names.
+func windowOfRow(vals []any, start, end int) (string, int64, bool) {
+	s, ok1 := vals[start].(int64)
+	e, ok2 := vals[end].(int64)
+	return windowNamespace(s, e), e, ok1 && ok2
+}
+
+func (o *windowRankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: window Top-N received a %s row; its input must be insert-only", row.Kind)
+	}
+	ns, end, ok := windowOfRow(row.Values, o.r.Start, o.r.End)
+	if !ok {
+		return nil
+	}
+	if end-1 <= ctx.CurrentWatermark() {
+		o.late.add()
+		return nil
+	}
+	rows, err := loadRows(o.rows, ns, o.codec)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		if err := ctx.RegisterEventTimer(ns, end-1); err != nil {
+			return err
+		}
+	}
+	n := int(o.r.N)
+	rows, pos := o.sort.insertTop(rows, row.Values, n)
+	if pos < 0 {
+		return nil
+	}
+	if len(rows) > n {
+		rows = rows[:n]
+	}
+	return storeRows(o.rows, ns, o.codec, rows)
+}
+
+func (o *windowRankOp) OnTimer(ctx *core.Context, t core.Timer) error {
+	rows, err := loadRows(o.rows, t.Namespace, o.codec)
+	if err != nil {
+		return err
+	}
+	if err := o.rows.Clear(t.Namespace); err != nil {
+		return err
+	}
+	for i, vals := range rows {
+		if o.r.OutputRank {
+			vals = withRank(vals, i+1)
+		}
+		if err := ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: vals}), t.Time); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowDedupOp keeps the first or last row of each key and window by the
+// window's time column (Flink's window deduplication) and emits it when
+// the watermark passes the window's end.
+type windowDedupOp struct {
+	d     *planner.WindowDeduplicate
+	codec rowCodec
+	kept  *core.ValueState
+	late  *lateCounter
+}
+
+func (o *windowDedupOp) Open(ctx *core.Context) error {
+	var err error
+	o.kept, err = ctx.ValueState("window-deduplicate-row")
+	return err
+}
+
+func (o *windowDedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: window deduplication received a %s row; its input must be insert-only", row.Kind)
+	}
+	ns, end, ok := windowOfRow(row.Values, o.d.Start, o.d.End)
+	t, ok2 := row.Values[o.d.Order].(int64)
+	if !ok || !ok2 {
+		return nil
+	}
+	if end-1 <= ctx.CurrentWatermark() {
+		o.late.add()
+		return nil
+	}
+	b, had, err := o.kept.Get(ns)
+	if err != nil {
+		return err
+	}
+	if had {
+		prev, err := o.codec.decode(b)
+		if err != nil {
+			return err
+		}
+		pt, _ := prev[o.d.Order].(int64)
+		if (o.d.KeepLast && t < pt) || (!o.d.KeepLast && t >= pt) {
+			return nil
+		}
+	} else if err := ctx.RegisterEventTimer(ns, end-1); err != nil {
+		return err
+	}
+	enc, err := o.codec.encode(row.Values)
+	if err != nil {
+		return err
+	}
+	return o.kept.Put(ns, enc)
+}
+
+func (o *windowDedupOp) OnTimer(ctx *core.Context, t core.Timer) error {
+	b, ok, err := o.kept.Get(t.Namespace)
+	if err != nil || !ok {
+		return err
+	}
+	if err := o.kept.Delete(t.Namespace); err != nil {
+		return err
+	}
+	vals, err := o.codec.decode(b)
+	if err != nil {
+		return err
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: vals}), t.Time)
+}
