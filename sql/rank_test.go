@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/sql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func orderAt(id, customer, amount, at string) string {
@@ -193,5 +196,156 @@ WHERE rownum < 3;`, par)
 				"c2": {"+I[c2, o5, 1.00]"},
 			})
 		})
+	}
+}
+
+// Window Top-N over a window aggregation and window deduplication over a
+// window TVF are insert-only: each window's rows once, when it closes.
+func TestWindowTopNAndDeduplication(t *testing.T) {
+	bid := func(supplier, price, at string) string {
+		return fmt.Sprintf(`{"supplier":%q,"price":%s,"bidtime":"2024-01-01 %s"}`, supplier, price, at)
+	}
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "bids", 2)
+			b.produce(t, "bids", 0,
+				bid("s1", "4", "10:01:00"),
+				bid("s2", "5", "10:03:00"),
+				bid("s1", "2", "10:05:00"),
+				bid("s3", "3", "10:12:00"))
+			b.produce(t, "bids", 1,
+				bid("s3", "1", "10:07:00"),
+				bid("s1", "1", "10:11:00"),
+				bid("s3", "9", "10:04:00"))
+			ddl := withBroker(`CREATE TABLE bids (supplier STRING, price DECIMAL(10, 2), bidtime TIMESTAMP(3),
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE top2 (window_start TIMESTAMP(3), supplier STRING, total DECIMAL(20, 2), rn BIGINT) WITH ('connector' = 'print');
+CREATE TABLE lastbid (supplier STRING, price DECIMAL(10, 2), bidtime TIMESTAMP(3), window_start TIMESTAMP(3)) WITH ('connector' = 'print');
+`, b.addr)
+			got := runPrinted(t, ddl+`INSERT INTO top2 SELECT window_start, supplier, total, rn FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY total DESC) AS rn
+  FROM (SELECT window_start, window_end, supplier, SUM(price) AS total
+    FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(bidtime), INTERVAL '10' MINUTE))
+    GROUP BY window_start, window_end, supplier))
+WHERE rn <= 2;`, par)
+			checkByKey(t, got, map[string][]string{
+				"2024-01-01 10:00:00.000": {"+I[2024-01-01 10:00:00.000, s3, 10.00, 1]", "+I[2024-01-01 10:00:00.000, s1, 6.00, 2]"},
+				"2024-01-01 10:10:00.000": {"+I[2024-01-01 10:10:00.000, s3, 3.00, 1]", "+I[2024-01-01 10:10:00.000, s1, 1.00, 2]"},
+			})
+			got = runPrinted(t, ddl+`INSERT INTO lastbid SELECT supplier, price, bidtime, window_start FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, supplier ORDER BY bidtime DESC) AS rn
+  FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(bidtime), INTERVAL '10' MINUTE)))
+WHERE rn = 1;`, par)
+			// Per supplier, windows in the order they close.
+			checkByKey(t, got, map[string][]string{
+				"s1": {"+I[s1, 2.00, 2024-01-01 10:05:00.000, 2024-01-01 10:00:00.000]", "+I[s1, 1.00, 2024-01-01 10:11:00.000, 2024-01-01 10:10:00.000]"},
+				"s2": {"+I[s2, 5.00, 2024-01-01 10:03:00.000, 2024-01-01 10:00:00.000]"},
+				"s3": {"+I[s3, 1.00, 2024-01-01 10:07:00.000, 2024-01-01 10:00:00.000]", "+I[s3, 3.00, 2024-01-01 10:12:00.000, 2024-01-01 10:10:00.000]"},
+			})
+		})
+	}
+}
+
+// readUntil returns "key value" of the records of topic in order, up to
+// and including the first whose value contains last.
+func (b *broker) readUntil(t *testing.T, topic, last string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	ctx := ctxT(t)
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("no record with %q in %s: %v", last, topic, out)
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done {
+				return
+			}
+			out = append(out, string(r.Key)+" "+string(r.Value))
+			done = strings.Contains(string(r.Value), last)
+		})
+		if done {
+			return out
+		}
+	}
+}
+
+// A Top-N stopped with a savepoint half-way and run again from it: the
+// restored ranks go on changing as in an uninterrupted run, and no
+// upsert is written twice.
+func TestTopNSavepointAndRestore(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "top2", 1)
+	b.produce(t, "orders", 0,
+		orderAt("o1", "c1", "5", "10:00:00"),
+		orderAt("o2", "c1", "3", "10:00:01"),
+		orderAt("o5", "c2", "1", "10:00:04"))
+	b.commit(t, "top-sql", "orders", 1)
+	dir := t.TempDir()
+	cfg := map[string]string{
+		"execution.checkpointing.interval": "20 ms",
+		"execution.checkpointing.dir":      "file://" + dir + "/cp",
+	}
+	script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'properties.group.id' = 'top-sql', 'scan.startup.mode' = 'group-offsets');
+CREATE TABLE top2 (customer_id STRING, rn BIGINT, order_id STRING, amount DECIMAL(12, 2), PRIMARY KEY (customer_id, rn) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'top2', 'properties.bootstrap.servers' = '…', 'key.format' = 'json', 'value.format' = 'json');
+INSERT INTO top2 SELECT customer_id, rownum, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
+WHERE rownum <= 2;`, b.addr)
+	jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 20*time.Second, "the first orders read and checkpointed", func() bool {
+		offs, err := b.adm.FetchOffsets(ctxT(t), "top-sql")
+		if err != nil {
+			return false
+		}
+		o, _ := offs.Lookup("orders", 0)
+		return o.At == 3
+	})
+	path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs[0].Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.produce(t, "orders", 0,
+		orderAt("o3", "c1", "7", "10:00:02"),
+		orderAt("o4", "c1", "4", "10:00:03"),
+		orderAt("o6", "c1", "1", "10:00:05"),
+		orderAt("o7", "c3", "2", "10:00:06"))
+	// The group's offset goes back to o2: only the savepoint's position
+	// and ranks give the uninterrupted run's output.
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	if resp, err := b.adm.CommitOffsets(ctxT(t), "top-sql", offs); err != nil || resp.Error() != nil {
+		t.Fatal(err, resp.Error())
+	}
+	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
+	want := []string{
+		`{"customer_id":"c1","rn":1} {"customer_id":"c1","rn":1,"order_id":"o1","amount":5.00}`,
+		`{"customer_id":"c1","rn":2} {"customer_id":"c1","rn":2,"order_id":"o2","amount":3.00}`,
+		`{"customer_id":"c2","rn":1} {"customer_id":"c2","rn":1,"order_id":"o5","amount":1.00}`,
+		`{"customer_id":"c1","rn":1} {"customer_id":"c1","rn":1,"order_id":"o3","amount":7.00}`,
+		`{"customer_id":"c1","rn":2} {"customer_id":"c1","rn":2,"order_id":"o1","amount":5.00}`,
+		`{"customer_id":"c3","rn":1} {"customer_id":"c3","rn":1,"order_id":"o7","amount":2.00}`,
+	}
+	if got := b.readUntil(t, "top2", `"o7"`); !slices.Equal(got, want) {
+		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
