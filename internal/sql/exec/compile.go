@@ -95,14 +95,30 @@ func (c *compiler) sink(s *planner.Sink) error {
 	default:
 		return fmt.Errorf("sql: table %s: connector '%s' cannot be written to", t.Name, t.Options[planner.OptConnector])
 	}
-	out := core.Sink(in, core.OperatorSpec{Name: name, New: newOp}).UID(c.uid("sink"))
+	par := c.b.Parallelism()
+	if s.Input.Changelog() == planner.Updating {
+		par = in.Node().Parallelism
+	}
 	if p, ok := t.Options["sink.parallelism"]; ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
 			return fmt.Errorf("sql: table %s: 'sink.parallelism' = '%s' is not a positive number", t.Name, p)
 		}
-		out.SetParallelism(n)
+		par = n
 	}
+	// A changelog keeps the order of each key's changes: the sink runs at
+	// its input's parallelism, or, at another one, behind an exchange
+	// hashed by its primary key (Flink's table.exec.sink.keyed-shuffle).
+	var pk []int
+	for i, col := range s.Columns {
+		if containsInt(t.PrimaryKey, col) {
+			pk = append(pk, i)
+		}
+	}
+	if s.Input.Changelog() == planner.Updating && par != in.Node().Parallelism && len(pk) > 0 {
+		in = in.KeyBy(keySelector(pk))
+	}
+	core.Sink(in, core.OperatorSpec{Name: name, New: newOp}).UID(c.uid("sink")).SetParallelism(par)
 	return nil
 }
 
@@ -122,8 +138,14 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 			return core.Stream{}, err
 		}
 		rt := rowtimeOf(n.Fields())
-		return core.Transform(in, core.OperatorSpec{Kind: "calc", Name: "Calc", Out: out,
-			New: func() core.Operator { return &calcOp{c: n, rowtime: rt} }}).UID(c.uid("calc")), nil
+		s := core.Transform(in, core.OperatorSpec{Kind: "calc", Name: "Calc", Out: out,
+			New: func() core.Operator { return &calcOp{c: n, rowtime: rt} }}).UID(c.uid("calc"))
+		if n.Changelog() == planner.Updating {
+			// Over a changelog a Calc keeps its input's parallelism (and so
+			// the order of each key's changes), chained to it.
+			s.SetParallelism(in.Node().Parallelism)
+		}
+		return s, nil
 	case *planner.WindowTableFunction:
 		in, err := c.node(n.Input)
 		if err != nil {
