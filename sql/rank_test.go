@@ -362,3 +362,50 @@ WHERE rownum <= 2;`, b.addr)
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Deduplication by processing time: the first row of each key to arrive
+// is insert-only, so the append-only kafka sink takes it; keeping the last
+// row is a changelog of every arrival.
+func TestProctimeDeduplication(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.topic(t, "firsts", 1)
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "1", "10:00:00"),
+				orderAt("o2", "c2", "2", "10:00:05"),
+				orderAt("o1", "c1", "3", "09:00:00"), // a redelivery, with an earlier time
+				orderAt("o3", "c1", "4", "10:00:02"),
+				orderAt("o2", "c2", "5", "10:00:01"))
+			ddl := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), pt AS PROCTIME())
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE firsts (order_id STRING, amount DECIMAL(12, 2))
+WITH ('connector' = 'kafka', 'topic' = 'firsts', 'properties.bootstrap.servers' = '…', 'format' = 'json');
+CREATE TABLE lasts (customer_id STRING, order_id STRING, amount DECIMAL(12, 2)) WITH ('connector' = 'print');
+`, b.addr)
+			jobs, err := sql.NewSession(sql.Options{Config: map[string]string{"parallelism.default": par}}).ExecuteScript(ctxT(t), ddl+`INSERT INTO firsts SELECT order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY order_id ORDER BY pt) AS rn FROM orders)
+WHERE rn = 1;`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := jobs[0].Wait(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{` {"order_id":"o1","amount":1.00}`, ` {"order_id":"o2","amount":2.00}`, ` {"order_id":"o3","amount":4.00}`}
+			if got := b.read(t, "firsts", 3); !slices.Equal(got, want) {
+				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			got := runPrinted(t, ddl+`INSERT INTO lasts SELECT customer_id, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY pt DESC) AS rn FROM orders)
+WHERE rn = 1;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, o1, 1.00]", "-U[c1, o1, 1.00]", "+U[c1, o1, 3.00]", "-U[c1, o1, 3.00]", "+U[c1, o3, 4.00]"},
+				"c2": {"+I[c2, o2, 2.00]", "-U[c2, o2, 2.00]", "+U[c2, o2, 5.00]"},
+			})
+		})
+	}
+}

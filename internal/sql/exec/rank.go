@@ -184,11 +184,13 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 	return storeRows(o.rows, core.VoidNamespace, o.codec, rows)
 }
 
-// dedupOp keeps the first or last row per key by its rowtime (Flink's
+// dedupOp keeps the first or last row per key. By rowtime (Flink's
 // RowTimeDeduplicateFunction): keeping the first, a row replaces the kept
 // one when its time is earlier; keeping the last, when it is not earlier.
-// The first row of a key is +I, a replacement -U of the old row and +U of
-// the new.
+// By processing time, the first row to arrive stays (only +I: Flink's
+// ProcTimeDeduplicateKeepFirstRowFunction) or every row replaces the kept
+// one. The first row of a key is +I, a replacement -U of the old row and
+// +U of the new.
 type dedupOp struct {
 	d     *planner.Deduplicate
 	codec rowCodec
@@ -207,7 +209,7 @@ func (o *dedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int
 		return fmt.Errorf("sql: deduplication received a %s row; its input must be insert-only", row.Kind)
 	}
 	t, ok := row.Values[o.d.Order].(int64)
-	if !ok {
+	if !ok && !o.d.Proctime {
 		return nil
 	}
 	b, had, err := o.kept.Get(core.VoidNamespace)
@@ -216,11 +218,14 @@ func (o *dedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int
 	}
 	var prev []any
 	if had {
+		if !o.d.KeepLast && o.d.Proctime {
+			return nil // the first row to arrive stays
+		}
 		if prev, err = o.codec.decode(b); err != nil {
 			return err
 		}
 		pt, _ := prev[o.d.Order].(int64)
-		if (o.d.KeepLast && t < pt) || (!o.d.KeepLast && t >= pt) {
+		if !o.d.Proctime && ((o.d.KeepLast && t < pt) || (!o.d.KeepLast && t >= pt)) {
 			return nil
 		}
 	}

@@ -290,8 +290,8 @@ func (p *session) rankNode(pre *Calc, parts []int, order []SortKey, n int64, out
 		}
 		return &WindowRank{Input: pre, Window: w, Start: start, End: end, PartitionKeys: keys, OrderKeys: order, N: n, OutputRank: outputRank, RankName: rnName}, nil
 	}
-	if n == 1 && !outputRank && len(order) == 1 && fields[order[0].Index].Type.Rowtime {
-		return &Deduplicate{Input: pre, Keys: parts, Order: order[0].Index, KeepLast: order[0].Desc}, nil
+	if n == 1 && !outputRank && len(order) == 1 && (fields[order[0].Index].Type.Rowtime || fields[order[0].Index].Type.Proctime) {
+		return &Deduplicate{Input: pre, Keys: parts, Order: order[0].Index, KeepLast: order[0].Desc, Proctime: fields[order[0].Index].Type.Proctime}, nil
 	}
 	return &Rank{Input: pre, PartitionKeys: parts, OrderKeys: order, N: n, OutputRank: outputRank, RankName: rnName}, nil
 }
