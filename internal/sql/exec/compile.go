@@ -1,9 +1,11 @@
 // Package exec compiles SQL plans (internal/sql/planner) to the engine's
 // core job API: each plan node becomes an untyped operator over Row
 // records (the Kafka source with per-partition watermarks, Calc, the
-// window table function, the keyed window aggregate with event-time
-// timers in keyed state, union, and the kafka, upsert-kafka, print and
-// blackhole sinks), joined by forward or hash-partitioned edges. The job
+// window table function, the keyed window aggregates (SESSION windows
+// merging) with event-time timers in keyed state, the regular GROUP BY,
+// deduplication, Top-N, window Top-N and window deduplication, union, and
+// the kafka, upsert-kafka, print and blackhole sinks), joined by forward or
+// hash-partitioned edges. The job
 // that results checkpoints, restarts and restores like any other core
 // job; the engine below never learns that SQL built it.
 package exec

@@ -3,7 +3,8 @@
 // its line and column, an unknown name with the nearest known one),
 // decides each operator's changelog mode, and produces a plan of
 // relational nodes (Scan, WatermarkAssigner, Calc, WindowTableFunction,
-// WindowAggregate, Union, Sink) that internal/sql/exec compiles to the
+// WindowAggregate, GroupAggregate, Deduplicate, Rank, WindowRank,
+// WindowDeduplicate, Union, Sink) that internal/sql/exec compiles to the
 // core job API. It runs nothing.
 package planner
 
