@@ -409,3 +409,64 @@ WHERE rn = 1;`, par)
 		})
 	}
 }
+
+// Open sessions survive a savepoint: after the restore a row bridges a
+// restored session and its own window, and the merged session is written
+// once.
+func TestSessionSavepointAndRestore(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "sessions", 1)
+	b.produce(t, "orders", 0,
+		orderAt("o1", "c1", "1", "10:00:00"),
+		orderAt("o2", "c1", "2", "10:00:20"),
+		orderAt("o3", "c2", "3", "10:00:10"))
+	b.commit(t, "session-sql", "orders", 1)
+	dir := t.TempDir()
+	cfg := map[string]string{
+		"execution.checkpointing.interval": "20 ms",
+		"execution.checkpointing.dir":      "file://" + dir + "/cp",
+	}
+	script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' MINUTE)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'properties.group.id' = 'session-sql', 'scan.startup.mode' = 'group-offsets');
+CREATE TABLE sessions (customer_id STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT, total DECIMAL(18, 2))
+WITH ('connector' = 'kafka', 'topic' = 'sessions', 'properties.bootstrap.servers' = '…', 'format' = 'json');
+INSERT INTO sessions SELECT customer_id, window_start, window_end, COUNT(*), SUM(amount)
+FROM TABLE(SESSION(TABLE orders PARTITION BY customer_id, DESCRIPTOR(occurred_at), INTERVAL '30' SECOND))
+GROUP BY customer_id, window_start, window_end;`, b.addr)
+	jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 20*time.Second, "the first orders read and checkpointed", func() bool {
+		offs, err := b.adm.FetchOffsets(ctxT(t), "session-sql")
+		if err != nil {
+			return false
+		}
+		o, _ := offs.Lookup("orders", 0)
+		return o.At == 3
+	})
+	path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs[0].Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.produce(t, "orders", 0,
+		orderAt("o4", "c1", "4", "10:00:45"), // merges into the restored [10:00:00, 10:00:50)
+		orderAt("o5", "c2", "5", "10:00:35"), // merges into the restored [10:00:10, 10:00:40)
+		orderAt("m1", "c0", "0", "11:00:00"),
+		orderAt("m2", "c0", "0", "12:00:00"))
+	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
+	want := []string{
+		` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:05","n":2,"total":8.00}`,
+		` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:01:15","n":3,"total":7.00}`,
+		` {"customer_id":"c0","window_start":"2024-01-01 11:00:00","window_end":"2024-01-01 11:00:30","n":1,"total":0.00}`,
+	}
+	if got := b.readUntil(t, "sessions", "11:00:30"); !slices.Equal(got, want) {
+		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
