@@ -120,14 +120,14 @@ func checkByKey(t *testing.T, got, want map[string][]string) {
 }
 
 const ordersDDL = `CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
-  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' SECOND)
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' MINUTE)
 WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
   'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
 `
 
 // Deduplication by rowtime: keeping the last row replaces it with every
-// row not earlier (-U/+U); keeping the first, with a row that is earlier
-// (a changelog too, as Flink plans a rowtime keep-first).
+// row not earlier (-U/+U); keeping the first emits the earliest row once
+// the watermark passes it (insert-only, as Flink 2 plans it).
 func TestDeduplication(t *testing.T) {
 	for _, par := range []string{"1", "2"} {
 		t.Run("parallelism "+par, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestDeduplication(t *testing.T) {
 				}},
 				{"ASC", map[string][]string{
 					"c1": {"+I[c1, o1, 1.00]"},
-					"c2": {"+I[c2, o2, 2.00]", "-U[c2, o2, 2.00]", "+U[c2, o5, 5.00]"},
+					"c2": {"+I[c2, o5, 5.00]"},
 				}},
 			} {
 				got := runPrinted(t, ddl+`INSERT INTO out SELECT customer_id, order_id, amount FROM (
@@ -468,5 +468,49 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 	}
 	if got := b.readUntil(t, "sessions", "11:00:30"); !slices.Equal(got, want) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Keeping the first row by rowtime is insert-only: the append-only kafka
+// sink takes it. A key's earliest row is written when the watermark
+// passes it; a row behind the watermark is late (dropped, counted), and a
+// key written once is never written again.
+func TestRowtimeKeepFirstIntoAppendOnlySink(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.topic(t, "firsts", 1)
+			script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+  occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at - INTERVAL '1' MINUTE)
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset');
+CREATE TABLE firsts (customer_id STRING, order_id STRING)
+WITH ('connector' = 'kafka', 'topic' = 'firsts', 'properties.bootstrap.servers' = '…', 'format' = 'json');
+INSERT INTO firsts SELECT customer_id, order_id FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY occurred_at) AS rn FROM orders)
+WHERE rn = 1;`, b.addr)
+			job, _ := start(t, script, map[string]string{"parallelism.default": par})
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "1", "10:00:10"),
+				orderAt("o2", "c1", "2", "10:00:05"), // earlier: replaces o1 before anything is written
+				orderAt("o3", "c2", "3", "10:00:30"),
+				orderAt("m1", "c0", "0", "10:02:00")) // watermark 10:01:00
+			first := []string{` {"customer_id":"c1","order_id":"o2"}`, ` {"customer_id":"c2","order_id":"o3"}`}
+			if got := b.read(t, "firsts", 2); !slices.Equal(got, first) {
+				t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(first, "\n"))
+			}
+			b.produce(t, "orders", 0,
+				orderAt("o4", "c1", "4", "10:00:01"), // behind the watermark: late
+				orderAt("o5", "c1", "5", "10:01:30"), // c1 was written
+				orderAt("o6", "c3", "6", "10:01:20"),
+				orderAt("m2", "c0", "0", "10:05:00")) // watermark 10:04:00
+			want := append(first, ` {"customer_id":"c0","order_id":"m1"}`, ` {"customer_id":"c3","order_id":"o6"}`)
+			slices.Sort(want)
+			if got := b.read(t, "firsts", 4); !slices.Equal(got, want) {
+				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			testwait.Eventually(t, 10*time.Second, "1 late record counted", func() bool { return job.Metrics().LateRecordsDropped == 1 })
+		})
 	}
 }

@@ -210,8 +210,10 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		if err != nil {
 			return core.Stream{}, err
 		}
+		late := &lateCounter{m: c.o.Metrics}
 		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "deduplicate", Name: "Deduplicate", Out: out,
-			New: func() core.Operator { return &dedupOp{d: n, codec: codec} }}, "deduplicate")
+			NeedsWatermarks: !n.Proctime && !n.KeepLast,
+			New:             func() core.Operator { return &dedupOp{d: n, codec: codec, late: late} }}, "deduplicate")
 	case *planner.WindowRank:
 		codec, err := newRowCodec(n.Input.Fields())
 		if err != nil {

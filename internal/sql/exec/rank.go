@@ -184,22 +184,27 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 	return storeRows(o.rows, core.VoidNamespace, o.codec, rows)
 }
 
-// dedupOp keeps the first or last row per key. By rowtime (Flink's
-// RowTimeDeduplicateFunction): keeping the first, a row replaces the kept
-// one when its time is earlier; keeping the last, when it is not earlier.
-// By processing time, the first row to arrive stays (only +I: Flink's
-// ProcTimeDeduplicateKeepFirstRowFunction) or every row replaces the kept
-// one. The first row of a key is +I, a replacement -U of the old row and
-// +U of the new.
+// dedupOp keeps the first or last row per key. Keeping the last by
+// rowtime (Flink's RowTimeDeduplicateKeepLastRowFunction), a row replaces
+// the kept one when its time is not earlier; by processing time every row
+// replaces it: the first row of a key is +I, a replacement -U of the old
+// row and +U of the new. Keeping the first is insert-only: by processing
+// time the first row to arrive (Flink's
+// ProcTimeDeduplicateKeepFirstRowFunction), by rowtime see firstByRowtime.
 type dedupOp struct {
-	d     *planner.Deduplicate
-	codec rowCodec
-	kept  *core.ValueState
+	d       *planner.Deduplicate
+	codec   rowCodec
+	kept    *core.ValueState
+	emitted *core.ValueState // keep-first by rowtime: the key's row was emitted
+	late    *lateCounter
 }
 
 func (o *dedupOp) Open(ctx *core.Context) error {
 	var err error
-	o.kept, err = ctx.ValueState("deduplicate-row")
+	if o.kept, err = ctx.ValueState("deduplicate-row"); err != nil {
+		return err
+	}
+	o.emitted, err = ctx.ValueState("deduplicate-emitted")
 	return err
 }
 
@@ -211,6 +216,9 @@ func (o *dedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int
 	t, ok := row.Values[o.d.Order].(int64)
 	if !ok && !o.d.Proctime {
 		return nil
+	}
+	if !o.d.Proctime && !o.d.KeepLast {
+		return o.firstByRowtime(ctx, row.Values, t)
 	}
 	b, had, err := o.kept.Get(core.VoidNamespace)
 	if err != nil {
@@ -243,6 +251,63 @@ func (o *dedupOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int
 		return err
 	}
 	return ctx.Emit(core.RowRecord(core.Row{Kind: core.UpdateAfter, Values: row.Values}), ts)
+}
+
+// firstByRowtime keeps the earliest row of the key until the watermark
+// passes its time, then emits it (+I) once; rows behind the watermark are
+// late (dropped, counted), and rows after the emission ignored (Flink 2's
+// RowTimeDeduplicateKeepFirstRowFunction: insert-only).
+func (o *dedupOp) firstByRowtime(ctx *core.Context, vals []any, t int64) error {
+	if t < ctx.CurrentWatermark() {
+		o.late.add()
+		return nil
+	}
+	if _, done, err := o.emitted.Get(core.VoidNamespace); err != nil || done {
+		return err
+	}
+	b, had, err := o.kept.Get(core.VoidNamespace)
+	if err != nil {
+		return err
+	}
+	if had {
+		prev, err := o.codec.decode(b)
+		if err != nil {
+			return err
+		}
+		pt, _ := prev[o.d.Order].(int64)
+		if t >= pt {
+			return nil
+		}
+		if err := ctx.DeleteEventTimer(core.VoidNamespace, pt); err != nil {
+			return err
+		}
+	}
+	if err := ctx.RegisterEventTimer(core.VoidNamespace, t); err != nil {
+		return err
+	}
+	enc, err := o.codec.encode(vals)
+	if err != nil {
+		return err
+	}
+	return o.kept.Put(core.VoidNamespace, enc)
+}
+
+func (o *dedupOp) OnTimer(ctx *core.Context, t core.Timer) error {
+	b, ok, err := o.kept.Get(core.VoidNamespace)
+	if err != nil || !ok {
+		return err
+	}
+	vals, err := o.codec.decode(b)
+	if err != nil {
+		return err
+	}
+	if err := o.kept.Delete(core.VoidNamespace); err != nil {
+		return err
+	}
+	if err := o.emitted.Put(core.VoidNamespace, nil); err != nil {
+		return err
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: vals}), t.Time)
 }
 
 // windowRankOp is a Top-N per window (Flink's window rank): per key and

@@ -497,9 +497,10 @@ func (r *Rank) exchange() string { return hashExchange(r.Input.Fields(), r.Parti
 // Deduplicate keeps the first or the last row per key by a time
 // attribute: ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime ASC|DESC)
 // = 1 without the row number selected. Keeping the last row is a
-// changelog (-U of the previous row, +U of the new); so is keeping the
-// first by rowtime (an earlier row arriving later replaces it); only the
-// first by processing time is insert-only, as Flink plans it.
+// changelog (-U of the previous row, +U of the new); keeping the first is
+// insert-only, as Flink 2 plans it (FLINK-37005): by processing time the
+// first row to arrive, by rowtime the earliest row, emitted once the
+// watermark passes its time.
 type Deduplicate struct {
 	Input    Node
 	Keys     []int
@@ -511,7 +512,7 @@ type Deduplicate struct {
 func (d *Deduplicate) Fields() []Field { return d.Input.Fields() }
 func (d *Deduplicate) Inputs() []Node  { return []Node{d.Input} }
 func (d *Deduplicate) Changelog() Changelog {
-	if d.Proctime && !d.KeepLast {
+	if !d.KeepLast {
 		return InsertOnly
 	}
 	return Updating
