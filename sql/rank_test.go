@@ -75,6 +75,12 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 // their order whichever subtask printed them.
 func runPrinted(t *testing.T, script, par string) map[string][]string {
 	t.Helper()
+	return runPrintedKeyed(t, script, par, 1)
+}
+
+// runPrintedKeyed is runPrinted with the first keyFields fields as the key.
+func runPrintedKeyed(t *testing.T, script, par string, keyFields int) map[string][]string {
+	t.Helper()
 	var out strings.Builder
 	jobs, err := sql.NewSession(sql.Options{Stdout: &out, Config: map[string]string{"parallelism.default": par}}).ExecuteScript(ctxT(t), script)
 	if err != nil {
@@ -97,7 +103,7 @@ func runPrinted(t *testing.T, script, par string) map[string][]string {
 		if open < 0 {
 			t.Fatalf("printed %q", line)
 		}
-		key := strings.SplitN(line[open+1:], ",", 2)[0]
+		key := strings.Join(strings.SplitN(line[open+1:], ", ", keyFields+1)[:keyFields], ", ")
 		byKey[key] = append(byKey[key], line)
 	}
 	return byKey
@@ -511,6 +517,48 @@ WHERE rn = 1;`, b.addr)
 				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			testwait.Eventually(t, 10*time.Second, "1 late record counted", func() bool { return job.Metrics().LateRecordsDropped == 1 })
+		})
+	}
+}
+
+// A SESSION TVF on its own holds each partition key's rows until the
+// session closes, then emits them with its bounds; grouped by keys other
+// than its PARTITION BY columns it is no window aggregation (Flink's
+// rule): the sessions are the TVF's (here over all rows) and the GROUP BY
+// a regular one over them, a changelog.
+func TestSessionWindowTableFunction(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "1", "10:00:00"),
+				orderAt("o2", "c1", "2", "10:00:20"),
+				orderAt("o3", "c2", "3", "10:00:10"),
+				orderAt("o4", "c1", "4", "10:01:30"),
+				orderAt("o5", "c2", "5", "10:00:35"))
+			ddl := withBroker(ordersDDL+`CREATE TABLE rows_out (customer_id STRING, order_id STRING, ws TIMESTAMP(3), we TIMESTAMP(3)) WITH ('connector' = 'print');
+CREATE TABLE counts (customer_id STRING, ws TIMESTAMP(3), n BIGINT) WITH ('connector' = 'print');
+`, b.addr)
+			got := runPrinted(t, ddl+`INSERT INTO rows_out SELECT customer_id, order_id, window_start, window_end
+FROM TABLE(SESSION(TABLE orders PARTITION BY customer_id, DESCRIPTOR(occurred_at), INTERVAL '30' SECOND));`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {
+					"+I[c1, o1, 2024-01-01 10:00:00.000, 2024-01-01 10:00:50.000]",
+					"+I[c1, o2, 2024-01-01 10:00:00.000, 2024-01-01 10:00:50.000]",
+					"+I[c1, o4, 2024-01-01 10:01:30.000, 2024-01-01 10:02:00.000]"},
+				"c2": {
+					"+I[c2, o3, 2024-01-01 10:00:10.000, 2024-01-01 10:01:05.000]",
+					"+I[c2, o5, 2024-01-01 10:00:10.000, 2024-01-01 10:01:05.000]"},
+			})
+			got = runPrintedKeyed(t, ddl+`INSERT INTO counts SELECT customer_id, window_start, COUNT(*)
+FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(occurred_at), INTERVAL '30' SECOND))
+GROUP BY customer_id, window_start, window_end;`, par, 2)
+			checkByKey(t, got, map[string][]string{
+				"c1, 2024-01-01 10:00:00.000": {"+I[c1, 2024-01-01 10:00:00.000, 1]", "-U[c1, 2024-01-01 10:00:00.000, 1]", "+U[c1, 2024-01-01 10:00:00.000, 2]"},
+				"c2, 2024-01-01 10:00:00.000": {"+I[c2, 2024-01-01 10:00:00.000, 1]", "-U[c2, 2024-01-01 10:00:00.000, 1]", "+U[c2, 2024-01-01 10:00:00.000, 2]"},
+				"c1, 2024-01-01 10:01:30.000": {"+I[c1, 2024-01-01 10:01:30.000, 1]"},
+			})
 		})
 	}
 }

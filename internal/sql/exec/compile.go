@@ -149,6 +149,15 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		}
 		return s, nil
 	case *planner.WindowTableFunction:
+		if n.Window.Kind == "SESSION" {
+			codec, err := newRowCodec(n.Input.Fields())
+			if err != nil {
+				return core.Stream{}, err
+			}
+			w, late := n.Window, &lateCounter{m: c.o.Metrics}
+			return c.keyed(n.Input, w.PartitionKeys, core.OperatorSpec{Kind: "window-tvf", Name: "WindowTableFunction " + w.String(), Out: out,
+				NeedsWatermarks: true, New: func() core.Operator { return &sessionTVFOp{w: w, codec: codec, late: late} }}, "window-tvf")
+		}
 		in, err := c.node(n.Input)
 		if err != nil {
 			return core.Stream{}, err

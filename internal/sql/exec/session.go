@@ -281,3 +281,148 @@ func (o *sessionAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
 	out = append(out, w.start, w.end, w.end-1)
 	return ctx.Emit(core.RowRecord(core.Row{Values: out}), w.end-1)
 }
+
+// sessionTVFOp is a SESSION window TVF on its own (not merged into a
+// window aggregation; Flink's unaligned window table function): per
+// partition key the open sessions and, under each session's namespace,
+// its rows in keyed list state. Sessions merge as in sessionAggOp; an
+// event-time timer at a session's last millisecond emits its rows with
+// window_start, window_end and window_time appended, then clears them.
+// A row whose session (after merging) is over is late: dropped, counted.
+type sessionTVFOp struct {
+	w       planner.Window
+	codec   rowCodec
+	windows *core.ValueState
+	rows    *core.ListState
+	late    *lateCounter
+}
+
+func (o *sessionTVFOp) Open(ctx *core.Context) error {
+	var err error
+	if o.windows, err = ctx.ValueState("session-windows"); err != nil {
+		return err
+	}
+	o.rows, err = ctx.ListState("session-rows")
+	return err
+}
+
+func (o *sessionTVFOp) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	if row.Kind != core.Insert {
+		return fmt.Errorf("sql: the SESSION window function received a %s row; its input must be insert-only", row.Kind)
+	}
+	t, ok := row.Values[o.w.TimeCol].(int64)
+	if !ok {
+		return nil // a NULL rowtime belongs to no window
+	}
+	var ws []span
+	if b, ok, err := o.windows.Get(core.VoidNamespace); err != nil {
+		return err
+	} else if ok {
+		if ws, err = decodeSpans(b); err != nil {
+			return err
+		}
+	}
+	merged := span{t, t + o.w.Size}
+	var keep, into []span
+	for _, w := range ws {
+		if w.intersects(merged) {
+			into = append(into, w)
+			merged = span{min(merged.start, w.start), max(merged.end, w.end)}
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	if merged.end-1 <= ctx.CurrentWatermark() {
+		o.late.add()
+		return nil
+	}
+	ns := windowNamespace(merged.start, merged.end)
+	var moved [][]byte
+	for _, w := range into {
+		if w == merged {
+			continue
+		}
+		wns := windowNamespace(w.start, w.end)
+		rs, err := o.rows.Get(wns)
+		if err != nil {
+			return err
+		}
+		moved = append(moved, rs...)
+		if err := o.rows.Clear(wns); err != nil {
+			return err
+		}
+		if err := ctx.DeleteEventTimer(wns, w.end-1); err != nil {
+			return err
+		}
+	}
+	if len(into) != 1 || into[0] != merged {
+		if err := ctx.RegisterEventTimer(ns, merged.end-1); err != nil {
+			return err
+		}
+	}
+	for _, b := range moved {
+		if err := o.rows.Add(ns, b); err != nil {
+			return err
+		}
+	}
+	enc, err := o.codec.encode(row.Values)
+	if err != nil {
+		return err
+	}
+	if err := o.rows.Add(ns, enc); err != nil {
+		return err
+	}
+	ws = append(keep, merged)
+	return o.windows.Put(core.VoidNamespace, encodeSpans(ws))
+}
+
+func (o *sessionTVFOp) OnTimer(ctx *core.Context, t core.Timer) error {
+	ns := []byte(t.Namespace)
+	w := span{int64(binary.BigEndian.Uint64(ns)), int64(binary.BigEndian.Uint64(ns[8:]))}
+	if b, ok, err := o.windows.Get(core.VoidNamespace); err != nil {
+		return err
+	} else if ok {
+		ws, err := decodeSpans(b)
+		if err != nil {
+			return err
+		}
+		var rest []span
+		for _, x := range ws {
+			if x != w {
+				rest = append(rest, x)
+			}
+		}
+		if len(rest) == 0 {
+			err = o.windows.Delete(core.VoidNamespace)
+		} else {
+			err = o.windows.Put(core.VoidNamespace, encodeSpans(rest))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	rs, err := o.rows.Get(t.Namespace)
+	if err != nil {
+		return err
+	}
+	// Decode all before clearing: Get's slices belong to the state.
+	var out [][]any
+	for _, b := range rs {
+		vals, err := o.codec.decode(b)
+		if err != nil {
+			return err
+		}
+		out = append(out, vals)
+	}
+	if err := o.rows.Clear(t.Namespace); err != nil {
+		return err
+	}
+	for _, vals := range out {
+		vals = append(vals, w.start, w.end, w.end-1)
+		if err := ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: vals}), w.end-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -120,8 +120,10 @@ type Window struct {
 	// milliseconds. A SESSION window's gap is its Size: a row at t opens
 	// [t, t + gap), and windows that overlap or touch merge.
 	Size, Slide, Offset int64
-	// PartitionBy are a SESSION's PARTITION BY columns (names).
-	PartitionBy []string
+	// PartitionBy are a SESSION's PARTITION BY columns (names), and
+	// PartitionKeys their indexes in the TVF's input.
+	PartitionBy   []string
+	PartitionKeys []int
 }
 
 func (w Window) String() string {
@@ -208,7 +210,9 @@ func windowFields() []Field {
 
 // WindowTableFunction is a window TVF whose rows are not aggregated: each
 // input row once per window it falls in, with window_start, window_end and
-// window_time appended.
+// window_time appended. A SESSION TVF holds each partition key's rows until
+// their session closes (its windows merge), then emits them with the
+// session's bounds.
 type WindowTableFunction struct {
 	Input  Node
 	Window Window
@@ -224,6 +228,16 @@ func (w *WindowTableFunction) Inputs() []Node       { return []Node{w.Input} }
 func (w *WindowTableFunction) Changelog() Changelog { return InsertOnly }
 func (w *WindowTableFunction) describe() string {
 	return fmt.Sprintf("WindowTableFunction(window=[%s])", w.Window)
+}
+
+// exchange: a SESSION TVF merges its sessions per partition key (all rows
+// in one place without PARTITION BY); the other TVFs assign rows where
+// they are.
+func (w *WindowTableFunction) exchange() string {
+	if w.Window.Kind != "SESSION" {
+		return ""
+	}
+	return hashExchange(w.Input.Fields(), w.Window.PartitionKeys)
 }
 
 // AggCall is one aggregate of a window aggregation.
@@ -411,7 +425,7 @@ func explainNode(b *strings.Builder, n Node, first, rest string) {
 	line := n.describe()
 	line = strings.TrimSuffix(line, ")") + fmt.Sprintf(", changelogMode=[%s])", n.Changelog())
 	b.WriteString(first + line + "\n")
-	if w, ok := n.(interface{ exchange() string }); ok {
+	if w, ok := n.(interface{ exchange() string }); ok && w.exchange() != "" {
 		b.WriteString(rest + "+- " + w.exchange() + "\n")
 		rest += "   "
 	}

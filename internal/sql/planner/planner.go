@@ -452,10 +452,11 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 		}
 		w := Window{Kind: f.Func, TimeCol: tc, TimeName: f.TimeCol}
 		for i, k := range f.PartitionBy {
-			if !slices.Contains(names, k) {
+			j := slices.Index(names, k)
+			if j < 0 {
 				return nil, nil, nil, p.unknownColumn(f.PartitionByPos[i], k, names)
 			}
-			w.PartitionBy = append(w.PartitionBy, k)
+			w.PartitionBy, w.PartitionKeys = append(w.PartitionBy, k), append(w.PartitionKeys, j)
 		}
 		var ivs []int64
 		for _, a := range f.Args {
@@ -547,10 +548,6 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	for _, it := range q.Items {
 		aggregating = aggregating || (it.Expr != nil && containsAgg(it.Expr))
 	}
-	if win != nil && win.Kind == "SESSION" && (!aggregating || !groupsByWindow(q.GroupBy)) {
-		return nil, p.errAt(q.From.Position(), ErrInvalid,
-			"a SESSION window TVF is supported in a window aggregation only (GROUP BY window_start, window_end, ...)")
-	}
 	if !aggregating {
 		exprs, names, err := p.selectList(q, sc, nil, in.Fields())
 		if err != nil {
@@ -558,7 +555,7 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		}
 		return &Calc{Input: in, Exprs: exprs, Names: names, Filter: filter}, nil
 	}
-	if win == nil || !groupsByWindow(q.GroupBy) {
+	if win == nil || !groupsByWindow(q.GroupBy) || !sessionGroupsByPartition(win, q.GroupBy) {
 		return p.planGroupAgg(q, in, sc, filter)
 	}
 	tvf := in.(*WindowTableFunction)
@@ -595,12 +592,6 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		pre, preNames = append(pre, e), append(preNames, name)
 	}
 	nKeys := len(pre)
-	for _, k := range tvf.Window.PartitionBy {
-		if !slices.Contains(preNames[:nKeys], k) {
-			return nil, p.errAt(q.Position(), ErrInvalid,
-				"the GROUP BY of a SESSION window aggregation must contain its PARTITION BY column %s (sessions are per group)", k)
-		}
-	}
 	aggs, err := p.collectAggs(q, sc, as, nIn, nKeys, &pre, &preNames)
 	if err != nil {
 		return nil, err
@@ -702,6 +693,39 @@ func (p *session) collectAggs(q *parser.Select, sc *scope, as *aggScope, width, 
 	}
 	walk(q.Having, collect)
 	return aggs, err
+}
+
+// sessionGroupsByPartition reports whether a GROUP BY over window w is a
+// window aggregation as far as SESSION windows go: its keys besides the
+// window's columns are exactly the PARTITION BY columns (Flink's
+// validGroupKeyPartitionKey). Otherwise the sessions are the TVF's own
+// (per partition key, or over all rows) and the GROUP BY a regular one
+// over them.
+func sessionGroupsByPartition(w *Window, groupBy []parser.Expr) bool {
+	if w.Kind != "SESSION" {
+		return true
+	}
+	keys := map[string]bool{}
+	for _, g := range groupBy {
+		id, ok := g.(*parser.Ident)
+		if !ok {
+			return false
+		}
+		switch name := id.Parts[len(id.Parts)-1]; name {
+		case "window_start", "window_end", "window_time":
+		default:
+			keys[name] = true
+		}
+	}
+	if len(keys) != len(w.PartitionBy) {
+		return false
+	}
+	for _, k := range w.PartitionBy {
+		if !keys[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // groupsByWindow reports whether a GROUP BY names window_start and
