@@ -201,6 +201,15 @@ WHERE rownum < 3;`, par)
 				"c1": {"+I[c1, o1, 5.00]", "+I[c1, o2, 3.00]", "-D[c1, o2, 3.00]", "+I[c1, o3, 7.00]"},
 				"c2": {"+I[c2, o5, 1.00]"},
 			})
+			// A Top-1 (Flink's FastTop1Function): a strictly better row
+			// updates the key's row.
+			got = runPrinted(t, ddl+`INSERT INTO top SELECT customer_id, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
+WHERE rownum <= 1;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, o1, 5.00]", "-U[c1, o1, 5.00]", "+U[c1, o3, 7.00]"},
+				"c2": {"+I[c2, o5, 1.00]"},
+			})
 			// Without PARTITION BY one subtask ranks everything; the sink
 			// runs at its parallelism, so the changes keep their order.
 			got = runPrinted(t, ddl+`INSERT INTO top SELECT 'all', order_id, amount FROM (
@@ -411,6 +420,16 @@ WHERE rn = 1;`, par)
 			checkByKey(t, got, map[string][]string{
 				"c1": {"+I[c1, o1, 1.00]", "-U[c1, o1, 1.00]", "+U[c1, o1, 3.00]", "-U[c1, o1, 3.00]", "+U[c1, o3, 4.00]"},
 				"c2": {"+I[c2, o2, 2.00]", "-U[c2, o2, 2.00]", "+U[c2, o2, 5.00]"},
+			})
+			// A Top-N by processing time ascending is the first N rows to
+			// arrive (Flink's AppendOnlyFirstNFunction).
+			got = runPrinted(t, ddl+`CREATE TABLE firstn (customer_id STRING, rn BIGINT, amount DECIMAL(12, 2)) WITH ('connector' = 'print');
+INSERT INTO firstn SELECT customer_id, rn, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY pt) AS rn FROM orders)
+WHERE rn <= 2;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, 1, 1.00]", "+I[c1, 2, 3.00]"},
+				"c2": {"+I[c2, 1, 2.00]", "+I[c2, 2, 5.00]"},
 			})
 		})
 	}

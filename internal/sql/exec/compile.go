@@ -213,7 +213,7 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		}
 		srt := newSorter(n.Input.Fields(), n.OrderKeys)
 		return c.keyed(n.Input, n.PartitionKeys, core.OperatorSpec{Kind: "rank", Name: fmt.Sprintf("Rank(rankEnd=%d)", n.N), Out: out,
-			New: func() core.Operator { return &rankOp{r: n, codec: codec, sort: srt} }}, "rank")
+			New: func() core.Operator { return &rankOp{r: n, codec: codec, sort: srt, firstN: firstNOf(n)} }}, "rank")
 	case *planner.Deduplicate:
 		codec, err := newRowCodec(n.Input.Fields())
 		if err != nil {

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/sluice/sluice/internal/runtime/core"
@@ -91,23 +92,87 @@ func withRank(vals []any, rank int) []any {
 	return append(append(out, vals...), int64(rank))
 }
 
-// rankOp is a Top-N over an insert-only input (Flink's
-// AppendOnlyTopNFunction): per partition key the first N rows in keyed
-// list state. A row entering the top N is emitted as +I; without the row
-// number it deletes (-D) the row it pushes out; with it, every rank from
-// the new row's down is updated (-U of the rank's old row, +U of its new
-// one) and a rank that had no row gets +I.
+// rankOp is a Top-N over an insert-only input, the three ways Flink's
+// append-fast strategy runs one:
+//   - ordered by a proctime attribute ascending (Flink's
+//     AppendOnlyFirstNFunction): the first N rows to arrive, each +I, counted
+//     in keyed value state;
+//   - a Top-1 (FastTop1Function): the key's best row in keyed list state,
+//     +I for the first, then -U of the old and +U of a strictly better one;
+//   - otherwise (AppendOnlyTopNFunction): per key the first N rows in keyed
+//     list state. A row entering the top N is emitted as +I; without the row
+//     number it deletes (-D) the row it pushes out; with it, every rank from
+//     the new row's down is updated (-U of the rank's old row, +U of its new
+//     one) and a rank that had no row gets +I.
 type rankOp struct {
-	r     *planner.Rank
-	codec rowCodec
-	sort  sorter
-	rows  *core.ListState
+	r      *planner.Rank
+	codec  rowCodec
+	sort   sorter
+	rows   *core.ListState
+	firstN bool
+	count  *core.ValueState
 }
 
 func (o *rankOp) Open(ctx *core.Context) error {
 	var err error
+	if o.count, err = ctx.ValueState("first-n-count"); err != nil {
+		return err
+	}
 	o.rows, err = ctx.ListState("topn-rows")
 	return err
+}
+
+// firstNOf reports whether a Top-N is ordered by a proctime attribute
+// ascending only: the first N rows to arrive.
+func firstNOf(r *planner.Rank) bool {
+	in := r.Input.Fields()
+	return len(r.OrderKeys) == 1 && !r.OrderKeys[0].Desc && in[r.OrderKeys[0].Index].Type.Proctime
+}
+
+func (o *rankOp) processFirstN(ctx *core.Context, vals []any, ts int64) error {
+	var n int64
+	if b, ok, err := o.count.Get(core.VoidNamespace); err != nil {
+		return err
+	} else if ok {
+		n = int64(binary.BigEndian.Uint64(b))
+	}
+	if n >= o.r.N {
+		return nil
+	}
+	n++
+	if err := o.count.Put(core.VoidNamespace, binary.BigEndian.AppendUint64(nil, uint64(n))); err != nil {
+		return err
+	}
+	if o.r.OutputRank {
+		vals = withRank(vals, int(n))
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Kind: core.Insert, Values: vals}), ts)
+}
+
+func (o *rankOp) processTop1(ctx *core.Context, vals []any, ts int64) error {
+	rows, err := loadRows(o.rows, core.VoidNamespace, o.codec)
+	if err != nil {
+		return err
+	}
+	emit := func(kind core.RowKind, v []any) error {
+		if o.r.OutputRank {
+			v = withRank(v, 1)
+		}
+		return ctx.Emit(core.RowRecord(core.Row{Kind: kind, Values: v}), ts)
+	}
+	if len(rows) > 0 && o.sort.compare(vals, rows[0]) >= 0 {
+		return nil
+	}
+	if err := storeRows(o.rows, core.VoidNamespace, o.codec, [][]any{vals}); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return emit(core.Insert, vals)
+	}
+	if err := emit(core.UpdateBefore, rows[0]); err != nil {
+		return err
+	}
+	return emit(core.UpdateAfter, vals)
 }
 
 func loadRows(l *core.ListState, ns string, c rowCodec) ([][]any, error) {
@@ -140,6 +205,12 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 	row := r.Row()
 	if row.Kind != core.Insert {
 		return fmt.Errorf("sql: Top-N received a %s row; its input must be insert-only", row.Kind)
+	}
+	switch {
+	case o.firstN:
+		return o.processFirstN(ctx, row.Values, ts)
+	case o.r.N == 1:
+		return o.processTop1(ctx, row.Values, ts)
 	}
 	rows, err := loadRows(o.rows, core.VoidNamespace, o.codec)
 	if err != nil {
