@@ -222,8 +222,10 @@ WHERE rownum <= 2;`, par)
 	}
 }
 
-// Window Top-N over a window aggregation and window deduplication over a
-// window TVF are insert-only: each window's rows once, when it closes.
+// Window Top-N over a window aggregation and window deduplication (keep
+// last and first) over a window TVF are insert-only: each window's rows
+// once, when it closes. The watermark lags ten minutes, so however the
+// two partitions are polled no row is late.
 func TestWindowTopNAndDeduplication(t *testing.T) {
 	bid := func(supplier, price, at string) string {
 		return fmt.Sprintf(`{"supplier":%q,"price":%s,"bidtime":"2024-01-01 %s"}`, supplier, price, at)
@@ -242,7 +244,7 @@ func TestWindowTopNAndDeduplication(t *testing.T) {
 				bid("s1", "1", "10:11:00"),
 				bid("s3", "9", "10:04:00"))
 			ddl := withBroker(`CREATE TABLE bids (supplier STRING, price DECIMAL(10, 2), bidtime TIMESTAMP(3),
-  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND)
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '10' MINUTE)
 WITH ('connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = '…', 'format' = 'json',
   'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
 CREATE TABLE top2 (window_start TIMESTAMP(3), supplier STRING, total DECIMAL(20, 2), rn BIGINT) WITH ('connector' = 'print');
@@ -263,16 +265,28 @@ WHERE rn <= 2;`, par)
 				"2024-01-01 10:00:00.000": {"+I[2024-01-01 10:00:00.000, s1, 6.00, 2]", "+I[2024-01-01 10:00:00.000, s3, 10.00, 1]"},
 				"2024-01-01 10:10:00.000": {"+I[2024-01-01 10:10:00.000, s1, 1.00, 2]", "+I[2024-01-01 10:10:00.000, s3, 3.00, 1]"},
 			})
-			got = runPrinted(t, ddl+`INSERT INTO lastbid SELECT supplier, price, bidtime, window_start FROM (
-  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, supplier ORDER BY bidtime DESC) AS rn
+			// Per supplier, windows in the order they close.
+			for _, tc := range []struct {
+				dir  string
+				want map[string][]string
+			}{
+				{"DESC", map[string][]string{
+					"s1": {"+I[s1, 2.00, 2024-01-01 10:05:00.000, 2024-01-01 10:00:00.000]", "+I[s1, 1.00, 2024-01-01 10:11:00.000, 2024-01-01 10:10:00.000]"},
+					"s2": {"+I[s2, 5.00, 2024-01-01 10:03:00.000, 2024-01-01 10:00:00.000]"},
+					"s3": {"+I[s3, 1.00, 2024-01-01 10:07:00.000, 2024-01-01 10:00:00.000]", "+I[s3, 3.00, 2024-01-01 10:12:00.000, 2024-01-01 10:10:00.000]"},
+				}},
+				{"ASC", map[string][]string{
+					"s1": {"+I[s1, 4.00, 2024-01-01 10:01:00.000, 2024-01-01 10:00:00.000]", "+I[s1, 1.00, 2024-01-01 10:11:00.000, 2024-01-01 10:10:00.000]"},
+					"s2": {"+I[s2, 5.00, 2024-01-01 10:03:00.000, 2024-01-01 10:00:00.000]"},
+					"s3": {"+I[s3, 9.00, 2024-01-01 10:04:00.000, 2024-01-01 10:00:00.000]", "+I[s3, 3.00, 2024-01-01 10:12:00.000, 2024-01-01 10:10:00.000]"},
+				}},
+			} {
+				got = runPrinted(t, ddl+`INSERT INTO lastbid SELECT supplier, price, bidtime, window_start FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, supplier ORDER BY bidtime `+tc.dir+`) AS rn
   FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(bidtime), INTERVAL '10' MINUTE)))
 WHERE rn = 1;`, par)
-			// Per supplier, windows in the order they close.
-			checkByKey(t, got, map[string][]string{
-				"s1": {"+I[s1, 2.00, 2024-01-01 10:05:00.000, 2024-01-01 10:00:00.000]", "+I[s1, 1.00, 2024-01-01 10:11:00.000, 2024-01-01 10:10:00.000]"},
-				"s2": {"+I[s2, 5.00, 2024-01-01 10:03:00.000, 2024-01-01 10:00:00.000]"},
-				"s3": {"+I[s3, 1.00, 2024-01-01 10:07:00.000, 2024-01-01 10:00:00.000]", "+I[s3, 3.00, 2024-01-01 10:12:00.000, 2024-01-01 10:10:00.000]"},
-			})
+				checkByKey(t, got, tc.want)
+			}
 		})
 	}
 }
