@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -321,24 +322,26 @@ func (b *broker) readUntil(t *testing.T, topic, last string) []string {
 	}
 }
 
-// A Top-N stopped with a savepoint half-way and run again from it: the
-// restored ranks go on changing as in an uninterrupted run, and no
-// upsert is written twice.
+// A Top-N stopped with a savepoint half-way and run again from it, at the
+// same parallelism and rescaled to 2: the restored ranks go on changing as
+// in an uninterrupted run, and no upsert is written twice.
 func TestTopNSavepointAndRestore(t *testing.T) {
-	b := newBroker(t)
-	b.topic(t, "orders", 1)
-	b.topic(t, "top2", 1)
-	b.produce(t, "orders", 0,
-		orderAt("o1", "c1", "5", "10:00:00"),
-		orderAt("o2", "c1", "3", "10:00:01"),
-		orderAt("o5", "c2", "1", "10:00:04"))
-	b.commit(t, "top-sql", "orders", 1)
-	dir := t.TempDir()
-	cfg := map[string]string{
-		"execution.checkpointing.interval": "20 ms",
-		"execution.checkpointing.dir":      "file://" + dir + "/cp",
-	}
-	script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
+	for _, par := range []string{"1", "2"} {
+		t.Run("restored at parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.topic(t, "top2", 1)
+			b.produce(t, "orders", 0,
+				orderAt("o1", "c1", "5", "10:00:00"),
+				orderAt("o2", "c1", "3", "10:00:01"),
+				orderAt("o5", "c2", "1", "10:00:04"))
+			b.commit(t, "top-sql", "orders", 1)
+			dir := t.TempDir()
+			cfg := map[string]string{
+				"execution.checkpointing.interval": "20 ms",
+				"execution.checkpointing.dir":      "file://" + dir + "/cp",
+			}
+			script := withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2),
   occurred_at TIMESTAMP(3), WATERMARK FOR occurred_at AS occurred_at)
 WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
   'properties.group.id' = 'top-sql', 'scan.startup.mode' = 'group-offsets');
@@ -347,49 +350,75 @@ WITH ('connector' = 'upsert-kafka', 'topic' = 'top2', 'properties.bootstrap.serv
 INSERT INTO top2 SELECT customer_id, rownum, order_id, amount FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
 WHERE rownum <= 2;`, b.addr)
-	jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+			jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testwait.Eventually(t, 20*time.Second, "the first orders read and checkpointed", func() bool {
+				offs, err := b.adm.FetchOffsets(ctxT(t), "top-sql")
+				if err != nil {
+					return false
+				}
+				o, _ := offs.Lookup("orders", 0)
+				return o.At == 3
+			})
+			path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := jobs[0].Wait(); err != nil {
+				t.Fatal(err)
+			}
+			b.produce(t, "orders", 0,
+				orderAt("o3", "c1", "7", "10:00:02"),
+				orderAt("o4", "c1", "4", "10:00:03"),
+				orderAt("o6", "c1", "1", "10:00:05"),
+				orderAt("o7", "c3", "2", "10:00:06"))
+			// The group's offset goes back to o2: only the savepoint's
+			// position and ranks give the uninterrupted run's output.
+			offs := kadm.Offsets{}
+			offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+			if resp, err := b.adm.CommitOffsets(ctxT(t), "top-sql", offs); err != nil || resp.Error() != nil {
+				t.Fatal(err, resp.Error())
+			}
+			restored := maps.Clone(cfg)
+			restored["parallelism.default"] = par
+			start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, restored)
+			want := map[string][]string{
+				`{"customer_id":"c1","rn":1}`: {`{"customer_id":"c1","rn":1,"order_id":"o1","amount":5.00}`, `{"customer_id":"c1","rn":1,"order_id":"o3","amount":7.00}`},
+				`{"customer_id":"c1","rn":2}`: {`{"customer_id":"c1","rn":2,"order_id":"o2","amount":3.00}`, `{"customer_id":"c1","rn":2,"order_id":"o1","amount":5.00}`},
+				`{"customer_id":"c2","rn":1}`: {`{"customer_id":"c2","rn":1,"order_id":"o5","amount":1.00}`},
+				`{"customer_id":"c3","rn":1}`: {`{"customer_id":"c3","rn":1,"order_id":"o7","amount":2.00}`},
+			}
+			got := map[string][]string{}
+			for _, r := range b.readOrdered(t, "top2", 6) {
+				k, v, _ := strings.Cut(r, " ")
+				got[k] = append(got[k], v)
+			}
+			checkByKey(t, got, want)
+		})
+	}
+}
+
+// readOrdered returns "key value" of the first n records of topic, in the
+// order read (one partition: the order written).
+func (b *broker) readOrdered(t *testing.T, topic string, n int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, 20*time.Second, "the first orders read and checkpointed", func() bool {
-		offs, err := b.adm.FetchOffsets(ctxT(t), "top-sql")
-		if err != nil {
-			return false
+	defer cl.Close()
+	var out []string
+	ctx := ctxT(t)
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records of %s: %v", len(out), n, topic, out)
 		}
-		o, _ := offs.Lookup("orders", 0)
-		return o.At == 3
-	})
-	path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
-	if err != nil {
-		t.Fatal(err)
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Key)+" "+string(r.Value)) })
 	}
-	if err := jobs[0].Wait(); err != nil {
-		t.Fatal(err)
-	}
-	b.produce(t, "orders", 0,
-		orderAt("o3", "c1", "7", "10:00:02"),
-		orderAt("o4", "c1", "4", "10:00:03"),
-		orderAt("o6", "c1", "1", "10:00:05"),
-		orderAt("o7", "c3", "2", "10:00:06"))
-	// The group's offset goes back to o2: only the savepoint's position
-	// and ranks give the uninterrupted run's output.
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
-	if resp, err := b.adm.CommitOffsets(ctxT(t), "top-sql", offs); err != nil || resp.Error() != nil {
-		t.Fatal(err, resp.Error())
-	}
-	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
-	want := []string{
-		`{"customer_id":"c1","rn":1} {"customer_id":"c1","rn":1,"order_id":"o1","amount":5.00}`,
-		`{"customer_id":"c1","rn":2} {"customer_id":"c1","rn":2,"order_id":"o2","amount":3.00}`,
-		`{"customer_id":"c2","rn":1} {"customer_id":"c2","rn":1,"order_id":"o5","amount":1.00}`,
-		`{"customer_id":"c1","rn":1} {"customer_id":"c1","rn":1,"order_id":"o3","amount":7.00}`,
-		`{"customer_id":"c1","rn":2} {"customer_id":"c1","rn":2,"order_id":"o1","amount":5.00}`,
-		`{"customer_id":"c3","rn":1} {"customer_id":"c3","rn":1,"order_id":"o7","amount":2.00}`,
-	}
-	if got := b.readUntil(t, "top2", `"o7"`); !slices.Equal(got, want) {
-		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	return out
 }
 
 // Deduplication by processing time: the first row of each key to arrive
