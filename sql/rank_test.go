@@ -202,6 +202,14 @@ WHERE rownum < 3;`, par)
 				"c1": {"+I[c1, o1, 5.00]", "+I[c1, o2, 3.00]", "-D[c1, o2, 3.00]", "+I[c1, o3, 7.00]"},
 				"c2": {"+I[c2, o5, 1.00]"},
 			})
+			// A rank range with an offset: only ranks 2 and 3 are emitted.
+			got = runPrinted(t, ddl+`INSERT INTO ranked SELECT customer_id, rownum, order_id, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rownum FROM orders)
+WHERE rownum > 1 AND rownum <= 3;`, par)
+			checkByKey(t, got, map[string][]string{
+				"c1": {"+I[c1, 2, o2, 3.00]", "-U[c1, 2, o2, 3.00]", "+U[c1, 2, o1, 5.00]", "+I[c1, 3, o2, 3.00]",
+					"-U[c1, 3, o2, 3.00]", "+U[c1, 3, o4, 4.00]"},
+			})
 			// A Top-1 (Flink's FastTop1Function): a strictly better row
 			// updates the key's row.
 			got = runPrinted(t, ddl+`INSERT INTO top SELECT customer_id, order_id, amount FROM (

@@ -143,6 +143,9 @@ func (o *rankOp) processFirstN(ctx *core.Context, vals []any, ts int64) error {
 	if err := o.count.Put(core.VoidNamespace, binary.BigEndian.AppendUint64(nil, uint64(n))); err != nil {
 		return err
 	}
+	if n < o.r.First {
+		return nil // before the rank range's offset
+	}
 	if o.r.OutputRank {
 		vals = withRank(vals, int(n))
 	}
@@ -209,7 +212,7 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 	switch {
 	case o.firstN:
 		return o.processFirstN(ctx, row.Values, ts)
-	case o.r.N == 1:
+	case o.r.First == 1 && o.r.N == 1:
 		return o.processTop1(ctx, row.Values, ts)
 	}
 	rows, err := loadRows(o.rows, core.VoidNamespace, o.codec)
@@ -224,7 +227,18 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 	emit := func(kind core.RowKind, vals []any) error {
 		return ctx.Emit(core.RowRecord(core.Row{Kind: kind, Values: vals}), ts)
 	}
-	if !o.r.OutputRank {
+	// ranked is a rank's row as emitted, or nil outside the rank range
+	// (Flink's isInRankRange).
+	ranked := func(vals []any, q int) []any {
+		if int64(q) < o.r.First {
+			return nil
+		}
+		if o.r.OutputRank {
+			return withRank(vals, q)
+		}
+		return vals
+	}
+	if !o.r.OutputRank && o.r.First == 1 {
 		if len(rows) > n {
 			if err := emit(core.Delete, rows[n]); err != nil {
 				return err
@@ -234,18 +248,24 @@ func (o *rankOp) ProcessElement(ctx *core.Context, _ int, r core.Record, ts int6
 			return err
 		}
 	} else {
+		// Flink's with-row-number algorithm (also for an offset): every
+		// rank from the new row's down changes its row.
 		m := len(rows)
 		for q := pos + 1; q <= min(m-1, n); q++ {
-			if err := emit(core.UpdateBefore, withRank(rows[q], q)); err != nil {
-				return err
-			}
-			if err := emit(core.UpdateAfter, withRank(rows[q-1], q)); err != nil {
-				return err
+			if before := ranked(rows[q], q); before != nil {
+				if err := emit(core.UpdateBefore, before); err != nil {
+					return err
+				}
+				if err := emit(core.UpdateAfter, ranked(rows[q-1], q)); err != nil {
+					return err
+				}
 			}
 		}
 		if m <= n {
-			if err := emit(core.Insert, withRank(rows[m-1], m)); err != nil {
-				return err
+			if last := ranked(rows[m-1], m); last != nil {
+				if err := emit(core.Insert, last); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -449,6 +469,9 @@ func (o *windowRankOp) OnTimer(ctx *core.Context, t core.Timer) error {
 		return err
 	}
 	for i, vals := range rows {
+		if int64(i+1) < o.r.First {
+			continue
+		}
 		if o.r.OutputRank {
 			vals = withRank(vals, i+1)
 		}

@@ -492,7 +492,9 @@ type Rank struct {
 	Input         Node
 	PartitionKeys []int
 	OrderKeys     []SortKey
-	N             int64
+	// First and N are the rank range [First, N] (First 1 but for an
+	// offset: rn > 2 AND rn <= 5).
+	First, N int64
 	// OutputRank says the row number is a field (RankName).
 	OutputRank bool
 	RankName   string
@@ -503,8 +505,8 @@ func (r *Rank) Inputs() []Node       { return []Node{r.Input} }
 func (r *Rank) Changelog() Changelog { return Updating }
 func (r *Rank) describe() string {
 	in := r.Input.Fields()
-	return fmt.Sprintf("Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
-		r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
+	return fmt.Sprintf("Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=%d, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
+		r.First, r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
 }
 func (r *Rank) exchange() string { return hashExchange(r.Input.Fields(), r.PartitionKeys) }
 
@@ -555,7 +557,7 @@ type WindowRank struct {
 	Start, End    int
 	PartitionKeys []int // besides window_start and window_end
 	OrderKeys     []SortKey
-	N             int64
+	First, N      int64 // the rank range
 	OutputRank    bool
 	RankName      string
 }
@@ -565,8 +567,8 @@ func (r *WindowRank) Inputs() []Node       { return []Node{r.Input} }
 func (r *WindowRank) Changelog() Changelog { return InsertOnly }
 func (r *WindowRank) describe() string {
 	in := r.Input.Fields()
-	return fmt.Sprintf("WindowRank(window=[%s], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
-		windowRefText(r.Window, in, r.Start, r.End), r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
+	return fmt.Sprintf("WindowRank(window=[%s], rankType=[ROW_NUMBER], rankRange=[rankStart=%d, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
+		windowRefText(r.Window, in, r.Start, r.End), r.First, r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
 }
 func (r *WindowRank) exchange() string { return hashExchange(r.Input.Fields(), r.PartitionKeys) }
 

@@ -1081,7 +1081,7 @@ func upsertKey(n Node) ([]int, bool) {
 		if n.OutputRank {
 			return append(slices.Clone(n.PartitionKeys), len(n.Input.Fields())), true
 		}
-		if n.N == 1 {
+		if n.First == n.N {
 			return slices.Clone(n.PartitionKeys), true
 		}
 		return nil, false

@@ -134,15 +134,15 @@ func (p *session) planRank(q *parser.Select, sub *parser.SubqueryRef) (Node, err
 		outer.add(sub.Alias, pre.Names[i], &ColRef{Index: i, Name: pre.Names[i], T: preFields[i].Type})
 	}
 	// WHERE: the bound on the row number, and other conditions after it.
-	n, others, err := p.rankBound(q.Where, rnName, over.Position())
+	first, n, others, err := p.rankBound(q.Where, rnName, over.Position())
 	if err != nil {
 		return nil, err
 	}
 	rnType := types.Type{Kind: types.BigInt, NotNull: true}
-	if n == 1 {
-		// The row number of a Top-1 is the constant 1 (Flink's
+	if first == n {
+		// The row number of a range of one rank is a constant (Flink's
 		// RankNumberColumnRemoveRule), so a deduplication may select it.
-		outer.add(sub.Alias, rnName, &Const{V: int64(1), T: rnType, Text: "1:BIGINT"})
+		outer.add(sub.Alias, rnName, &Const{V: n, T: rnType, Text: fmt.Sprintf("%d:BIGINT", n)})
 	} else {
 		outer.add(sub.Alias, rnName, &ColRef{Index: rnIdx, Name: rnName, T: rnType})
 	}
@@ -181,17 +181,18 @@ func (p *session) planRank(q *parser.Select, sub *parser.SubqueryRef) (Node, err
 	for _, e := range outExprs {
 		outputRank = outputRank || refersWindow(e, rnIdx)
 	}
-	rank, err := p.rankNode(pre, parts, order, n, outputRank, rnName)
+	rank, err := p.rankNode(pre, parts, order, first, n, outputRank, rnName)
 	if err != nil {
 		return nil, p.errAt(over.Position(), ErrInvalid, "%v", err)
 	}
 	return &Calc{Input: rank, Exprs: outExprs, Names: outNames, Filter: after}, nil
 }
 
-// rankBound finds the conjunct of where that bounds the row number rn
-// (rn = 1, rn <= N, rn < N, or the same reversed) and returns N and the
-// other conjuncts.
-func (p *session) rankBound(where parser.Expr, rn string, overPos parser.Pos) (int64, []parser.Expr, error) {
+// rankBound finds the conjuncts of where that bound the row number rn
+// (rn = k, rn <= N, rn < N, rn > M, rn >= M, the same reversed, rn BETWEEN
+// M AND N: Flink's constant rank range) and returns the range [start, end] and the other
+// conjuncts.
+func (p *session) rankBound(where parser.Expr, rn string, overPos parser.Pos) (int64, int64, []parser.Expr, error) {
 	var conj []parser.Expr
 	var split func(e parser.Expr)
 	split = func(e parser.Expr) {
@@ -209,7 +210,7 @@ func (p *session) rankBound(where parser.Expr, rn string, overPos parser.Pos) (i
 		id, ok := e.(*parser.Ident)
 		return ok && id.Parts[len(id.Parts)-1] == rn
 	}
-	var n int64 = -1
+	var start, end int64 = 1, -1
 	var others []parser.Expr
 	for _, c := range conj {
 		b, ok := c.(*parser.Binary)
@@ -218,6 +219,22 @@ func (p *session) rankBound(where parser.Expr, rn string, overPos parser.Pos) (i
 		if !mentions {
 			others = append(others, c)
 			continue
+		}
+		if bt, isBt := c.(*parser.Between); isBt && !bt.Not && isRn(bt.X) {
+			// rn BETWEEN M AND N: both bounds.
+			lo, okLo := bt.Lo.(*parser.Literal)
+			hi, okHi := bt.Hi.(*parser.Literal)
+			if okLo && okHi && lo.Kind == parser.LitNumber && hi.Kind == parser.LitNumber {
+				l, err1 := strconv.ParseInt(lo.Text, 10, 64)
+				h, err2 := strconv.ParseInt(hi.Text, 10, 64)
+				if err1 == nil && err2 == nil {
+					start = max(start, l)
+					if end < 0 || h < end {
+						end = h
+					}
+					continue
+				}
+			}
 		}
 		op, lit := "", (*parser.Literal)(nil)
 		if ok {
@@ -232,40 +249,45 @@ func (p *session) rankBound(where parser.Expr, rn string, overPos parser.Pos) (i
 		if lit != nil && lit.Kind == parser.LitNumber {
 			v, err = strconv.ParseInt(lit.Text, 10, 64)
 		}
-		if lit == nil || lit.Kind != parser.LitNumber || err != nil || n >= 0 {
-			return 0, nil, p.errAt(c.Position(), ErrInvalid, "the row number %s can be bounded once, by rn = 1, rn <= N or rn < N with a whole number N (Top-N); other conditions on it are not supported", rn)
+		if lit == nil || lit.Kind != parser.LitNumber || err != nil || op == "" || op == "<>" {
+			return 0, 0, nil, p.errAt(c.Position(), ErrInvalid,
+				"the row number %s can be bounded only by comparisons with whole numbers (rn = k, rn <= N, rn < N, rn > M, rn >= M, rn BETWEEN M AND N) joined by AND; other conditions on it are not supported", rn)
 		}
+		lo, hi := int64(1), int64(-1)
 		switch op {
 		case "=":
-			if v != 1 {
-				return 0, nil, p.errAt(c.Position(), ErrInvalid, "%s = %d: only rn = 1 is supported (deduplication, Top-1); use rn <= N for a Top-N", rn, v)
-			}
-			n = 1
+			lo, hi = v, v
 		case "<=":
-			n = v
+			hi = v
 		case "<":
-			n = v - 1
-		default:
-			return 0, nil, p.errAt(c.Position(), ErrInvalid, "the row number %s can be bounded from above only (rn = 1, rn <= N, rn < N): a rank range with an offset is not supported yet", rn)
+			hi = v - 1
+		case ">=":
+			lo = v
+		case ">":
+			lo = v + 1
 		}
-		if n < 1 {
-			return 0, nil, p.errAt(c.Position(), ErrInvalid, "the Top-N bound on %s keeps no rows", rn)
+		start = max(start, lo)
+		if hi >= 0 && (end < 0 || hi < end) {
+			end = hi
 		}
 	}
-	if n < 0 {
+	if end < 0 {
 		pos := overPos
 		if where != nil {
 			pos = where.Position()
 		}
-		return 0, nil, p.errAt(pos, ErrInvalid,
-			"ROW_NUMBER() OVER (...) AS %s needs a bound in the enclosing WHERE (%s = 1 for deduplication, %s <= N for a Top-N); over aggregations are not supported yet", rn, rn, rn)
+		return 0, 0, nil, p.errAt(pos, ErrInvalid,
+			"Rank end is not specified. Currently rank only support TopN, which means the rank end must be specified: bound ROW_NUMBER() OVER (...) AS %s in the enclosing WHERE (%s = 1 for deduplication, %s <= N for a Top-N); over aggregations are not supported yet", rn, rn, rn)
 	}
-	return n, others, nil
+	if end < start {
+		return 0, 0, nil, p.errAt(where.Position(), ErrInvalid, "the bounds on %s keep no rows (rank range [%d, %d])", rn, start, end)
+	}
+	return start, end, others, nil
 }
 
 // rankNode chooses the operator for a ROW_NUMBER over pre, as Flink's
 // rules do.
-func (p *session) rankNode(pre *Calc, parts []int, order []SortKey, n int64, outputRank bool, rnName string) (Node, error) {
+func (p *session) rankNode(pre *Calc, parts []int, order []SortKey, first, n int64, outputRank bool, rnName string) (Node, error) {
 	fields := pre.Fields()
 	// A window's start and end among the partition keys: per window.
 	start, end := -1, -1
@@ -283,17 +305,17 @@ func (p *session) rankNode(pre *Calc, parts []int, order []SortKey, n int64, out
 		}
 	}
 	if start >= 0 && end >= 0 {
-		if n == 1 && !outputRank && len(order) == 1 {
+		if first == 1 && n == 1 && !outputRank && len(order) == 1 {
 			if role, _, ok := windowColumn(pre, order[0].Index); ok && (role == "time" || role == "timecol") {
 				return &WindowDeduplicate{Input: pre, Window: w, Start: start, End: end, Keys: keys, Order: order[0].Index, KeepLast: order[0].Desc}, nil
 			}
 		}
-		return &WindowRank{Input: pre, Window: w, Start: start, End: end, PartitionKeys: keys, OrderKeys: order, N: n, OutputRank: outputRank, RankName: rnName}, nil
+		return &WindowRank{Input: pre, Window: w, Start: start, End: end, PartitionKeys: keys, OrderKeys: order, First: first, N: n, OutputRank: outputRank, RankName: rnName}, nil
 	}
-	if n == 1 && !outputRank && len(order) == 1 && (fields[order[0].Index].Type.Rowtime || fields[order[0].Index].Type.Proctime) {
+	if first == 1 && n == 1 && !outputRank && len(order) == 1 && (fields[order[0].Index].Type.Rowtime || fields[order[0].Index].Type.Proctime) {
 		return &Deduplicate{Input: pre, Keys: parts, Order: order[0].Index, KeepLast: order[0].Desc, Proctime: fields[order[0].Index].Type.Proctime}, nil
 	}
-	return &Rank{Input: pre, PartitionKeys: parts, OrderKeys: order, N: n, OutputRank: outputRank, RankName: rnName}, nil
+	return &Rank{Input: pre, PartitionKeys: parts, OrderKeys: order, First: first, N: n, OutputRank: outputRank, RankName: rnName}, nil
 }
 
 // windowColumn says whether field idx of n is a window's start, end or
