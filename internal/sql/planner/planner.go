@@ -434,6 +434,10 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if in.Changelog() == Updating {
+			return nil, nil, nil, p.errAt(f.Position(), ErrInvalid,
+				"the window function %s doesn't support consuming update changes which is produced by node %s", f.Func, updateSource(in).describe())
+		}
 		inf := in.Fields()
 		tc := -1
 		var names []string

@@ -124,7 +124,8 @@ func (p *session) planRank(q *parser.Select, sub *parser.SubqueryRef) (Node, err
 	}
 	pre := &Calc{Input: in, Exprs: exprs, Names: uniqueNames(names), Filter: filter}
 	if pre.Changelog() == Updating {
-		return nil, p.errAt(inner.Position(), ErrInvalid, "Top-N and deduplication over an updating input are not supported yet")
+		return nil, p.errAt(inner.Position(), ErrInvalid,
+			"Top-N and deduplication over an updating input (produced by node %s) are not supported yet", updateSource(pre).describe())
 	}
 	preFields := pre.Fields()
 	rnIdx := len(exprs)
