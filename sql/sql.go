@@ -133,7 +133,9 @@ type Metrics struct {
 	// NulledFields counts source fields read as NULL because they could
 	// not be converted ('json.ignore-parse-errors' = 'true').
 	NulledFields int64
-	// LateRecordsDropped counts rows window aggregations dropped as late.
+	// LateRecordsDropped counts rows dropped as late: by window
+	// aggregations, SESSION window functions, window Top-N and window
+	// deduplication, and deduplications keeping the first row by rowtime.
 	LateRecordsDropped int64
 }
 

@@ -1,9 +1,11 @@
 // Package exec compiles SQL plans (internal/sql/planner) to the engine's
 // core job API: each plan node becomes an untyped operator over Row
 // records (the Kafka source with per-partition watermarks, Calc, the
-// window table function, the keyed window aggregate with event-time
-// timers in keyed state, union, and the kafka, upsert-kafka, print and
-// blackhole sinks), joined by forward or hash-partitioned edges. The job
+// window table function, the keyed window aggregates (SESSION windows
+// merging) with event-time timers in keyed state, the regular GROUP BY,
+// deduplication, Top-N, window Top-N and window deduplication, union, and
+// the kafka, upsert-kafka, print and blackhole sinks), joined by forward or
+// hash-partitioned edges. The job
 // that results checkpoints, restarts and restores like any other core
 // job; the engine below never learns that SQL built it.
 package exec
@@ -95,14 +97,30 @@ func (c *compiler) sink(s *planner.Sink) error {
 	default:
 		return fmt.Errorf("sql: table %s: connector '%s' cannot be written to", t.Name, t.Options[planner.OptConnector])
 	}
-	out := core.Sink(in, core.OperatorSpec{Name: name, New: newOp}).UID(c.uid("sink"))
+	par := c.b.Parallelism()
+	if s.Input.Changelog() == planner.Updating {
+		par = in.Node().Parallelism
+	}
 	if p, ok := t.Options["sink.parallelism"]; ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
 			return fmt.Errorf("sql: table %s: 'sink.parallelism' = '%s' is not a positive number", t.Name, p)
 		}
-		out.SetParallelism(n)
+		par = n
 	}
+	// A changelog keeps the order of each key's changes: the sink runs at
+	// its input's parallelism, or, at another one, behind an exchange
+	// hashed by its primary key (Flink's table.exec.sink.keyed-shuffle).
+	var pk []int
+	for i, col := range s.Columns {
+		if containsInt(t.PrimaryKey, col) {
+			pk = append(pk, i)
+		}
+	}
+	if s.Input.Changelog() == planner.Updating && par != in.Node().Parallelism && len(pk) > 0 {
+		in = in.KeyBy(keySelector(pk))
+	}
+	core.Sink(in, core.OperatorSpec{Name: name, New: newOp}).UID(c.uid("sink")).SetParallelism(par)
 	return nil
 }
 
@@ -122,9 +140,24 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 			return core.Stream{}, err
 		}
 		rt := rowtimeOf(n.Fields())
-		return core.Transform(in, core.OperatorSpec{Kind: "calc", Name: "Calc", Out: out,
-			New: func() core.Operator { return &calcOp{c: n, rowtime: rt} }}).UID(c.uid("calc")), nil
+		s := core.Transform(in, core.OperatorSpec{Kind: "calc", Name: "Calc", Out: out,
+			New: func() core.Operator { return &calcOp{c: n, rowtime: rt} }}).UID(c.uid("calc"))
+		if n.Changelog() == planner.Updating {
+			// Over a changelog a Calc keeps its input's parallelism (and so
+			// the order of each key's changes), chained to it.
+			s.SetParallelism(in.Node().Parallelism)
+		}
+		return s, nil
 	case *planner.WindowTableFunction:
+		if n.Window.Kind == "SESSION" {
+			codec, err := newRowCodec(n.Input.Fields())
+			if err != nil {
+				return core.Stream{}, err
+			}
+			w, late := n.Window, &lateCounter{m: c.o.Metrics}
+			return c.keyed(n.Input, w.PartitionKeys, core.OperatorSpec{Kind: "window-tvf", Name: "WindowTableFunction " + w.String(), Out: out,
+				NeedsWatermarks: true, New: func() core.Operator { return &sessionTVFOp{w: w, codec: codec, late: late} }}, "window-tvf")
+		}
 		in, err := c.node(n.Input)
 		if err != nil {
 			return core.Stream{}, err
@@ -146,9 +179,13 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		if len(n.Keys) == 0 {
 			keyed = in.KeyBy(func(core.Record, []byte) []byte { return nil }).SetParallelism(in.Node().Parallelism)
 		}
+		newOp := func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }
+		if n.Window.Kind == "SESSION" {
+			newOp = func() core.Operator { return &sessionAggOp{aggSpec: spec, w: n, late: late} }
+		}
 		s := core.Transform(keyed, core.OperatorSpec{Kind: "window-aggregate", Name: "WindowAggregate " + n.Window.String(), Out: out,
 			NeedsWatermarks: true, Props: map[string]string{"window": n.Window.String()},
-			New: func() core.Operator { return &windowAggOp{aggSpec: spec, w: n, late: late} }}).UID(c.uid("window-aggregate"))
+			New: newOp}).UID(c.uid("window-aggregate"))
 		if len(n.Keys) == 0 {
 			s.SetParallelism(1)
 		}
@@ -169,6 +206,40 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 			s.SetParallelism(1)
 		}
 		return s, nil
+	case *planner.Rank:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		srt := newSorter(n.Input.Fields(), n.OrderKeys)
+		return c.keyed(n.Input, n.PartitionKeys, core.OperatorSpec{Kind: "rank", Name: fmt.Sprintf("Rank(rankEnd=%d)", n.N), Out: out,
+			New: func() core.Operator { return &rankOp{r: n, codec: codec, sort: srt, firstN: firstNOf(n)} }}, "rank")
+	case *planner.Deduplicate:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		late := &lateCounter{m: c.o.Metrics}
+		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "deduplicate", Name: "Deduplicate", Out: out,
+			NeedsWatermarks: !n.Proctime && !n.KeepLast,
+			New:             func() core.Operator { return &dedupOp{d: n, codec: codec, late: late} }}, "deduplicate")
+	case *planner.WindowRank:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		srt := newSorter(n.Input.Fields(), n.OrderKeys)
+		late := &lateCounter{m: c.o.Metrics}
+		return c.keyed(n.Input, n.PartitionKeys, core.OperatorSpec{Kind: "window-rank", Name: "WindowRank " + n.Window.String(), Out: out,
+			NeedsWatermarks: true, New: func() core.Operator { return &windowRankOp{r: n, codec: codec, sort: srt, late: late} }}, "window-rank")
+	case *planner.WindowDeduplicate:
+		codec, err := newRowCodec(n.Input.Fields())
+		if err != nil {
+			return core.Stream{}, err
+		}
+		late := &lateCounter{m: c.o.Metrics}
+		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "window-deduplicate", Name: "WindowDeduplicate " + n.Window.String(), Out: out,
+			NeedsWatermarks: true, New: func() core.Operator { return &windowDedupOp{d: n, codec: codec, late: late} }}, "window-deduplicate")
 	case *planner.Union:
 		ins := n.Inputs()
 		cur, err := c.node(ins[0])
@@ -187,6 +258,24 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		return cur, nil
 	}
 	return core.Stream{}, fmt.Errorf("sql: cannot run plan node %T", n)
+}
+
+// keyed adds spec's operator over input hash-partitioned by the fields
+// keys (all rows to one subtask when there are none).
+func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec, kind string) (core.Stream, error) {
+	in, err := c.node(input)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	keyed := in.KeyBy(keySelector(keys))
+	if len(keys) == 0 {
+		keyed = in.KeyBy(func(core.Record, []byte) []byte { return nil }).SetParallelism(in.Node().Parallelism)
+	}
+	s := core.Transform(keyed, spec).UID(c.uid(kind))
+	if len(keys) == 0 {
+		s.SetParallelism(1)
+	}
+	return s, nil
 }
 
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {

@@ -45,6 +45,9 @@ type kafkaSourceSpec struct {
 	// groupOffsets: scan.startup.mode is group-offsets (for the error of a
 	// partition without a committed offset).
 	groupOffsets bool
+	// proctime are the PROCTIME() columns, set to the processing time at
+	// which the subtask emits the row.
+	proctime []int
 }
 
 func kafkaClientOpts(t *planner.Table, log *slog.Logger) []kafka.Opt {
@@ -115,6 +118,11 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
 	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m, idleTimeout: idle}
+	for i, c := range t.Columns {
+		if c.Type.Proctime {
+			spec.proctime = append(spec.proctime, i)
+		}
+	}
 	topic := o[planner.OptTopic]
 	deser := kafka.RecordDeserializer(func(r *kgo.Record) (kafkaRow, error) {
 		vals := make([]any, len(t.Columns))
@@ -503,6 +511,9 @@ func (s *kafkaSource) collect(sw *splitWatermark, v kafkaRow) {
 		if t, ok := v.vals[s.spec.rowtime].(int64); ok {
 			ts = t
 		}
+	}
+	for _, i := range s.spec.proctime {
+		v.vals[i] = s.ctx.CurrentProcessingTime()
 	}
 	if err := s.ctx.Emit(core.RowRecord(core.Row{Values: v.vals}), ts); err != nil {
 		s.err = err

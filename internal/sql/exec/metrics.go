@@ -16,8 +16,10 @@ type Metrics struct {
 	// NulledFields counts fields set to NULL because they could not be
 	// read (json.ignore-parse-errors = 'true').
 	NulledFields atomic.Int64
-	// LateRecordsDropped counts rows a window aggregation dropped because
-	// the watermark had passed their window.
+	// LateRecordsDropped counts rows dropped because the watermark had
+	// passed their window (window aggregations, SESSION window functions,
+	// window Top-N and deduplication) or their time (deduplication keeping
+	// the first row by rowtime).
 	LateRecordsDropped atomic.Int64
 }
 

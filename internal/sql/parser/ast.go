@@ -217,6 +217,10 @@ type WindowTVF struct {
 	// size; HOP's slide and size; CUMULATE's step and size; SESSION's gap.
 	Args  []Expr
 	Alias string
+	// PartitionBy are SESSION's PARTITION BY columns (TABLE t PARTITION
+	// BY k), with their positions.
+	PartitionBy    []string
+	PartitionByPos []Pos
 }
 
 // SubqueryRef is (query) [AS alias].
@@ -303,13 +307,30 @@ type In struct {
 	Not  bool
 }
 
-// Call is a function call: name(args), name(DISTINCT args), COUNT(*).
+// Call is a function call: name(args), name(DISTINCT args), COUNT(*),
+// and ROW_NUMBER() OVER (...).
 type Call struct {
 	node
 	Name     string // upper case
 	Args     []Expr
 	Distinct bool
 	Star     bool
+	// Over is the OVER (PARTITION BY ... ORDER BY ...) of a window
+	// function, or nil.
+	Over *Over
+}
+
+// Over is OVER ([PARTITION BY exprs] [ORDER BY expr [ASC|DESC], ...]).
+type Over struct {
+	node
+	PartitionBy []Expr
+	OrderBy     []*OrderItem
+}
+
+// OrderItem is an expression of ORDER BY and its direction.
+type OrderItem struct {
+	X    Expr
+	Desc bool
 }
 
 // Cast is CAST(x AS type) (TRY_CAST too).

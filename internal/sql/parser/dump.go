@@ -168,7 +168,11 @@ func dumpSelect(b *strings.Builder, s *Select, indent string) {
 			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
 		}
 	case *WindowTVF:
-		fmt.Fprintf(b, "(%s %s (descriptor %s)", strings.ToLower(f.Func), dumpName(f.Table), quoteIdent(f.TimeCol))
+		fmt.Fprintf(b, "(%s %s", strings.ToLower(f.Func), dumpName(f.Table))
+		if len(f.PartitionBy) > 0 {
+			b.WriteString(" (partition-by " + identList(f.PartitionBy) + ")")
+		}
+		fmt.Fprintf(b, " (descriptor %s)", quoteIdent(f.TimeCol))
 		for _, a := range f.Args {
 			b.WriteString(" ")
 			dumpExpr(b, a)
@@ -287,6 +291,31 @@ func dumpExpr(b *strings.Builder, e Expr) {
 		for _, a := range e.Args {
 			b.WriteString(" ")
 			dumpExpr(b, a)
+		}
+		if o := e.Over; o != nil {
+			b.WriteString(" (over")
+			if len(o.PartitionBy) > 0 {
+				b.WriteString(" (partition-by")
+				for _, x := range o.PartitionBy {
+					b.WriteString(" ")
+					dumpExpr(b, x)
+				}
+				b.WriteString(")")
+			}
+			if len(o.OrderBy) > 0 {
+				b.WriteString(" (order-by")
+				for _, it := range o.OrderBy {
+					b.WriteString(" ")
+					dumpExpr(b, it.X)
+					if it.Desc {
+						b.WriteString(" desc")
+					} else {
+						b.WriteString(" asc")
+					}
+				}
+				b.WriteString(")")
+			}
+			b.WriteString(")")
 		}
 		b.WriteString(")")
 	case *Cast:

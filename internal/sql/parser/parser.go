@@ -942,8 +942,34 @@ func (p *parser) windowTVF() (*WindowTVF, error) {
 	if w.Table, err = p.name("a table name"); err != nil {
 		return nil, err
 	}
-	if fn == "SESSION" && p.isKw("PARTITION") {
-		return nil, p.errAt(p.peek().pos, "SESSION windows with PARTITION BY are not supported yet")
+	if p.isKw("PARTITION") {
+		ppos := p.next().pos
+		if fn != "SESSION" {
+			return nil, p.errAt(ppos, "only SESSION windows take PARTITION BY")
+		}
+		if err := p.expectKw("BY"); err != nil {
+			return nil, err
+		}
+		paren := p.acceptOp("(")
+		for {
+			c, cpos, err := p.ident("a partition column")
+			if err != nil {
+				return nil, err
+			}
+			w.PartitionBy, w.PartitionByPos = append(w.PartitionBy, c), append(w.PartitionByPos, cpos)
+			if !p.acceptOp(",") {
+				break
+			}
+			if !paren && p.isKw("DESCRIPTOR") { // TABLE t PARTITION BY a, DESCRIPTOR(...)
+				p.i--
+				break
+			}
+		}
+		if paren {
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := p.expectOp(","); err != nil {
 		return nil, err
@@ -1266,7 +1292,7 @@ func (p *parser) call() (Expr, error) {
 	p.next() // (
 	c := &Call{node: node{t.pos}, Name: t.upper()}
 	if p.acceptOp(")") {
-		return c, nil
+		return p.over(c)
 	}
 	if p.isOp("*") {
 		p.next()
@@ -1291,10 +1317,60 @@ func (p *parser) call() (Expr, error) {
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
-	if p.isKw("OVER") {
-		return nil, p.errAt(p.peek().pos, "OVER windows are not supported yet")
+	return p.over(c)
+}
+
+// over reads the OVER (...) of a window function call, if there is one.
+func (p *parser) over(c *Call) (Expr, error) {
+	if !p.isKw("OVER") {
+		return c, nil
 	}
-	return c, nil
+	pos := p.next().pos
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	o := &Over{node: node{pos}}
+	if p.acceptKw("PARTITION") {
+		if err := p.expectKw("BY"); err != nil {
+			return nil, err
+		}
+		for {
+			e, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			o.PartitionBy = append(o.PartitionBy, e)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKw("ORDER") {
+		if err := p.expectKw("BY"); err != nil {
+			return nil, err
+		}
+		for {
+			e, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			it := &OrderItem{X: e}
+			if p.acceptKw("DESC") {
+				it.Desc = true
+			} else {
+				p.acceptKw("ASC")
+			}
+			o.OrderBy = append(o.OrderBy, it)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.isKw("ROWS") || p.isKw("RANGE") {
+		return nil, p.errAt(p.peek().pos, "OVER windows with a frame (ROWS/RANGE) are not supported yet")
+	}
+	c.Over = o
+	return c, p.expectOp(")")
 }
 
 // intervalUnits are the units of INTERVAL literals.

@@ -67,6 +67,8 @@ func TestNearest(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add("SELECT a, SUM(b) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, window_start")
 	f.Add("CREATE TABLE t (a INT, WATERMARK FOR a AS a - INTERVAL '1' SECOND) WITH ('k'='v');")
+	f.Add("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, b ORDER BY ts DESC, c) AS rn FROM t) WHERE rn <= 3")
+	f.Add("SELECT k, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY (k, j), DESCRIPTOR(ts), INTERVAL '5' MINUTE)) GROUP BY k, j, window_start, window_end")
 	f.Fuzz(func(t *testing.T, src string) {
 		stmts, err := parser.Parse(src)
 		if err != nil {

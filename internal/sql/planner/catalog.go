@@ -30,6 +30,10 @@ const (
 	MetadataCol                   // from the connector (METADATA FROM ...)
 )
 
+// proctimeType is the type of a PROCTIME() column, as Flink's:
+// TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*.
+var proctimeType = types.Type{Kind: types.TimestampLTZ, Precision: 3, NotNull: true, Proctime: true}
+
 // Column is a table's column.
 type Column struct {
 	Name string
@@ -171,6 +175,16 @@ func (p *session) createTable(s *parser.CreateTable) error {
 	}
 	for i, c := range s.Columns {
 		if c.Computed == nil {
+			continue
+		}
+		if call, ok := c.Computed.(*parser.Call); ok && call.Name == "PROCTIME" && call.Over == nil {
+			if len(call.Args) > 0 {
+				return p.errAt(call.Position(), ErrInvalid, "PROCTIME takes no arguments")
+			}
+			// A processing-time attribute: the source sets it to the time
+			// it reads the record.
+			t.Columns[i].Expr = &Const{T: proctimeType, Text: "PROCTIME()"}
+			t.Columns[i].Type = proctimeType
 			continue
 		}
 		e, err := p.bind(c.Computed, sc, nil)

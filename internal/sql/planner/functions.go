@@ -13,7 +13,7 @@ import (
 
 // scalarNames are the scalar functions (for suggestions).
 var scalarNames = []string{"UPPER", "LOWER", "TRIM", "CHAR_LENGTH", "CHARACTER_LENGTH", "CONCAT", "COALESCE",
-	"ABS", "MOD", "IF", "TO_TIMESTAMP_LTZ"}
+	"ABS", "MOD", "IF", "TO_TIMESTAMP_LTZ", "PROCTIME"}
 
 func concatFunc(args []Expr) *Func {
 	nn := true
@@ -53,6 +53,8 @@ func (p *session) scalarCall(c *parser.Call, args []Expr) (Expr, error) {
 		return &Func{Name: c.Name, Args: args, T: t, fn: func(vs []any) (any, error) { return fn(vs[0].(string)), nil }}, nil
 	}
 	switch c.Name {
+	case "PROCTIME":
+		return nil, p.errAt(c.Position(), ErrInvalid, "PROCTIME() declares a processing-time attribute: use it as a computed column of a table (pt AS PROCTIME())")
 	case "UPPER":
 		return str(func(s string) any { return strings.ToUpper(s) }, types.STRING)
 	case "LOWER":

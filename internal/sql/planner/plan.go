@@ -112,13 +112,18 @@ func (c *Calc) describe() string {
 
 // Window is a window TVF's assignment.
 type Window struct {
-	Kind string // TUMBLE, HOP, CUMULATE
+	Kind string // TUMBLE, HOP, CUMULATE, SESSION
 	// TimeCol is the index of the time attribute in the input.
 	TimeCol  int
 	TimeName string
 	// Size, Slide (HOP's slide, CUMULATE's step) and Offset, in
-	// milliseconds.
+	// milliseconds. A SESSION window's gap is its Size: a row at t opens
+	// [t, t + gap), and windows that overlap or touch merge.
 	Size, Slide, Offset int64
+	// PartitionBy are a SESSION's PARTITION BY columns (names), and
+	// PartitionKeys their indexes in the TVF's input.
+	PartitionBy   []string
+	PartitionKeys []int
 }
 
 func (w Window) String() string {
@@ -127,6 +132,12 @@ func (w Window) String() string {
 		return fmt.Sprintf("HOP(time_col=[%s], size=[%s], slide=[%s])", w.TimeName, durationText(w.Size), durationText(w.Slide))
 	case "CUMULATE":
 		return fmt.Sprintf("CUMULATE(time_col=[%s], max_size=[%s], step=[%s])", w.TimeName, durationText(w.Size), durationText(w.Slide))
+	case "SESSION":
+		s := fmt.Sprintf("SESSION(time_col=[%s], gap=[%s]", w.TimeName, durationText(w.Size))
+		if len(w.PartitionBy) > 0 {
+			s += fmt.Sprintf(", partition keys=[%s]", strings.Join(w.PartitionBy, ", "))
+		}
+		return s + ")"
 	}
 	s := fmt.Sprintf("TUMBLE(time_col=[%s], size=[%s]", w.TimeName, durationText(w.Size))
 	if w.Offset != 0 {
@@ -136,8 +147,12 @@ func (w Window) String() string {
 }
 
 // Assign calls fn with [start, end) of every window the timestamp ts
-// falls in, earliest first.
+// falls in, earliest first (for SESSION: the window the row opens, before
+// merging).
 func (w Window) Assign(ts int64, fn func(start, end int64) error) error {
+	if w.Kind == "SESSION" {
+		return fn(ts, ts+w.Size)
+	}
 	floor := func(t, size int64) int64 {
 		r := (t - w.Offset) % size
 		if r < 0 {
@@ -195,7 +210,9 @@ func windowFields() []Field {
 
 // WindowTableFunction is a window TVF whose rows are not aggregated: each
 // input row once per window it falls in, with window_start, window_end and
-// window_time appended.
+// window_time appended. A SESSION TVF holds each partition key's rows until
+// their session closes (its windows merge), then emits them with the
+// session's bounds.
 type WindowTableFunction struct {
 	Input  Node
 	Window Window
@@ -211,6 +228,16 @@ func (w *WindowTableFunction) Inputs() []Node       { return []Node{w.Input} }
 func (w *WindowTableFunction) Changelog() Changelog { return InsertOnly }
 func (w *WindowTableFunction) describe() string {
 	return fmt.Sprintf("WindowTableFunction(window=[%s])", w.Window)
+}
+
+// exchange: a SESSION TVF merges its sessions per partition key (all rows
+// in one place without PARTITION BY); the other TVFs assign rows where
+// they are.
+func (w *WindowTableFunction) exchange() string {
+	if w.Window.Kind != "SESSION" {
+		return ""
+	}
+	return hashExchange(w.Input.Fields(), w.Window.PartitionKeys)
 }
 
 // AggCall is one aggregate of a window aggregation.
@@ -398,7 +425,7 @@ func explainNode(b *strings.Builder, n Node, first, rest string) {
 	line := n.describe()
 	line = strings.TrimSuffix(line, ")") + fmt.Sprintf(", changelogMode=[%s])", n.Changelog())
 	b.WriteString(first + line + "\n")
-	if w, ok := n.(interface{ exchange() string }); ok {
+	if w, ok := n.(interface{ exchange() string }); ok && w.exchange() != "" {
 		b.WriteString(rest + "+- " + w.exchange() + "\n")
 		rest += "   "
 	}
@@ -410,4 +437,170 @@ func explainNode(b *strings.Builder, n Node, first, rest string) {
 			explainNode(b, in, rest+":- ", rest+":  ")
 		}
 	}
+}
+
+// SortKey is a field of an ORDER BY and its direction.
+type SortKey struct {
+	Index int
+	Desc  bool
+}
+
+func sortKeysText(in []Field, keys []SortKey) string {
+	var out []string
+	for _, k := range keys {
+		d := "ASC"
+		if k.Desc {
+			d = "DESC"
+		}
+		out = append(out, in[k.Index].Name+" "+d)
+	}
+	return strings.Join(out, ", ")
+}
+
+func indexNames(in []Field, idx []int) string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, in[i].Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func hashExchange(in []Field, keys []int) string {
+	if len(keys) == 0 {
+		return "Exchange(distribution=[single])"
+	}
+	return fmt.Sprintf("Exchange(distribution=[hash[%s]])", indexNames(in, keys))
+}
+
+// rankFields are a rank's input fields and, when it outputs it, the row
+// number.
+func rankFields(in []Field, output bool, name string) []Field {
+	out := append([]Field(nil), in...)
+	if output {
+		out = append(out, Field{name, types.Type{Kind: types.BigInt, NotNull: true}})
+	}
+	return out
+}
+
+// Rank is a Top-N: per partition key the first N rows by the order keys
+// (ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) with rn <= N). Its
+// input is insert-only (Flink's AppendFastStrategy); its output is a
+// changelog: a row entering the top N inserts it and deletes the one it
+// pushes out, or, with the row number selected, updates every rank that
+// moved. Rows: the input's fields, then the row number when selected.
+type Rank struct {
+	Input         Node
+	PartitionKeys []int
+	OrderKeys     []SortKey
+	// First and N are the rank range [First, N] (First 1 but for an
+	// offset: rn > 2 AND rn <= 5).
+	First, N int64
+	// OutputRank says the row number is a field (RankName).
+	OutputRank bool
+	RankName   string
+}
+
+func (r *Rank) Fields() []Field      { return rankFields(r.Input.Fields(), r.OutputRank, r.RankName) }
+func (r *Rank) Inputs() []Node       { return []Node{r.Input} }
+func (r *Rank) Changelog() Changelog { return Updating }
+func (r *Rank) describe() string {
+	in := r.Input.Fields()
+	return fmt.Sprintf("Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=%d, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
+		r.First, r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
+}
+func (r *Rank) exchange() string { return hashExchange(r.Input.Fields(), r.PartitionKeys) }
+
+// Deduplicate keeps the first or the last row per key by a time
+// attribute: ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime ASC|DESC)
+// = 1 without the row number selected. Keeping the last row is a
+// changelog (-U of the previous row, +U of the new); keeping the first is
+// insert-only, as Flink 2 plans it (FLINK-37005): by processing time the
+// first row to arrive, by rowtime the earliest row, emitted once the
+// watermark passes its time.
+type Deduplicate struct {
+	Input    Node
+	Keys     []int
+	Order    int // the time attribute's field
+	KeepLast bool
+	Proctime bool
+}
+
+func (d *Deduplicate) Fields() []Field { return d.Input.Fields() }
+func (d *Deduplicate) Inputs() []Node  { return []Node{d.Input} }
+func (d *Deduplicate) Changelog() Changelog {
+	if !d.KeepLast {
+		return InsertOnly
+	}
+	return Updating
+}
+func (d *Deduplicate) describe() string {
+	keep, order := "FirstRow", "ROWTIME"
+	if d.KeepLast {
+		keep = "LastRow"
+	}
+	if d.Proctime {
+		order = "PROCTIME"
+	}
+	return fmt.Sprintf("Deduplicate(keep=[%s], key=[%s], order=[%s])", keep, indexNames(d.Input.Fields(), d.Keys), order)
+}
+func (d *Deduplicate) exchange() string { return hashExchange(d.Input.Fields(), d.Keys) }
+
+// WindowRank is a Top-N per window: PARTITION BY window_start,
+// window_end (and more keys) over a window TVF or window aggregation. It
+// keeps the first N rows of each (key, window) and emits them, ranked,
+// when the watermark passes the window's end: insert-only. Rows: the
+// input's fields, then the row number when selected.
+type WindowRank struct {
+	Input Node
+	// Window is the input's window; Start and End its columns.
+	Window        Window
+	Start, End    int
+	PartitionKeys []int // besides window_start and window_end
+	OrderKeys     []SortKey
+	First, N      int64 // the rank range
+	OutputRank    bool
+	RankName      string
+}
+
+func (r *WindowRank) Fields() []Field      { return rankFields(r.Input.Fields(), r.OutputRank, r.RankName) }
+func (r *WindowRank) Inputs() []Node       { return []Node{r.Input} }
+func (r *WindowRank) Changelog() Changelog { return InsertOnly }
+func (r *WindowRank) describe() string {
+	in := r.Input.Fields()
+	return fmt.Sprintf("WindowRank(window=[%s], rankType=[ROW_NUMBER], rankRange=[rankStart=%d, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
+		windowRefText(r.Window, in, r.Start, r.End), r.First, r.N, indexNames(in, r.PartitionKeys), sortKeysText(in, r.OrderKeys), fieldNames(r.Fields()))
+}
+func (r *WindowRank) exchange() string { return hashExchange(r.Input.Fields(), r.PartitionKeys) }
+
+// WindowDeduplicate keeps the first or last row of each (key, window) by
+// the window's time column and emits it when the watermark passes the
+// window's end: insert-only.
+type WindowDeduplicate struct {
+	Input      Node
+	Window     Window
+	Start, End int
+	Keys       []int // besides window_start and window_end
+	Order      int
+	KeepLast   bool
+}
+
+func (d *WindowDeduplicate) Fields() []Field      { return d.Input.Fields() }
+func (d *WindowDeduplicate) Inputs() []Node       { return []Node{d.Input} }
+func (d *WindowDeduplicate) Changelog() Changelog { return InsertOnly }
+func (d *WindowDeduplicate) describe() string {
+	in := d.Input.Fields()
+	keep := "FirstRow"
+	if d.KeepLast {
+		keep = "LastRow"
+	}
+	return fmt.Sprintf("WindowDeduplicate(window=[%s], keep=[%s], partitionKeys=[%s], orderKey=[%s], order=[ROWTIME])",
+		windowRefText(d.Window, in, d.Start, d.End), keep, indexNames(in, d.Keys), in[d.Order].Name)
+}
+func (d *WindowDeduplicate) exchange() string { return hashExchange(d.Input.Fields(), d.Keys) }
+
+// windowRefText is a window as a window rank shows it: by its columns.
+func windowRefText(w Window, in []Field, start, end int) string {
+	s := w.String()
+	i := strings.Index(s, "(")
+	return fmt.Sprintf("%s(win_start=[%s], win_end=[%s], %s", s[:i], in[start].Name, in[end].Name, s[i+1:])
 }

@@ -3,7 +3,8 @@
 // its line and column, an unknown name with the nearest known one),
 // decides each operator's changelog mode, and produces a plan of
 // relational nodes (Scan, WatermarkAssigner, Calc, WindowTableFunction,
-// WindowAggregate, Union, Sink) that internal/sql/exec compiles to the
+// WindowAggregate, GroupAggregate, Deduplicate, Rank, WindowRank,
+// WindowDeduplicate, Union, Sink) that internal/sql/exec compiles to the
 // core job API. It runs nothing.
 package planner
 
@@ -283,7 +284,7 @@ var aggregates = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN":
 func containsAgg(e parser.Expr) bool {
 	found := false
 	walk(e, func(x parser.Expr) {
-		if c, ok := x.(*parser.Call); ok && aggregates[c.Name] {
+		if c, ok := x.(*parser.Call); ok && aggregates[c.Name] && c.Over == nil {
 			found = true
 		}
 	})
@@ -433,6 +434,10 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if in.Changelog() == Updating {
+			return nil, nil, nil, p.errAt(f.Position(), ErrInvalid,
+				"the window function %s doesn't support consuming update changes which is produced by node %s", f.Func, updateSource(in).describe())
+		}
 		inf := in.Fields()
 		tc := -1
 		var names []string
@@ -450,8 +455,12 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 				"the window function requires the time column %s to be a time attribute (declare a WATERMARK FOR it), but it is %s", f.TimeCol, inf[tc].Type)
 		}
 		w := Window{Kind: f.Func, TimeCol: tc, TimeName: f.TimeCol}
-		if f.Func == "SESSION" {
-			return nil, nil, nil, p.errAt(f.Position(), ErrInvalid, "SESSION windows are not supported yet")
+		for i, k := range f.PartitionBy {
+			j := slices.Index(names, k)
+			if j < 0 {
+				return nil, nil, nil, p.unknownColumn(f.PartitionByPos[i], k, names)
+			}
+			w.PartitionBy, w.PartitionKeys = append(w.PartitionBy, k), append(w.PartitionKeys, j)
 		}
 		var ivs []int64
 		for _, a := range f.Args {
@@ -481,6 +490,8 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 			if w.Size%w.Slide != 0 {
 				return nil, nil, nil, p.errAt(f.Position(), ErrInvalid, "CUMULATE's max size must be an integral multiple of its step")
 			}
+		case "SESSION":
+			w.Size = ivs[0]
 		}
 		if len(ivs) > 2 {
 			w.Offset = ivs[2]
@@ -518,6 +529,9 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	if q.Distinct {
 		return nil, p.errAt(q.Position(), ErrInvalid, "SELECT DISTINCT is not supported yet")
 	}
+	if sub, ok := q.From.(*parser.SubqueryRef); ok && rowNumberItem(sub.Query) >= 0 {
+		return p.planRank(q, sub)
+	}
 	in, sc, win, err := p.from(q.From)
 	if err != nil {
 		return nil, err
@@ -545,7 +559,7 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 		}
 		return &Calc{Input: in, Exprs: exprs, Names: names, Filter: filter}, nil
 	}
-	if win == nil || !groupsByWindow(q.GroupBy) {
+	if win == nil || !groupsByWindow(q.GroupBy) || !sessionGroupsByPartition(win, q.GroupBy) {
 		return p.planGroupAgg(q, in, sc, filter)
 	}
 	tvf := in.(*WindowTableFunction)
@@ -683,6 +697,39 @@ func (p *session) collectAggs(q *parser.Select, sc *scope, as *aggScope, width, 
 	}
 	walk(q.Having, collect)
 	return aggs, err
+}
+
+// sessionGroupsByPartition reports whether a GROUP BY over window w is a
+// window aggregation as far as SESSION windows go: its keys besides the
+// window's columns are exactly the PARTITION BY columns (Flink's
+// validGroupKeyPartitionKey). Otherwise the sessions are the TVF's own
+// (per partition key, or over all rows) and the GROUP BY a regular one
+// over them.
+func sessionGroupsByPartition(w *Window, groupBy []parser.Expr) bool {
+	if w.Kind != "SESSION" {
+		return true
+	}
+	keys := map[string]bool{}
+	for _, g := range groupBy {
+		id, ok := g.(*parser.Ident)
+		if !ok {
+			return false
+		}
+		switch name := id.Parts[len(id.Parts)-1]; name {
+		case "window_start", "window_end", "window_time":
+		default:
+			keys[name] = true
+		}
+	}
+	if len(keys) != len(w.PartitionBy) {
+		return false
+	}
+	for _, k := range w.PartitionBy {
+		if !keys[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // groupsByWindow reports whether a GROUP BY names window_start and
@@ -1004,7 +1051,8 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 	conn := t.Options[OptConnector]
 	if in.Changelog() == Updating && conn == "kafka" {
 		return nil, p.errAt(ins.Position(), ErrInvalid,
-			"table sink '%s' doesn't support consuming update changes: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)", t.Path())
+			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)",
+			t.Path(), updateSource(in).describe())
 	}
 	if in.Changelog() == Updating && conn == "upsert-kafka" {
 		key, ok := upsertKey(in)
@@ -1017,7 +1065,7 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 		slices.Sort(key)
 		if !ok || !slices.Equal(key, pk) {
 			return nil, p.errAt(ins.Position(), ErrInvalid,
-				"the query's upsert key differs from the primary key of sink table '%s': writing it needs an upsert materializer, which is not supported yet; make the GROUP BY keys the sink's primary key", t.Path())
+				"the query's upsert key differs from the primary key of sink table '%s': writing it needs an upsert materializer, which is not supported yet; make the sink's primary key the query's upsert key (the GROUP BY keys; a deduplication's PARTITION BY keys; a Top-N's PARTITION BY keys and row number)", t.Path())
 		}
 	}
 	return &Sink{Table: t, Input: in, Columns: cols, OnConflict: ins.OnConflict}, nil
@@ -1029,6 +1077,18 @@ func upsertKey(n Node) ([]int, bool) {
 	switch n := n.(type) {
 	case *GroupAggregate:
 		return slices.Clone(n.Keys), true
+	case *Deduplicate:
+		return slices.Clone(n.Keys), true
+	case *Rank:
+		// A Top-N's rows are identified by the partition key and the row
+		// number; a Top-1's by the partition key alone.
+		if n.OutputRank {
+			return append(slices.Clone(n.PartitionKeys), len(n.Input.Fields())), true
+		}
+		if n.First == n.N {
+			return slices.Clone(n.PartitionKeys), true
+		}
+		return nil, false
 	case *Calc:
 		inner, ok := upsertKey(n.Input)
 		if !ok {
@@ -1050,6 +1110,17 @@ func upsertKey(n Node) ([]int, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// updateSource is the node that makes n's input updating: the first
+// updating node whose inputs are all insert-only.
+func updateSource(n Node) Node {
+	for _, in := range n.Inputs() {
+		if in.Changelog() == Updating {
+			return updateSource(in)
+		}
+	}
+	return n
 }
 
 // fuseCalc applies exprs (over calc's output) directly to calc's input.
@@ -1222,6 +1293,9 @@ func (p *session) bind(e parser.Expr, sc *scope, as *aggScope) (Expr, error) {
 	case *parser.Case:
 		return p.caseExpr(x, sc, as)
 	case *parser.Call:
+		if x.Over != nil {
+			return nil, p.overError(x)
+		}
 		if aggregates[x.Name] {
 			return nil, p.errAt(x.Position(), ErrInvalid, "aggregate %s is not allowed here", x.Name)
 		}

@@ -64,6 +64,9 @@ type Type struct {
 	// Rowtime marks an event-time attribute (a watermarked column, or a
 	// window's window_time).
 	Rowtime bool
+	// Proctime marks a processing-time attribute (a computed column AS
+	// PROCTIME()).
+	Proctime bool
 }
 
 // Constructors of common types.
@@ -90,8 +93,8 @@ func (t Type) Nullable() Type { t.NotNull = false; return t }
 // WithNotNull is t NOT NULL (or not).
 func (t Type) WithNotNull(nn bool) Type { t.NotNull = nn; return t }
 
-// Plain is t without the rowtime mark.
-func (t Type) Plain() Type { t.Rowtime = false; return t }
+// Plain is t without the time attribute marks.
+func (t Type) Plain() Type { t.Rowtime, t.Proctime = false, false; return t }
 
 // IsNumeric reports an exact or approximate number.
 func (t Type) IsNumeric() bool {
@@ -170,6 +173,9 @@ func (t Type) String() string {
 	}
 	if t.Rowtime {
 		s += " *ROWTIME*"
+	}
+	if t.Proctime {
+		s += " *PROCTIME*"
 	}
 	return s
 }
