@@ -208,7 +208,7 @@ func TestUserJKSKeystoreOnYARN(t *testing.T) {
 	succeeded(t, p, appID)
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	found := false
-	for _, f := range containerLogs(t, r.c, appID, "appmaster.err") {
+	for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
 		b, _ := os.ReadFile(f)
 		found = found || bytes.Contains(b, []byte(`authentication="mutual TLS with `+ks.Path))
 	}

@@ -14,6 +14,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -234,30 +235,33 @@ func (r *rig) deploy(t *testing.T, ctx context.Context, args ...string) (p *run,
 	p = r.start(ctx, args...)
 	appID = match(t, p, reAppID, 2*time.Minute)
 	addr = match(t, p, reREST, time.Second)
-	rc, err := restclient.New(addr, restclient.WithToken(r.restToken(t, appID)))
+	rc, err := restclient.New(addr, restclient.WithToken(r.restToken(t, match(t, p, reStaging, time.Second))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, appID, addr, rc, runningJob(t, ctx, rc, 2*time.Minute)
 }
 
-// restToken reads application appID's REST token from its staging
-// directory, as the sluice commands do (the test runs as the application's
-// owner).
-func (r *rig) restToken(t *testing.T, appID string) []byte {
+// reStaging is the client's line naming the application's staging directory.
+var reStaging = regexp.MustCompile(`Staging directory (\S+) \(mode`)
+
+// restToken reads the application's REST token from its staging directory
+// (an hdfs:// URI, as the client printed it), as the sluice commands do
+// (the test runs as the application's owner).
+func (r *rig) restToken(t *testing.T, staging string) []byte {
 	t.Helper()
-	user, err := hadoop.CurrentUser(os.Getenv)
+	u, err := url.Parse(staging)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("staging directory %q: %v", staging, err)
 	}
-	f, err := r.fs.Open(path.Join("/user", user, ".sluice", appID, "rest-token"))
+	f, err := r.fs.Open(path.Join(u.Path, "rest-token"))
 	if err != nil {
-		t.Fatalf("the REST token of %s: %v", appID, err)
+		t.Fatalf("the REST token in %s: %v", staging, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		t.Fatalf("the REST token of %s: %v", appID, err)
+		t.Fatalf("the REST token in %s: %v", staging, err)
 	}
 	return bytes.TrimSpace(b)
 }
