@@ -140,6 +140,10 @@ var rules = table{
 			mod: []string{"fs", "internal/clock", "internal/runtime/codec", "internal/runtime/keygroup", "internal/runtime/pendingcommit", "internal/runtime/state",
 				"internal/runtime/task", "internal/runtime/timer"},
 			std: []string{"pure", "context", "log/slog", "sync", "sync/atomic", "time"}},
+		{pkgs: "internal/typed/windowing", why: "the typed Go API's window operator: windows kept in keyed state, triggers with their timers and state, " +
+			"merging-window sets, evictors, window functions; over small interfaces the user API adapts its assigners, triggers and evictors onto",
+			mod: []string{"internal/clock", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer", "internal/runtime/window", "internal/typed"},
+			std: []string{"pure"}},
 
 		// The user API and connectors.
 		// TODO(#13): stream → internal/runtime/{state,timer,keygroup,window,task}: the window operators
