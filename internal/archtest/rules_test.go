@@ -143,7 +143,7 @@ var rules = table{
 		{pkgs: "internal/typed/windowing", why: "the typed Go API's window operator: windows kept in keyed state, triggers with their timers and state, " +
 			"merging-window sets, evictors, window functions; over small interfaces the user API adapts its assigners, triggers and evictors onto",
 			mod: []string{"internal/clock", "internal/runtime/state", "internal/runtime/task", "internal/runtime/timer", "internal/runtime/window", "internal/typed"},
-			std: []string{"pure"}},
+			std: []string{"pure"}, testMod: []string{"internal/runtime/keygroup"}},
 
 		// The user API and connectors.
 		// TODO(#13): stream → internal/runtime/state: ApplyToKeyedState (broadcast.go) walks the keys of a
