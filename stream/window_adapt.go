@@ -20,6 +20,10 @@ func windowFns[T any, K comparable, W AnyWindow](assigner WindowAssigner[W], tri
 			Assigner: &assignerAdapter[T, W]{a: assigner, elem: elemAssigner, clock: env.Clock},
 			Trigger:  &triggerAdapter[T, K, W]{t: trigger, elem: elemTrigger},
 		}
+		if _, builtin := trigger.(eventTimeTrigger); builtin {
+			// The default of event-time windows, without an adapter.
+			fns.Trigger = windowing.EventTimeTrigger[T, K, W, Timestamp]()
+		}
 		if evictor != nil {
 			fns.Evictor = &evictorAdapter[T, K, W]{ev: evictor}
 		}

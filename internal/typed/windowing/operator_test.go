@@ -196,8 +196,8 @@ func TestWindowOperator(t *testing.T) {
 			want:    []string{"out a[0,10)[1 4]@9", "out wm 9", "late {a 8}@3", "out b[10,20)[2]@19", "out wm MAX"},
 		},
 		{
-			name: "sessions merge; the merged session fires once",
-			factory: New(spec(mergeWins, 0, ""), fns(sessions{5}, atEnd{}, nil),
+			name: "sessions merge; the merged session fires once (the built-in event-time trigger)",
+			factory: New(spec(mergeWins, 0, ""), fns(sessions{5}, EventTimeTrigger[rec, string, win, int64](), nil),
 				Process(list(false))),
 			steps: []step{r("a", 1, 0), r("a", 2, 4), r("a", 4, 20), wm(8), wm(math.MaxInt64)},
 			want:  []string{"out a[0,9)[1 2]@8", "out wm 8", "out a[20,25)[4]@24", "out wm MAX"},

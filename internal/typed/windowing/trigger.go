@@ -258,3 +258,48 @@ func (r TriggerResult) String() string {
 	}
 	return fmt.Sprintf("TriggerResult(%d)", uint8(r))
 }
+
+// EventTimeTrigger is the built-in event-time trigger, the default of
+// event-time windows: it fires a window once the watermark passes its end,
+// and again for every late record within the allowed lateness. A front end
+// hands it to the operator in place of an adapter around its own (stream's
+// EventTimeTrigger, which decides the same), so that the common case calls
+// the trigger context directly.
+func EventTimeTrigger[T any, K comparable, W Window[TS], TS ~int64]() Trigger[T, K, W, TS] {
+	return eventTimeTrigger[T, K, W, TS]{}
+}
+
+type eventTimeTrigger[T any, K comparable, W Window[TS], TS ~int64] struct{}
+
+func (eventTimeTrigger[T, K, W, TS]) OnElement(_ T, _ int64, ctx *TriggerCtx[K, W, TS]) TriggerResult {
+	m := ctx.WindowMaxTimestamp()
+	if m <= ctx.CurrentWatermark() {
+		// The watermark is past the window already: fire at once.
+		return TriggerFire
+	}
+	ctx.RegisterEventTimeTimer(m)
+	return TriggerContinue
+}
+
+func (eventTimeTrigger[T, K, W, TS]) OnEventTime(time int64, ctx *TriggerCtx[K, W, TS]) TriggerResult {
+	if time == ctx.WindowMaxTimestamp() {
+		return TriggerFire
+	}
+	return TriggerContinue
+}
+
+func (eventTimeTrigger[T, K, W, TS]) OnProcessingTime(int64, *TriggerCtx[K, W, TS]) TriggerResult {
+	return TriggerContinue
+}
+
+func (eventTimeTrigger[T, K, W, TS]) OnMerge(ctx *TriggerCtx[K, W, TS]) {
+	// Only re-register the timer if the watermark has not passed the end
+	// of the merged window yet; otherwise it would fire at once.
+	if m := ctx.WindowMaxTimestamp(); m > ctx.CurrentWatermark() {
+		ctx.RegisterEventTimeTimer(m)
+	}
+}
+
+func (eventTimeTrigger[T, K, W, TS]) Clear(ctx *TriggerCtx[K, W, TS]) {
+	ctx.DeleteEventTimeTimer(ctx.WindowMaxTimestamp())
+}
