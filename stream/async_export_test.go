@@ -1,6 +1,15 @@
 package stream
 
-import "github.com/sluice/sluice/internal/runtime/task"
+import (
+	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
+)
+
+// The test operators are written over internal/typed's plumbing.
+type (
+	factory[O any] = typed.Factory[O]
+	base[O any]    = typed.Base[O]
+)
 
 // Test-only operators for the black-box tests of async I/O: they put
 // watermarks at exact places in a stream and observe what an operator

@@ -100,14 +100,9 @@ type Collector[T any] interface {
 	Collect(v T)
 }
 
-// The operators still implemented in this package share internal/typed's
-// plumbing (the rest of them live there).
-type (
-	factory[O any]   = typed.Factory[O]
-	base[O any]      = typed.Base[O]
-	collector[T any] = typed.Collector[T]
-	sideOutputs      = typed.SideOutputs
-)
+// sideOutputs are the side outputs of a function's context, kept by the
+// typed operator the context belongs to.
+type sideOutputs = typed.SideOutputs
 
 // oneInput adds a one-input operator reading from in.
 func oneInput[I, O any](in DataStream[I], kind, name string, f *typed.Factory[O]) DataStream[O] {

@@ -109,11 +109,6 @@ func lifecycleOf(fn any) typed.Lifecycle {
 // typed operator the context belongs to.
 type fnContext struct{ c *typed.FnContext }
 
-// newFnContext is the context of an operator still built in this package.
-func newFnContext(t *typed.Time, sides map[string]any) fnContext {
-	return fnContext{c: &typed.FnContext{T: t, SO: sideOutputs{Outs: sides}}}
-}
-
 // Timestamp is the event timestamp of the record being processed (for an
 // event-time timer: the timer's time), or NoTimestamp when it has none.
 func (c *fnContext) Timestamp() Timestamp { return Timestamp(c.c.SO.Ts) }

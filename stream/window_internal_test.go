@@ -60,7 +60,7 @@ func newWindowHarness[T, O any](t *testing.T, clk *clock.Manual, batch bool, out
 	if err := out.env.errs; len(err) > 0 {
 		t.Fatal(err)
 	}
-	f, ok := out.node.Impl.(*windowFactory[O])
+	f, ok := out.node.Impl.(*procFactory[O])
 	if !ok {
 		t.Fatalf("node %s is not a window operator", out.node.Label())
 	}
@@ -69,8 +69,8 @@ func newWindowHarness[T, O any](t *testing.T, clk *clock.Manual, batch bool, out
 	if lateTag != "" {
 		sides[lateTag] = capture[T]{log: &h.log, name: "late"}
 	}
-	d := opDeps{clock: clk, schedule: h.schedule, batch: batch, maxPar: 128, groups: keygroup.Range{Start: 0, End: 127}}
-	op, ins, err := f.build(d, capture[O]{log: &h.log, name: "out"}, sides)
+	env := &procEnv{Clock: clk, Schedule: h.schedule, Batch: batch, MaxPar: 128, Groups: keygroup.Range{Start: 0, End: 127}}
+	op, ins, err := f.Build(env, capture[O]{log: &h.log, name: "out"}, sides)
 	if err != nil {
 		t.Fatal(err)
 	}

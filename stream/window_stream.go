@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/runtime/task"
+	"github.com/sluice/sluice/internal/typed"
+	"github.com/sluice/sluice/internal/typed/windowing"
 )
 
 // WindowedStream is a keyed stream cut into windows, waiting for the
@@ -150,15 +151,7 @@ func (ws WindowedStream[T, K, W]) Reduce(fn func(acc, v T) T) DataStream[T] {
 	if fn == nil {
 		ws = ws.fail(errors.New("the reduce function is nil"))
 	}
-	if ws.evictor != nil {
-		return applyEvicting(ws, "Reduce", func(_ *winEnv[K, W], out task.Output[T]) windowFn[K, W, []T] {
-			return &reduceAll[K, W, T]{fn: fn, next: &emitValue[K, W, T]{out: out}}
-		})
-	}
-	return applyWindow(ws, "Reduce", reducing[T, K, W](fn),
-		func(_ *winEnv[K, W], _ windowContents[T, W, T], out task.Output[T]) windowFn[K, W, T] {
-			return &emitValue[K, W, T]{out: out}
-		})
+	return applyWindow(ws, "Reduce", windowing.Reduce[T, K, W, Timestamp](fn))
 }
 
 // WindowAggregate aggregates each window's records incrementally with fn
@@ -166,15 +159,7 @@ func (ws WindowedStream[T, K, W]) Reduce(fn func(acc, v T) T) DataStream[T] {
 // accumulators with fn.Merge.
 func WindowAggregate[T any, K comparable, W AnyWindow, ACC, OUT any](ws WindowedStream[T, K, W], fn AggregateFunction[T, ACC, OUT]) DataStream[OUT] {
 	ws = checkAggregate(ws, fn)
-	if ws.evictor != nil {
-		return applyEvicting(ws, "Aggregate", func(_ *winEnv[K, W], out task.Output[OUT]) windowFn[K, W, []T] {
-			return &aggregateAll[K, W, T, ACC, OUT]{agg: fn, next: &emitAgg[K, W, T, ACC, OUT]{agg: fn, out: out}}
-		})
-	}
-	return applyWindow(ws, "Aggregate", aggregating[T, K, W](fn),
-		func(_ *winEnv[K, W], _ windowContents[T, W, ACC], out task.Output[OUT]) windowFn[K, W, ACC] {
-			return &emitAgg[K, W, T, ACC, OUT]{agg: fn, out: out}
-		})
+	return applyWindow(ws, "Aggregate", windowing.Aggregate[T, K, W, Timestamp](typed.Aggregator[T, ACC, OUT](fn)))
 }
 
 // WindowProcess calls pf with all records of each window that fires. The
@@ -189,15 +174,7 @@ func windowProcess[T any, K comparable, W AnyWindow, OUT any](ws WindowedStream[
 	if pf == nil {
 		ws = ws.fail(errors.New("the process window function is nil"))
 	}
-	if ws.evictor != nil {
-		return applyEvicting(ws, fnName, func(env *winEnv[K, W], out task.Output[OUT]) windowFn[K, W, []T] {
-			return newProcessList(pf, env, out)
-		})
-	}
-	return applyWindow(ws, fnName, listing[T, K, W](),
-		func(env *winEnv[K, W], _ windowContents[T, W, []T], out task.Output[OUT]) windowFn[K, W, []T] {
-			return newProcessList(pf, env, out)
-		})
+	return applyWindow(ws, fnName, windowing.Process(processWindowFns(pf)))
 }
 
 // WindowReduceWith reduces each window's records incrementally with
@@ -207,18 +184,7 @@ func WindowReduceWith[T any, K comparable, W AnyWindow, OUT any](ws WindowedStre
 	if reduce == nil || pf == nil {
 		ws = ws.fail(errors.New("the reduce function and the process window function must not be nil"))
 	}
-	single := func(env *winEnv[K, W], out task.Output[OUT]) *processSingle[T, OUT, K, W] {
-		return &processSingle[T, OUT, K, W]{list: newProcessList(pf, env, out)}
-	}
-	if ws.evictor != nil {
-		return applyEvicting(ws, "Reduce+Process", func(env *winEnv[K, W], out task.Output[OUT]) windowFn[K, W, []T] {
-			return &reduceAll[K, W, T]{fn: reduce, next: single(env, out)}
-		})
-	}
-	return applyWindow(ws, "Reduce+Process", reducing[T, K, W](reduce),
-		func(env *winEnv[K, W], _ windowContents[T, W, T], out task.Output[OUT]) windowFn[K, W, T] {
-			return single(env, out)
-		})
+	return applyWindow(ws, "Reduce+Process", windowing.ReduceProcess(reduce, processWindowFns(pf)))
 }
 
 // WindowAggregateWith aggregates each window's records incrementally with
@@ -229,18 +195,7 @@ func WindowAggregateWith[T any, K comparable, W AnyWindow, ACC, R, OUT any](ws W
 	if pf == nil {
 		ws = ws.fail(errors.New("the process window function is nil"))
 	}
-	withProcess := func(env *winEnv[K, W], out task.Output[OUT]) *processAgg[T, ACC, R, OUT, K, W] {
-		return &processAgg[T, ACC, R, OUT, K, W]{agg: agg, single: processSingle[R, OUT, K, W]{list: newProcessList(pf, env, out)}}
-	}
-	if ws.evictor != nil {
-		return applyEvicting(ws, "Aggregate+Process", func(env *winEnv[K, W], out task.Output[OUT]) windowFn[K, W, []T] {
-			return &aggregateAll[K, W, T, ACC, R]{agg: agg, next: withProcess(env, out)}
-		})
-	}
-	return applyWindow(ws, "Aggregate+Process", aggregating[T, K, W](agg),
-		func(env *winEnv[K, W], _ windowContents[T, W, ACC], out task.Output[OUT]) windowFn[K, W, ACC] {
-			return withProcess(env, out)
-		})
+	return applyWindow(ws, "Aggregate+Process", windowing.AggregateProcess[T, K, W, Timestamp](typed.Aggregator[T, ACC, R](agg), processWindowFns(pf)))
 }
 
 func checkAggregate[T any, K comparable, W AnyWindow, ACC, OUT any](ws WindowedStream[T, K, W], fn AggregateFunction[T, ACC, OUT]) WindowedStream[T, K, W] {
@@ -258,98 +213,31 @@ func checkAggregate[T any, K comparable, W AnyWindow, ACC, OUT any](ws WindowedS
 	return ws
 }
 
-func reducing[T any, K comparable, W AnyWindow](fn func(a, b T) T) func(*state.Keyed[K]) (windowContents[T, W, T], error) {
-	return func(keyed *state.Keyed[K]) (windowContents[T, W, T], error) {
-		t, err := state.NewValueTable[K, W, T](keyed, "window-contents", state.TTL{})
-		return &reducingContents[T, K, W]{t: t, fn: fn}, err
-	}
-}
-
-func aggregating[T any, K comparable, W AnyWindow, ACC, OUT any](agg AggregateFunction[T, ACC, OUT]) func(*state.Keyed[K]) (windowContents[T, W, ACC], error) {
-	return func(keyed *state.Keyed[K]) (windowContents[T, W, ACC], error) {
-		t, err := state.NewValueTable[K, W, ACC](keyed, "window-contents", state.TTL{})
-		return &aggContents[T, K, W, ACC, OUT]{t: t, agg: agg}, err
-	}
-}
-
-func listing[T any, K comparable, W AnyWindow]() func(*state.Keyed[K]) (windowContents[T, W, []T], error) {
-	return func(keyed *state.Keyed[K]) (windowContents[T, W, []T], error) {
-		t, err := state.NewValueTable[K, W, []T](keyed, "window-contents", state.TTL{})
-		return &listContents[T, K, W]{t: t}, err
-	}
-}
-
-// applyEvicting builds an evicting window: all elements are kept with
-// their timestamps; inner computes the result over the ones the evictor
-// kept.
-func applyEvicting[T any, K comparable, W AnyWindow, OUT any](ws WindowedStream[T, K, W], fnName string, inner func(env *winEnv[K, W], out task.Output[OUT]) windowFn[K, W, []T]) DataStream[OUT] {
-	newContents := func(keyed *state.Keyed[K]) (windowContents[T, W, []tsValue[T]], error) {
-		t, err := state.NewValueTable[K, W, []tsValue[T]](keyed, "window-contents", state.TTL{})
-		return &tsListContents[T, K, W]{t: t}, err
-	}
-	evictor := ws.evictor
-	return applyWindow(ws, fnName, newContents,
-		func(env *winEnv[K, W], c windowContents[T, W, []tsValue[T]], out task.Output[OUT]) windowFn[K, W, []tsValue[T]] {
-			return &evicting[T, K, W]{evictor: evictor, contents: c.(*tsListContents[T, K, W]), inner: inner(env, out), ctx: evictorCtx[K, W]{env: env}}
-		})
-}
-
-// windowFactory is the factory of window operators; build lets a harness
-// test create the operator with its own clock and timer scheduler.
-type windowFactory[O any] struct {
-	factory[O]
-	build func(d opDeps, out task.Output[O], sides map[string]any) (task.Operator, []any, error)
-}
-
-// applyWindow adds the window operator to the job.
-func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
-	ws WindowedStream[T, K, W], fnName string,
-	newContents func(keyed *state.Keyed[K]) (windowContents[T, W, ACC], error),
-	newFn func(env *winEnv[K, W], contents windowContents[T, W, ACC], out task.Output[OUT]) windowFn[K, W, ACC],
-) DataStream[OUT] {
+// applyWindow adds the window operator computing fn to the job.
+func applyWindow[T any, K comparable, W AnyWindow, OUT any](ws WindowedStream[T, K, W], fnName string, fn windowing.Function[T, OUT, K, W, Timestamp]) DataStream[OUT] {
 	env := ws.in.env
 	for _, err := range ws.errs {
 		env.fail(fmt.Errorf("window after operator %s: %w", ws.in.node.Label(), err))
 	}
-	spec := &windowSpec[T, K, W]{
-		key:      ws.in.key,
-		assigner: ws.assigner,
-		trigger:  ws.trigger,
-		evictor:  ws.evictor,
-		lateness: ws.lateness.Milliseconds(),
-		lateTag:  ws.lateTag,
+	spec := &windowing.Spec[T, K, W, Timestamp]{
+		Key:                 ws.in.key,
+		Lateness:            ws.lateness.Milliseconds(),
+		LateTag:             ws.lateTag,
+		PerWindowMergingErr: ErrPerWindowStateMerging,
 	}
 	if ws.assigner != nil {
-		spec.eventTime = ws.assigner.IsEventTime()
-		spec.elemAssigner, _ = ws.assigner.(ElementWindowAssigner[T, W])
-		spec.merging, _ = ws.assigner.(MergingWindowAssigner[W])
-	}
-	spec.elemTrigger, _ = ws.trigger.(ElementTrigger[T])
-	_, builtin := ws.trigger.(eventTimeTrigger)
-	spec.defaultEventTrigger = builtin && spec.merging == nil && spec.eventTime
-
-	f := &windowFactory[OUT]{}
-	f.build = func(d opDeps, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
-		op := &windowOp[T, K, W, ACC]{spec: spec, deps: d, newContents: newContents, emitWatermark: out.EmitWatermark}
-		op.newFn = func(env *winEnv[K, W], c windowContents[T, W, ACC]) windowFn[K, W, ACC] { return newFn(env, c, out) }
-		op.env.sides = sideOutputs{Outs: sides}
-		if spec.lateTag != "" {
-			if o, ok := sides[spec.lateTag]; ok {
-				late, ok := o.(task.Output[T])
-				if !ok {
-					return nil, nil, fmt.Errorf("stream: the late-data side output %q does not carry the window's input type %T", spec.lateTag, *new(T))
-				}
-				op.late = late
-			}
+		spec.EventTime = ws.assigner.IsEventTime()
+		if m, ok := ws.assigner.(MergingWindowAssigner[W]); ok {
+			spec.MergeWindows = m.MergeWindows
 		}
-		return op, []any{op}, nil
 	}
-	f.Make = func(ctx *task.Context, out task.Output[OUT], sides map[string]any) (task.Operator, []any, error) {
-		return f.build(depsOf(ctx), out, sides)
-	}
-	if spec.lateTag != "" {
+	_, builtin := ws.trigger.(eventTimeTrigger)
+	spec.DefaultEventTrigger = builtin && spec.MergeWindows == nil && spec.EventTime
+
+	f := windowing.New(spec, windowFns[T, K, W](ws.assigner, ws.trigger, ws.evictor), fn)
+	if spec.LateTag != "" {
 		// Declared now so that reading the tag with another type fails at once.
-		if err := f.DeclareSide(spec.lateTag, task.TypeOf[T]()); err != nil {
+		if err := f.DeclareSide(spec.LateTag, task.TypeOf[T]()); err != nil {
 			env.fail(err)
 		}
 	}
@@ -367,7 +255,7 @@ func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
 	n := env.addNode(kind, name, 1, f)
 	ws.in.DataStream.connect(n, 0)
 	n.Keyed = true
-	n.NeedsWatermarks = spec.eventTime
+	n.NeedsWatermarks = spec.EventTime
 	n.Props = map[string]string{
 		"assigner": describe(ws.assigner),
 		"trigger":  describe(ws.trigger),
@@ -376,11 +264,11 @@ func applyWindow[T any, K comparable, W AnyWindow, ACC, OUT any](
 	if ws.evictor != nil {
 		n.Props["evictor"] = describe(ws.evictor)
 	}
-	if spec.lateness != 0 {
-		n.Props["allowed-lateness-ms"] = strconv.FormatInt(spec.lateness, 10)
+	if spec.Lateness != 0 {
+		n.Props["allowed-lateness-ms"] = strconv.FormatInt(spec.Lateness, 10)
 	}
-	if spec.lateTag != "" {
-		n.Props["late-data-tag"] = spec.lateTag
+	if spec.LateTag != "" {
+		n.Props["late-data-tag"] = spec.LateTag
 	}
 	if ws.all {
 		// Non-keyed windows run in one subtask; setting another

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluice/sluice/internal/typed/windowing"
 )
 
 // TriggerResult is what a trigger decides for a window.
@@ -26,6 +28,10 @@ func (r TriggerResult) IsFire() bool { return r == TriggerFire || r == TriggerFi
 
 // IsPurge reports whether the window's contents are dropped.
 func (r TriggerResult) IsPurge() bool { return r == TriggerPurge || r == TriggerFireAndPurge }
+
+// The results are the window operator's, converted (windowing.TriggerResult(r)).
+var _ = [1]struct{}{}[TriggerContinue-TriggerResult(windowing.TriggerContinue)+TriggerFire-TriggerResult(windowing.TriggerFire)+
+	TriggerPurge-TriggerResult(windowing.TriggerPurge)+TriggerFireAndPurge-TriggerResult(windowing.TriggerFireAndPurge)]
 
 func (r TriggerResult) String() string {
 	switch r {
@@ -104,21 +110,12 @@ type triggerHost interface {
 	handles() map[any]any
 }
 
-// trigCell is one trigger-state value: counters live in n, anything else
-// (boxed) in v.
-type trigCell struct {
-	n int64
-	v any
-}
-
-// trigStore is a trigger state of the current key and window.
-type trigStore interface {
-	get() (trigCell, bool)
-	put(c trigCell)
-	del()
-	// merge folds the merged windows' cells into the current window's.
-	merge(fn func(a, b trigCell) trigCell)
-}
+// trigCell is one trigger-state value and trigStore a trigger state of the
+// current key and window, kept by the window operator.
+type (
+	trigCell  = windowing.Cell
+	trigStore = windowing.TriggerState
+)
 
 func triggerHandle[H any](ctx TriggerContext, desc any, create func(h triggerHost) H) H {
 	h := ctx.host()
@@ -134,7 +131,7 @@ func triggerHandle[H any](ctx TriggerContext, desc any, create func(h triggerHos
 // TriggerValue returns the trigger's value state d for ctx's key and window.
 func TriggerValue[V any](ctx TriggerContext, d *ValueDescriptor[V]) ValueState[V] {
 	return triggerHandle(ctx, d, func(h triggerHost) ValueState[V] {
-		return &trigValue[V]{st: h.store(d.Name, d.TTL)}
+		return windowing.NewTriggerValue[V](h.store(d.Name, d.TTL))
 	})
 }
 
@@ -142,59 +139,15 @@ func TriggerValue[V any](ctx TriggerContext, d *ValueDescriptor[V]) ValueState[V
 // window.
 func TriggerReducing[V any](ctx TriggerContext, d *ReducingDescriptor[V]) ReducingState[V] {
 	return triggerHandle(ctx, d, func(h triggerHost) ReducingState[V] {
-		return &trigReducing[V]{st: h.store(d.Name, d.TTL), fn: d.Reduce}
+		return windowing.NewTriggerReducing(h.store(d.Name, d.TTL), d.Reduce)
 	})
 }
 
 // MergeTriggerState merges the reducing state d of the windows that merged
 // into ctx's window. Call it from OnMerge.
 func MergeTriggerState[V any](ctx TriggerContext, d *ReducingDescriptor[V]) {
-	st := ctx.host().store(d.Name, d.TTL)
-	st.merge(func(a, b trigCell) trigCell { return trigCell{v: d.Reduce(a.v.(V), b.v.(V))} })
+	windowing.MergeReducing(ctx.host().store(d.Name, d.TTL), d.Reduce)
 }
-
-type trigValue[V any] struct{ st trigStore }
-
-func (s *trigValue[V]) Value() (V, error) {
-	v, _, err := s.Lookup()
-	return v, err
-}
-
-func (s *trigValue[V]) Lookup() (V, bool, error) {
-	c, ok := s.st.get()
-	if !ok {
-		var zero V
-		return zero, false, nil
-	}
-	return c.v.(V), true, nil
-}
-
-func (s *trigValue[V]) Update(v V) error { s.st.put(trigCell{v: v}); return nil }
-func (s *trigValue[V]) Clear() error     { s.st.del(); return nil }
-
-type trigReducing[V any] struct {
-	st trigStore
-	fn func(acc, v V) V
-}
-
-func (s *trigReducing[V]) Get() (V, bool, error) {
-	c, ok := s.st.get()
-	if !ok {
-		var zero V
-		return zero, false, nil
-	}
-	return c.v.(V), true, nil
-}
-
-func (s *trigReducing[V]) Add(v V) error {
-	if c, ok := s.st.get(); ok {
-		v = s.fn(c.v.(V), v)
-	}
-	s.st.put(trigCell{v: v})
-	return nil
-}
-
-func (s *trigReducing[V]) Clear() error { s.st.del(); return nil }
 
 // eventTimeTrigger fires when the watermark passes the end of the window.
 type eventTimeTrigger struct{}
@@ -287,13 +240,13 @@ func (c countTrigger) check() error {
 
 func (c countTrigger) OnElement(_ Timestamp, ctx TriggerContext) TriggerResult {
 	st := ctx.host().countStore()
-	cell, _ := st.get()
-	cell.n++
-	if cell.n >= c.max {
-		st.del()
+	cell, _ := st.Get()
+	cell.N++
+	if cell.N >= c.max {
+		st.Delete()
 		return TriggerFire
 	}
-	st.put(cell)
+	st.Put(cell)
 	return TriggerContinue
 }
 
@@ -302,10 +255,10 @@ func (countTrigger) OnProcessingTime(Timestamp, TriggerContext) TriggerResult { 
 func (countTrigger) CanMerge() bool                                           { return true }
 
 func (countTrigger) OnMerge(ctx TriggerContext) {
-	ctx.host().countStore().merge(func(a, b trigCell) trigCell { return trigCell{n: a.n + b.n} })
+	ctx.host().countStore().Merge(func(a, b trigCell) trigCell { return trigCell{N: a.N + b.N} })
 }
 
-func (countTrigger) Clear(ctx TriggerContext) { ctx.host().countStore().del() }
+func (countTrigger) Clear(ctx TriggerContext) { ctx.host().countStore().Delete() }
 func (c countTrigger) String() string         { return fmt.Sprintf("CountTrigger(%d)", c.max) }
 
 // purgingTrigger turns the FIRE of the trigger it wraps into FIRE_AND_PURGE.
@@ -420,8 +373,8 @@ type EvictableElements interface {
 
 // EvictableValue returns element i of elems as the stream's type T.
 func EvictableValue[T any](elems EvictableElements, i int) (T, bool) {
-	if e, ok := elems.(*evictable[T]); ok && i >= 0 && i < len(e.elems) {
-		return e.elems[i].v, true
+	if e, ok := elems.(*evictable[T]); ok {
+		return e.e.Value(i)
 	}
 	var zero T
 	return zero, false
@@ -522,57 +475,14 @@ func (t timeEvictor) evict(e EvictableElements) {
 
 func (t timeEvictor) String() string { return fmt.Sprintf("TimeEvictor(%d)", t.size) }
 
-// tsValue is a window element with its timestamp (evicting windows).
-type tsValue[T any] struct {
-	v  T
-	ts int64
-}
+// evictable is the EvictableElements of an evicting window: the window
+// operator's elements, in Timestamps.
+type evictable[T any] struct{ e *windowing.Elements[T] }
 
-// evictable implements EvictableElements over a window's elements.
-type evictable[T any] struct {
-	elems   []tsValue[T]
-	evicted []bool
-	any     bool
-}
-
-func (e *evictable[T]) Len() int { return len(e.elems) }
+func (e *evictable[T]) Len() int    { return e.e.Len() }
+func (e *evictable[T]) Evict(i int) { e.e.Evict(i) }
 
 func (e *evictable[T]) Timestamp(i int) (Timestamp, bool) {
-	ts := Timestamp(e.elems[i].ts)
-	return ts, ts != NoTimestamp
-}
-
-func (e *evictable[T]) Evict(i int) {
-	if i >= 0 && i < len(e.elems) {
-		e.evicted[i] = true
-		e.any = true
-	}
-}
-
-// reset prepares e for elems.
-func (e *evictable[T]) reset(elems []tsValue[T]) {
-	e.elems, e.any = elems, false
-	if cap(e.evicted) < len(elems) {
-		e.evicted = make([]bool, len(elems))
-	}
-	e.evicted = e.evicted[:len(elems)]
-	clear(e.evicted)
-}
-
-// compact drops the evicted elements in place.
-func (e *evictable[T]) compact() {
-	if !e.any {
-		return
-	}
-	n := 0
-	for i, x := range e.elems {
-		if !e.evicted[i] {
-			e.elems[n] = x
-			n++
-		}
-	}
-	clear(e.elems[n:])
-	e.elems = e.elems[:n]
-	clear(e.evicted)
-	e.any = false
+	ts, ok := e.e.Timestamp(i)
+	return Timestamp(ts), ok
 }

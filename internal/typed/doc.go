@@ -12,6 +12,9 @@
 // never per record) and that calls the user's function with stream's
 // contexts. Those contexts wrap the runtime contexts defined here.
 //
+// The window operator, with its triggers' runtime, merging-window sets and
+// evictors, is the subpackage windowing.
+//
 // Timestamps, watermarks and timer times are plain int64 milliseconds, as
 // the engine has them.
 package typed
