@@ -252,7 +252,7 @@ func (s *stage) Finish(ctx *core.Context) error {
 // an iterable side input's state request returns.
 type sideInputs struct {
 	specs []translate.SideInput
-	kinds []wire.WindowKind
+	wires []translate.Wire
 	index map[[2]string]int
 	data  []map[string][]byte // side input -> window -> elements
 	// A multimap side input's values by window and encoded key, and its
@@ -262,8 +262,8 @@ type sideInputs struct {
 	complete bool
 }
 
-func newSideInputs(specs []translate.SideInput, kinds []wire.WindowKind) *sideInputs {
-	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
+func newSideInputs(specs []translate.SideInput, wires []translate.Wire) *sideInputs {
+	si := &sideInputs{specs: specs, wires: wires, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
 		values: make([]map[string]map[string][]byte, len(specs)), keys: make([]map[string][]byte, len(specs))}
 	for i, s := range specs {
 		si.index[[2]string{s.Transform, s.Tag}] = i
@@ -279,7 +279,7 @@ func (si *sideInputs) add(b []byte) error {
 	if n <= 0 || i >= uint64(len(si.specs)) {
 		return fmt.Errorf("side input record with bad tag %x", b[:min(len(b), 10)])
 	}
-	e, _, err := wire.Next(b[n:], si.kinds[i])
+	e, err := wire.Record(b[n:], si.wires[i].Window, !si.wires[i].Grouped)
 	if err != nil {
 		return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
 	}
@@ -303,7 +303,9 @@ func (si *sideInputs) add(b []byte) error {
 	}
 	for _, w := range e.Windows {
 		d := si.data[i][string(w)]
-		if si.specs[i].Unframed {
+		if si.specs[i].Unframed || si.wires[i].Grouped {
+			// The element coder the harness reads it in (the wire's
+			// own) delimits it.
 			si.data[i][string(w)] = append(d, e.Payload...)
 			continue
 		}
@@ -425,8 +427,7 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 		}
 		return g.values.Clear(t.Namespace)
 	}
-	payload := wire.AppendGrouped(nil, []byte(t.Key), vs)
-	enc := wire.AppendElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, payload)
+	enc := wire.AppendGroupedElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, []byte(t.Key), vs)
 	if err := ctx.Emit(core.BytesRecord(enc), t.Time); err != nil {
 		return err
 	}
@@ -504,7 +505,7 @@ func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte)
 			values = append(values, items[j].value)
 		}
 		w := wire.AppendInterval(nil, start, end)
-		enc := wire.AppendElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, wire.AppendGrouped(nil, []byte(key), values))
+		enc := wire.AppendGroupedElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, []byte(key), values)
 		if err := ctx.Emit(core.BytesRecord(enc), end-1); err != nil {
 			return err
 		}

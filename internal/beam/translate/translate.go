@@ -40,6 +40,7 @@ const (
 	URNDataSink   = "beam:runner:sink:v1"
 
 	coderBytes        = "beam:coder:bytes:v1"
+	coderString       = "beam:coder:string_utf8:v1"
 	coderKV           = "beam:coder:kv:v1"
 	coderIterable     = "beam:coder:iterable:v1"
 	coderLengthPrefix = "beam:coder:length_prefix:v1"
@@ -156,6 +157,13 @@ type Wire struct {
 	Coder string
 	// Window says how to read its windows.
 	Window wire.WindowKind
+	// Grouped marks a GroupByKey's output, whose payload —
+	// kv<LP<K>, iterable<LP<V>>> — is not length-prefixed: the SDKs
+	// read a grouped input only in that coder (the Go SDK's data source
+	// groups by a KV-of-iterable coder, never by a length prefix of one).
+	// The runner writes it with wire.AppendGroupedElement and reads it
+	// back with wire.Record.
+	Grouped bool
 }
 
 // Plan is a translated pipeline.
@@ -702,6 +710,14 @@ func (t *translator) wires(plan *Plan) {
 			}
 			plan.Wires[pc] = w
 		}
+		if n.Kind == GroupByKey && plan.Wires[n.Inputs[0]].Grouped {
+			t.fail(t.c.Transforms[n.Transforms[0]], "a GroupByKey of a GroupByKey's output is not supported yet")
+		}
+		for _, si := range n.SideInputs {
+			if si.Multimap && plan.Wires[si.PCollection].Grouped {
+				t.fail(t.c.Transforms[si.Transform], fmt.Sprintf("side input %q reads a GroupByKey's output by key (multimap); that is not supported yet", si.Tag))
+			}
+		}
 		if n.Kind == GroupByKey {
 			ws := t.c.WindowingStrategies[t.c.Pcollections[n.Inputs[0]].GetWindowingStrategyId()]
 			if ws.GetMergeStatus() == pipepb.MergeStatus_NEEDS_MERGE {
@@ -768,8 +784,17 @@ func prune(plan *Plan) {
 	}
 }
 
+// lp returns a coder of c's values that the runner can skip over: c
+// itself where its encoding is a length and that many bytes already
+// (length_prefix; bytes and string_utf8, whose nested encoding it is in
+// every SDK), else length_prefix<c>. Wrapping bytes would not do: the Go
+// SDK encodes bytes and strings with their length in every context, so
+// its length_prefix<bytes> is the length of a length and the bytes,
+// where Python's is one length — and the runner writes Impulse's empty
+// bytes itself.
 func (t *translator) lp(c string) string {
-	if t.c.Coders[c].GetSpec().GetUrn() == coderLengthPrefix {
+	switch t.c.Coders[c].GetSpec().GetUrn() {
+	case coderLengthPrefix, coderBytes, coderString:
 		return c
 	}
 	return t.addCoder("lp", coderLengthPrefix, c)
@@ -805,15 +830,20 @@ func (t *translator) wire(pc string, s shape) (Wire, error) {
 			elem = t.addCoder("kv", coderKV, t.lp(k), t.addCoder("iterable", coderIterable, t.lp(it.GetComponentCoderIds()[0])))
 		}
 	}
+	w := Wire{Grouped: s == grouped}
 	win := ws.GetWindowCoderId()
-	kind := wire.OpaqueWindow
+	w.Window = wire.OpaqueWindow
 	switch t.c.Coders[win].GetSpec().GetUrn() {
 	case coderGlobalWindow:
-		kind = wire.GlobalWindow
+		w.Window = wire.GlobalWindow
 	case coderInterval:
-		kind = wire.IntervalWindow
+		w.Window = wire.IntervalWindow
 	default:
 		win = t.lp(win)
 	}
-	return Wire{Coder: t.addCoder("wire", coderWindowed, t.lp(elem), win), Window: kind}, nil
+	if !w.Grouped {
+		elem = t.lp(elem)
+	}
+	w.Coder = t.addCoder("wire", coderWindowed, elem, win)
+	return w, nil
 }
