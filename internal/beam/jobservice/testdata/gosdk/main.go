@@ -1,0 +1,215 @@
+// Command gosdk is a Beam Go SDK program whose pipelines the job service's
+// integration tests submit to Sluice (go_test.go builds it with `go build`).
+// It runs on the runner --runner names, as beamx.Run does, without
+// beamx's imports of every runner. It is its own module so that the Go SDK's runtime dependencies stay out
+// of Sluice's; it requires the same Beam version as Sluice's go.mod.
+//
+//	gosdk --pipeline=wordcount --input=FILE --output=FILE \
+//	  --runner=universal --endpoint=localhost:8099 --environment_type=LOOPBACK
+//
+// Pipelines: wordcount (textio, a ParDo splitting words, stats.Count,
+// format, textio.Write), windowed (event-time stamps, fixed windows of
+// 10 s, GroupByKey), sideinputs (singleton, iterable and multimap side
+// inputs), combine (beam.CombinePerKey with a struct CombineFn) and
+// failing (a DoFn returning an error on element 7). A failed run prints
+// "pipeline failed: ERROR" and exits 1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec/optimized"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+)
+
+var (
+	pipeline = flag.String("pipeline", "", "The pipeline to run: wordcount, windowed, sideinputs, combine or failing.")
+	input    = flag.String("input", "", "The input file (wordcount).")
+	output   = flag.String("output", "", "The output file.")
+)
+
+func init() {
+	register.Function2x0(splitWords)
+	register.Function2x1(formatCount)
+	register.Function2x0(stamp)
+	register.Function3x1(formatGroup)
+	register.Function4x1(join)
+	register.Function2x2(explode)
+	register.Function2x0(parsePair)
+	register.Function2x0(keyMod4)
+	register.Function1x1(formatInt)
+	register.Function2x1(formatSum)
+	register.Combiner3[sumCount, int, string](&averageFn{})
+	register.Emitter1[string]()
+	register.Emitter2[string, int]()
+	register.Emitter3[beam.EventTime, string, int]()
+	register.Iter1[int]()
+	register.Iter1[string]()
+}
+
+var word = regexp.MustCompile(`[\w']+`)
+
+func splitWords(line string, emit func(string)) {
+	for _, w := range word.FindAllString(line, -1) {
+		emit(w)
+	}
+}
+
+func formatCount(w string, n int) string { return fmt.Sprintf("%s: %d", w, n) }
+
+// stamp makes event i the element (k(i%3), i) at i*7%45 s.
+func stamp(i int, emit func(beam.EventTime, string, int)) {
+	emit(mtime.FromMilliseconds(int64(i*7%45)*1000), fmt.Sprintf("k%d", i%3), i)
+}
+
+func formatGroup(w beam.Window, key string, values func(*int) bool) string {
+	var vs []int
+	var v int
+	for values(&v) {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	iw := w.(window.IntervalWindow)
+	return fmt.Sprintf("%s [%d,%d) %s", key, iw.Start.Milliseconds()/1000, iw.End.Milliseconds()/1000, strings.Join(s, ","))
+}
+
+// join formats a main element with its side inputs: the total (a
+// singleton), the number of pairs (an iterable) and the key's values (a
+// multimap).
+func join(k string, total int, pairs func(*string) bool, byKey func(string) func(*int) bool) string {
+	n := 0
+	var p string
+	for pairs(&p) {
+		n++
+	}
+	var vs []int
+	var v int
+	for it := byKey(k); it(&v); {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	return fmt.Sprintf("%s total=%d pairs=%d values=%v", k, total, n, vs)
+}
+
+func explode(ctx context.Context, x int) (int, error) {
+	if x == 7 {
+		return 0, fmt.Errorf("sluice test: element %d is cursed", x)
+	}
+	return x, nil
+}
+
+func parsePair(p string, emit func(string, int)) {
+	k, v, _ := strings.Cut(p, "=")
+	n, _ := strconv.Atoi(v)
+	emit(k, n)
+}
+
+func keyMod4(i int, emit func(string, int)) { emit(fmt.Sprintf("k%d", i%4), i) }
+
+func formatInt(i int) string { return strconv.Itoa(i) }
+
+func formatSum(k string, avg string) string { return k + " " + avg }
+
+// averageFn is a CombineFn with an accumulator of its own: it lifts into
+// the precombine, merge and extract phases.
+type averageFn struct{}
+
+type sumCount struct{ Sum, Count int }
+
+func (*averageFn) CreateAccumulator() sumCount { return sumCount{} }
+func (*averageFn) AddInput(a sumCount, v int) sumCount {
+	return sumCount{a.Sum + v, a.Count + 1}
+}
+func (*averageFn) MergeAccumulators(a, b sumCount) sumCount {
+	return sumCount{a.Sum + b.Sum, a.Count + b.Count}
+}
+func (*averageFn) ExtractOutput(a sumCount) string {
+	return fmt.Sprintf("sum=%d count=%d", a.Sum, a.Count)
+}
+
+func build(s beam.Scope) error {
+	if *output == "" {
+		return fmt.Errorf("--output is required")
+	}
+	switch *pipeline {
+	case "wordcount":
+		if *input == "" {
+			return fmt.Errorf("--input is required")
+		}
+		lines := textio.Read(s, *input)
+		words := beam.ParDo(s, splitWords, lines)
+		counts := stats.Count(s, words)
+		textio.Write(s, *output, beam.ParDo(s, formatCount, counts))
+	case "windowed":
+		events := beam.CreateList(s, seq(60))
+		stamped := beam.ParDo(s, stamp, events)
+		windowed := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), stamped)
+		groups := beam.ParDo(s, formatGroup, beam.GroupByKey(s, windowed))
+		// textio.Write groups by a fixed key: in one global window, so
+		// that one file holds every window's groups.
+		textio.Write(s, *output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
+	case "sideinputs":
+		main := beam.Create(s, "a", "b", "c")
+		pairs := beam.ParDo(s, parsePair, beam.Create(s, "a=1", "b=2", "a=3"))
+		total := stats.Sum(s, beam.DropKey(s, pairs))
+		joined := beam.ParDo(s, join, main,
+			beam.SideInput{Input: total},
+			beam.SideInput{Input: beam.Create(s, "a=1", "b=2", "a=3")},
+			beam.SideInput{Input: pairs})
+		textio.Write(s, *output, joined)
+	case "combine":
+		pairs := beam.ParDo(s, keyMod4, beam.CreateList(s, seq(100)))
+		avg := beam.CombinePerKey(s, &averageFn{}, pairs)
+		textio.Write(s, *output, beam.ParDo(s, formatSum, avg))
+	case "failing":
+		xs := beam.ParDo(s, explode, beam.CreateList(s, seq(20)))
+		textio.Write(s, *output, beam.ParDo(s, formatInt, xs))
+	default:
+		return fmt.Errorf("unknown --pipeline %q", *pipeline)
+	}
+	return nil
+}
+
+func seq(n int) []int {
+	xs := make([]int, n)
+	for i := range xs {
+		xs[i] = i
+	}
+	return xs
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	if err := build(s); err != nil {
+		fmt.Fprintf(os.Stderr, "gosdk: %v\n", err)
+		os.Exit(2)
+	}
+	start := time.Now()
+	if _, err := beam.Run(context.Background(), *runners.Runner, p); err != nil {
+		fmt.Fprintf(os.Stderr, "pipeline failed: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("pipeline %s done in %s\n", *pipeline, time.Since(start))
+}
