@@ -32,6 +32,11 @@ const (
 	URNReshuffle  = "beam:transform:reshuffle:v1"
 	URNParDo      = "beam:transform:pardo:v1"
 
+	URNCombinePerKey     = "beam:transform:combine_per_key:v1"
+	URNCombinePrecombine = "beam:transform:combine_per_key_precombine:v1"
+	URNCombineMerge      = "beam:transform:combine_per_key_merge_accumulators:v1"
+	URNCombineExtract    = "beam:transform:combine_per_key_extract_outputs:v1"
+
 	URNPairWithRestriction  = "beam:transform:sdf_pair_with_restriction:v1"
 	URNSplitAndSize         = "beam:transform:sdf_split_and_size_restrictions:v1"
 	URNProcessSizedElements = "beam:transform:sdf_process_sized_element_and_restrictions:v1"
@@ -301,6 +306,10 @@ func (t *translator) collect(id string) {
 			t.leaf(id, leafReshuffle)
 			return
 		}
+	case URNCombinePerKey:
+		if t.liftCombine(id, tr) {
+			return
+		}
 	}
 	if len(tr.GetSubtransforms()) > 0 {
 		for _, s := range tr.GetSubtransforms() {
@@ -404,6 +413,71 @@ func (t *translator) addCoder(base, urn string, components ...string) string {
 	id := newID(t.c.Coders, "sluice_"+base)
 	t.c.Coders[id] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urn}, ComponentCoderIds: components}
 	return id
+}
+
+// liftCombine replaces a CombinePerKey composite that the SDK did not
+// lift itself (the Go SDK's: a GroupByKey and a ParDo combining each
+// key's values) by its lifted phases, as Flink's and Prism's runners do:
+// precombine (in the stage producing the input: one accumulator per key
+// and bundle), GroupByKey of the accumulators, merge accumulators and
+// extract outputs — so each key crosses the exchange once per bundle,
+// not once per element. It lifts only non-merging windows under the
+// default trigger, and reports whether it did.
+func (t *translator) liftCombine(id string, tr *pipepb.PTransform) bool {
+	var cp pipepb.CombinePayload
+	if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &cp); err != nil || cp.GetCombineFn() == nil || len(tr.GetInputs()) != 1 || len(tr.GetOutputs()) != 1 {
+		return false
+	}
+	env := tr.GetEnvironmentId()
+	for _, sid := range tr.GetSubtransforms() {
+		sub := t.c.Transforms[sid]
+		switch sub.GetSpec().GetUrn() {
+		case URNCombinePrecombine, URNCombineMerge, URNCombineExtract:
+			return false // lifted already (the Python SDK lifts before submitting)
+		}
+		if env == "" {
+			env = sub.GetEnvironmentId()
+		}
+	}
+	in, out := sortedValues(tr.GetInputs())[0], sortedValues(tr.GetOutputs())[0]
+	inPC := t.c.Pcollections[in]
+	kv := t.c.Coders[inPC.GetCoderId()]
+	ws := t.c.WindowingStrategies[inPC.GetWindowingStrategyId()]
+	acc := cp.GetAccumulatorCoderId()
+	if env == "" || t.c.Coders[acc] == nil || kv.GetSpec().GetUrn() != coderKV || len(kv.GetComponentCoderIds()) != 2 ||
+		t.c.Pcollections[out] == nil || ws == nil || ws.GetMergeStatus() != pipepb.MergeStatus_NON_MERGING ||
+		(ws.GetTrigger() != nil && ws.GetTrigger().GetDefault() == nil) {
+		return false
+	}
+	k := kv.GetComponentCoderIds()[0]
+	kvAcc := t.addCoder("combine_kv", coderKV, k, acc)
+	kvIter := t.addCoder("combine_kv", coderKV, k, t.addCoder("iterable", coderIterable, acc))
+	pcoll := func(suffix, coder string) string {
+		pid := newID(t.c.Pcollections, in+suffix)
+		c := proto.Clone(inPC).(*pipepb.PCollection)
+		c.UniqueName = tr.GetUniqueName() + "/" + suffix[1:]
+		c.CoderId = coder
+		t.c.Pcollections[pid] = c
+		return pid
+	}
+	lifted, grouped, merged := pcoll("_lifted", kvAcc), pcoll("_grouped", kvIter), pcoll("_merged", kvAcc)
+	step := func(name, urn, env, from, to string, kind leafKind) {
+		sid := newID(t.c.Transforms, id+"/"+name)
+		spec := &pipepb.FunctionSpec{Urn: urn}
+		if urn != URNGroupByKey {
+			spec.Payload = tr.GetSpec().GetPayload()
+		}
+		t.c.Transforms[sid] = &pipepb.PTransform{
+			UniqueName: tr.GetUniqueName() + "/" + name, Spec: spec, EnvironmentId: env,
+			Inputs: map[string]string{"i0": from}, Outputs: map[string]string{"i0": to},
+		}
+		t.leaf(sid, kind)
+	}
+	step("Precombine", URNCombinePrecombine, env, in, lifted, leafSDK)
+	step("Group", URNGroupByKey, "", lifted, grouped, leafGBK)
+	step("MergeAccumulators", URNCombineMerge, env, grouped, merged, leafSDK)
+	step("ExtractOutputs", URNCombineExtract, env, merged, out, leafSDK)
+	return true
 }
 
 // timers lists the timer families of ParDo id, each with a coder whose

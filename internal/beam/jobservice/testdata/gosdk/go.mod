@@ -2,7 +2,10 @@ module github.com/sluice/sluice/internal/beam/jobservice/testdata/gosdk
 
 go 1.26.0
 
-require github.com/apache/beam/sdks/v2 v2.77.0
+require (
+	github.com/apache/beam/sdks/v2 v2.77.0
+	google.golang.org/protobuf v1.36.12
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -57,5 +60,4 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260715232425-e75dac1f907d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260819154853-08b0e4226688 // indirect
 	google.golang.org/grpc v1.83.2 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

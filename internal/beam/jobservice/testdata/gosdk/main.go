@@ -30,18 +30,24 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec/optimized"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"google.golang.org/protobuf/proto"
 )
 
 var (
 	pipeline = flag.String("pipeline", "", "The pipeline to run: wordcount, windowed, sideinputs, combine or failing.")
 	input    = flag.String("input", "", "The input file (wordcount).")
 	output   = flag.String("output", "", "The output file.")
+	// The translator's tests read what the SDK submits:
+	// internal/beam/translate/testdata/gopipeline.pb is
+	// gosdk --pipeline=wordcount,windowed,sideinputs,combine --input=in.txt --output=out --write_pipeline=gopipeline.pb
+	writePipeline = flag.String("write_pipeline", "", "Write the pipeline proto (in a LOOPBACK environment) to this file instead of running it; --pipeline may then name several.")
 )
 
 func init() {
@@ -147,11 +153,11 @@ func (*averageFn) ExtractOutput(a sumCount) string {
 	return fmt.Sprintf("sum=%d count=%d", a.Sum, a.Count)
 }
 
-func build(s beam.Scope) error {
-	if *output == "" {
+func build(s beam.Scope, pipeline, output string) error {
+	if output == "" {
 		return fmt.Errorf("--output is required")
 	}
-	switch *pipeline {
+	switch pipeline {
 	case "wordcount":
 		if *input == "" {
 			return fmt.Errorf("--input is required")
@@ -159,7 +165,7 @@ func build(s beam.Scope) error {
 		lines := textio.Read(s, *input)
 		words := beam.ParDo(s, splitWords, lines)
 		counts := stats.Count(s, words)
-		textio.Write(s, *output, beam.ParDo(s, formatCount, counts))
+		textio.Write(s, output, beam.ParDo(s, formatCount, counts))
 	case "windowed":
 		events := beam.CreateList(s, seq(60))
 		stamped := beam.ParDo(s, stamp, events)
@@ -167,7 +173,7 @@ func build(s beam.Scope) error {
 		groups := beam.ParDo(s, formatGroup, beam.GroupByKey(s, windowed))
 		// textio.Write groups by a fixed key: in one global window, so
 		// that one file holds every window's groups.
-		textio.Write(s, *output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
+		textio.Write(s, output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
 	case "sideinputs":
 		main := beam.Create(s, "a", "b", "c")
 		pairs := beam.ParDo(s, parsePair, beam.Create(s, "a=1", "b=2", "a=3"))
@@ -176,16 +182,16 @@ func build(s beam.Scope) error {
 			beam.SideInput{Input: total},
 			beam.SideInput{Input: beam.Create(s, "a=1", "b=2", "a=3")},
 			beam.SideInput{Input: pairs})
-		textio.Write(s, *output, joined)
+		textio.Write(s, output, joined)
 	case "combine":
 		pairs := beam.ParDo(s, keyMod4, beam.CreateList(s, seq(100)))
 		avg := beam.CombinePerKey(s, &averageFn{}, pairs)
-		textio.Write(s, *output, beam.ParDo(s, formatSum, avg))
+		textio.Write(s, output, beam.ParDo(s, formatSum, avg))
 	case "failing":
 		xs := beam.ParDo(s, explode, beam.CreateList(s, seq(20)))
-		textio.Write(s, *output, beam.ParDo(s, formatInt, xs))
+		textio.Write(s, output, beam.ParDo(s, formatInt, xs))
 	default:
-		return fmt.Errorf("unknown --pipeline %q", *pipeline)
+		return fmt.Errorf("unknown --pipeline %q", pipeline)
 	}
 	return nil
 }
@@ -202,7 +208,20 @@ func main() {
 	flag.Parse()
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
-	if err := build(s); err != nil {
+	if *writePipeline != "" {
+		for _, name := range strings.Split(*pipeline, ",") {
+			if err := build(s.Scope(name), name, *output+"."+name); err != nil {
+				fmt.Fprintf(os.Stderr, "gosdk: %v\n", err)
+				os.Exit(2)
+			}
+		}
+		if err := write(p, *writePipeline); err != nil {
+			fmt.Fprintf(os.Stderr, "gosdk: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := build(s, *pipeline, *output); err != nil {
 		fmt.Fprintf(os.Stderr, "gosdk: %v\n", err)
 		os.Exit(2)
 	}
@@ -212,4 +231,26 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("pipeline %s done in %s\n", *pipeline, time.Since(start))
+}
+
+// write marshals p as the universal runner does for a LOOPBACK
+// environment (its worker pool's endpoint a placeholder).
+func write(p *beam.Pipeline, path string) error {
+	edges, _, err := p.Build()
+	if err != nil {
+		return err
+	}
+	env, err := graphx.CreateEnvironment(context.Background(), "beam:env:external:v1", func(context.Context) string { return "localhost:0" })
+	if err != nil {
+		return err
+	}
+	pb, err := graphx.Marshal(edges, &graphx.Options{Environment: env})
+	if err != nil {
+		return err
+	}
+	b, err := proto.Marshal(pb)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
