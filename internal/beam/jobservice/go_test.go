@@ -134,8 +134,9 @@ var goRuns = []struct {
 }
 
 // runGoPipeline runs pipeline at each of goRuns and compares the sorted
-// lines of its --output with want.
-func runGoPipeline(t *testing.T, pipeline string, want []string, args ...string) {
+// lines of its --output with want; the program's output must contain
+// each of wantLog.
+func runGoPipeline(t *testing.T, pipeline string, want, wantLog []string, args ...string) {
 	for _, run := range goRuns {
 		t.Run(run.name, func(t *testing.T) {
 			goProgram(t) // built before the clock starts
@@ -150,6 +151,11 @@ func runGoPipeline(t *testing.T, pipeline string, want []string, args ...string)
 			if got := lines(t, out); !slices.Equal(got, want) {
 				t.Errorf("%s output:\n got %q\nwant %q", pipeline, got, want)
 			}
+			for _, w := range wantLog {
+				if !strings.Contains(log, w) {
+					t.Errorf("the program's output lacks %q:\n%s", w, log)
+				}
+			}
 		})
 	}
 }
@@ -160,11 +166,20 @@ func TestGoWordCount(t *testing.T) {
 	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runGoPipeline(t, "wordcount", want, "--input="+in)
+	// Its counter of words, read back through the job's metrics.
+	words := 0
+	for _, l := range want {
+		var n int
+		if _, err := fmt.Sscanf(l[strings.LastIndex(l, " ")+1:], "%d", &n); err != nil {
+			t.Fatal(err)
+		}
+		words += n
+	}
+	runGoPipeline(t, "wordcount", want, []string{fmt.Sprintf("counter gosdk/words committed=%d", words)}, "--input="+in)
 }
 
 func TestGoFixedWindowGroupByKey(t *testing.T) {
-	runGoPipeline(t, "windowed", fixedWindowGroups())
+	runGoPipeline(t, "windowed", fixedWindowGroups(), nil)
 }
 
 func TestGoSideInputs(t *testing.T) {
@@ -172,7 +187,7 @@ func TestGoSideInputs(t *testing.T) {
 		"a total=6 pairs=3 values=[1 3]",
 		"b total=6 pairs=3 values=[2]",
 		"c total=6 pairs=3 values=[]",
-	})
+	}, nil)
 }
 
 // TestGoCombinePerKey runs beam.CombinePerKey with a CombineFn of its own
@@ -186,7 +201,51 @@ func TestGoCombinePerKey(t *testing.T) {
 		}
 		want = append(want, fmt.Sprintf("k%d sum=%d count=25", k, sum))
 	}
-	runGoPipeline(t, "combine", want)
+	runGoPipeline(t, "combine", want, nil)
+}
+
+// TestGoStatefulTimer buffers each key's values in bag state until an
+// event-time timer fires: once per key, with every value.
+func TestGoStatefulTimer(t *testing.T) {
+	var want []string
+	for k := 0; k < 4; k++ {
+		sum := 0
+		for i := k; i < 40; i += 4 {
+			sum += i
+		}
+		want = append(want, fmt.Sprintf("k%d sum=%d count=10", k, sum))
+	}
+	runGoPipeline(t, "stateful", want, nil)
+}
+
+// TestGoSessionWindows groups by key in session windows (gap 5 s) of the
+// events (k(i%2), i) at (i%10)*2 + (i/10)*60 s.
+func TestGoSessionWindows(t *testing.T) {
+	type event struct{ ts, v int }
+	byKey := map[string][]event{}
+	for i := 0; i < 20; i++ {
+		k := fmt.Sprintf("k%d", i%2)
+		byKey[k] = append(byKey[k], event{(i%10)*2 + (i/10)*60, i})
+	}
+	var want []string
+	for k, evs := range byKey {
+		slices.SortFunc(evs, func(a, b event) int { return a.ts - b.ts })
+		for i := 0; i < len(evs); {
+			start, end := evs[i].ts, evs[i].ts+5
+			var vs []string
+			for ; i < len(evs) && evs[i].ts < end; i++ {
+				end = max(end, evs[i].ts+5)
+				vs = append(vs, fmt.Sprint(evs[i].v))
+			}
+			want = append(want, fmt.Sprintf("%s [%d,%d) %s", k, start, end, strings.Join(vs, ",")))
+		}
+	}
+	slices.Sort(want)
+	runGoPipeline(t, "sessions", want, nil)
+}
+
+func TestGoFlattenReshuffle(t *testing.T) {
+	runGoPipeline(t, "flatten", []string{"a", "b", "c", "d", "e", "f"}, nil)
 }
 
 // TestGoDoFnErrorFailsJob: a DoFn's error fails the job, and its text

@@ -10,8 +10,11 @@
 // Pipelines: wordcount (textio, a ParDo splitting words, stats.Count,
 // format, textio.Write), windowed (event-time stamps, fixed windows of
 // 10 s, GroupByKey), sideinputs (singleton, iterable and multimap side
-// inputs), combine (beam.CombinePerKey with a struct CombineFn) and
-// failing (a DoFn returning an error on element 7). A failed run prints
+// inputs), combine (beam.CombinePerKey with a struct CombineFn),
+// stateful (bag state and an event-time timer), sessions (session
+// windows), flatten (Flatten and Reshuffle) and failing (a DoFn
+// returning an error on element 7). A finished run prints its counters
+// ("counter gosdk/words committed=N"). A failed run prints
 // "pipeline failed: ERROR" and exits 1.
 package main
 
@@ -31,6 +34,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec/optimized"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -51,7 +56,7 @@ var (
 )
 
 func init() {
-	register.Function2x0(splitWords)
+	register.Function3x0(splitWords)
 	register.Function2x1(formatCount)
 	register.Function2x0(stamp)
 	register.Function3x1(formatGroup)
@@ -62,6 +67,9 @@ func init() {
 	register.Function1x1(formatInt)
 	register.Function2x1(formatSum)
 	register.Combiner3[sumCount, int, string](&averageFn{})
+	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, int, func(string), error](&bufferFn{})
+	register.Function3x1(formatSession)
+	register.Function2x0(stampSession)
 	register.Emitter1[string]()
 	register.Emitter2[string, int]()
 	register.Emitter3[beam.EventTime, string, int]()
@@ -69,10 +77,14 @@ func init() {
 	register.Iter1[string]()
 }
 
-var word = regexp.MustCompile(`[\w']+`)
+var (
+	word  = regexp.MustCompile(`[\w']+`)
+	words = beam.NewCounter("gosdk", "words")
+)
 
-func splitWords(line string, emit func(string)) {
+func splitWords(ctx context.Context, line string, emit func(string)) {
 	for _, w := range word.FindAllString(line, -1) {
+		words.Inc(ctx, 1)
 		emit(w)
 	}
 }
@@ -115,6 +127,44 @@ func join(k string, total int, pairs func(*string) bool, byKey func(string) func
 	}
 	slices.Sort(vs)
 	return fmt.Sprintf("%s total=%d pairs=%d values=%v", k, total, n, vs)
+}
+
+// bufferFn keeps each key's values in bag state until an event-time
+// timer, set past every element, fires once per key.
+type bufferFn struct {
+	Values state.Bag[int]
+	Flush  timers.EventTime
+}
+
+func (f *bufferFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, v int, _ func(string)) error {
+	if err := f.Values.Add(sp, v); err != nil {
+		return err
+	}
+	f.Flush.Set(tp, time.UnixMilli(100_000))
+	return nil
+}
+
+func (f *bufferFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string)) error {
+	vs, _, err := f.Values.Read(sp)
+	if err != nil {
+		return err
+	}
+	sum := 0
+	for _, v := range vs {
+		sum += v
+	}
+	emit(fmt.Sprintf("%s sum=%d count=%d", key, sum, len(vs)))
+	return f.Values.Clear(sp)
+}
+
+// stampSession makes event i the element (k(i%2), i) at
+// (i%10)*2 + (i/10)*60 s: two sessions of each key with a gap of 5 s.
+func stampSession(i int, emit func(beam.EventTime, string, int)) {
+	emit(mtime.FromMilliseconds(int64((i%10)*2+(i/10)*60)*1000), fmt.Sprintf("k%d", i%2), i)
+}
+
+func formatSession(w beam.Window, key string, values func(*int) bool) string {
+	return formatGroup(w, key, values)
 }
 
 func explode(ctx context.Context, x int) (int, error) {
@@ -187,6 +237,18 @@ func build(s beam.Scope, pipeline, output string) error {
 		pairs := beam.ParDo(s, keyMod4, beam.CreateList(s, seq(100)))
 		avg := beam.CombinePerKey(s, &averageFn{}, pairs)
 		textio.Write(s, output, beam.ParDo(s, formatSum, avg))
+	case "stateful":
+		pairs := beam.ParDo(s, keyMod4, beam.CreateList(s, seq(40)))
+		flushed := beam.ParDo(s, &bufferFn{Values: state.MakeBagState[int]("values"), Flush: timers.InEventTime("flush")}, pairs)
+		textio.Write(s, output, flushed)
+	case "sessions":
+		stamped := beam.ParDo(s, stampSession, beam.CreateList(s, seq(20)))
+		sessions := beam.WindowInto(s, window.NewSessions(5*time.Second), stamped)
+		groups := beam.ParDo(s, formatSession, beam.GroupByKey(s, sessions))
+		textio.Write(s, output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
+	case "flatten":
+		all := beam.Flatten(s, beam.Create(s, "a", "b", "c"), beam.Create(s, "d", "e"), beam.Create(s, "f"))
+		textio.Write(s, output, beam.Reshuffle(s, all))
 	case "failing":
 		xs := beam.ParDo(s, explode, beam.CreateList(s, seq(20)))
 		textio.Write(s, output, beam.ParDo(s, formatInt, xs))
@@ -226,9 +288,15 @@ func main() {
 		os.Exit(2)
 	}
 	start := time.Now()
-	if _, err := beam.Run(context.Background(), *runners.Runner, p); err != nil {
+	res, err := beam.Run(context.Background(), *runners.Runner, p)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "pipeline failed: %v\n", err)
 		os.Exit(1)
+	}
+	if res != nil {
+		for _, c := range res.Metrics().AllMetrics().Counters() {
+			fmt.Printf("counter %s/%s committed=%d\n", c.Namespace(), c.Name(), c.Committed)
+		}
 	}
 	fmt.Printf("pipeline %s done in %s\n", *pipeline, time.Since(start))
 }
