@@ -276,3 +276,20 @@ func TestGoDoFnErrorFailsJob(t *testing.T) {
 		})
 	}
 }
+
+// TestGoDockerEnvironmentRefused: the Go SDK's default environment
+// (DOCKER) fails at submission, naming the environment and the flag to use.
+func TestGoDockerEnvironmentRefused(t *testing.T) {
+	svc := service(t, jobservice.Options{})
+	out := filepath.Join(t.TempDir(), "out.txt")
+	// The later flag wins; --worker_binary spares the SDK a cross-compile.
+	log, err := runGo(t, svc, 2*time.Minute, "flatten", "--output="+out, "--environment_type=DOCKER", "--worker_binary="+goProgram(t))
+	if err == nil {
+		t.Fatalf("a pipeline in a DOCKER environment ran:\n%s", log)
+	}
+	for _, want := range []string{`environment "go" is beam:env:docker:v1`, "submit with --environment_type=LOOPBACK"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the client's error lacks %q:\n%s", want, log)
+		}
+	}
+}

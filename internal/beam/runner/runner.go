@@ -78,7 +78,7 @@ type EnvironmentError struct {
 }
 
 func (e *EnvironmentError) Error() string {
-	return fmt.Sprintf("beam runner: environment %q is %s; the Sluice runner starts only external (LOOPBACK) environments (%s) so far", e.Environment, e.URN, URNExternalEnv)
+	return fmt.Sprintf("beam runner: environment %q is %s; the Sluice runner starts only external (LOOPBACK) environments (%s) so far: submit with --environment_type=LOOPBACK", e.Environment, e.URN, URNExternalEnv)
 }
 
 // CheckEnvironments reports the stages' environments the runner cannot
