@@ -60,7 +60,7 @@ func goProgram(t *testing.T) string {
 		cmd := exec.CommandContext(ctx, gocmd, "build", "-o", path, ".")
 		cmd.Dir = filepath.Join("testdata", "gosdk")
 		// Its own module: not a workspace's, never vendored.
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			goSDK.err = fmt.Errorf("go build in testdata/gosdk: %w\n%s", err, out)
