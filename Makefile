@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-gosdk beam-test beam-conformance generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-gosdk beam-test beam-conformance beam-conformance-go generate check-generated demo deps
 
 all: build
 
@@ -65,6 +65,9 @@ beam-test: deps beam-venv beam-gosdk ## Only the Beam runner's tests, Python and
 
 beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python wheel against `sluice beam job-server` (a measurement: prints pytest's summary).
 	integration/scripts/beam-conformance.sh
+
+beam-conformance-go: deps ## The Beam Go SDK's validates-runner tests (sdks/go/test/integration/primitives, Go module proxy) against `sluice beam job-server` (a measurement: prints the summary).
+	integration/scripts/beam-conformance-go.sh
 
 # The zero-allocation tests skip under the race detector (it allocates), so
 # they get a pass of their own without it.
