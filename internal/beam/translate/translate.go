@@ -352,8 +352,9 @@ func (t *translator) collect(id string) {
 			return
 		}
 		for name, spec := range pd.GetStateSpecs() {
-			if spec.GetBagSpec() == nil && spec.GetCombiningSpec() == nil && spec.GetReadModifyWriteSpec() == nil {
-				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining nor read-modify-write state; others are not supported yet", name))
+			if spec.GetBagSpec() == nil && spec.GetCombiningSpec() == nil && spec.GetReadModifyWriteSpec() == nil &&
+				spec.GetMapSpec() == nil && spec.GetSetSpec() == nil && spec.GetMultimapSpec() == nil {
+				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining, read-modify-write, map, set nor multimap state; others (ordered lists) are not supported yet", name))
 				return
 			}
 			t.stateful[id] = true
