@@ -66,7 +66,7 @@ beam-test: deps beam-venv beam-gosdk ## Only the Beam runner's tests, Python and
 beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python wheel against `sluice beam job-server` (a measurement: prints pytest's summary).
 	integration/scripts/beam-conformance.sh
 
-beam-conformance-go: deps ## The Beam Go SDK's validates-runner tests (sdks/go/test/integration/primitives, Go module proxy) against `sluice beam job-server` (a measurement: prints the summary).
+beam-conformance-go: deps ## The Beam Go SDK's validates-runner tests (sdks/go/test/integration: primitives, wordcount, synthetic; Go module proxy) against `sluice beam job-server` (a measurement: prints the summary).
 	integration/scripts/beam-conformance-go.sh
 
 # The zero-allocation tests skip under the race detector (it allocates), so

@@ -4,7 +4,7 @@
 # universal runner against `sluice beam job-server`, and prints a summary.
 # A measurement, not a gate.
 #
-#   beam-conformance-go.sh [PACKAGE...]   default: primitives; e.g. primitives transforms/...
+#   beam-conformance-go.sh [PACKAGE...]   default: primitives wordcount synthetic
 #
 # The tests that never end on a batch runner (an unbounded SDF drained or
 # self-checkpointing, unbounded and infinite processing-time timers) and the
@@ -38,7 +38,8 @@ mkdir "$work/mod"
 cd "$work/mod"
 printf 'module sluiceconformance\n\ngo 1.26\n\nrequire github.com/apache/beam/sdks/v2 %s\n' "$version" >go.mod
 pkgs=()
-for p in "${@:-primitives}"; do pkgs+=("github.com/apache/beam/sdks/v2/go/test/integration/$p"); done
+[[ $# -gt 0 ]] || set -- primitives wordcount synthetic
+for p in "$@"; do pkgs+=("github.com/apache/beam/sdks/v2/go/test/integration/$p"); done
 GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" TMPDIR="$work" go test -count=1 -v -timeout "${BEAM_CONFORMANCE_TIMEOUT:-10m}" \
   -skip 'TestDrain|TestCheckpointing|Unbounded|Infinity|TestOomParDo' "${pkgs[@]}" \
   -args --runner=universal --endpoint="localhost:$port" --environment_type=LOOPBACK >"$work/go-test.log" 2>&1 || true
