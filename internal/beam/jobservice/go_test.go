@@ -218,6 +218,31 @@ func TestGoStatefulTimer(t *testing.T) {
 	runGoPipeline(t, "stateful", want, nil)
 }
 
+// TestGoMapSetState tallies each key's words in map state and its
+// distinct words in set state.
+func TestGoMapSetState(t *testing.T) {
+	counts := map[string]map[string]int{}
+	for i := 0; i < 30; i++ {
+		k, w := fmt.Sprintf("k%d", i%2), string(rune('a'+(i/2)%4))
+		if counts[k] == nil {
+			counts[k] = map[string]int{}
+		}
+		counts[k][w]++
+	}
+	var want []string
+	for k, ws := range counts {
+		line := k
+		for _, w := range []string{"a", "b", "c", "d"} {
+			if n, ok := ws[w]; ok {
+				line += fmt.Sprintf(" %s=%d", w, n)
+			}
+		}
+		want = append(want, fmt.Sprintf("%s seen=%d", line, len(ws)))
+	}
+	slices.Sort(want)
+	runGoPipeline(t, "mapstate", want, nil)
+}
+
 // TestGoSessionWindows groups by key in session windows (gap 5 s) of the
 // events (k(i%2), i) at (i%10)*2 + (i/10)*60 s.
 func TestGoSessionWindows(t *testing.T) {

@@ -85,9 +85,10 @@ func TestTranslateSDKPipelines(t *testing.T) {
 	for _, tc := range []struct{ name, pb, plan string }{
 		{"Python", "testdata/pipeline.pb", "testdata/pipeline.plan"},
 		// The Go SDK 2.77.0's universal runner submits gopipeline.pb for
-		// the WordCount (textio, stats.Count), fixed-window GroupByKey,
-		// side input and CombinePerKey pipelines of
-		// internal/beam/jobservice/testdata/gosdk, in one pipeline (its
+		// the pipelines of internal/beam/jobservice/testdata/gosdk —
+		// WordCount (textio, stats.Count), fixed-window GroupByKey, side
+		// inputs, CombinePerKey, bag state and timers, map and set state,
+		// session windows, Flatten and Reshuffle — in one pipeline (its
 		// --write_pipeline writes it).
 		{"Go", "testdata/gopipeline.pb", "testdata/gopipeline.plan"},
 	} {

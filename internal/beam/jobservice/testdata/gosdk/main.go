@@ -11,7 +11,8 @@
 // format, textio.Write), windowed (event-time stamps, fixed windows of
 // 10 s, GroupByKey), sideinputs (singleton, iterable and multimap side
 // inputs), combine (beam.CombinePerKey with a struct CombineFn),
-// stateful (bag state and an event-time timer), sessions (session
+// stateful (bag state and an event-time timer), mapstate (map and set
+// state), sessions (session
 // windows), flatten (Flatten and Reshuffle) and failing (a DoFn
 // returning an error on element 7). A finished run prints its counters
 // ("counter gosdk/words committed=N"). A failed run prints
@@ -51,7 +52,7 @@ var (
 	output   = flag.String("output", "", "The output file.")
 	// The translator's tests read what the SDK submits:
 	// internal/beam/translate/testdata/gopipeline.pb is
-	// gosdk --pipeline=wordcount,windowed,sideinputs,combine --input=in.txt --output=out --write_pipeline=gopipeline.pb
+	// gosdk --pipeline=wordcount,windowed,sideinputs,combine,stateful,mapstate,sessions,flatten --input=in.txt --output=out --write_pipeline=gopipeline.pb
 	writePipeline = flag.String("write_pipeline", "", "Write the pipeline proto (in a LOOPBACK environment) to this file instead of running it; --pipeline may then name several.")
 )
 
@@ -68,6 +69,9 @@ func init() {
 	register.Function2x1(formatSum)
 	register.Combiner3[sumCount, int, string](&averageFn{})
 	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, int, func(string), error](&bufferFn{})
+	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, string, func(string), error](&tallyFn{})
+	register.Function2x0(keyWord)
+	register.Emitter2[string, string]()
 	register.Function3x1(formatSession)
 	register.Function2x0(stampSession)
 	register.Emitter1[string]()
@@ -157,6 +161,62 @@ func (f *bufferFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Pro
 	return f.Values.Clear(sp)
 }
 
+// tallyFn counts each key's words in map state and keeps the distinct
+// ones in set state, both written out when an event-time timer fires.
+type tallyFn struct {
+	Counts state.Map[string, int]
+	Seen   state.Set[string]
+	Flush  timers.EventTime
+}
+
+func (f *tallyFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key, w string, _ func(string)) error {
+	n, _, err := f.Counts.Get(sp, w)
+	if err != nil {
+		return err
+	}
+	if err := f.Counts.Put(sp, w, n+1); err != nil {
+		return err
+	}
+	if err := f.Seen.Add(sp, w); err != nil {
+		return err
+	}
+	f.Flush.Set(tp, time.UnixMilli(100_000))
+	return nil
+}
+
+func (f *tallyFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string)) error {
+	words, _, err := f.Counts.Keys(sp)
+	if err != nil {
+		return err
+	}
+	slices.Sort(words)
+	var b strings.Builder
+	b.WriteString(key)
+	for _, w := range words {
+		n, _, err := f.Counts.Get(sp, w)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, " %s=%d", w, n)
+	}
+	seen, _, err := f.Seen.Keys(sp)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, " seen=%d", len(seen))
+	emit(b.String())
+	if err := f.Counts.Clear(sp); err != nil {
+		return err
+	}
+	return f.Seen.Clear(sp)
+}
+
+// keyWord makes element i the pair (k(i%2), one of a, b, c, d by (i/2)%4
+// — k0's and k1's words alike).
+func keyWord(i int, emit func(string, string)) {
+	emit(fmt.Sprintf("k%d", i%2), string(rune('a'+(i/2)%4)))
+}
+
 // stampSession makes event i the element (k(i%2), i) at
 // (i%10)*2 + (i/10)*60 s: two sessions of each key with a gap of 5 s.
 func stampSession(i int, emit func(beam.EventTime, string, int)) {
@@ -241,6 +301,10 @@ func build(s beam.Scope, pipeline, output string) error {
 		pairs := beam.ParDo(s, keyMod4, beam.CreateList(s, seq(40)))
 		flushed := beam.ParDo(s, &bufferFn{Values: state.MakeBagState[int]("values"), Flush: timers.InEventTime("flush")}, pairs)
 		textio.Write(s, output, flushed)
+	case "mapstate":
+		pairs := beam.ParDo(s, keyWord, beam.CreateList(s, seq(30)))
+		tallies := beam.ParDo(s, &tallyFn{Counts: state.MakeMapState[string, int]("counts"), Seen: state.MakeSetState[string]("seen"), Flush: timers.InEventTime("flush")}, pairs)
+		textio.Write(s, output, tallies)
 	case "sessions":
 		stamped := beam.ParDo(s, stampSession, beam.CreateList(s, seq(20)))
 		sessions := beam.WindowInto(s, window.NewSessions(5*time.Second), stamped)
