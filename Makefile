@@ -4,7 +4,7 @@ GO ?= go
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-test beam-conformance generate check-generated demo deps
+.PHONY: all build test unit alloc integration vet fmt-check tools bench bench-kafka bench-flink bench-pebble bench-network bench-cluster bench-yarn bench-sql bench-formats beam-venv beam-gosdk beam-test beam-conformance beam-conformance-go generate check-generated demo deps
 
 all: build
 
@@ -31,12 +31,15 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # Debian's headless Chromium (installed by chromium.sh when missing).
 # SLUICE_DASHBOARD_SCREENSHOTS keeps the dashboard's screenshots there.
 # The Beam runner's tests drive the real Apache Beam Python SDK from a venv
-# that beam-venv.sh builds once (PyPI) under ~/.cache/sluice. Flink's own
+# that beam-venv.sh builds once (PyPI) under ~/.cache/sluice, and the real
+# Beam Go SDK: they `go build` internal/beam/jobservice/testdata/gosdk, a
+# module of its own whose dependencies beam-gosdk fetches from the Go module
+# proxy (the first build compiles the SDK: a few minutes). Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
 # The formats' tests start Apicurio Registry (registry.sh, built from Maven
 # Central once) on a free port of their own; fastavro (formats-venv.sh, PyPI)
 # reads and writes the Avro records of their interoperability test.
-integration: deps beam-venv
+integration: deps beam-venv beam-gosdk
 	integration/scripts/registry.sh build && integration/scripts/formats-venv.sh >/dev/null && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
@@ -54,12 +57,18 @@ integration-docker: deps ## Multi-host tests on a dockerized Hadoop (3 NodeManag
 beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).
 	integration/scripts/beam-venv.sh
 
-beam-test: deps beam-venv ## Only the Beam runner's tests, Python SDK included (no Java services).
+beam-gosdk: ## The Beam Go SDK modules of the Go pipelines the Beam runner's tests build (Go module proxy).
+	cd internal/beam/jobservice/testdata/gosdk && GOWORK=off $(GO) mod download
+
+beam-test: deps beam-venv beam-gosdk ## Only the Beam runner's tests, Python and Go SDKs included (no Java services).
 	SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" \
 	$(GO) test -race -count=1 -tags integration ./internal/beam/...
 
 beam-conformance: deps beam-venv ## Beam's portable-runner tests from the Python wheel against `sluice beam job-server` (a measurement: prints pytest's summary).
 	integration/scripts/beam-conformance.sh
+
+beam-conformance-go: deps ## The Beam Go SDK's validates-runner tests (sdks/go/test/integration: primitives, wordcount, synthetic; Go module proxy) against `sluice beam job-server` (a measurement: prints the summary).
+	integration/scripts/beam-conformance-go.sh
 
 # The zero-allocation tests skip under the race detector (it allocates), so
 # they get a pass of their own without it.

@@ -11,7 +11,8 @@ import (
 )
 
 // beamCommand is the Beam portable runner: a job server Beam SDKs submit
-// pipelines to (--runner=PortableRunner --job_endpoint=HOST:PORT).
+// pipelines to (Python: --runner=PortableRunner --job_endpoint=HOST:PORT;
+// Go: --runner=universal --endpoint=HOST:PORT).
 func beamCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "beam",
@@ -23,7 +24,7 @@ func beamCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "host", Value: "localhost", Usage: "address to listen on"},
 				&cli.IntFlag{Name: "port", Value: 8099, Usage: "job service port (0: any free port)"},
-				&cli.IntFlag{Name: "parallelism", Value: 1, Usage: "parallelism of a job's operators unless its --sluice_parallelism option says otherwise"},
+				&cli.IntFlag{Name: "parallelism", Value: 1, Usage: "parallelism of a job's operators unless its --sluice_parallelism (or Go's --parallelism) option says otherwise"},
 				&cli.IntFlag{Name: "bundle-size", Value: 1000, Usage: "most elements per bundle sent to an SDK harness unless --sluice_bundle_size says otherwise"},
 			},
 			Action: func(c *cli.Context) error {
@@ -39,7 +40,8 @@ func beamCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.App.Writer, "Beam job service listening on %s (--runner=PortableRunner --job_endpoint=%s --environment_type=LOOPBACK)\n", svc.Endpoint(), svc.Endpoint())
+				ep := svc.Endpoint()
+				fmt.Fprintf(c.App.Writer, "Beam job service listening on %s (Python: --runner=PortableRunner --job_endpoint=%s --environment_type=LOOPBACK; Go: --runner=universal --endpoint=%s --environment_type=LOOPBACK)\n", ep, ep, ep)
 				<-c.Context.Done()
 				fmt.Fprintln(c.App.Writer, "shutting down the Beam job service")
 				return svc.Close()

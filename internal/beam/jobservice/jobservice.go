@@ -214,24 +214,37 @@ func (js jobs) Prepare(_ context.Context, r *jobpb.PrepareJobRequest) (*jobpb.Pr
 	}, nil
 }
 
-// intOption reads an integer pipeline option, under its plain name or
-// the beam:option:NAME:v1 key the Python SDK sends.
+// intOption reads a positive integer pipeline option: under its plain
+// name, the beam:option:NAME:v1 key the Python SDK sends, or among the Go
+// SDK's flags (beam:option:go_options:v1, {"options": {NAME: "2"}}).
+// Otherwise, or when the value is not positive (the SDKs' -1 for unset),
+// it is def.
 func intOption(opts *structpb.Struct, name string, def int) int {
-	for _, k := range []string{name, "beam:option:" + name + ":v1"} {
-		v, ok := opts.GetFields()[k]
-		if !ok {
-			continue
-		}
+	fields := opts.GetFields()
+	values := []*structpb.Value{fields[name], fields["beam:option:"+name+":v1"]}
+	if goOpts := fields["beam:option:go_options:v1"].GetStructValue().GetFields()["options"]; goOpts != nil {
+		values = append(values, goOpts.GetStructValue().GetFields()[name])
+	}
+	for _, v := range values {
+		n := 0
 		switch x := v.GetKind().(type) {
 		case *structpb.Value_NumberValue:
-			return int(x.NumberValue)
+			n = int(x.NumberValue)
 		case *structpb.Value_StringValue:
-			if n, err := strconv.Atoi(x.StringValue); err == nil {
-				return n
-			}
+			n, _ = strconv.Atoi(x.StringValue)
+		}
+		if n > 0 {
+			return n
 		}
 	}
 	return def
+}
+
+// parallelism is the job's: sluice_parallelism, else the SDK's standard
+// parallelism option (Go's --parallelism, which the Flink runner reads
+// too), else the service's default.
+func parallelism(opts *structpb.Struct, def int) int {
+	return intOption(opts, "sluice_parallelism", intOption(opts, "parallelism", def))
 }
 
 func (js jobs) Run(_ context.Context, r *jobpb.RunJobRequest) (*jobpb.RunJobResponse, error) {
@@ -250,7 +263,7 @@ func (js jobs) Run(_ context.Context, r *jobpb.RunJobRequest) (*jobpb.RunJobResp
 	j.mu.cancel = cancel
 	j.mu.Unlock()
 	opts := runner.Options{
-		Parallelism:     intOption(j.options, "sluice_parallelism", s.opts.Parallelism),
+		Parallelism:     parallelism(j.options, s.opts.Parallelism),
 		BundleSize:      intOption(j.options, "sluice_bundle_size", s.opts.BundleSize),
 		Log:             s.log,
 		PipelineOptions: j.options,

@@ -181,8 +181,11 @@ func TestPythonWordCount(t *testing.T) {
 	}
 }
 
-func TestPythonFixedWindowGroupByKey(t *testing.T) {
-	// The script's events: key k(i%3), value i, at i*7%45 s.
+// fixedWindowGroups are the "key [start,end) v1,v2,..." lines, sorted,
+// of the events (key k(i%3), value i, at i*7%45 s) for i < 60 grouped by
+// key in fixed windows of 10 s: what windowed_gbk.py and gosdk's windowed
+// pipeline write.
+func fixedWindowGroups() []string {
 	groups := map[string][]int{}
 	var keys []string
 	for i := 0; i < 60; i++ {
@@ -205,6 +208,11 @@ func TestPythonFixedWindowGroupByKey(t *testing.T) {
 		want = append(want, k+" "+strings.Join(s, ","))
 	}
 	slices.Sort(want)
+	return want
+}
+
+func TestPythonFixedWindowGroupByKey(t *testing.T) {
+	want := fixedWindowGroups()
 	out := filepath.Join(t.TempDir(), "groups.txt")
 	svc := service(t, jobservice.Options{Parallelism: 2, BundleSize: 7})
 	if log, err := runPython(t, svc, 3*time.Minute, "windowed_gbk.py", "--output", out); err != nil {

@@ -252,7 +252,7 @@ func (s *stage) Finish(ctx *core.Context) error {
 // an iterable side input's state request returns.
 type sideInputs struct {
 	specs []translate.SideInput
-	kinds []wire.WindowKind
+	wires []translate.Wire
 	index map[[2]string]int
 	data  []map[string][]byte // side input -> window -> elements
 	// A multimap side input's values by window and encoded key, and its
@@ -262,8 +262,8 @@ type sideInputs struct {
 	complete bool
 }
 
-func newSideInputs(specs []translate.SideInput, kinds []wire.WindowKind) *sideInputs {
-	si := &sideInputs{specs: specs, kinds: kinds, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
+func newSideInputs(specs []translate.SideInput, wires []translate.Wire) *sideInputs {
+	si := &sideInputs{specs: specs, wires: wires, index: map[[2]string]int{}, data: make([]map[string][]byte, len(specs)),
 		values: make([]map[string]map[string][]byte, len(specs)), keys: make([]map[string][]byte, len(specs))}
 	for i, s := range specs {
 		si.index[[2]string{s.Transform, s.Tag}] = i
@@ -279,7 +279,7 @@ func (si *sideInputs) add(b []byte) error {
 	if n <= 0 || i >= uint64(len(si.specs)) {
 		return fmt.Errorf("side input record with bad tag %x", b[:min(len(b), 10)])
 	}
-	e, _, err := wire.Next(b[n:], si.kinds[i])
+	e, err := wire.Record(b[n:], si.wires[i].Window, !si.wires[i].Grouped)
 	if err != nil {
 		return fmt.Errorf("side input %s: %w", si.specs[i].Tag, err)
 	}
@@ -303,7 +303,9 @@ func (si *sideInputs) add(b []byte) error {
 	}
 	for _, w := range e.Windows {
 		d := si.data[i][string(w)]
-		if si.specs[i].Unframed {
+		if si.specs[i].Unframed || si.wires[i].Grouped {
+			// The element coder the harness reads it in (the wire's
+			// own) delimits it.
 			si.data[i][string(w)] = append(d, e.Payload...)
 			continue
 		}
@@ -425,54 +427,132 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 		}
 		return g.values.Clear(t.Namespace)
 	}
-	payload := wire.AppendGrouped(nil, []byte(t.Key), vs)
-	enc := wire.AppendElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, payload)
+	enc := wire.AppendGroupedElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, []byte(t.Key), vs)
 	if err := ctx.Emit(core.BytesRecord(enc), t.Time); err != nil {
 		return err
 	}
 	return g.values.Clear(t.Namespace)
 }
 
-// userState keeps a stateful stage's bag user state (also what the SDK
-// builds combining and read-modify-write state from), by state key: the
-// transform, state ID, window and key the harness names. It lives in the
-// subtask's memory only: not yet in checkpoints. The subtask's input is
-// partitioned by key, so a key's state is always here.
+// userState keeps a stateful stage's user state, by state key (the
+// transform, state ID, window and key the harness names): bags (also what
+// the SDKs build combining and read-modify-write state from) and
+// multimaps (the Go SDK's map and set state: values by map key, the map
+// keys in the order they were first written). It lives in the subtask's
+// memory only: not yet in checkpoints. The subtask's input is partitioned
+// by key, so a key's state is always here.
 type userState struct {
-	mu   sync.Mutex
-	bags map[string][]byte
+	mu    sync.Mutex
+	bags  map[string][]byte
+	multi map[string]*multimap
 }
 
-func newUserState() *userState { return &userState{bags: map[string][]byte{}} }
+type multimap struct {
+	keys   []string // encoded map keys, first written first
+	values map[string][]byte
+}
 
-func bagKey(k *fnpb.StateKey_BagUserState) string {
+func newUserState() *userState {
+	return &userState{bags: map[string][]byte{}, multi: map[string]*multimap{}}
+}
+
+func stateKey(parts ...[]byte) string {
 	var b []byte
-	for _, part := range [][]byte{[]byte(k.GetTransformId()), []byte(k.GetUserStateId()), k.GetWindow(), k.GetKey()} {
+	for _, part := range parts {
 		b = binary.AppendUvarint(b, uint64(len(part)))
 		b = append(b, part...)
 	}
 	return string(b)
 }
 
+func getResponse(data []byte) *fnpb.StateResponse {
+	return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: data}}}
+}
+
+var (
+	appendResponse = &fnpb.StateResponse{Response: &fnpb.StateResponse_Append{Append: &fnpb.StateAppendResponse{}}}
+	clearResponse  = &fnpb.StateResponse{Response: &fnpb.StateResponse_Clear{Clear: &fnpb.StateClearResponse{}}}
+)
+
 func (u *userState) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
-	key := r.GetStateKey().GetBagUserState()
-	if key == nil {
-		return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state key %T (only bag user state)", r.GetStateKey().GetType())}
-	}
-	k := bagKey(key)
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	switch k := r.GetStateKey().GetType().(type) {
+	case *fnpb.StateKey_BagUserState_:
+		b := k.BagUserState
+		return u.serveBagLocked(r, stateKey([]byte(b.GetTransformId()), []byte(b.GetUserStateId()), b.GetWindow(), b.GetKey()))
+	case *fnpb.StateKey_MultimapUserState_:
+		m := k.MultimapUserState
+		return u.serveMultimapLocked(r, stateKey([]byte(m.GetTransformId()), []byte(m.GetUserStateId()), m.GetWindow(), m.GetKey()), m.GetMapKey())
+	case *fnpb.StateKey_MultimapKeysUserState_:
+		m := k.MultimapKeysUserState
+		return u.serveMultimapKeysLocked(r, stateKey([]byte(m.GetTransformId()), []byte(m.GetUserStateId()), m.GetWindow(), m.GetKey()))
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state key %T (bag and multimap user state only)", r.GetStateKey().GetType())}
+}
+
+// REQUIRES: u.mu held.
+func (u *userState) serveBagLocked(r *fnpb.StateRequest, k string) *fnpb.StateResponse {
 	switch req := r.GetRequest().(type) {
 	case *fnpb.StateRequest_Get:
-		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Get{Get: &fnpb.StateGetResponse{Data: slices.Clone(u.bags[k])}}}
+		return getResponse(slices.Clone(u.bags[k]))
 	case *fnpb.StateRequest_Append:
 		u.bags[k] = append(u.bags[k], req.Append.GetData()...)
-		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Append{Append: &fnpb.StateAppendResponse{}}}
+		return appendResponse
 	case *fnpb.StateRequest_Clear:
 		delete(u.bags, k)
-		return &fnpb.StateResponse{Response: &fnpb.StateResponse_Clear{Clear: &fnpb.StateClearResponse{}}}
+		return clearResponse
 	}
-	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported state request %T", r.GetRequest())}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported bag state request %T", r.GetRequest())}
+}
+
+// REQUIRES: u.mu held.
+func (u *userState) serveMultimapLocked(r *fnpb.StateRequest, k string, mapKey []byte) *fnpb.StateResponse {
+	m := u.multi[k]
+	switch req := r.GetRequest().(type) {
+	case *fnpb.StateRequest_Get:
+		if m == nil {
+			return getResponse(nil)
+		}
+		return getResponse(slices.Clone(m.values[string(mapKey)]))
+	case *fnpb.StateRequest_Append:
+		if m == nil {
+			m = &multimap{values: map[string][]byte{}}
+			u.multi[k] = m
+		}
+		if _, ok := m.values[string(mapKey)]; !ok {
+			m.keys = append(m.keys, string(mapKey))
+		}
+		m.values[string(mapKey)] = append(m.values[string(mapKey)], req.Append.GetData()...)
+		return appendResponse
+	case *fnpb.StateRequest_Clear:
+		if m != nil {
+			if _, ok := m.values[string(mapKey)]; ok {
+				delete(m.values, string(mapKey))
+				m.keys = slices.DeleteFunc(m.keys, func(s string) bool { return s == string(mapKey) })
+			}
+		}
+		return clearResponse
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported multimap state request %T", r.GetRequest())}
+}
+
+// REQUIRES: u.mu held.
+func (u *userState) serveMultimapKeysLocked(r *fnpb.StateRequest, k string) *fnpb.StateResponse {
+	switch r.GetRequest().(type) {
+	case *fnpb.StateRequest_Get:
+		var keys []byte
+		if m := u.multi[k]; m != nil {
+			for _, mk := range m.keys {
+				keys = append(keys, mk...)
+			}
+		}
+		return getResponse(keys)
+	case *fnpb.StateRequest_Clear:
+		delete(u.multi, k)
+		return clearResponse
+	}
+	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported multimap keys state request %T", r.GetRequest())}
 }
 
 // emitMerged merges a key's interval windows where they overlap and emits
@@ -504,7 +584,7 @@ func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte)
 			values = append(values, items[j].value)
 		}
 		w := wire.AppendInterval(nil, start, end)
-		enc := wire.AppendElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, wire.AppendGrouped(nil, []byte(key), values))
+		enc := wire.AppendGroupedElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, []byte(key), values)
 		if err := ctx.Emit(core.BytesRecord(enc), end-1); err != nil {
 			return err
 		}

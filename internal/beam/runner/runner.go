@@ -78,7 +78,7 @@ type EnvironmentError struct {
 }
 
 func (e *EnvironmentError) Error() string {
-	return fmt.Sprintf("beam runner: environment %q is %s; the Sluice runner starts only external (LOOPBACK) environments (%s) so far", e.Environment, e.URN, URNExternalEnv)
+	return fmt.Sprintf("beam runner: environment %q is %s; the Sluice runner starts only external (LOOPBACK) environments (%s) so far: submit with --environment_type=LOOPBACK", e.Environment, e.URN, URNExternalEnv)
 }
 
 // CheckEnvironments reports the stages' environments the runner cannot
@@ -298,7 +298,7 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 					}
 					return st
 				}
-				s = core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]].Window)), spec)
+				s = core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]])), spec)
 			} else if len(n.SideInputs) == 0 {
 				spec.New = func() core.Operator {
 					return &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize}
@@ -309,9 +309,9 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				// tagged with the side input's index, merged into the
 				// stage's second input.
 				var union core.Stream
-				sideKinds := make([]wire.WindowKind, len(n.SideInputs))
+				sideWires := make([]translate.Wire, len(n.SideInputs))
 				for j, si := range n.SideInputs {
-					sideKinds[j] = plan.Wires[si.PCollection].Window
+					sideWires[j] = plan.Wires[si.PCollection]
 					tagged := core.Transform(streams[si.PCollection].Broadcast(), core.OperatorSpec{
 						Kind: "beam-side-input", Name: n.Name + " side input " + si.Tag, Out: core.Bytes(),
 						New: func() core.Operator { return tagSide(j) },
@@ -326,7 +326,7 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				sideInputs := n.SideInputs
 				spec.New = func() core.Operator {
 					st := &stage{h: h, source: source, sinks: sinks, sinkIDs: sinkIDs, residualSinks: residualSinks, windows: windows, bundleSize: opts.BundleSize}
-					st.sides = newSideInputs(sideInputs, sideKinds)
+					st.sides = newSideInputs(sideInputs, sideWires)
 					return st
 				}
 				s = core.Transform2(input(n.Inputs[0], opts.Parallelism), union, spec)
@@ -337,7 +337,7 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			}
 		case translate.GroupByKey:
 			kind := plan.Wires[n.Inputs[0]].Window
-			s := core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(kind)), core.OperatorSpec{
+			s := core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]])), core.OperatorSpec{
 				Kind: "beam-group-by-key", Name: n.Name, Out: core.Bytes(), NeedsWatermarks: true,
 				Props: map[string]string{"window": kind.String(), "merging": strconv.FormatBool(n.Merging)},
 				New:   func() core.Operator { return &groupByKey{window: kind, merging: n.Merging} },
@@ -389,14 +389,15 @@ func (s *impulse) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 	return core.EndOfInput, nil
 }
 
-// keyOf selects the encoded key of a KV<LP<K>, LP<V>> element.
-func keyOf(kind wire.WindowKind) core.KeySelector {
+// keyOf selects the encoded key of a KV<LP<K>, LP<V>> element, or of a
+// GroupByKey's output KV<LP<K>, Iterable<LP<V>>>.
+func keyOf(w translate.Wire) core.KeySelector {
 	return func(r core.Record, dst []byte) []byte {
-		e, _, err := wire.Next(r.Bytes(), kind)
+		e, err := wire.Record(r.Bytes(), w.Window, !w.Grouped)
 		if err != nil {
 			return dst
 		}
-		k, _, err := wire.KV(e.Payload)
+		k, err := wire.Key(e.Payload)
 		if err != nil {
 			return dst
 		}

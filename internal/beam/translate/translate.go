@@ -32,6 +32,11 @@ const (
 	URNReshuffle  = "beam:transform:reshuffle:v1"
 	URNParDo      = "beam:transform:pardo:v1"
 
+	URNCombinePerKey     = "beam:transform:combine_per_key:v1"
+	URNCombinePrecombine = "beam:transform:combine_per_key_precombine:v1"
+	URNCombineMerge      = "beam:transform:combine_per_key_merge_accumulators:v1"
+	URNCombineExtract    = "beam:transform:combine_per_key_extract_outputs:v1"
+
 	URNPairWithRestriction  = "beam:transform:sdf_pair_with_restriction:v1"
 	URNSplitAndSize         = "beam:transform:sdf_split_and_size_restrictions:v1"
 	URNProcessSizedElements = "beam:transform:sdf_process_sized_element_and_restrictions:v1"
@@ -40,6 +45,7 @@ const (
 	URNDataSink   = "beam:runner:sink:v1"
 
 	coderBytes        = "beam:coder:bytes:v1"
+	coderString       = "beam:coder:string_utf8:v1"
 	coderKV           = "beam:coder:kv:v1"
 	coderIterable     = "beam:coder:iterable:v1"
 	coderLengthPrefix = "beam:coder:length_prefix:v1"
@@ -156,6 +162,13 @@ type Wire struct {
 	Coder string
 	// Window says how to read its windows.
 	Window wire.WindowKind
+	// Grouped marks a GroupByKey's output, whose payload —
+	// kv<LP<K>, iterable<LP<V>>> — is not length-prefixed: the SDKs
+	// read a grouped input only in that coder (the Go SDK's data source
+	// groups by a KV-of-iterable coder, never by a length prefix of one).
+	// The runner writes it with wire.AppendGroupedElement and reads it
+	// back with wire.Record.
+	Grouped bool
 }
 
 // Plan is a translated pipeline.
@@ -293,6 +306,10 @@ func (t *translator) collect(id string) {
 			t.leaf(id, leafReshuffle)
 			return
 		}
+	case URNCombinePerKey:
+		if t.liftCombine(id, tr) {
+			return
+		}
 	}
 	if len(tr.GetSubtransforms()) > 0 {
 		for _, s := range tr.GetSubtransforms() {
@@ -335,8 +352,9 @@ func (t *translator) collect(id string) {
 			return
 		}
 		for name, spec := range pd.GetStateSpecs() {
-			if spec.GetBagSpec() == nil && spec.GetCombiningSpec() == nil && spec.GetReadModifyWriteSpec() == nil {
-				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining nor read-modify-write state; others are not supported yet", name))
+			if spec.GetBagSpec() == nil && spec.GetCombiningSpec() == nil && spec.GetReadModifyWriteSpec() == nil &&
+				spec.GetMapSpec() == nil && spec.GetSetSpec() == nil && spec.GetMultimapSpec() == nil {
+				t.fail(tr, fmt.Sprintf("user state %q is neither a bag, combining, read-modify-write, map, set nor multimap state; others (ordered lists) are not supported yet", name))
 				return
 			}
 			t.stateful[id] = true
@@ -396,6 +414,71 @@ func (t *translator) addCoder(base, urn string, components ...string) string {
 	id := newID(t.c.Coders, "sluice_"+base)
 	t.c.Coders[id] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urn}, ComponentCoderIds: components}
 	return id
+}
+
+// liftCombine replaces a CombinePerKey composite that the SDK did not
+// lift itself (the Go SDK's: a GroupByKey and a ParDo combining each
+// key's values) by its lifted phases, as Flink's and Prism's runners do:
+// precombine (in the stage producing the input: one accumulator per key
+// and bundle), GroupByKey of the accumulators, merge accumulators and
+// extract outputs — so each key crosses the exchange once per bundle,
+// not once per element. It lifts only non-merging windows under the
+// default trigger, and reports whether it did.
+func (t *translator) liftCombine(id string, tr *pipepb.PTransform) bool {
+	var cp pipepb.CombinePayload
+	if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &cp); err != nil || cp.GetCombineFn() == nil || len(tr.GetInputs()) != 1 || len(tr.GetOutputs()) != 1 {
+		return false
+	}
+	env := tr.GetEnvironmentId()
+	for _, sid := range tr.GetSubtransforms() {
+		sub := t.c.Transforms[sid]
+		switch sub.GetSpec().GetUrn() {
+		case URNCombinePrecombine, URNCombineMerge, URNCombineExtract:
+			return false // lifted already (the Python SDK lifts before submitting)
+		}
+		if env == "" {
+			env = sub.GetEnvironmentId()
+		}
+	}
+	in, out := sortedValues(tr.GetInputs())[0], sortedValues(tr.GetOutputs())[0]
+	inPC := t.c.Pcollections[in]
+	kv := t.c.Coders[inPC.GetCoderId()]
+	ws := t.c.WindowingStrategies[inPC.GetWindowingStrategyId()]
+	acc := cp.GetAccumulatorCoderId()
+	if env == "" || t.c.Coders[acc] == nil || kv.GetSpec().GetUrn() != coderKV || len(kv.GetComponentCoderIds()) != 2 ||
+		t.c.Pcollections[out] == nil || ws == nil || ws.GetMergeStatus() != pipepb.MergeStatus_NON_MERGING ||
+		(ws.GetTrigger() != nil && ws.GetTrigger().GetDefault() == nil) {
+		return false
+	}
+	k := kv.GetComponentCoderIds()[0]
+	kvAcc := t.addCoder("combine_kv", coderKV, k, acc)
+	kvIter := t.addCoder("combine_kv", coderKV, k, t.addCoder("iterable", coderIterable, acc))
+	pcoll := func(suffix, coder string) string {
+		pid := newID(t.c.Pcollections, in+suffix)
+		c := proto.Clone(inPC).(*pipepb.PCollection)
+		c.UniqueName = tr.GetUniqueName() + "/" + suffix[1:]
+		c.CoderId = coder
+		t.c.Pcollections[pid] = c
+		return pid
+	}
+	lifted, grouped, merged := pcoll("_lifted", kvAcc), pcoll("_grouped", kvIter), pcoll("_merged", kvAcc)
+	step := func(name, urn, env, from, to string, kind leafKind) {
+		sid := newID(t.c.Transforms, id+"/"+name)
+		spec := &pipepb.FunctionSpec{Urn: urn}
+		if urn != URNGroupByKey {
+			spec.Payload = tr.GetSpec().GetPayload()
+		}
+		t.c.Transforms[sid] = &pipepb.PTransform{
+			UniqueName: tr.GetUniqueName() + "/" + name, Spec: spec, EnvironmentId: env,
+			Inputs: map[string]string{"i0": from}, Outputs: map[string]string{"i0": to},
+		}
+		t.leaf(sid, kind)
+	}
+	step("Precombine", URNCombinePrecombine, env, in, lifted, leafSDK)
+	step("Group", URNGroupByKey, "", lifted, grouped, leafGBK)
+	step("MergeAccumulators", URNCombineMerge, env, grouped, merged, leafSDK)
+	step("ExtractOutputs", URNCombineExtract, env, merged, out, leafSDK)
+	return true
 }
 
 // timers lists the timer families of ParDo id, each with a coder whose
@@ -702,6 +785,14 @@ func (t *translator) wires(plan *Plan) {
 			}
 			plan.Wires[pc] = w
 		}
+		if n.Kind == GroupByKey && plan.Wires[n.Inputs[0]].Grouped {
+			t.fail(t.c.Transforms[n.Transforms[0]], "a GroupByKey of a GroupByKey's output is not supported yet")
+		}
+		for _, si := range n.SideInputs {
+			if si.Multimap && plan.Wires[si.PCollection].Grouped {
+				t.fail(t.c.Transforms[si.Transform], fmt.Sprintf("side input %q reads a GroupByKey's output by key (multimap); that is not supported yet", si.Tag))
+			}
+		}
 		if n.Kind == GroupByKey {
 			ws := t.c.WindowingStrategies[t.c.Pcollections[n.Inputs[0]].GetWindowingStrategyId()]
 			if ws.GetMergeStatus() == pipepb.MergeStatus_NEEDS_MERGE {
@@ -768,8 +859,17 @@ func prune(plan *Plan) {
 	}
 }
 
+// lp returns a coder of c's values that the runner can skip over: c
+// itself where its encoding is a length and that many bytes already
+// (length_prefix; bytes and string_utf8, whose nested encoding it is in
+// every SDK), else length_prefix<c>. Wrapping bytes would not do: the Go
+// SDK encodes bytes and strings with their length in every context, so
+// its length_prefix<bytes> is the length of a length and the bytes,
+// where Python's is one length — and the runner writes Impulse's empty
+// bytes itself.
 func (t *translator) lp(c string) string {
-	if t.c.Coders[c].GetSpec().GetUrn() == coderLengthPrefix {
+	switch t.c.Coders[c].GetSpec().GetUrn() {
+	case coderLengthPrefix, coderBytes, coderString:
 		return c
 	}
 	return t.addCoder("lp", coderLengthPrefix, c)
@@ -805,15 +905,20 @@ func (t *translator) wire(pc string, s shape) (Wire, error) {
 			elem = t.addCoder("kv", coderKV, t.lp(k), t.addCoder("iterable", coderIterable, t.lp(it.GetComponentCoderIds()[0])))
 		}
 	}
+	w := Wire{Grouped: s == grouped}
 	win := ws.GetWindowCoderId()
-	kind := wire.OpaqueWindow
+	w.Window = wire.OpaqueWindow
 	switch t.c.Coders[win].GetSpec().GetUrn() {
 	case coderGlobalWindow:
-		kind = wire.GlobalWindow
+		w.Window = wire.GlobalWindow
 	case coderInterval:
-		kind = wire.IntervalWindow
+		w.Window = wire.IntervalWindow
 	default:
 		win = t.lp(win)
 	}
-	return Wire{Coder: t.addCoder("wire", coderWindowed, t.lp(elem), win), Window: kind}, nil
+	if !w.Grouped {
+		elem = t.lp(elem)
+	}
+	w.Coder = t.addCoder("wire", coderWindowed, elem, win)
+	return w, nil
 }

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/pipeline.plan")
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.plan")
 
 // render prints a plan: its nodes, each stage's transforms and every wire
 // coder spelled out.
@@ -58,13 +58,17 @@ func render(p *Plan) string {
 }
 
 func load(t *testing.T) *pipepb.Pipeline {
-	t.Helper()
 	// testdata/pipeline.pb is what the Python SDK 2.77.0's PortableRunner
 	// submits for ReadFromText → FlatMap → Map → CombinePerKey, Create →
 	// WindowInto(FixedWindows) → GroupByKey → MapTuple, and a Flatten of
 	// the counts with a second Create into WriteToText (side inputs);
 	// testdata/pipeline.py writes it.
-	b, err := os.ReadFile("testdata/pipeline.pb")
+	return loadFile(t, "testdata/pipeline.pb")
+}
+
+func loadFile(t *testing.T, path string) *pipepb.Pipeline {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +79,35 @@ func load(t *testing.T) *pipepb.Pipeline {
 	return &p
 }
 
-func TestTranslatePythonPipeline(t *testing.T) {
-	p := load(t)
+// TestTranslateSDKPipelines translates what the SDKs submit and compares
+// the plan with testdata/*.plan.
+func TestTranslateSDKPipelines(t *testing.T) {
+	for _, tc := range []struct{ name, pb, plan string }{
+		{"Python", "testdata/pipeline.pb", "testdata/pipeline.plan"},
+		// The Go SDK 2.77.0's universal runner submits gopipeline.pb for
+		// the pipelines of internal/beam/jobservice/testdata/gosdk —
+		// WordCount (textio, stats.Count), fixed-window GroupByKey, side
+		// inputs, CombinePerKey, bag state and timers, map and set state,
+		// session windows, Flatten and Reshuffle — in one pipeline (its
+		// --write_pipeline writes it).
+		{"Go", "testdata/gopipeline.pb", "testdata/gopipeline.plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkPlan(t, loadFile(t, tc.pb), tc.plan) })
+	}
+}
+
+func checkPlan(t *testing.T, p *pipepb.Pipeline, golden string) {
 	plan, err := Translate(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := render(plan)
 	if *rewrite {
-		if err := os.WriteFile("testdata/pipeline.plan", []byte(got), 0o644); err != nil {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile("testdata/pipeline.plan")
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +190,64 @@ func TestTranslateRefuses(t *testing.T) {
 			var ue *UnsupportedError
 			if !errors.As(err, &ue) && !errors.Is(err, ErrInvalid) {
 				t.Errorf("error %v is neither an UnsupportedError nor ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestLiftCombine: the Go SDK's CombinePerKey composites (a GroupByKey and
+// a combining ParDo) run lifted, unless lifting would change what they
+// compute.
+func TestLiftCombine(t *testing.T) {
+	composite := func(p *pipepb.Pipeline) *pipepb.PTransform {
+		for _, tr := range p.Components.Transforms {
+			if tr.GetUniqueName() == "combine/CombinePerKey" {
+				return tr
+			}
+		}
+		t.Fatal("no combine/CombinePerKey composite")
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(p *pipepb.Pipeline)
+		lifted bool
+	}{
+		{"default trigger", func(*pipepb.Pipeline) {}, true},
+		{"an element-count trigger", func(p *pipepb.Pipeline) {
+			tr := composite(p)
+			ws := p.Components.WindowingStrategies[p.Components.Pcollections[sortedValues(tr.GetInputs())[0]].GetWindowingStrategyId()]
+			ws.Trigger = &pipepb.Trigger{Trigger: &pipepb.Trigger_ElementCount_{ElementCount: &pipepb.Trigger_ElementCount{ElementCount: 2}}}
+		}, false},
+		{"no accumulator coder", func(p *pipepb.Pipeline) {
+			tr := composite(p)
+			var cp pipepb.CombinePayload
+			_ = proto.Unmarshal(tr.GetSpec().GetPayload(), &cp)
+			cp.AccumulatorCoderId = "nowhere"
+			tr.Spec.Payload, _ = proto.Marshal(&cp)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := loadFile(t, "testdata/gopipeline.pb")
+			tc.change(p)
+			plan, err := Translate(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var phases []string
+			for _, n := range plan.Nodes {
+				for _, id := range n.Transforms {
+					if tr := plan.Components.Transforms[id]; strings.HasPrefix(tr.GetUniqueName(), "combine/CombinePerKey/") {
+						phases = append(phases, tr.GetSpec().GetUrn())
+					}
+				}
+			}
+			want := []string{URNGroupByKey, URNParDo} // the composite's own
+			if tc.lifted {
+				want = []string{URNCombinePrecombine, URNGroupByKey, URNCombineMerge, URNCombineExtract}
+			}
+			if !slices.Equal(phases, want) {
+				t.Errorf("the combine runs as %v, want %v", phases, want)
 			}
 		})
 	}

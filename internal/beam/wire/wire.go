@@ -123,6 +123,42 @@ func window(b []byte, k WindowKind) ([]byte, []byte, error) {
 
 // Next reads the element at the start of b and returns it and the rest.
 func Next(b []byte, k WindowKind) (Element, []byte, error) {
+	e, b, err := header(b, k)
+	if err != nil {
+		return e, nil, err
+	}
+	size, b, err := readUvarint(b, "payload length")
+	if err != nil {
+		return e, nil, err
+	}
+	if uint64(len(b)) < size {
+		return e, nil, fmt.Errorf("%w: payload of %d bytes, %d left", ErrCorrupt, size, len(b))
+	}
+	e.Payload = b[:size:size]
+	return e, b[size:], nil
+}
+
+// Record reads the one element b holds. A framed element's payload is
+// length-prefixed, as every element Next reads; an unframed one's (a
+// GroupByKey's output, see AppendGroupedElement) is the rest of b.
+func Record(b []byte, k WindowKind, framed bool) (Element, error) {
+	if framed {
+		e, rest, err := Next(b, k)
+		if err == nil && len(rest) > 0 {
+			err = fmt.Errorf("%w: %d bytes after an element", ErrCorrupt, len(rest))
+		}
+		return e, err
+	}
+	e, b, err := header(b, k)
+	if err != nil {
+		return e, err
+	}
+	e.Payload = b[:len(b):len(b)]
+	return e, nil
+}
+
+// header reads an element's timestamp, windows and pane.
+func header(b []byte, k WindowKind) (Element, []byte, error) {
 	var e Element
 	var err error
 	if e.Timestamp, b, err = readTimestamp(b); err != nil {
@@ -160,15 +196,7 @@ func Next(b []byte, k WindowKind) (Element, []byte, error) {
 		}
 	}
 	e.Pane = start[:len(start)-len(b)]
-	size, b, err := readUvarint(b, "payload length")
-	if err != nil {
-		return e, nil, err
-	}
-	if uint64(len(b)) < size {
-		return e, nil, fmt.Errorf("%w: payload of %d bytes, %d left", ErrCorrupt, size, len(b))
-	}
-	e.Payload = b[:size:size]
-	return e, b[size:], nil
+	return e, b, nil
 }
 
 // Split cuts a concatenation of encoded elements into the encodings of
@@ -246,9 +274,32 @@ func KV(payload []byte) (key, value []byte, err error) {
 	return payload[:keyLen], value, nil
 }
 
-// AppendGrouped appends the payload of KV<LP<K>, Iterable<LP<V>>>: the
-// raw key and the raw values.
-func AppendGrouped(dst, key []byte, values [][]byte) []byte {
+// Key returns the raw (length-prefixed) key at the start of the payload
+// of a KV<LP<K>, V>, whatever V's encoding.
+func Key(payload []byte) ([]byte, error) {
+	n, rest, err := readUvarint(payload, "key length")
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(rest)) < n {
+		return nil, fmt.Errorf("%w: key of %d bytes, %d left", ErrCorrupt, n, len(rest))
+	}
+	return payload[:len(payload)-len(rest)+int(n)], nil
+}
+
+// AppendGroupedElement appends a GroupByKey's output element: the
+// windowed value of KV<LP<K>, Iterable<LP<V>>> of the raw key and the
+// raw values, its payload not length-prefixed. The SDKs read a grouped
+// input in that coder only (the Go SDK's data source groups an input
+// whose coder is a KV of an iterable, not a length prefix of one), so
+// the runner writes it as their coder says; Record reads it back.
+func AppendGroupedElement(dst []byte, ts int64, windows [][]byte, pane, key []byte, values [][]byte) []byte {
+	dst = AppendTimestamp(dst, ts)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(windows)))
+	for _, w := range windows {
+		dst = append(dst, w...)
+	}
+	dst = append(dst, pane...)
 	dst = append(dst, key...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(values)))
 	for _, v := range values {

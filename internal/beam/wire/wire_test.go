@@ -78,10 +78,37 @@ func TestKVAndGrouped(t *testing.T) {
 	if err != nil || !bytes.Equal(k, lp("key")) || !bytes.Equal(v, lp("value")) {
 		t.Fatalf("KV: %q %q %v", k, v, err)
 	}
-	got := AppendGrouped(nil, k, [][]byte{lp("a"), lp("bc")})
-	want := append(lp("key"), 0, 0, 0, 2, 1, 'a', 2, 'b', 'c')
+	if key, err := Key(append(lp("key"), 0, 0, 0, 0)); err != nil || !bytes.Equal(key, lp("key")) {
+		t.Errorf("Key: %q %v", key, err)
+	}
+	if _, err := Key([]byte{9, 'k'}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Key of a short key: %v, want ErrCorrupt", err)
+	}
+	w := interval(0, 10000)
+	got := AppendGroupedElement(nil, 9999, [][]byte{w}, PaneOnTime, k, [][]byte{lp("a"), lp("bc")})
+	// No length before the KV: the SDK's coder of a grouped input is
+	// windowed_value<kv<LP<K>, iterable<LP<V>>>>.
+	grouped := append(lp("key"), 0, 0, 0, 2, 1, 'a', 2, 'b', 'c')
+	want := append(append(append(AppendTimestamp(nil, 9999), 0, 0, 0, 1), w...), append(PaneOnTime, grouped...)...)
 	if !bytes.Equal(got, want) {
 		t.Errorf("grouped %x, want %x", got, want)
+	}
+	for _, tc := range []struct {
+		name    string
+		enc     []byte
+		framed  bool
+		payload []byte
+	}{
+		{"unframed (grouped)", got, false, grouped},
+		{"framed", AppendElement(nil, 9999, [][]byte{w}, PaneOnTime, grouped), true, grouped},
+	} {
+		e, err := Record(tc.enc, IntervalWindow, tc.framed)
+		if err != nil || e.Timestamp != 9999 || !bytes.Equal(e.Payload, tc.payload) || len(e.Windows) != 1 || !bytes.Equal(e.Windows[0], w) {
+			t.Errorf("%s: Record reads %+v (%v)", tc.name, e, err)
+		}
+	}
+	if _, err := Record(append(AppendElement(nil, 1, [][]byte{{}}, PaneNoFiring, nil), 7), GlobalWindow, true); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a framed record with trailing bytes: %v, want ErrCorrupt", err)
 	}
 	for _, bad := range [][]byte{nil, {5, 'a'}, append(lp("k"), 9, 'v')} {
 		if _, _, err := KV(bad); !errors.Is(err, ErrCorrupt) {
