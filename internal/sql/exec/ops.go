@@ -198,6 +198,27 @@ func (o *aggSpec) newAcc(in []any) []any {
 	return acc
 }
 
+// takeWindow removes a fired window's accumulator (accs) and its distinct
+// values (seen) from state and returns the accumulator; ok is false when
+// the window holds none.
+func (o *aggSpec) takeWindow(accs *core.ValueState, seen *core.MapState, ns string) (acc []any, ok bool, err error) {
+	b, ok, err := accs.Get(ns)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if err := accs.Delete(ns); err != nil {
+		return nil, false, err
+	}
+	if err := seen.Clear(ns); err != nil {
+		return nil, false, err
+	}
+	acc, err = o.load(b)
+	if err != nil {
+		return nil, false, err
+	}
+	return acc, true, nil
+}
+
 func (o *aggSpec) load(b []byte) ([]any, error) {
 	rec, err := o.acc.Decode(b)
 	if err != nil {
@@ -372,18 +393,8 @@ func addValues(sum, v any) (any, error) {
 }
 
 func (o *windowAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
-	b, ok, err := o.accs.Get(t.Namespace)
+	acc, ok, err := o.takeWindow(o.accs, o.seen, t.Namespace)
 	if err != nil || !ok {
-		return err
-	}
-	if err := o.accs.Delete(t.Namespace); err != nil {
-		return err
-	}
-	if err := o.seen.Clear(t.Namespace); err != nil {
-		return err
-	}
-	acc, err := o.load(b)
-	if err != nil {
 		return err
 	}
 	ns := []byte(t.Namespace)

@@ -260,18 +260,8 @@ func (o *sessionAggOp) OnTimer(ctx *core.Context, t core.Timer) error {
 	if err := o.storeSpans(rest); err != nil {
 		return err
 	}
-	b, ok, err := o.accs.Get(t.Namespace)
+	acc, ok, err := o.takeWindow(o.accs, o.seen, t.Namespace)
 	if err != nil || !ok {
-		return err
-	}
-	if err := o.accs.Delete(t.Namespace); err != nil {
-		return err
-	}
-	if err := o.seen.Clear(t.Namespace); err != nil {
-		return err
-	}
-	acc, err := o.load(b)
-	if err != nil {
 		return err
 	}
 	out, err := o.results(acc)
