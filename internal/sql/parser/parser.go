@@ -812,15 +812,8 @@ func (p *parser) selectBlock() (*Select, error) {
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
 		}
-		for {
-			e, err := p.expr()
-			if err != nil {
-				return nil, err
-			}
-			s.GroupBy = append(s.GroupBy, e)
-			if !p.acceptOp(",") {
-				break
-			}
+		if s.GroupBy, err = p.exprList(); err != nil {
+			return nil, err
 		}
 	}
 	if p.acceptKw("HAVING") {
@@ -1334,15 +1327,9 @@ func (p *parser) over(c *Call) (Expr, error) {
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
 		}
-		for {
-			e, err := p.expr()
-			if err != nil {
-				return nil, err
-			}
-			o.PartitionBy = append(o.PartitionBy, e)
-			if !p.acceptOp(",") {
-				break
-			}
+		var err error
+		if o.PartitionBy, err = p.exprList(); err != nil {
+			return nil, err
 		}
 	}
 	if p.acceptKw("ORDER") {
@@ -1452,4 +1439,20 @@ func (p *parser) caseExpr() (Expr, error) {
 		}
 	}
 	return c, p.expectKw("END")
+}
+
+// exprList parses one or more comma-separated expressions (GROUP BY,
+// PARTITION BY).
+func (p *parser) exprList() ([]Expr, error) {
+	var es []Expr
+	for {
+		e, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		es = append(es, e)
+		if !p.acceptOp(",") {
+			return es, nil
+		}
+	}
 }
