@@ -19,21 +19,10 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 version="$(awk '$1 == "github.com/apache/beam/sdks/v2" { print $2 }' "$ROOT/go.mod")"
 [[ -n "$version" ]] || { echo "beam-conformance-go: no github.com/apache/beam/sdks/v2 in go.mod" >&2; exit 1; }
 work="$(mktemp -d -t sluice-beam-conformance-go.XXXXXX)"
-server_pid=
-cleanup() {
-  if [[ -n "$server_pid" ]]; then kill -INT "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-(cd "$ROOT" && go build -o "$work/sluice" ./cmd/client)
 port="${BEAM_CONFORMANCE_PORT:-28198}"
-"$work/sluice" beam job-server --port "$port" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q "listening on" "$work/server.log" && break
-  kill -0 "$server_pid" || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
+# shellcheck source=lib-beam-job-server.sh
+. "$HERE/lib-beam-job-server.sh"
+beam_job_server "$ROOT" "$work" "$port"
 mkdir "$work/mod"
 cd "$work/mod"
 printf 'module sluiceconformance\n\ngo 1.26\n\nrequire github.com/apache/beam/sdks/v2 %s\n' "$version" >go.mod

@@ -12,21 +12,10 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 py="$("$HERE/beam-venv.sh" | tail -n 1)"
 "$py" -m pip install --quiet pytest pytest-timeout pyhamcrest parameterized mock tenacity >&2
 work="$(mktemp -d -t sluice-beam-conformance.XXXXXX)"
-server_pid=
-cleanup() {
-  if [[ -n "$server_pid" ]]; then kill -INT "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-(cd "$ROOT" && go build -o "$work/sluice" ./cmd/client)
 port="${BEAM_CONFORMANCE_PORT:-28199}"
-"$work/sluice" beam job-server --port "$port" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q "listening on" "$work/server.log" && break
-  kill -0 "$server_pid" || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
+# shellcheck source=lib-beam-job-server.sh
+. "$HERE/lib-beam-job-server.sh"
+beam_job_server "$ROOT" "$work" "$port"
 cp "$ROOT/integration/beam/conftest.py" "$ROOT/integration/beam/test_sluice_runner.py" "$work/"
 cd "$work"
 SLUICE_BEAM_JOB_ENDPOINT="localhost:$port" "$py" -m pytest -q -p no:cacheprovider \
