@@ -28,6 +28,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
@@ -36,7 +38,6 @@ import (
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/tlsconf"
 )
@@ -390,7 +391,7 @@ func (p *Process) submitRemote(ctx context.Context, j Job) (*Handle, error) {
 	}
 	token := []byte(p.RESTToken)
 	if len(token) == 0 {
-		if token, err = rest.TokenFromConf(j.Config); err != nil {
+		if token, err = restapi.TokenFromConf(j.Config); err != nil {
 			return nil, fmt.Errorf("launch: %w", err)
 		}
 	}
@@ -497,7 +498,7 @@ func (h *Handle) Cancel() {
 // execution.checkpointing.savepoint-dir) and returns its path.
 func (h *Handle) TriggerSavepoint(dir string) (string, error) {
 	if h.remote != nil {
-		return h.remote.c.Savepoint(h.remote.ctx, h.remote.id, rest.SavepointTriggerRequest{TargetDirectory: dir})
+		return h.remote.c.Savepoint(h.remote.ctx, h.remote.id, restapi.SavepointTriggerRequest{TargetDirectory: dir})
 	}
 	return h.local.TriggerSavepoint(dir)
 }
@@ -506,7 +507,7 @@ func (h *Handle) TriggerSavepoint(dir string) (string, error) {
 // time is ended first.
 func (h *Handle) StopWithSavepoint(dir string, drain bool) (string, error) {
 	if h.remote != nil {
-		return h.remote.c.StopWithSavepoint(h.remote.ctx, h.remote.id, rest.StopRequest{TargetDirectory: dir, Drain: drain})
+		return h.remote.c.StopWithSavepoint(h.remote.ctx, h.remote.id, restapi.StopRequest{TargetDirectory: dir, Drain: drain})
 	}
 	return h.local.StopWithSavepoint(dir, drain)
 }
