@@ -92,6 +92,11 @@ var workerStart struct {
 	err error
 }
 
+// argsErr is why init could not put back the program arguments a
+// JobManager handed over; FromEnvironment returns it, so Execute fails
+// with it.
+var argsErr error
+
 // init gives a worker its program arguments before the program's main
 // runs, and is the only start-up that happens before FromEnvironment: a
 // TaskManager starts a worker with nothing on its command line (which
@@ -101,8 +106,8 @@ func init() {
 	if args, ok, err := programArgs(os.Getenv, os.Args); ok {
 		os.Unsetenv(conf.EnvProgramArgs)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			argsErr = err
+			return
 		}
 		os.Args = args
 	}
@@ -138,6 +143,9 @@ func programArgs(getenv func(string) string, args []string) (_ []string, ok bool
 // the one place start-up reads the environment (but for a worker's
 // arguments, which init reads).
 func FromEnvironment() (*Process, error) {
+	if argsErr != nil {
+		return nil, argsErr
+	}
 	return FromGetenv(os.Getenv, os.Args[1:], os.Stdout, os.Exit, os.Executable)
 }
 
