@@ -281,8 +281,10 @@ func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec,
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	switch t.Options[planner.OptConnector] {
 	case "kafka", "upsert-kafka":
+	case "datagen":
+		return c.datagenScan(t, out)
 	default:
-		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka can)", t.Name, t.Options[planner.OptConnector])
+		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka and datagen can)", t.Name, t.Options[planner.OptConnector])
 	}
 	if t.Options[planner.OptConnector] == "upsert-kafka" {
 		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
@@ -297,6 +299,26 @@ func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 		Props:   map[string]string{"table": t.Path()},
 		New:     func() core.Source { return &kafkaSource{spec: spec} },
 	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
+// datagenScan reads a datagen table.
+func (c *compiler) datagenScan(t *planner.Table, out core.Type) (core.Stream, error) {
+	spec, err := newDatagenSpec(t)
+	if err != nil {
+		return core.Stream{}, fmt.Errorf("sql: %w", err)
+	}
+	s := core.AddSource(c.b, core.SourceSpec{
+		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
+		Bounded: spec.rows >= 0,
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &datagenSource{spec: spec} },
+	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
+// scanParallelism applies a table's 'scan.parallelism'.
+func scanParallelism(t *planner.Table, s core.Stream) (core.Stream, error) {
 	if p, ok := t.Options["scan.parallelism"]; ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
