@@ -210,3 +210,71 @@ func (w *syncBuilder) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// A SELECT's result as Flink's client shows it, by
+// sql-client.execution.result-mode: tableau prints each change in a table
+// with its op, table prints the rows the changes leave.
+func TestSelectResultModes(t *testing.T) {
+	query := `
+CREATE TABLE gen (id BIGINT, k AS id % 2) WITH ('connector' = 'datagen', 'rows-per-second' = '100000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '4');
+SELECT k, COUNT(*) AS n FROM gen GROUP BY k;
+`
+	run := func(t *testing.T, mode, par string) string {
+		t.Helper()
+		var out strings.Builder
+		jobs, err := sql.NewSession(sql.Options{Stdout: &out, Config: map[string]string{"parallelism.default": par}}).
+			ExecuteScript(ctxT(t), "SET 'sql-client.execution.result-mode' = '"+mode+"';\n"+query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := jobs[0].Wait(); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		return s[strings.Index(s, "Job ID: "):][strings.Index(s[strings.Index(s, "Job ID: "):], "\n")+1:]
+	}
+	tableau := `+----+----------------------+----------------------+
+| op |                    k |                    n |
++----+----------------------+----------------------+
+| +I |                    1 |                    1 |
+| +I |                    0 |                    1 |
+| -U |                    1 |                    1 |
+| +U |                    1 |                    2 |
+| -U |                    0 |                    1 |
+| +U |                    0 |                    2 |
++----+----------------------+----------------------+
+Received a total of 6 rows
+`
+	if got := run(t, "tableau", "1"); got != tableau {
+		t.Errorf("tableau:\n%s\nwant:\n%s", got, tableau)
+	}
+	table := `+----------------------+----------------------+
+|                    k |                    n |
++----------------------+----------------------+
+|                    1 |                    2 |
+|                    0 |                    2 |
++----------------------+----------------------+
+2 rows in set (6 changes)
+`
+	if got := run(t, "table", "1"); got != table {
+		t.Errorf("table:\n%s\nwant:\n%s", got, table)
+	}
+	// At parallelism 2 the keys' changes interleave in another order, but
+	// each key's keep theirs: the same rows are left.
+	got := run(t, "table", "2")
+	rows := strings.Split(got, "\n")
+	if len(rows) != 8 || !slices.Equal(sortedLines(rows[3:5]), sortedLines(strings.Split(table, "\n")[3:5])) || rows[6] != "2 rows in set (6 changes)" {
+		t.Errorf("table at parallelism 2:\n%s", got)
+	}
+	_, err := sql.NewSession(sql.Options{}).ExecuteScript(ctxT(t), "SET 'sql-client.execution.result-mode' = 'grid';\n"+query)
+	if err == nil || !strings.Contains(err.Error(), "'sql-client.execution.result-mode' = 'grid': want table, tableau or changelog") {
+		t.Errorf("an unknown result mode: %v", err)
+	}
+}
+
+func sortedLines(ls []string) []string {
+	ls = slices.Clone(ls)
+	slices.Sort(ls)
+	return ls
+}

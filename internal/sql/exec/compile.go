@@ -33,6 +33,10 @@ type Options struct {
 	Stdout io.Writer
 	// Metrics receives the job's counters (nil: a new one).
 	Metrics *Metrics
+	// Results, if set, receives the rows of a SELECT statement's result
+	// (planner.SelectTable) in the order they change, with their values as
+	// text, from one sink subtask, in place of printing them.
+	Results func(kind core.RowKind, cells []string) error
 }
 
 // Compile adds the operators of sinks' plans to b. Every operator gets a
@@ -88,6 +92,12 @@ func (c *compiler) sink(s *planner.Sink) error {
 		}
 		newOp = func() core.Operator { return &kafkaSinkOp{sink: ks} }
 	case "print":
+		if t.Name == planner.SelectTable && c.o.Results != nil {
+			fields, results := s.Input.Fields(), c.o.Results
+			core.Sink(in, core.OperatorSpec{Name: name, New: func() core.Operator { return &collectSink{fields: fields, results: results} }}).
+				UID(c.uid("sink")).SetParallelism(1) // one stream of changes; each key's keep their order
+			return nil
+		}
 		fields := s.Input.Fields()
 		id := t.Options["print-identifier"]
 		w, mu := c.o.Stdout, c.mu
