@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/clusterpb/clusterpbtest"
@@ -34,18 +36,29 @@ import (
 // configured has internal mutual TLS with its own CA. A job runs exactly
 // once over it (its keyBy exchange between two TaskManager containers),
 // while a client built from cluster/clusterpb without the application's
-// certificate (plaintext, TLS without a certificate, or a certificate of
-// another CA) can neither register a TaskManager with the
-// ApplicationMaster's RPC port nor fetch the job binary from it, nor
-// cancel the job on a TaskManager. The control: the application's own
-// TaskManager keystore, read from its staging directory, fetches the
-// binary from the same port.
+// certificate (plaintext, TLS without a certificate, a certificate of
+// another CA, or the certificate another application's TaskManagers were
+// given) can neither register a TaskManager with the ApplicationMaster's
+// RPC port nor fetch the job binary from it, nor cancel the job on a
+// TaskManager. The control: the application's own TaskManager keystore,
+// read from its staging directory, fetches the binary from the same port.
+// The other application (a session, B) refuses the first one's
+// certificate in turn at the handshake, while its own gets an answer from
+// its Blobs service: nothing one application is given opens another's.
 func TestInternalMutualTLSByDefault(t *testing.T) {
 	r := newRig(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	// Application B, a session started before A (it runs no job), so that
+	// A's job still runs when both are attacked.
+	pB := r.start(ctx, append([]string{"yarn-session", "-Dyarn.application.name=yarntest-tls-other"}, small...)...)
+	appB := match(t, pB, reAppID, 2*time.Minute)
+	defer r.sluice(t, context.Background(), "yarn-session", "--stop", "-Dyarn.application.id="+appB)
+	if _, err := pB.wait(); err != nil {
+		t.Fatalf("sluice yarn-session (application B): %v\n%s", err, pB.out.String())
+	}
 	out := r.hdfs + "/out"
-	const n, keys = 20000, 4
+	const n, keys = 30000, 4
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2",
 		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-tls"}, small...)
 	args = append(args, checkpointed...)
@@ -55,22 +68,26 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 		t.Errorf("the CLI does not say it generated the application's certificates:\n%s", p.out.String())
 	}
 
-	// The ApplicationMaster's RPC endpoint, from its log.
+	// The ApplicationMasters' RPC endpoints, from their logs.
 	reRPC := regexp.MustCompile(`registered with the ResourceManager.* host=(\S+) .*rpc_port=(\d+)`)
-	var amRPC string
-	testwait.Eventually(t, time.Minute, "the ApplicationMaster's RPC port in its log", func() bool {
-		for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
-			b, _ := os.ReadFile(f)
-			if m := reRPC.FindSubmatch(b); m != nil {
-				amRPC = net.JoinHostPort(string(m[1]), string(m[2]))
-				if !bytes.Contains(b, []byte("authentication=\"mutual TLS")) {
-					t.Errorf("the ApplicationMaster does not authenticate with mutual TLS:\n%s", grepLine(string(b), "authentication="))
+	amRPCOf := func(appID string) string {
+		var amRPC string
+		testwait.Eventually(t, 2*time.Minute, "the ApplicationMaster's RPC port in the log of "+appID, func() bool {
+			for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
+				b, _ := os.ReadFile(f)
+				if m := reRPC.FindSubmatch(b); m != nil {
+					amRPC = net.JoinHostPort(string(m[1]), string(m[2]))
+					if !bytes.Contains(b, []byte("authentication=\"mutual TLS")) {
+						t.Errorf("the ApplicationMaster of %s does not authenticate with mutual TLS:\n%s", appID, grepLine(string(b), "authentication="))
+					}
+					return true
 				}
-				return true
 			}
-		}
-		return false
-	})
+			return false
+		})
+		return amRPC
+	}
+	amRPC := amRPCOf(appID)
 	tms, err := rc.TaskManagers(ctx)
 	if err != nil || len(tms) == 0 {
 		t.Fatalf("GET /taskmanagers: %v, %d", err, len(tms))
@@ -97,27 +114,31 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	staging := path.Join("/user", user, ".sluice", appID)
-	readHDFS := func(name string) []byte {
-		f, err := r.fs.Open(path.Join(staging, name))
+	// tmCert is the TaskManagers' certificate and key of an application,
+	// from its staging directory.
+	tmCert := func(appID string) tls.Certificate {
+		name := path.Join("/user", user, ".sluice", appID, "internal-keystore-taskmanager.pem")
+		if fi, err := r.fs.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("the staged TaskManager keystore %s: %v, %v; want mode 0600", name, err, fi)
+		}
+		f, err := r.fs.Open(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		b, err := io.ReadAll(f)
+		ks, err := io.ReadAll(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
+		c, err := tls.X509KeyPair(ks, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
-	if fi, err := r.fs.Stat(path.Join(staging, "internal-keystore-taskmanager.pem")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the staged TaskManager keystore: %v, %v; want mode 0600", err, fi)
-	}
-	ks := readHDFS("internal-keystore-taskmanager.pem")
-	appCert, err := tls.X509KeyPair(ks, ks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	appCert := tmCert(appID)
+	bCert := tmCert(appB)
+	bRPC := amRPCOf(appB)
 	other, err := tlsconf.NewCA("another application", time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +172,7 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 		{"plaintext", []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}},
 		{"TLS without a certificate", withCert(nil)},
 		{"TLS with a certificate of another CA", withCert(&otherCert)},
+		{"TLS with the TaskManagers' certificate of application B", withCert(&bCert)},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			am := dial(amRPC, a.opts)
@@ -173,6 +195,21 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	control("after the attacks")
 	if got, err := rc.TaskManagers(ctx); err != nil || len(got) != len(tms) {
 		t.Errorf("TaskManagers after the attacks: %d (%v), want %d", len(got), err, len(tms))
+	}
+
+	// B's ApplicationMaster answers a peer with B's own certificate (its
+	// Blobs service: no such blob) and refuses A's at the handshake.
+	if _, err := clusterpbtest.FetchBlob(ctx, dial(bRPC, withCert(&bCert)), digest); status.Code(err) != codes.NotFound {
+		t.Errorf("application B's own certificate at its ApplicationMaster %s: %v, want NotFound from its Blobs service", bRPC, err)
+	}
+	bWithA := dial(bRPC, withCert(&appCert))
+	if _, err := clusterpbtest.FetchBlob(ctx, bWithA, digest); status.Code(err) != codes.Unavailable {
+		t.Errorf("application A's certificate at B's ApplicationMaster %s: %v, want Unavailable (the handshake refused)", bRPC, err)
+	} else {
+		t.Logf("A's certificate at B: %v", err)
+	}
+	if err := clusterpbtest.RegisterTaskManager(ctx, bWithA, "impostor-from-a"); err == nil {
+		t.Errorf("application A's certificate registered a TaskManager with B's ApplicationMaster %s", bRPC)
 	}
 
 	succeeded(t, p, appID)
