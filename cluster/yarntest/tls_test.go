@@ -42,7 +42,8 @@ import (
 // RPC port nor fetch the job binary from it, nor cancel the job on a
 // TaskManager. The control: the application's own TaskManager keystore,
 // read from its staging directory, fetches the binary from the same port.
-// The other application (a session, B) refuses the first one's
+// Its HA store is private (directories 0700, files 0600). The other
+// application (a session, B) refuses the first one's
 // certificate in turn at the handshake, while its own gets an answer from
 // its Blobs service: nothing one application is given opens another's.
 func TestInternalMutualTLSByDefault(t *testing.T) {
@@ -195,6 +196,12 @@ func TestInternalMutualTLSByDefault(t *testing.T) {
 	control("after the attacks")
 	if got, err := rc.TaskManagers(ctx); err != nil || len(got) != len(tms) {
 		t.Errorf("TaskManagers after the attacks: %d (%v), want %d", len(got), err, len(tms))
+	}
+	// The application's HA store (in its staging directory: the job's
+	// record with its -D values and arguments, its graph, its binary) is
+	// its owner's alone.
+	if files := r.checkPrivateTree(t, path.Join("/user", user, ".sluice", appID, "ha")); files < 3 {
+		t.Errorf("the application's HA store holds %d files; want the job's record, graph and binary", files)
 	}
 
 	// B's ApplicationMaster answers a peer with B's own certificate (its
