@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
@@ -259,4 +260,117 @@ func TestUserJKSKeystoreOnYARN(t *testing.T) {
 	if !found && r.harness() {
 		t.Errorf("the ApplicationMaster's log does not say it authenticates with mutual TLS with %s", ks.Path)
 	}
+}
+
+// TestInternalSecretOnYARN: with security.ssl.internal.enabled false an
+// application's internal RPCs carry a secret the client generated for it
+// alone and shipped as a private 0600 resource. A job runs exactly once,
+// while a client built from cluster/clusterpb without the secret, or with
+// another one, can neither register a TaskManager with the
+// ApplicationMaster nor fetch the job binary from it, nor cancel the job on
+// a TaskManager: UNAUTHENTICATED naming security.internal.secret-file. The
+// control: the application's secret, read from its staging directory,
+// fetches the binary.
+func TestInternalSecretOnYARN(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := r.hdfs + "/out"
+	const n, keys = 30000, 4
+	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dsecurity.ssl.internal.enabled=false",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-secret"}, small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	p, appID, _, rc, job := r.deploy(t, ctx, args...)
+	if !strings.Contains(p.out.String(), "Shipping a secret for this application's internal RPCs") {
+		t.Errorf("the CLI does not say it ships a secret:\n%s", p.out.String())
+	}
+
+	reRPC := regexp.MustCompile(`registered with the ResourceManager.* host=(\S+) .*rpc_port=(\d+)`)
+	var amRPC string
+	testwait.Eventually(t, time.Minute, "the ApplicationMaster's RPC port in its log", func() bool {
+		for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
+			b, _ := os.ReadFile(f)
+			if m := reRPC.FindSubmatch(b); m != nil {
+				amRPC = net.JoinHostPort(string(m[1]), string(m[2]))
+				if !bytes.Contains(b, []byte(`authentication="the cluster's secret`)) {
+					t.Errorf("the ApplicationMaster does not authenticate with the secret:\n%s", grepLine(string(b), "authentication="))
+				}
+				return true
+			}
+		}
+		return false
+	})
+	tms, err := rc.TaskManagers(ctx)
+	if err != nil || len(tms) == 0 {
+		t.Fatalf("GET /taskmanagers: %v, %d", err, len(tms))
+	}
+	bin, err := os.ReadFile(bins.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(bin)
+	digest := hex.EncodeToString(sum[:])
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := path.Join("/user", user, ".sluice", appID, "internal-secret")
+	if fi, err := r.fs.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the staged secret %s: %v, %v; want mode 0600", name, err, fi)
+	}
+	f, err := r.fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(addr string) *grpc.ClientConn {
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	am := dial(amRPC)
+	// rpcauth.MetadataKey: the key the cluster's processes send it under.
+	withSecret := func(s string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "sluice-internal-secret", s)
+	}
+	for _, a := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"no secret", ctx},
+		{"another secret", withSecret(strings.Repeat("0", 64))},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			refused := func(what string, err error) {
+				t.Helper()
+				if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "security.internal.secret-file") {
+					t.Errorf("%s: %v; want UNAUTHENTICATED naming security.internal.secret-file", what, err)
+				}
+			}
+			refused("registering a TaskManager", clusterpbtest.RegisterTaskManager(a.ctx, am, "impostor"))
+			got, err := clusterpbtest.FetchBlob(a.ctx, am, digest)
+			if len(got) > 0 {
+				t.Errorf("fetched %d bytes of the job binary", len(got))
+			}
+			refused("fetching the job binary", err)
+			for _, tm := range tms {
+				_, err := clusterpb.NewTaskManagerClient(dial(tm.Path)).CancelJob(a.ctx, &clusterpb.CancelJobRequest{JobId: job, UpToAttempt: -1})
+				refused("cancelling the job on TaskManager "+tm.Path, err)
+			}
+		})
+	}
+	if got, err := clusterpbtest.FetchBlob(withSecret(strings.TrimSpace(string(secret))), am, digest); err != nil || !bytes.Equal(got, bin) {
+		t.Errorf("the application's secret fetched %d bytes from %s: %v; want the job binary", len(got), amRPC, err)
+	}
+	succeeded(t, p, appID)
+	checkExactlyOnce(t, r.fs, out, n, keys)
+	r.stagingGone(t, appID)
 }
