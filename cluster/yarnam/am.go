@@ -183,7 +183,14 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 	}
 	defer restLn.Close()
 	rpcPort, restPort := rpcLn.Addr().(*net.TCPAddr).Port, restLn.Addr().(*net.TCPAddr).Port
-	restURL := "http://" + net.JoinHostPort(env.Host, strconv.Itoa(restPort))
+	scheme := "http"
+	if conf.Get(env.Conf, conf.SSLRESTEnabled) {
+		// The tracking URL YARN's web proxy forwards to is the REST
+		// endpoint's own, https: the proxy must trust its CA (as with
+		// Flink's REST SSL on YARN).
+		scheme = "https"
+	}
+	restURL := scheme + "://" + net.JoinHostPort(env.Host, strconv.Itoa(restPort))
 
 	am, err := newAMClient(env, log)
 	if err != nil {

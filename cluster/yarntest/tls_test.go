@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path"
 	"regexp"
@@ -373,4 +375,85 @@ func TestInternalSecretOnYARN(t *testing.T) {
 	succeeded(t, p, appID)
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	r.stagingGone(t, appID)
+}
+
+// TestRESTOverMutualTLSOnYARN: security.ssl.rest.* with client
+// certificates on a yarn-application, its keystore and truststore paths on
+// every node as Flink takes them. The ApplicationMaster serves HTTPS and
+// registers an https endpoint, which the CLI prints; the CLI given the
+// keys (its client certificate the keystore's, as Flink's REST client
+// presents it) lists the job through it; a client without a certificate,
+// plain HTTP, or without the keystore is refused, and the job runs on,
+// exactly once.
+func TestRESTOverMutualTLSOnYARN(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	ca, err := tlsconf.NewCA("yarntest REST CA", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := ca.Issue("yarntest REST", []string{"localhost", "127.0.0.1"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, ksFile := path.Join(dir, "ca.pem"), path.Join(dir, "rest.pem")
+	for f, b := range map[string][]byte{caFile: ca.CertPEM, ksFile: ks} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restTLS := []string{"-Dsecurity.ssl.rest.enabled=true", "-Dsecurity.ssl.rest.keystore=" + ksFile,
+		"-Dsecurity.ssl.rest.truststore=" + caFile, "-Dsecurity.ssl.rest.authentication-enabled=true"}
+	out := r.hdfs + "/out"
+	const n, keys = 20000, 4
+	args := append(append([]string{"run", "--target", "yarn-application", "-p", "2",
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-rest-tls"}, restTLS...), small...)
+	args = append(args, checkpointed...)
+	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
+	p := r.start(ctx, args...)
+	appID := match(t, p, reAppID, 2*time.Minute)
+	addr := match(t, p, regexp.MustCompile(`REST endpoint: https://(\S+)`), time.Second)
+	session := []string{"--target", "yarn-session", "-Dyarn.application.id=" + appID}
+	var job string
+	testwait.Eventually(t, 2*time.Minute, "the job RUNNING in sluice list over HTTPS", func() bool {
+		o, err := r.start(ctx, append(append([]string{"list", "-r"}, session...), restTLS...)...).wait()
+		m := regexp.MustCompile(`([0-9a-f]{32}) : .* \(RUNNING\)`).FindStringSubmatch(o)
+		if err != nil || m == nil {
+			return false
+		}
+		job = m[1]
+		return true
+	})
+
+	if o, err := r.start(ctx, append(append([]string{"list", "-r"}, session...), restTLS[:3]...)...).wait(); err == nil || strings.Contains(o, job) {
+		t.Errorf("sluice list without a client certificate (security.ssl.rest.authentication-enabled off in the CLI) succeeded:\n%s", o)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	for _, a := range []struct {
+		name, scheme string
+		client       *http.Client
+	}{
+		{"plain HTTP", "http", &http.Client{Timeout: 30 * time.Second}},
+		{"TLS without a certificate", "https", &http.Client{Timeout: 30 * time.Second,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}},
+	} {
+		for _, req := range []struct{ method, path string }{{http.MethodPost, "/jobs"}, {http.MethodDelete, "/cluster"}, {http.MethodGet, "/jobs/overview"}} {
+			hr, err := http.NewRequestWithContext(ctx, req.method, a.scheme+"://"+addr+req.path, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := a.client.Do(hr)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode < 400 {
+					t.Errorf("%s: %s %s: %s, want refused", a.name, req.method, req.path, resp.Status)
+				}
+			}
+		}
+	}
+	succeeded(t, p, appID)
+	checkExactlyOnce(t, r.fs, out, n, keys)
 }
