@@ -132,9 +132,10 @@ func applicationMasterKilled(t *testing.T, name string, sig syscall.Signal) {
 // application with run -s from its latest checkpoint and the output is
 // exactly once across both. The ApplicationMaster, told by the
 // ResourceManager that its attempt is over, deletes the staging directory
-// on the SIGTERM. A staging directory of an ended application that is left
-// anyway (its ApplicationMaster SIGKILLed first; made here again in its
-// place) is deleted by the next submission, which says so.
+// on the SIGTERM when the SIGKILL leaves it time to. A staging directory of
+// an ended application that is left anyway (its ApplicationMaster SIGKILLed
+// first; made here again in its place) is deleted by the next submission,
+// which says so.
 func TestKilledThroughYARNResumes(t *testing.T) {
 	r := newRig(t)
 	yc := r.yarnClient(t)
@@ -167,7 +168,6 @@ func TestKilledThroughYARNResumes(t *testing.T) {
 		t.Errorf("sluice run of the killed application exited 0:\n%s", outText)
 	}
 	noContainersLeft(t, ctx, yc, appID)
-	r.stagingGone(t, appID)
 	swept := false
 	for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
 		b, _ := os.ReadFile(f)
@@ -181,8 +181,13 @@ func TestKilledThroughYARNResumes(t *testing.T) {
 		}
 		t.Logf("the ApplicationMaster on the kill:\n%s", strings.Join(lines, "\n"))
 	}
-	if !swept {
-		t.Errorf("the ApplicationMaster's log does not say it deleted the staging directory on the kill")
+	// The ApplicationMaster has until the NodeManager's SIGKILL (250 ms after
+	// the SIGTERM) to hear from the ResourceManager and delete: on a loaded
+	// machine it may not make it, and then the next submission sweeps (below).
+	if swept {
+		r.stagingGone(t, appID)
+	} else {
+		t.Logf("the ApplicationMaster was killed before it had deleted the staging directory; the next submission must sweep it")
 	}
 	user, err := hadoop.CurrentUser(os.Getenv)
 	if err != nil {
