@@ -2,14 +2,18 @@ package avro_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/sluice/sluice/formats/avro"
 	"github.com/sluice/sluice/formats/registry"
@@ -132,4 +136,68 @@ func must1[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A registry that fails while the job reads makes no record malformed nor
+// dead-lettered: the reader fails, the job restarts (its restart
+// strategy) and reads every record once the registry answers again.
+func TestRegistryOutageIsNotDeadLettered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "users", "users-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	addrs := kc.ListenAddrs()
+	fake := srfake.New()
+	defer fake.Close()
+	var failures atomic.Int64
+	failures.Store(2)
+	fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasPrefix(r.URL.Path, "/schemas/ids/") && failures.Add(-1) >= 0 {
+			http.Error(w, `{"error_code":50001,"message":"store unavailable"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	client := func() *registry.Client {
+		c, err := registry.New(registry.Config{URLs: []string{fake.URL()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	w := must1(avro.New[UserV1](client(), userV1, avro.Options{}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, u := range []UserV1{{"a", 1}, {"b", 2}} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Value: must1(w.Serialize("users", u))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := kafka.NewSource(kafka.FormatValues(must1(avro.New[UserV1](client(), userV1, avro.Options{}))), kafka.BootstrapServers(addrs...),
+		kafka.Topics("users"), kafka.Bounded(kafka.Latest()), kafka.DeadLetterTopic("users-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stream.NewEnvironment(stream.WithParallelism(1), stream.WithRestartStrategy(stream.FixedDelayRestart(5, 0)))
+	res := stream.Collect(stream.Map(stream.FromSource[UserV1, kafka.PartitionSplit](env, src, stream.NoWatermarks[UserV1](), "users"),
+		func(u UserV1) string { return u.ID + "/" + strconv.Itoa(int(u.Age)) }))
+	jr, err := env.ExecuteContext(ctx, "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Values(), []string{"a/1", "b/2"}; !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	if m, d := src.Metrics().Malformed.Load(), src.Metrics().DeadLettered.Load(); m != 0 || d != 0 {
+		t.Fatalf("malformed %d, dead-lettered %d; want none", m, d)
+	}
+	if jr.Restarts != 2 {
+		t.Fatalf("%d restarts, want 2 (one per failed lookup)", jr.Restarts)
+	}
 }

@@ -148,3 +148,47 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 		t.Errorf("empty config: %v", err)
 	}
 }
+
+// A registry that fails (a 5xx) or cannot be reached is not an unknown
+// id: the error is ErrUnavailable, and the id is asked again next time.
+func TestUnavailableRegistryIsNotAnUnknownID(t *testing.T) {
+	reg, _ := fake(t)
+	var failing atomic.Bool
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if failing.Load() && strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			http.Error(w, `{"error_code":50001,"message":"store unavailable"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	c, err := registry.New(registry.Config{URLs: []string{reg.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := c.ID(ctx, "users-value", sr.Schema{Schema: userV1}, registry.RegisterOnWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := registry.New(registry.Config{URLs: []string{reg.URL()}})
+	failing.Store(true)
+	_, err = fresh.SchemaByID(ctx, id)
+	var fe *formats.Error
+	if !errors.Is(err, formats.ErrUnavailable) || errors.Is(err, formats.ErrUnknownSchema) || !errors.As(err, &fe) || !fe.Unavailable() || fe.SchemaID != id {
+		t.Fatalf("a failing registry: %v, want ErrUnavailable naming id %d", err, id)
+	}
+	failing.Store(false)
+	if s, err := fresh.SchemaByID(ctx, id); err != nil || s.Schema != userV1 {
+		t.Fatalf("after the registry recovered: %q, %v", s.Schema, err)
+	}
+	down, _ := fake(t)
+	url := down.URL()
+	down.Close()
+	gone, _ := registry.New(registry.Config{URLs: []string{url}})
+	if _, err := gone.SchemaByID(ctx, 1); !errors.Is(err, formats.ErrUnavailable) {
+		t.Fatalf("an unreachable registry: %v, want ErrUnavailable", err)
+	}
+	if _, err := fresh.SchemaByID(ctx, 4242); !errors.Is(err, formats.ErrUnknownSchema) || errors.Is(err, formats.ErrUnavailable) {
+		t.Fatalf("an id the registry does not have: %v, want ErrUnknownSchema", err)
+	}
+}
