@@ -27,7 +27,8 @@ var (
 	// ErrRegistry: the registry failed or refused otherwise.
 	ErrRegistry = errors.New("formats: schema registry")
 	// ErrUnavailable: the registry could not be asked for a record's schema
-	// (unreachable, a timeout, a server error): the record is not at fault.
+	// (unreachable, a timeout, a server error, credentials refused): the
+	// record is not at fault.
 	ErrUnavailable = errors.New("formats: schema registry unavailable")
 	// ErrEncode: a value could not be written in the format.
 	ErrEncode = errors.New("formats: value cannot be encoded")

@@ -1,7 +1,14 @@
 package avro_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
+	"github.com/sluice/sluice/formats"
 	"github.com/sluice/sluice/formats/avro"
 	"github.com/sluice/sluice/formats/registry"
 	"github.com/sluice/sluice/kafka"
@@ -200,4 +208,90 @@ func TestRegistryOutageIsNotDeadLettered(t *testing.T) {
 	if jr.Restarts != 2 {
 		t.Fatalf("%d restarts, want 2 (one per failed lookup)", jr.Restarts)
 	}
+}
+
+// Registry credentials come from a file or the environment and appear in
+// no log line and no error, whether the registry takes them or refuses
+// them; a refused client dead-letters nothing (the record is not at
+// fault).
+func TestRegistryCredentialsNeverLogged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const password, wrong = "hunter2-right-pw", "wrong-pw-4711"
+	secrets := []string{password, wrong, base64.StdEncoding.EncodeToString([]byte("svc:" + password)),
+		base64.StdEncoding.EncodeToString([]byte("svc:" + wrong))}
+	fake := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("svc:"+password))))
+	defer fake.Close()
+	pwFile := filepath.Join(t.TempDir(), "sr-password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_TEST_SR_PASSWORD", wrong)
+	client := func(pw registry.Secret) *registry.Client {
+		return must1(registry.New(registry.Config{URLs: []string{fake.URL()}, BasicAuthUser: "svc", BasicAuthPassword: pw}))
+	}
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "users", "users-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	addrs := kc.ListenAddrs()
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := must1(avro.New[UserV1](client(registry.SecretFromFile(pwFile)), userV1, avro.Options{}))
+	sink, err := kafka.NewSink(kafka.FormatSerializer("users", w), kafka.BootstrapServers(addrs...), kafka.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stream.NewEnvironment(stream.WithParallelism(1), stream.WithLogger(log))
+	stream.SinkTo(stream.FromSlice(env, []UserV1{{"a", 1}, {"b", 2}}), sink)
+	if _, err := env.ExecuteContext(ctx, "write"); err != nil {
+		t.Fatal(err)
+	}
+	read := func(pw registry.Secret) ([]string, *kafka.Source[UserV1], error) {
+		src, err := kafka.NewSource(kafka.FormatValues(must1(avro.New[UserV1](client(pw), userV1, avro.Options{}))), kafka.BootstrapServers(addrs...),
+			kafka.Topics("users"), kafka.Bounded(kafka.Latest()), kafka.DeadLetterTopic("users-dlq"), kafka.WithLogger(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := stream.NewEnvironment(stream.WithParallelism(1), stream.WithLogger(log), stream.WithRestartStrategy(stream.NoRestart()))
+		res := stream.Collect(stream.Map(stream.FromSource[UserV1, kafka.PartitionSplit](env, src, stream.NoWatermarks[UserV1](), "users"),
+			func(u UserV1) string { return u.ID }))
+		_, err = env.ExecuteContext(ctx, "read")
+		return res.Values(), src, err
+	}
+	_, src, err := read(registry.SecretFromEnv("SLUICE_TEST_SR_PASSWORD"))
+	if !errors.Is(err, formats.ErrUnavailable) || !strings.Contains(err.Error(), "HTTP 403") {
+		t.Fatalf("with the wrong password: %v, want the registry's refusal (ErrUnavailable, HTTP 403 from franz-go's registry)", err)
+	}
+	if d := src.Metrics().DeadLettered.Load(); d != 0 {
+		t.Fatalf("%d records dead-lettered for the client's wrong password", d)
+	}
+	got, _, err := read(registry.SecretFromFile(pwFile))
+	if err != nil || !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("with the password from a file: %v, %v", got, err)
+	}
+	logMu.Lock()
+	text := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(text, "HTTP 403") {
+		t.Fatalf("the logs do not show the refusal; they were:\n%s", text)
+	}
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Fatalf("the logs show a credential (%q):\n%s", s, text)
+		}
+	}
+}
+
+type lockedWriter struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
