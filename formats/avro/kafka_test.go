@@ -295,3 +295,50 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
+
+// Without a dead-letter topic, a record of an unknown schema id fails the
+// job with its topic, partition, offset and schema id (typed, for
+// errors.As), and the error's text quotes nothing of the payload.
+func TestUnknownSchemaIDFailsTheJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "users"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	addrs := kc.ListenAddrs()
+	reg := newRegistry(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w := must1(avro.New[UserV1](reg, userV1, avro.Options{}))
+	recs := []*kgo.Record{
+		{Topic: "users", Partition: 1, Value: must(w.Serialize("users", UserV1{"a", 1}))},
+		{Topic: "users", Partition: 1, Value: append(registry.AppendHeader(nil, 9001), "\x0cPAYLOAD"...)},
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := kafka.NewSource(kafka.FormatValues(must1(avro.New[UserV1](reg, userV1, avro.Options{}))), kafka.BootstrapServers(addrs...),
+		kafka.Topics("users"), kafka.Bounded(kafka.Latest()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stream.NewEnvironment(stream.WithParallelism(1), stream.WithRestartStrategy(stream.NoRestart()))
+	stream.Collect(stream.FromSource[UserV1, kafka.PartitionSplit](env, src, stream.NoWatermarks[UserV1](), "users"))
+	_, err = env.ExecuteContext(ctx, "read")
+	var de *kafka.DeserializationError
+	var fe *formats.Error
+	if !errors.As(err, &de) || !errors.As(err, &fe) || !errors.Is(err, formats.ErrUnknownSchema) {
+		t.Fatalf("error %v, want a kafka.DeserializationError of a formats.Error of ErrUnknownSchema", err)
+	}
+	if de.Topic != "users" || de.Partition != 1 || de.Offset != 1 || fe.SchemaID != 9001 {
+		t.Fatalf("error names topic %q partition %d offset %d schema id %d, want users, 1, 1, 9001", de.Topic, de.Partition, de.Offset, fe.SchemaID)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `topic "users" partition 1 at offset 1`) || !strings.Contains(msg, "schema id 9001") || strings.Contains(msg, "PAYLOAD") {
+		t.Fatalf("error text %q: want topic, partition, offset and schema id, and no payload", msg)
+	}
+}
