@@ -222,11 +222,7 @@ func (f *avroConfluentFormat) decode(topic string, data []byte, dst []any) (int,
 	for i, fl := range f.fields {
 		v, err := fromAvro(m[fl.Name], fl.Type)
 		if err != nil {
-			var id int
-			var fe *formats.Error
-			if errors.As(err, &fe) {
-				id = fe.SchemaID
-			}
+			id, _, _ := registry.SplitHeader("avro-confluent", data) // read above, so well formed
 			return 0, &formats.Error{Format: "avro-confluent", Op: "decode", SchemaID: id, Kind: formats.ErrMalformed,
 				Reason: fmt.Sprintf("field %s: %v", fl.Name, err)}
 		}
