@@ -37,7 +37,11 @@ func createTopic(t *testing.T, addr, topic string) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic)
+	// Records months old stay only in a topic that keeps them: with the
+	// broker's default retention.ms (7 days) Kafka rolls and deletes the
+	// segment of a record stamped 180 days ago within minutes.
+	forever := "-1"
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &forever}, topic)
 	if err == nil {
 		err = resp.Err
 	}
