@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,4 +262,48 @@ func fieldsInOrder(t *testing.T, schema string, m map[string]any) string {
 		parts = append(parts, fmt.Sprintf("%s:%v", f.Name, v))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// A registry that fails while the job reads is not a malformed record:
+// the job restarts (its restart strategy) and reads on once it answers.
+func TestAvroConfluentRegistryOutageRestartsTheJob(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "users", 1)
+	b.topic(t, "out", 1)
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	var failures atomic.Int64
+	fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasPrefix(r.URL.Path, "/schemas/ids/") && failures.Add(-1) >= 0 {
+			http.Error(w, `{"error_code":50001,"message":"store unavailable"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	reg, err := registry.New(registry.Config{URLs: []string{fake.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceAvro(t, b, "users", must(avro.New[sqlUserV1T](reg, sqlUserV1, avro.Options{})), sqlUserV1T{"a", 30}, sqlUserV1T{"b", 41})
+	failures.Store(1)
+	script := fmt.Sprintf(`SET 'restart-strategy.type' = 'fixed-delay';
+SET 'restart-strategy.fixed-delay.attempts' = '3';
+SET 'restart-strategy.fixed-delay.delay' = '10 ms';
+CREATE TABLE users (id STRING, age INT)
+WITH ('connector' = 'kafka', 'topic' = 'users', 'properties.bootstrap.servers' = '%[1]s',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',
+  'format' = 'avro-confluent', 'avro-confluent.url' = '%[2]s');
+CREATE TABLE out (id STRING, age INT)
+WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%[1]s', 'format' = 'json');
+INSERT INTO out SELECT id, age FROM users;`, b.addr, fake.URL())
+	job, _ := start(t, script, nil)
+	if err := job.Wait(); err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	if job.Restarts() != 1 {
+		t.Errorf("%d restarts, want 1 (the failed lookup)", job.Restarts())
+	}
+	if got, want := b.read(t, "out", 2), []string{` {"id":"a","age":30}`, ` {"id":"b","age":41}`}; !slices.Equal(got, want) {
+		t.Errorf("output %q, want %q", got, want)
+	}
 }
