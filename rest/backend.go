@@ -2,38 +2,11 @@ package rest
 
 import (
 	"context"
-	"errors"
+
+	"github.com/sluice/sluice/rest/restapi"
 
 	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/runtime/graph"
-)
-
-// Errors a Backend returns to choose the HTTP status of the answer; wrap
-// them with a message for the user (fmt.Errorf("%w: job %s is not
-// running", rest.ErrConflict, id)): the message is what the client sees in
-// {"errors": [...]}. Any other error answers 500.
-//
-// The client (package restclient) maps the statuses back, so errors.Is
-// works on both sides of the wire.
-var (
-	// ErrNotFound: no such job (404).
-	ErrNotFound = errors.New("rest: not found")
-	// ErrBadRequest: the request cannot be served as asked (400), e.g. a
-	// job graph that does not validate.
-	ErrBadRequest = errors.New("rest: bad request")
-	// ErrConflict: the job is not in a state that allows the operation
-	// (409), e.g. a savepoint of a finished job.
-	ErrConflict = errors.New("rest: conflict with the job's state")
-	// ErrUnavailable: the cluster cannot serve the request now (503), e.g.
-	// it is shutting down or not the leader.
-	ErrUnavailable = errors.New("rest: service unavailable")
-)
-
-// Errors of JobResult.Err.
-var (
-	ErrJobFailed   = errors.New("rest: job failed")
-	ErrJobCanceled = errors.New("rest: job was cancelled")
-	ErrJobUnknown  = errors.New("rest: job ended in an unknown state")
 )
 
 // Backend is what the REST server serves: the JobManager's Dispatcher
@@ -49,26 +22,26 @@ type Backend interface {
 	// GET /jobs, /jobs/overview and the job counts of /overview, and the
 	// server checks with it that a job exists (and has not ended) before
 	// triggering a savepoint, stop or checkpoint.
-	Jobs(ctx context.Context) ([]JobOverview, error)
+	Jobs(ctx context.Context) ([]restapi.JobOverview, error)
 
 	// Job returns a job's details (GET /jobs/:jobid and /jobs/:jobid/plan).
 	// The server sets Now.
-	Job(ctx context.Context, jobID string) (*JobDetails, error)
+	Job(ctx context.Context, jobID string) (*restapi.JobDetails, error)
 
 	// JobExceptions returns the job's failure history, newest first
 	// (GET /jobs/:jobid/exceptions); the server applies maxExceptions and
 	// derives Flink's deprecated members from the newest entry.
-	JobExceptions(ctx context.Context, jobID string) ([]RootExceptionInfo, error)
+	JobExceptions(ctx context.Context, jobID string) ([]restapi.RootExceptionInfo, error)
 
 	// JobCheckpoints returns the job's checkpoint statistics (GET
 	// /jobs/:jobid/checkpoints), built with NewCheckpointingStatistics. A
 	// job without checkpointing answers an error wrapping ErrNotFound that
 	// says so.
-	JobCheckpoints(ctx context.Context, jobID string) (*CheckpointingStatistics, error)
+	JobCheckpoints(ctx context.Context, jobID string) (*restapi.CheckpointingStatistics, error)
 
 	// JobResult returns how the job ended, or nil while it has not ended
 	// for good (GET /jobs/:jobid/execution-result).
-	JobResult(ctx context.Context, jobID string) (*JobResult, error)
+	JobResult(ctx context.Context, jobID string) (*restapi.JobResult, error)
 
 	// SubmitJob accepts a job and returns its ID (POST /jobs). It returns
 	// once the job is accepted, not when it runs. s.BinaryPath is a file
@@ -105,13 +78,13 @@ type Backend interface {
 
 	// TaskManagers lists the registered TaskManagers (GET /taskmanagers and
 	// the TaskManager and slot counts of /overview and /metrics).
-	TaskManagers(ctx context.Context) ([]TaskManagerInfo, error)
+	TaskManagers(ctx context.Context) ([]restapi.TaskManagerInfo, error)
 
 	// TaskManagerLogs lists the files of a TaskManager's log directory
 	// (GET /taskmanagers/:id/logs). Every TaskManager method answers an
 	// error wrapping ErrNotFound for a TaskManager that is not registered,
 	// and ErrUnavailable for one that cannot be reached.
-	TaskManagerLogs(ctx context.Context, tmID string) ([]LogInfo, error)
+	TaskManagerLogs(ctx context.Context, tmID string) ([]restapi.LogInfo, error)
 
 	// TaskManagerLogFile opens a file of a TaskManager's log directory
 	// (GET /taskmanagers/:id/log, stdout and logs/:name); the server closes
@@ -121,7 +94,7 @@ type Backend interface {
 
 	// TaskManagerThreadDump returns the goroutines of a TaskManager's
 	// process (GET /taskmanagers/:id/thread-dump).
-	TaskManagerThreadDump(ctx context.Context, tmID string) ([]ThreadInfo, error)
+	TaskManagerThreadDump(ctx context.Context, tmID string) ([]restapi.ThreadInfo, error)
 
 	// TaskManagerMetrics returns the runtime metrics of a TaskManager's
 	// process by Flink's names, Status.JVM.* (GET /taskmanagers/:id/metrics

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
@@ -15,60 +17,60 @@ import (
 // entry's ClassName from its Status, picks the latest completed checkpoint,
 // savepoint and failure from the history, and summarises sizes and
 // durations over the completed entries of the history.
-func NewCheckpointingStatistics(counts CheckpointCounts, history []CheckpointStatistics, restored *RestoredCheckpoint) *CheckpointingStatistics {
-	s := &CheckpointingStatistics{Counts: counts, History: make([]CheckpointStatistics, len(history))}
+func NewCheckpointingStatistics(counts restapi.CheckpointCounts, history []restapi.CheckpointStatistics, restored *restapi.RestoredCheckpoint) *restapi.CheckpointingStatistics {
+	s := &restapi.CheckpointingStatistics{Counts: counts, History: make([]restapi.CheckpointStatistics, len(history))}
 	s.Latest.Restored = restored
-	var completed []CheckpointStatistics
+	var completed []restapi.CheckpointStatistics
 	for i, h := range history {
 		switch h.Status {
-		case CheckpointCompleted:
+		case restapi.CheckpointCompleted:
 			h.ClassName = "completed"
 			if h.Discarded == nil {
 				// Flink's required member; Sluice reports the checkpoints it
 				// keeps, none discarded.
 				h.Discarded = new(bool)
 			}
-		case CheckpointFailed:
+		case restapi.CheckpointFailed:
 			h.ClassName = "failed"
 		default:
 			h.ClassName = "in_progress"
 		}
 		if h.Tasks == nil {
-			h.Tasks = map[string]TaskCheckpointStatistics{}
+			h.Tasks = map[string]restapi.TaskCheckpointStatistics{}
 		}
 		s.History[i] = h
 		e := &s.History[i]
 		switch {
-		case h.Status == CheckpointCompleted && h.IsSavepoint:
+		case h.Status == restapi.CheckpointCompleted && h.IsSavepoint:
 			if s.Latest.Savepoint == nil {
 				s.Latest.Savepoint = e
 			}
 			completed = append(completed, h)
-		case h.Status == CheckpointCompleted:
+		case h.Status == restapi.CheckpointCompleted:
 			if s.Latest.Completed == nil {
 				s.Latest.Completed = e
 			}
 			completed = append(completed, h)
-		case h.Status == CheckpointFailed:
+		case h.Status == restapi.CheckpointFailed:
 			if s.Latest.Failed == nil {
 				s.Latest.Failed = e
 			}
 		}
 	}
-	of := func(f func(CheckpointStatistics) int64) StatsSummary {
+	of := func(f func(restapi.CheckpointStatistics) int64) restapi.StatsSummary {
 		v := make([]int64, len(completed))
 		for i, c := range completed {
 			v[i] = f(c)
 		}
 		return Summarize(v)
 	}
-	s.Summary = CheckpointSummary{
-		CheckpointedSize:  of(func(c CheckpointStatistics) int64 { return c.CheckpointedSize }),
-		StateSize:         of(func(c CheckpointStatistics) int64 { return c.StateSize }),
-		EndToEndDuration:  of(func(c CheckpointStatistics) int64 { return c.EndToEndDuration }),
-		AlignmentBuffered: of(func(c CheckpointStatistics) int64 { return c.AlignmentBuffered }),
-		ProcessedData:     of(func(c CheckpointStatistics) int64 { return c.ProcessedData }),
-		PersistedData:     of(func(c CheckpointStatistics) int64 { return c.PersistedData }),
+	s.Summary = restapi.CheckpointSummary{
+		CheckpointedSize:  of(func(c restapi.CheckpointStatistics) int64 { return c.CheckpointedSize }),
+		StateSize:         of(func(c restapi.CheckpointStatistics) int64 { return c.StateSize }),
+		EndToEndDuration:  of(func(c restapi.CheckpointStatistics) int64 { return c.EndToEndDuration }),
+		AlignmentBuffered: of(func(c restapi.CheckpointStatistics) int64 { return c.AlignmentBuffered }),
+		ProcessedData:     of(func(c restapi.CheckpointStatistics) int64 { return c.ProcessedData }),
+		PersistedData:     of(func(c restapi.CheckpointStatistics) int64 { return c.PersistedData }),
 	}
 	return s
 }
@@ -76,9 +78,9 @@ func NewCheckpointingStatistics(counts CheckpointCounts, history []CheckpointSta
 // Summarize returns min, max, mean and percentiles of values (all zero
 // when there are none). Percentiles interpolate linearly between the
 // nearest ranks.
-func Summarize(values []int64) StatsSummary {
+func Summarize(values []int64) restapi.StatsSummary {
 	if len(values) == 0 {
-		return StatsSummary{}
+		return restapi.StatsSummary{}
 	}
 	v := slices.Clone(values)
 	slices.Sort(v)
@@ -93,7 +95,7 @@ func Summarize(values []int64) StatsSummary {
 		frac := pos - float64(lo)
 		return float64(v[lo]) + frac*float64(v[hi]-v[lo])
 	}
-	return StatsSummary{
+	return restapi.StatsSummary{
 		Min: v[0], Max: v[len(v)-1], Avg: int64(math.Round(sum / float64(len(v)))),
 		P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), P999: q(0.999),
 	}
@@ -103,8 +105,8 @@ func Summarize(values []int64) StatsSummary {
 // vertex), named by the chain, with the exchanges into it as inputs.
 // vertexID gives each chain its vertex ID (e.g. DeriveID(jobID, head
 // operator ID)); jobType is STREAMING or BATCH.
-func NewJobPlan(jobID, jobType string, p *graph.Plan, vertexID func(*graph.Chain) string) JobPlan {
-	jp := JobPlan{JobID: jobID, Type: jobType, Nodes: make([]PlanNode, 0, len(p.Chains))}
+func NewJobPlan(jobID, jobType string, p *graph.Plan, vertexID func(*graph.Chain) string) restapi.JobPlan {
+	jp := restapi.JobPlan{JobID: jobID, Type: jobType, Nodes: make([]restapi.PlanNode, 0, len(p.Chains))}
 	if p.Graph != nil {
 		jp.Name = p.Graph.Name
 	}
@@ -113,7 +115,7 @@ func NewJobPlan(jobID, jobType string, p *graph.Plan, vertexID func(*graph.Chain
 		ids[i] = vertexID(c)
 	}
 	for i, c := range p.Chains {
-		n := PlanNode{
+		n := restapi.PlanNode{
 			ID: ids[i], Parallelism: c.Parallelism, Description: c.Name,
 			OptimizerProperties: map[string]any{},
 		}
@@ -121,7 +123,7 @@ func NewJobPlan(jobID, jobType string, p *graph.Plan, vertexID func(*graph.Chain
 			if p.ChainOf[e.To] != c.ID {
 				continue
 			}
-			n.Inputs = append(n.Inputs, PlanInput{
+			n.Inputs = append(n.Inputs, restapi.PlanInput{
 				Num: len(n.Inputs), ID: ids[p.ChainOf[e.From]],
 				ShipStrategy: string(e.Partitioning), Exchange: "pipelined_bounded",
 			})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/rest"
 )
 
@@ -28,11 +30,11 @@ func TestCheckpointType(t *testing.T) {
 		want string // the Type the Backend gets; "" for a 400
 		err  string // in the 400's error
 	}{
-		{"no body", "", rest.CheckpointConfigured, ""},
-		{"no type", `{}`, rest.CheckpointConfigured, ""},
-		{"configured", `{"checkpointType":"CONFIGURED"}`, rest.CheckpointConfigured, ""},
-		{"full", `{"checkpointType":"FULL"}`, rest.CheckpointFull, ""},
-		{"full in lower case", `{"checkpointType":"full"}`, rest.CheckpointFull, ""},
+		{"no body", "", restapi.CheckpointConfigured, ""},
+		{"no type", `{}`, restapi.CheckpointConfigured, ""},
+		{"configured", `{"checkpointType":"CONFIGURED"}`, restapi.CheckpointConfigured, ""},
+		{"full", `{"checkpointType":"FULL"}`, restapi.CheckpointFull, ""},
+		{"full in lower case", `{"checkpointType":"full"}`, restapi.CheckpointFull, ""},
 		{"incremental", `{"checkpointType":"INCREMENTAL"}`, "", `checkpointType INCREMENTAL cannot be requested: use CONFIGURED`},
 		{"unknown type", `{"checkpointType":"SAVEPOINT"}`, "", `checkpointType "SAVEPOINT" is not a checkpoint type: use CONFIGURED or FULL`},
 		{"padded type", `{"checkpointType":" FULL"}`, "", `checkpointType " FULL" is not a checkpoint type`},

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
@@ -22,8 +24,8 @@ func TestSavepointDisposal(t *testing.T) {
 	clk := clock.NewManual(start)
 	b := resttest.New()
 	b.Clock = clk
-	b.AddJob(resttest.Job{Overview: rest.JobOverview{ID: jobVertices, Name: "j", State: rest.JobRunning},
-		Details: rest.JobDetails{ID: jobVertices, Name: "j", State: rest.JobRunning}})
+	b.AddJob(resttest.Job{Overview: restapi.JobOverview{ID: jobVertices, Name: "j", State: restapi.JobRunning},
+		Details: restapi.JobDetails{ID: jobVertices, Name: "j", State: restapi.JobRunning}})
 	sp, err := b.TriggerSavepoint(context.Background(), jobVertices, rest.SavepointRequest{TargetDirectory: "/sp"})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func TestSavepointDisposal(t *testing.T) {
 			<-release
 		}
 		if p != sp && p != "/slow" {
-			return rest.ErrNotFound
+			return restapi.ErrNotFound
 		}
 		return nil
 	}
@@ -43,7 +45,7 @@ func TestSavepointDisposal(t *testing.T) {
 	trigger := func(body string) string {
 		t.Helper()
 		r := do(t, http.MethodPost, s.URL()+"/savepoint-disposal", "application/json", []byte(body))
-		var tr rest.TriggerResponse
+		var tr restapi.TriggerResponse
 		if r.status != http.StatusAccepted || json.Unmarshal(r.body, &tr) != nil || tr.RequestID == "" {
 			t.Fatalf("POST /savepoint-disposal %s: %d %s", body, r.status, r.body)
 		}
@@ -53,7 +55,7 @@ func TestSavepointDisposal(t *testing.T) {
 		t.Helper()
 		r := do(t, http.MethodGet, s.URL()+"/v1/savepoint-disposal/"+id, "", nil)
 		var st struct {
-			Status    rest.QueueStatus
+			Status    restapi.QueueStatus
 			Operation map[string]json.RawMessage
 		}
 		if r.status != http.StatusOK || json.Unmarshal(r.body, &st) != nil {
@@ -67,7 +69,7 @@ func TestSavepointDisposal(t *testing.T) {
 		testwait.Eventually(t, 10*time.Second, "the disposal to complete", func() bool {
 			var st string
 			st, op = status(id)
-			return st == rest.StatusCompleted
+			return st == restapi.StatusCompleted
 		})
 		return op
 	}
@@ -86,7 +88,7 @@ func TestSavepointDisposal(t *testing.T) {
 	if slow != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("request-id %s, want the triggerId sent", slow)
 	}
-	if st, _ := status(slow); st != rest.StatusInProgress {
+	if st, _ := status(slow); st != restapi.StatusInProgress {
 		t.Errorf("a running disposal is %s, want IN_PROGRESS", st)
 	}
 	close(release)

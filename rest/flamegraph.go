@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/flamegraph"
 )
 
@@ -85,21 +87,6 @@ type SampleRequest struct {
 	StackDepth int
 }
 
-// VertexFlameGraph is the body of GET .../flamegraph (Flink's
-// VertexFlameGraph): Data is absent when EndTimestamp is one of the
-// FlameGraph* markers.
-type VertexFlameGraph struct {
-	EndTimestamp int64            `json:"endTimestamp"`
-	Data         *flamegraph.Node `json:"data,omitempty"`
-}
-
-// Flink's markers of a flame graph without data.
-const (
-	FlameGraphTerminated = -1 // the vertex (or subtask) has ended
-	FlameGraphDisabled   = -2 // rest.flamegraph.enabled is false
-	FlameGraphWaiting    = -3 // sampling is under way
-)
-
 type fgKey struct {
 	job, vertex string
 	subtask     int // -1: every subtask
@@ -135,7 +122,7 @@ func (f *flameGraphs) close() {
 func (s *Server) getVertexFlameGraph(w http.ResponseWriter, r *http.Request) {
 	cfg := s.cfg.FlameGraph
 	if !cfg.Enabled {
-		writeJSON(w, http.StatusOK, VertexFlameGraph{EndTimestamp: FlameGraphDisabled})
+		writeJSON(w, http.StatusOK, restapi.VertexFlameGraph{EndTimestamp: restapi.FlameGraphDisabled})
 		return
 	}
 	typ, err := flamegraph.ParseType(r.URL.Query().Get("type"))
@@ -167,7 +154,7 @@ func (s *Server) getVertexFlameGraph(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ended || d.State.IsGloballyTerminal() {
-		writeJSON(w, http.StatusOK, VertexFlameGraph{EndTimestamp: FlameGraphTerminated})
+		writeJSON(w, http.StatusOK, restapi.VertexFlameGraph{EndTimestamp: restapi.FlameGraphTerminated})
 		return
 	}
 	stacks, end, err := s.flameGraphStacks(key, cfg)
@@ -175,15 +162,15 @@ func (s *Server) getVertexFlameGraph(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.writeBackendError(w, r, err)
 	case end == 0:
-		writeJSON(w, http.StatusOK, VertexFlameGraph{EndTimestamp: FlameGraphWaiting})
+		writeJSON(w, http.StatusOK, restapi.VertexFlameGraph{EndTimestamp: restapi.FlameGraphWaiting})
 	default:
 		tree := flamegraph.Tree(typ, stacks)
-		writeJSON(w, http.StatusOK, VertexFlameGraph{EndTimestamp: end, Data: &tree})
+		writeJSON(w, http.StatusOK, restapi.VertexFlameGraph{EndTimestamp: end, Data: &tree})
 	}
 }
 
-func terminalState(s ExecutionState) bool {
-	return s == TaskFinished || s == TaskCanceled || s == TaskFailed
+func terminalState(s restapi.ExecutionState) bool {
+	return s == restapi.TaskFinished || s == restapi.TaskCanceled || s == restapi.TaskFailed
 }
 
 // flameGraphStacks returns the cached stacks of k and when they were

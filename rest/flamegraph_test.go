@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/rest"
@@ -46,10 +48,10 @@ func stacks(st ...flamegraph.Stack) func() ([]flamegraph.Stack, error) {
 	return func() ([]flamegraph.Stack, error) { return st, nil }
 }
 
-func getFlameGraph(t *testing.T, url string) (int, rest.VertexFlameGraph, string) {
+func getFlameGraph(t *testing.T, url string) (int, restapi.VertexFlameGraph, string) {
 	t.Helper()
 	res := do(t, http.MethodGet, url, "", nil)
-	var fg rest.VertexFlameGraph
+	var fg restapi.VertexFlameGraph
 	if res.status == http.StatusOK {
 		if err := json.Unmarshal(res.body, &fg); err != nil {
 			t.Fatalf("GET %s: %v in %s", url, err, res.body)
@@ -179,20 +181,20 @@ func TestFlameGraphOnCPUAndSubtasks(t *testing.T) {
 func TestFlameGraphOfAnEndedVertexIsTerminated(t *testing.T) {
 	b, clk := vertexFixture(t)
 	j := resttest.Job{
-		Overview: rest.JobOverview{ID: jobOther, Name: "ended", State: rest.JobRunning, StartTime: start, EndTime: -1},
-		Details: rest.JobDetails{ID: jobOther, Name: "ended", State: rest.JobRunning, StartTime: start, EndTime: -1,
-			Vertices: []rest.Vertex{{ID: vertexB, Name: "Source", Parallelism: 2, Status: rest.TaskRunning,
-				Subtasks: []rest.SubtaskDetails{{Subtask: 0, Status: rest.TaskFinished}, {Subtask: 1, Status: rest.TaskRunning}}}}},
+		Overview: restapi.JobOverview{ID: jobOther, Name: "ended", State: restapi.JobRunning, StartTime: start, EndTime: -1},
+		Details: restapi.JobDetails{ID: jobOther, Name: "ended", State: restapi.JobRunning, StartTime: start, EndTime: -1,
+			Vertices: []restapi.Vertex{{ID: vertexB, Name: "Source", Parallelism: 2, Status: restapi.TaskRunning,
+				Subtasks: []restapi.SubtaskDetails{{Subtask: 0, Status: restapi.TaskFinished}, {Subtask: 1, Status: restapi.TaskRunning}}}}},
 	}
 	b.AddJob(j)
 	smp := &sampler{answers: []func() ([]flamegraph.Stack, error){stacks()}}
 	b.Sample = smp.sample
 	s := serve(t, b, clk, func(c *rest.Config) { c.FlameGraph.Enabled = true })
 	base := s.URL() + "/jobs/" + jobOther + "/vertices/" + vertexB + "/flamegraph"
-	if _, fg, raw := getFlameGraph(t, base+"?subtaskindex=0"); fg.EndTimestamp != rest.FlameGraphTerminated || raw != `{"endTimestamp":-1}` {
+	if _, fg, raw := getFlameGraph(t, base+"?subtaskindex=0"); fg.EndTimestamp != restapi.FlameGraphTerminated || raw != `{"endTimestamp":-1}` {
 		t.Errorf("a finished subtask: %s, want {\"endTimestamp\":-1}", raw)
 	}
-	if _, fg, raw := getFlameGraph(t, base+"?subtaskindex=1"); fg.EndTimestamp != rest.FlameGraphWaiting {
+	if _, fg, raw := getFlameGraph(t, base+"?subtaskindex=1"); fg.EndTimestamp != restapi.FlameGraphWaiting {
 		t.Errorf("a running subtask of the vertex: %s, want waiting", raw)
 	}
 }
@@ -201,7 +203,7 @@ func TestFlameGraphSamplingFailureIsAnsweredOnce(t *testing.T) {
 	b, clk := vertexFixture(t)
 	smp := &sampler{answers: []func() ([]flamegraph.Stack, error){
 		func() ([]flamegraph.Stack, error) {
-			return nil, fmt.Errorf("%w: worker w1: a CPU profile is already being taken in this process", rest.ErrUnavailable)
+			return nil, fmt.Errorf("%w: worker w1: a CPU profile is already being taken in this process", restapi.ErrUnavailable)
 		},
 		stacks(flamegraph.Stack{Frames: []string{"spin (s.go:3)"}, Count: 1}),
 	}}

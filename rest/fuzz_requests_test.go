@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
 )
@@ -58,7 +60,7 @@ func FuzzRequests(f *testing.F) {
 			return
 		}
 		if rec.Code >= 400 {
-			var e rest.ErrorResponse
+			var e restapi.ErrorResponse
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || len(e.Errors) == 0 {
 				t.Fatalf("%s %s: %d answered %q, not {\"errors\": [...]}", method, path, rec.Code, rec.Body)
 			}

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // maxJSONBody bounds the JSON body of requests other than submissions.
@@ -30,7 +32,7 @@ func (s *Server) backendCtx(r *http.Request) (context.Context, context.CancelFun
 // answered 400.
 func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	raw := r.PathValue("jobid")
-	id, ok := ParseID(raw)
+	id, ok := restapi.ParseID(raw)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("job ID %q is malformed: a job ID is 32 hexadecimal characters (see GET /jobs)", raw))
 		return "", false
@@ -40,7 +42,7 @@ func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 func triggerID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	raw := r.PathValue("triggerid")
-	id, ok := ParseID(raw)
+	id, ok := restapi.ParseID(raw)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("trigger ID %q is malformed: a trigger ID is the 32 hexadecimal characters of the \"request-id\" the trigger answered", raw))
 		return "", false
@@ -149,13 +151,13 @@ func jsonKind(goKind string) string {
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 	now := time.UnixMilli(s.cfg.Clock.NowMillis())
 	zone, offset := now.Zone()
-	writeJSON(w, http.StatusOK, DashboardConfiguration{
+	writeJSON(w, http.StatusOK, restapi.DashboardConfiguration{
 		RefreshInterval: 3000,
 		TimezoneName:    zone,
 		TimezoneOffset:  offset * 1000,
 		FlinkVersion:    s.cfg.Version,
 		FlinkRevision:   s.cfg.Revision,
-		Features:        DashboardFeatures{WebCancel: true, WebSubmit: true},
+		Features:        restapi.DashboardFeatures{WebCancel: true, WebSubmit: true},
 	})
 }
 
@@ -172,18 +174,18 @@ func (s *Server) getOverview(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	o := ClusterOverview{TaskManagers: len(tms), FlinkVersion: s.cfg.Version, FlinkCommit: s.cfg.Revision}
+	o := restapi.ClusterOverview{TaskManagers: len(tms), FlinkVersion: s.cfg.Version, FlinkCommit: s.cfg.Revision}
 	for _, tm := range tms {
 		o.SlotsTotal += tm.SlotsNumber
 		o.SlotsAvailable += tm.FreeSlots
 	}
 	for _, j := range jobs {
 		switch j.State {
-		case JobFinished:
+		case restapi.JobFinished:
 			o.JobsFinished++
-		case JobCanceled:
+		case restapi.JobCanceled:
 			o.JobsCancelled++
-		case JobFailed:
+		case restapi.JobFailed:
 			o.JobsFailed++
 		default:
 			o.JobsRunning++
@@ -200,9 +202,9 @@ var sensitiveKeyParts = []string{"password", "secret", "token", "fs.azure.accoun
 const maskedValue = "******"
 
 func (s *Server) getClusterConfig(w http.ResponseWriter, r *http.Request) {
-	entries := []ConfigEntry{}
+	entries := []restapi.ConfigEntry{}
 	for _, e := range s.cfg.Cluster.Entries() {
-		entries = append(entries, ConfigEntry{Key: e.Key, Value: maskValue(e.Key, e.Value)})
+		entries = append(entries, restapi.ConfigEntry{Key: e.Key, Value: maskValue(e.Key, e.Value)})
 	}
 	writeJSON(w, http.StatusOK, entries)
 }
@@ -215,16 +217,16 @@ func (s *Server) getTaskManagers(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	out := make([]TaskManagerInfo, len(tms))
+	out := make([]restapi.TaskManagerInfo, len(tms))
 	for i, tm := range tms {
-		for _, r := range []*ResourceProfile{&tm.TotalResource, &tm.FreeResource} {
+		for _, r := range []*restapi.ResourceProfile{&tm.TotalResource, &tm.FreeResource} {
 			if r.ExtendedResources == nil {
 				r.ExtendedResources = map[string]float64{}
 			}
 		}
 		out[i] = tm
 	}
-	writeJSON(w, http.StatusOK, TaskManagersInfo{TaskManagers: out})
+	writeJSON(w, http.StatusOK, restapi.TaskManagersInfo{TaskManagers: out})
 }
 
 // ---------------------------------------------------------------------------
@@ -238,9 +240,9 @@ func (s *Server) getJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	out := JobIDsWithStatus{Jobs: make([]JobIDWithStatus, len(jobs))}
+	out := restapi.JobIDsWithStatus{Jobs: make([]restapi.JobIDWithStatus, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = JobIDWithStatus{ID: j.ID, Status: j.State}
+		out.Jobs[i] = restapi.JobIDWithStatus{ID: j.ID, Status: j.State}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -254,13 +256,13 @@ func (s *Server) getJobsOverview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jobs == nil {
-		jobs = []JobOverview{}
+		jobs = []restapi.JobOverview{}
 	}
-	writeJSON(w, http.StatusOK, MultipleJobsDetails{Jobs: jobs})
+	writeJSON(w, http.StatusOK, restapi.MultipleJobsDetails{Jobs: jobs})
 }
 
 // jobDetails reads a job's details for GET /jobs/:jobid and its plan.
-func (s *Server) jobDetails(w http.ResponseWriter, r *http.Request) (*JobDetails, bool) {
+func (s *Server) jobDetails(w http.ResponseWriter, r *http.Request) (*restapi.JobDetails, bool) {
 	id, ok := jobID(w, r)
 	if !ok {
 		return nil, false
@@ -269,7 +271,7 @@ func (s *Server) jobDetails(w http.ResponseWriter, r *http.Request) (*JobDetails
 	defer cancel()
 	d, err := s.backend.Job(ctx, id)
 	if err == nil && d == nil {
-		err = fmt.Errorf("%w: job %s", ErrNotFound, id)
+		err = fmt.Errorf("%w: job %s", restapi.ErrNotFound, id)
 	}
 	if err != nil {
 		s.writeBackendError(w, r, err)
@@ -286,7 +288,7 @@ func (s *Server) jobDetails(w http.ResponseWriter, r *http.Request) (*JobDetails
 		out.Plan.Type = out.JobType
 	}
 	if out.Plan.Nodes == nil {
-		out.Plan.Nodes = []PlanNode{}
+		out.Plan.Nodes = []restapi.PlanNode{}
 	}
 	return &out, true
 }
@@ -299,15 +301,15 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	out := *d
 	out.Now = s.cfg.Clock.NowMillis()
 	if out.Vertices == nil {
-		out.Vertices = []Vertex{}
+		out.Vertices = []restapi.Vertex{}
 	}
-	ts := make(map[JobState]int64, len(allJobStates))
+	ts := make(map[restapi.JobState]int64, len(allJobStates))
 	for _, st := range allJobStates {
 		ts[st] = d.Timestamps[st]
 	}
 	out.Timestamps = ts
 	if len(out.Vertices) > 0 {
-		vs := make([]Vertex, len(out.Vertices))
+		vs := make([]restapi.Vertex, len(out.Vertices))
 		group := defaultSlotSharingGroup(out.ID)
 		for i, v := range out.Vertices {
 			if v.SlotSharingGroupID == "" {
@@ -327,15 +329,15 @@ func defaultSlotSharingGroup(jobID string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-var allJobStates = []JobState{JobInitializing, JobCreated, JobRunning, JobFailing, JobFailed, JobCancelling,
-	JobCanceled, JobFinished, JobRestarting, JobSuspended, JobReconciling}
+var allJobStates = []restapi.JobState{restapi.JobInitializing, restapi.JobCreated, restapi.JobRunning, restapi.JobFailing, restapi.JobFailed, restapi.JobCancelling,
+	restapi.JobCanceled, restapi.JobFinished, restapi.JobRestarting, restapi.JobSuspended, restapi.JobReconciling}
 
 func (s *Server) getJobPlan(w http.ResponseWriter, r *http.Request) {
 	d, ok := s.jobDetails(w, r)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, JobPlanInfo{Plan: d.Plan})
+	writeJSON(w, http.StatusOK, restapi.JobPlanInfo{Plan: d.Plan})
 }
 
 // deleteCluster shuts the cluster down: DELETE /cluster (Flink's shutdown
@@ -417,13 +419,13 @@ func (s *Server) getJobExceptions(w http.ResponseWriter, r *http.Request) {
 
 // exceptionsAnswer builds GET /jobs/:jobid/exceptions from the history,
 // newest first, keeping at most maxEntries entries (-1: all).
-func exceptionsAnswer(history []RootExceptionInfo, maxEntries int) JobExceptions {
-	var out JobExceptions
-	entries := make([]RootExceptionInfo, 0, len(history))
+func exceptionsAnswer(history []restapi.RootExceptionInfo, maxEntries int) restapi.JobExceptions {
+	var out restapi.JobExceptions
+	entries := make([]restapi.RootExceptionInfo, 0, len(history))
 	for _, h := range history {
 		h.FailureLabels = nonNilLabels(h.FailureLabels)
 		if h.ConcurrentExceptions == nil {
-			h.ConcurrentExceptions = []ExceptionInfo{}
+			h.ConcurrentExceptions = []restapi.ExceptionInfo{}
 		}
 		for i := range h.ConcurrentExceptions {
 			h.ConcurrentExceptions[i].FailureLabels = nonNilLabels(h.ConcurrentExceptions[i].FailureLabels)
@@ -458,14 +460,14 @@ func (s *Server) getJobResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res == nil {
-		writeJSON(w, http.StatusOK, JobExecutionResult{Status: QueueStatus{ID: StatusInProgress}})
+		writeJSON(w, http.StatusOK, restapi.JobExecutionResult{Status: restapi.QueueStatus{ID: restapi.StatusInProgress}})
 		return
 	}
 	out := *res
 	if out.AccumulatorResults == nil {
-		out.AccumulatorResults = Accumulators{}
+		out.AccumulatorResults = restapi.Accumulators{}
 	}
-	writeJSON(w, http.StatusOK, JobExecutionResult{Status: QueueStatus{ID: StatusCompleted}, Result: &out})
+	writeJSON(w, http.StatusOK, restapi.JobExecutionResult{Status: restapi.QueueStatus{ID: restapi.StatusCompleted}, Result: &out})
 }
 
 func (s *Server) getJobCheckpoints(w http.ResponseWriter, r *http.Request) {
@@ -480,19 +482,19 @@ func (s *Server) getJobCheckpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (s *Server) checkpointStats(w http.ResponseWriter, r *http.Request, id string) (*CheckpointingStatistics, bool) {
+func (s *Server) checkpointStats(w http.ResponseWriter, r *http.Request, id string) (*restapi.CheckpointingStatistics, bool) {
 	ctx, cancel := s.backendCtx(r)
 	defer cancel()
 	st, err := s.backend.JobCheckpoints(ctx, id)
 	if err == nil && st == nil {
-		err = fmt.Errorf("%w: checkpointing is not enabled for job %s", ErrNotFound, id)
+		err = fmt.Errorf("%w: checkpointing is not enabled for job %s", restapi.ErrNotFound, id)
 	}
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return nil, false
 	}
 	if st.History == nil {
-		st.History = []CheckpointStatistics{}
+		st.History = []restapi.CheckpointStatistics{}
 	}
 	return st, true
 }
@@ -512,7 +514,7 @@ func (s *Server) getCheckpointDetails(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	i := slices.IndexFunc(st.History, func(c CheckpointStatistics) bool { return c.ID == cp })
+	i := slices.IndexFunc(st.History, func(c restapi.CheckpointStatistics) bool { return c.ID == cp })
 	if i < 0 {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %d of job %s is not in the checkpoint history", cp, id))
 		return
@@ -533,7 +535,7 @@ func (s *Server) runningJob(w http.ResponseWriter, r *http.Request, id, what str
 		s.writeBackendError(w, r, err)
 		return false
 	}
-	i := slices.IndexFunc(jobs, func(j JobOverview) bool { return j.ID == id })
+	i := slices.IndexFunc(jobs, func(j restapi.JobOverview) bool { return j.ID == id })
 	if i < 0 {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
 		return false
@@ -547,9 +549,9 @@ func (s *Server) runningJob(w http.ResponseWriter, r *http.Request, id, what str
 
 func checkFormat(w http.ResponseWriter, f string) (string, bool) {
 	switch strings.ToUpper(f) {
-	case "", FormatCanonical:
-		return FormatCanonical, true
-	case FormatNative:
+	case "", restapi.FormatCanonical:
+		return restapi.FormatCanonical, true
+	case restapi.FormatNative:
 		writeError(w, http.StatusBadRequest, "formatType NATIVE is not supported: Sluice writes savepoints in the CANONICAL format only "+
 			"(the same from either state backend, so they restore into both); use CANONICAL or leave formatType out")
 		return "", false
@@ -561,9 +563,9 @@ func checkFormat(w http.ResponseWriter, f string) (string, bool) {
 // checkTriggerID checks a client-chosen trigger ID, or makes one.
 func checkTriggerID(w http.ResponseWriter, id string) (string, bool) {
 	if id == "" {
-		return NewID(), true
+		return restapi.NewID(), true
 	}
-	canon, ok := ParseID(id)
+	canon, ok := restapi.ParseID(id)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("triggerId %q is malformed: a trigger ID is 32 hexadecimal characters", id))
 		return "", false
@@ -576,7 +578,7 @@ func (s *Server) postSavepoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req SavepointTriggerRequest
+	var req restapi.SavepointTriggerRequest
 	if !decodeBody(w, r, &req, "savepoint request") {
 		return
 	}
@@ -600,7 +602,7 @@ func (s *Server) postStop(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req StopRequest
+	var req restapi.StopRequest
 	if !decodeBody(w, r, &req, "stop request") {
 		return
 	}
@@ -625,15 +627,15 @@ func (s *Server) postCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req CheckpointTriggerRequest
+	var req restapi.CheckpointTriggerRequest
 	if !decodeBody(w, r, &req, "checkpoint request") {
 		return
 	}
-	cr := CheckpointRequest{Type: CheckpointConfigured}
+	cr := CheckpointRequest{Type: restapi.CheckpointConfigured}
 	switch strings.ToUpper(req.CheckpointType) {
-	case "", CheckpointConfigured:
-	case CheckpointFull:
-		cr.Type = CheckpointFull
+	case "", restapi.CheckpointConfigured:
+	case restapi.CheckpointFull:
+		cr.Type = restapi.CheckpointFull
 	case "INCREMENTAL":
 		writeError(w, http.StatusBadRequest, "checkpointType INCREMENTAL cannot be requested: use CONFIGURED, which is incremental when the job checkpoints incrementally, or FULL")
 		return
@@ -659,7 +661,7 @@ func (s *Server) startOp(w http.ResponseWriter, key opKey, run func(context.Cont
 		writeError(w, http.StatusServiceUnavailable, "the REST endpoint is shutting down")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, TriggerResponse{RequestID: key.trigger})
+	writeJSON(w, http.StatusAccepted, restapi.TriggerResponse{RequestID: key.trigger})
 }
 
 // runOp runs an operation, turning a panic in the Backend into its failure.
@@ -688,14 +690,14 @@ func (s *Server) getSavepointStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !st.done {
-		writeJSON(w, http.StatusOK, SavepointStatus{Status: QueueStatus{ID: StatusInProgress}})
+		writeJSON(w, http.StatusOK, restapi.SavepointStatus{Status: restapi.QueueStatus{ID: restapi.StatusInProgress}})
 		return
 	}
-	info := &SavepointInfo{Location: st.location, FailureCause: ThrowableOf(st.err)}
+	info := &restapi.SavepointInfo{Location: st.location, FailureCause: restapi.ThrowableOf(st.err)}
 	if st.err != nil {
 		info.Location = ""
 	}
-	writeJSON(w, http.StatusOK, SavepointStatus{Status: QueueStatus{ID: StatusCompleted}, Operation: info})
+	writeJSON(w, http.StatusOK, restapi.SavepointStatus{Status: restapi.QueueStatus{ID: restapi.StatusCompleted}, Operation: info})
 }
 
 func (s *Server) getCheckpointStatus(w http.ResponseWriter, r *http.Request) {
@@ -713,21 +715,21 @@ func (s *Server) getCheckpointStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !st.done {
-		writeJSON(w, http.StatusOK, CheckpointStatus{Status: QueueStatus{ID: StatusInProgress}})
+		writeJSON(w, http.StatusOK, restapi.CheckpointStatus{Status: restapi.QueueStatus{ID: restapi.StatusInProgress}})
 		return
 	}
-	info := &CheckpointInfo{CheckpointID: st.checkpointID, FailureCause: ThrowableOf(st.err)}
+	info := &restapi.CheckpointInfo{CheckpointID: st.checkpointID, FailureCause: restapi.ThrowableOf(st.err)}
 	if st.err != nil {
 		info.CheckpointID = 0
 	}
-	writeJSON(w, http.StatusOK, CheckpointStatus{Status: QueueStatus{ID: StatusCompleted}, Operation: info})
+	writeJSON(w, http.StatusOK, restapi.CheckpointStatus{Status: restapi.QueueStatus{ID: restapi.StatusCompleted}, Operation: info})
 }
 
 // postSavepointDisposal deletes a savepoint: POST /savepoint-disposal
 // {"savepoint-path"} → 202 {"request-id"}, polled at
 // /savepoint-disposal/:triggerid (Flink's savepoint -dispose).
 func (s *Server) postSavepointDisposal(w http.ResponseWriter, r *http.Request) {
-	var req SavepointDisposalRequest
+	var req restapi.SavepointDisposalRequest
 	if !decodeBody(w, r, &req, "savepoint disposal request") {
 		return
 	}
@@ -756,8 +758,8 @@ func (s *Server) getSavepointDisposalStatus(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	if !st.done {
-		writeJSON(w, http.StatusOK, DisposalStatus{Status: QueueStatus{ID: StatusInProgress}})
+		writeJSON(w, http.StatusOK, restapi.DisposalStatus{Status: restapi.QueueStatus{ID: restapi.StatusInProgress}})
 		return
 	}
-	writeJSON(w, http.StatusOK, DisposalStatus{Status: QueueStatus{ID: StatusCompleted}, Operation: &AsynchronousOperationInfo{FailureCause: ThrowableOf(st.err)}})
+	writeJSON(w, http.StatusOK, restapi.DisposalStatus{Status: restapi.QueueStatus{ID: restapi.StatusCompleted}, Operation: &restapi.AsynchronousOperationInfo{FailureCause: restapi.ThrowableOf(st.err)}})
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/graph"
 )
@@ -40,55 +42,8 @@ import (
 // jarPlanTimeout bounds a job binary's run in plan mode.
 const jarPlanTimeout = 2 * time.Minute
 
-// JarEntry is an entry point of a jar (Flink's JarEntryInfo).
-type JarEntry struct {
-	Name        string  `json:"name"`
-	Description *string `json:"description"`
-}
-
-// JarFile is one uploaded job binary of GET /jars.
-type JarFile struct {
-	ID       string     `json:"id"`
-	Name     string     `json:"name"`
-	Uploaded int64      `json:"uploaded"` // epoch ms
-	Entry    []JarEntry `json:"entry"`
-}
-
-// JarList is the body of GET /jars.
-type JarList struct {
-	Address string    `json:"address"`
-	Files   []JarFile `json:"files"`
-}
-
-// JarUploadResponse is the body answering POST /jars/upload.
-type JarUploadResponse struct {
-	Filename string `json:"filename"`
-	Status   string `json:"status"`
-}
-
-// JarRunRequest is the body of POST /jars/:jarid/run and /plan (Flink's
-// JarRunRequestBody); members Sluice has no use for are accepted when
-// empty.
-type JarRunRequest struct {
-	EntryClass            string            `json:"entryClass,omitempty"`
-	ProgramArgs           string            `json:"programArgs,omitempty"` // deprecated in Flink: space-separated
-	ProgramArgsList       []string          `json:"programArgsList,omitempty"`
-	Parallelism           *int              `json:"parallelism,omitempty"`
-	JobID                 string            `json:"jobId,omitempty"`
-	AllowNonRestoredState *bool             `json:"allowNonRestoredState,omitempty"`
-	SavepointPath         string            `json:"savepointPath,omitempty"`
-	RestoreMode           string            `json:"restoreMode,omitempty"`
-	ClaimMode             string            `json:"claimMode,omitempty"`
-	FlinkConfiguration    map[string]string `json:"flinkConfiguration,omitempty"`
-}
-
-// JarRunResponse is the body answering POST /jars/:jarid/run.
-type JarRunResponse struct {
-	JobID string `json:"jobid"`
-}
-
 type jarFile struct {
-	JarFile
+	restapi.JarFile
 	path string
 }
 
@@ -160,7 +115,7 @@ func (s *Server) postJarUpload(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("the job binary's file name %q is not a plain file name", part.FileName()))
 			return
 		}
-		id := NewID() + "_" + name
+		id := restapi.NewID() + "_" + name
 		path := filepath.Join(s.jars.dir, id)
 		if _, err := store(part, path); err != nil {
 			os.Remove(path)
@@ -180,21 +135,21 @@ func (s *Server) postJarUpload(w http.ResponseWriter, r *http.Request) {
 		if s.jars.mu.files == nil {
 			s.jars.mu.files = map[string]*jarFile{}
 		}
-		s.jars.mu.files[id] = &jarFile{JarFile: JarFile{ID: id, Name: name, Uploaded: s.cfg.Clock.NowMillis(), Entry: []JarEntry{}}, path: path}
+		s.jars.mu.files[id] = &jarFile{JarFile: restapi.JarFile{ID: id, Name: name, Uploaded: s.cfg.Clock.NowMillis(), Entry: []restapi.JarEntry{}}, path: path}
 		s.jars.mu.Unlock()
-		writeJSON(w, http.StatusOK, JarUploadResponse{Filename: path, Status: "success"})
+		writeJSON(w, http.StatusOK, restapi.JarUploadResponse{Filename: path, Status: "success"})
 		return
 	}
 }
 
 func (s *Server) getJars(w http.ResponseWriter, r *http.Request) {
 	s.jars.mu.Lock()
-	out := JarList{Address: "http://" + r.Host, Files: []JarFile{}}
+	out := restapi.JarList{Address: "http://" + r.Host, Files: []restapi.JarFile{}}
 	for _, f := range s.jars.mu.files {
 		out.Files = append(out.Files, f.JarFile)
 	}
 	s.jars.mu.Unlock()
-	slices.SortFunc(out.Files, func(a, b JarFile) int {
+	slices.SortFunc(out.Files, func(a, b restapi.JarFile) int {
 		if a.Uploaded != b.Uploaded {
 			return int(b.Uploaded - a.Uploaded) // newest first, as Flink lists them
 		}
@@ -231,8 +186,8 @@ func (s *Server) deleteJar(w http.ResponseWriter, r *http.Request) {
 // jarRequest reads a run or plan request: the body, and Flink's query
 // parameters (programArg, parallelism, savepointPath,
 // allowNonRestoredState), which override it. On failure it has answered.
-func jarRequest(w http.ResponseWriter, r *http.Request) (JarRunRequest, bool) {
-	var req JarRunRequest
+func jarRequest(w http.ResponseWriter, r *http.Request) (restapi.JarRunRequest, bool) {
+	var req restapi.JarRunRequest
 	if r.Method == http.MethodPost && !decodeBody(w, r, &req, "jar request") {
 		return req, false
 	}
@@ -276,33 +231,21 @@ func jarRequest(w http.ResponseWriter, r *http.Request) (JarRunRequest, bool) {
 	return req, true
 }
 
-// configuration is the job's configuration the request asks for.
-func (req JarRunRequest) configuration() map[string]string {
-	c := map[string]string{}
-	for k, v := range req.FlinkConfiguration {
-		c[k] = v
-	}
-	if req.Parallelism != nil && *req.Parallelism > 0 {
-		c[conf.ParallelismDefault.Key()] = strconv.Itoa(*req.Parallelism)
-	}
-	return c
-}
-
 // planOf runs the binary in plan mode and reads the job graph it writes.
-func (s *Server) planOf(ctx context.Context, f *jarFile, req JarRunRequest) ([]byte, *graph.JobGraph, error) {
+func (s *Server) planOf(ctx context.Context, f *jarFile, req restapi.JarRunRequest) ([]byte, *graph.JobGraph, error) {
 	dir, err := os.MkdirTemp(s.cfg.UploadDir, "sluice-plan-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("rest: running job binary %s: %w", f.Name, err)
 	}
 	defer os.RemoveAll(dir)
 	var props []string
-	for k, v := range req.configuration() {
+	for k, v := range req.Configuration() {
 		props = append(props, k+"="+v)
 	}
 	slices.Sort(props)
 	dyn, err := conf.JoinDynamicProperties(props)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: flinkConfiguration: %v", ErrBadRequest, err)
+		return nil, nil, fmt.Errorf("%w: flinkConfiguration: %v", restapi.ErrBadRequest, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, jarPlanTimeout)
 	defer cancel()
@@ -318,11 +261,11 @@ func (s *Server) planOf(ctx context.Context, f *jarFile, req JarRunRequest) ([]b
 		if len(tail) > 4000 {
 			tail = "..." + tail[len(tail)-4000:]
 		}
-		return nil, nil, fmt.Errorf("%w: job binary %s failed building its job (%v): %s", ErrBadRequest, f.Name, err, strings.TrimSpace(tail))
+		return nil, nil, fmt.Errorf("%w: job binary %s failed building its job (%v): %s", restapi.ErrBadRequest, f.Name, err, strings.TrimSpace(tail))
 	}
 	data, err := os.ReadFile(out)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%w: job binary %s exited without writing its job graph: it must be a Sluice job program (calling stream's Execute)", ErrBadRequest, f.Name)
+		return nil, nil, fmt.Errorf("%w: job binary %s exited without writing its job graph: it must be a Sluice job program (calling stream's Execute)", restapi.ErrBadRequest, f.Name)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("rest: reading the job graph of %s: %w", f.Name, err)
@@ -332,7 +275,7 @@ func (s *Server) planOf(ctx context.Context, f *jarFile, req JarRunRequest) ([]b
 		err = g.Validate()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: job binary %s wrote a job graph that is not valid: %v", ErrBadRequest, f.Name, err)
+		return nil, nil, fmt.Errorf("%w: job binary %s wrote a job graph that is not valid: %v", restapi.ErrBadRequest, f.Name, err)
 	}
 	return data, g, nil
 }
@@ -353,15 +296,15 @@ func (s *Server) jarPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := graph.BuildPlan(g)
 	if err != nil {
-		s.writeBackendError(w, r, fmt.Errorf("%w: the job of %s cannot be planned: %v", ErrBadRequest, f.Name, err))
+		s.writeBackendError(w, r, fmt.Errorf("%w: the job of %s cannot be planned: %v", restapi.ErrBadRequest, f.Name, err))
 		return
 	}
-	id := DeriveID("jar-plan", f.ID)
+	id := restapi.DeriveID("jar-plan", f.ID)
 	typ := "STREAMING"
 	if strings.EqualFold(g.Config[conf.ExecutionRuntimeMode.Key()], conf.RuntimeModeBatch) {
 		typ = "BATCH"
 	}
-	writeJSON(w, http.StatusOK, JobPlanInfo{Plan: NewJobPlan(id, typ, p, func(c *graph.Chain) string { return DeriveID(id, strconv.Itoa(c.ID)) })})
+	writeJSON(w, http.StatusOK, restapi.JobPlanInfo{Plan: NewJobPlan(id, typ, p, func(c *graph.Chain) string { return restapi.DeriveID(id, strconv.Itoa(c.ID)) })})
 }
 
 func (s *Server) postJarRun(w http.ResponseWriter, r *http.Request) {
@@ -398,7 +341,7 @@ func (s *Server) postJarRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := &Submission{Graph: g, GraphJSON: data, BinaryPath: bin.path, BinarySHA256: bin.sha256, BinaryName: f.Name,
-		Args: req.ProgramArgsList, SavepointPath: req.SavepointPath, Configuration: req.configuration()}
+		Args: req.ProgramArgsList, SavepointPath: req.SavepointPath, Configuration: req.Configuration()}
 	if req.AllowNonRestoredState != nil {
 		sub.AllowNonRestoredState = *req.AllowNonRestoredState
 	}
@@ -409,5 +352,5 @@ func (s *Server) postJarRun(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, JarRunResponse{JobID: id})
+	writeJSON(w, http.StatusOK, restapi.JarRunResponse{JobID: id})
 }

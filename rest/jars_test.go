@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
-	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
 )
 
@@ -46,11 +47,11 @@ func TestJars(t *testing.T) {
 		return do(t, http.MethodPost, s.URL()+"/jars/upload", mw.FormDataContentType(), buf.Bytes())
 	}
 	r := upload("jarfile", "fakejob", content)
-	var up rest.JarUploadResponse
+	var up restapi.JarUploadResponse
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &up) != nil || up.Status != "success" {
 		t.Fatalf("upload: %d %s", r.status, r.body)
 	}
-	var list rest.JarList
+	var list restapi.JarList
 	if r := do(t, http.MethodGet, s.URL()+"/jars", "", nil); r.status != 200 || json.Unmarshal(r.body, &list) != nil || len(list.Files) != 1 {
 		t.Fatalf("GET /jars: %d %s", r.status, r.body)
 	}
@@ -59,7 +60,7 @@ func TestJars(t *testing.T) {
 		t.Errorf("listed %+v after uploading %s", jar, up.Filename)
 	}
 
-	var plan rest.JobPlanInfo
+	var plan restapi.JobPlanInfo
 	if r := do(t, http.MethodGet, s.URL()+"/jars/"+jar.ID+"/plan?programArg=planned,--x&parallelism=3", "", nil); r.status != 200 || json.Unmarshal(r.body, &plan) != nil {
 		t.Fatalf("plan: %d %s", r.status, r.body)
 	} else if plan.Plan.Name != "planned" || len(plan.Plan.Nodes) == 0 {
@@ -68,8 +69,8 @@ func TestJars(t *testing.T) {
 
 	r = do(t, http.MethodPost, s.URL()+"/jars/"+jar.ID+"/run", "application/json",
 		[]byte(`{"programArgsList":["run by REST"],"parallelism":2,"savepointPath":"/sp/savepoint-1","allowNonRestoredState":true,"flinkConfiguration":{"pipeline.name":"x"}}`))
-	var run rest.JarRunResponse
-	if r.status != http.StatusOK || json.Unmarshal(r.body, &run) != nil || !rest.ValidID(run.JobID) {
+	var run restapi.JarRunResponse
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &run) != nil || !restapi.ValidID(run.JobID) {
 		t.Fatalf("run: %d %s", r.status, r.body)
 	}
 	got := b.Received()

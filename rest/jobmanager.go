@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // The JobManager process's own endpoints, in Flink's shapes:
@@ -24,31 +26,18 @@ import (
 //	GET /jobmanager/stdout         Config.StdoutFile of Config.LogDir, as text
 //	GET /applications/overview     {"applications": []}
 
-// ThreadInfo is one goroutine of a thread dump (Flink's
-// ThreadDumpInfo.ThreadInfo): its header ("goroutine 1 [running]") as the
-// thread's name, its whole stack as the thread's text.
-type ThreadInfo struct {
-	ThreadName            string `json:"threadName"`
-	StringifiedThreadInfo string `json:"stringifiedThreadInfo"`
-}
-
-// ThreadDump is the body of GET /jobmanager/thread-dump.
-type ThreadDump struct {
-	ThreadInfos []ThreadInfo `json:"threadInfos"`
-}
-
 // ParseGoroutineDump splits a goroutine dump (runtime/pprof's goroutine
 // profile at debug level 2, the form of a Go panic) into one ThreadInfo
 // per goroutine.
-func ParseGoroutineDump(dump []byte) []ThreadInfo {
-	out := []ThreadInfo{}
+func ParseGoroutineDump(dump []byte) []restapi.ThreadInfo {
+	out := []restapi.ThreadInfo{}
 	for _, block := range bytes.Split(bytes.TrimSpace(dump), []byte("\n\n")) {
 		block = bytes.TrimSpace(block)
 		if len(block) == 0 {
 			continue
 		}
 		head, _, _ := bytes.Cut(block, []byte("\n"))
-		out = append(out, ThreadInfo{ThreadName: strings.TrimSuffix(string(head), ":"), StringifiedThreadInfo: string(block) + "\n"})
+		out = append(out, restapi.ThreadInfo{ThreadName: strings.TrimSuffix(string(head), ":"), StringifiedThreadInfo: string(block) + "\n"})
 	}
 	return out
 }
@@ -59,23 +48,7 @@ func (s *Server) getJobManagerThreadDump(w http.ResponseWriter, r *http.Request)
 		writeError(w, http.StatusInternalServerError, "Internal server error.", "dumping the goroutines: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, ThreadDump{ThreadInfos: ParseGoroutineDump(b.Bytes())})
-}
-
-// JVMInfo is the "jvm" of GET /jobmanager/environment: for a Go process,
-// its runtime's version (runtime.Version), its platform (GOOS/GOARCH) and
-// its command-line arguments.
-type JVMInfo struct {
-	Version string   `json:"version"`
-	Arch    string   `json:"arch"`
-	Options []string `json:"options"`
-}
-
-// EnvironmentInfo is the body of GET /jobmanager/environment. A Go
-// binary has no classpath: it is empty.
-type EnvironmentInfo struct {
-	JVM       JVMInfo  `json:"jvm"`
-	Classpath []string `json:"classpath"`
+	writeJSON(w, http.StatusOK, restapi.ThreadDump{ThreadInfos: ParseGoroutineDump(b.Bytes())})
 }
 
 func (s *Server) getJobManagerEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -83,26 +56,14 @@ func (s *Server) getJobManagerEnvironment(w http.ResponseWriter, r *http.Request
 	if len(os.Args) > 1 {
 		args = append(args, os.Args[1:]...)
 	}
-	writeJSON(w, http.StatusOK, EnvironmentInfo{
-		JVM:       JVMInfo{Version: runtime.Version(), Arch: runtime.GOOS + "/" + runtime.GOARCH, Options: args},
+	writeJSON(w, http.StatusOK, restapi.EnvironmentInfo{
+		JVM:       restapi.JVMInfo{Version: runtime.Version(), Arch: runtime.GOOS + "/" + runtime.GOARCH, Options: args},
 		Classpath: []string{},
 	})
 }
 
-// LogInfo is one file of LogList; MTime is epoch ms.
-type LogInfo struct {
-	Name  string `json:"name"`
-	Size  int64  `json:"size"`
-	MTime int64  `json:"mtime"`
-}
-
-// LogList is the body of GET /jobmanager/logs.
-type LogList struct {
-	Logs []LogInfo `json:"logs"`
-}
-
 func (s *Server) getJobManagerLogs(w http.ResponseWriter, r *http.Request) {
-	out := LogList{Logs: []LogInfo{}}
+	out := restapi.LogList{Logs: []restapi.LogInfo{}}
 	if s.cfg.LogDir == "" {
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -117,9 +78,9 @@ func (s *Server) getJobManagerLogs(w http.ResponseWriter, r *http.Request) {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		out.Logs = append(out.Logs, LogInfo{Name: e.Name(), Size: fi.Size(), MTime: fi.ModTime().UnixMilli()})
+		out.Logs = append(out.Logs, restapi.LogInfo{Name: e.Name(), Size: fi.Size(), MTime: fi.ModTime().UnixMilli()})
 	}
-	slices.SortFunc(out.Logs, func(a, b LogInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Logs, func(a, b restapi.LogInfo) int { return strings.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -165,14 +126,6 @@ func (s *Server) getJobManagerStdout(w http.ResponseWriter, r *http.Request) {
 	s.serveLogFile(w, r, s.cfg.StdoutFile, "standard output")
 }
 
-// ApplicationsOverview is the body of GET /applications/overview (Flink
-// 2.3's MultipleApplicationsDetails). Sluice has no applications, Flink's
-// grouping of the jobs of one application-mode program: the list is
-// empty; its jobs are at GET /jobs/overview.
-type ApplicationsOverview struct {
-	Applications []struct{} `json:"applications"`
-}
-
 func (s *Server) getApplicationsOverview(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ApplicationsOverview{Applications: []struct{}{}})
+	writeJSON(w, http.StatusOK, restapi.ApplicationsOverview{Applications: []struct{}{}})
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
@@ -19,7 +21,7 @@ import (
 func TestParseGoroutineDump(t *testing.T) {
 	dump := "goroutine 1 [running]:\nmain.main()\n\t/x/main.go:5 +0x1d\n\ngoroutine 7 [chan receive, 3 minutes]:\nmain.worker()\n\t/x/w.go:9 +0x2a\ncreated by main.main in goroutine 1\n\t/x/main.go:4 +0x19\n"
 	got := rest.ParseGoroutineDump([]byte(dump))
-	want := []rest.ThreadInfo{
+	want := []restapi.ThreadInfo{
 		{ThreadName: "goroutine 1 [running]", StringifiedThreadInfo: "goroutine 1 [running]:\nmain.main()\n\t/x/main.go:5 +0x1d\n"},
 		{ThreadName: "goroutine 7 [chan receive, 3 minutes]", StringifiedThreadInfo: "goroutine 7 [chan receive, 3 minutes]:\nmain.worker()\n\t/x/w.go:9 +0x2a\ncreated by main.main in goroutine 1\n\t/x/main.go:4 +0x19\n"},
 	}
@@ -58,7 +60,7 @@ func TestJobManagerEndpoints(t *testing.T) {
 		return r
 	}
 
-	var dump rest.ThreadDump
+	var dump restapi.ThreadDump
 	get("/jobmanager/thread-dump", &dump)
 	found := false
 	for _, ti := range dump.ThreadInfos {
@@ -71,13 +73,13 @@ func TestJobManagerEndpoints(t *testing.T) {
 		t.Errorf("the dump has %d goroutines, none of them serving it", len(dump.ThreadInfos))
 	}
 
-	var env rest.EnvironmentInfo
+	var env restapi.EnvironmentInfo
 	get("/jobmanager/environment", &env)
 	if env.JVM.Version != runtime.Version() || env.JVM.Arch != runtime.GOOS+"/"+runtime.GOARCH || env.Classpath == nil || env.JVM.Options == nil {
 		t.Errorf("environment %+v", env)
 	}
 
-	var logs rest.LogList
+	var logs restapi.LogList
 	get("/jobmanager/logs", &logs)
 	var names []string
 	for _, l := range logs.Logs {

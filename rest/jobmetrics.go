@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // The metrics of jobs and of the JobManager, by Flink's names, as Flink's
@@ -37,16 +39,16 @@ var jobMetricDefs = []struct {
 
 // namedMetrics answers ?get= over metrics listed in order: their names
 // without it, the values of those asked for with it.
-func namedMetrics(r *http.Request, names []string, value func(i int) string) []Metric {
+func namedMetrics(r *http.Request, names []string, value func(i int) string) []restapi.Metric {
 	want := listParam(r, "get")
-	out := []Metric{}
+	out := []restapi.Metric{}
 	for i, n := range names {
 		switch {
 		case len(want) == 0:
-			out = append(out, Metric{ID: n})
+			out = append(out, restapi.Metric{ID: n})
 		case slices.Contains(want, n):
 			v := value(i)
-			out = append(out, Metric{ID: n, Value: &v})
+			out = append(out, restapi.Metric{ID: n, Value: &v})
 		}
 	}
 	return out
@@ -94,7 +96,7 @@ func (s *Server) getJobMetrics(w http.ResponseWriter, r *http.Request) {
 			s.writeBackendError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, []Metric{})
+		writeJSON(w, http.StatusOK, []restapi.Metric{})
 		return
 	}
 	j := jobs[i]
@@ -106,7 +108,7 @@ func (s *Server) getJobMetrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getJobsMetrics(w http.ResponseWriter, r *http.Request) {
 	var ids []string
 	for _, raw := range listParam(r, "jobs") {
-		id, ok := ParseID(raw)
+		id, ok := restapi.ParseID(raw)
 		if !ok {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("jobs: job ID %q is malformed: a job ID is 32 hexadecimal characters", raw))
 			return
@@ -122,10 +124,10 @@ func (s *Server) getJobsMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	names := listParam(r, "get")
 	if len(names) == 0 {
-		out := []Metric{}
+		out := []restapi.Metric{}
 		if len(jobs) > 0 {
 			for _, n := range jobMetricNames() {
-				out = append(out, Metric{ID: n})
+				out = append(out, restapi.Metric{ID: n})
 			}
 		}
 		writeJSON(w, http.StatusOK, out)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -139,7 +141,7 @@ func TestMetrics(t *testing.T) {
 // A failing backend still serves what it can: the runtime's metrics.
 func TestMetricsBackendFailure(t *testing.T) {
 	b, clk := fixture(t)
-	b.Err = rest.ErrUnavailable
+	b.Err = restapi.ErrUnavailable
 	s := serve(t, b, clk, nil)
 	fams := scrape(t, s.URL())
 	if _, ok := fams["go_goroutines"]; !ok {

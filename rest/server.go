@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 )
@@ -104,7 +106,7 @@ func ConfigFrom(c *conf.Configuration) Config {
 
 func (c *Config) defaults() {
 	if c.Version == "" || c.Revision == "" {
-		v, r := BuildVersion()
+		v, r := restapi.BuildVersion()
 		if c.Version == "" {
 			c.Version = v
 		}
@@ -440,7 +442,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msgs ...string) {
-	b, _ := json.Marshal(ErrorResponse{Errors: msgs})
+	b, _ := json.Marshal(restapi.ErrorResponse{Errors: msgs})
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(b)
@@ -449,13 +451,13 @@ func writeError(w http.ResponseWriter, status int, msgs ...string) {
 // statusOf maps a Backend error to an HTTP status.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, restapi.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, restapi.ErrBadRequest):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, restapi.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, restapi.ErrUnavailable):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout

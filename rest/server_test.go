@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/testwait"
@@ -62,76 +64,76 @@ func fixture(t testing.TB) (*resttest.Backend, *clock.Manual) {
 	clk := clock.NewManual(start)
 	b := resttest.New()
 	b.Clock = clk
-	var running rest.StateCounts
-	running.Add(rest.TaskRunning, 3)
+	var running restapi.StateCounts
+	running.Add(restapi.TaskRunning, 3)
 	b.AddJob(resttest.Job{
-		Overview: rest.JobOverview{ID: jobRunning, Name: "word count", State: rest.JobRunning, StartTime: start - 60_000,
+		Overview: restapi.JobOverview{ID: jobRunning, Name: "word count", State: restapi.JobRunning, StartTime: start - 60_000,
 			EndTime: -1, Duration: 60_000, LastModification: start - 59_000, Tasks: running.Overview()},
-		Details: rest.JobDetails{
-			ID: jobRunning, Name: "word count", IsStoppable: false, State: rest.JobRunning, JobType: "STREAMING",
+		Details: restapi.JobDetails{
+			ID: jobRunning, Name: "word count", IsStoppable: false, State: restapi.JobRunning, JobType: "STREAMING",
 			StartTime: start - 60_000, EndTime: -1, Duration: 60_000, MaxParallelism: -1,
-			Timestamps: map[rest.JobState]int64{rest.JobInitializing: start - 60_000, rest.JobCreated: start - 60_000, rest.JobRunning: start - 59_000},
-			Vertices: []rest.Vertex{
-				{ID: vertexA, Name: "Source: lines -> Flat Map", MaxParallelism: 128, Parallelism: 1, Status: rest.TaskRunning,
-					StartTime: start - 59_000, EndTime: -1, Duration: 59_000, Tasks: rest.StateCounts{Running: 1},
-					Metrics: rest.IOMetrics{WriteBytes: 4096, WriteBytesComplete: true, ReadRecordsComplete: true, WriteRecords: 100, WriteRecordsComplete: true, ReadBytesComplete: true,
+			Timestamps: map[restapi.JobState]int64{restapi.JobInitializing: start - 60_000, restapi.JobCreated: start - 60_000, restapi.JobRunning: start - 59_000},
+			Vertices: []restapi.Vertex{
+				{ID: vertexA, Name: "Source: lines -> Flat Map", MaxParallelism: 128, Parallelism: 1, Status: restapi.TaskRunning,
+					StartTime: start - 59_000, EndTime: -1, Duration: 59_000, Tasks: restapi.StateCounts{Running: 1},
+					Metrics: restapi.IOMetrics{WriteBytes: 4096, WriteBytesComplete: true, ReadRecordsComplete: true, WriteRecords: 100, WriteRecordsComplete: true, ReadBytesComplete: true,
 						AccumulatedBusyTime: 1500, AccumulatedIdleTime: 200, AccumulatedBackpressuredTime: 30}},
-				{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: rest.TaskRunning,
-					StartTime: start - 59_000, EndTime: -1, Duration: 59_000, Tasks: rest.StateCounts{Running: 2},
-					Metrics: rest.IOMetrics{ReadBytes: 4096, ReadBytesComplete: true, ReadRecords: 100, ReadRecordsComplete: true, WriteRecordsComplete: true, WriteBytesComplete: true}},
+				{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: restapi.TaskRunning,
+					StartTime: start - 59_000, EndTime: -1, Duration: 59_000, Tasks: restapi.StateCounts{Running: 2},
+					Metrics: restapi.IOMetrics{ReadBytes: 4096, ReadBytesComplete: true, ReadRecords: 100, ReadRecordsComplete: true, WriteRecordsComplete: true, WriteBytesComplete: true}},
 			},
 			StatusCounts: running,
-			Plan: rest.JobPlan{JobID: jobRunning, Name: "word count", Type: "STREAMING", Nodes: []rest.PlanNode{
+			Plan: restapi.JobPlan{JobID: jobRunning, Name: "word count", Type: "STREAMING", Nodes: []restapi.PlanNode{
 				{ID: vertexA, Parallelism: 1, Description: "Source: lines -> Flat Map", OptimizerProperties: map[string]any{}},
 				{ID: vertexB, Parallelism: 2, Description: "Count -> Sink: print", OptimizerProperties: map[string]any{},
-					Inputs: []rest.PlanInput{{Num: 0, ID: vertexA, ShipStrategy: "HASH", Exchange: "pipelined_bounded"}}},
+					Inputs: []restapi.PlanInput{{Num: 0, ID: vertexA, ShipStrategy: "HASH", Exchange: "pipelined_bounded"}}},
 			}},
 		},
 	})
-	var finished rest.StateCounts
-	finished.Add(rest.TaskFinished, 2)
+	var finished restapi.StateCounts
+	finished.Add(restapi.TaskFinished, 2)
 	b.AddJob(resttest.Job{
-		Overview: rest.JobOverview{ID: jobFinished, Name: "fraud detection", State: rest.JobFinished, StartTime: start - 600_000,
+		Overview: restapi.JobOverview{ID: jobFinished, Name: "fraud detection", State: restapi.JobFinished, StartTime: start - 600_000,
 			EndTime: start - 300_000, Duration: 300_000, LastModification: start - 300_000, Tasks: finished.Overview()},
-		Details: rest.JobDetails{ID: jobFinished, Name: "fraud detection", State: rest.JobFinished, JobType: "STREAMING",
+		Details: restapi.JobDetails{ID: jobFinished, Name: "fraud detection", State: restapi.JobFinished, JobType: "STREAMING",
 			StartTime: start - 600_000, EndTime: start - 300_000, Duration: 300_000, MaxParallelism: 128,
-			Timestamps: map[rest.JobState]int64{rest.JobRunning: start - 599_000, rest.JobFinished: start - 300_000}},
-		Exceptions: []rest.RootExceptionInfo{
-			{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "*task.UserPanic", Stacktrace: "operator \"score\": panic: index out of range",
+			Timestamps: map[restapi.JobState]int64{restapi.JobRunning: start - 599_000, restapi.JobFinished: start - 300_000}},
+		Exceptions: []restapi.RootExceptionInfo{
+			{ExceptionInfo: restapi.ExceptionInfo{ExceptionName: "*task.UserPanic", Stacktrace: "operator \"score\": panic: index out of range",
 				Timestamp: start - 400_000, TaskName: "score (2/2)", Endpoint: "127.0.0.1:40001", TaskManagerID: "tm-1"},
-				ConcurrentExceptions: []rest.ExceptionInfo{{ExceptionName: "*errors.errorString", Stacktrace: "cancelled", Timestamp: start - 400_000, TaskName: "score (1/2)"}}},
-			{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "*resourcemanager.LostError", Stacktrace: "TaskManager tm-2 lost", Timestamp: start - 500_000}},
+				ConcurrentExceptions: []restapi.ExceptionInfo{{ExceptionName: "*errors.errorString", Stacktrace: "cancelled", Timestamp: start - 400_000, TaskName: "score (1/2)"}}},
+			{ExceptionInfo: restapi.ExceptionInfo{ExceptionName: "*resourcemanager.LostError", Stacktrace: "TaskManager tm-2 lost", Timestamp: start - 500_000}},
 		},
 		Checkpoints: rest.NewCheckpointingStatistics(
-			rest.CheckpointCounts{Restored: 1, Total: 4, InProgress: 0, Completed: 3, Failed: 1},
-			[]rest.CheckpointStatistics{
-				{ID: 4, Status: rest.CheckpointCompleted, IsSavepoint: true, SavepointFormat: "CANONICAL", CheckpointType: rest.TypeSyncSavepoint,
+			restapi.CheckpointCounts{Restored: 1, Total: 4, InProgress: 0, Completed: 3, Failed: 1},
+			[]restapi.CheckpointStatistics{
+				{ID: 4, Status: restapi.CheckpointCompleted, IsSavepoint: true, SavepointFormat: "CANONICAL", CheckpointType: restapi.TypeSyncSavepoint,
 					TriggerTimestamp: start - 301_000, LatestAckTimestamp: start - 300_500, CheckpointedSize: 3000, StateSize: 3000, EndToEndDuration: 500,
 					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/sp/savepoint-1111aa-1"},
-				{ID: 3, Status: rest.CheckpointFailed, CheckpointType: rest.TypeCheckpoint, TriggerTimestamp: start - 350_000,
+				{ID: 3, Status: restapi.CheckpointFailed, CheckpointType: restapi.TypeCheckpoint, TriggerTimestamp: start - 350_000,
 					NumSubtasks: 2, NumAcknowledgedSubtasks: 1, FailureTimestamp: start - 340_000, FailureMessage: "checkpoint expired before completing"},
-				{ID: 2, Status: rest.CheckpointCompleted, CheckpointType: rest.TypeCheckpoint, TriggerTimestamp: start - 400_000,
+				{ID: 2, Status: restapi.CheckpointCompleted, CheckpointType: restapi.TypeCheckpoint, TriggerTimestamp: start - 400_000,
 					LatestAckTimestamp: start - 399_800, CheckpointedSize: 1000, StateSize: 2000, EndToEndDuration: 200,
 					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/cp/job/chk-2"},
-				{ID: 1, Status: rest.CheckpointCompleted, CheckpointType: rest.TypeCheckpoint, TriggerTimestamp: start - 450_000,
+				{ID: 1, Status: restapi.CheckpointCompleted, CheckpointType: restapi.TypeCheckpoint, TriggerTimestamp: start - 450_000,
 					LatestAckTimestamp: start - 449_900, CheckpointedSize: 1500, StateSize: 1500, EndToEndDuration: 100,
 					NumSubtasks: 2, NumAcknowledgedSubtasks: 2, ExternalPath: "file:/cp/job/chk-1", Discarded: ptrTrue()},
 			},
-			&rest.RestoredCheckpoint{ID: 1, RestoreTimestamp: start - 420_000, ExternalPath: "file:/cp/job/chk-1"}),
+			&restapi.RestoredCheckpoint{ID: 1, RestoreTimestamp: start - 420_000, ExternalPath: "file:/cp/job/chk-1"}),
 	})
-	b.Finish(jobFinished, rest.JobResult{ApplicationStatus: rest.AppSucceeded, NetRuntime: 300_000,
-		AccumulatorResults: rest.Accumulators{"restarts": int64(1)}})
+	b.Finish(jobFinished, restapi.JobResult{ApplicationStatus: restapi.AppSucceeded, NetRuntime: 300_000,
+		AccumulatorResults: restapi.Accumulators{"restarts": int64(1)}})
 	b.AddJob(resttest.Job{
-		Overview: rest.JobOverview{ID: jobToCancel, Name: "to cancel", State: rest.JobRunning, StartTime: start - 1000, EndTime: -1},
-		Details:  rest.JobDetails{ID: jobToCancel, Name: "to cancel", State: rest.JobRunning, StartTime: start - 1000, EndTime: -1},
+		Overview: restapi.JobOverview{ID: jobToCancel, Name: "to cancel", State: restapi.JobRunning, StartTime: start - 1000, EndTime: -1},
+		Details:  restapi.JobDetails{ID: jobToCancel, Name: "to cancel", State: restapi.JobRunning, StartTime: start - 1000, EndTime: -1},
 	})
-	b.SetTaskManagers([]rest.TaskManagerInfo{
+	b.SetTaskManagers([]restapi.TaskManagerInfo{
 		{ID: "tm-1", Path: "127.0.0.1:40001", DataPort: 40101, JMXPort: -1, TimeSinceLastHeartbeat: start - 1000,
-			SlotsNumber: 2, FreeSlots: 0, TotalResource: rest.ResourceProfile{CPUCores: 2, TaskHeapMemory: 512},
-			Hardware: rest.Hardware{CPUCores: 2, PhysicalMemory: 8 << 30}},
+			SlotsNumber: 2, FreeSlots: 0, TotalResource: restapi.ResourceProfile{CPUCores: 2, TaskHeapMemory: 512},
+			Hardware: restapi.Hardware{CPUCores: 2, PhysicalMemory: 8 << 30}},
 		{ID: "tm-2", Path: "127.0.0.1:40002", DataPort: 40102, JMXPort: -1, TimeSinceLastHeartbeat: start - 2000,
-			SlotsNumber: 2, FreeSlots: 1, TotalResource: rest.ResourceProfile{CPUCores: 2, TaskHeapMemory: 512},
-			FreeResource: rest.ResourceProfile{CPUCores: 1, TaskHeapMemory: 256}, Hardware: rest.Hardware{CPUCores: 2, PhysicalMemory: 8 << 30}},
+			SlotsNumber: 2, FreeSlots: 1, TotalResource: restapi.ResourceProfile{CPUCores: 2, TaskHeapMemory: 512},
+			FreeResource: restapi.ResourceProfile{CPUCores: 1, TaskHeapMemory: 256}, Hardware: restapi.Hardware{CPUCores: 2, PhysicalMemory: 8 << 30}},
 	})
 	return b, clk
 }
@@ -429,8 +431,8 @@ func TestAsyncOperations(t *testing.T) {
 		if r.status != 202 {
 			t.Fatalf("POST %s: %d %s", path, r.status, r.body)
 		}
-		var tr rest.TriggerResponse
-		if err := json.Unmarshal(r.body, &tr); err != nil || !rest.ValidID(tr.RequestID) {
+		var tr restapi.TriggerResponse
+		if err := json.Unmarshal(r.body, &tr); err != nil || !restapi.ValidID(tr.RequestID) {
 			t.Fatalf("POST %s answered %s (%v)", path, r.body, err)
 		}
 		return tr.RequestID
@@ -508,7 +510,7 @@ func TestAsyncOperations(t *testing.T) {
 	if got := poll("/savepoints/" + stop); !strings.Contains(got, `"location":"/sp/savepoint-`) {
 		t.Errorf("stop: %s", got)
 	}
-	if st, _ := b.State(jobRunning); st != rest.JobFinished {
+	if st, _ := b.State(jobRunning); st != restapi.JobFinished {
 		t.Errorf("after stop the job is %s, want FINISHED", st)
 	}
 	if r := do(t, "POST", url+"/savepoints", "application/json", []byte(`{"target-directory":"/sp"}`)); r.status != 409 {
@@ -561,7 +563,7 @@ func TestShutdownCancelsOperations(t *testing.T) {
 // panicky panics in Jobs.
 type panicky struct{ *resttest.Backend }
 
-func (panicky) Jobs(context.Context) ([]rest.JobOverview, error) { panic("boom") }
+func (panicky) Jobs(context.Context) ([]restapi.JobOverview, error) { panic("boom") }
 
 func TestBackendFailures(t *testing.T) {
 	b, clk := fixture(t)
@@ -581,8 +583,8 @@ func TestBackendFailures(t *testing.T) {
 		status int
 		body   string
 	}{
-		{rest.ErrUnavailable, 503, `{"errors":["rest: service unavailable"]}`},
-		{fmt.Errorf("%w: not the leader", rest.ErrUnavailable), 503, `{"errors":["rest: service unavailable: not the leader"]}`},
+		{restapi.ErrUnavailable, 503, `{"errors":["rest: service unavailable"]}`},
+		{fmt.Errorf("%w: not the leader", restapi.ErrUnavailable), 503, `{"errors":["rest: service unavailable: not the leader"]}`},
 		{errors.New("disk on fire"), 500, `{"errors":["Internal server error.","disk on fire"]}`},
 		{context.DeadlineExceeded, 504, `{"errors":["context deadline exceeded"]}`},
 	} {
@@ -648,12 +650,12 @@ func TestShutDownCluster(t *testing.T) {
 	if b.ShutDowns() != 1 {
 		t.Errorf("%d shutdowns, want 1", b.ShutDowns())
 	}
-	if st, _ := b.State(jobRunning); st != rest.JobCanceled {
+	if st, _ := b.State(jobRunning); st != restapi.JobCanceled {
 		t.Errorf("the running job is %s after the shutdown, want CANCELED", st)
 	}
 
 	failing, clk2 := fixture(t)
-	failing.Err = fmt.Errorf("%w: this JobManager cannot be shut down over REST", rest.ErrBadRequest)
+	failing.Err = fmt.Errorf("%w: this JobManager cannot be shut down over REST", restapi.ErrBadRequest)
 	r = do(t, "DELETE", serve(t, failing, clk2, nil).URL()+"/cluster", "", nil)
 	if r.status != 400 || !strings.Contains(string(r.body), "cannot be shut down") {
 		t.Errorf("DELETE /cluster on a backend that refuses: %d %s", r.status, r.body)

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/runtime/graph"
 )
 
@@ -77,7 +79,7 @@ func (s *Server) postJob(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, SubmitResponse{JobURL: "/jobs/" + id})
+	writeJSON(w, http.StatusAccepted, restapi.SubmitResponse{JobURL: "/jobs/" + id})
 }
 
 // uploaded is a file part stored in the staging directory.
@@ -136,7 +138,7 @@ func parseSubmission(mr *multipart.Reader, dir string) (*Submission, error) {
 	if reqJSON == nil {
 		return nil, badRequest("the submission has no \"request\" part: send a form field \"request\" holding {\"jobGraphFileName\": ..., \"jobJarFileNames\": [...]}")
 	}
-	var req SubmitRequest
+	var req restapi.SubmitRequest
 	if err := decodeStrict(reqJSON, &req); err != nil {
 		return nil, badRequest("the \"request\" part is not valid: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
 )
@@ -72,7 +74,7 @@ func TestSubmit(t *testing.T) {
 	if r.status != 202 {
 		t.Fatalf("submit: %d %s", r.status, r.body)
 	}
-	var resp rest.SubmitResponse
+	var resp restapi.SubmitResponse
 	if err := json.Unmarshal(r.body, &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestSubmit(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("the backend received %d submissions", len(got))
 	}
-	if resp.JobURL != "/jobs/"+got[0].JobID || !rest.ValidID(got[0].JobID) {
+	if resp.JobURL != "/jobs/"+got[0].JobID || !restapi.ValidID(got[0].JobID) {
 		t.Fatalf("jobUrl %q for job %q", resp.JobURL, got[0].JobID)
 	}
 	sum := sha256.Sum256([]byte(binary))
@@ -133,7 +135,7 @@ func TestSubmitMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ct, body := multipartBody(t, tc.parts...)
 			r := do(t, "POST", s.URL()+"/jobs", ct, body)
-			var e rest.ErrorResponse
+			var e restapi.ErrorResponse
 			if err := json.Unmarshal(r.body, &e); err != nil || len(e.Errors) == 0 {
 				t.Fatalf("answer is not {\"errors\": [...]}: %s", r.body)
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // A TaskManager's own endpoints, in Flink's shapes; the JobManager asks
@@ -88,9 +90,9 @@ func (s *Server) getTaskManagerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if logs == nil {
-		logs = []LogInfo{}
+		logs = []restapi.LogInfo{}
 	}
-	writeJSON(w, http.StatusOK, LogList{Logs: logs})
+	writeJSON(w, http.StatusOK, restapi.LogList{Logs: logs})
 }
 
 func (s *Server) serveTaskManagerFile(w http.ResponseWriter, r *http.Request, f TaskManagerFile) {
@@ -145,9 +147,9 @@ func (s *Server) getTaskManagerThreadDump(w http.ResponseWriter, r *http.Request
 		return
 	}
 	if infos == nil {
-		infos = []ThreadInfo{}
+		infos = []restapi.ThreadInfo{}
 	}
-	writeJSON(w, http.StatusOK, ThreadDump{ThreadInfos: infos})
+	writeJSON(w, http.StatusOK, restapi.ThreadDump{ThreadInfos: infos})
 }
 
 // formatMetric writes a metric's value as Flink does a gauge's: integers
@@ -209,12 +211,12 @@ func (s *Server) getTaskManagersMetrics(w http.ResponseWriter, r *http.Request) 
 	wg.Wait()
 	names := listParam(r, "get")
 	if len(names) == 0 {
-		out, seen := []Metric{}, map[string]bool{}
+		out, seen := []restapi.Metric{}, map[string]bool{}
 		for _, ms := range per {
 			for _, m := range ms {
 				if !seen[m.Name] {
 					seen[m.Name] = true
-					out = append(out, Metric{ID: m.Name})
+					out = append(out, restapi.Metric{ID: m.Name})
 				}
 			}
 		}

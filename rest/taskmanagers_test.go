@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
@@ -18,11 +20,11 @@ import (
 // shape, a file name with a directory part 400.
 func TestTaskManagerEndpoints(t *testing.T) {
 	b := resttest.New()
-	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", SlotsNumber: 1}, {ID: "tm-2", SlotsNumber: 1}, {ID: "tm-3", SlotsNumber: 1}})
+	b.SetTaskManagers([]restapi.TaskManagerInfo{{ID: "tm-1", SlotsNumber: 1}, {ID: "tm-2", SlotsNumber: 1}, {ID: "tm-3", SlotsNumber: 1}})
 	mtime := time.UnixMilli(start)
 	b.SetTaskManagerProcess("tm-1", resttest.TaskManagerProcess{
 		Files:      map[string]string{"taskmanager.log": "a log line\n", "taskmanager.out": "printed\n", "job-a.err": "oops\n"},
-		Goroutines: []rest.ThreadInfo{{ThreadName: "goroutine 1 [running]", StringifiedThreadInfo: "goroutine 1 [running]:\nmain.main()\n"}},
+		Goroutines: []restapi.ThreadInfo{{ThreadName: "goroutine 1 [running]", StringifiedThreadInfo: "goroutine 1 [running]:\nmain.main()\n"}},
 		Metrics: []rest.ProcessMetric{{Name: "Status.JVM.Memory.Heap.Used", Value: 1000}, {Name: "Status.JVM.Threads.Count", Value: 10},
 			{Name: "Status.JVM.GarbageCollector.Go.Count", Value: 4}, {Name: "Status.JVM.GarbageCollector.Go.Time", Value: 2}},
 		ModTime: mtime,
@@ -69,7 +71,7 @@ func TestTaskManagerEndpoints(t *testing.T) {
 				t.Fatalf("status %d (%s), want %d", r.status, r.body, tc.status)
 			}
 			if tc.status != 200 {
-				var e rest.ErrorResponse
+				var e restapi.ErrorResponse
 				if err := json.Unmarshal(r.body, &e); err != nil || len(e.Errors) == 0 || !strings.Contains(strings.Join(e.Errors, " "), tc.body) {
 					t.Errorf("error answer %s does not name %s", r.body, tc.body)
 				}
@@ -90,11 +92,11 @@ func TestTaskManagerEndpoints(t *testing.T) {
 
 	// GET /taskmanagers/:id shows the process's heap, non-heap and
 	// collector figures.
-	var d rest.TaskManagerDetails
+	var d restapi.TaskManagerDetails
 	if r := do(t, http.MethodGet, s.URL()+"/taskmanagers/tm-1", "", nil); r.status != 200 || json.Unmarshal(r.body, &d) != nil {
 		t.Fatalf("GET /taskmanagers/tm-1: %d %s", r.status, r.body)
 	}
-	if d.Metrics.HeapUsed != 1000 || len(d.Metrics.GarbageCollectors) != 1 || d.Metrics.GarbageCollectors[0] != (rest.GarbageCollectorInfo{Name: "Go", Count: 4, Time: 2}) {
+	if d.Metrics.HeapUsed != 1000 || len(d.Metrics.GarbageCollectors) != 1 || d.Metrics.GarbageCollectors[0] != (restapi.GarbageCollectorInfo{Name: "Go", Count: 4, Time: 2}) {
 		t.Errorf("TaskManager details' metrics: %+v", d.Metrics)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/rest"
 )
@@ -105,7 +107,7 @@ func TestTokenFromConf(t *testing.T) {
 			if tc.file != "" {
 				c = c.Set(conf.RESTTokenFile.Key(), tc.file)
 			}
-			got, err := rest.TokenFromConf(c)
+			got, err := restapi.TokenFromConf(c)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want one saying %q", err, tc.wantErr)

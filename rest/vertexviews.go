@@ -3,6 +3,8 @@ package rest
 import (
 	"net/http"
 	"slices"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // More views of a vertex's subtasks, served from what the Backend's Job
@@ -43,34 +45,12 @@ func backPressureLevel(ratio float64) string {
 	return BackPressureHigh
 }
 
-// SubtaskBackPressure is one subtask of VertexBackPressure.
-type SubtaskBackPressure struct {
-	Subtask       int     `json:"subtask"`
-	AttemptNumber int     `json:"attempt-number"`
-	Level         string  `json:"backpressureLevel"`
-	LevelOld      string  `json:"backpressure-level"` // Flink's deprecated name, the same
-	Ratio         float64 `json:"ratio"`
-	IdleRatio     float64 `json:"idleRatio"`
-	BusyRatio     float64 `json:"busyRatio"`
-}
-
-// VertexBackPressure is the body of GET .../vertices/:vertexid/backpressure.
-// While no subtask has figures it is {"status": "deprecated"}, Flink's
-// answer when it has no statistics.
-type VertexBackPressure struct {
-	Status       string                `json:"status"`
-	Level        string                `json:"backpressureLevel,omitempty"`
-	LevelOld     string                `json:"backpressure-level,omitempty"`
-	EndTimestamp int64                 `json:"end-timestamp,omitempty"`
-	Subtasks     []SubtaskBackPressure `json:"subtasks,omitempty"`
-}
-
 func (s *Server) getVertexBackPressure(w http.ResponseWriter, r *http.Request) {
 	_, v, ok := s.vertex(w, r)
 	if !ok {
 		return
 	}
-	out := VertexBackPressure{Status: BackPressureStatusDeprecated}
+	out := restapi.VertexBackPressure{Status: BackPressureStatusDeprecated}
 	worst := 0.0
 	for _, st := range subtasksOf(v) {
 		if st.Rates == nil {
@@ -78,7 +58,7 @@ func (s *Server) getVertexBackPressure(w http.ResponseWriter, r *http.Request) {
 		}
 		ratio := st.Rates.BackPressuredTimeMsPerSecond / 1000
 		lvl := backPressureLevel(ratio)
-		out.Subtasks = append(out.Subtasks, SubtaskBackPressure{Subtask: st.Subtask, AttemptNumber: st.Attempt, Level: lvl, LevelOld: lvl,
+		out.Subtasks = append(out.Subtasks, restapi.SubtaskBackPressure{Subtask: st.Subtask, AttemptNumber: st.Attempt, Level: lvl, LevelOld: lvl,
 			Ratio: ratio, IdleRatio: st.Rates.IdleTimeMsPerSecond / 1000, BusyRatio: st.Rates.BusyTimeMsPerSecond / 1000})
 		worst = max(worst, ratio)
 	}
@@ -90,63 +70,23 @@ func (s *Server) getVertexBackPressure(w http.ResponseWriter, r *http.Request) {
 }
 
 // allExecutionStates are Flink's ExecutionStates, in its order.
-var allExecutionStates = []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskRunning, TaskFinished,
-	TaskCanceling, TaskCanceled, TaskFailed, TaskReconciling, TaskInitializing}
-
-// SubtaskTimes is one subtask of SubtasksTimes.
-type SubtaskTimes struct {
-	Subtask  int    `json:"subtask"`
-	Endpoint string `json:"endpoint"`
-	Duration int64  `json:"duration"`
-	// Timestamps are when the subtask entered each state, epoch ms; 0 for
-	// a state it has not entered or whose time the cluster does not keep.
-	Timestamps map[ExecutionState]int64 `json:"timestamps"`
-}
-
-// SubtasksTimes is the body of GET .../vertices/:vertexid/subtasktimes.
-type SubtasksTimes struct {
-	ID       string         `json:"id"`
-	Name     string         `json:"name"`
-	Now      int64          `json:"now"`
-	Subtasks []SubtaskTimes `json:"subtasks"`
-}
+var allExecutionStates = []restapi.ExecutionState{restapi.TaskCreated, restapi.TaskScheduled, restapi.TaskDeploying, restapi.TaskRunning, restapi.TaskFinished,
+	restapi.TaskCanceling, restapi.TaskCanceled, restapi.TaskFailed, restapi.TaskReconciling, restapi.TaskInitializing}
 
 func (s *Server) getSubtaskTimes(w http.ResponseWriter, r *http.Request) {
 	_, v, ok := s.vertex(w, r)
 	if !ok {
 		return
 	}
-	out := SubtasksTimes{ID: v.ID, Name: v.Name, Now: s.cfg.Clock.NowMillis(), Subtasks: []SubtaskTimes{}}
+	out := restapi.SubtasksTimes{ID: v.ID, Name: v.Name, Now: s.cfg.Clock.NowMillis(), Subtasks: []restapi.SubtaskTimes{}}
 	for _, st := range subtasksOf(v) {
-		ts := make(map[ExecutionState]int64, len(allExecutionStates))
+		ts := make(map[restapi.ExecutionState]int64, len(allExecutionStates))
 		for _, state := range allExecutionStates {
 			ts[state] = st.StateTimestamps[state]
 		}
-		out.Subtasks = append(out.Subtasks, SubtaskTimes{Subtask: st.Subtask, Endpoint: st.Endpoint, Duration: st.Duration, Timestamps: ts})
+		out.Subtasks = append(out.Subtasks, restapi.SubtaskTimes{Subtask: st.Subtask, Endpoint: st.Endpoint, Duration: st.Duration, Timestamps: ts})
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// VertexTaskManager is one TaskManager of VertexTaskManagers: the
-// vertex's subtasks on it.
-type VertexTaskManager struct {
-	Endpoint      string                 `json:"endpoint"`
-	Status        ExecutionState         `json:"status"`
-	StartTime     int64                  `json:"start-time"`
-	EndTime       int64                  `json:"end-time"`
-	Duration      int64                  `json:"duration"`
-	Metrics       IOMetrics              `json:"metrics"`
-	StatusCounts  map[ExecutionState]int `json:"status-counts"`
-	TaskManagerID string                 `json:"taskmanager-id"`
-	Aggregated    AggregatedTaskDetails  `json:"aggregated"`
-}
-
-// VertexTaskManagers is the body of GET .../vertices/:vertexid/taskmanagers.
-type VertexTaskManagers struct {
-	ID           string              `json:"id"`
-	Name         string              `json:"name"`
-	Now          int64               `json:"now"`
-	TaskManagers []VertexTaskManager `json:"taskmanagers"`
 }
 
 func (s *Server) getVertexTaskManagers(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +95,7 @@ func (s *Server) getVertexTaskManagers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Clock.NowMillis()
-	byTM := map[string][]SubtaskDetails{}
+	byTM := map[string][]restapi.SubtaskDetails{}
 	var order []string
 	for _, st := range subtasksOf(v) {
 		if _, seen := byTM[st.TaskManagerID]; !seen {
@@ -164,15 +104,15 @@ func (s *Server) getVertexTaskManagers(w http.ResponseWriter, r *http.Request) {
 		byTM[st.TaskManagerID] = append(byTM[st.TaskManagerID], st)
 	}
 	slices.Sort(order)
-	out := VertexTaskManagers{ID: v.ID, Name: v.Name, Now: now, TaskManagers: []VertexTaskManager{}}
+	out := restapi.VertexTaskManagers{ID: v.ID, Name: v.Name, Now: now, TaskManagers: []restapi.VertexTaskManager{}}
 	for _, id := range order {
 		subs := byTM[id]
-		tm := VertexTaskManager{Endpoint: subs[0].Endpoint, TaskManagerID: id, StartTime: -1, EndTime: -1, Duration: -1,
-			StatusCounts: map[ExecutionState]int{}, Aggregated: aggregatedDetails(subs)}
+		tm := restapi.VertexTaskManager{Endpoint: subs[0].Endpoint, TaskManagerID: id, StartTime: -1, EndTime: -1, Duration: -1,
+			StatusCounts: map[restapi.ExecutionState]int{}, Aggregated: aggregatedDetails(subs)}
 		for _, state := range allExecutionStates {
 			tm.StatusCounts[state] = 0
 		}
-		var counts StateCounts
+		var counts restapi.StateCounts
 		allEnded := true
 		for _, st := range subs {
 			tm.StatusCounts[st.Status]++
@@ -215,65 +155,28 @@ func (s *Server) getVertexTaskManagers(w http.ResponseWriter, r *http.Request) {
 // aggregateState is the state of a group of n subtasks (Flink's
 // ExecutionJobVertex.getAggregateJobVertexState): a failure shows first,
 // then cancellation; running while any runs or some have finished.
-func aggregateState(c StateCounts, n int) ExecutionState {
+func aggregateState(c restapi.StateCounts, n int) restapi.ExecutionState {
 	switch {
 	case c.Failed > 0:
-		return TaskFailed
+		return restapi.TaskFailed
 	case c.Canceling > 0:
-		return TaskCanceling
+		return restapi.TaskCanceling
 	case c.Canceled > 0:
-		return TaskCanceled
+		return restapi.TaskCanceled
 	case c.Initializing > 0:
-		return TaskInitializing
+		return restapi.TaskInitializing
 	case c.Running > 0:
-		return TaskRunning
+		return restapi.TaskRunning
 	case c.Finished > 0 && c.Finished == n:
-		return TaskFinished
+		return restapi.TaskFinished
 	case c.Finished > 0:
-		return TaskRunning
+		return restapi.TaskRunning
 	case c.Deploying > 0:
-		return TaskDeploying
+		return restapi.TaskDeploying
 	case c.Scheduled > 0:
-		return TaskScheduled
+		return restapi.TaskScheduled
 	}
-	return TaskCreated
-}
-
-// UserAccumulator is a user accumulator of Flink's (name, type, value);
-// Sluice has none.
-type UserAccumulator struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Value string `json:"value"`
-}
-
-// VertexAccumulators is the body of GET .../vertices/:vertexid/accumulators.
-type VertexAccumulators struct {
-	ID               string            `json:"id"`
-	UserAccumulators []UserAccumulator `json:"user-accumulators"`
-}
-
-// SubtaskAccumulators is one subtask of SubtasksAccumulators.
-type SubtaskAccumulators struct {
-	Subtask          int               `json:"subtask"`
-	Attempt          int               `json:"attempt"`
-	Endpoint         string            `json:"endpoint"`
-	UserAccumulators []UserAccumulator `json:"user-accumulators"`
-}
-
-// SubtasksAccumulators is the body of GET
-// .../vertices/:vertexid/subtasks/accumulators.
-type SubtasksAccumulators struct {
-	ID          string                `json:"id"`
-	Parallelism int                   `json:"parallelism"`
-	Subtasks    []SubtaskAccumulators `json:"subtasks"`
-}
-
-// JobAccumulators is the body of GET /jobs/:jobid/accumulators.
-type JobAccumulators struct {
-	JobAccumulators            []UserAccumulator `json:"job-accumulators"`
-	UserTaskAccumulators       []UserAccumulator `json:"user-task-accumulators"`
-	SerializedUserAccumulators map[string]string `json:"serialized-user-task-accumulators"`
+	return restapi.TaskCreated
 }
 
 func (s *Server) getVertexAccumulators(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +184,7 @@ func (s *Server) getVertexAccumulators(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, VertexAccumulators{ID: v.ID, UserAccumulators: []UserAccumulator{}})
+	writeJSON(w, http.StatusOK, restapi.VertexAccumulators{ID: v.ID, UserAccumulators: []restapi.UserAccumulator{}})
 }
 
 func (s *Server) getSubtasksAccumulators(w http.ResponseWriter, r *http.Request) {
@@ -289,10 +192,10 @@ func (s *Server) getSubtasksAccumulators(w http.ResponseWriter, r *http.Request)
 	if !ok {
 		return
 	}
-	out := SubtasksAccumulators{ID: v.ID, Parallelism: v.Parallelism, Subtasks: []SubtaskAccumulators{}}
+	out := restapi.SubtasksAccumulators{ID: v.ID, Parallelism: v.Parallelism, Subtasks: []restapi.SubtaskAccumulators{}}
 	for _, st := range subtasksOf(v) {
-		out.Subtasks = append(out.Subtasks, SubtaskAccumulators{Subtask: st.Subtask, Attempt: st.Attempt, Endpoint: st.Endpoint,
-			UserAccumulators: []UserAccumulator{}})
+		out.Subtasks = append(out.Subtasks, restapi.SubtaskAccumulators{Subtask: st.Subtask, Attempt: st.Attempt, Endpoint: st.Endpoint,
+			UserAccumulators: []restapi.UserAccumulator{}})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -301,6 +204,6 @@ func (s *Server) getJobAccumulators(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.jobDetails(w, r); !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, JobAccumulators{JobAccumulators: []UserAccumulator{}, UserTaskAccumulators: []UserAccumulator{},
+	writeJSON(w, http.StatusOK, restapi.JobAccumulators{JobAccumulators: []restapi.UserAccumulator{}, UserTaskAccumulators: []restapi.UserAccumulator{},
 		SerializedUserAccumulators: map[string]string{}})
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 )
 
@@ -23,177 +25,6 @@ import (
 //	GET /jobs/:jobid/vertices/:vertexid/watermarks        [{id: "<subtask>.currentInputWatermark", value}]
 //	GET /taskmanagers/:taskmanagerid                      TaskManagerDetails
 
-// SubtaskDetails is one subtask of a vertex (Flink's
-// SubtaskExecutionAttemptDetailsInfo). The Backend fills Vertex.Subtasks
-// with them; the server serves them at GET /jobs/:jobid/vertices/:vertexid.
-type SubtaskDetails struct {
-	Subtask int            `json:"subtask"`
-	Status  ExecutionState `json:"status"`
-	// Attempt counts the subtask's restarts (0 for the first attempt).
-	Attempt int `json:"attempt"`
-	// Endpoint is the host:port of the TaskManager the subtask runs on; ""
-	// when the cluster does not know it.
-	Endpoint  string `json:"endpoint"`
-	StartTime int64  `json:"start-time"` // epoch ms, -1: not deployed
-	// StartTimeDeprecated is Flink's deprecated duplicate of StartTime;
-	// the server sets it.
-	StartTimeDeprecated int64     `json:"start_time"`
-	EndTime             int64     `json:"end-time"` // -1 while it runs
-	Duration            int64     `json:"duration"`
-	Metrics             IOMetrics `json:"metrics"`
-	TaskManagerID       string    `json:"taskmanager-id"`
-	// StatusDuration is how long the subtask spent in each state, ms
-	// (CREATED, SCHEDULED, DEPLOYING, INITIALIZING, RUNNING; 0 for a state
-	// it was not seen in).
-	StatusDuration map[ExecutionState]int64 `json:"status-duration"`
-
-	// Watermark is the subtask's current input watermark, epoch ms
-	// (math.MinInt64 before the first), served by GET .../watermarks and
-	// .../metrics as currentInputWatermark; not part of Flink's message.
-	Watermark int64 `json:"-"`
-	// OutputWatermark is the last watermark the subtask sent downstream
-	// (math.MinInt64 before the first, and for a subtask that sends to
-	// none), served as currentOutputWatermark.
-	OutputWatermark int64 `json:"-"`
-	// StateTimestamps are when the subtask entered each state, epoch ms,
-	// as far as the cluster keeps them (GET .../subtasktimes; a state
-	// missing is 0 there).
-	StateTimestamps map[ExecutionState]int64 `json:"-"`
-	// Rates are the subtask's per-second figures; nil until the cluster
-	// has measured them (they are then left out of the metrics).
-	Rates *SubtaskRates `json:"-"`
-}
-
-// SubtaskRates are a subtask's per-second figures, Flink's meters
-// (numRecordsInPerSecond, ..., over the last minute) and timer gauges
-// (busyTimeMsPerSecond, ..., 0 to 1000 ms per second, over the last 5 s).
-type SubtaskRates struct {
-	RecordsInPerSecond, RecordsOutPerSecond, BytesInPerSecond, BytesOutPerSecond float64
-	BusyTimeMsPerSecond, BackPressuredTimeMsPerSecond, IdleTimeMsPerSecond       float64
-}
-
-// AggregatedTaskDetails is the "aggregated" of GET
-// /jobs/:jobid/vertices/:vertexid: each I/O metric and state duration
-// summarised over the subtasks.
-type AggregatedTaskDetails struct {
-	Metrics        map[string]map[string]int64 `json:"metrics"`
-	StatusDuration map[string]map[string]int64 `json:"status-duration"`
-}
-
-// VertexDetails is the body of GET /jobs/:jobid/vertices/:vertexid
-// (Flink's JobVertexDetailsInfo).
-type VertexDetails struct {
-	ID             string                `json:"id"`
-	Name           string                `json:"name"`
-	MaxParallelism int                   `json:"maxParallelism"`
-	Parallelism    int                   `json:"parallelism"`
-	Now            int64                 `json:"now"`
-	Subtasks       []SubtaskDetails      `json:"subtasks"`
-	Aggregated     AggregatedTaskDetails `json:"aggregated"`
-}
-
-// ExecutionConfigInfo is the "execution-config" of GET /jobs/:jobid/config.
-type ExecutionConfigInfo struct {
-	// RestartStrategy describes the job's restart strategy.
-	RestartStrategy string `json:"restart-strategy"`
-	Parallelism     int    `json:"job-parallelism"`
-	// ObjectReuse is Flink's object reuse mode; Sluice hands every
-	// operator its own records, so it is false.
-	ObjectReuse bool `json:"object-reuse-mode"`
-	// UserConfig is Flink's global job parameters; Sluice has none, {}.
-	UserConfig map[string]string `json:"user-config"`
-}
-
-// JobConfigInfo is the body of GET /jobs/:jobid/config.
-type JobConfigInfo struct {
-	JobID           string               `json:"jid"`
-	Name            string               `json:"name"`
-	ExecutionConfig *ExecutionConfigInfo `json:"execution-config,omitempty"`
-}
-
-// Metric is one value of GET .../metrics?get=... ({"id", "value"}, the
-// value as a string, as Flink writes it); without get, the names alone.
-type Metric struct {
-	ID    string  `json:"id"`
-	Value *string `json:"value,omitempty"`
-}
-
-// AggregatedMetric is one metric of GET .../subtasks/metrics, aggregated
-// over the subtasks; only the aggregations asked for (?agg=) are set.
-type AggregatedMetric struct {
-	ID   string   `json:"id"`
-	Min  *float64 `json:"min,omitempty"`
-	Max  *float64 `json:"max,omitempty"`
-	Avg  *float64 `json:"avg,omitempty"`
-	Sum  *float64 `json:"sum,omitempty"`
-	Skew *float64 `json:"skew,omitempty"`
-}
-
-// SlotInfo is an allocated slot of TaskManagerDetails.
-type SlotInfo struct {
-	JobID    string          `json:"jobId"`
-	Resource ResourceProfile `json:"resource"`
-}
-
-// GarbageCollectorInfo is a collector of TaskManagerMetricsInfo.
-type GarbageCollectorInfo struct {
-	Name  string `json:"name"`
-	Count int64  `json:"count"`
-	Time  int64  `json:"time"`
-}
-
-// TaskManagerMetricsInfo are the JVM memory metrics of Flink's
-// TaskManagerDetailsInfo, of a TaskManager's Go process: its heap and
-// non-heap memory and its garbage collector ("Go") as its Status.JVM.*
-// metrics give them (GET /taskmanagers/:id/metrics). It has no direct or
-// mapped buffers or network memory segments: they are 0.
-type TaskManagerMetricsInfo struct {
-	HeapUsed                            int64                  `json:"heapUsed"`
-	HeapCommitted                       int64                  `json:"heapCommitted"`
-	HeapMax                             int64                  `json:"heapMax"`
-	NonHeapUsed                         int64                  `json:"nonHeapUsed"`
-	NonHeapCommitted                    int64                  `json:"nonHeapCommitted"`
-	NonHeapMax                          int64                  `json:"nonHeapMax"`
-	DirectCount                         int64                  `json:"directCount"`
-	DirectUsed                          int64                  `json:"directUsed"`
-	DirectMax                           int64                  `json:"directMax"`
-	MappedCount                         int64                  `json:"mappedCount"`
-	MappedUsed                          int64                  `json:"mappedUsed"`
-	MappedMax                           int64                  `json:"mappedMax"`
-	NettyShuffleMemorySegmentsAvailable int64                  `json:"nettyShuffleMemorySegmentsAvailable"`
-	NettyShuffleMemorySegmentsUsed      int64                  `json:"nettyShuffleMemorySegmentsUsed"`
-	NettyShuffleMemorySegmentsTotal     int64                  `json:"nettyShuffleMemorySegmentsTotal"`
-	NettyShuffleMemoryAvailable         int64                  `json:"nettyShuffleMemoryAvailable"`
-	NettyShuffleMemoryUsed              int64                  `json:"nettyShuffleMemoryUsed"`
-	NettyShuffleMemoryTotal             int64                  `json:"nettyShuffleMemoryTotal"`
-	GarbageCollectors                   []GarbageCollectorInfo `json:"garbageCollectors"`
-}
-
-// MemoryConfiguration is Flink's TaskExecutorMemoryConfiguration, bytes.
-// Sluice sizes no JVM memory pools: every member is 0.
-type MemoryConfiguration struct {
-	FrameworkHeap      int64 `json:"frameworkHeap"`
-	TaskHeap           int64 `json:"taskHeap"`
-	FrameworkOffHeap   int64 `json:"frameworkOffHeap"`
-	TaskOffHeap        int64 `json:"taskOffHeap"`
-	NetworkMemory      int64 `json:"networkMemory"`
-	ManagedMemory      int64 `json:"managedMemory"`
-	JVMMetaspace       int64 `json:"jvmMetaspace"`
-	JVMOverhead        int64 `json:"jvmOverhead"`
-	TotalFlinkMemory   int64 `json:"totalFlinkMemory"`
-	TotalProcessMemory int64 `json:"totalProcessMemory"`
-}
-
-// TaskManagerDetails is the body of GET /taskmanagers/:taskmanagerid
-// (Flink's TaskManagerDetailsInfo).
-type TaskManagerDetails struct {
-	TaskManagerInfo
-	// AllocatedSlots lists slots with the job they hold; Sluice's
-	// ResourceManager reports counts only, so it is empty.
-	AllocatedSlots []SlotInfo             `json:"allocatedSlots"`
-	Metrics        TaskManagerMetricsInfo `json:"metrics"`
-}
-
 // ---------------------------------------------------------------------------
 
 func (s *Server) getJobConfig(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +32,7 @@ func (s *Server) getJobConfig(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := JobConfigInfo{JobID: d.ID, Name: d.Name}
+	out := restapi.JobConfigInfo{JobID: d.ID, Name: d.Name}
 	if ec := d.ExecutionConfig; ec != nil {
 		c := *ec
 		if c.UserConfig == nil {
@@ -222,9 +53,9 @@ func (s *Server) getJobJobManagerConfig(w http.ResponseWriter, r *http.Request) 
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	entries := make([]ConfigEntry, 0, len(keys))
+	entries := make([]restapi.ConfigEntry, 0, len(keys))
 	for _, k := range keys {
-		entries = append(entries, ConfigEntry{Key: k, Value: maskValue(k, d.Config[k])})
+		entries = append(entries, restapi.ConfigEntry{Key: k, Value: maskValue(k, d.Config[k])})
 	}
 	writeJSON(w, http.StatusOK, entries)
 }
@@ -241,13 +72,13 @@ func maskValue(key, value string) string {
 }
 
 // vertex reads the job and its {vertexid}; on failure it has answered.
-func (s *Server) vertex(w http.ResponseWriter, r *http.Request) (*JobDetails, *Vertex, bool) {
+func (s *Server) vertex(w http.ResponseWriter, r *http.Request) (*restapi.JobDetails, *restapi.Vertex, bool) {
 	d, ok := s.jobDetails(w, r)
 	if !ok {
 		return nil, nil, false
 	}
 	raw := r.PathValue("vertexid")
-	id, ok := ParseID(raw)
+	id, ok := restapi.ParseID(raw)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("vertex ID %q is malformed: a vertex ID is 32 hexadecimal characters (see the vertices of GET /jobs/:jobid)", raw))
 		return nil, nil, false
@@ -263,11 +94,11 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) (*JobDetails, *V
 
 // subtasksOf returns the vertex's subtasks as served: every state a key of
 // status-duration, the deprecated start time set.
-func subtasksOf(v *Vertex) []SubtaskDetails {
-	out := make([]SubtaskDetails, len(v.Subtasks))
+func subtasksOf(v *restapi.Vertex) []restapi.SubtaskDetails {
+	out := make([]restapi.SubtaskDetails, len(v.Subtasks))
 	for i, st := range v.Subtasks {
-		sd := make(map[ExecutionState]int64, 5)
-		for _, k := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
+		sd := make(map[restapi.ExecutionState]int64, 5)
+		for _, k := range []restapi.ExecutionState{restapi.TaskCreated, restapi.TaskScheduled, restapi.TaskDeploying, restapi.TaskInitializing, restapi.TaskRunning} {
 			sd[k] = st.StatusDuration[k]
 		}
 		st.StatusDuration = sd
@@ -283,23 +114,23 @@ func (s *Server) getVertex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	subs := subtasksOf(v)
-	out := VertexDetails{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Parallelism: v.Parallelism,
+	out := restapi.VertexDetails{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Parallelism: v.Parallelism,
 		Now: s.cfg.Clock.NowMillis(), Subtasks: subs, Aggregated: aggregatedDetails(subs)}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // aggregatedDetails summarises the I/O metrics and state durations of
 // subtasks (Flink's AggregatedTaskDetailsInfo).
-func aggregatedDetails(subs []SubtaskDetails) AggregatedTaskDetails {
-	out := AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}
-	ioMetrics := map[string]func(IOMetrics) int64{
-		"read-bytes":                     func(m IOMetrics) int64 { return m.ReadBytes },
-		"write-bytes":                    func(m IOMetrics) int64 { return m.WriteBytes },
-		"read-records":                   func(m IOMetrics) int64 { return m.ReadRecords },
-		"write-records":                  func(m IOMetrics) int64 { return m.WriteRecords },
-		"accumulated-backpressured-time": func(m IOMetrics) int64 { return m.AccumulatedBackpressuredTime },
-		"accumulated-idle-time":          func(m IOMetrics) int64 { return m.AccumulatedIdleTime },
-		"accumulated-busy-time":          func(m IOMetrics) int64 { return int64(m.AccumulatedBusyTime) },
+func aggregatedDetails(subs []restapi.SubtaskDetails) restapi.AggregatedTaskDetails {
+	out := restapi.AggregatedTaskDetails{Metrics: map[string]map[string]int64{}, StatusDuration: map[string]map[string]int64{}}
+	ioMetrics := map[string]func(restapi.IOMetrics) int64{
+		"read-bytes":                     func(m restapi.IOMetrics) int64 { return m.ReadBytes },
+		"write-bytes":                    func(m restapi.IOMetrics) int64 { return m.WriteBytes },
+		"read-records":                   func(m restapi.IOMetrics) int64 { return m.ReadRecords },
+		"write-records":                  func(m restapi.IOMetrics) int64 { return m.WriteRecords },
+		"accumulated-backpressured-time": func(m restapi.IOMetrics) int64 { return m.AccumulatedBackpressuredTime },
+		"accumulated-idle-time":          func(m restapi.IOMetrics) int64 { return m.AccumulatedIdleTime },
+		"accumulated-busy-time":          func(m restapi.IOMetrics) int64 { return int64(m.AccumulatedBusyTime) },
 	}
 	for name, f := range ioMetrics {
 		vals := make([]int64, len(subs))
@@ -308,7 +139,7 @@ func aggregatedDetails(subs []SubtaskDetails) AggregatedTaskDetails {
 		}
 		out.Metrics[name] = aggregate(vals)
 	}
-	for _, state := range []ExecutionState{TaskCreated, TaskScheduled, TaskDeploying, TaskInitializing, TaskRunning} {
+	for _, state := range []restapi.ExecutionState{restapi.TaskCreated, restapi.TaskScheduled, restapi.TaskDeploying, restapi.TaskInitializing, restapi.TaskRunning} {
 		vals := make([]int64, len(subs))
 		for i, st := range subs {
 			vals[i] = st.StatusDuration[state]
@@ -342,30 +173,30 @@ func aggregate(vals []int64) map[string]int64 {
 // subtask does not have (yet) is left out.
 var taskMetrics = []struct {
 	name string
-	get  func(SubtaskDetails) (float64, bool)
+	get  func(restapi.SubtaskDetails) (float64, bool)
 }{
-	{"numRecordsIn", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadRecords), true }},
-	{"numRecordsOut", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteRecords), true }},
-	{"numBytesIn", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadBytes), true }},
-	{"numBytesOut", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteBytes), true }},
-	{"accumulatedBusyTime", func(s SubtaskDetails) (float64, bool) { return s.Metrics.AccumulatedBusyTime, true }},
-	{"accumulatedBackpressuredTime", func(s SubtaskDetails) (float64, bool) {
+	{"numRecordsIn", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadRecords), true }},
+	{"numRecordsOut", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteRecords), true }},
+	{"numBytesIn", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Metrics.ReadBytes), true }},
+	{"numBytesOut", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Metrics.WriteBytes), true }},
+	{"accumulatedBusyTime", func(s restapi.SubtaskDetails) (float64, bool) { return s.Metrics.AccumulatedBusyTime, true }},
+	{"accumulatedBackpressuredTime", func(s restapi.SubtaskDetails) (float64, bool) {
 		return float64(s.Metrics.AccumulatedBackpressuredTime), true
 	}},
-	{"accumulatedIdleTime", func(s SubtaskDetails) (float64, bool) { return float64(s.Metrics.AccumulatedIdleTime), true }},
-	{"currentInputWatermark", func(s SubtaskDetails) (float64, bool) { return float64(s.Watermark), true }},
-	{"currentOutputWatermark", func(s SubtaskDetails) (float64, bool) { return float64(s.OutputWatermark), true }},
-	{"numRecordsInPerSecond", rate(func(r *SubtaskRates) float64 { return r.RecordsInPerSecond })},
-	{"numRecordsOutPerSecond", rate(func(r *SubtaskRates) float64 { return r.RecordsOutPerSecond })},
-	{"numBytesInPerSecond", rate(func(r *SubtaskRates) float64 { return r.BytesInPerSecond })},
-	{"numBytesOutPerSecond", rate(func(r *SubtaskRates) float64 { return r.BytesOutPerSecond })},
-	{"busyTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.BusyTimeMsPerSecond })},
-	{"backPressuredTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.BackPressuredTimeMsPerSecond })},
-	{"idleTimeMsPerSecond", rate(func(r *SubtaskRates) float64 { return r.IdleTimeMsPerSecond })},
+	{"accumulatedIdleTime", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Metrics.AccumulatedIdleTime), true }},
+	{"currentInputWatermark", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.Watermark), true }},
+	{"currentOutputWatermark", func(s restapi.SubtaskDetails) (float64, bool) { return float64(s.OutputWatermark), true }},
+	{"numRecordsInPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.RecordsInPerSecond })},
+	{"numRecordsOutPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.RecordsOutPerSecond })},
+	{"numBytesInPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.BytesInPerSecond })},
+	{"numBytesOutPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.BytesOutPerSecond })},
+	{"busyTimeMsPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.BusyTimeMsPerSecond })},
+	{"backPressuredTimeMsPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.BackPressuredTimeMsPerSecond })},
+	{"idleTimeMsPerSecond", rate(func(r *restapi.SubtaskRates) float64 { return r.IdleTimeMsPerSecond })},
 }
 
-func rate(f func(*SubtaskRates) float64) func(SubtaskDetails) (float64, bool) {
-	return func(s SubtaskDetails) (float64, bool) {
+func rate(f func(*restapi.SubtaskRates) float64) func(restapi.SubtaskDetails) (float64, bool) {
+	return func(s restapi.SubtaskDetails) (float64, bool) {
 		if s.Rates == nil {
 			return 0, false
 		}
@@ -379,7 +210,7 @@ func isWatermark(name string) bool {
 	return name == "currentInputWatermark" || name == "currentOutputWatermark"
 }
 
-func taskMetric(name string) (func(SubtaskDetails) (float64, bool), bool) {
+func taskMetric(name string) (func(restapi.SubtaskDetails) (float64, bool), bool) {
 	for _, m := range taskMetrics {
 		if m.name == name {
 			return m.get, true
@@ -408,7 +239,7 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	subs := subtasksOf(v)
 	if sel := listParam(r, "subtasks"); len(sel) > 0 {
-		var keep []SubtaskDetails
+		var keep []restapi.SubtaskDetails
 		for _, p := range sel {
 			lo, hi, isRange := strings.Cut(p, "-")
 			a, err1 := strconv.Atoi(lo)
@@ -430,9 +261,9 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	names := listParam(r, "get")
 	if len(names) == 0 {
-		out := make([]Metric, len(taskMetrics))
+		out := make([]restapi.Metric, len(taskMetrics))
 		for i, m := range taskMetrics {
-			out[i] = Metric{ID: m.name}
+			out[i] = restapi.Metric{ID: m.name}
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -478,8 +309,8 @@ func aggregations(w http.ResponseWriter, r *http.Request) (map[string]bool, bool
 // aggregateMetrics is Flink's answer to ?get=...&agg=...: each metric
 // asked for aggregated over the values valuesOf gives it, in the order
 // asked; a metric without values is left out, as Flink leaves it.
-func aggregateMetrics(names []string, aggs map[string]bool, valuesOf func(string) []float64) []AggregatedMetric {
-	out := []AggregatedMetric{}
+func aggregateMetrics(names []string, aggs map[string]bool, valuesOf func(string) []float64) []restapi.AggregatedMetric {
+	out := []restapi.AggregatedMetric{}
 	for _, name := range names {
 		vals := valuesOf(name)
 		if len(vals) == 0 {
@@ -496,7 +327,7 @@ func aggregateMetrics(names []string, aggs map[string]bool, valuesOf func(string
 		if hi > 0 && hi != avg {
 			skew = (hi - avg) / hi * 100
 		}
-		m := AggregatedMetric{ID: name}
+		m := restapi.AggregatedMetric{ID: name}
 		set := func(p **float64, on bool, x float64) {
 			if on {
 				*p = &x
@@ -514,8 +345,8 @@ func aggregateMetrics(names []string, aggs map[string]bool, valuesOf func(string
 
 // subtaskMetricValues lists "<subtask>.<metric>" of every subtask, in
 // subtask order, limited to want (nil: all).
-func subtaskMetricValues(v *Vertex, want func(string) bool) []Metric {
-	out := []Metric{}
+func subtaskMetricValues(v *restapi.Vertex, want func(string) bool) []restapi.Metric {
+	out := []restapi.Metric{}
 	for _, st := range subtasksOf(v) {
 		for _, m := range taskMetrics {
 			id := strconv.Itoa(st.Subtask) + "." + m.name
@@ -523,7 +354,7 @@ func subtaskMetricValues(v *Vertex, want func(string) bool) []Metric {
 				continue
 			}
 			if val, ok := metricValue(st, m.name, m.get); ok {
-				out = append(out, Metric{ID: id, Value: &val})
+				out = append(out, restapi.Metric{ID: id, Value: &val})
 			}
 		}
 	}
@@ -532,7 +363,7 @@ func subtaskMetricValues(v *Vertex, want func(string) bool) []Metric {
 
 // metricValue is a task metric of a subtask as Flink writes it: a string,
 // a watermark as an integer.
-func metricValue(st SubtaskDetails, name string, get func(SubtaskDetails) (float64, bool)) (string, bool) {
+func metricValue(st restapi.SubtaskDetails, name string, get func(restapi.SubtaskDetails) (float64, bool)) (string, bool) {
 	x, ok := get(st)
 	switch {
 	case !ok:
@@ -560,13 +391,13 @@ func (s *Server) getSubtaskIndexMetrics(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	subs := subtasksOf(v)
-	i := slices.IndexFunc(subs, func(st SubtaskDetails) bool { return st.Subtask == idx })
+	i := slices.IndexFunc(subs, func(st restapi.SubtaskDetails) bool { return st.Subtask == idx })
 	if i < 0 {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("vertex %s has no subtask %d (its parallelism is %d)", v.ID, idx, v.Parallelism))
 		return
 	}
 	names := listParam(r, "get")
-	out := []Metric{}
+	out := []restapi.Metric{}
 	for _, m := range taskMetrics {
 		if len(names) > 0 && !slices.Contains(names, m.name) {
 			continue
@@ -576,9 +407,9 @@ func (s *Server) getSubtaskIndexMetrics(w http.ResponseWriter, r *http.Request) 
 			continue
 		}
 		if len(names) == 0 {
-			out = append(out, Metric{ID: m.name})
+			out = append(out, restapi.Metric{ID: m.name})
 		} else {
-			out = append(out, Metric{ID: m.name, Value: &val})
+			out = append(out, restapi.Metric{ID: m.name, Value: &val})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -618,18 +449,18 @@ func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	i := slices.IndexFunc(tms, func(tm TaskManagerInfo) bool { return tm.ID == id })
+	i := slices.IndexFunc(tms, func(tm restapi.TaskManagerInfo) bool { return tm.ID == id })
 	if i < 0 {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("TaskManager %s is not registered (see GET /taskmanagers)", id))
 		return
 	}
 	tm := tms[i]
-	for _, rp := range []*ResourceProfile{&tm.TotalResource, &tm.FreeResource} {
+	for _, rp := range []*restapi.ResourceProfile{&tm.TotalResource, &tm.FreeResource} {
 		if rp.ExtendedResources == nil {
 			rp.ExtendedResources = map[string]float64{}
 		}
 	}
-	metrics := TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}
+	metrics := restapi.TaskManagerMetricsInfo{GarbageCollectors: []restapi.GarbageCollectorInfo{}}
 	mctx, mcancel := context.WithTimeout(ctx, tmMetricsTimeout)
 	defer mcancel()
 	if ms, err := s.backend.TaskManagerMetrics(mctx, id); err == nil {
@@ -638,15 +469,15 @@ func (s *Server) getTaskManager(w http.ResponseWriter, r *http.Request) {
 		// The TaskManager's registration is still worth answering.
 		s.log.Warn("TaskManager metrics for GET /taskmanagers/:id", "taskmanager", id, "error", err)
 	}
-	writeJSON(w, http.StatusOK, TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []SlotInfo{}, Metrics: metrics})
+	writeJSON(w, http.StatusOK, restapi.TaskManagerDetails{TaskManagerInfo: tm, AllocatedSlots: []restapi.SlotInfo{}, Metrics: metrics})
 }
 
 // taskManagerMetricsInfo fills the members of TaskManagerMetricsInfo a Go
 // process has (heap, non-heap, the Go collector) from its Status.JVM.*
 // metrics.
-func taskManagerMetricsInfo(ms []ProcessMetric) TaskManagerMetricsInfo {
-	out := TaskManagerMetricsInfo{GarbageCollectors: []GarbageCollectorInfo{}}
-	gcs := map[string]*GarbageCollectorInfo{}
+func taskManagerMetricsInfo(ms []ProcessMetric) restapi.TaskManagerMetricsInfo {
+	out := restapi.TaskManagerMetricsInfo{GarbageCollectors: []restapi.GarbageCollectorInfo{}}
+	gcs := map[string]*restapi.GarbageCollectorInfo{}
 	var gcNames []string
 	for _, m := range ms {
 		v := int64(m.Value)
@@ -675,7 +506,7 @@ func taskManagerMetricsInfo(ms []ProcessMetric) TaskManagerMetricsInfo {
 			name, what := gcMetric[:i], gcMetric[i+1:]
 			gc := gcs[name]
 			if gc == nil {
-				gc = &GarbageCollectorInfo{Name: name}
+				gc = &restapi.GarbageCollectorInfo{Name: name}
 				gcs[name] = gc
 				gcNames = append(gcNames, name)
 			}
@@ -691,35 +522,6 @@ func taskManagerMetricsInfo(ms []ProcessMetric) TaskManagerMetricsInfo {
 		out.GarbageCollectors = append(out.GarbageCollectors, *gcs[n])
 	}
 	return out
-}
-
-// CheckpointConfigInfo is the body of GET /jobs/:jobid/checkpoints/config
-// (Flink's CheckpointConfigInfo), read from the job's effective
-// configuration. Sluice has no unaligned checkpoints and no changelog
-// state: those members are Flink's values for them off.
-type CheckpointConfigInfo struct {
-	Mode                        string                    `json:"mode"`
-	Interval                    int64                     `json:"interval"`
-	Timeout                     int64                     `json:"timeout"`
-	MinPause                    int64                     `json:"min_pause"`
-	MaxConcurrent               int64                     `json:"max_concurrent"`
-	Externalization             ExternalizedCheckpointCfg `json:"externalization"`
-	StateBackend                string                    `json:"state_backend"`
-	CheckpointStorage           string                    `json:"checkpoint_storage"`
-	UnalignedCheckpoints        bool                      `json:"unaligned_checkpoints"`
-	TolerableFailedCheckpoints  int                       `json:"tolerable_failed_checkpoints"`
-	AlignedCheckpointTimeout    int64                     `json:"aligned_checkpoint_timeout"`
-	CheckpointsAfterTasksFinish bool                      `json:"checkpoints_after_tasks_finish"`
-	StateChangelogEnabled       bool                      `json:"state_changelog_enabled"`
-	ChangelogMaterialization    int64                     `json:"changelog_periodic_materialization_interval"`
-	ChangelogStorage            string                    `json:"changelog_storage"`
-}
-
-// ExternalizedCheckpointCfg is whether completed checkpoints outlive the
-// job (Flink's ExternalizedCheckpointInfo).
-type ExternalizedCheckpointCfg struct {
-	Enabled              bool `json:"enabled"`
-	DeleteOnCancellation bool `json:"delete_on_cancellation"`
 }
 
 func (s *Server) getCheckpointConfig(w http.ResponseWriter, r *http.Request) {
@@ -741,13 +543,13 @@ func (s *Server) getCheckpointConfig(w http.ResponseWriter, r *http.Request) {
 	if conf.Get(c, conf.StateBackendType) == conf.StateBackendPebble {
 		backend = "PebbleStateBackend"
 	}
-	writeJSON(w, http.StatusOK, CheckpointConfigInfo{
+	writeJSON(w, http.StatusOK, restapi.CheckpointConfigInfo{
 		Mode:                       strings.ToLower(conf.Get(c, conf.CheckpointingMode)),
 		Interval:                   conf.Get(c, conf.CheckpointingInterval).Milliseconds(),
 		Timeout:                    conf.Get(c, conf.CheckpointingTimeout).Milliseconds(),
 		MinPause:                   conf.Get(c, conf.CheckpointingMinPause).Milliseconds(),
 		MaxConcurrent:              int64(conf.Get(c, conf.CheckpointingMaxConcurrent)),
-		Externalization:            ExternalizedCheckpointCfg{Enabled: retention != conf.NoExternalizedCheckpoints, DeleteOnCancellation: retention == conf.DeleteOnCancellation},
+		Externalization:            restapi.ExternalizedCheckpointCfg{Enabled: retention != conf.NoExternalizedCheckpoints, DeleteOnCancellation: retention == conf.DeleteOnCancellation},
 		StateBackend:               backend,
 		CheckpointStorage:          storage,
 		TolerableFailedCheckpoints: conf.Get(c, conf.CheckpointingTolerableFailures),

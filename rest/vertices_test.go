@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/resttest"
@@ -23,25 +25,25 @@ func vertexFixture(t *testing.T) (*resttest.Backend, *clock.Manual) {
 	clk := clock.NewManual(start)
 	b := resttest.New()
 	b.Clock = clk
-	sub := func(i int, in, out int64, busy float64, wm int64) rest.SubtaskDetails {
-		return rest.SubtaskDetails{Subtask: i, Status: rest.TaskRunning, Endpoint: "127.0.0.1:6122", StartTime: start - 50_000, EndTime: -1,
+	sub := func(i int, in, out int64, busy float64, wm int64) restapi.SubtaskDetails {
+		return restapi.SubtaskDetails{Subtask: i, Status: restapi.TaskRunning, Endpoint: "127.0.0.1:6122", StartTime: start - 50_000, EndTime: -1,
 			Duration: 50_000, TaskManagerID: "tm-1", Watermark: wm, OutputWatermark: math.MinInt64,
-			StatusDuration:  map[rest.ExecutionState]int64{rest.TaskDeploying: 1_000, rest.TaskRunning: 49_000},
-			StateTimestamps: map[rest.ExecutionState]int64{rest.TaskDeploying: start - 50_000, rest.TaskRunning: start - 49_000},
-			Metrics: rest.IOMetrics{ReadRecords: in, WriteRecords: out, ReadRecordsComplete: true, WriteRecordsComplete: true,
+			StatusDuration:  map[restapi.ExecutionState]int64{restapi.TaskDeploying: 1_000, restapi.TaskRunning: 49_000},
+			StateTimestamps: map[restapi.ExecutionState]int64{restapi.TaskDeploying: start - 50_000, restapi.TaskRunning: start - 49_000},
+			Metrics: restapi.IOMetrics{ReadRecords: in, WriteRecords: out, ReadRecordsComplete: true, WriteRecordsComplete: true,
 				ReadBytesComplete: true, WriteBytesComplete: true, AccumulatedBusyTime: busy, AccumulatedIdleTime: 100}}
 	}
 	b.AddJob(resttest.Job{
-		Overview: rest.JobOverview{ID: jobVertices, Name: "vertices", State: rest.JobRunning, StartTime: start - 60_000, EndTime: -1},
-		Details: rest.JobDetails{ID: jobVertices, Name: "vertices", State: rest.JobRunning, JobType: "STREAMING",
+		Overview: restapi.JobOverview{ID: jobVertices, Name: "vertices", State: restapi.JobRunning, StartTime: start - 60_000, EndTime: -1},
+		Details: restapi.JobDetails{ID: jobVertices, Name: "vertices", State: restapi.JobRunning, JobType: "STREAMING",
 			StartTime: start - 60_000, EndTime: -1, MaxParallelism: -1,
-			Vertices: []rest.Vertex{{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: rest.TaskRunning,
-				Subtasks: []rest.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), withRates(sub(1, 300, 290, 500, start-5_000))}}},
-			ExecutionConfig: &rest.ExecutionConfigInfo{RestartStrategy: "fixed-delay", Parallelism: 2},
+			Vertices: []restapi.Vertex{{ID: vertexB, Name: "Count -> Sink: print", MaxParallelism: 128, Parallelism: 2, Status: restapi.TaskRunning,
+				Subtasks: []restapi.SubtaskDetails{sub(0, 100, 90, 1500, math.MinInt64), withRates(sub(1, 300, 290, 500, start-5_000))}}},
+			ExecutionConfig: &restapi.ExecutionConfigInfo{RestartStrategy: "fixed-delay", Parallelism: 2},
 			Config: map[string]string{"parallelism.default": "2", "s3.secret-key": "hunter2", "execution.checkpointing.interval": "10 s",
 				"execution.checkpointing.dir": "hdfs:///ckpt", "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}},
 	})
-	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", Path: "127.0.0.1:6122", DataPort: -1, JMXPort: -1, SlotsNumber: 2, FreeSlots: 0}})
+	b.SetTaskManagers([]restapi.TaskManagerInfo{{ID: "tm-1", Path: "127.0.0.1:6122", DataPort: -1, JMXPort: -1, SlotsNumber: 2, FreeSlots: 0}})
 	b.SetMetrics(&rest.MetricsSnapshot{Jobs: []rest.JobMetrics{
 		{JobID: jobVertices, JobName: "vertices", Restarts: 2, Checkpoints: rest.CheckpointMetrics{Completed: 7, Failed: 1, LastDuration: 120,
 			LastSize: 4096, LastFullSize: 8192, LastRestoreTimestamp: start - 30_000}},
@@ -57,9 +59,9 @@ const (
 
 // withRates gives a subtask measured per-second figures and an output
 // watermark (subtask 0 of the fixture has neither yet).
-func withRates(s rest.SubtaskDetails) rest.SubtaskDetails {
+func withRates(s restapi.SubtaskDetails) restapi.SubtaskDetails {
 	s.OutputWatermark = s.Watermark - 1000
-	s.Rates = &rest.SubtaskRates{RecordsInPerSecond: 250.5, RecordsOutPerSecond: 240, BytesInPerSecond: 8192, BytesOutPerSecond: 4096,
+	s.Rates = &restapi.SubtaskRates{RecordsInPerSecond: 250.5, RecordsOutPerSecond: 240, BytesInPerSecond: 8192, BytesOutPerSecond: 4096,
 		BusyTimeMsPerSecond: 612, BackPressuredTimeMsPerSecond: 88, IdleTimeMsPerSecond: 300}
 	return s
 }

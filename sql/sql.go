@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/launch"
@@ -54,6 +55,10 @@ type Options struct {
 	Stdout io.Writer
 	// Log receives the jobs' logs. Nil: discarded.
 	Log *slog.Logger
+	// Terminal says that Stdout is a terminal: a SELECT's result is then
+	// shown as a table of its changes, unless ResultModeKey says otherwise
+	// (see there).
+	Terminal bool
 }
 
 // Session is a SQL client session: its catalog of tables and its settings.
@@ -92,7 +97,17 @@ type Job struct {
 	restarts int
 	name     string
 	metrics  *exec.Metrics
+	// view shows a SELECT's result (nil: printed as a changelog, or no
+	// SELECT); finished once, by the first Wait.
+	view      resultView
+	finish    sync.Once
+	cancelled atomic.Bool
+	query     bool
 }
+
+// Query reports whether the job is a SELECT's, whose result the client
+// shows (rather than an INSERT's).
+func (j *Job) Query() bool { return j.query }
 
 // ID is the job's identifier.
 func (j *Job) ID() string { return j.h.JobID() }
@@ -106,6 +121,9 @@ func (j *Job) Wait() error {
 	if res != nil {
 		j.restarts = res.Restarts
 	}
+	if j.view != nil {
+		j.finish.Do(func() { j.view.finish(j.cancelled.Load()) })
+	}
 	if err != nil {
 		return fmt.Errorf("sql: job %s (%s) failed: %w", j.name, j.ID(), err)
 	}
@@ -113,7 +131,10 @@ func (j *Job) Wait() error {
 }
 
 // Cancel stops the job.
-func (j *Job) Cancel() { j.h.Cancel() }
+func (j *Job) Cancel() {
+	j.cancelled.Store(true)
+	j.h.Cancel()
+}
 
 // StopWithSavepoint writes a savepoint into dir (empty: the configured
 // execution.checkpointing.savepoint-dir) and stops the job; a script run
@@ -225,7 +246,28 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	}
 	b := core.NewBuilder(par, 0)
 	m := &exec.Metrics{}
-	if err := exec.Compile(b, sinks, exec.Options{Config: cfg, Log: s.o.Log, Stdout: s.o.Stdout, Metrics: m}); err != nil {
+	var view resultView
+	query := len(sinks) == 1 && sinks[0].Table.Name == planner.SelectTable
+	if query {
+		mode := ResultChangelog
+		if s.o.Terminal {
+			mode = ResultTableau
+		}
+		if v, ok := cfg.Raw(ResultModeKey); ok {
+			mode = v.Value
+		}
+		if mode != ResultChangelog {
+			var err error
+			if view, err = newResultView(mode, sinks[0].Input.Fields(), s.o.Stdout, s.o.Terminal); err != nil {
+				return nil, err
+			}
+		}
+	}
+	eo := exec.Options{Config: cfg, Log: s.o.Log, Stdout: s.o.Stdout, Metrics: m}
+	if view != nil {
+		eo.Results = view.row
+	}
+	if err := exec.Compile(b, sinks, eo); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -247,7 +289,7 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	return &Job{h: h, name: name, metrics: m}, nil
+	return &Job{h: h, name: name, metrics: m, view: view, query: query}, nil
 }
 
 // IsScriptError reports whether err is a mistake in the script (syntax,

@@ -3,11 +3,11 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice/sluice/internal/typed"
 	"iter"
 
+	"github.com/sluice/sluice/internal/typed"
+
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/internal/runtime/state"
 )
 
 // BroadcastStateDescriptor declares a broadcast state: a map that every
@@ -285,34 +285,9 @@ func (d *StateDescriptor) stateDescriptor() *StateDescriptor { return d }
 // st gives the key's state (stream.Value(st, d) and so on), which fn may
 // read, change or clear. It is Flink's applyToKeyedState.
 func ApplyToKeyedState[K comparable](ctx *KeyedBroadcastContext[K], d AnyStateDescriptor, fn func(key K, st KeyedStateContext[K]) error) error {
-	name := d.stateDescriptor().Name
-	keyed := ctx.v.r.Keyed
-	var table state.Table
-	for _, t := range keyed.Tables() {
-		if t.Name() == name {
-			table = t
-			break
-		}
-	}
-	if table == nil {
-		return nil // no key has this state yet
-	}
-	kt, ok := table.(interface {
-		Keys(ns state.Void, fn func(K) error) error
-	})
-	if !ok {
-		return fmt.Errorf("stream: ApplyToKeyedState: state %q (%T) cannot list its keys", name, table)
-	}
-	var keys []K
-	if err := kt.Keys(state.Void{}, func(k K) error { keys = append(keys, k); return nil }); err != nil {
-		return err
-	}
-	defer keyed.ClearCurrentKey()
-	for _, k := range keys {
-		keyed.SetCurrentKey(k)
-		if err := fn(k, ctx.v); err != nil {
-			return err
-		}
+	err := ctx.v.states.ApplyToKeys(d.stateDescriptor().Name, func(k K) error { return fn(k, ctx.v) })
+	if err != nil {
+		return fmt.Errorf("stream: ApplyToKeyedState: %w", err)
 	}
 	return nil
 }

@@ -289,7 +289,7 @@ func newKeyedView[K comparable]() *keyedView[K] {
 // contexts are fields of the operator and never move.
 func (v *keyedView[K]) bind(r *typed.KeyedRuntime[K], rec, tim *typed.KeyedCtx[K]) {
 	v.r = r
-	v.states = newKeyedStates(r.Keyed)
+	v.states = typed.NewStates(r.Keyed)
 	v.ts.t = &r.TS
 	v.ctx.c = &rec.FnContext
 	v.tctx.c, v.tctx.t = &tim.FnContext, tim

@@ -3,7 +3,6 @@ package stream
 import (
 	"time"
 
-	"github.com/sluice/sluice/internal/runtime/state"
 	"github.com/sluice/sluice/internal/typed"
 )
 
@@ -148,8 +147,6 @@ type KeyedStateContext[K comparable] interface {
 // (internal/typed's store; the handles are typed's, cached as stream's
 // interfaces).
 type keyedStates[K comparable] = typed.States[K]
-
-func newKeyedStates[K comparable](k *state.Keyed[K]) *keyedStates[K] { return typed.NewStates(k) }
 
 // handle returns the cached handle for desc, creating it on first use. A
 // state that cannot be registered (the name is taken by state of another

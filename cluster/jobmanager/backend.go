@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
@@ -22,7 +24,7 @@ import (
 // TaskManagerLister lists the registered TaskManagers for the REST API
 // (the ResourceManager).
 type TaskManagerLister interface {
-	TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error)
+	TaskManagerInfos(ctx context.Context) ([]restapi.TaskManagerInfo, error)
 	// TaskManagerLogins returns the Kerberos logins the TaskManagers
 	// reported in their latest heartbeats (ComponentTaskManager), sorted
 	// by TaskManager id.
@@ -74,31 +76,31 @@ func restErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrNoJob):
-		return fmt.Errorf("%w: %w", rest.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", restapi.ErrNotFound, err)
 	case errors.Is(err, ErrJobEnded):
-		return fmt.Errorf("%w: %w", rest.ErrConflict, err)
+		return fmt.Errorf("%w: %w", restapi.ErrConflict, err)
 	case errors.Is(err, ErrBadSubmission):
-		return fmt.Errorf("%w: %w", rest.ErrBadRequest, err)
+		return fmt.Errorf("%w: %w", restapi.ErrBadRequest, err)
 	}
 	return err
 }
 
-func jobState(s jobmaster.Status) rest.JobState { return rest.JobState(s) }
+func jobState(s jobmaster.Status) restapi.JobState { return restapi.JobState(s) }
 
-func taskState(s jobmaster.Status) rest.ExecutionState {
+func taskState(s jobmaster.Status) restapi.ExecutionState {
 	switch s {
 	case jobmaster.StatusRunning:
-		return rest.TaskRunning
+		return restapi.TaskRunning
 	case jobmaster.StatusFinished:
-		return rest.TaskFinished
+		return restapi.TaskFinished
 	case jobmaster.StatusCanceled:
-		return rest.TaskCanceled
+		return restapi.TaskCanceled
 	case jobmaster.StatusFailed:
-		return rest.TaskFailed
+		return restapi.TaskFailed
 	case jobmaster.StatusRestarting:
-		return rest.TaskCanceling
+		return restapi.TaskCanceling
 	}
-	return rest.TaskCreated
+	return restapi.TaskCreated
 }
 
 func endTime(in Info) int64 {
@@ -137,14 +139,14 @@ func lastModification(in Info) int64 {
 // their ends). Before the first attempt is deployed, and for a job that
 // ended before it was, the JobMaster has none: the job's status then stands
 // for every subtask's, and the vertex's times are the job's.
-func vertexTasks(in Info, c *graph.Chain, now int64) rest.Vertex {
+func vertexTasks(in Info, c *graph.Chain, now int64) restapi.Vertex {
 	var states []TaskState
 	for _, t := range in.Tasks {
 		if t.Task.Vertex == c.ID {
 			states = append(states, t)
 		}
 	}
-	var v rest.Vertex
+	var v restapi.Vertex
 	if len(states) == 0 {
 		v.Status = taskState(in.Status)
 		v.Tasks.Add(v.Status, c.Parallelism)
@@ -182,38 +184,38 @@ func vertexTasks(in Info, c *graph.Chain, now int64) rest.Vertex {
 // in c (Flink's ExecutionJobVertex.getAggregateJobVertexState): a failure
 // shows first, then cancellation; running while any subtask runs or some
 // have finished; scheduled and deploying subtasks show as CREATED.
-func vertexState(c rest.StateCounts, parallelism int) rest.ExecutionState {
+func vertexState(c restapi.StateCounts, parallelism int) restapi.ExecutionState {
 	switch {
 	case c.Failed > 0:
-		return rest.TaskFailed
+		return restapi.TaskFailed
 	case c.Canceling > 0:
-		return rest.TaskCanceling
+		return restapi.TaskCanceling
 	case c.Canceled > 0:
-		return rest.TaskCanceled
+		return restapi.TaskCanceled
 	case c.Initializing > 0:
-		return rest.TaskInitializing
+		return restapi.TaskInitializing
 	case c.Running > 0:
-		return rest.TaskRunning
+		return restapi.TaskRunning
 	case c.Finished > 0 && c.Finished == parallelism:
-		return rest.TaskFinished
+		return restapi.TaskFinished
 	case c.Finished > 0:
-		return rest.TaskRunning
+		return restapi.TaskRunning
 	}
-	return rest.TaskCreated
+	return restapi.TaskCreated
 }
 
-func overview(in Info, now int64) rest.JobOverview {
-	var sc rest.StateCounts
+func overview(in Info, now int64) restapi.JobOverview {
+	var sc restapi.StateCounts
 	for _, c := range in.Plan.Chains {
 		sc.Merge(vertexTasks(in, c, now).Tasks)
 	}
-	return rest.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
+	return restapi.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
 		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
 
 // Jobs implements rest.Backend.
-func (b Backend) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
-	var out []rest.JobOverview
+func (b Backend) Jobs(ctx context.Context) ([]restapi.JobOverview, error) {
+	var out []restapi.JobOverview
 	for _, in := range b.D.Jobs() {
 		out = append(out, overview(in, b.D.now()))
 	}
@@ -221,7 +223,7 @@ func (b Backend) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
 }
 
 func vertexID(jobID string) func(c *graph.Chain) string {
-	return func(c *graph.Chain) string { return rest.DeriveID(jobID, strconv.Itoa(c.ID)) }
+	return func(c *graph.Chain) string { return restapi.DeriveID(jobID, strconv.Itoa(c.ID)) }
 }
 
 func jobType(in Info) string {
@@ -232,17 +234,17 @@ func jobType(in Info) string {
 }
 
 // Job implements rest.Backend.
-func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error) {
+func (b Backend) Job(ctx context.Context, jobID string) (*restapi.JobDetails, error) {
 	in, err := b.D.Job(jobID)
 	if err != nil {
 		return nil, restErr(err)
 	}
 	now := b.D.now()
-	d := &rest.JobDetails{ID: in.ID, Name: in.Name, IsStoppable: false, State: jobState(in.Status), JobType: jobType(in),
+	d := &restapi.JobDetails{ID: in.ID, Name: in.Name, IsStoppable: false, State: jobState(in.Status), JobType: jobType(in),
 		StartTime: in.StartMillis, EndTime: endTime(in), Duration: duration(in, now), MaxParallelism: -1,
-		Timestamps: map[rest.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
-	for _, s := range []rest.JobState{rest.JobInitializing, rest.JobCreated, rest.JobRunning, rest.JobFailing, rest.JobFailed,
-		rest.JobCancelling, rest.JobCanceled, rest.JobFinished, rest.JobRestarting, rest.JobSuspended, rest.JobReconciling} {
+		Timestamps: map[restapi.JobState]int64{}, Plan: rest.NewJobPlan(in.ID, jobType(in), in.Plan, vertexID(in.ID))}
+	for _, s := range []restapi.JobState{restapi.JobInitializing, restapi.JobCreated, restapi.JobRunning, restapi.JobFailing, restapi.JobFailed,
+		restapi.JobCancelling, restapi.JobCanceled, restapi.JobFinished, restapi.JobRestarting, restapi.JobSuspended, restapi.JobReconciling} {
 		d.Timestamps[s] = in.Timestamps[jobmaster.Status(s)]
 	}
 	byVertex := map[string][]jobmaster.SubtaskMetrics{}
@@ -263,7 +265,7 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 		ms := byVertex[c.Name]
 		v.Subtasks = subtaskDetails(in, c, ms, now)
 		complete := len(ms) == c.Parallelism
-		v.Metrics = rest.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,
+		v.Metrics = restapi.IOMetrics{ReadRecordsComplete: complete, WriteRecordsComplete: complete,
 			ReadBytesComplete: complete, WriteBytesComplete: complete}
 		for _, m := range ms {
 			v.Metrics.ReadRecords += m.RecordsIn.Load()
@@ -286,7 +288,7 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 	if v, ok := in.Graph.Config[conf.RestartStrategyType.Key()]; ok && v != "" {
 		restart = v
 	}
-	d.ExecutionConfig = &rest.ExecutionConfigInfo{RestartStrategy: restart, Parallelism: conf.Get(cfg, conf.ParallelismDefault),
+	d.ExecutionConfig = &restapi.ExecutionConfigInfo{RestartStrategy: restart, Parallelism: conf.Get(cfg, conf.ParallelismDefault),
 		UserConfig: map[string]string{}}
 	return d, nil
 }
@@ -295,25 +297,25 @@ func (b Backend) Job(ctx context.Context, jobID string) (*rest.JobDetails, error
 // (GET /jobs/:jobid/vertices/:vertexid): their states as the JobMaster
 // follows them, with the TaskManager each was deployed to, and the metrics
 // their workers reported (ms). A subtask with neither is not listed.
-func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now int64) []rest.SubtaskDetails {
+func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now int64) []restapi.SubtaskDetails {
 	bySubtask := map[int]jobmaster.SubtaskMetrics{}
 	for _, m := range ms {
 		bySubtask[m.Subtask] = m
 	}
-	var out []rest.SubtaskDetails
+	var out []restapi.SubtaskDetails
 	seen := map[int]bool{}
 	for _, t := range in.Tasks {
 		if t.Task.Vertex != c.ID {
 			continue
 		}
 		seen[t.Task.Subtask] = true
-		sd := rest.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
-			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[rest.ExecutionState]int64{}, Watermark: math.MinInt64, OutputWatermark: math.MinInt64}
+		sd := restapi.SubtaskDetails{Subtask: t.Task.Subtask, Status: t.State, Attempt: in.Restarts, StartTime: -1, EndTime: -1, Duration: -1,
+			TaskManagerID: t.TaskManagerID, Endpoint: t.Endpoint, StatusDuration: map[restapi.ExecutionState]int64{}, Watermark: math.MinInt64, OutputWatermark: math.MinInt64}
 		// When the subtask entered its state, and when it was deployed:
 		// the times the JobMaster keeps.
-		sd.StateTimestamps = map[rest.ExecutionState]int64{t.State: t.Since}
+		sd.StateTimestamps = map[restapi.ExecutionState]int64{t.State: t.Since}
 		if t.Deploying > 0 {
-			sd.StateTimestamps[rest.TaskDeploying] = t.Deploying
+			sd.StateTimestamps[restapi.TaskDeploying] = t.Deploying
 			sd.StartTime = t.Deploying
 			sd.Duration = now - t.Deploying
 			if terminal(t.State) {
@@ -321,13 +323,13 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 			}
 		}
 		switch {
-		case t.State == rest.TaskRunning:
-			sd.StatusDuration[rest.TaskRunning] = now - t.Since
+		case t.State == restapi.TaskRunning:
+			sd.StatusDuration[restapi.TaskRunning] = now - t.Since
 			if t.Deploying > 0 {
-				sd.StatusDuration[rest.TaskDeploying] = t.Since - t.Deploying
+				sd.StatusDuration[restapi.TaskDeploying] = t.Since - t.Deploying
 			}
-		case t.State == rest.TaskDeploying && t.Deploying > 0:
-			sd.StatusDuration[rest.TaskDeploying] = now - t.Deploying
+		case t.State == restapi.TaskDeploying && t.Deploying > 0:
+			sd.StatusDuration[restapi.TaskDeploying] = now - t.Deploying
 		}
 		if m, ok := bySubtask[t.Task.Subtask]; ok {
 			sd.Metrics, sd.Watermark, sd.OutputWatermark, sd.Rates = subtaskIO(m), m.Watermark.Load(), m.OutputWatermark.Load(), subtaskRates(m)
@@ -338,44 +340,44 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		if seen[m.Subtask] {
 			continue
 		}
-		out = append(out, rest.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
-			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[rest.ExecutionState]int64{},
+		out = append(out, restapi.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
+			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[restapi.ExecutionState]int64{},
 			Metrics: subtaskIO(m), Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Rates: subtaskRates(m)})
 	}
-	slices.SortFunc(out, func(a, b rest.SubtaskDetails) int { return a.Subtask - b.Subtask })
+	slices.SortFunc(out, func(a, b restapi.SubtaskDetails) int { return a.Subtask - b.Subtask })
 	return out
 }
 
 // subtaskRates are one subtask's per-second figures; nil until the
 // JobMaster has sampled its counters twice.
-func subtaskRates(m jobmaster.SubtaskMetrics) *rest.SubtaskRates {
+func subtaskRates(m jobmaster.SubtaskMetrics) *restapi.SubtaskRates {
 	r, ok := m.Rates.PerSecond()
 	if !ok {
 		return nil
 	}
-	return &rest.SubtaskRates{RecordsInPerSecond: r.RecordsIn, RecordsOutPerSecond: r.RecordsOut,
+	return &restapi.SubtaskRates{RecordsInPerSecond: r.RecordsIn, RecordsOutPerSecond: r.RecordsOut,
 		BytesInPerSecond: r.BytesIn, BytesOutPerSecond: r.BytesOut, BusyTimeMsPerSecond: r.BusyTimeMs,
 		BackPressuredTimeMsPerSecond: r.BackPressuredTimeMs, IdleTimeMsPerSecond: r.IdleTimeMs}
 }
 
 // subtaskIO is one subtask's counters in Flink's form.
-func subtaskIO(m jobmaster.SubtaskMetrics) rest.IOMetrics {
-	return rest.IOMetrics{ReadRecords: m.RecordsIn.Load(), WriteRecords: m.RecordsOut.Load(), ReadBytes: m.BytesIn.Load(), WriteBytes: m.BytesOut.Load(),
+func subtaskIO(m jobmaster.SubtaskMetrics) restapi.IOMetrics {
+	return restapi.IOMetrics{ReadRecords: m.RecordsIn.Load(), WriteRecords: m.RecordsOut.Load(), ReadBytes: m.BytesIn.Load(), WriteBytes: m.BytesOut.Load(),
 		ReadRecordsComplete: true, WriteRecordsComplete: true, ReadBytesComplete: true, WriteBytesComplete: true,
 		AccumulatedBusyTime: float64(m.BusyNanos.Load() / 1e6), AccumulatedBackpressuredTime: m.BackpressuredNanos.Load() / 1e6,
 		AccumulatedIdleTime: m.IdleNanos.Load() / 1e6}
 }
 
 // JobExceptions implements rest.Backend.
-func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootExceptionInfo, error) {
+func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]restapi.RootExceptionInfo, error) {
 	in, err := b.D.Job(jobID)
 	if err != nil {
 		return nil, restErr(err)
 	}
-	var out []rest.RootExceptionInfo
+	var out []restapi.RootExceptionInfo
 	for i := len(in.Exceptions) - 1; i >= 0; i-- {
 		e := in.Exceptions[i]
-		r := rest.RootExceptionInfo{ExceptionInfo: exceptionInfo(e), ConcurrentExceptions: []rest.ExceptionInfo{}}
+		r := restapi.RootExceptionInfo{ExceptionInfo: exceptionInfo(e), ConcurrentExceptions: []restapi.ExceptionInfo{}}
 		for _, c := range e.Concurrent {
 			r.ConcurrentExceptions = append(r.ConcurrentExceptions, exceptionInfo(c))
 		}
@@ -387,43 +389,43 @@ func (b Backend) JobExceptions(ctx context.Context, jobID string) ([]rest.RootEx
 // exceptionInfo is a failure in Flink's form: the error's type where Flink
 // names the exception's class, and the failed subtask with its
 // TaskManager.
-func exceptionInfo(e JobException) rest.ExceptionInfo {
-	return rest.ExceptionInfo{ExceptionName: e.Class, Stacktrace: e.Message, Timestamp: e.Millis, TaskName: e.TaskName,
+func exceptionInfo(e JobException) restapi.ExceptionInfo {
+	return restapi.ExceptionInfo{ExceptionName: e.Class, Stacktrace: e.Message, Timestamp: e.Millis, TaskName: e.TaskName,
 		Endpoint: e.Endpoint, TaskManagerID: e.TaskManagerID, FailureLabels: map[string]string{}}
 }
 
-func checkpointStats(c jobmaster.CheckpointStats) rest.CheckpointStatistics {
-	s := rest.CheckpointStatistics{ID: c.ID, Status: rest.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
+func checkpointStats(c jobmaster.CheckpointStats) restapi.CheckpointStatistics {
+	s := restapi.CheckpointStatistics{ID: c.ID, Status: restapi.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
 		TriggerTimestamp: c.TriggerMillis, LatestAckTimestamp: c.EndMillis, EndToEndDuration: c.EndMillis - c.TriggerMillis,
-		CheckpointType: rest.TypeCheckpoint, ExternalPath: c.Path, CheckpointedSize: c.Bytes, StateSize: c.Bytes}
+		CheckpointType: restapi.TypeCheckpoint, ExternalPath: c.Path, CheckpointedSize: c.Bytes, StateSize: c.Bytes}
 	switch {
 	case c.Kind.IsStop():
-		s.CheckpointType = rest.TypeSyncSavepoint
+		s.CheckpointType = restapi.TypeSyncSavepoint
 	case c.Kind.IsSavepoint():
-		s.CheckpointType = rest.TypeSavepoint
+		s.CheckpointType = restapi.TypeSavepoint
 	}
 	if s.IsSavepoint {
 		s.SavepointFormat = "CANONICAL"
 	}
 	if c.Err != nil {
-		s.Status, s.FailureTimestamp, s.FailureMessage = rest.CheckpointFailed, c.EndMillis, c.Err.Error()
+		s.Status, s.FailureTimestamp, s.FailureMessage = restapi.CheckpointFailed, c.EndMillis, c.Err.Error()
 		s.EndToEndDuration = 0
 	}
 	return s
 }
 
 // JobCheckpoints implements rest.Backend.
-func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.CheckpointingStatistics, error) {
+func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*restapi.CheckpointingStatistics, error) {
 	in, err := b.D.Job(jobID)
 	if err != nil {
 		return nil, restErr(err)
 	}
 	if !in.Checkpointing {
-		return nil, fmt.Errorf("%w: job %s does not take checkpoints (set execution.checkpointing.interval)", rest.ErrNotFound, jobID)
+		return nil, fmt.Errorf("%w: job %s does not take checkpoints (set execution.checkpointing.interval)", restapi.ErrNotFound, jobID)
 	}
 	// The history, newest first as in Flink: the checkpoints in progress
 	// (newer than any that ended), then the ended ones.
-	var hist []rest.CheckpointStatistics
+	var hist []restapi.CheckpointStatistics
 	for i := len(in.InProgress) - 1; i >= 0; i-- {
 		hist = append(hist, withTasks(in, inProgressStats(in.InProgress[i])))
 	}
@@ -432,12 +434,12 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 	}
 	// Flink's total counts every checkpoint triggered, those in progress
 	// too; restored counts the restores (every restart from a checkpoint).
-	counts := rest.CheckpointCounts{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed),
+	counts := restapi.CheckpointCounts{Completed: int64(in.Checkpoints.Completed), Failed: int64(in.Checkpoints.Failed),
 		InProgress: len(in.InProgress), Restored: int64(in.Restores),
 		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed + len(in.InProgress))}
-	var restored *rest.RestoredCheckpoint
+	var restored *restapi.RestoredCheckpoint
 	if r := in.Restored; r != nil {
-		restored = &rest.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
+		restored = &restapi.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
 	}
 	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
 }
@@ -447,12 +449,12 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*rest.Checkp
 // subtask of the job; of one in progress or failed the JobMaster keeps no
 // count of acknowledgements, so they are 0 there. The per-vertex sizes are
 // not kept either (0); the times are the checkpoint's.
-func withTasks(in Info, s rest.CheckpointStatistics) rest.CheckpointStatistics {
-	s.Tasks = map[string]rest.TaskCheckpointStatistics{}
+func withTasks(in Info, s restapi.CheckpointStatistics) restapi.CheckpointStatistics {
+	s.Tasks = map[string]restapi.TaskCheckpointStatistics{}
 	s.NumSubtasks, s.NumAcknowledgedSubtasks = 0, 0
 	for _, c := range in.Plan.Chains {
-		ts := rest.TaskCheckpointStatistics{ID: s.ID, Status: s.Status, NumSubtasks: c.Parallelism}
-		if s.Status == rest.CheckpointCompleted {
+		ts := restapi.TaskCheckpointStatistics{ID: s.ID, Status: s.Status, NumSubtasks: c.Parallelism}
+		if s.Status == restapi.CheckpointCompleted {
 			ts.NumAcknowledgedSubtasks = c.Parallelism
 			ts.LatestAckTimestamp, ts.EndToEndDuration = s.LatestAckTimestamp, s.EndToEndDuration
 		}
@@ -464,14 +466,14 @@ func withTasks(in Info, s rest.CheckpointStatistics) rest.CheckpointStatistics {
 }
 
 // inProgressStats is a checkpoint or savepoint in progress.
-func inProgressStats(c jobmaster.CheckpointStats) rest.CheckpointStatistics {
+func inProgressStats(c jobmaster.CheckpointStats) restapi.CheckpointStatistics {
 	s := checkpointStats(c)
-	s.Status, s.LatestAckTimestamp, s.EndToEndDuration = rest.CheckpointInProgress, 0, 0
+	s.Status, s.LatestAckTimestamp, s.EndToEndDuration = restapi.CheckpointInProgress, 0, 0
 	return s
 }
 
 // JobResult implements rest.Backend.
-func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
+func (b Backend) JobResult(ctx context.Context, jobID string) (*restapi.JobResult, error) {
 	in, err := b.D.Job(jobID)
 	if err != nil {
 		return nil, restErr(err)
@@ -479,19 +481,19 @@ func (b Backend) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 	if !in.Status.Terminal() {
 		return nil, nil
 	}
-	r := &rest.JobResult{ID: in.ID, Name: in.Name, NetRuntime: duration(in, b.D.now()), StartTime: in.StartMillis, EndTime: in.EndMillis,
-		AccumulatorResults: rest.Accumulators{"restarts": int64(in.Restarts), "checkpoints": int64(in.Checkpoints.Completed)}}
+	r := &restapi.JobResult{ID: in.ID, Name: in.Name, NetRuntime: duration(in, b.D.now()), StartTime: in.StartMillis, EndTime: in.EndMillis,
+		AccumulatorResults: restapi.Accumulators{"restarts": int64(in.Restarts), "checkpoints": int64(in.Checkpoints.Completed)}}
 	if in.StopSavepoint != "" {
 		r.AccumulatorResults["savepoint"] = in.StopSavepoint
 	}
 	switch in.Status {
 	case jobmaster.StatusFinished:
-		r.ApplicationStatus = rest.AppSucceeded
+		r.ApplicationStatus = restapi.AppSucceeded
 	case jobmaster.StatusCanceled:
-		r.ApplicationStatus = rest.AppCanceled
+		r.ApplicationStatus = restapi.AppCanceled
 	default:
-		r.ApplicationStatus = rest.AppFailed
-		r.FailureCause = rest.ThrowableOf(in.Err)
+		r.ApplicationStatus = restapi.AppFailed
+		r.FailureCause = restapi.ThrowableOf(in.Err)
 	}
 	return r, nil
 }
@@ -515,7 +517,7 @@ func (b Backend) SubmitJob(ctx context.Context, s *rest.Submission) (string, err
 // ShutDownCluster implements rest.Backend.
 func (b Backend) ShutDownCluster(context.Context) error {
 	if b.ShutDown == nil {
-		return fmt.Errorf("%w: this JobManager cannot be shut down over REST", rest.ErrBadRequest)
+		return fmt.Errorf("%w: this JobManager cannot be shut down over REST", restapi.ErrBadRequest)
 	}
 	b.ShutDown()
 	return nil
@@ -555,7 +557,7 @@ func (b Backend) StopWithSavepoint(ctx context.Context, jobID string, req rest.S
 func (b Backend) DisposeSavepoint(ctx context.Context, path string) error {
 	fsys, p, err := b.D.cfg.FileSystems.For(path)
 	if err != nil {
-		return fmt.Errorf("%w: disposing of savepoint %q: %w", rest.ErrBadRequest, path, err)
+		return fmt.Errorf("%w: disposing of savepoint %q: %w", restapi.ErrBadRequest, path, err)
 	}
 	err = storage.DisposeSavepoint(fsys, p)
 	switch {
@@ -563,9 +565,9 @@ func (b Backend) DisposeSavepoint(ctx context.Context, path string) error {
 		b.D.log.Info("savepoint disposed of", "path", path)
 		return nil
 	case errors.Is(err, storage.ErrNotSavepoint), errors.Is(err, storage.ErrBadName):
-		return fmt.Errorf("%w: %w; nothing was deleted: only savepoints are disposed of", rest.ErrBadRequest, err)
+		return fmt.Errorf("%w: %w; nothing was deleted: only savepoints are disposed of", restapi.ErrBadRequest, err)
 	case errors.Is(err, iofs.ErrNotExist):
-		return fmt.Errorf("%w: %w", rest.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", restapi.ErrNotFound, err)
 	}
 	return err
 }
@@ -573,8 +575,8 @@ func (b Backend) DisposeSavepoint(ctx context.Context, path string) error {
 // canonical refuses a savepoint format other than CANONICAL, the only one
 // the JobMasters write.
 func canonical(format string) error {
-	if format != "" && format != rest.FormatCanonical {
-		return fmt.Errorf("%w: savepoint format %q: only %s savepoints are written", rest.ErrBadRequest, format, rest.FormatCanonical)
+	if format != "" && format != restapi.FormatCanonical {
+		return fmt.Errorf("%w: savepoint format %q: only %s savepoints are written", restapi.ErrBadRequest, format, restapi.FormatCanonical)
 	}
 	return nil
 }
@@ -594,16 +596,16 @@ func (b Backend) TriggerCheckpoint(ctx context.Context, jobID string, req rest.C
 // checkpointKind is the kind of checkpoint of a REST checkpoint type.
 func checkpointKind(typ string) (checkpoint.Kind, error) {
 	switch typ {
-	case "", rest.CheckpointConfigured:
+	case "", restapi.CheckpointConfigured:
 		return checkpoint.Checkpoint, nil
-	case rest.CheckpointFull:
+	case restapi.CheckpointFull:
 		return checkpoint.FullCheckpoint, nil
 	}
-	return 0, fmt.Errorf("%w: checkpoint type %q: use %s or %s", rest.ErrBadRequest, typ, rest.CheckpointConfigured, rest.CheckpointFull)
+	return 0, fmt.Errorf("%w: checkpoint type %q: use %s or %s", restapi.ErrBadRequest, typ, restapi.CheckpointConfigured, restapi.CheckpointFull)
 }
 
 // TaskManagers implements rest.Backend.
-func (b Backend) TaskManagers(ctx context.Context) ([]rest.TaskManagerInfo, error) {
+func (b Backend) TaskManagers(ctx context.Context) ([]restapi.TaskManagerInfo, error) {
 	if b.TMs == nil {
 		return nil, nil
 	}

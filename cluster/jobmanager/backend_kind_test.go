@@ -4,8 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
-	"github.com/sluice/sluice/rest"
 )
 
 // TestCheckpointKind checks which kind of checkpoint a REST checkpoint
@@ -17,10 +18,10 @@ func TestCheckpointKind(t *testing.T) {
 		err  error
 	}{
 		{"", checkpoint.Checkpoint, nil},
-		{rest.CheckpointConfigured, checkpoint.Checkpoint, nil},
-		{rest.CheckpointFull, checkpoint.FullCheckpoint, nil},
-		{"INCREMENTAL", 0, rest.ErrBadRequest},
-		{"full", 0, rest.ErrBadRequest}, // the REST layer hands on upper case
+		{restapi.CheckpointConfigured, checkpoint.Checkpoint, nil},
+		{restapi.CheckpointFull, checkpoint.FullCheckpoint, nil},
+		{"INCREMENTAL", 0, restapi.ErrBadRequest},
+		{"full", 0, restapi.ErrBadRequest}, // the REST layer hands on upper case
 	} {
 		got, err := checkpointKind(tc.typ)
 		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
@@ -36,9 +37,9 @@ func TestSavepointFormat(t *testing.T) {
 		err    error
 	}{
 		{"", nil},
-		{rest.FormatCanonical, nil},
-		{rest.FormatNative, rest.ErrBadRequest},
-		{"ZIP", rest.ErrBadRequest},
+		{restapi.FormatCanonical, nil},
+		{restapi.FormatNative, restapi.ErrBadRequest},
+		{"ZIP", restapi.ErrBadRequest},
 	} {
 		if err := canonical(tc.format); !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 			t.Errorf("canonical(%q) = %v, want %v", tc.format, err, tc.err)

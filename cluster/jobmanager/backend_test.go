@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/cluster/resourcemanager"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
@@ -255,13 +257,13 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 		},
 			// The dashboard's view of a vertex: each subtask with its
 			// state, TaskManager and counters.
-			job + "/vertices/" + rest.DeriveID(id, "1"): {
+			job + "/vertices/" + restapi.DeriveID(id, "1"): {
 				"name": `"print"`, "subtasks/0/subtask": "0", "subtasks/1/subtask": "1",
 				"subtasks/1/status": `"RUNNING"`, "subtasks/1/taskmanager-id": fmt.Sprintf("%q", taskManagerIDs[1]),
 				"subtasks/1/metrics/read-bytes": "3001", "subtasks/1/metrics/read-records": "100",
 				"subtasks/1/start-time": fmt.Sprint(t0), "subtasks/1/end-time": "-1",
 			},
-			job + "/vertices/" + rest.DeriveID(id, "1") + "/subtasks/metrics?get=numBytesIn&agg=sum": {"0/id": `"numBytesIn"`, "0/sum": "6001"},
+			job + "/vertices/" + restapi.DeriveID(id, "1") + "/subtasks/metrics?get=numBytesIn&agg=sum": {"0/id": `"numBytesIn"`, "0/sum": "6001"},
 			job + "/config": {"execution-config/restart-strategy": `"fixed-delay"`, "execution-config/user-config": "{}", "name": `"numbers"`},
 		}},
 		{name: "a checkpoint in progress", do: func(t *testing.T) {
@@ -386,19 +388,19 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 func TestVertexState(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		counts rest.StateCounts
-		want   rest.ExecutionState
+		counts restapi.StateCounts
+		want   restapi.ExecutionState
 	}{
-		{"scheduled", rest.StateCounts{Scheduled: 2}, rest.TaskCreated},
-		{"deploying", rest.StateCounts{Scheduled: 1, Deploying: 1}, rest.TaskCreated},
-		{"running", rest.StateCounts{Running: 2}, rest.TaskRunning},
-		{"one finished, one running", rest.StateCounts{Running: 1, Finished: 1}, rest.TaskRunning},
-		{"one finished, one deploying", rest.StateCounts{Deploying: 1, Finished: 1}, rest.TaskRunning},
-		{"all finished", rest.StateCounts{Finished: 2}, rest.TaskFinished},
-		{"canceling", rest.StateCounts{Running: 1, Canceling: 1}, rest.TaskCanceling},
-		{"canceled and canceling", rest.StateCounts{Canceled: 1, Canceling: 1}, rest.TaskCanceling},
-		{"canceled", rest.StateCounts{Canceled: 1, Finished: 1}, rest.TaskCanceled},
-		{"a failure shows first", rest.StateCounts{Failed: 1, Canceling: 1}, rest.TaskFailed},
+		{"scheduled", restapi.StateCounts{Scheduled: 2}, restapi.TaskCreated},
+		{"deploying", restapi.StateCounts{Scheduled: 1, Deploying: 1}, restapi.TaskCreated},
+		{"running", restapi.StateCounts{Running: 2}, restapi.TaskRunning},
+		{"one finished, one running", restapi.StateCounts{Running: 1, Finished: 1}, restapi.TaskRunning},
+		{"one finished, one deploying", restapi.StateCounts{Deploying: 1, Finished: 1}, restapi.TaskRunning},
+		{"all finished", restapi.StateCounts{Finished: 2}, restapi.TaskFinished},
+		{"canceling", restapi.StateCounts{Running: 1, Canceling: 1}, restapi.TaskCanceling},
+		{"canceled and canceling", restapi.StateCounts{Canceled: 1, Canceling: 1}, restapi.TaskCanceling},
+		{"canceled", restapi.StateCounts{Canceled: 1, Finished: 1}, restapi.TaskCanceled},
+		{"a failure shows first", restapi.StateCounts{Failed: 1, Canceling: 1}, restapi.TaskFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := vertexState(tc.counts, tc.counts.Total()); got != tc.want {
@@ -418,27 +420,27 @@ func TestTaskStates(t *testing.T) {
 		do   func()
 		want []TaskState
 	}{
-		{"scheduled", func() {}, []TaskState{{Task: a, State: rest.TaskScheduled, Since: 100}, {Task: b, State: rest.TaskScheduled, Since: 100}}},
+		{"scheduled", func() {}, []TaskState{{Task: a, State: restapi.TaskScheduled, Since: 100}, {Task: b, State: restapi.TaskScheduled, Since: 100}}},
 		{"deploying", func() {
 			ts.place(a, "tm-a", "h:1")
-			ts.set(a, rest.TaskDeploying, 110)
+			ts.set(a, restapi.TaskDeploying, 110)
 			ts.place(b, "tm-b", "h:2")
-			ts.set(b, rest.TaskDeploying, 120)
+			ts.set(b, restapi.TaskDeploying, 120)
 		},
-			[]TaskState{{Task: a, State: rest.TaskDeploying, Deploying: 110, Since: 110, TaskManagerID: "tm-a", Endpoint: "h:1"},
-				{Task: b, State: rest.TaskDeploying, Deploying: 120, Since: 120, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
-		{"running", func() { ts.setAll(rest.TaskRunning, 130) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
-				{Task: b, State: rest.TaskRunning, Deploying: 120, Since: 130, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
-		{"one failed", func() { ts.set(b, rest.TaskFailed, 140) },
-			[]TaskState{{Task: a, State: rest.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
-				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
-		{"the others are cancelled", func() { ts.setAll(rest.TaskCanceling, 150); ts.set(a, rest.TaskCanceled, 160) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
-				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
-		{"ended states stay", func() { ts.setAll(rest.TaskRunning, 170); ts.set(b, rest.TaskFinished, 180) },
-			[]TaskState{{Task: a, State: rest.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
-				{Task: b, State: rest.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
+			[]TaskState{{Task: a, State: restapi.TaskDeploying, Deploying: 110, Since: 110, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: restapi.TaskDeploying, Deploying: 120, Since: 120, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
+		{"running", func() { ts.setAll(restapi.TaskRunning, 130) },
+			[]TaskState{{Task: a, State: restapi.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: restapi.TaskRunning, Deploying: 120, Since: 130, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
+		{"one failed", func() { ts.set(b, restapi.TaskFailed, 140) },
+			[]TaskState{{Task: a, State: restapi.TaskRunning, Deploying: 110, Since: 130, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: restapi.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
+		{"the others are cancelled", func() { ts.setAll(restapi.TaskCanceling, 150); ts.set(a, restapi.TaskCanceled, 160) },
+			[]TaskState{{Task: a, State: restapi.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: restapi.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
+		{"ended states stay", func() { ts.setAll(restapi.TaskRunning, 170); ts.set(b, restapi.TaskFinished, 180) },
+			[]TaskState{{Task: a, State: restapi.TaskCanceled, Deploying: 110, Since: 160, TaskManagerID: "tm-a", Endpoint: "h:1"},
+				{Task: b, State: restapi.TaskFailed, Deploying: 120, Since: 140, TaskManagerID: "tm-b", Endpoint: "h:2"}}},
 	} {
 		step.do()
 		if got := ts.list(); !reflect.DeepEqual(got, step.want) {

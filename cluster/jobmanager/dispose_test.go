@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/rest"
 )
 
 // Backend.DisposeSavepoint deletes a savepoint through the cluster's file
@@ -42,12 +43,12 @@ func TestBackendDisposeSavepoint(t *testing.T) {
 		name, path string
 		want       error
 	}{
-		{"not a savepoint", "file://" + notSavepoint, rest.ErrBadRequest},
-		{"relative", "precious", rest.ErrBadRequest},
-		{"unknown scheme", "nope://x/y", rest.ErrBadRequest},
-		{"missing", "file://" + filepath.Join(dir, "savepoint-012345-000000000000"), rest.ErrNotFound},
+		{"not a savepoint", "file://" + notSavepoint, restapi.ErrBadRequest},
+		{"relative", "precious", restapi.ErrBadRequest},
+		{"unknown scheme", "nope://x/y", restapi.ErrBadRequest},
+		{"missing", "file://" + filepath.Join(dir, "savepoint-012345-000000000000"), restapi.ErrNotFound},
 		{"a savepoint", "file://" + sp, nil},
-		{"disposed of already", sp, rest.ErrNotFound},
+		{"disposed of already", sp, restapi.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := b.DisposeSavepoint(context.Background(), tc.path); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -67,15 +68,15 @@ func TestBackendDisposeSavepoint(t *testing.T) {
 // vertex; of one in progress the counts of acknowledgements are unknown.
 func TestCheckpointTasks(t *testing.T) {
 	in := Info{ID: "0123456789abcdef0123456789abcdef", Plan: &graph.Plan{Chains: []*graph.Chain{{ID: 0, Parallelism: 2}, {ID: 1, Parallelism: 3}}}}
-	done := withTasks(in, rest.CheckpointStatistics{ID: 4, Status: rest.CheckpointCompleted, LatestAckTimestamp: 900, EndToEndDuration: 40})
+	done := withTasks(in, restapi.CheckpointStatistics{ID: 4, Status: restapi.CheckpointCompleted, LatestAckTimestamp: 900, EndToEndDuration: 40})
 	if done.NumSubtasks != 5 || done.NumAcknowledgedSubtasks != 5 || len(done.Tasks) != 2 {
 		t.Fatalf("completed: %d of %d subtasks, tasks %v; want 5 of 5 at 2 vertices", done.NumAcknowledgedSubtasks, done.NumSubtasks, done.Tasks)
 	}
 	v1 := done.Tasks[vertexID(in.ID)(in.Plan.Chains[1])]
-	if v1 != (rest.TaskCheckpointStatistics{ID: 4, Status: rest.CheckpointCompleted, NumSubtasks: 3, NumAcknowledgedSubtasks: 3, LatestAckTimestamp: 900, EndToEndDuration: 40}) {
+	if v1 != (restapi.TaskCheckpointStatistics{ID: 4, Status: restapi.CheckpointCompleted, NumSubtasks: 3, NumAcknowledgedSubtasks: 3, LatestAckTimestamp: 900, EndToEndDuration: 40}) {
 		t.Errorf("vertex 1 of the completed checkpoint: %+v", v1)
 	}
-	running := withTasks(in, rest.CheckpointStatistics{ID: 5, Status: rest.CheckpointInProgress})
+	running := withTasks(in, restapi.CheckpointStatistics{ID: 5, Status: restapi.CheckpointInProgress})
 	if running.NumSubtasks != 5 || running.NumAcknowledgedSubtasks != 0 {
 		t.Errorf("in progress: %d of %d subtasks, want 0 of 5", running.NumAcknowledgedSubtasks, running.NumSubtasks)
 	}

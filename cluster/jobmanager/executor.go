@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,7 +24,6 @@ import (
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/rest"
 )
 
 // ErrGraphMismatch is wrapped by the error of a deployment whose worker
@@ -193,7 +194,7 @@ func (x *remoteExecutor) Deploy(ctx context.Context, d jobmaster.Deployment) (jo
 		}
 		for _, t := range w.tasks {
 			a.states.place(t, w.tm, w.tmAddr)
-			a.states.set(t, rest.TaskDeploying, jm.now())
+			a.states.set(t, restapi.TaskDeploying, jm.now())
 		}
 		if err := jm.d.submitTasks(ctx, w.tmAddr, req); err != nil {
 			if cause := context.Cause(ctx); cause != nil {
@@ -670,12 +671,12 @@ func (a *remoteAttempt) taskEnded(t checkpoint.TaskID, err error) {
 	if !a.step(abTaskEnded{t: t, err: err}).ok {
 		return
 	}
-	st := rest.TaskFinished
+	st := restapi.TaskFinished
 	switch {
 	case errors.Is(err, context.Canceled):
-		st = rest.TaskCanceled
+		st = restapi.TaskCanceled
 	case err != nil:
-		st = rest.TaskFailed
+		st = restapi.TaskFailed
 	}
 	a.states.set(t, st, a.x.jm.now())
 	a.events.TaskEnded(t, err)
@@ -721,7 +722,7 @@ func (a *remoteAttempt) Metrics() []jobmaster.SubtaskMetrics { return a.subtasks
 // Start implements jobmaster.Attempt.
 func (a *remoteAttempt) Start() {
 	a.step(abStart{})
-	a.states.setAll(rest.TaskRunning, a.x.jm.now())
+	a.states.setAll(restapi.TaskRunning, a.x.jm.now())
 	sessions := a.sessions()
 	for _, s := range sessions {
 		s.send(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Start{Start: &clusterpb.Start{}}})
@@ -813,7 +814,7 @@ func (a *remoteAttempt) AllFinished() {
 // Cancel implements jobmaster.Attempt: the workers cancel their tasks; the
 // TaskManagers kill workers that have not ended within the grace period.
 func (a *remoteAttempt) Cancel(cause error) {
-	a.states.setAll(rest.TaskCanceling, a.x.jm.now())
+	a.states.setAll(restapi.TaskCanceling, a.x.jm.now())
 	a.broadcast(&clusterpb.JobMasterMessage{Msg: &clusterpb.JobMasterMessage_Cancel{Cancel: &clusterpb.Cancel{Reason: cause.Error()}}})
 	a.wg.Add(1)
 	go func() {
@@ -874,9 +875,9 @@ func (a *remoteAttempt) release() { a.step(abRelease{}) }
 // deployment's, which a lost TaskManager also ends); its tasks end
 // CANCELED if the job is cancelled, else FAILED.
 func (a *remoteAttempt) abandon(jobCtx context.Context) {
-	st := rest.TaskFailed
+	st := restapi.TaskFailed
 	if jobCtx.Err() != nil {
-		st = rest.TaskCanceled
+		st = restapi.TaskCanceled
 	}
 	a.states.setAll(st, a.x.jm.now())
 	for _, s := range a.sessions() {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
@@ -73,7 +75,9 @@ func TestWorkerLogins(t *testing.T) {
 
 type fakeTMs struct{ logins []rest.KerberosLoginMetrics }
 
-func (f fakeTMs) TaskManagerInfos(context.Context) ([]rest.TaskManagerInfo, error) { return nil, nil }
+func (f fakeTMs) TaskManagerInfos(context.Context) ([]restapi.TaskManagerInfo, error) {
+	return nil, nil
+}
 func (f fakeTMs) TaskManagerLogins(context.Context) ([]rest.KerberosLoginMetrics, error) {
 	return f.logins, nil
 }

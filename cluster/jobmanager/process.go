@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"google.golang.org/grpc"
 
 	"github.com/sluice/sluice/cluster/clusterpb"
@@ -205,7 +207,7 @@ func RunWith(ctx context.Context, o Options) error {
 		cancel()
 		return fmt.Errorf("jobmanager: the REST endpoint's TLS: %w", err)
 	}
-	if rcfg.Token, err = rest.TokenFromConf(c); err != nil {
+	if rcfg.Token, err = restapi.TokenFromConf(c); err != nil {
 		d.Close()
 		srv.Stop()
 		cancel()
@@ -431,12 +433,12 @@ type rmLister struct {
 	}
 }
 
-func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo, error) {
+func (l rmLister) TaskManagerInfos(ctx context.Context) ([]restapi.TaskManagerInfo, error) {
 	tms, err := l.rm.TaskManagers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", rest.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", restapi.ErrUnavailable, err)
 	}
-	out := make([]rest.TaskManagerInfo, 0, len(tms))
+	out := make([]restapi.TaskManagerInfo, 0, len(tms))
 	for _, t := range tms {
 		out = append(out, taskManagerInfo(t))
 	}
@@ -444,9 +446,9 @@ func (l rmLister) TaskManagerInfos(ctx context.Context) ([]rest.TaskManagerInfo,
 }
 
 // taskManagerInfo is a TaskManager as GET /taskmanagers shows it.
-func taskManagerInfo(t resourcemanager.TaskManagerInfo) rest.TaskManagerInfo {
-	res := func(r resourcemanager.Resources) rest.ResourceProfile {
-		return rest.ResourceProfile{CPUCores: r.CPUCores, TaskHeapMemory: int(r.MemoryBytes >> 20), ExtendedResources: map[string]float64{}}
+func taskManagerInfo(t resourcemanager.TaskManagerInfo) restapi.TaskManagerInfo {
+	res := func(r resourcemanager.Resources) restapi.ResourceProfile {
+		return restapi.ResourceProfile{CPUCores: r.CPUCores, TaskHeapMemory: int(r.MemoryBytes >> 20), ExtendedResources: map[string]float64{}}
 	}
 	free := resourcemanager.Resources{CPUCores: t.SlotResources.CPUCores * float64(t.SlotsFree), MemoryBytes: t.SlotResources.MemoryBytes * int64(t.SlotsFree)}
 	// A TaskManager has no data port of its own: each of its workers opens
@@ -456,18 +458,18 @@ func taskManagerInfo(t resourcemanager.TaskManagerInfo) rest.TaskManagerInfo {
 	if t.DataPort > 0 {
 		dataPort = t.DataPort
 	}
-	return rest.TaskManagerInfo{ID: t.ID, Path: t.Address, DataPort: dataPort, JMXPort: -1,
+	return restapi.TaskManagerInfo{ID: t.ID, Path: t.Address, DataPort: dataPort, JMXPort: -1,
 		// Despite its name, Flink sends the time of the last heartbeat.
 		TimeSinceLastHeartbeat: t.LastHeartbeat.UnixMilli(), SlotsNumber: t.SlotsTotal, FreeSlots: t.SlotsFree,
 		TotalResource: res(t.Resources), FreeResource: res(free),
-		Hardware: rest.Hardware{CPUCores: t.Hardware.CPUCores, PhysicalMemory: t.Hardware.PhysicalMemoryBytes,
+		Hardware: restapi.Hardware{CPUCores: t.Hardware.CPUCores, PhysicalMemory: t.Hardware.PhysicalMemoryBytes,
 			FreeMemory: t.Hardware.FreeMemoryBytes, ManagedMemory: t.Hardware.ManagedMemoryBytes}}
 }
 
 func (l rmLister) TaskManagerLogins(ctx context.Context) ([]rest.KerberosLoginMetrics, error) {
 	tms, err := l.rm.TaskManagers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", rest.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", restapi.ErrUnavailable, err)
 	}
 	var out []rest.KerberosLoginMetrics
 	for _, t := range tms {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
@@ -30,7 +32,7 @@ func (b Backend) SampleVertex(ctx context.Context, jobID, vid string, req rest.S
 		}
 	}
 	if chain == nil {
-		return nil, fmt.Errorf("%w: job %s has no vertex %s", rest.ErrNotFound, jobID, vid)
+		return nil, fmt.Errorf("%w: job %s has no vertex %s", restapi.ErrNotFound, jobID, vid)
 	}
 	subtasks := req.Subtasks
 	if len(subtasks) == 0 {
@@ -41,13 +43,13 @@ func (b Backend) SampleVertex(ctx context.Context, jobID, vid string, req rest.S
 	var tasks []checkpoint.TaskID
 	for _, s := range subtasks {
 		if s < 0 || s >= chain.Parallelism {
-			return nil, fmt.Errorf("%w: vertex %s (%s) has no subtask %d", rest.ErrNotFound, vid, chain.Name, s)
+			return nil, fmt.Errorf("%w: vertex %s (%s) has no subtask %d", restapi.ErrNotFound, vid, chain.Name, s)
 		}
 		tasks = append(tasks, checkpoint.TaskID{Vertex: chain.ID, Subtask: s})
 	}
 	a := jm.exec.currentAttempt()
 	if a == nil {
-		return nil, fmt.Errorf("%w: job %s has not deployed its tasks yet", rest.ErrConflict, jobID)
+		return nil, fmt.Errorf("%w: job %s has not deployed its tasks yet", restapi.ErrConflict, jobID)
 	}
 	msg := &clusterpb.SampleTasks{Cpu: req.CPU, DurationMs: req.Duration.Milliseconds(), NumSamples: int32(req.NumSamples),
 		DelayMs: req.Delay.Milliseconds(), StackDepth: int32(req.StackDepth)}
@@ -61,9 +63,9 @@ func (a *remoteAttempt) sample(ctx context.Context, tasks []checkpoint.TaskID, r
 	placed := a.placed
 	a.mu.Unlock()
 	if !placed {
-		return nil, fmt.Errorf("%w: attempt %d of job %s is deploying its tasks", rest.ErrConflict, a.n, a.x.jm.id)
+		return nil, fmt.Errorf("%w: attempt %d of job %s is deploying its tasks", restapi.ErrConflict, a.n, a.x.jm.id)
 	}
-	states := map[checkpoint.TaskID]rest.ExecutionState{}
+	states := map[checkpoint.TaskID]restapi.ExecutionState{}
 	for _, st := range a.states.list() {
 		states[st.Task] = st.State
 	}
@@ -71,12 +73,12 @@ func (a *remoteAttempt) sample(ctx context.Context, tasks []checkpoint.TaskID, r
 	bySession := map[*session][]*clusterpb.TaskKey{}
 	var order []*session
 	for _, t := range tasks {
-		if st := states[t]; st != rest.TaskRunning {
-			return nil, fmt.Errorf("%w: subtask %s of job %s is %s, not RUNNING", rest.ErrConflict, t, a.x.jm.id, st)
+		if st := states[t]; st != restapi.TaskRunning {
+			return nil, fmt.Errorf("%w: subtask %s of job %s is %s, not RUNNING", restapi.ErrConflict, t, a.x.jm.id, st)
 		}
 		s := a.where[t]
 		if s == nil {
-			return nil, fmt.Errorf("%w: subtask %s of job %s runs nowhere", rest.ErrConflict, t, a.x.jm.id)
+			return nil, fmt.Errorf("%w: subtask %s of job %s runs nowhere", restapi.ErrConflict, t, a.x.jm.id)
 		}
 		if _, ok := bySession[s]; !ok {
 			order = append(order, s)
@@ -116,13 +118,13 @@ func (a *remoteAttempt) sample(ctx context.Context, tasks []checkpoint.TaskID, r
 		case r := <-p.ch:
 			if r.GetError() != "" {
 				if r.GetCpuBusy() {
-					return nil, fmt.Errorf("%w: %s", rest.ErrUnavailable, r.GetError())
+					return nil, fmt.Errorf("%w: %s", restapi.ErrUnavailable, r.GetError())
 				}
 				return nil, fmt.Errorf("jobmanager: sampling the tasks of %s: %s", p.s, r.GetError())
 			}
 			lists = append(lists, decodeStacks(r))
 		case <-p.s.done:
-			return nil, fmt.Errorf("%w: %s ended before it answered the sampling of its tasks", rest.ErrUnavailable, p.s)
+			return nil, fmt.Errorf("%w: %s ended before it answered the sampling of its tasks", restapi.ErrUnavailable, p.s)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

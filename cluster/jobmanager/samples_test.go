@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/clusterpb"
 	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/testwait"
@@ -33,7 +35,7 @@ func TestSampleVertexAsksTheWorkersOfItsSubtasks(t *testing.T) {
 	id := fc.submit(t.TempDir())
 	fc.worker(0, "tm-1")
 	fc.worker(0, "tm-2")
-	print := rest.DeriveID(id, "1")
+	print := restapi.DeriveID(id, "1")
 	ctx := context.Background()
 	var stacks []flamegraph.Stack
 	testwait.EventuallyNil(t, 30*time.Second, "a sampling of the running job", func() error {
@@ -70,10 +72,10 @@ func TestSampleVertexAsksTheWorkersOfItsSubtasks(t *testing.T) {
 		want       error
 		wantInText string
 	}{
-		{"an unknown job", "0123456789abcdef0123456789abcdef", print, rest.SampleRequest{}, false, rest.ErrNotFound, "no such job"},
-		{"an unknown vertex", id, rest.DeriveID(id, "7"), rest.SampleRequest{}, false, rest.ErrNotFound, "has no vertex"},
-		{"an unknown subtask", id, print, rest.SampleRequest{Subtasks: []int{2}}, false, rest.ErrNotFound, "has no subtask 2"},
-		{"a worker already profiling", id, print, rest.SampleRequest{CPU: true}, true, rest.ErrUnavailable, "a CPU profile is already being taken"},
+		{"an unknown job", "0123456789abcdef0123456789abcdef", print, rest.SampleRequest{}, false, restapi.ErrNotFound, "no such job"},
+		{"an unknown vertex", id, restapi.DeriveID(id, "7"), rest.SampleRequest{}, false, restapi.ErrNotFound, "has no vertex"},
+		{"an unknown subtask", id, print, rest.SampleRequest{Subtasks: []int{2}}, false, restapi.ErrNotFound, "has no subtask 2"},
+		{"a worker already profiling", id, print, rest.SampleRequest{CPU: true}, true, restapi.ErrUnavailable, "a CPU profile is already being taken"},
 	} {
 		fc.mu.Lock()
 		fc.sampleBusy = tc.busy

@@ -3,8 +3,9 @@ package jobmanager
 import (
 	"sync"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
-	"github.com/sluice/sluice/rest"
 )
 
 // TaskState is the execution state of one subtask of an attempt as its
@@ -14,7 +15,7 @@ import (
 // and FINISHED, CANCELED or FAILED as the worker reported its end.
 type TaskState struct {
 	Task  checkpoint.TaskID
-	State rest.ExecutionState
+	State restapi.ExecutionState
 	// Deploying is when its deployment began (epoch ms); 0 if it has not.
 	Deploying int64
 	// Since is when it entered State (epoch ms).
@@ -36,30 +37,30 @@ type taskStates struct {
 func newTaskStates(tasks []checkpoint.TaskID, now int64) *taskStates {
 	ts := &taskStates{order: tasks, by: make(map[checkpoint.TaskID]*TaskState, len(tasks))}
 	for _, t := range tasks {
-		ts.by[t] = &TaskState{Task: t, State: rest.TaskScheduled, Since: now}
+		ts.by[t] = &TaskState{Task: t, State: restapi.TaskScheduled, Since: now}
 	}
 	return ts
 }
 
-func terminal(s rest.ExecutionState) bool {
-	return s == rest.TaskFinished || s == rest.TaskCanceled || s == rest.TaskFailed
+func terminal(s restapi.ExecutionState) bool {
+	return s == restapi.TaskFinished || s == restapi.TaskCanceled || s == restapi.TaskFailed
 }
 
 // set moves task t to state s, unless it has ended.
-func (ts *taskStates) set(t checkpoint.TaskID, s rest.ExecutionState, now int64) {
+func (ts *taskStates) set(t checkpoint.TaskID, s restapi.ExecutionState, now int64) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.setLocked(t, s, now)
 }
 
 // REQUIRES: ts.mu held.
-func (ts *taskStates) setLocked(t checkpoint.TaskID, s rest.ExecutionState, now int64) {
+func (ts *taskStates) setLocked(t checkpoint.TaskID, s restapi.ExecutionState, now int64) {
 	cur := ts.by[t]
 	if cur == nil || terminal(cur.State) || cur.State == s {
 		return
 	}
 	cur.State, cur.Since = s, now
-	if s == rest.TaskDeploying && cur.Deploying == 0 {
+	if s == restapi.TaskDeploying && cur.Deploying == 0 {
 		cur.Deploying = now
 	}
 }
@@ -74,7 +75,7 @@ func (ts *taskStates) place(t checkpoint.TaskID, tm, endpoint string) {
 }
 
 // setAll moves every task that has not ended to state s.
-func (ts *taskStates) setAll(s rest.ExecutionState, now int64) {
+func (ts *taskStates) setAll(s restapi.ExecutionState, now int64) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, t := range ts.order {

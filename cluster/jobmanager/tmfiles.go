@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -26,19 +28,19 @@ const tmCallTimeout = 30 * time.Second
 // taskManagerClient is a client of the registered TaskManager id.
 func (b Backend) taskManagerClient(ctx context.Context, id string) (clusterpb.TaskManagerClient, error) {
 	if b.TMs == nil {
-		return nil, fmt.Errorf("%w: TaskManager %s is not registered: this JobManager has no ResourceManager", rest.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: TaskManager %s is not registered: this JobManager has no ResourceManager", restapi.ErrNotFound, id)
 	}
 	tms, err := b.TMs.TaskManagerInfos(ctx)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(tms, func(tm rest.TaskManagerInfo) bool { return tm.ID == id })
+	i := slices.IndexFunc(tms, func(tm restapi.TaskManagerInfo) bool { return tm.ID == id })
 	if i < 0 {
-		return nil, fmt.Errorf("%w: TaskManager %s is not registered (see GET /taskmanagers)", rest.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: TaskManager %s is not registered (see GET /taskmanagers)", restapi.ErrNotFound, id)
 	}
 	c, err := b.D.taskManager(tms[i].Path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: TaskManager %s at %s: %w", rest.ErrUnavailable, id, tms[i].Path, err)
+		return nil, fmt.Errorf("%w: TaskManager %s at %s: %w", restapi.ErrUnavailable, id, tms[i].Path, err)
 	}
 	return c, nil
 }
@@ -53,11 +55,11 @@ func tmErr(id string, err error) error {
 	msg := fmt.Sprintf("TaskManager %s: %s", id, s.Message())
 	switch s.Code() {
 	case codes.NotFound:
-		return fmt.Errorf("%w: %s", rest.ErrNotFound, msg)
+		return fmt.Errorf("%w: %s", restapi.ErrNotFound, msg)
 	case codes.InvalidArgument:
-		return fmt.Errorf("%w: %s", rest.ErrBadRequest, msg)
+		return fmt.Errorf("%w: %s", restapi.ErrBadRequest, msg)
 	case codes.Unavailable, codes.Unimplemented:
-		return fmt.Errorf("%w: %s", rest.ErrUnavailable, msg)
+		return fmt.Errorf("%w: %s", restapi.ErrUnavailable, msg)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s: %w", msg, context.DeadlineExceeded)
 	}
@@ -65,7 +67,7 @@ func tmErr(id string, err error) error {
 }
 
 // TaskManagerLogs implements rest.Backend.
-func (b Backend) TaskManagerLogs(ctx context.Context, id string) ([]rest.LogInfo, error) {
+func (b Backend) TaskManagerLogs(ctx context.Context, id string) ([]restapi.LogInfo, error) {
 	c, err := b.taskManagerClient(ctx, id)
 	if err != nil {
 		return nil, err
@@ -76,9 +78,9 @@ func (b Backend) TaskManagerLogs(ctx context.Context, id string) ([]rest.LogInfo
 	if err != nil {
 		return nil, tmErr(id, err)
 	}
-	out := make([]rest.LogInfo, 0, len(resp.GetFiles()))
+	out := make([]restapi.LogInfo, 0, len(resp.GetFiles()))
 	for _, f := range resp.GetFiles() {
-		out = append(out, rest.LogInfo{Name: f.GetName(), Size: f.GetSize(), MTime: f.GetMtimeMs()})
+		out = append(out, restapi.LogInfo{Name: f.GetName(), Size: f.GetSize(), MTime: f.GetMtimeMs()})
 	}
 	return out, nil
 }
@@ -160,7 +162,7 @@ func (s *logStream) Close() error {
 }
 
 // TaskManagerThreadDump implements rest.Backend.
-func (b Backend) TaskManagerThreadDump(ctx context.Context, id string) ([]rest.ThreadInfo, error) {
+func (b Backend) TaskManagerThreadDump(ctx context.Context, id string) ([]restapi.ThreadInfo, error) {
 	c, err := b.taskManagerClient(ctx, id)
 	if err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (b Backend) TaskManagerThreadDump(ctx context.Context, id string) ([]rest.T
 	}
 	out := rest.ParseGoroutineDump(resp.GetDump())
 	if resp.GetTruncated() {
-		out = append(out, rest.ThreadInfo{ThreadName: "(dump truncated)",
+		out = append(out, restapi.ThreadInfo{ThreadName: "(dump truncated)",
 			StringifiedThreadInfo: "The TaskManager cut its goroutine dump at its size limit; the goroutines after this point are not shown.\n"})
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -19,10 +21,10 @@ func TestTaskManagerErrorsInRESTTerms(t *testing.T) {
 		err  error
 		want error // nil: none of rest's
 	}{
-		{status.Error(codes.NotFound, "taskmanager: no such log file: x.log is not in the log directory /l"), rest.ErrNotFound},
-		{status.Error(codes.InvalidArgument, `taskmanager: invalid request: "../x" is not the name of a file`), rest.ErrBadRequest},
-		{status.Error(codes.Unavailable, "connection refused"), rest.ErrUnavailable},
-		{status.Error(codes.Unimplemented, "unknown method ListLogs"), rest.ErrUnavailable},
+		{status.Error(codes.NotFound, "taskmanager: no such log file: x.log is not in the log directory /l"), restapi.ErrNotFound},
+		{status.Error(codes.InvalidArgument, `taskmanager: invalid request: "../x" is not the name of a file`), restapi.ErrBadRequest},
+		{status.Error(codes.Unavailable, "connection refused"), restapi.ErrUnavailable},
+		{status.Error(codes.Unimplemented, "unknown method ListLogs"), restapi.ErrUnavailable},
 		{status.Error(codes.DeadlineExceeded, "too slow"), context.DeadlineExceeded},
 		{status.Error(codes.Internal, "disk on fire"), nil},
 	} {
@@ -31,7 +33,7 @@ func TestTaskManagerErrorsInRESTTerms(t *testing.T) {
 		if !strings.Contains(got.Error(), "tm-7") || !strings.Contains(got.Error(), msg) {
 			t.Errorf("%v: %q does not name the TaskManager and keep %q", tc.err, got, msg)
 		}
-		for _, e := range []error{rest.ErrNotFound, rest.ErrBadRequest, rest.ErrUnavailable, context.DeadlineExceeded} {
+		for _, e := range []error{restapi.ErrNotFound, restapi.ErrBadRequest, restapi.ErrUnavailable, context.DeadlineExceeded} {
 			if is := errors.Is(got, e); is != (e == tc.want) {
 				t.Errorf("%v: errors.Is(%q, %v) = %v", tc.err, got, e, is)
 			}
@@ -52,15 +54,17 @@ func TestUnknownTaskManager(t *testing.T) {
 	_, err4 := b.TaskManagerMetrics(ctx, "tm-2")
 	_, err5 := Backend{}.TaskManagerLogs(ctx, "tm-2")
 	for i, err := range []error{err1, err2, err3, err4, err5} {
-		if !errors.Is(err, rest.ErrNotFound) || !strings.Contains(err.Error(), "tm-2") {
+		if !errors.Is(err, restapi.ErrNotFound) || !strings.Contains(err.Error(), "tm-2") {
 			t.Errorf("question %d: %v, want ErrNotFound naming tm-2", i+1, err)
 		}
 	}
 }
 
-type listedTMs []rest.TaskManagerInfo
+type listedTMs []restapi.TaskManagerInfo
 
-func (l listedTMs) TaskManagerInfos(context.Context) ([]rest.TaskManagerInfo, error) { return l, nil }
+func (l listedTMs) TaskManagerInfos(context.Context) ([]restapi.TaskManagerInfo, error) {
+	return l, nil
+}
 func (l listedTMs) TaskManagerLogins(context.Context) ([]rest.KerberosLoginMetrics, error) {
 	return nil, nil
 }

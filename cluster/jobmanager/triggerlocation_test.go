@@ -1,6 +1,7 @@
 package jobmanager
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
+	"github.com/sluice/sluice/internal/testwait"
 )
 
 // TestTriggerTellsEveryWorkerWhereTheCheckpointGoes: a checkpoint is
@@ -63,18 +65,17 @@ func TestTriggerTellsEveryWorkerWhereTheCheckpointGoes(t *testing.T) {
 // checkpoint id, and returns it.
 func awaitTrigger(t *testing.T, r *runningSession, id int64) *clusterpb.TriggerCheckpoint {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var tr *clusterpb.TriggerCheckpoint
+	testwait.Eventually(t, 10*time.Second, fmt.Sprintf("the session of %s to send the trigger of checkpoint %d", r.s, id), func() bool {
 		r.stream.mu.Lock()
-		out := slices.Clone(r.stream.out)
-		r.stream.mu.Unlock()
-		for _, m := range out {
-			if tr := m.GetTrigger(); tr != nil && tr.CheckpointId == id {
-				return tr
+		defer r.stream.mu.Unlock()
+		for _, m := range r.stream.out {
+			if got := m.GetTrigger(); got != nil && got.CheckpointId == id {
+				tr = got
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("the session of %s sent no trigger of checkpoint %d", r.s, id)
-	return nil
+		return false
+	})
+	return tr
 }

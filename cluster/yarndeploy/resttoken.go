@@ -10,8 +10,9 @@ import (
 	iofs "io/fs"
 	"path"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/conf"
-	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -71,7 +72,7 @@ func (d *Deployer) stageRESTToken(st *staging) error {
 // predates them).
 func (d *Deployer) RESTToken(id yarn.ApplicationID) ([]byte, error) {
 	if !restTokenGenerated(d.opts.Conf) {
-		return rest.TokenFromConf(d.opts.Conf)
+		return restapi.TokenFromConf(d.opts.Conf)
 	}
 	dir, err := d.StagingDir(id)
 	if err != nil {

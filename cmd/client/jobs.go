@@ -12,13 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/sluice/sluice/cluster/hadoopenv"
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
-	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/tlsconf"
 )
@@ -38,7 +39,7 @@ func client(c *cli.Context) (*restclient.Client, error) {
 		if addr, err = restAddress(c, cfg); err != nil {
 			return nil, err
 		}
-		if token, err = rest.TokenFromConf(cfg); err != nil {
+		if token, err = restapi.TokenFromConf(cfg); err != nil {
 			return nil, err
 		}
 	case conf.TargetYarnSession:
@@ -68,7 +69,7 @@ func jobArg(c *cli.Context, maxArgs int) (string, error) {
 	if c.NArg() > maxArgs {
 		return "", usagef(c, "too many arguments %q: %s", c.Args().Slice()[maxArgs:], c.Command.UsageText)
 	}
-	id, ok := rest.ParseID(c.Args().First())
+	id, ok := restapi.ParseID(c.Args().First())
 	if !ok {
 		return "", usagef(c, "%q is not a job ID: a job ID is 32 hexadecimal characters, as 'sluice list' shows", c.Args().First())
 	}
@@ -121,20 +122,20 @@ func listCommand() *cli.Command {
 }
 
 // printJobs lists jobs in the form of Flink's list command.
-func printJobs(w io.Writer, jobs []rest.JobOverview, running, scheduled, ended bool) {
-	slices.SortStableFunc(jobs, func(a, b rest.JobOverview) int { return int(a.StartTime - b.StartTime) })
-	var run, sched, done []rest.JobOverview
+func printJobs(w io.Writer, jobs []restapi.JobOverview, running, scheduled, ended bool) {
+	slices.SortStableFunc(jobs, func(a, b restapi.JobOverview) int { return int(a.StartTime - b.StartTime) })
+	var run, sched, done []restapi.JobOverview
 	for _, j := range jobs {
 		switch {
 		case j.State.IsGloballyTerminal():
 			done = append(done, j)
-		case j.State == rest.JobCreated || j.State == rest.JobInitializing:
+		case j.State == restapi.JobCreated || j.State == restapi.JobInitializing:
 			sched = append(sched, j)
 		default:
 			run = append(run, j)
 		}
 	}
-	section := func(title, none string, js []rest.JobOverview) {
+	section := func(title, none string, js []restapi.JobOverview) {
 		if len(js) == 0 {
 			fmt.Fprintln(w, none)
 			return
@@ -158,9 +159,9 @@ func printJobs(w io.Writer, jobs []rest.JobOverview, running, scheduled, ended b
 
 func formatType(c *cli.Context) (string, error) {
 	switch t := strings.ToUpper(c.String("type")); t {
-	case "", rest.FormatCanonical:
+	case "", restapi.FormatCanonical:
 		return t, nil
-	case rest.FormatNative:
+	case restapi.FormatNative:
 		return "", usagef(c, "--type native is not supported: Sluice writes savepoints in the canonical format only "+
 			"(the same from either state backend, so they restore into both); use --type canonical or leave --type out")
 	default:
@@ -200,7 +201,7 @@ func savepointCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			req := rest.SavepointTriggerRequest{TargetDirectory: c.Args().Get(1), FormatType: format, TriggerID: rest.NewID()}
+			req := restapi.SavepointTriggerRequest{TargetDirectory: c.Args().Get(1), FormatType: format, TriggerID: restapi.NewID()}
 			fmt.Fprintf(c.App.Writer, "Triggering savepoint for job %s.\n", id)
 			if c.Bool("detached") {
 				trigger, err := cl.TriggerSavepoint(c.Context, id, req)
@@ -282,9 +283,9 @@ func checkpointCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			req := rest.CheckpointTriggerRequest{CheckpointType: rest.CheckpointConfigured, TriggerID: rest.NewID()}
+			req := restapi.CheckpointTriggerRequest{CheckpointType: restapi.CheckpointConfigured, TriggerID: restapi.NewID()}
 			if c.Bool("full") {
-				req.CheckpointType = rest.CheckpointFull
+				req.CheckpointType = restapi.CheckpointFull
 			}
 			fmt.Fprintf(c.App.Writer, "Triggering checkpoint for job %s.\nWaiting for response...\n", id)
 			ctx, cancel := withTimeout(c)
@@ -326,7 +327,7 @@ func stopCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			req := rest.StopRequest{TargetDirectory: c.String("savepointPath"), Drain: c.Bool("drain"), FormatType: format, TriggerID: rest.NewID()}
+			req := restapi.StopRequest{TargetDirectory: c.String("savepointPath"), Drain: c.Bool("drain"), FormatType: format, TriggerID: restapi.NewID()}
 			// Flink's words: a drained job ends (its windows fire); otherwise
 			// it is suspended at the savepoint.
 			verb := "Suspending"

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -273,7 +275,7 @@ func tokenCluster(t *testing.T, b *resttest.Backend, token []byte) string {
 
 func TestRunRemote(t *testing.T) {
 	b := resttest.New()
-	b.AutoFinish = rest.AppSucceeded
+	b.AutoFinish = restapi.AppSucceeded
 	addr := cluster(t, b)
 	r := sluice(t, Cluster{}, "run", "-m", addr, fakeJob, "remote job", "--flag")
 	if r.code != 0 || !strings.Contains(r.stdout, "ended: SUCCEEDED") {
@@ -298,12 +300,12 @@ func TestRunRemote(t *testing.T) {
 		t.Fatalf("detached remote run\n%s", r)
 	}
 	got = b.Received()
-	if st, _ := b.State(got[1].JobID); len(got) != 2 || st != rest.JobRunning {
+	if st, _ := b.State(got[1].JobID); len(got) != 2 || st != restapi.JobRunning {
 		t.Fatalf("the detached job is %s", st)
 	}
 
 	// A job that fails: the status is passed on.
-	b.AutoFinish = rest.AppFailed
+	b.AutoFinish = restapi.AppFailed
 	r = sluice(t, Cluster{}, "run", "-m", addr, fakeJob, "failing job")
 	if r.code != 1 || !strings.Contains(r.stderr, "job failed") {
 		t.Fatalf("failing remote job\n%s", r)
@@ -352,7 +354,7 @@ func (f *fakeYarn) Stop(_ context.Context, c *conf.Configuration, _ io.Writer) e
 
 func TestRunYarnHook(t *testing.T) {
 	b := resttest.New()
-	b.AutoFinish = rest.AppSucceeded
+	b.AutoFinish = restapi.AppSucceeded
 	for _, target := range []string{"yarn-session", "yarn-application"} {
 		r := sluice(t, Cluster{}, "run", "-t", target, "-Dyarn.application.id=application_1_0001", fakeJob)
 		if r.code != 1 || !strings.Contains(r.stderr, "--target "+target+" is not supported yet: YARN deployment (issue #5)") {
@@ -444,9 +446,9 @@ func TestInfo(t *testing.T) {
 
 func jobsFixture() *resttest.Backend {
 	b := resttest.New()
-	b.AddJob(resttest.Job{Overview: rest.JobOverview{ID: jobA, Name: "word count", State: rest.JobRunning, StartTime: 1_700_000_000_000, EndTime: -1}})
-	b.AddJob(resttest.Job{Overview: rest.JobOverview{ID: jobB, Name: "old job", State: rest.JobFinished, StartTime: 1_600_000_000_000, EndTime: 1_600_000_100_000}})
-	b.AddJob(resttest.Job{Overview: rest.JobOverview{ID: unknown[:31] + "0", Name: "starting", State: rest.JobCreated, StartTime: 1_700_000_100_000, EndTime: -1}})
+	b.AddJob(resttest.Job{Overview: restapi.JobOverview{ID: jobA, Name: "word count", State: restapi.JobRunning, StartTime: 1_700_000_000_000, EndTime: -1}})
+	b.AddJob(resttest.Job{Overview: restapi.JobOverview{ID: jobB, Name: "old job", State: restapi.JobFinished, StartTime: 1_600_000_000_000, EndTime: 1_600_000_100_000}})
+	b.AddJob(resttest.Job{Overview: restapi.JobOverview{ID: unknown[:31] + "0", Name: "starting", State: restapi.JobCreated, StartTime: 1_700_000_100_000, EndTime: -1}})
 	return b
 }
 
@@ -509,7 +511,7 @@ func TestJobCommands(t *testing.T) {
 			t.Errorf("%v: want exit %d and %q\n%s", tc.args, tc.code, tc.want, r)
 		}
 	}
-	if st, _ := b.State(jobA); st != rest.JobFinished {
+	if st, _ := b.State(jobA); st != restapi.JobFinished {
 		t.Errorf("after stop: %s", st)
 	}
 }
@@ -575,12 +577,12 @@ func TestCheckpointAndSavepointTypes(t *testing.T) {
 		format     string // the savepoint format the backend got
 		stderr     string
 	}{
-		{[]string{"checkpoint", "--full", "-m", addr, jobA}, 0, rest.CheckpointFull, "", ""},
-		{[]string{"checkpoint", "-full", "-m", addr, jobA}, 0, rest.CheckpointFull, "", ""},
-		{[]string{"checkpoint", "-m", addr, jobA}, 0, rest.CheckpointConfigured, "", ""},
-		{[]string{"savepoint", "-m", addr, jobA, "/sp"}, 0, "", rest.FormatCanonical, ""},
-		{[]string{"savepoint", "--type", "canonical", "-m", addr, jobA, "/sp"}, 0, "", rest.FormatCanonical, ""},
-		{[]string{"stop", "--type", "CANONICAL", "-m", addr, jobA}, 0, "", rest.FormatCanonical, ""},
+		{[]string{"checkpoint", "--full", "-m", addr, jobA}, 0, restapi.CheckpointFull, "", ""},
+		{[]string{"checkpoint", "-full", "-m", addr, jobA}, 0, restapi.CheckpointFull, "", ""},
+		{[]string{"checkpoint", "-m", addr, jobA}, 0, restapi.CheckpointConfigured, "", ""},
+		{[]string{"savepoint", "-m", addr, jobA, "/sp"}, 0, "", restapi.FormatCanonical, ""},
+		{[]string{"savepoint", "--type", "canonical", "-m", addr, jobA, "/sp"}, 0, "", restapi.FormatCanonical, ""},
+		{[]string{"stop", "--type", "CANONICAL", "-m", addr, jobA}, 0, "", restapi.FormatCanonical, ""},
 		{[]string{"savepoint", "--type", "native", "-m", addr, jobA, "/sp"}, 2, "", "", "--type native is not supported: Sluice writes savepoints in the canonical format only"},
 		{[]string{"stop", "--type", "NATIVE", "-m", addr, jobA}, 2, "", "", "use --type canonical or leave --type out"},
 		{[]string{"savepoint", "--type", "zip", "-m", addr, jobA, "/sp"}, 2, "", "", `--type "zip" is not a savepoint format; use canonical`},

@@ -15,11 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/runtime/graph"
-	"github.com/sluice/sluice/rest"
 )
 
 // A job binary is run as the job binary contract says (see package conf,
@@ -144,7 +145,7 @@ func runJob(c *cli.Context, cl Cluster) error {
 		if err != nil {
 			return err
 		}
-		token, err := rest.TokenFromConf(js.cfg)
+		token, err := restapi.TokenFromConf(js.cfg)
 		if err != nil {
 			return err
 		}

@@ -59,16 +59,10 @@ func sqlCommand() *cli.Command {
 			if t, ok := cfg.Raw("execution.target"); ok && t.Value != conf.TargetLocal {
 				return usagef(c, "execution.target %q: sluice sql runs its jobs on the embedded engine only (local) so far", t.Value)
 			}
-			s := sql.NewSession(sql.Options{Config: cfg.ToMap(), Stdout: c.App.Writer})
+			s := sql.NewSession(sql.Options{Config: cfg.ToMap(), Stdout: c.App.Writer, Terminal: isTerminal(c.App.Writer)})
 			var jobs []*sql.Job
 			if interactive {
-				tty := false
-				if f, ok := c.App.Reader.(*os.File); ok {
-					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-						tty = true
-					}
-				}
-				jobs, err = repl(c, s, c.App.Reader, tty)
+				jobs, err = repl(c, s, c.App.Reader, isTerminal(c.App.Reader))
 			} else {
 				jobs, err = s.ExecuteScript(c.Context, script)
 			}
@@ -86,7 +80,7 @@ func sqlCommand() *cli.Command {
 				go func() { done <- j.Wait() }()
 			}
 			var errs []error
-			for range jobs {
+			for n := range jobs {
 				select {
 				case err := <-done:
 					if err != nil {
@@ -98,6 +92,9 @@ func sqlCommand() *cli.Command {
 				for _, j := range jobs {
 					j.Cancel()
 				}
+				for range len(jobs) - n {
+					<-done // a SELECT's result is closed as its job ends
+				}
 				fmt.Fprintf(c.App.ErrWriter, "sluice: interrupted: cancelled %d job(s)\n", len(jobs))
 				return nil
 			}
@@ -108,6 +105,16 @@ func sqlCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func plural(n int, one, many string) string {
@@ -157,7 +164,17 @@ func repl(c *cli.Context, s *sql.Session, in io.Reader, interactive bool) ([]*sq
 		if err != nil {
 			fmt.Fprintf(out, "[ERROR] %v\n", err)
 		}
-		jobs = append(jobs, started...)
+		for _, j := range started {
+			if !j.Query() {
+				jobs = append(jobs, j)
+				continue
+			}
+			// A SELECT holds the prompt until its result ends, as in
+			// Flink's client (Ctrl-C ends it, and the client).
+			if err := j.Wait(); err != nil && c.Context.Err() == nil {
+				fmt.Fprintf(out, "[ERROR] %v\n", err)
+			}
+		}
 		prompt()
 	}
 	return jobs, sc.Err()

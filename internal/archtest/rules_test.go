@@ -149,15 +149,15 @@ var rules = table{
 			std: []string{"pure"}, testMod: []string{"internal/runtime/keygroup"}},
 
 		// The user API and connectors.
-		// TODO(#13): stream → internal/runtime/state: ApplyToKeyedState (broadcast.go) walks the keys of a
-		// keyed-state table itself; keygroup is KeyBy's hashing. Every operator, the windows included, is
-		// internal/typed's.
+		// stream is the typed front end: it compiles to the core graph (core, graph; task.TypeOf for its
+		// record types), hashes KeyBy's keys (keygroup) and computes window bounds (window); every
+		// operator, the windows included, is internal/typed's, and keyed state is reached through it.
 		{pkgs: "stream", why: "the typed user API. It compiles jobs to the engine's graph and starts them through `internal/launch`; " +
 			"it never links connectors, YARN or the CLI",
 			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/checkpoint/storage", "internal/clock", "internal/runtime/core", "internal/runtime/graph",
-				"internal/runtime/keygroup", "internal/runtime/state", "internal/runtime/task",
+				"internal/runtime/keygroup", "internal/runtime/task",
 				"internal/runtime/window", "internal/typed", "internal/typed/windowing"},
-			std: []string{"std"}, testMod: []string{"file", "internal/runtime/jobmaster"}},
+			std: []string{"std"}, testMod: []string{"file", "internal/runtime/jobmaster", "internal/runtime/state"}},
 		// The Beam portable runner: a front end over the core API.
 		{pkgs: "internal/beam/wire", why: "the Beam encodings the runner reads: windowed values with length-prefixed payloads, KV keys, grouped values; pure",
 			std: []string{"pure"}},
@@ -174,8 +174,7 @@ var rules = table{
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/launch", why: "a job binary's start-up: local, plan, remote (the REST client) or worker; the only importer of `cluster/worker`",
 			mod: []string{"security/tlsconf", "cluster/deployment", "cluster/worker", "conf", "fs", "internal/clock", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/task",
-				"rest", // TODO(#13): launch → rest: the REST client's request types live in the server's package.
-				"rest/restclient"},
+				"rest/restapi", "rest/restclient"},
 			std: []string{"std"}},
 		{pkgs: "file", why: "the file connector (text and formatted file sources, row-format file sink) over the user API",
 			mod: []string{"fs", "stream"}, std: []string{"std"}, testMod: []string{"formats", "formats/json", "fs/memfs", "internal/clock"}},
@@ -231,7 +230,7 @@ var rules = table{
 				"internal/runtime/pendingcommit", "internal/runtime/restart", "internal/sql/planner", "internal/sql/types", "kafka", "secret", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
-			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner"},
+			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner", "internal/sql/types"},
 			std: []string{"std"}, testMod: []string{"formats/avro", "formats/registry"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake", "github.com/twmb/franz-go/pkg/sr"}},
 		// User job programs: the user API and connectors only.
@@ -245,15 +244,18 @@ var rules = table{
 			mod: []string{"file", "stream"}, std: []string{"std"}},
 
 		// REST.
+		{pkgs: "rest/restapi", why: "the REST API's messages (Flink's JSON shapes and the Java serializations inside them), IDs, the token file and the " +
+			"error classes both ends of the wire share; a leaf the server and its clients import, so a client never links the server",
+			mod: []string{"conf", "internal/flamegraph"}, std: []string{"std"}},
 		{pkgs: "rest", why: "the Flink-shaped REST API and /metrics; the JobManager implements its Backend, so it never imports the cluster",
-			mod: []string{"conf", "internal/clock", "internal/flamegraph", "internal/runtime/graph"},
+			mod: []string{"conf", "internal/clock", "internal/flamegraph", "internal/runtime/graph", "rest/restapi"},
 			ext: []string{"github.com/prometheus/client_golang"}, std: []string{"std"},
 			testMod: []string{"rest/resttest"}, testExt: []string{"github.com/prometheus/client_model", "github.com/prometheus/common"}},
 		{pkgs: "rest/restclient", why: "the REST client that job binaries and the CLI use",
-			mod: []string{"rest"}, // TODO(#13): rest/restclient → rest: the client imports its server's package for the message types.
-			std: []string{"std"}, testMod: []string{"rest/resttest", "internal/clock", "internal/runtime/graph"}},
+			mod: []string{"rest/restapi"}, std: []string{"std"},
+			testMod: []string{"rest", "rest/resttest", "internal/clock", "internal/runtime/graph"}},
 		{pkgs: "rest/resttest", why: "a fake REST backend for tests",
-			mod: []string{"rest", "internal/clock", "internal/flamegraph", "internal/runtime/graph"}, std: []string{"std"}},
+			mod: []string{"rest", "rest/restapi", "internal/clock", "internal/flamegraph", "internal/runtime/graph"}, std: []string{"std"}},
 
 		// The distributed runtime.
 		{pkgs: "scheduler", why: "pure decisions: slot matching, heartbeats, YARN container bookkeeping",
@@ -279,7 +281,7 @@ var rules = table{
 			testMod: []string{"cluster/resourcemanager", "internal/tracetest"}},
 		{pkgs: "cluster/jobmanager", why: "Dispatcher, JobMasters (internal/runtime/jobmaster with a remote executor), REST backend: " +
 			"no user code, connectors, TaskManager or worker",
-			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/clusterpb", "cluster/loginwire", "cluster/resourcemanager", "conf", "fs", "rest", "internal/ownerloop", "internal/runtime/checkpoint",
+			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/clusterpb", "cluster/loginwire", "cluster/resourcemanager", "conf", "fs", "rest", "rest/restapi", "internal/ownerloop", "internal/runtime/checkpoint",
 				"internal/runtime/checkpoint/storage", "internal/clock", "internal/flamegraph", "internal/runtime/graph", "internal/runtime/jobmaster", "internal/runtime/restart", "internal/runtime/task",
 				"scheduler", "security/kerberos"},
 			ext: []string{"google.golang.org/grpc"}, std: []string{"std"},
@@ -302,7 +304,7 @@ var rules = table{
 			std: []string{"std"}},
 		{pkgs: "cluster/yarndeploy", why: "the YARN client side: staging and submission; it runs no job",
 			mod: []string{"security/tlsconf", "cluster/hadoopenv", "cluster/rpcauth", "cluster/yarnam", "cluster/yarndriver", "conf", "fs", "hadoop", "hdfs",
-				"rest", "rest/restclient", "security/kerberos", "yarn", "yarn/delegation"},
+				"rest/restapi", "rest/restclient", "security/kerberos", "yarn", "yarn/delegation"},
 			ext: []string{"go.yaml.in/yaml/v3"}, std: []string{"std"},
 			testMod: []string{"fs/fstest", "integration/minicluster"}},
 		{pkgs: "cluster/clustertest", why: "a real standalone cluster on loopback, driven through the CLI and, for the dashboard, a headless Chromium (tests only)",
@@ -317,9 +319,9 @@ var rules = table{
 		// Processes.
 		{pkgs: "cmd/client", why: "the `sluice` CLI: submission, the standalone JobManager and TaskManager, YARN, Kafka transaction tools, the Beam job server",
 			mod: []string{"security/tlsconf", "cluster/rpcauth", "cluster/hadoopenv", "cluster/jobmanager", "cluster/taskmanager", "cluster/yarndeploy", "conf", "fs",
-				"hadoop", "internal/beam/jobservice", "kafka", "rest", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
+				"hadoop", "internal/beam/jobservice", "kafka", "rest/restapi", "rest/restclient", "internal/runtime/checkpoint/storage", "internal/runtime/graph", "sql", "yarn"},
 			ext: []string{"github.com/urfave/cli/v2"}, std: []string{"std"},
-			testMod: []string{"rest/resttest", "internal/clock"},
+			testMod: []string{"rest", "rest/resttest", "internal/clock"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kfake"}},
 		{pkgs: "cmd/taskmanager", why: "the TaskManager process (also in YARN containers)",
 			mod: []string{"cluster/rpcauth", "cluster/hadoopenv", "cluster/taskmanager", "conf", "hadoop"},

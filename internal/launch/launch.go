@@ -28,6 +28,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/cluster/deployment"
 	"github.com/sluice/sluice/cluster/worker"
 	"github.com/sluice/sluice/conf"
@@ -36,7 +38,6 @@ import (
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/internal/runtime/jobmaster"
 	"github.com/sluice/sluice/internal/runtime/task"
-	"github.com/sluice/sluice/rest"
 	"github.com/sluice/sluice/rest/restclient"
 	"github.com/sluice/sluice/security/tlsconf"
 )
@@ -91,6 +92,11 @@ var workerStart struct {
 	err error
 }
 
+// argsErr is why init could not put back the program arguments a
+// JobManager handed over; FromEnvironment returns it, so Execute fails
+// with it.
+var argsErr error
+
 // init gives a worker its program arguments before the program's main
 // runs, and is the only start-up that happens before FromEnvironment: a
 // TaskManager starts a worker with nothing on its command line (which
@@ -100,8 +106,8 @@ func init() {
 	if args, ok, err := programArgs(os.Getenv, os.Args); ok {
 		os.Unsetenv(conf.EnvProgramArgs)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			argsErr = err
+			return
 		}
 		os.Args = args
 	}
@@ -137,6 +143,9 @@ func programArgs(getenv func(string) string, args []string) (_ []string, ok bool
 // the one place start-up reads the environment (but for a worker's
 // arguments, which init reads).
 func FromEnvironment() (*Process, error) {
+	if argsErr != nil {
+		return nil, argsErr
+	}
 	return FromGetenv(os.Getenv, os.Args[1:], os.Stdout, os.Exit, os.Executable)
 }
 
@@ -390,7 +399,7 @@ func (p *Process) submitRemote(ctx context.Context, j Job) (*Handle, error) {
 	}
 	token := []byte(p.RESTToken)
 	if len(token) == 0 {
-		if token, err = rest.TokenFromConf(j.Config); err != nil {
+		if token, err = restapi.TokenFromConf(j.Config); err != nil {
 			return nil, fmt.Errorf("launch: %w", err)
 		}
 	}
@@ -497,7 +506,7 @@ func (h *Handle) Cancel() {
 // execution.checkpointing.savepoint-dir) and returns its path.
 func (h *Handle) TriggerSavepoint(dir string) (string, error) {
 	if h.remote != nil {
-		return h.remote.c.Savepoint(h.remote.ctx, h.remote.id, rest.SavepointTriggerRequest{TargetDirectory: dir})
+		return h.remote.c.Savepoint(h.remote.ctx, h.remote.id, restapi.SavepointTriggerRequest{TargetDirectory: dir})
 	}
 	return h.local.TriggerSavepoint(dir)
 }
@@ -506,7 +515,7 @@ func (h *Handle) TriggerSavepoint(dir string) (string, error) {
 // time is ended first.
 func (h *Handle) StopWithSavepoint(dir string, drain bool) (string, error) {
 	if h.remote != nil {
-		return h.remote.c.StopWithSavepoint(h.remote.ctx, h.remote.id, rest.StopRequest{TargetDirectory: dir, Drain: drain})
+		return h.remote.c.StopWithSavepoint(h.remote.ctx, h.remote.id, restapi.StopRequest{TargetDirectory: dir, Drain: drain})
 	}
 	return h.local.StopWithSavepoint(dir, drain)
 }

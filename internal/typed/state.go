@@ -76,6 +76,41 @@ func NewStates[K comparable](k *state.Keyed[K]) *States[K] {
 	return &States[K]{Keyed: k, Handles: map[any]any{}}
 }
 
+// ApplyToKeys calls fn for every key of this subtask that has the state
+// named name, in no particular order, with that key as the current key
+// (Flink's applyToKeyedState); the current key is cleared after. A state
+// no key has yet calls fn for none.
+func (s *States[K]) ApplyToKeys(name string, fn func(key K) error) error {
+	var table state.Table
+	for _, t := range s.Keyed.Tables() {
+		if t.Name() == name {
+			table = t
+			break
+		}
+	}
+	if table == nil {
+		return nil // no key has this state yet
+	}
+	kt, ok := table.(interface {
+		Keys(ns state.Void, fn func(K) error) error
+	})
+	if !ok {
+		return fmt.Errorf("state %q (%T) cannot list its keys", name, table)
+	}
+	var keys []K
+	if err := kt.Keys(state.Void{}, func(k K) error { keys = append(keys, k); return nil }); err != nil {
+		return err
+	}
+	defer s.Keyed.ClearCurrentKey()
+	for _, k := range keys {
+		s.Keyed.SetCurrentKey(k)
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WindowScope scopes a States store to one window (per-window state).
 type WindowScope struct {
 	NS  any   // the window

@@ -8,8 +8,8 @@
 //
 // Errors answered by the server are *Error, carrying the URL, the status
 // and the server's {"errors"} text; errors.Is matches them against
-// rest.ErrNotFound, rest.ErrBadRequest, rest.ErrConflict and
-// rest.ErrUnavailable by status. A failed asynchronous operation is an
+// restapi.ErrNotFound, restapi.ErrBadRequest, restapi.ErrConflict and
+// restapi.ErrUnavailable by status. A failed asynchronous operation is an
 // *OperationError.
 package restclient
 
@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // Client talks to one JobManager's REST endpoint. It is safe for
@@ -141,15 +141,15 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is matches the rest package's sentinels by status.
 func (e *Error) Is(target error) bool {
 	switch target {
-	case rest.ErrNotFound:
+	case restapi.ErrNotFound:
 		return e.StatusCode == http.StatusNotFound
-	case rest.ErrBadRequest:
+	case restapi.ErrBadRequest:
 		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge
-	case rest.ErrConflict:
+	case restapi.ErrConflict:
 		return e.StatusCode == http.StatusConflict
-	case rest.ErrUnauthorized:
+	case restapi.ErrUnauthorized:
 		return e.StatusCode == http.StatusUnauthorized
-	case rest.ErrUnavailable:
+	case restapi.ErrUnavailable:
 		return e.StatusCode == http.StatusServiceUnavailable || e.StatusCode == 0
 	}
 	return false
@@ -161,7 +161,7 @@ type OperationError struct {
 	Operation string // "savepoint", "stop-with-savepoint", "checkpoint"
 	JobID     string
 	TriggerID string
-	Cause     rest.SerializedThrowable
+	Cause     restapi.SerializedThrowable
 }
 
 func (e *OperationError) Error() string {
@@ -208,7 +208,7 @@ func (c *Client) send(req *http.Request, out any) error {
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		e := &Error{Method: req.Method, URL: req.URL.String(), StatusCode: res.StatusCode}
-		var er rest.ErrorResponse
+		var er restapi.ErrorResponse
 		if json.Unmarshal(data, &er) == nil && len(er.Errors) > 0 {
 			e.Errors = er.Errors
 		} else if t := strings.TrimSpace(string(data)); t != "" {
@@ -228,28 +228,28 @@ func (c *Client) send(req *http.Request, out any) error {
 // checkID rejects a malformed job or trigger ID before asking the server,
 // with advice, and returns its canonical form.
 func checkID(what, id string) (string, error) {
-	canon, ok := rest.ParseID(id)
+	canon, ok := restapi.ParseID(id)
 	if !ok {
-		return "", fmt.Errorf("restclient: %s %q is not 32 hexadecimal characters; list jobs with `sluice list`: %w", what, id, rest.ErrBadRequest)
+		return "", fmt.Errorf("restclient: %s %q is not 32 hexadecimal characters; list jobs with `sluice list`: %w", what, id, restapi.ErrBadRequest)
 	}
 	return canon, nil
 }
 
 // Config returns the endpoint's dashboard configuration (GET /config).
-func (c *Client) Config(ctx context.Context) (*rest.DashboardConfiguration, error) {
-	var out rest.DashboardConfiguration
+func (c *Client) Config(ctx context.Context) (*restapi.DashboardConfiguration, error) {
+	var out restapi.DashboardConfiguration
 	return &out, c.do(ctx, http.MethodGet, "/config", nil, &out)
 }
 
 // Overview returns the cluster overview (GET /overview).
-func (c *Client) Overview(ctx context.Context) (*rest.ClusterOverview, error) {
-	var out rest.ClusterOverview
+func (c *Client) Overview(ctx context.Context) (*restapi.ClusterOverview, error) {
+	var out restapi.ClusterOverview
 	return &out, c.do(ctx, http.MethodGet, "/overview", nil, &out)
 }
 
 // Jobs lists the jobs' IDs and states (GET /jobs).
-func (c *Client) Jobs(ctx context.Context) ([]rest.JobIDWithStatus, error) {
-	var out rest.JobIDsWithStatus
+func (c *Client) Jobs(ctx context.Context) ([]restapi.JobIDWithStatus, error) {
+	var out restapi.JobIDsWithStatus
 	if err := c.do(ctx, http.MethodGet, "/jobs", nil, &out); err != nil {
 		return nil, err
 	}
@@ -258,8 +258,8 @@ func (c *Client) Jobs(ctx context.Context) ([]rest.JobIDWithStatus, error) {
 
 // JobsOverview lists the jobs with names, times and task counts (GET
 // /jobs/overview).
-func (c *Client) JobsOverview(ctx context.Context) ([]rest.JobOverview, error) {
-	var out rest.MultipleJobsDetails
+func (c *Client) JobsOverview(ctx context.Context) ([]restapi.JobOverview, error) {
+	var out restapi.MultipleJobsDetails
 	if err := c.do(ctx, http.MethodGet, "/jobs/overview", nil, &out); err != nil {
 		return nil, err
 	}
@@ -267,18 +267,18 @@ func (c *Client) JobsOverview(ctx context.Context) ([]rest.JobOverview, error) {
 }
 
 // Job returns a job's details (GET /jobs/:jobid).
-func (c *Client) Job(ctx context.Context, jobID string) (*rest.JobDetails, error) {
+func (c *Client) Job(ctx context.Context, jobID string) (*restapi.JobDetails, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
 	}
-	var out rest.JobDetails
+	var out restapi.JobDetails
 	return &out, c.do(ctx, http.MethodGet, "/jobs/"+jobID, nil, &out)
 }
 
 // JobExceptions returns a job's failure history, at most maxExceptions
 // entries (< 0: all the server keeps).
-func (c *Client) JobExceptions(ctx context.Context, jobID string, maxExceptions int) (*rest.JobExceptions, error) {
+func (c *Client) JobExceptions(ctx context.Context, jobID string, maxExceptions int) (*restapi.JobExceptions, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
@@ -287,23 +287,23 @@ func (c *Client) JobExceptions(ctx context.Context, jobID string, maxExceptions 
 	if maxExceptions >= 0 {
 		path += fmt.Sprintf("?maxExceptions=%d", maxExceptions)
 	}
-	var out rest.JobExceptions
+	var out restapi.JobExceptions
 	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
 }
 
 // JobCheckpoints returns a job's checkpoint statistics.
-func (c *Client) JobCheckpoints(ctx context.Context, jobID string) (*rest.CheckpointingStatistics, error) {
+func (c *Client) JobCheckpoints(ctx context.Context, jobID string) (*restapi.CheckpointingStatistics, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
 	}
-	var out rest.CheckpointingStatistics
+	var out restapi.CheckpointingStatistics
 	return &out, c.do(ctx, http.MethodGet, "/jobs/"+jobID+"/checkpoints", nil, &out)
 }
 
 // TaskManagers lists the registered TaskManagers.
-func (c *Client) TaskManagers(ctx context.Context) ([]rest.TaskManagerInfo, error) {
-	var out rest.TaskManagersInfo
+func (c *Client) TaskManagers(ctx context.Context) ([]restapi.TaskManagerInfo, error) {
+	var out restapi.TaskManagersInfo
 	if err := c.do(ctx, http.MethodGet, "/taskmanagers", nil, &out); err != nil {
 		return nil, err
 	}
@@ -327,16 +327,16 @@ func (c *Client) ShutDownCluster(ctx context.Context) error {
 }
 
 // JobResult asks once for a job's result: nil while the job has not ended.
-func (c *Client) JobResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
+func (c *Client) JobResult(ctx context.Context, jobID string) (*restapi.JobResult, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
 	}
-	var out rest.JobExecutionResult
+	var out restapi.JobExecutionResult
 	if err := c.do(ctx, http.MethodGet, "/jobs/"+jobID+"/execution-result", nil, &out); err != nil {
 		return nil, err
 	}
-	if out.Status.ID != rest.StatusCompleted {
+	if out.Status.ID != restapi.StatusCompleted {
 		return nil, nil
 	}
 	if out.Result == nil {
@@ -348,7 +348,7 @@ func (c *Client) JobResult(ctx context.Context, jobID string) (*rest.JobResult, 
 // WaitForResult polls the job's result until it has ended or ctx ends. The
 // result says how it ended; its Err tells a failure. While the JobManager
 // cannot be reached (e.g. it is restarting) polling goes on.
-func (c *Client) WaitForResult(ctx context.Context, jobID string) (*rest.JobResult, error) {
+func (c *Client) WaitForResult(ctx context.Context, jobID string) (*restapi.JobResult, error) {
 	for {
 		res, err := c.JobResult(ctx, jobID)
 		if err != nil && !transient(err) {
@@ -383,19 +383,19 @@ func (c *Client) sleep(ctx context.Context) error {
 
 // TriggerSavepoint starts a savepoint and returns its trigger ID without
 // waiting (POST /jobs/:jobid/savepoints). Poll it with SavepointStatus.
-func (c *Client) TriggerSavepoint(ctx context.Context, jobID string, req rest.SavepointTriggerRequest) (string, error) {
+func (c *Client) TriggerSavepoint(ctx context.Context, jobID string, req restapi.SavepointTriggerRequest) (string, error) {
 	return c.trigger(ctx, jobID, "/savepoints", req)
 }
 
 // TriggerStop starts stop-with-savepoint and returns its trigger ID
 // without waiting (POST /jobs/:jobid/stop). Poll it with SavepointStatus.
-func (c *Client) TriggerStop(ctx context.Context, jobID string, req rest.StopRequest) (string, error) {
+func (c *Client) TriggerStop(ctx context.Context, jobID string, req restapi.StopRequest) (string, error) {
 	return c.trigger(ctx, jobID, "/stop", req)
 }
 
 // TriggerCheckpoint starts a checkpoint and returns its trigger ID without
 // waiting (POST /jobs/:jobid/checkpoints). Poll it with CheckpointStatus.
-func (c *Client) TriggerCheckpoint(ctx context.Context, jobID string, req rest.CheckpointTriggerRequest) (string, error) {
+func (c *Client) TriggerCheckpoint(ctx context.Context, jobID string, req restapi.CheckpointTriggerRequest) (string, error) {
 	return c.trigger(ctx, jobID, "/checkpoints", req)
 }
 
@@ -404,18 +404,18 @@ func (c *Client) trigger(ctx context.Context, jobID, path string, req any) (stri
 	if err != nil {
 		return "", err
 	}
-	var out rest.TriggerResponse
+	var out restapi.TriggerResponse
 	if err := c.do(ctx, http.MethodPost, "/jobs/"+jobID+path, req, &out); err != nil {
 		return "", err
 	}
-	if !rest.ValidID(out.RequestID) {
+	if !restapi.ValidID(out.RequestID) {
 		return "", fmt.Errorf("restclient: the trigger answered request-id %q, not a trigger ID", out.RequestID)
 	}
 	return out.RequestID, nil
 }
 
 // SavepointStatus asks once for a savepoint's or stop's status.
-func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (*rest.SavepointStatus, error) {
+func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (*restapi.SavepointStatus, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
@@ -424,12 +424,12 @@ func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (
 	if err != nil {
 		return nil, err
 	}
-	var out rest.SavepointStatus
+	var out restapi.SavepointStatus
 	return &out, c.do(ctx, http.MethodGet, "/jobs/"+jobID+"/savepoints/"+triggerID, nil, &out)
 }
 
 // CheckpointStatus asks once for a checkpoint's status.
-func (c *Client) CheckpointStatus(ctx context.Context, jobID, triggerID string) (*rest.CheckpointStatus, error) {
+func (c *Client) CheckpointStatus(ctx context.Context, jobID, triggerID string) (*restapi.CheckpointStatus, error) {
 	jobID, err := checkID("job ID", jobID)
 	if err != nil {
 		return nil, err
@@ -438,7 +438,7 @@ func (c *Client) CheckpointStatus(ctx context.Context, jobID, triggerID string) 
 	if err != nil {
 		return nil, err
 	}
-	var out rest.CheckpointStatus
+	var out restapi.CheckpointStatus
 	return &out, c.do(ctx, http.MethodGet, "/jobs/"+jobID+"/checkpoints/"+triggerID, nil, &out)
 }
 
@@ -451,7 +451,7 @@ func (c *Client) WaitForSavepoint(ctx context.Context, operation, jobID, trigger
 		if err != nil && !transient(err) {
 			return "", err
 		}
-		if err == nil && st.Status.ID == rest.StatusCompleted {
+		if err == nil && st.Status.ID == restapi.StatusCompleted {
 			if st.Operation == nil {
 				return "", fmt.Errorf("restclient: %s %s of job %s completed without an outcome", operation, triggerID, jobID)
 			}
@@ -474,7 +474,7 @@ func (c *Client) WaitForCheckpoint(ctx context.Context, jobID, triggerID string)
 		if err != nil && !transient(err) {
 			return 0, err
 		}
-		if err == nil && st.Status.ID == rest.StatusCompleted {
+		if err == nil && st.Status.ID == restapi.StatusCompleted {
 			if st.Operation == nil {
 				return 0, fmt.Errorf("restclient: checkpoint %s of job %s completed without an outcome", triggerID, jobID)
 			}
@@ -492,9 +492,9 @@ func (c *Client) WaitForCheckpoint(ctx context.Context, jobID, triggerID string)
 // Savepoint takes a savepoint and waits for it, returning its location.
 // The trigger carries an ID of the client's choosing, so it is retried
 // safely when the JobManager cannot be reached.
-func (c *Client) Savepoint(ctx context.Context, jobID string, req rest.SavepointTriggerRequest) (string, error) {
+func (c *Client) Savepoint(ctx context.Context, jobID string, req restapi.SavepointTriggerRequest) (string, error) {
 	if req.TriggerID == "" {
-		req.TriggerID = rest.NewID()
+		req.TriggerID = restapi.NewID()
 	}
 	id, err := retryTrigger(ctx, c, func() (string, error) { return c.TriggerSavepoint(ctx, jobID, req) })
 	if err != nil {
@@ -505,9 +505,9 @@ func (c *Client) Savepoint(ctx context.Context, jobID string, req rest.Savepoint
 
 // StopWithSavepoint stops a job with a savepoint and waits, returning the
 // savepoint's location.
-func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req rest.StopRequest) (string, error) {
+func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req restapi.StopRequest) (string, error) {
 	if req.TriggerID == "" {
-		req.TriggerID = rest.NewID()
+		req.TriggerID = restapi.NewID()
 	}
 	id, err := retryTrigger(ctx, c, func() (string, error) { return c.TriggerStop(ctx, jobID, req) })
 	if err != nil {
@@ -517,9 +517,9 @@ func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req rest.S
 }
 
 // Checkpoint takes a checkpoint and waits, returning its ID.
-func (c *Client) Checkpoint(ctx context.Context, jobID string, req rest.CheckpointTriggerRequest) (int64, error) {
+func (c *Client) Checkpoint(ctx context.Context, jobID string, req restapi.CheckpointTriggerRequest) (int64, error) {
 	if req.TriggerID == "" {
-		req.TriggerID = rest.NewID()
+		req.TriggerID = restapi.NewID()
 	}
 	id, err := retryTrigger(ctx, c, func() (string, error) { return c.TriggerCheckpoint(ctx, jobID, req) })
 	if err != nil {

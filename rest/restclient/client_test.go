@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/graph"
 	"github.com/sluice/sluice/rest"
@@ -42,17 +44,17 @@ func serve(t *testing.T, b rest.Backend) *restclient.Client {
 
 func backend() *resttest.Backend {
 	b := resttest.New()
-	var tasks rest.StateCounts
-	tasks.Add(rest.TaskRunning, 2)
+	var tasks restapi.StateCounts
+	tasks.Add(restapi.TaskRunning, 2)
 	b.AddJob(resttest.Job{
-		Overview: rest.JobOverview{ID: jobA, Name: "a", State: rest.JobRunning, StartTime: 5, EndTime: -1, Tasks: tasks.Overview()},
-		Details:  rest.JobDetails{ID: jobA, Name: "a", State: rest.JobRunning, StartTime: 5, EndTime: -1, StatusCounts: tasks},
-		Exceptions: []rest.RootExceptionInfo{{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "E", Stacktrace: "boom", Timestamp: 7}},
-			{ExceptionInfo: rest.ExceptionInfo{ExceptionName: "E", Stacktrace: "older", Timestamp: 6}}},
-		Checkpoints: rest.NewCheckpointingStatistics(rest.CheckpointCounts{Total: 1, Completed: 1},
-			[]rest.CheckpointStatistics{{ID: 1, Status: rest.CheckpointCompleted, StateSize: 10, ExternalPath: "file:/cp/chk-1"}}, nil),
+		Overview: restapi.JobOverview{ID: jobA, Name: "a", State: restapi.JobRunning, StartTime: 5, EndTime: -1, Tasks: tasks.Overview()},
+		Details:  restapi.JobDetails{ID: jobA, Name: "a", State: restapi.JobRunning, StartTime: 5, EndTime: -1, StatusCounts: tasks},
+		Exceptions: []restapi.RootExceptionInfo{{ExceptionInfo: restapi.ExceptionInfo{ExceptionName: "E", Stacktrace: "boom", Timestamp: 7}},
+			{ExceptionInfo: restapi.ExceptionInfo{ExceptionName: "E", Stacktrace: "older", Timestamp: 6}}},
+		Checkpoints: rest.NewCheckpointingStatistics(restapi.CheckpointCounts{Total: 1, Completed: 1},
+			[]restapi.CheckpointStatistics{{ID: 1, Status: restapi.CheckpointCompleted, StateSize: 10, ExternalPath: "file:/cp/chk-1"}}, nil),
 	})
-	b.SetTaskManagers([]rest.TaskManagerInfo{{ID: "tm-1", SlotsNumber: 2, FreeSlots: 1}})
+	b.SetTaskManagers([]restapi.TaskManagerInfo{{ID: "tm-1", SlotsNumber: 2, FreeSlots: 1}})
 	return b
 }
 
@@ -91,7 +93,7 @@ func TestQueries(t *testing.T) {
 	b := backend()
 	c := serve(t, b)
 	jobs, err := c.Jobs(ctx(t))
-	if err != nil || !reflect.DeepEqual(jobs, []rest.JobIDWithStatus{{ID: jobA, Status: rest.JobRunning}}) {
+	if err != nil || !reflect.DeepEqual(jobs, []restapi.JobIDWithStatus{{ID: jobA, Status: restapi.JobRunning}}) {
 		t.Errorf("Jobs = %+v, %v", jobs, err)
 	}
 	want, _ := b.Jobs(ctx(t))
@@ -115,7 +117,7 @@ func TestQueries(t *testing.T) {
 	}
 	// Unset in the server's Config, the version is the test binary's
 	// build's (BuildVersion).
-	version, _ := rest.BuildVersion()
+	version, _ := restapi.BuildVersion()
 	if cfg, err := c.Config(ctx(t)); err != nil || cfg.FlinkVersion != version {
 		t.Errorf("Config = %+v, %v; want flink-version %q", cfg, err, version)
 	}
@@ -126,29 +128,29 @@ func TestErrors(t *testing.T) {
 	c := serve(t, b)
 	_, err := c.Job(ctx(t), unknown)
 	var e *restclient.Error
-	if !errors.As(err, &e) || e.StatusCode != 404 || !errors.Is(err, rest.ErrNotFound) || errors.Is(err, rest.ErrConflict) {
+	if !errors.As(err, &e) || e.StatusCode != 404 || !errors.Is(err, restapi.ErrNotFound) || errors.Is(err, restapi.ErrConflict) {
 		t.Fatalf("unknown job: %#v", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, c.URL()+"/jobs/"+unknown) || !strings.Contains(msg, "404") || !strings.Contains(msg, "job "+unknown) {
 		t.Errorf("the message names neither URL, status nor the server's text: %s", msg)
 	}
 	// A malformed ID is refused before asking.
-	if _, err := c.Job(ctx(t), "wordcount"); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "sluice list") {
+	if _, err := c.Job(ctx(t), "wordcount"); !errors.Is(err, restapi.ErrBadRequest) || !strings.Contains(err.Error(), "sluice list") {
 		t.Errorf("malformed ID: %v", err)
 	}
 	if err := c.Cancel(ctx(t), jobA); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Cancel(ctx(t), jobA); !errors.Is(err, rest.ErrConflict) {
+	if err := c.Cancel(ctx(t), jobA); !errors.Is(err, restapi.ErrConflict) {
 		t.Errorf("cancelling a cancelled job: %v", err)
 	}
-	if _, err := c.TriggerSavepoint(ctx(t), jobA, rest.SavepointTriggerRequest{TargetDirectory: "/sp"}); !errors.Is(err, rest.ErrConflict) {
+	if _, err := c.TriggerSavepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{TargetDirectory: "/sp"}); !errors.Is(err, restapi.ErrConflict) {
 		t.Errorf("savepoint of a cancelled job: %v", err)
 	}
-	if _, err := c.TriggerSavepoint(ctx(t), unknown, rest.SavepointTriggerRequest{FormatType: "ZIP"}); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "use CANONICAL") {
+	if _, err := c.TriggerSavepoint(ctx(t), unknown, restapi.SavepointTriggerRequest{FormatType: "ZIP"}); !errors.Is(err, restapi.ErrBadRequest) || !strings.Contains(err.Error(), "use CANONICAL") {
 		t.Errorf("bad format: %v", err)
 	}
-	if _, err := c.TriggerSavepoint(ctx(t), unknown, rest.SavepointTriggerRequest{FormatType: rest.FormatNative}); !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "NATIVE is not supported") {
+	if _, err := c.TriggerSavepoint(ctx(t), unknown, restapi.SavepointTriggerRequest{FormatType: restapi.FormatNative}); !errors.Is(err, restapi.ErrBadRequest) || !strings.Contains(err.Error(), "NATIVE is not supported") {
 		t.Errorf("native format: %v", err)
 	}
 
@@ -158,7 +160,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = dead.Jobs(ctx(t))
-	if !errors.As(err, &e) || e.StatusCode != 0 || !errors.Is(err, rest.ErrUnavailable) || !strings.Contains(err.Error(), "is the JobManager running there?") {
+	if !errors.As(err, &e) || e.StatusCode != 0 || !errors.Is(err, restapi.ErrUnavailable) || !strings.Contains(err.Error(), "is the JobManager running there?") {
 		t.Errorf("unreachable: %v", err)
 	}
 }
@@ -208,7 +210,7 @@ func TestSubmitAndWait(t *testing.T) {
 	if res, err := c.JobResult(ctx(t), id); err != nil || res != nil {
 		t.Fatalf("a running job's result: %+v, %v", res, err)
 	}
-	done := make(chan *rest.JobResult)
+	done := make(chan *restapi.JobResult)
 	go func() {
 		res, err := c.WaitForResult(ctx(t), id)
 		if err != nil {
@@ -216,10 +218,10 @@ func TestSubmitAndWait(t *testing.T) {
 		}
 		done <- res
 	}()
-	b.Finish(id, rest.JobResult{ApplicationStatus: rest.AppFailed, FailureCause: &rest.SerializedThrowable{Class: "X", StackTrace: "it broke"},
-		AccumulatorResults: rest.Accumulators{"restarts": int64(2), "savepoint": "file:/sp/savepoint-1"}})
+	b.Finish(id, restapi.JobResult{ApplicationStatus: restapi.AppFailed, FailureCause: &restapi.SerializedThrowable{Class: "X", StackTrace: "it broke"},
+		AccumulatorResults: restapi.Accumulators{"restarts": int64(2), "savepoint": "file:/sp/savepoint-1"}})
 	res := <-done
-	if res == nil || res.ApplicationStatus != rest.AppFailed || !errors.Is(res.Err(), rest.ErrJobFailed) || !strings.Contains(res.Err().Error(), "it broke") {
+	if res == nil || res.ApplicationStatus != restapi.AppFailed || !errors.Is(res.Err(), restapi.ErrJobFailed) || !strings.Contains(res.Err().Error(), "it broke") {
 		t.Fatalf("result %+v", res)
 	}
 	// Accumulators cross the wire Java-serialized, as Flink's client reads
@@ -246,7 +248,7 @@ func TestSubmitAndWait(t *testing.T) {
 func TestSubmitRejected(t *testing.T) {
 	c := serve(t, backend())
 	_, err := c.Submit(ctx(t), restclient.Submission{Graph: []byte(`{"name":"empty","nodes":[]}`), BinaryPath: writeBinary(t, "x")})
-	if !errors.Is(err, rest.ErrBadRequest) || !strings.Contains(err.Error(), "the job has no operators") {
+	if !errors.Is(err, restapi.ErrBadRequest) || !strings.Contains(err.Error(), "the job has no operators") {
 		t.Fatalf("an invalid graph: %v", err)
 	}
 	_, err = c.Submit(ctx(t), restclient.Submission{Graph: graphJSON(t, "g"), BinaryPath: filepath.Join(t.TempDir(), "missing")})
@@ -258,23 +260,23 @@ func TestSubmitRejected(t *testing.T) {
 func TestOperations(t *testing.T) {
 	b := backend()
 	c := serve(t, b)
-	loc, err := c.Savepoint(ctx(t), jobA, rest.SavepointTriggerRequest{TargetDirectory: "/sp"})
+	loc, err := c.Savepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{TargetDirectory: "/sp"})
 	if err != nil || loc != "/sp/savepoint-0a1b2c-1" {
 		t.Fatalf("Savepoint = %q, %v", loc, err)
 	}
-	_, err = c.Savepoint(ctx(t), jobA, rest.SavepointTriggerRequest{})
+	_, err = c.Savepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{})
 	var oe *restclient.OperationError
 	if !errors.As(err, &oe) || oe.Operation != "savepoint" || !strings.Contains(err.Error(), "savepoint-dir is not set") {
 		t.Fatalf("a savepoint without directory: %v", err)
 	}
-	if id, err := c.Checkpoint(ctx(t), jobA, rest.CheckpointTriggerRequest{CheckpointType: rest.CheckpointFull}); err != nil || id != 1 {
+	if id, err := c.Checkpoint(ctx(t), jobA, restapi.CheckpointTriggerRequest{CheckpointType: restapi.CheckpointFull}); err != nil || id != 1 {
 		t.Fatalf("Checkpoint = %d, %v", id, err)
 	}
-	loc, err = c.StopWithSavepoint(ctx(t), jobA, rest.StopRequest{TargetDirectory: "/sp", Drain: true})
+	loc, err = c.StopWithSavepoint(ctx(t), jobA, restapi.StopRequest{TargetDirectory: "/sp", Drain: true})
 	if err != nil || loc != "/sp/savepoint-0a1b2c-2" {
 		t.Fatalf("StopWithSavepoint = %q, %v", loc, err)
 	}
-	if st, _ := b.State(jobA); st != rest.JobFinished {
+	if st, _ := b.State(jobA); st != restapi.JobFinished {
 		t.Fatalf("after stop: %s", st)
 	}
 	// A savepoint that does not complete within the context.
@@ -286,7 +288,7 @@ func TestOperations(t *testing.T) {
 	c2 := serve(t, b2)
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c2.Savepoint(short, jobA, rest.SavepointTriggerRequest{TargetDirectory: "/sp"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c2.Savepoint(short, jobA, restapi.SavepointTriggerRequest{TargetDirectory: "/sp"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a savepoint past the deadline: %v", err)
 	}
 }
@@ -297,9 +299,9 @@ type flaky struct {
 	failures atomic.Int32
 }
 
-func (f *flaky) Jobs(ctx context.Context) ([]rest.JobOverview, error) {
+func (f *flaky) Jobs(ctx context.Context) ([]restapi.JobOverview, error) {
 	if f.failures.Add(-1) >= 0 {
-		return nil, fmt.Errorf("%w: electing a leader", rest.ErrUnavailable)
+		return nil, fmt.Errorf("%w: electing a leader", restapi.ErrUnavailable)
 	}
 	return f.Backend.Jobs(ctx)
 }
@@ -308,7 +310,7 @@ func TestTriggerRetriedWhileUnavailable(t *testing.T) {
 	f := &flaky{Backend: backend()}
 	f.failures.Store(3)
 	c := serve(t, f)
-	if loc, err := c.Savepoint(ctx(t), jobA, rest.SavepointTriggerRequest{TargetDirectory: "/sp"}); err != nil || loc == "" {
+	if loc, err := c.Savepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{TargetDirectory: "/sp"}); err != nil || loc == "" {
 		t.Fatalf("Savepoint through 503s = %q, %v", loc, err)
 	}
 	if n := f.failures.Load(); n >= 0 {

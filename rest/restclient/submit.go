@@ -12,7 +12,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/sluice/sluice/rest"
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // Submission is a job to submit.
@@ -51,7 +51,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 	if binName == graphFileName {
 		binName = "job-binary"
 	}
-	reqJSON, err := json.Marshal(rest.SubmitRequest{
+	reqJSON, err := json.Marshal(restapi.SubmitRequest{
 		JobGraphFileName: graphFileName, JobJarFileNames: []string{binName},
 		Args: s.Args, SavepointPath: s.SavepointPath, AllowNonRestoredState: s.AllowNonRestoredState,
 		Configuration: s.Configuration,
@@ -76,7 +76,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 		return "", fmt.Errorf("restclient: POST /jobs: %w", err)
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	var out rest.SubmitResponse
+	var out restapi.SubmitResponse
 	err = c.send(req, &out)
 	pr.CloseWithError(errors.New("restclient: submission ended")) // unblocks the writer if the server stopped reading
 	werr := <-written
@@ -87,7 +87,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 		return "", fmt.Errorf("restclient: sending the submission: %w", werr)
 	}
 	id := path.Base(out.JobURL)
-	if !rest.ValidID(id) {
+	if !restapi.ValidID(id) {
 		return "", fmt.Errorf("restclient: the submission answered jobUrl %q, which names no job ID", out.JobURL)
 	}
 	return id, nil

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/rest/restapi"
+
 	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/flamegraph"
 	"github.com/sluice/sluice/internal/runtime/graph"
@@ -24,11 +26,11 @@ import (
 
 // Job is one job of the fake cluster.
 type Job struct {
-	Overview    rest.JobOverview
-	Details     rest.JobDetails
-	Exceptions  []rest.RootExceptionInfo
-	Checkpoints *rest.CheckpointingStatistics // nil: checkpointing not enabled
-	Result      *rest.JobResult               // nil while the job runs
+	Overview    restapi.JobOverview
+	Details     restapi.JobDetails
+	Exceptions  []restapi.RootExceptionInfo
+	Checkpoints *restapi.CheckpointingStatistics // nil: checkpointing not enabled
+	Result      *restapi.JobResult               // nil while the job runs
 }
 
 // Received is a submission as the fake received it.
@@ -62,14 +64,14 @@ type Backend struct {
 	// AutoFinish, when set, ends every submitted job at once with this
 	// application status (SUCCEEDED, FAILED or CANCELED).
 	AutoFinish string
-	// Err, when set, is returned by every call (e.g. rest.ErrUnavailable).
+	// Err, when set, is returned by every call (e.g. restapi.ErrUnavailable).
 	Err error
 
 	mu struct {
 		sync.Mutex
 		jobs        map[string]*Job
 		order       []string
-		tms         []rest.TaskManagerInfo
+		tms         []restapi.TaskManagerInfo
 		processes   map[string]TaskManagerProcess
 		metrics     *rest.MetricsSnapshot
 		received    []Received
@@ -102,7 +104,7 @@ func (b *Backend) AddJob(j Job) {
 }
 
 // SetState moves a job to state s.
-func (b *Backend) SetState(id string, s rest.JobState) {
+func (b *Backend) SetState(id string, s restapi.JobState) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if j, ok := b.mu.jobs[id]; ok {
@@ -111,12 +113,12 @@ func (b *Backend) SetState(id string, s rest.JobState) {
 }
 
 // REQUIRES: b.mu held.
-func (b *Backend) setStateLocked(j *Job, s rest.JobState) {
+func (b *Backend) setStateLocked(j *Job, s restapi.JobState) {
 	now := b.Clock.NowMillis()
 	j.Overview.State, j.Details.State = s, s
 	j.Overview.LastModification = now
 	if j.Details.Timestamps == nil {
-		j.Details.Timestamps = map[rest.JobState]int64{}
+		j.Details.Timestamps = map[restapi.JobState]int64{}
 	}
 	j.Details.Timestamps[s] = now
 	if s.IsGloballyTerminal() {
@@ -124,14 +126,14 @@ func (b *Backend) setStateLocked(j *Job, s rest.JobState) {
 		j.Overview.Duration = now - j.Overview.StartTime
 		j.Details.Duration = j.Overview.Duration
 		if j.Result == nil {
-			status := map[rest.JobState]string{rest.JobFinished: rest.AppSucceeded, rest.JobFailed: rest.AppFailed, rest.JobCanceled: rest.AppCanceled}[s]
-			j.Result = &rest.JobResult{ID: j.Overview.ID, ApplicationStatus: status, NetRuntime: j.Overview.Duration}
+			status := map[restapi.JobState]string{restapi.JobFinished: restapi.AppSucceeded, restapi.JobFailed: restapi.AppFailed, restapi.JobCanceled: restapi.AppCanceled}[s]
+			j.Result = &restapi.JobResult{ID: j.Overview.ID, ApplicationStatus: status, NetRuntime: j.Overview.Duration}
 		}
 	}
 }
 
 // Finish ends a job with result r (its state follows r.ApplicationStatus).
-func (b *Backend) Finish(id string, r rest.JobResult) {
+func (b *Backend) Finish(id string, r restapi.JobResult) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, ok := b.mu.jobs[id]
@@ -141,17 +143,17 @@ func (b *Backend) Finish(id string, r rest.JobResult) {
 	r.ID = id
 	j.Result = &r
 	switch r.ApplicationStatus {
-	case rest.AppSucceeded:
-		b.setStateLocked(j, rest.JobFinished)
-	case rest.AppCanceled:
-		b.setStateLocked(j, rest.JobCanceled)
+	case restapi.AppSucceeded:
+		b.setStateLocked(j, restapi.JobFinished)
+	case restapi.AppCanceled:
+		b.setStateLocked(j, restapi.JobCanceled)
 	default:
-		b.setStateLocked(j, rest.JobFailed)
+		b.setStateLocked(j, restapi.JobFailed)
 	}
 }
 
 // SetTaskManagers sets the registered TaskManagers.
-func (b *Backend) SetTaskManagers(tms []rest.TaskManagerInfo) {
+func (b *Backend) SetTaskManagers(tms []restapi.TaskManagerInfo) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.mu.tms = slices.Clone(tms)
@@ -172,7 +174,7 @@ func (b *Backend) Received() []Received {
 }
 
 // State returns a job's state.
-func (b *Backend) State(id string) (rest.JobState, bool) {
+func (b *Backend) State(id string) (restapi.JobState, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, ok := b.mu.jobs[id]
@@ -188,19 +190,19 @@ func (b *Backend) job(id string) (*Job, error) {
 	}
 	j, ok := b.mu.jobs[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: job %s", rest.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: job %s", restapi.ErrNotFound, id)
 	}
 	return j, nil
 }
 
 // Jobs implements rest.Backend.
-func (b *Backend) Jobs(context.Context) ([]rest.JobOverview, error) {
+func (b *Backend) Jobs(context.Context) ([]restapi.JobOverview, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.Err != nil {
 		return nil, b.Err
 	}
-	out := make([]rest.JobOverview, 0, len(b.mu.order))
+	out := make([]restapi.JobOverview, 0, len(b.mu.order))
 	for _, id := range b.mu.order {
 		out = append(out, b.mu.jobs[id].Overview)
 	}
@@ -208,7 +210,7 @@ func (b *Backend) Jobs(context.Context) ([]rest.JobOverview, error) {
 }
 
 // Job implements rest.Backend.
-func (b *Backend) Job(_ context.Context, id string) (*rest.JobDetails, error) {
+func (b *Backend) Job(_ context.Context, id string) (*restapi.JobDetails, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, err := b.job(id)
@@ -220,7 +222,7 @@ func (b *Backend) Job(_ context.Context, id string) (*rest.JobDetails, error) {
 }
 
 // JobExceptions implements rest.Backend.
-func (b *Backend) JobExceptions(_ context.Context, id string) ([]rest.RootExceptionInfo, error) {
+func (b *Backend) JobExceptions(_ context.Context, id string) ([]restapi.RootExceptionInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, err := b.job(id)
@@ -231,7 +233,7 @@ func (b *Backend) JobExceptions(_ context.Context, id string) ([]rest.RootExcept
 }
 
 // JobCheckpoints implements rest.Backend.
-func (b *Backend) JobCheckpoints(_ context.Context, id string) (*rest.CheckpointingStatistics, error) {
+func (b *Backend) JobCheckpoints(_ context.Context, id string) (*restapi.CheckpointingStatistics, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, err := b.job(id)
@@ -239,14 +241,14 @@ func (b *Backend) JobCheckpoints(_ context.Context, id string) (*rest.Checkpoint
 		return nil, err
 	}
 	if j.Checkpoints == nil {
-		return nil, fmt.Errorf("%w: checkpointing is not enabled for job %s", rest.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: checkpointing is not enabled for job %s", restapi.ErrNotFound, id)
 	}
 	c := *j.Checkpoints
 	return &c, nil
 }
 
 // JobResult implements rest.Backend.
-func (b *Backend) JobResult(_ context.Context, id string) (*rest.JobResult, error) {
+func (b *Backend) JobResult(_ context.Context, id string) (*restapi.JobResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, err := b.job(id)
@@ -272,46 +274,46 @@ func (b *Backend) SubmitJob(_ context.Context, s *rest.Submission) (string, erro
 	}
 	plan, err := graph.BuildPlan(s.Graph)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", rest.ErrBadRequest, err)
+		return "", fmt.Errorf("%w: %v", restapi.ErrBadRequest, err)
 	}
-	id := rest.NewID()
+	id := restapi.NewID()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.Clock.NowMillis()
-	vid := func(c *graph.Chain) string { return rest.DeriveID(id, strconv.Itoa(c.ID)) }
+	vid := func(c *graph.Chain) string { return restapi.DeriveID(id, strconv.Itoa(c.ID)) }
 	j := &Job{
-		Overview: rest.JobOverview{ID: id, Name: s.Graph.Name, StartTime: now, EndTime: -1, LastModification: now},
-		Details: rest.JobDetails{ID: id, Name: s.Graph.Name, JobType: "STREAMING", StartTime: now, EndTime: -1,
+		Overview: restapi.JobOverview{ID: id, Name: s.Graph.Name, StartTime: now, EndTime: -1, LastModification: now},
+		Details: restapi.JobDetails{ID: id, Name: s.Graph.Name, JobType: "STREAMING", StartTime: now, EndTime: -1,
 			MaxParallelism: -1, Plan: rest.NewJobPlan(id, "STREAMING", plan, vid)},
 	}
-	var counts rest.StateCounts
+	var counts restapi.StateCounts
 	for _, c := range plan.Chains {
-		var tasks rest.StateCounts
-		tasks.Add(rest.TaskRunning, c.Parallelism)
-		counts.Add(rest.TaskRunning, c.Parallelism)
-		j.Details.Vertices = append(j.Details.Vertices, rest.Vertex{
+		var tasks restapi.StateCounts
+		tasks.Add(restapi.TaskRunning, c.Parallelism)
+		counts.Add(restapi.TaskRunning, c.Parallelism)
+		j.Details.Vertices = append(j.Details.Vertices, restapi.Vertex{
 			ID: vid(c), Name: c.Name, Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism,
-			Status: rest.TaskRunning, StartTime: now, EndTime: -1, Tasks: tasks,
+			Status: restapi.TaskRunning, StartTime: now, EndTime: -1, Tasks: tasks,
 		})
 	}
 	j.Details.StatusCounts = counts
 	j.Overview.Tasks = counts.Overview()
 	b.mu.jobs[id] = j
 	b.mu.order = append(b.mu.order, id)
-	b.setStateLocked(j, rest.JobRunning)
+	b.setStateLocked(j, restapi.JobRunning)
 	sub := *s
 	sub.BinaryPath = ""
 	b.mu.received = append(b.mu.received, Received{JobID: id, Submission: sub, Binary: bin})
 	if b.AutoFinish != "" {
-		j.Result = &rest.JobResult{ID: id, ApplicationStatus: b.AutoFinish}
+		j.Result = &restapi.JobResult{ID: id, ApplicationStatus: b.AutoFinish}
 		switch b.AutoFinish {
-		case rest.AppSucceeded:
-			b.setStateLocked(j, rest.JobFinished)
-		case rest.AppCanceled:
-			b.setStateLocked(j, rest.JobCanceled)
+		case restapi.AppSucceeded:
+			b.setStateLocked(j, restapi.JobFinished)
+		case restapi.AppCanceled:
+			b.setStateLocked(j, restapi.JobCanceled)
 		default:
-			j.Result.FailureCause = &rest.SerializedThrowable{Class: "resttest.failure", StackTrace: "the job failed as the test asked"}
-			b.setStateLocked(j, rest.JobFailed)
+			j.Result.FailureCause = &restapi.SerializedThrowable{Class: "resttest.failure", StackTrace: "the job failed as the test asked"}
+			b.setStateLocked(j, restapi.JobFailed)
 		}
 	}
 	return id, nil
@@ -328,7 +330,7 @@ func (b *Backend) ShutDownCluster(context.Context) error {
 	b.mu.shutDowns++
 	for _, j := range b.mu.jobs {
 		if !j.Overview.State.IsGloballyTerminal() {
-			b.setStateLocked(j, rest.JobCanceled)
+			b.setStateLocked(j, restapi.JobCanceled)
 		}
 	}
 	return nil
@@ -350,9 +352,9 @@ func (b *Backend) CancelJob(_ context.Context, id string) error {
 		return err
 	}
 	if j.Overview.State.IsGloballyTerminal() {
-		return fmt.Errorf("%w: job %s has already ended (%s)", rest.ErrConflict, id, j.Overview.State)
+		return fmt.Errorf("%w: job %s has already ended (%s)", restapi.ErrConflict, id, j.Overview.State)
 	}
-	b.setStateLocked(j, rest.JobCanceled)
+	b.setStateLocked(j, restapi.JobCanceled)
 	return nil
 }
 
@@ -363,7 +365,7 @@ func (b *Backend) TriggerSavepoint(ctx context.Context, id string, req rest.Save
 	}
 	loc, err := b.savepoint(id, req)
 	if err == nil && req.CancelJob {
-		b.SetState(id, rest.JobCanceled)
+		b.SetState(id, restapi.JobCanceled)
 	}
 	return loc, err
 }
@@ -375,7 +377,7 @@ func (b *Backend) savepoint(id string, req rest.SavepointRequest) (string, error
 		return "", err
 	}
 	if req.TargetDirectory == "" {
-		return "", fmt.Errorf("%w: no target directory given and execution.checkpointing.savepoint-dir is not set", rest.ErrBadRequest)
+		return "", fmt.Errorf("%w: no target directory given and execution.checkpointing.savepoint-dir is not set", restapi.ErrBadRequest)
 	}
 	b.mu.savepoints++
 	loc := path.Join(req.TargetDirectory, fmt.Sprintf("savepoint-%s-%d", id[:6], b.mu.savepoints))
@@ -398,7 +400,7 @@ func (b *Backend) DisposeSavepoint(ctx context.Context, p string) error {
 		known := b.mu.taken[p]
 		b.mu.Unlock()
 		if !known {
-			return fmt.Errorf("%w: no savepoint at %s", rest.ErrNotFound, p)
+			return fmt.Errorf("%w: no savepoint at %s", restapi.ErrNotFound, p)
 		}
 	}
 	b.mu.Lock()
@@ -422,7 +424,7 @@ func (b *Backend) StopWithSavepoint(ctx context.Context, id string, req rest.Sav
 	}
 	loc, err := b.savepoint(id, req)
 	if err == nil {
-		b.SetState(id, rest.JobFinished)
+		b.SetState(id, restapi.JobFinished)
 	}
 	return loc, err
 }
@@ -442,7 +444,7 @@ func (b *Backend) TriggerCheckpoint(ctx context.Context, id string, req rest.Che
 }
 
 // TaskManagers implements rest.Backend.
-func (b *Backend) TaskManagers(context.Context) ([]rest.TaskManagerInfo, error) {
+func (b *Backend) TaskManagers(context.Context) ([]restapi.TaskManagerInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.Err != nil {
@@ -458,7 +460,7 @@ type TaskManagerProcess struct {
 	// Files maps a file name of the log directory to its content; its
 	// log and standard output are "taskmanager.log" and "taskmanager.out".
 	Files      map[string]string
-	Goroutines []rest.ThreadInfo
+	Goroutines []restapi.ThreadInfo
 	Metrics    []rest.ProcessMetric
 	// ModTime is every file's modification time.
 	ModTime time.Time
@@ -482,21 +484,21 @@ func (b *Backend) process(id string) (TaskManagerProcess, error) {
 	if b.Err != nil {
 		return TaskManagerProcess{}, b.Err
 	}
-	if !slices.ContainsFunc(b.mu.tms, func(tm rest.TaskManagerInfo) bool { return tm.ID == id }) {
-		return TaskManagerProcess{}, fmt.Errorf("%w: TaskManager %s is not registered (see GET /taskmanagers)", rest.ErrNotFound, id)
+	if !slices.ContainsFunc(b.mu.tms, func(tm restapi.TaskManagerInfo) bool { return tm.ID == id }) {
+		return TaskManagerProcess{}, fmt.Errorf("%w: TaskManager %s is not registered (see GET /taskmanagers)", restapi.ErrNotFound, id)
 	}
 	return b.mu.processes[id], nil
 }
 
 // TaskManagerLogs implements rest.Backend.
-func (b *Backend) TaskManagerLogs(_ context.Context, id string) ([]rest.LogInfo, error) {
+func (b *Backend) TaskManagerLogs(_ context.Context, id string) ([]restapi.LogInfo, error) {
 	p, err := b.process(id)
 	if err != nil {
 		return nil, err
 	}
-	out := []rest.LogInfo{}
+	out := []restapi.LogInfo{}
 	for _, name := range slices.Sorted(maps.Keys(p.Files)) {
-		out = append(out, rest.LogInfo{Name: name, Size: int64(len(p.Files[name])), MTime: p.ModTime.UnixMilli()})
+		out = append(out, restapi.LogInfo{Name: name, Size: int64(len(p.Files[name])), MTime: p.ModTime.UnixMilli()})
 	}
 	return out, nil
 }
@@ -516,13 +518,13 @@ func (b *Backend) TaskManagerLogFile(_ context.Context, id string, f rest.TaskMa
 	}
 	content, ok := p.Files[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not in the log directory of TaskManager %s", rest.ErrNotFound, name, id)
+		return nil, fmt.Errorf("%w: %s is not in the log directory of TaskManager %s", restapi.ErrNotFound, name, id)
 	}
 	return &rest.LogFile{Name: name, Size: int64(len(content)), ModTime: p.ModTime, Body: io.NopCloser(strings.NewReader(content))}, nil
 }
 
 // TaskManagerThreadDump implements rest.Backend.
-func (b *Backend) TaskManagerThreadDump(_ context.Context, id string) ([]rest.ThreadInfo, error) {
+func (b *Backend) TaskManagerThreadDump(_ context.Context, id string) ([]restapi.ThreadInfo, error) {
 	p, err := b.process(id)
 	return slices.Clone(p.Goroutines), err
 }

@@ -207,7 +207,7 @@ func (s *Keyed[K]) restoreTablesFromFiles(sources []pebblestore.Source, all []ma
 	tables := map[string]manifestTable{}
 	for _, m := range all {
 		for _, t := range m.Tables {
-			if prev, ok := tables[t.Name]; ok && prev.Type != t.Type {
+			if prev, ok := tables[t.Name]; ok && !sameTypes(prev.Type, t.Type) {
 				return fmt.Errorf("state: snapshots disagree on the type of %q: %s and %s", t.Name, prev.Type, t.Type)
 			}
 			tables[t.Name] = t
@@ -219,7 +219,7 @@ func (s *Keyed[K]) restoreTablesFromFiles(sources []pebblestore.Source, all []ma
 				onPebble() bool
 				typeName() string
 			})
-			if !ok || !vt.onPebble() || vt.typeName() != t.Type {
+			if !ok || !vt.onPebble() || !sameTypes(t.Type, vt.typeName()) {
 				return fmt.Errorf("state: %q was checkpointed as state of %s, registered as %T", name, t.Type, reg)
 			}
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
@@ -44,6 +45,80 @@ func tableID(name string) uint32 { return uint32(xxhash.Sum64String(name)) }
 
 func typeName[K, N comparable, V any]() string {
 	return fmt.Sprintf("%v/%v/%v", reflect.TypeFor[K](), reflect.TypeFor[N](), reflect.TypeFor[V]())
+}
+
+// sameTypes reports whether a table's types as a snapshot recorded them
+// (typeName's "K/N/V") are those registered now. The codec's encoding
+// depends on a type's shape, not on the package that declares it, so each
+// of K, N and V is compared without package qualifiers: state written
+// before a type moved to another package (the window operator's contents
+// moved from stream to internal/typed/windowing) restores after the move.
+// A renamed type or a changed type argument is still another type.
+func sameTypes(recorded, registered string) bool {
+	if recorded == registered {
+		return true
+	}
+	a, b := typeParts(recorded), typeParts(registered)
+	if len(a) != 3 || len(b) != 3 {
+		return false
+	}
+	for i := range a {
+		if unqualified(a[i]) != unqualified(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// typeParts splits "K/N/V" at the slashes outside brackets: reflect names
+// a type by its package's name ("stream.T") and only a type argument by its
+// import path ("stream.W[github.com/x/jobs.E]"), so every other slash is
+// inside brackets.
+func typeParts(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[', '(', '{':
+			depth++
+		case ']', ')', '}':
+			depth--
+		case '/':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// unqualified drops the package qualifiers of a type name: every run of
+// name and path characters keeps what follows its last dot
+// ("[]stream.tsValue[github.com/x/jobs.E]" → "[]tsValue[E]").
+func unqualified(s string) string {
+	var b strings.Builder
+	run := -1
+	flush := func(end int) {
+		if run >= 0 {
+			w := s[run:end]
+			b.WriteString(w[strings.LastIndexByte(w, '.')+1:])
+			run = -1
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c == '.' || c == '/' || c == '-' || c == '~' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80 {
+			if run < 0 {
+				run = i
+			}
+			continue
+		}
+		flush(i)
+		b.WriteByte(c)
+	}
+	flush(len(s))
+	return b.String()
 }
 
 // claimID reserves the ID of table name.
@@ -168,7 +243,7 @@ type pebbleTable[K, N comparable, V any] struct {
 }
 
 func newPebbleTable[K, N comparable, V any](pk *pebbleKeyed, name, typ string, cs *tableCodecs[K, N, V]) (*pebbleTable[K, N, V], error) {
-	if r, ok := pk.restored[name]; ok && r.Type != typ {
+	if r, ok := pk.restored[name]; ok && !sameTypes(r.Type, typ) {
 		return nil, fmt.Errorf("state: %q was checkpointed as state of %s, now registered as %s", name, r.Type, typ)
 	}
 	id, err := pk.claimID(name)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/sluice/sluice/internal/clock"
@@ -578,6 +579,79 @@ func TestRestoreFilesRejectsBadInput(t *testing.T) {
 		mustDo(t, dst.RestoreFiles(filesOf(files, nil), [][]byte{m}))
 		if _, err := NewValueTable[int, Void, string](dst, "v", TTL{}); err == nil {
 			t.Fatal("registering restored state with another type must fail")
+		}
+	})
+}
+
+func TestSameTypes(t *testing.T) {
+	for _, c := range []struct {
+		recorded, registered string
+		want                 bool
+	}{
+		{"int/state.Void/int", "int/state.Void/int", true},
+		// The window operator's contents moved from stream to windowing.
+		{"string/stream.TimeWindow/[]stream.tsValue[int]", "string/stream.TimeWindow/[]windowing.tsValue[int]", true},
+		{"string/stream.TimeWindow/[]stream.tsValue[github.com/a/b/jobs.Event]",
+			"string/stream.TimeWindow/[]windowing.tsValue[github.com/a/b/other.Event]", true},
+		{"map[string]int64/state.Void/*x.T", "map[string]int64/state.Void/*y.T", true},
+		{"string/stream.TimeWindow/[]stream.tsValue[int]", "string/stream.TimeWindow/[]windowing.tsValue[int64]", false},
+		{"int/state.Void/int", "int/state.Void/string", false},
+		{"int/state.Void/a.Old", "int/state.Void/a.New", false},
+		{"int/state.Void/[]int", "int/state.Void/[]uint", false},
+		{"int/state.Void/int", "string/state.Void/int", false},
+		{"int/state.Void/int", "int/window.Void/int", true},
+		{"int/state.Void/int", "int/state.Window/int", false},
+		{"int/state.Void/map[string]a.T", "int/state.Void/map[string]b.T", true},
+		{"int/state.Void/map[string]a.T", "int/state.Void/map[int]a.T", false},
+		{"int/state.Void", "int/state.Void", true},
+		{"int/state.Void", "int/other.Void", false},
+	} {
+		if got := sameTypes(c.recorded, c.registered); got != c.want {
+			t.Errorf("sameTypes(%q, %q) = %v, want %v", c.recorded, c.registered, got, c.want)
+		}
+	}
+}
+
+// A snapshot that recorded its table's types under another package (taken
+// before the type moved) restores, and its values read back; one that
+// recorded another type is refused.
+func TestRestoreFilesOfATypeThatMovedPackage(t *testing.T) {
+	clk := clock.NewManual(0)
+	src := newTestKeyed[int](t, &PebbleBackend{Dir: t.TempDir()}, 128, keygroup.RangeFor(128, 1, 0), clk)
+	tab, _ := NewValueTable[int, Void, int](src, "v", TTL{})
+	src.SetCurrentKey(7)
+	mustDo(t, tab.Put(Void{}, 42))
+	files, m, err := src.SnapshotFiles(1)
+	mustDo(t, err)
+	recordedAs := func(typ string) []byte {
+		man, rest, err := manifestCodec.Decode(m[len(manifestMagic):])
+		if err != nil || len(rest) != 0 {
+			t.Fatalf("decoding the manifest: %v (%d bytes left)", err, len(rest))
+		}
+		if len(man.Tables) != 1 || man.Tables[0].Type != "int/state.Void/int" {
+			t.Fatalf("manifest tables = %+v, want one of int/state.Void/int", man.Tables)
+		}
+		man.Tables[0].Type = typ
+		return manifestCodec.Append(append([]byte(nil), manifestMagic...), man)
+	}
+	t.Run("moved", func(t *testing.T) {
+		dst := newTestKeyed[int](t, &PebbleBackend{Dir: t.TempDir()}, 128, keygroup.RangeFor(128, 1, 0), clk)
+		mustDo(t, dst.RestoreFiles(filesOf(files, nil), [][]byte{recordedAs("int/oldstate.Void/int")}))
+		got, err := NewValueTable[int, Void, int](dst, "v", TTL{})
+		mustDo(t, err)
+		dst.SetCurrentKey(7)
+		v, ok, err := got.Get(Void{})
+		mustDo(t, err)
+		if !ok || v != 42 {
+			t.Fatalf("restored value = %d, %v; want 42", v, ok)
+		}
+	})
+	t.Run("other type", func(t *testing.T) {
+		dst := newTestKeyed[int](t, &PebbleBackend{Dir: t.TempDir()}, 128, keygroup.RangeFor(128, 1, 0), clk)
+		mustDo(t, dst.RestoreFiles(filesOf(files, nil), [][]byte{recordedAs("int/oldstate.Void/int64")}))
+		_, err := NewValueTable[int, Void, int](dst, "v", TTL{})
+		if err == nil || !strings.Contains(err.Error(), "was checkpointed as state of int/oldstate.Void/int64") {
+			t.Fatalf("registering state checkpointed as another type: %v, want an error naming the recorded type", err)
 		}
 	})
 }

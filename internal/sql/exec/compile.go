@@ -33,6 +33,10 @@ type Options struct {
 	Stdout io.Writer
 	// Metrics receives the job's counters (nil: a new one).
 	Metrics *Metrics
+	// Results, if set, receives the rows of a SELECT statement's result
+	// (planner.SelectTable) in the order they change, with their values as
+	// text, from one sink subtask, in place of printing them.
+	Results func(kind core.RowKind, cells []string) error
 }
 
 // Compile adds the operators of sinks' plans to b. Every operator gets a
@@ -88,6 +92,12 @@ func (c *compiler) sink(s *planner.Sink) error {
 		}
 		newOp = func() core.Operator { return &kafkaSinkOp{sink: ks} }
 	case "print":
+		if t.Name == planner.SelectTable && c.o.Results != nil {
+			fields, results := s.Input.Fields(), c.o.Results
+			core.Sink(in, core.OperatorSpec{Name: name, New: func() core.Operator { return &collectSink{fields: fields, results: results} }}).
+				UID(c.uid("sink")).SetParallelism(1) // one stream of changes; each key's keep their order
+			return nil
+		}
 		fields := s.Input.Fields()
 		id := t.Options["print-identifier"]
 		w, mu := c.o.Stdout, c.mu
@@ -281,8 +291,10 @@ func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec,
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	switch t.Options[planner.OptConnector] {
 	case "kafka", "upsert-kafka":
+	case "datagen":
+		return c.datagenScan(t, out)
 	default:
-		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka can)", t.Name, t.Options[planner.OptConnector])
+		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka and datagen can)", t.Name, t.Options[planner.OptConnector])
 	}
 	if t.Options[planner.OptConnector] == "upsert-kafka" {
 		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
@@ -297,6 +309,26 @@ func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 		Props:   map[string]string{"table": t.Path()},
 		New:     func() core.Source { return &kafkaSource{spec: spec} },
 	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
+// datagenScan reads a datagen table.
+func (c *compiler) datagenScan(t *planner.Table, out core.Type) (core.Stream, error) {
+	spec, err := newDatagenSpec(t)
+	if err != nil {
+		return core.Stream{}, fmt.Errorf("sql: %w", err)
+	}
+	s := core.AddSource(c.b, core.SourceSpec{
+		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
+		Bounded: spec.rows >= 0,
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &datagenSource{spec: spec} },
+	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
+// scanParallelism applies a table's 'scan.parallelism'.
+func scanParallelism(t *planner.Table, s core.Stream) (core.Stream, error) {
 	if p, ok := t.Options["scan.parallelism"]; ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {

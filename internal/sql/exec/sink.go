@@ -294,6 +294,25 @@ func (p *printSink) ProcessElement(ctx *core.Context, _ int, r core.Record, _ in
 	return err
 }
 
+// collectSink hands a SELECT's rows to the client, as text.
+type collectSink struct {
+	fields  []planner.Field
+	results func(kind core.RowKind, cells []string) error
+}
+
+func (c *collectSink) ProcessElement(_ *core.Context, _ int, r core.Record, _ int64) error {
+	row := r.Row()
+	cells := make([]string, len(row.Values))
+	for i, v := range row.Values {
+		if v == nil {
+			cells[i] = "NULL"
+		} else {
+			cells[i] = toText(v, c.fields[i])
+		}
+	}
+	return c.results(row.Kind, cells)
+}
+
 // blackholeSink drops every row.
 type blackholeSink struct{}
 

@@ -55,7 +55,12 @@ var connectorOptions = map[string][]string{
 		"sink.parallelism", "sink.buffer-flush.max-rows", "sink.buffer-flush.interval", OptDeliveryGuar, OptTxnPrefix},
 	"print":     {OptConnector, "print-identifier", "standard-error", "sink.parallelism"},
 	"blackhole": {OptConnector},
+	"datagen":   {OptConnector, "rows-per-second", "number-of-rows", "scan.parallelism"},
 }
+
+// datagenFieldOptions are the datagen connector's per-column options,
+// 'fields.<column>.<option>'.
+var datagenFieldOptions = []string{"kind", "min", "max", "max-past", "length", "var-len", "start", "end", "null-rate"}
 
 // Connectors are the connectors the planner knows.
 func Connectors() []string {
@@ -108,6 +113,15 @@ func (p *session) validateConnector(s *parser.CreateTable, t *Table) error {
 	for prefix, f := range formats {
 		for _, o := range formatOptions[f] {
 			all = append(all, prefix+o)
+		}
+	}
+	if conn == "datagen" {
+		for _, c := range t.Columns {
+			if c.Kind == Physical {
+				for _, o := range datagenFieldOptions {
+					all = append(all, "fields."+c.Name+"."+o)
+				}
+			}
 		}
 	}
 	for _, o := range s.Options {

@@ -176,7 +176,7 @@ func (s *Session) Execute(src string, st parser.Stmt) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := &Table{Name: "$select", Rowtime: -1, Options: map[string]string{OptConnector: "print"}, Pos: st.Position()}
+		t := &Table{Name: SelectTable, Rowtime: -1, Options: map[string]string{OptConnector: "print"}, Pos: st.Position()}
 		var cols []int
 		for i, f := range n.Fields() {
 			t.Columns = append(t.Columns, Column{Name: f.Name, Type: f.Type.Plain()})
@@ -186,6 +186,10 @@ func (s *Session) Execute(src string, st parser.Stmt) (*Result, error) {
 	}
 	return nil, p.errAt(st.Position(), ErrInvalid, "statement %T is not supported", st)
 }
+
+// SelectTable is the name of the print table a SELECT statement writes
+// its result to; a client may collect its rows instead (exec.Options.Results).
+const SelectTable = "$select"
 
 func sortedKeys(m map[string]string) []string {
 	var ks []string
