@@ -212,7 +212,7 @@ var rules = table{
 		{pkgs: "formats/internal/formatsbench/benchpb", why: "the benchmarks' generated 20-field message",
 			ext: []string{"google.golang.org/protobuf"}, std: []string{"std"}},
 		{pkgs: "formats/internal/registryserver", why: "a real schema registry (Apicurio, started by integration/scripts/registry.sh) for the formats' integration tests",
-			std:     []string{"std"},
+			std: []string{"std"},
 			testMod: []string{"formats/avro", "formats/internal/formatsbench/benchpb", "formats/json", "formats/jsonschema", "formats/protobuf",
 				"formats/registry", "integration/kafkabroker", "kafka", "stream"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/protobuf"}},
