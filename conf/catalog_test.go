@@ -2,6 +2,7 @@ package conf
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,38 @@ func TestEffectiveRestartStrategy(t *testing.T) {
 	for _, tt := range tests {
 		if got := EffectiveRestartStrategy(FromDynamicProperties(tt.props)); got != tt.want {
 			t.Errorf("EffectiveRestartStrategy(%q) = %q, want %q", tt.props, got, tt.want)
+		}
+	}
+}
+
+// Every fallback key of a catalog option is a catalog option of the same
+// type (Validate checks its value as its own), and Flink's shared TLS keys
+// are the fallbacks of both their internal and their REST option.
+func TestFallbackKeysAreCatalogOptions(t *testing.T) {
+	fallbacks := map[string][]string{}
+	for _, o := range Catalog() {
+		for _, k := range o.FallbackKeys() {
+			f, ok := Find(k)
+			if !ok {
+				t.Errorf("%s falls back to %q, which is not in the catalog", o.Key(), k)
+				continue
+			}
+			if f.TypeName() != o.TypeName() {
+				t.Errorf("%s (%s) falls back to %s (%s)", o.Key(), o.TypeName(), k, f.TypeName())
+			}
+			fallbacks[k] = append(fallbacks[k], o.Key())
+		}
+	}
+	for shared, want := range map[string][]string{
+		"security.ssl.enabled":             {"security.ssl.internal.enabled", "security.ssl.rest.enabled"},
+		"security.ssl.keystore":            {"security.ssl.internal.keystore", "security.ssl.rest.keystore"},
+		"security.ssl.keystore-password":   {"security.ssl.internal.keystore-password", "security.ssl.rest.keystore-password"},
+		"security.ssl.key-password":        {"security.ssl.internal.key-password", "security.ssl.rest.key-password"},
+		"security.ssl.truststore":          {"security.ssl.internal.truststore", "security.ssl.rest.truststore"},
+		"security.ssl.truststore-password": {"security.ssl.internal.truststore-password", "security.ssl.rest.truststore-password"},
+	} {
+		if got := fallbacks[shared]; !slices.Equal(got, want) {
+			t.Errorf("%s is the fallback of %q, want %q", shared, got, want)
 		}
 	}
 }

@@ -214,19 +214,45 @@ func (c *Configuration) find(key string, deprecated []string) (entry, bool) {
 	return entry{}, false
 }
 
-// Lookup returns the value of opt in c and whether it is set. An unset option
-// reads as its default. A value that does not parse reads as the default,
-// with a *Problem (wrapping a *ValueError) telling what is wrong.
+// findOption returns the entry that sets opt, under its key or a
+// deprecated one or else under the first of its fallback keys that is set,
+// and the key it was found under.
+func (c *Configuration) findOption(opt AnyOption) (entry, string, bool) {
+	if e, ok := c.find(opt.Key(), opt.DeprecatedKeys()); ok {
+		return e, opt.Key(), true
+	}
+	for _, k := range opt.FallbackKeys() {
+		if e, ok := c.find(k, nil); ok {
+			return e, k, true
+		}
+	}
+	return entry{}, "", false
+}
+
+// Lookup returns the value of opt in c and whether it is set (under its
+// key, a deprecated one, or a fallback key). An unset option reads as its
+// default. A value that does not parse reads as the default, with a
+// *Problem (wrapping a *ValueError) telling what is wrong.
 func Lookup[T any](c *Configuration, opt Option[T]) (v T, set bool, err error) {
-	e, ok := c.find(opt.key, opt.deprecated)
+	e, key, ok := c.findOption(opt)
 	if !ok {
 		return opt.Default(), false, nil
 	}
 	v, err = opt.parseValue(e.value)
 	if err != nil {
-		return opt.Default(), true, problemOf(opt.key, e, err)
+		return opt.Default(), true, problemOf(key, e, err)
 	}
 	return v, true, nil
+}
+
+// KeyOf is the key the value of opt is read from in c: its own key, or the
+// fallback key that sets it when its own does not. Messages about a value
+// name it.
+func KeyOf(c *Configuration, opt AnyOption) string {
+	if _, key, ok := c.findOption(opt); ok {
+		return key
+	}
+	return opt.Key()
 }
 
 // Get returns the value of opt in c, or its default when it is unset or its
@@ -236,8 +262,9 @@ func Get[T any](c *Configuration, opt Option[T]) T {
 	return v
 }
 
-// IsSet reports whether opt is set in c, under its key or a deprecated one.
+// IsSet reports whether opt is set in c, under its key, a deprecated one
+// or a fallback key.
 func IsSet(c *Configuration, opt AnyOption) bool {
-	_, ok := c.find(opt.Key(), opt.DeprecatedKeys())
+	_, _, ok := c.findOption(opt)
 	return ok
 }

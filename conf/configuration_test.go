@@ -220,3 +220,55 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("shared configuration changed: %v", c.ToMap())
 	}
 }
+
+// A fallback key is read only where the option's own key is not set, is
+// named by KeyOf and by the problem of a bad value, and serves every
+// option that names it.
+func TestFallbackKeys(t *testing.T) {
+	shared := Int("shared.threads", 0, "")
+	a := Int("a.threads", 1, "").WithFallbackKeys(shared.Key())
+	b := Int("b.threads", 2, "").WithDeprecatedKeys("b.old-threads").WithFallbackKeys(shared.Key())
+	for _, tc := range []struct {
+		name         string
+		kv           []string
+		a, b         int
+		aSet, bSet   bool
+		aKey, bKey   string
+		aErr         bool
+		aProblemKeys string
+	}{
+		{name: "nothing set", a: 1, b: 2, aKey: "a.threads", bKey: "b.threads"},
+		{name: "the shared key", kv: []string{"shared.threads", "7"}, a: 7, b: 7, aSet: true, bSet: true,
+			aKey: "shared.threads", bKey: "shared.threads"},
+		{name: "own key first", kv: []string{"shared.threads", "7", "a.threads", "3"}, a: 3, b: 7, aSet: true, bSet: true,
+			aKey: "a.threads", bKey: "shared.threads"},
+		{name: "a deprecated key before the fallback", kv: []string{"shared.threads", "7", "b.old-threads", "4"}, a: 7, b: 4,
+			aSet: true, bSet: true, aKey: "shared.threads", bKey: "b.threads"},
+		{name: "a bad shared value", kv: []string{"shared.threads", "many"}, a: 1, b: 2, aSet: true, bSet: true,
+			aKey: "shared.threads", bKey: "shared.threads", aErr: true, aProblemKeys: "shared.threads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			for i := 0; i < len(tc.kv); i += 2 {
+				c = c.Set(tc.kv[i], tc.kv[i+1])
+			}
+			if got := Get(c, a); got != tc.a {
+				t.Errorf("a = %d, want %d", got, tc.a)
+			}
+			if got := Get(c, b); got != tc.b {
+				t.Errorf("b = %d, want %d", got, tc.b)
+			}
+			if IsSet(c, a) != tc.aSet || IsSet(c, b) != tc.bSet {
+				t.Errorf("IsSet a %v b %v, want %v %v", IsSet(c, a), IsSet(c, b), tc.aSet, tc.bSet)
+			}
+			if KeyOf(c, a) != tc.aKey || KeyOf(c, b) != tc.bKey {
+				t.Errorf("KeyOf a %q b %q, want %q %q", KeyOf(c, a), KeyOf(c, b), tc.aKey, tc.bKey)
+			}
+			_, _, err := Lookup(c, a)
+			var p *Problem
+			if tc.aErr != (err != nil) || (err != nil && (!errors.As(err, &p) || p.Key != tc.aProblemKeys)) {
+				t.Errorf("Lookup(a) error %v, want a problem of %q: %v", err, tc.aProblemKeys, tc.aErr)
+			}
+		})
+	}
+}

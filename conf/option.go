@@ -21,8 +21,9 @@ type Option[T any] struct {
 	defaultDoc  string
 	description string
 	deprecated  []string
-	typeName    string // for documentation: "Integer", "Duration", ...
-	noun        string // for messages: "integer", "duration", ...
+	fallback    []string // other options' keys, read when this one is not set
+	typeName    string   // for documentation: "Integer", "Duration", ...
+	noun        string   // for messages: "integer", "duration", ...
 	parse       func(string) (T, string)
 	format      func(T) string
 	clone       func(T) T
@@ -56,6 +57,10 @@ func (o Option[T]) Description() string { return o.description }
 
 // DeprecatedKeys returns older names that are still accepted for this option.
 func (o Option[T]) DeprecatedKeys() []string { return slices.Clone(o.deprecated) }
+
+// FallbackKeys returns the keys whose value the option takes, the first
+// that is set, when neither its key nor a deprecated one is.
+func (o Option[T]) FallbackKeys() []string { return slices.Clone(o.fallback) }
 
 // TypeName names the value type for documentation: "Integer", "Duration", ...
 func (o Option[T]) TypeName() string { return o.typeName }
@@ -96,6 +101,17 @@ func (o Option[T]) Format(v T) string {
 // warning naming the new one.
 func (o Option[T]) WithDeprecatedKeys(keys ...string) Option[T] {
 	o.deprecated = append(slices.Clone(o.deprecated), keys...)
+	return o
+}
+
+// WithFallbackKeys returns a copy of o that, when neither its key nor a
+// deprecated one is set, takes the value of the first of keys that is, as
+// Flink's fallback keys do. Unlike a deprecated key, each is an option of
+// its own, declared with the same type, and may be the fallback of several
+// options: security.ssl.keystore is that of both
+// security.ssl.internal.keystore and security.ssl.rest.keystore.
+func (o Option[T]) WithFallbackKeys(keys ...string) Option[T] {
+	o.fallback = append(slices.Clone(o.fallback), keys...)
 	return o
 }
 
@@ -140,6 +156,7 @@ func (o Option[T]) separator() byte { return o.listSep }
 type AnyOption interface {
 	Key() string
 	DeprecatedKeys() []string
+	FallbackKeys() []string
 	Description() string
 	DefaultString() string
 	TypeName() string

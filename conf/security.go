@@ -103,7 +103,8 @@ var (
 	// SSLRESTEnabled turns TLS on for the REST endpoint.
 	SSLRESTEnabled = Bool("security.ssl.rest.enabled", false,
 		"Whether the REST endpoint (CLI, job submission, web dashboard) is served over HTTPS; the CLI and job "+
-			"programs then connect with https, trusting security.ssl.rest.truststore.")
+			"programs then connect with https, trusting security.ssl.rest.truststore.").
+		WithFallbackKeys(SSLEnabled.Key())
 
 	// SSLRESTKeystore is the REST endpoint's certificate and key.
 	SSLRESTKeystore = String("security.ssl.rest.keystore", "",
@@ -111,20 +112,23 @@ var (
 			"(keytool -genkeypair), or a PEM file of the certificate chain and the private key. It must hold exactly one "+
 			"private key (there is no alias option, as in Flink). With security.ssl.rest.authentication-enabled, "+
 			"clients present theirs from the same key.").
-		WithDefaultDoc("(none)")
+		WithDefaultDoc("(none): security.ssl.keystore").
+		WithFallbackKeys(SSLKeystore.Key())
 
 	// SSLRESTKeystorePassword opens security.ssl.rest.keystore.
 	SSLRESTKeystorePassword = String("security.ssl.rest.keystore-password", "",
 		"Password of security.ssl.rest.keystore: the password of a JKS or PKCS12 file (keytool -storepass; required for "+
 			"JKS), which also decrypts its private key when security.ssl.rest.key-password is not set; of a PEM "+
 			"keystore, the password of its encrypted private key (a PEM key with 'Proc-Type: 4,ENCRYPTED', as openssl "+
-			"writes with -traditional).").WithDefaultDoc("(none)")
+			"writes with -traditional).").WithDefaultDoc("(none): security.ssl.keystore-password").
+		WithFallbackKeys(SSLKeystorePassword.Key())
 	// SSLRESTKeyPassword decrypts the private key of
 	// security.ssl.rest.keystore.
 	SSLRESTKeyPassword = String("security.ssl.rest.key-password", "",
 		"Password of the private key in security.ssl.rest.keystore (keytool -keypass): a JKS key's, or an encrypted "+
 			"PEM key's. A PKCS12 file has one password for the file and its key, security.ssl.rest.keystore-password.").
-		WithDefaultDoc("(none): security.ssl.rest.keystore-password")
+		WithDefaultDoc("(none): security.ssl.key-password, else security.ssl.rest.keystore-password").
+		WithFallbackKeys(SSLKeyPassword.Key())
 
 	// SSLRESTKeystoreType is the format of security.ssl.rest.keystore.
 	SSLRESTKeystoreType = Enum("security.ssl.rest.keystore-type", "", []string{"pkcs12", "jks", "pem"},
@@ -139,12 +143,14 @@ var (
 			"the server's CAs of client certificates: a JKS or PKCS12 file (keytool -importcert; as in Java, a key "+
 			"entry's certificate is trusted too, so a keystore of a self-signed certificate serves as its own "+
 			"truststore), or a PEM file of certificates.").
-		WithDefaultDoc("(none): the system's roots")
+		WithDefaultDoc("(none): security.ssl.truststore, else the system's roots").
+		WithFallbackKeys(SSLTruststore.Key())
 
 	// SSLRESTTruststorePassword verifies security.ssl.rest.truststore.
 	SSLRESTTruststorePassword = String("security.ssl.rest.truststore-password", "",
 		"Password of security.ssl.rest.truststore when it is a JKS file (required: it verifies the file's integrity) "+
-			"or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none)")
+			"or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none): security.ssl.truststore-password").
+		WithFallbackKeys(SSLTruststorePassword.Key())
 
 	// SSLRESTTruststoreType is the format of security.ssl.rest.truststore.
 	SSLRESTTruststoreType = Enum("security.ssl.rest.truststore-type", "", []string{"pkcs12", "jks", "pem"},
@@ -170,7 +176,8 @@ var (
 			"security.ssl.internal.truststore (host names are not checked, as in Flink's internal SSL). "+
 			"security.internal.secret-file is then not used. On YARN it is on by default: unless "+
 			"security.ssl.internal.keystore names a keystore on every node, the client generates a CA and certificates for "+
-			"each application and ships them as private local resources (mode 600); the CA's key is never written.")
+			"each application and ships them as private local resources (mode 600); the CA's key is never written.").
+		WithFallbackKeys(SSLEnabled.Key())
 
 	// SSLInternalKeystore is a process's certificate and key for internal
 	// connections.
@@ -178,21 +185,24 @@ var (
 		"Keystore with the private key and certificate (chain) every cluster process presents on internal "+
 			"connections: a JKS or PKCS12 file as Flink takes (keytool -genkeypair), or a PEM file of the certificate "+
 			"chain and the private key. It must hold exactly one private key (there is no alias option, as in Flink).").
-		WithDefaultDoc("(none)")
+		WithDefaultDoc("(none): security.ssl.keystore").
+		WithFallbackKeys(SSLKeystore.Key())
 
 	// SSLInternalKeystorePassword opens security.ssl.internal.keystore.
 	SSLInternalKeystorePassword = String("security.ssl.internal.keystore-password", "",
 		"Password of security.ssl.internal.keystore: the password of a JKS or PKCS12 file (keytool -storepass; "+
 			"required for JKS), which also decrypts its private key when security.ssl.internal.key-password is not set; "+
 			"of a PEM keystore, the password of its encrypted private key (a PEM key with 'Proc-Type: 4,ENCRYPTED', as "+
-			"openssl writes with -traditional).").WithDefaultDoc("(none)")
+			"openssl writes with -traditional).").WithDefaultDoc("(none): security.ssl.keystore-password").
+		WithFallbackKeys(SSLKeystorePassword.Key())
 	// SSLInternalKeyPassword decrypts the private key of
 	// security.ssl.internal.keystore.
 	SSLInternalKeyPassword = String("security.ssl.internal.key-password", "",
 		"Password of the private key in security.ssl.internal.keystore (keytool -keypass): a JKS key's, or an "+
 			"encrypted PEM key's. A PKCS12 file has one password for the file and its key, "+
 			"security.ssl.internal.keystore-password.").
-		WithDefaultDoc("(none): security.ssl.internal.keystore-password")
+		WithDefaultDoc("(none): security.ssl.key-password, else security.ssl.internal.keystore-password").
+		WithFallbackKeys(SSLKeyPassword.Key())
 
 	// SSLInternalKeystoreType is the format of
 	// security.ssl.internal.keystore.
@@ -206,13 +216,15 @@ var (
 		"Truststore of the CA certificates whose certificates internal peers must present: a JKS or PKCS12 file "+
 			"(as in Java, a key entry's certificate is trusted too: Flink's documented setup names one keystore of a "+
 			"self-signed certificate as both keystore and truststore), or a PEM file of certificates.").
-		WithDefaultDoc("(none)")
+		WithDefaultDoc("(none): security.ssl.truststore").
+		WithFallbackKeys(SSLTruststore.Key())
 
 	// SSLInternalTruststorePassword verifies
 	// security.ssl.internal.truststore.
 	SSLInternalTruststorePassword = String("security.ssl.internal.truststore-password", "",
 		"Password of security.ssl.internal.truststore when it is a JKS file (required: it verifies the file's "+
-			"integrity) or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none)")
+			"integrity) or a PKCS12 file; a PEM truststore has none and ignores it.").WithDefaultDoc("(none): security.ssl.truststore-password").
+		WithFallbackKeys(SSLTruststorePassword.Key())
 
 	// SSLInternalTruststoreType is the format of
 	// security.ssl.internal.truststore.
@@ -222,6 +234,48 @@ var (
 		WithDefaultDoc("(none): from the file's content")
 )
 
+// Flink's shared TLS options: each is read for the internal and the REST
+// option of its name where that one is not set (Flink's SSLUtils reads
+// them so; its documentation no longer lists them, and encourages
+// separate internal and REST settings).
+var (
+	// SSLEnabled is the fallback of security.ssl.internal.enabled and
+	// security.ssl.rest.enabled.
+	SSLEnabled = Bool("security.ssl.enabled", false,
+		"Deprecated in Flink, read as Flink reads it: the value of security.ssl.internal.enabled and of "+
+			"security.ssl.rest.enabled where either is not set. Set those instead.")
+
+	// SSLKeystore is the fallback of security.ssl.internal.keystore and
+	// security.ssl.rest.keystore.
+	SSLKeystore = String("security.ssl.keystore", "",
+		"Keystore of both security.ssl.internal.keystore and security.ssl.rest.keystore where either is not set "+
+			"(Flink's shared key).").WithDefaultDoc("(none)")
+
+	// SSLKeystorePassword is the fallback of the internal and REST
+	// keystore passwords.
+	SSLKeystorePassword = String("security.ssl.keystore-password", "",
+		"Password of both security.ssl.internal.keystore-password and security.ssl.rest.keystore-password where "+
+			"either is not set (Flink's shared key).").WithDefaultDoc("(none)")
+
+	// SSLKeyPassword is the fallback of the internal and REST key
+	// passwords.
+	SSLKeyPassword = String("security.ssl.key-password", "",
+		"Password of both security.ssl.internal.key-password and security.ssl.rest.key-password where either is "+
+			"not set (Flink's shared key).").WithDefaultDoc("(none)")
+
+	// SSLTruststore is the fallback of security.ssl.internal.truststore
+	// and security.ssl.rest.truststore.
+	SSLTruststore = String("security.ssl.truststore", "",
+		"Truststore of both security.ssl.internal.truststore and security.ssl.rest.truststore where either is not "+
+			"set (Flink's shared key).").WithDefaultDoc("(none)")
+
+	// SSLTruststorePassword is the fallback of the internal and REST
+	// truststore passwords.
+	SSLTruststorePassword = String("security.ssl.truststore-password", "",
+		"Password of both security.ssl.internal.truststore-password and security.ssl.rest.truststore-password "+
+			"where either is not set (Flink's shared key).").WithDefaultDoc("(none)")
+)
+
 func securityOptions() []AnyOption {
 	return []AnyOption{
 		InternalSecretFile, RESTTokenFile,
@@ -229,6 +283,7 @@ func securityOptions() []AnyOption {
 		SSLRESTTruststore, SSLRESTTruststorePassword, SSLRESTTruststoreType, SSLRESTAuthenticationEnabled, SSLVerifyHostname,
 		SSLInternalEnabled, SSLInternalKeystore, SSLInternalKeystorePassword, SSLInternalKeyPassword, SSLInternalKeystoreType,
 		SSLInternalTruststore, SSLInternalTruststorePassword, SSLInternalTruststoreType,
+		SSLEnabled, SSLKeystore, SSLKeystorePassword, SSLKeyPassword, SSLTruststore, SSLTruststorePassword,
 		KerberosKeytab, KerberosPrincipal, KerberosUseTicketCache, KerberosKrb5ConfPath,
 		KerberosAccessHadoopFileSystems, KerberosReloginPeriod, DelegationTokensEnabled,
 		DelegationTokensRenewalTimeRatio, DelegationTokensRenewalRetryBackoff,

@@ -221,7 +221,10 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 			}
 			return nil, err
 		}
-		fmt.Fprintf(s.o.Stdout, "[INFO] Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: %s\n", j.ID())
+		if j.view == nil {
+			// A SELECT shown as a table prints the table alone, as in Flink.
+			fmt.Fprintf(s.o.Stdout, "[INFO] Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: %s\n", j.ID())
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil

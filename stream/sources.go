@@ -2,9 +2,11 @@ package stream
 
 import (
 	"context"
-	"github.com/sluice/sluice/internal/typed"
 	"slices"
 	"strconv"
+
+	"github.com/sluice/sluice/internal/clock"
+	"github.com/sluice/sluice/internal/typed"
 )
 
 // pollBatch bounds the records a built-in reader emits per PollNext.
@@ -125,20 +127,19 @@ func (e *staticEnumerator[S]) AddSplitsBack(splits []S, _ int) error {
 }
 
 type indexReader[T any] struct {
-	src     *indexSource[T]
-	ctx     SourceReaderContext
-	splits  []IndexSplit
-	noMore  bool
-	asked   bool
-	started int64 // processing time of the first poll, for rate limiting
-	emitted int64
-	wait    <-chan struct{}
+	src    *indexSource[T]
+	ctx    SourceReaderContext
+	splits []IndexSplit
+	noMore bool
+	asked  bool
+	pacer  clock.Pacer // the rate over this subtask's share
+	wait   <-chan struct{}
 }
 
 func (r *indexReader[T]) Start(context.Context) error {
 	r.ctx.SendSplitRequest()
 	r.asked = true
-	r.started = -1
+	r.pacer = clock.Pacer{PerSecond: r.src.rate / float64(r.ctx.Parallelism())}
 	return nil
 }
 
@@ -159,24 +160,11 @@ func (r *indexReader[T]) Close() error               { return nil }
 
 // permits is how many records the rate limit allows now.
 func (r *indexReader[T]) permits() int64 {
-	if r.src.rate <= 0 {
-		return pollBatch
-	}
-	now := r.ctx.Clock().NowMillis()
-	if r.started < 0 {
-		r.started = now
-	}
-	perSubtask := r.src.rate / float64(r.ctx.Parallelism())
-	allowed := int64(perSubtask*float64(now-r.started)/1000) + 1 - r.emitted
-	if allowed <= 0 {
-		next := r.started + int64(float64(r.emitted)*1000/perSubtask)
-		if next <= now {
-			next = now + 1
-		}
+	n, next := r.pacer.Allow(r.ctx.Clock().NowMillis(), pollBatch)
+	if n == 0 {
 		r.wait, _ = r.ctx.Clock().AfterMillis(next)
-		return 0
 	}
-	return min(allowed, pollBatch)
+	return n
 }
 
 func (r *indexReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (InputStatus, error) {
@@ -200,7 +188,7 @@ func (r *indexReader[T]) PollNext(_ context.Context, out ReaderOutput[T]) (Input
 	for ; n > 0 && (sp.End < 0 || sp.Next < sp.End); n-- {
 		so.Collect(r.src.fn(sp.Next), NoTimestamp)
 		sp.Next += sp.Stride
-		r.emitted++
+		r.pacer.Took(1)
 	}
 	if sp.End >= 0 && sp.Next >= sp.End {
 		out.ReleaseSplit(sp.SplitID())

@@ -71,7 +71,7 @@ func TestMutualTLSRefusesPeersWithoutTheCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	noCert := client.Clone()
-	noCert.Certificates = nil
+	noCert.Certificates, noCert.GetClientCertificate = nil, nil
 	trustAll := &tls.Config{InsecureSkipVerify: true}
 	for _, tc := range []struct {
 		name string
@@ -151,5 +151,51 @@ func TestMutualTLSWorkerConfiguration(t *testing.T) {
 	if _, err := FromConf(c.Set(conf.SSLInternalTruststore.Key(), "nope.pem"), Options{}); err == nil ||
 		!strings.Contains(err.Error(), conf.SSLInternalTruststore.Key()) {
 		t.Errorf("a missing truststore: %v", err)
+	}
+}
+
+// Flink's shared keys alone (security.ssl.enabled, security.ssl.keystore,
+// security.ssl.truststore and their passwords) turn mutual TLS on, and a
+// worker is handed their values under the internal keys, paths absolute.
+func TestMutualTLSFromFlinksSharedKeys(t *testing.T) {
+	dir := t.TempDir()
+	writePKI(t, dir, "c")
+	t.Chdir(dir)
+	c := conf.New().Set(conf.SSLEnabled.Key(), "true").Set(conf.SSLKeystore.Key(), "keystore.pem").
+		Set(conf.SSLTruststore.Key(), "ca.pem").Set(conf.SSLTruststorePassword.Key(), "unused")
+	sec, err := FromConf(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sec.Describe(); d != "mutual TLS with "+filepath.Join(dir, "keystore.pem")+", trusting "+filepath.Join(dir, "ca.pem") {
+		t.Errorf("Describe() = %q", d)
+	}
+	wc := sec.WorkerConfiguration()
+	want := map[string]string{conf.SSLInternalEnabled.Key(): "true",
+		conf.SSLInternalKeystore.Key(): filepath.Join(dir, "keystore.pem"), conf.SSLInternalTruststore.Key(): filepath.Join(dir, "ca.pem"),
+		conf.SSLInternalTruststorePassword.Key(): "unused"}
+	if len(wc) != len(want) {
+		t.Errorf("WorkerConfiguration = %v, want %v", wc, want)
+	}
+	for k, v := range want {
+		if wc[k] != v {
+			t.Errorf("WorkerConfiguration[%s] = %q, want %q", k, wc[k], v)
+		}
+	}
+	t.Chdir(t.TempDir())
+	w, err := FromConf(conf.FromMap(wc, conf.Source{Name: "worker deployment"}), Options{})
+	if err != nil {
+		t.Fatalf("a worker elsewhere: %v", err)
+	}
+	// The worker's health check at its TaskManager's server.
+	cc, err := grpc.NewClient(serve(t, sec), w.DialOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Errorf("the worker at its TaskManager: %v", err)
 	}
 }

@@ -140,8 +140,10 @@ type Config struct {
 //
 // If ctx ends first (the container is being stopped) or the ResourceManager
 // orders a shutdown, Run returns without unregistering: YARN then decides
-// whether another attempt runs, and the staging directory stays for it. If
-// the resource driver fails, the application is unregistered as FAILED.
+// whether another attempt runs, and the staging directory stays for it,
+// unless the ResourceManager has already ended the attempt (a kill: see
+// sweepIfKilled). If the resource driver fails, the application is
+// unregistered as FAILED.
 func Run(ctx context.Context, cfg Config, host Host) error {
 	if cfg.Getenv == nil {
 		return errors.New("yarnam: Config.Getenv is nil")
@@ -181,7 +183,14 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 	}
 	defer restLn.Close()
 	rpcPort, restPort := rpcLn.Addr().(*net.TCPAddr).Port, restLn.Addr().(*net.TCPAddr).Port
-	restURL := "http://" + net.JoinHostPort(env.Host, strconv.Itoa(restPort))
+	scheme := "http"
+	if conf.Get(env.Conf, conf.SSLRESTEnabled) {
+		// The tracking URL YARN's web proxy forwards to is the REST
+		// endpoint's own, https: the proxy must trust its CA (as with
+		// Flink's REST SSL on YARN).
+		scheme = "https"
+	}
+	restURL := scheme + "://" + net.JoinHostPort(env.Host, strconv.Itoa(restPort))
 
 	am, err := newAMClient(env, log)
 	if err != nil {
@@ -236,8 +245,19 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 	}
 	defer stopTokens()
 	driver := &Driver{d: drv, fail: cancelHost}
+	hostDone, killSwept := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(killSwept)
+		select {
+		case <-ctx.Done():
+			sweepIfKilled(am, env, cfg.FinishTimeout, log)
+		case <-hostDone:
+		}
+	}()
 	final := host(hostCtx, &Session{Env: env, Driver: driver, RPC: rpcLn, REST: restLn, RESTURL: restURL, Logger: log, DelegationTokens: tokens})
 	driver.stop()
+	close(hostDone)
+	<-killSwept
 
 	if ctx.Err() != nil {
 		log.Warn("yarnam: stopped before the application ended; not unregistering", "cause", context.Cause(ctx))
@@ -266,6 +286,58 @@ func Run(ctx context.Context, cfg Config, host Host) error {
 		log.Info("yarnam: deleted the staging directory", "dir", env.StagingDir.String())
 	}
 	return nil
+}
+
+// attemptEnded reports whether err, the answer of the ResourceManager to
+// an allocate call, says that it no longer knows this attempt: it ended the
+// attempt (a yarn application -kill) before its NodeManager stopped the
+// container.
+func attemptEnded(err error) bool { return errors.Is(err, yarn.ErrApplicationAttemptNotFound) }
+
+// sweepIfKilled runs when the container is being stopped (SIGTERM): it asks
+// the ResourceManager with one heartbeat whether the attempt still exists.
+// A `yarn application -kill` ends the attempt first and then has its
+// NodeManager stop the container, so the heartbeat is refused, no attempt
+// will follow, and the staging directory is deleted now: nothing else
+// would before the user's next submission. A container stopped for other
+// reasons (its node decommissioned, preempted) still has its attempt, and
+// YARN may start another that needs the staging directory: it stays.
+// The NodeManager sends SIGKILL soon after (250 ms by default,
+// yarn.nodemanager.sleep-delay-before-sigkill.ms), so this runs first,
+// beside the job's suspension.
+func sweepIfKilled(am *yarn.AMClient, env *Environment, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// The file system is dialled while the ResourceManager is asked: the
+	// time before SIGKILL is short.
+	type dialled struct {
+		fsys *hdfs.FileSystem
+		dir  string
+		err  error
+	}
+	dial := make(chan dialled, 1)
+	go func() {
+		fsys, dir, err := openStagingDir(env)
+		dial <- dialled{fsys, dir, err}
+	}()
+	_, err := am.Allocate(ctx, yarn.AllocateRequest{})
+	d := <-dial
+	if d.fsys != nil {
+		defer d.fsys.Close()
+	}
+	if !attemptEnded(err) {
+		log.Info("yarnam: stopped while the ResourceManager still runs the attempt; keeping the staging directory for another", "err", err)
+		return
+	}
+	log.Warn("yarnam: the ResourceManager ended the attempt (killed); deleting the staging directory", "dir", env.StagingDir.String())
+	if d.err == nil {
+		d.err = d.fsys.RemoveAll(d.dir)
+	}
+	if d.err != nil {
+		log.Error("yarnam: could not delete the staging directory", "dir", env.StagingDir.String(), "err", d.err)
+		return
+	}
+	log.Info("yarnam: deleted the staging directory", "dir", env.StagingDir.String())
 }
 
 func newAMClient(env *Environment, log *slog.Logger) (*yarn.AMClient, error) {
@@ -319,21 +391,32 @@ var ErrNotStagingDir = errors.New("yarnam: not a staging directory")
 // against deleting anything else, the directory's name must be the
 // application id.
 func RemoveStagingDir(env *Environment) error {
-	u := env.StagingDir
-	if u == nil || path.Base(u.Path) != env.Container.Attempt.Application.String() {
-		return fmt.Errorf("%w: %v is not named %s", ErrNotStagingDir, u, env.Container.Attempt.Application)
-	}
-	if u.Scheme != "hdfs" {
-		return fmt.Errorf("yarnam: staging directory %s: only hdfs:// is supported", u)
-	}
-	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: env.Hadoop, User: env.User, Kerberos: env.Kerberos}, u.Host)
-	if err != nil {
-		return err
-	}
-	fsys, err := hdfs.Dial(o)
+	fsys, dir, err := openStagingDir(env)
 	if err != nil {
 		return err
 	}
 	defer fsys.Close()
-	return fsys.RemoveAll(u.Path)
+	return fsys.RemoveAll(dir)
+}
+
+// openStagingDir dials the file system of the application's staging
+// directory and returns it with the directory's path, checked as
+// RemoveStagingDir says.
+func openStagingDir(env *Environment) (*hdfs.FileSystem, string, error) {
+	u := env.StagingDir
+	if u == nil || path.Base(u.Path) != env.Container.Attempt.Application.String() {
+		return nil, "", fmt.Errorf("%w: %v is not named %s", ErrNotStagingDir, u, env.Container.Attempt.Application)
+	}
+	if u.Scheme != "hdfs" {
+		return nil, "", fmt.Errorf("yarnam: staging directory %s: only hdfs:// is supported", u)
+	}
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: env.Hadoop, User: env.User, Kerberos: env.Kerberos}, u.Host)
+	if err != nil {
+		return nil, "", err
+	}
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		return nil, "", err
+	}
+	return fsys, u.Path, nil
 }

@@ -332,7 +332,11 @@ func (d *Deployer) Deploy(ctx context.Context) (*Application, error) {
 	app.Report = report
 	app.TrackingURL = report.TrackingURL
 	if report.Host != "" && report.RPCPort > 0 {
-		app.RESTAddress = "http://" + net.JoinHostPort(report.Host, strconv.Itoa(int(report.RPCPort)))
+		scheme := "http"
+		if tlsconf.RESTEnabled(d.opts.Conf) {
+			scheme = "https"
+		}
+		app.RESTAddress = scheme + "://" + net.JoinHostPort(report.Host, strconv.Itoa(int(report.RPCPort)))
 	}
 	d.progress("Application %s is running.", id)
 	d.progress("  Web interface (through YARN): %s", orDefault(app.TrackingURL, "(none)"))

@@ -82,7 +82,7 @@ func (d *Deployer) stageInternalSecurity(st *staging, id yarn.ApplicationID) err
 	switch internalTLSMode(d.opts.Conf) {
 	case tlsUser:
 		d.progress("Internal RPCs: mutual TLS with %s (%s) on every node", conf.Get(d.opts.Conf, conf.SSLInternalKeystore),
-			conf.SSLInternalKeystore.Key())
+			conf.KeyOf(d.opts.Conf, conf.SSLInternalKeystore))
 		return nil
 	case tlsOff:
 		return d.stageInternalSecret(st)

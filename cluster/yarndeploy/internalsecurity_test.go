@@ -214,47 +214,54 @@ func verifies(keystore, truststore []byte) error {
 }
 
 // A user's own security.ssl.internal.keystore is used as Flink takes it
-// (a path on every node): nothing is generated or shipped for the
-// internal RPCs, and the shipped config.yaml keeps the user's paths.
+// (a path on every node), also when given by Flink's shared
+// security.ssl.keystore: nothing is generated or shipped for the internal
+// RPCs, and the shipped config.yaml keeps the user's paths.
 func TestStagingKeepsTheUsersInternalKeystore(t *testing.T) {
-	id := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 3}
-	rm := &fakeRM{id: id, maxCap: yarn.Resource{MemoryMB: 8192, VCores: 8},
-		reports: []yarn.ApplicationState{yarn.StateAccepted, yarn.StateFailed}}
-	var progress bytes.Buffer
-	d := newDeployer(t, map[string]string{"security.ssl.internal.keystore": "/etc/sluice/node.pem",
-		"security.ssl.internal.truststore": "/etc/sluice/ca.pem"}, Options{
-		AppMaster: executable(t, "appmaster"), TaskManager: executable(t, "taskmanager"), Job: executable(t, "job"),
-		Progress: &progress, PollInterval: time.Millisecond, Logger: testLogger(t),
-	})
-	root := t.TempDir()
-	d.rm = rm
-	d.dialFS = func(string) (stagingFS, error) { return localStaging{root: root}, nil }
-	dir := filepath.Join(root, "user", "alice", ".sluice", id.String())
-	submitted := false
-	rm.onSubmit = func(s *yarn.SubmissionContext) {
-		submitted = true
-		for _, link := range []string{FileInternalKeystore, FileInternalTruststore, conf.InternalSecretFileName} {
-			if _, ok := s.AMContainer.LocalResources[link]; ok {
-				t.Errorf("%s is shipped although the user configured a keystore", link)
+	for _, tc := range []struct{ name, keystoreKey, truststoreKey string }{
+		{"internal keys", "security.ssl.internal.keystore", "security.ssl.internal.truststore"},
+		{"Flink's shared keys", "security.ssl.keystore", "security.ssl.truststore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := yarn.ApplicationID{ClusterTimestamp: 1700000000000, ID: 3}
+			rm := &fakeRM{id: id, maxCap: yarn.Resource{MemoryMB: 8192, VCores: 8},
+				reports: []yarn.ApplicationState{yarn.StateAccepted, yarn.StateFailed}}
+			var progress bytes.Buffer
+			d := newDeployer(t, map[string]string{tc.keystoreKey: "/etc/sluice/node.pem", tc.truststoreKey: "/etc/sluice/ca.pem"}, Options{
+				AppMaster: executable(t, "appmaster"), TaskManager: executable(t, "taskmanager"), Job: executable(t, "job"),
+				Progress: &progress, PollInterval: time.Millisecond, Logger: testLogger(t),
+			})
+			root := t.TempDir()
+			d.rm = rm
+			d.dialFS = func(string) (stagingFS, error) { return localStaging{root: root}, nil }
+			dir := filepath.Join(root, "user", "alice", ".sluice", id.String())
+			submitted := false
+			rm.onSubmit = func(s *yarn.SubmissionContext) {
+				submitted = true
+				for _, link := range []string{FileInternalKeystore, FileInternalTruststore, conf.InternalSecretFileName} {
+					if _, ok := s.AMContainer.LocalResources[link]; ok {
+						t.Errorf("%s is shipped although the user configured a keystore", link)
+					}
+				}
+				cfg, _ := os.ReadFile(filepath.Join(dir, yarnam.FileConfig))
+				for _, kv := range []string{tc.keystoreKey + ": /etc/sluice/node.pem", tc.truststoreKey + ": /etc/sluice/ca.pem"} {
+					if !strings.Contains(string(cfg), kv) {
+						t.Errorf("config.yaml does not say %s:\n%s", kv, cfg)
+					}
+				}
+				if !strings.Contains(string(cfg), "security.ssl.internal.enabled: \"true\"") && !strings.Contains(string(cfg), "security.ssl.internal.enabled: true") {
+					t.Errorf("config.yaml does not enable internal TLS:\n%s", cfg)
+				}
 			}
-		}
-		cfg, _ := os.ReadFile(filepath.Join(dir, yarnam.FileConfig))
-		for _, kv := range []string{"security.ssl.internal.keystore: /etc/sluice/node.pem", "security.ssl.internal.truststore: /etc/sluice/ca.pem"} {
-			if !strings.Contains(string(cfg), kv) {
-				t.Errorf("config.yaml does not say %s:\n%s", kv, cfg)
+			if _, err := d.Deploy(context.Background()); err == nil {
+				t.Fatal("Deploy succeeded against an ApplicationMaster that failed")
 			}
-		}
-		if !strings.Contains(string(cfg), "security.ssl.internal.enabled: \"true\"") && !strings.Contains(string(cfg), "security.ssl.internal.enabled: true") {
-			t.Errorf("config.yaml does not enable internal TLS:\n%s", cfg)
-		}
-	}
-	if _, err := d.Deploy(context.Background()); err == nil {
-		t.Fatal("Deploy succeeded against an ApplicationMaster that failed")
-	}
-	if !submitted {
-		t.Fatal("nothing was submitted")
-	}
-	if !strings.Contains(progress.String(), "/etc/sluice/node.pem") {
-		t.Errorf("progress does not name the user's keystore:\n%s", progress.String())
+			if !submitted {
+				t.Fatal("nothing was submitted")
+			}
+			if want := "mutual TLS with /etc/sluice/node.pem (" + tc.keystoreKey + ")"; !strings.Contains(progress.String(), want) {
+				t.Errorf("progress does not say %q:\n%s", want, progress.String())
+			}
+		})
 	}
 }

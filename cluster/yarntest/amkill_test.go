@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/hadoop"
 	"github.com/sluice/sluice/internal/testwait"
 	"github.com/sluice/sluice/yarn"
 )
@@ -39,12 +40,24 @@ func appMasters(appID string) []int {
 	return out
 }
 
-// TestApplicationMasterKilled: kill -9 of the ApplicationMaster mid-job;
-// YARN starts a second attempt (yarn.application-attempts=2), whose
-// JobManager recovers the job from the HA metadata on HDFS and its latest
-// checkpoint; the job finishes with exactly-once output and the
+// TestApplicationMasterKilled: the ApplicationMaster killed mid-job, by
+// kill -9 or by SIGTERM (as a NodeManager stops a container whose attempt
+// the ResourceManager has not ended: a node decommissioned); YARN starts a
+// second attempt (yarn.application-attempts=2), whose JobManager recovers
+// the job from the HA metadata in the staging directory (which the first
+// attempt, asked on SIGTERM, kept: its attempt was not over) and its
+// latest checkpoint; the job finishes with exactly-once output and the
 // application SUCCEEDS.
 func TestApplicationMasterKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"SIGKILL", syscall.SIGKILL}, {"SIGTERM", syscall.SIGTERM}} {
+		t.Run(tc.name, func(t *testing.T) { applicationMasterKilled(t, tc.name, tc.sig) })
+	}
+}
+
+func applicationMasterKilled(t *testing.T, name string, sig syscall.Signal) {
 	r := newRig(t)
 	yc := r.yarnClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -55,7 +68,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	// finished would leave the second attempt nothing to recover).
 	const n, keys = 24000, 6
 	args := append([]string{"run", "--target", "yarn-application", "-p", "2", "-Dyarn.application-attempts=2",
-		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-kill"}, small...)
+		"-Dexecution.checkpointing.dir=hdfs://" + r.hdfs + "/ckpt", "-Dyarn.application.name=yarntest-am-" + name}, small...)
 	args = append(args, checkpointed...)
 	args = append(args, bins.job, "-out", "hdfs://"+out, "-n", strconv.Itoa(n), "-keys", strconv.Itoa(keys), "-rate", "1000")
 	p, appID, _, rc, job := r.deploy(t, ctx, args...)
@@ -70,11 +83,11 @@ func TestApplicationMasterKilled(t *testing.T) {
 	if len(ams) != 1 {
 		t.Fatalf("ApplicationMaster processes of %s: %v, want one", appID, ams)
 	}
-	if err := syscall.Kill(ams[0], syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(ams[0], sig); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	t.Logf("killed the ApplicationMaster (pid %d, attempt %v)", ams[0], first)
+	t.Logf("killed the ApplicationMaster (pid %d, attempt %v) with %v", ams[0], first, sig)
 	testwait.Eventually(t, 2*time.Minute, "a second attempt", func() bool {
 		rep := report(t, ctx, yc, appID)
 		return rep.CurrentAttempt != first
@@ -84,7 +97,7 @@ func TestApplicationMasterKilled(t *testing.T) {
 	checkExactlyOnce(t, r.fs, out, n, keys)
 	// The second attempt's ApplicationMaster recovered the job (same id)
 	// with a checkpoint, and did not run the program again.
-	recovered := false
+	recovered, kept := false, false
 	var logs []string
 	for dir, files := range r.containerLogs(t, appID) {
 		if !slices.Contains(files, "jobmanager.log") {
@@ -93,6 +106,9 @@ func TestApplicationMasterKilled(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "jobmanager.log"))
 		log := string(b)
 		logs = append(logs, filepath.Base(dir)+":\n"+log)
+		if sig == syscall.SIGTERM && strings.Contains(log, "keeping the staging directory for another") {
+			kept = true
+		}
 		if strings.Contains(log, `msg="recovering job"`) && strings.Contains(log, "job="+job) &&
 			strings.Contains(log, "not running the program again") && strings.Contains(log, `msg="recovering from checkpoint"`) {
 			recovered = true
@@ -102,17 +118,23 @@ func TestApplicationMasterKilled(t *testing.T) {
 	if !recovered {
 		t.Errorf("no ApplicationMaster log of %s shows job %s recovered from a checkpoint; the logs:\n%s", appID, job, strings.Join(logs, "\n"))
 	}
+	if sig == syscall.SIGTERM && !kept {
+		t.Errorf("the first ApplicationMaster's log does not say it kept the staging directory on SIGTERM")
+	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
 }
 
 // TestKilledThroughYARNResumes: `yarn application -kill` of a running
-// yarn-application (the ResourceManager stops the ApplicationMaster with
-// SIGTERM) suspends the job as Flink does: its checkpoints stay on HDFS, so
-// the job resumes in a new application with run -s from its latest
-// checkpoint and the output is exactly once across both. The killed
-// application's staging directory, which its ApplicationMaster cannot know
-// to delete, is deleted by the next submission, which says so.
+// yarn-application (the ResourceManager ends the attempt, then its
+// NodeManager stops the ApplicationMaster with SIGTERM) suspends the job as
+// Flink does: its checkpoints stay on HDFS, so the job resumes in a new
+// application with run -s from its latest checkpoint and the output is
+// exactly once across both. The ApplicationMaster, told by the
+// ResourceManager that its attempt is over, deletes the staging directory
+// on the SIGTERM. A staging directory of an ended application that is left
+// anyway (its ApplicationMaster SIGKILLed first; made here again in its
+// place) is deleted by the next submission, which says so.
 func TestKilledThroughYARNResumes(t *testing.T) {
 	r := newRig(t)
 	yc := r.yarnClient(t)
@@ -145,6 +167,30 @@ func TestKilledThroughYARNResumes(t *testing.T) {
 		t.Errorf("sluice run of the killed application exited 0:\n%s", outText)
 	}
 	noContainersLeft(t, ctx, yc, appID)
+	r.stagingGone(t, appID)
+	swept := false
+	for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
+		b, _ := os.ReadFile(f)
+		swept = swept || (strings.Contains(string(b), "the ResourceManager ended the attempt (killed); deleting the staging directory") &&
+			strings.Contains(string(b), `msg="yarnam: deleted the staging directory"`))
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "staging directory") || strings.Contains(l, "not unregistering") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("the ApplicationMaster on the kill:\n%s", strings.Join(lines, "\n"))
+	}
+	if !swept {
+		t.Errorf("the ApplicationMaster's log does not say it deleted the staging directory on the kill")
+	}
+	user, err := hadoop.CurrentUser(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fs.MkdirAllPrivate(path.Join("/user", user, ".sluice", appID)); err != nil {
+		t.Fatal(err)
+	}
 
 	// The latest completed checkpoint is still there.
 	latest, latestN := "", -1

@@ -5,6 +5,7 @@ package yarntest
 import (
 	"context"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -148,4 +149,41 @@ func TestSessionTwoJobs(t *testing.T) {
 	}
 	r.stagingGone(t, appID)
 	noContainersLeft(t, ctx, yc, appID)
+}
+
+// TestSessionKilled: sluice yarn-session --kill kills a session through
+// YARN; the ApplicationMaster, its attempt ended, deletes the staging
+// directory on the SIGTERM, and the CLI, which deletes it too, takes it
+// gone without complaint. The application is KILLED, no container is left.
+func TestSessionKilled(t *testing.T) {
+	r := newRig(t)
+	yc := r.yarnClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o, err := r.sluice(t, ctx, append([]string{"yarn-session", "-Dyarn.application.name=yarntest-session-killed"}, small...)...)
+	if err != nil {
+		t.Fatalf("sluice yarn-session: %v", err)
+	}
+	m := reAppID.FindStringSubmatch(o)
+	if m == nil {
+		t.Fatal("no application id printed")
+	}
+	appID := m[1]
+	o, err = r.sluice(t, ctx, "yarn-session", "--kill", "-Dyarn.application.id="+appID)
+	if err != nil {
+		t.Fatalf("sluice yarn-session --kill: %v\n%s", err, o)
+	}
+	if rep := report(t, ctx, yc, appID); rep.State != yarn.StateKilled {
+		t.Errorf("%s is %s after --kill, want KILLED", appID, rep.State)
+	}
+	r.stagingGone(t, appID)
+	noContainersLeft(t, ctx, yc, appID)
+	deleted := false
+	for _, f := range containerLogs(t, r.c, appID, "jobmanager.log") {
+		b, _ := os.ReadFile(f)
+		deleted = deleted || strings.Contains(string(b), "the ResourceManager ended the attempt (killed); deleting the staging directory")
+	}
+	if !deleted {
+		t.Error("the ApplicationMaster's log does not say it deleted the staging directory on the kill")
+	}
 }

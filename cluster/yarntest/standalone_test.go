@@ -100,34 +100,7 @@ func TestStandaloneClusterOnSecureHDFS(t *testing.T) {
 
 	// The HA store on HDFS (the job's record with its arguments, its graph,
 	// its binary) is its owner's alone: directories 0700, files 0600.
-	var walk func(p string)
-	files := 0
-	walk = func(p string) {
-		fi, err := r.fs.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := iofs.FileMode(0o600)
-		if fi.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("HA store: %s has permission %v on HDFS, want %v", p, fi.Mode().Perm(), want)
-		}
-		if fi.IsDir() {
-			entries, err := r.fs.ReadDir(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				walk(path.Join(p, e.Name()))
-			}
-		}
-	}
-	walk(path.Join(r.hdfs, "ha"))
-	if files < 3 {
+	if files := r.checkPrivateTree(t, path.Join(r.hdfs, "ha")); files < 3 {
 		t.Errorf("the HA store on HDFS holds %d files; want the job's record, graph and binary", files)
 	}
 
@@ -190,4 +163,38 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkPrivateTree checks that every directory under root on HDFS (root
+// too) has permission 0700 and every file 0600, and returns the number of
+// files.
+func (r *rig) checkPrivateTree(t *testing.T, root string) (files int) {
+	t.Helper()
+	var walk func(p string)
+	walk = func(p string) {
+		fi, err := r.fs.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := iofs.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		} else {
+			files++
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has permission %v on HDFS, want %v", p, fi.Mode().Perm(), want)
+		}
+		if fi.IsDir() {
+			entries, err := r.fs.ReadDir(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				walk(path.Join(p, e.Name()))
+			}
+		}
+	}
+	walk(root)
+	return files
 }

@@ -8,12 +8,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -493,4 +495,166 @@ func FuzzDetectFormat(f *testing.F) {
 		}
 		pkcs12KeyAliases(b)
 	})
+}
+
+// Flink's shared keys (security.ssl.enabled, security.ssl.keystore,
+// keystore-password, key-password, truststore, truststore-password) serve
+// both the internal and the REST TLS where their own keys are not set, as
+// Flink's SSLUtils reads them; an own key wins, and messages name the key
+// a value came from.
+func TestSharedKeys(t *testing.T) {
+	m := newMaterial(t, "shared")
+	key, cert := m.issue("node")
+	ks := m.jks("node.jks", "store-pass", jksEntry{alias: "node", key: key, chain: []*x509.Certificate{cert, m.ca.cert}, keyPassword: "key-pass"})
+	ts := m.jks("trust.jks", "trust-pass", jksEntry{alias: "ca", chain: []*x509.Certificate{m.ca.cert}})
+	shared := []string{"security.ssl.enabled", "true", "security.ssl.keystore", ks, "security.ssl.keystore-password", "store-pass",
+		"security.ssl.key-password", "key-pass", "security.ssl.truststore", ts, "security.ssl.truststore-password", "trust-pass"}
+	with := func(kv ...string) *conf.Configuration { return confOf(append(slices.Clone(shared), kv...)...) }
+
+	t.Run("internal and REST from the shared keys alone", func(t *testing.T) {
+		c := with("security.ssl.rest.authentication-enabled", "true")
+		if !InternalEnabled(c) || !RESTEnabled(c) {
+			t.Fatalf("security.ssl.enabled: internal %v, REST %v; want both on", InternalEnabled(c), RESTEnabled(c))
+		}
+		server, client, err := Internal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cerr, serr := handshake(t, server, client, ""); cerr != nil || serr != nil {
+			t.Errorf("internal: refused: client %v, server %v", cerr, serr)
+		}
+		rs, err := RESTServer(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := RESTClient(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.ClientAuth != tls.RequireAndVerifyClientCert || len(rc.Certificates) != 1 {
+			t.Errorf("REST: client auth %v, client certificates %d; want required and one", rs.ClientAuth, len(rc.Certificates))
+		}
+		if cerr, serr := handshake(t, rs, rc, "localhost"); cerr != nil || serr != nil {
+			t.Errorf("REST: refused: client %v, server %v", cerr, serr)
+		}
+	})
+
+	t.Run("own enabled flag wins", func(t *testing.T) {
+		c := with("security.ssl.rest.enabled", "false")
+		if !InternalEnabled(c) || RESTEnabled(c) {
+			t.Errorf("internal %v, REST %v; want internal on, REST off", InternalEnabled(c), RESTEnabled(c))
+		}
+		if rs, err := RESTServer(c); rs != nil || err != nil {
+			t.Errorf("RESTServer = %v, %v; want none", rs, err)
+		}
+	})
+
+	t.Run("own keystore wins", func(t *testing.T) {
+		missing := filepath.Join(m.dir, "internal-only.jks")
+		c := with("security.ssl.internal.keystore", missing)
+		_, _, err := Internal(c)
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Key != "security.ssl.internal.keystore" || fe.Path != missing || !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Internal: %v; want the missing %s named by security.ssl.internal.keystore", err, missing)
+		}
+		if _, err := RESTServer(c); err != nil {
+			t.Errorf("REST, still from security.ssl.keystore: %v", err)
+		}
+	})
+
+	for _, tc := range []struct {
+		name  string
+		c     *conf.Configuration
+		build func(*conf.Configuration) error
+		want  []string
+	}{
+		{"a missing shared keystore", with("security.ssl.keystore", filepath.Join(m.dir, "none.jks")), restServer,
+			[]string{"tlsconf: security.ssl.keystore " + filepath.Join(m.dir, "none.jks")}},
+		{"a wrong shared keystore password", with("security.ssl.keystore-password", "wrong"), internal,
+			[]string{"security.ssl.keystore", "security.ssl.keystore-password does not verify the JKS file"}},
+		{"a wrong shared key password", with("security.ssl.key-password", "wrong"), internal,
+			[]string{"security.ssl.key-password does not decrypt the key"}},
+		{"a wrong shared truststore password", with("security.ssl.truststore-password", "wrong"), restClient,
+			[]string{"security.ssl.truststore " + ts, "security.ssl.truststore-password does not verify the JKS file"}},
+		{"no keystore anywhere", confOf("security.ssl.enabled", "true"), restServer,
+			[]string{"security.ssl.rest.keystore: not set (nor security.ssl.keystore), but security.ssl.enabled needs it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.build(tc.c)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A JKS or PKCS12 file with a key entry used as a truststore trusts that
+// entry's certificate only, as Java's trust managers take a key entry (its
+// chain's first certificate): not the CA in its chain, so a sibling
+// certificate the same CA signed is refused.
+func TestKeyEntryTruststoreTrustsOnlyItsCertificate(t *testing.T) {
+	m := newMaterial(t, "key entry")
+	key, cert := m.issue("trusted")
+	chain := []*x509.Certificate{cert, m.ca.cert}
+	p12 := m.pkcs12("trusted.p12", "pass", key, cert) // chain: cert, then the CA
+	jksFile := m.jks("trusted.jks", "pass", jksEntry{alias: "trusted", key: key, chain: chain, keyPassword: "pass"})
+	pemOf := func(name string) string {
+		b, err := m.ca.Issue(name, nil, time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.write(name+".pem", b)
+	}
+	sibling, self := pemOf("sibling"), m.write("trusted.pem", func() []byte {
+		b, err := os.ReadFile(p12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := pkcs12Keystore(b, "pass")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+		return append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})...)
+	}())
+	caPEM := m.caPEM()
+	for _, store := range []struct{ name, path string }{{"PKCS12", p12}, {"JKS", jksFile}} {
+		server, _, err := Internal(confOf("security.ssl.internal.enabled", "true", "security.ssl.internal.keystore", store.path,
+			"security.ssl.internal.keystore-password", "pass", "security.ssl.internal.truststore", store.path,
+			"security.ssl.internal.truststore-password", "pass"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(server.ClientCAs.Subjects()); n != 1 { //nolint:staticcheck // a pool built from certificates, not the system's
+			t.Errorf("%s: the truststore trusts %d certificates, want the key entry's one", store.name, n)
+		}
+		for _, peer := range []struct {
+			name, keystore string
+			ok             bool
+		}{{"the key entry's own certificate", self, true}, {"a sibling of the same CA", sibling, false}} {
+			t.Run(store.name+": "+peer.name, func(t *testing.T) {
+				_, client, err := Internal(confOf("security.ssl.internal.enabled", "true", "security.ssl.internal.keystore", peer.keystore,
+					"security.ssl.internal.truststore", caPEM))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cerr, serr := handshake(t, server, client, "")
+				if peer.ok && (cerr != nil || serr != nil) {
+					t.Errorf("refused: client %v, server %v", cerr, serr)
+				}
+				if !peer.ok && serr == nil {
+					t.Errorf("the server accepted it (client: %v)", cerr)
+				}
+			})
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/sluice/sluice/conf"
 )
@@ -82,7 +83,7 @@ func RESTClient(c *conf.Configuration) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.Certificates, cfg.GetClientCertificate = []tls.Certificate{cert}, present(cert)
 	}
 	if !conf.Get(c, conf.SSLVerifyHostname) {
 		// The chain is still verified, against RootCAs; only the name is not.
@@ -111,10 +112,18 @@ func Internal(c *conf.Configuration) (server, client *tls.Config, err error) {
 	}
 	server = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
-	client = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+	client = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, GetClientCertificate: present(cert),
 		InsecureSkipVerify:    true, // the chain is verified below, the name is not
 		VerifyPeerCertificate: verifyChain(pool, x509.ExtKeyUsageServerAuth)}
 	return server, client, nil
+}
+
+// present has a client present cert (also its config's Certificates, for
+// those who read it) whatever CAs the server names as acceptable. Go's client otherwise sends no certificate when its issuer
+// is not among them, as when the server's truststore is a keystore whose
+// key entry's own certificate is all it trusts (not the CA that signed it).
+func present(cert tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 }
 
 // verifyChain verifies a peer's chain against roots (nil: the system's),
@@ -173,10 +182,13 @@ var ErrKeyPassword = errors.New("the private key is encrypted")
 func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (tls.Certificate, error) {
 	path := conf.Get(c, ks.path)
 	if path == "" {
-		return tls.Certificate{}, &ConfigError{Key: ks.path.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+		return tls.Certificate{}, &ConfigError{Key: ks.path.Key(), Problem: notSet(c, ks.path, because)}
 	}
+	// Messages name the keys the values come from: the option's own, or
+	// Flink's shared security.ssl.* key it falls back to.
+	pathKey, storePasswordKey := conf.KeyOf(c, ks.path), conf.KeyOf(c, ks.storePassword)
 	fail := func(err error) (tls.Certificate, error) {
-		return tls.Certificate{}, &FileError{Key: ks.path.Key(), Path: path, Err: err}
+		return tls.Certificate{}, &FileError{Key: pathKey, Path: path, Err: err}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -191,25 +203,25 @@ func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (t
 		return fail(err)
 	}
 	storePassword := conf.Get(c, ks.storePassword)
-	keyPassword, keyPasswordKey := conf.Get(c, ks.keyPassword), ks.keyPassword.Key()
+	keyPassword, keyPasswordKey := conf.Get(c, ks.keyPassword), conf.KeyOf(c, ks.keyPassword)
 	if keyPassword == "" {
-		keyPassword, keyPasswordKey = storePassword, ks.storePassword.Key()
+		keyPassword, keyPasswordKey = storePassword, storePasswordKey
 	}
 	switch f {
 	case FormatJKS:
 		if storePassword == "" {
-			return fail(fmt.Errorf("%w: a JKS keystore, and %s is not set", ErrStorePassword, ks.storePassword.Key()))
+			return fail(fmt.Errorf("%w: a JKS keystore, and %s is not set", ErrStorePassword, storePasswordKey))
 		}
 		cert, err := jksKeystore(b, storePassword, keyPassword, keyPasswordKey)
 		if errors.Is(err, ErrStorePassword) {
-			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, ks.storePassword.Key())
+			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, storePasswordKey)
 		}
 		if err != nil {
 			return fail(err)
 		}
 		return cert, nil
 	case FormatPKCS12:
-		password, passwordKey := storePassword, ks.storePassword.Key()
+		password, passwordKey := storePassword, storePasswordKey
 		if password == "" {
 			password, passwordKey = keyPassword, keyPasswordKey
 		}
@@ -231,6 +243,16 @@ func keystore(c *conf.Configuration, ks keystoreKeys, because conf.AnyOption) (t
 		return fail(fmt.Errorf("want a certificate chain and an unencrypted private key (or an encrypted one and its password): %w", err))
 	}
 	return cert, nil
+}
+
+// notSet says that opt, which the setting because needs, is set neither
+// under its own key nor under the shared key it falls back to.
+func notSet(c *conf.Configuration, opt conf.Option[string], because conf.AnyOption) string {
+	p := "not set"
+	if fb := opt.FallbackKeys(); len(fb) > 0 {
+		p += " (nor " + strings.Join(fb, ", ") + ")"
+	}
+	return p + ", but " + conf.KeyOf(c, because) + " needs it"
 }
 
 // storeType is the value of a keystore-type or truststore-type option:
@@ -306,10 +328,11 @@ func parsesAsKey(der []byte) bool {
 func truststore(c *conf.Configuration, ts truststoreKeys, because conf.AnyOption) (*x509.CertPool, error) {
 	path := conf.Get(c, ts.path)
 	if path == "" {
-		return nil, &ConfigError{Key: ts.path.Key(), Problem: "not set, but " + because.Key() + " needs it"}
+		return nil, &ConfigError{Key: ts.path.Key(), Problem: notSet(c, ts.path, because)}
 	}
+	pathKey, passwordKey := conf.KeyOf(c, ts.path), conf.KeyOf(c, ts.password)
 	fail := func(err error) (*x509.CertPool, error) {
-		return nil, &FileError{Key: ts.path.Key(), Path: path, Err: err}
+		return nil, &FileError{Key: pathKey, Path: path, Err: err}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -334,16 +357,16 @@ func truststore(c *conf.Configuration, ts truststoreKeys, because conf.AnyOption
 		return pool, nil
 	case FormatJKS:
 		if password == "" {
-			return fail(fmt.Errorf("%w: a JKS truststore, and %s is not set", ErrStorePassword, ts.password.Key()))
+			return fail(fmt.Errorf("%w: a JKS truststore, and %s is not set", ErrStorePassword, passwordKey))
 		}
 		certs, err = jksTruststore(b, password)
 		if errors.Is(err, ErrStorePassword) {
-			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, ts.password.Key())
+			err = fmt.Errorf("%w: %s does not verify the JKS file", ErrStorePassword, passwordKey)
 		}
 	case FormatPKCS12:
 		certs, err = pkcs12Truststore(b, password)
 		if errors.Is(err, ErrStorePassword) {
-			err = fmt.Errorf("%w: %s does not open the PKCS12 file", ErrStorePassword, describeKey(ts.password.Key(), password))
+			err = fmt.Errorf("%w: %s does not open the PKCS12 file", ErrStorePassword, describeKey(passwordKey, password))
 		}
 	}
 	if err != nil {

@@ -183,7 +183,7 @@ func TestHandshakes(t *testing.T) {
 	aServer, aClient := internalPair(internalOf(a, a.ca))
 	_, otherClient := internalPair(internalOf(other, other.ca))
 	noCert := aClient.Clone()
-	noCert.Certificates = nil
+	noCert.Certificates, noCert.GetClientCertificate = nil, nil
 	for _, tc := range []struct {
 		name           string
 		server, client *tls.Config

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice/sluice/internal/clock"
 	"github.com/sluice/sluice/internal/runtime/codec"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/sql/planner"
@@ -436,8 +437,7 @@ type datagenSource struct {
 	splits   []datagenSplit
 	restored bool
 	next     int // the split the next poll serves (round robin)
-	started  int64
-	made     int64
+	pacer    clock.Pacer
 	wait     <-chan struct{}
 	emitted  int64 // the watermark emitted
 	idle     bool
@@ -470,7 +470,9 @@ func (s *datagenSource) RestoreState(ctx *core.Context, entries [][]byte) error 
 
 func (s *datagenSource) Open(ctx *core.Context) error {
 	s.ctx = ctx
-	s.started = -1
+	if s.spec.rate > 0 {
+		s.pacer.PerSecond = s.spec.rate / float64(ctx.Parallelism())
+	}
 	s.emitted = core.NoWatermark
 	if !s.restored {
 		p := int64(ctx.Parallelism())
@@ -492,20 +494,11 @@ func (s *datagenSource) Available() <-chan struct{} { return s.wait }
 
 // permits is how many rows the rate allows now.
 func (s *datagenSource) permits(now int64) int64 {
-	if s.spec.rate <= 0 {
-		return datagenPollBatch
+	n, next := s.pacer.Allow(now, datagenPollBatch)
+	if n == 0 {
+		s.wait, _ = s.ctx.Clock().AfterMillis(next)
 	}
-	if s.started < 0 {
-		s.started = now
-	}
-	perSubtask := s.spec.rate / float64(s.ctx.Parallelism())
-	allowed := int64(perSubtask*float64(now-s.started)/1000) + 1 - s.made
-	if allowed <= 0 {
-		next := s.started + int64(float64(s.made)*1000/perSubtask)
-		s.wait, _ = s.ctx.Clock().AfterMillis(max(next, now+1))
-		return 0
-	}
-	return min(allowed, datagenPollBatch)
+	return n
 }
 
 func (s *datagenSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
@@ -565,7 +558,7 @@ func (s *datagenSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 			}
 		}
 		sp.Next += sp.Stride
-		s.made++
+		s.pacer.Took(1)
 	}
 	s.dropFinished()
 	if err := s.emitWatermark(); err != nil {
