@@ -88,7 +88,8 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
 	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
 
-bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record.
+bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record; a Kafka → Kafka Avro pipeline vs raw bytes on a real broker.
+	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 200000x -count 1 ./formats/internal/formatsbench/ | tee bench-formats.out
 
 bench-cluster: deps ## A standalone cluster as processes: time from kill -9 of a TaskManager to the job RUNNING again.

@@ -6,6 +6,7 @@ package file
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -344,6 +345,28 @@ func SimpleStringEncoder[T any]() func(v T, w io.Writer) error {
 	return func(v T, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%v\n", v)
 		return err
+	}
+}
+
+// FormatEncoder writes each record with a format of package formats
+// (json...) as one line: its bytes and a newline. The format is asked with
+// an empty topic. A record whose bytes hold a newline (a binary format)
+// fails, naming the format's Go type: such formats are not line formats.
+func FormatEncoder[T any](f interface {
+	Serialize(topic string, v T) ([]byte, error)
+}) func(v T, w io.Writer) error {
+	return func(v T, w io.Writer) error {
+		b, err := f.Serialize("", v)
+		if err != nil {
+			return fmt.Errorf("file: sink: %w", err)
+		}
+		if bytes.IndexByte(b, '\n') >= 0 {
+			return fmt.Errorf("file: sink: format %T wrote a record holding a newline; the file sink writes one record per line", f)
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+		return nil
 	}
 }
 

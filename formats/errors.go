@@ -26,6 +26,10 @@ var (
 	ErrIncompatible = errors.New("formats: schema incompatible with the subject's earlier versions")
 	// ErrRegistry: the registry failed or refused otherwise.
 	ErrRegistry = errors.New("formats: schema registry")
+	// ErrUnavailable: the registry could not be asked for a record's schema
+	// (unreachable, a timeout, a server error, credentials refused): the
+	// record is not at fault.
+	ErrUnavailable = errors.New("formats: schema registry unavailable")
 	// ErrEncode: a value could not be written in the format.
 	ErrEncode = errors.New("formats: value cannot be encoded")
 	// ErrNoValue: a record has no bytes (a Kafka tombstone).
@@ -83,6 +87,12 @@ func (e *Error) Unwrap() []error {
 	}
 	return errs
 }
+
+// Unavailable reports whether the record could not be read or written
+// because the schema registry failed (ErrUnavailable), not because of the
+// record; the Kafka connector then fails the reader instead of
+// dead-lettering the record.
+func (e *Error) Unavailable() bool { return errors.Is(e.Kind, ErrUnavailable) }
 
 // RecordSchemaID returns the schema id (0: none); the Kafka connector puts
 // it in a dead-letter record's headers.

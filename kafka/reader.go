@@ -337,6 +337,10 @@ func (r *Reader[T]) PollNext(_ context.Context, out stream.ReaderOutput[T]) (str
 			v, err := r.deser.Deserialize(rec)
 			if err != nil && skipped(err) {
 				r.metrics.Skipped.Add(1)
+			} else if err != nil && unavailable(err) {
+				// Not the record's fault: neither malformed nor dead-lettered;
+				// the job fails and its restart strategy decides.
+				return stream.EndOfInput, fmt.Errorf("kafka: reading the record of topic %q partition %d at offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			} else if err != nil {
 				if err := r.malformed(rec, err); err != nil {
 					return stream.EndOfInput, err

@@ -128,7 +128,10 @@ func (d formatValues[T]) Deserialize(r *kgo.Record) (T, error) {
 // FormatValues deserialises each record's value with a format. An error
 // makes the record malformed, except one that says SkipRecord() (the
 // format's ignore-parse-errors policy): that record is dropped and counted
-// in SourceMetrics.Skipped. An error that has a RecordSchemaID() names the
+// in SourceMetrics.Skipped, and one that says Unavailable() (the schema
+// registry could not be asked), which fails the reader without making the
+// record malformed: the job's restart strategy decides, and the record is
+// read again after the restart. An error that has a RecordSchemaID() names the
 // record's schema id in its text and in a dead-letter record's headers
 // (HeaderDLQSchemaID).
 func FormatValues[T any](f ValueFormat[T]) Deserializer[T] { return formatValues[T]{f} }
@@ -145,6 +148,14 @@ func FormatSerializer[T any](topic string, f interface {
 func skipped(err error) bool {
 	var s interface{ SkipRecord() bool }
 	return errors.As(err, &s) && s.SkipRecord()
+}
+
+// unavailable reports whether a deserialiser's error says that what it
+// needed to read the record (a schema registry) failed, not the record:
+// such a record is neither malformed nor dead-lettered.
+func unavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
 }
 
 // schemaIDOf is the schema id an error names, 0 when none.

@@ -45,6 +45,12 @@ type Options struct {
 	// WriteMode says whether Serialize registers the schema. Default
 	// registry.RegisterOnWrite (Confluent's auto.register.schemas=true).
 	WriteMode registry.WriteMode
+	// AnyRecordName lets the reader schema's top-level record read a
+	// writer's record of another name, as Avro's Java resolver (and with
+	// it Flink's avro-confluent format, whose reader schema is always
+	// named org.apache.flink.avro.generated.record) does. Default false:
+	// the names must match, as the Avro specification says.
+	AnyRecordName bool
 }
 
 // Format reads and writes T in Avro. It is safe for concurrent use.
@@ -177,7 +183,7 @@ func (f *Format[T]) resolve(id int) read {
 		if f.schema != nil {
 			r.schema = f.schema
 		}
-	} else if resolved, err := hamba.NewSchemaCompatibility().Resolve(f.schema, writer); err != nil {
+	} else if resolved, err := hamba.NewSchemaCompatibility().Resolve(f.readerFor(writer), writer); err != nil {
 		r.err = &formats.Error{Format: f.name, Op: "decode", SchemaID: id, Kind: formats.ErrIncompatible,
 			Reason: "the reader schema cannot read the writer schema: " + err.Error(), Err: err}
 	} else {
@@ -190,6 +196,21 @@ func (f *Format[T]) resolve(id int) read {
 	next[id] = r
 	f.readers.Store(&next)
 	return r
+}
+
+// readerFor is the reader schema to resolve writer with: with
+// AnyRecordName, the reader's top-level record renamed to the writer's.
+func (f *Format[T]) readerFor(writer hamba.Schema) hamba.Schema {
+	r, ok := f.schema.(*hamba.RecordSchema)
+	w, wok := writer.(*hamba.RecordSchema)
+	if !f.opts.AnyRecordName || !ok || !wok || r.FullName() == w.FullName() {
+		return f.schema
+	}
+	renamed, err := hamba.NewRecordSchema(w.Name(), w.Namespace(), r.Fields(), hamba.WithAliases(r.Aliases()), hamba.WithDoc(r.Doc()))
+	if err != nil {
+		return f.schema // the writer's name is valid (it parsed): the resolution below says what is wrong
+	}
+	return renamed
 }
 
 func (f *Format[T]) decodeError(id int, err error) *formats.Error {

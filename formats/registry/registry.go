@@ -196,8 +196,9 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) SR() *sr.Client { return c.cl }
 
 // SchemaByID returns the schema of id, from the cache or the registry. An
-// id the registry does not have is a *formats.Error of
-// formats.ErrUnknownSchema.
+// id the registry does not have (404) is a *formats.Error of
+// formats.ErrUnknownSchema; a registry that cannot be reached, fails (a
+// 5xx) or refuses the client (401, 403) is one of formats.ErrUnavailable.
 func (c *Client) SchemaByID(ctx context.Context, id int) (sr.Schema, error) {
 	c.mu.RLock()
 	s, ok := c.mu.byID[id]
@@ -209,8 +210,16 @@ func (c *Client) SchemaByID(ctx context.Context, id int) (sr.Schema, error) {
 	defer cancel()
 	s, err := c.cl.SchemaByID(ctx, id)
 	if err != nil {
-		return sr.Schema{}, &formats.Error{Format: "registry", Op: "lookup", SchemaID: id, Kind: formats.ErrUnknownSchema,
+		e := &formats.Error{Format: "registry", Op: "lookup", SchemaID: id, Kind: formats.ErrUnknownSchema,
 			Reason: "resolving the schema id: " + registryMessage(err), Err: err}
+		var re *sr.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound {
+			// Unreachable, timed out, failing or refusing the client (401,
+			// 403): the id may well exist.
+			e.Kind = formats.ErrUnavailable
+			e.Reason = "the schema registry could not be asked for the schema id: " + registryMessage(err)
+		}
+		return sr.Schema{}, e
 	}
 	c.mu.Lock()
 	c.mu.byID[id] = s

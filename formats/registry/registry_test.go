@@ -2,9 +2,13 @@ package registry_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +150,85 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 	}
 	if err := (registry.Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "no registry URL") {
 		t.Errorf("empty config: %v", err)
+	}
+}
+
+// A registry that fails (a 5xx) or cannot be reached is not an unknown
+// id: the error is ErrUnavailable, and the id is asked again next time.
+func TestUnavailableRegistryIsNotAnUnknownID(t *testing.T) {
+	reg, _ := fake(t)
+	var failing atomic.Bool
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if failing.Load() && strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			http.Error(w, `{"error_code":50001,"message":"store unavailable"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	c, err := registry.New(registry.Config{URLs: []string{reg.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := c.ID(ctx, "users-value", sr.Schema{Schema: userV1}, registry.RegisterOnWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := registry.New(registry.Config{URLs: []string{reg.URL()}})
+	failing.Store(true)
+	_, err = fresh.SchemaByID(ctx, id)
+	var fe *formats.Error
+	if !errors.Is(err, formats.ErrUnavailable) || errors.Is(err, formats.ErrUnknownSchema) || !errors.As(err, &fe) || !fe.Unavailable() || fe.SchemaID != id {
+		t.Fatalf("a failing registry: %v, want ErrUnavailable naming id %d", err, id)
+	}
+	failing.Store(false)
+	if s, err := fresh.SchemaByID(ctx, id); err != nil || s.Schema != userV1 {
+		t.Fatalf("after the registry recovered: %q, %v", s.Schema, err)
+	}
+	down, _ := fake(t)
+	url := down.URL()
+	down.Close()
+	gone, _ := registry.New(registry.Config{URLs: []string{url}})
+	if _, err := gone.SchemaByID(ctx, 1); !errors.Is(err, formats.ErrUnavailable) {
+		t.Fatalf("an unreachable registry: %v, want ErrUnavailable", err)
+	}
+	if _, err := fresh.SchemaByID(ctx, 4242); !errors.Is(err, formats.ErrUnknownSchema) || errors.Is(err, formats.ErrUnavailable) {
+		t.Fatalf("an id the registry does not have: %v, want ErrUnknownSchema", err)
+	}
+}
+
+// An https registry is trusted through the CA file given (a PEM file, as
+// the other credentials from a file); without it the system's roots
+// refuse the test's certificate.
+func TestTLSWithACAFile(t *testing.T) {
+	reg, _ := fake(t)
+	target, err := url.Parse(reg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(target))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := registry.New(registry.Config{URLs: []string{srv.URL}, CAFile: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := c.ID(ctx, "users-value", sr.Schema{Schema: userV1}, registry.RegisterOnWrite)
+	if err != nil {
+		t.Fatalf("over TLS with the CA file: %v", err)
+	}
+	untrusting, err := registry.New(registry.Config{URLs: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := untrusting.SchemaByID(ctx, id); !errors.Is(err, formats.ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA file: %v, want ErrUnavailable naming the certificate", err)
+	}
+	if _, err := registry.New(registry.Config{URLs: []string{srv.URL}, CAFile: filepath.Join(t.TempDir(), "missing.pem")}); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+		t.Fatalf("a missing CA file: %v, want an error naming it", err)
 	}
 }

@@ -48,6 +48,9 @@ type kafkaSourceSpec struct {
 	// proctime are the PROCTIME() columns, set to the processing time at
 	// which the subtask emits the row.
 	proctime []int
+	// skipHint follows the error of a malformed record: the option that
+	// skips such records, when the format has one.
+	skipHint string
 }
 
 func kafkaClientOpts(t *planner.Table, log *slog.Logger) []kafka.Opt {
@@ -85,9 +88,9 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 			physIdx = append(physIdx, i)
 		}
 	}
-	prefix := "json."
+	valPart := ""
 	if _, ok := o[planner.OptValueFormat]; ok {
-		prefix = "value.json."
+		valPart = "value."
 	}
 	var keyFields []string
 	if kf, ok := o[planner.OptKeyFields]; ok {
@@ -109,15 +112,18 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 		}
 		valFields, valIdx = append(valFields, f), append(valIdx, physIdx[j])
 	}
-	valFmt, err := newJSONFormat(o, prefix, valFields)
+	valFmt, err := newRowFormat(t, valPart, valFields)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
-	keyFmt, err := newJSONFormat(o, "key.json.", keyFs)
+	keyFmt, err := newRowFormat(t, "key.", keyFs)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
 	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m, idleTimeout: idle}
+	if f := o[valPart+"format"]; f == "json" {
+		spec.skipHint = fmt.Sprintf(" (set '%sjson.ignore-parse-errors' = 'true' to skip such records)", valPart)
+	}
 	for i, c := range t.Columns {
 		if c.Type.Proctime {
 			spec.proctime = append(spec.proctime, i)
@@ -127,7 +133,7 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 	deser := kafka.RecordDeserializer(func(r *kgo.Record) (kafkaRow, error) {
 		vals := make([]any, len(t.Columns))
 		tmp := make([]any, len(valFields))
-		nulled, err := valFmt.decode(r.Value, tmp)
+		nulled, err := valFmt.decode(r.Topic, r.Value, tmp)
 		if errors.Is(err, errSkip) {
 			m.SkippedRecords.Add(1)
 			return kafkaRow{skip: true}, nil
@@ -141,7 +147,7 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 		}
 		if len(keyFs) > 0 {
 			ktmp := make([]any, len(keyFs))
-			nulled, err := keyFmt.decode(r.Key, ktmp)
+			nulled, err := keyFmt.decode(r.Topic, r.Key, ktmp)
 			if errors.Is(err, errSkip) {
 				m.SkippedRecords.Add(1)
 				return kafkaRow{skip: true}, nil
@@ -436,7 +442,7 @@ func (s *kafkaSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 		var de *kafka.DeserializationError
 		if errors.As(err, &de) {
 			// The record stays malformed however often the job restarts.
-			err = &restart.Unrecoverable{Err: fmt.Errorf("sql: table %s: %w (set 'json.ignore-parse-errors' = 'true' to skip such records)", s.spec.table.Name, err)}
+			err = &restart.Unrecoverable{Err: fmt.Errorf("sql: table %s: %w%s", s.spec.table.Name, err, s.spec.skipHint)}
 		}
 		return core.EndOfInput, err
 	}

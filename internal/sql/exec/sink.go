@@ -62,15 +62,15 @@ func newKafkaSink(s *planner.Sink, cfg *conf.Configuration, log *slog.Logger) (*
 		}
 		return out
 	}
-	prefix := "json."
+	valPart := ""
 	if _, ok := o[planner.OptValueFormat]; ok {
-		prefix = "value.json."
+		valPart = "value."
 	}
-	valFmt, err := newJSONFormat(o, prefix, pick(valIdx))
+	valFmt, err := newRowFormat(t, valPart, pick(valIdx))
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
-	keyFmt, err := newJSONFormat(o, "key.json.", pick(keyIdx))
+	keyFmt, err := newRowFormat(t, "key.", pick(keyIdx))
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
@@ -78,7 +78,11 @@ func newKafkaSink(s *planner.Sink, cfg *conf.Configuration, log *slog.Logger) (*
 	ser := kafka.SerializerFunc[core.Row](func(r core.Row, ts stream.Timestamp) (*kgo.Record, error) {
 		rec := &kgo.Record{Topic: topic}
 		if len(keyIdx) > 0 {
-			rec.Key = keyFmt.encode(nil, r.Values, keyIdx)
+			k, err := keyFmt.encode(topic, nil, r.Values, keyIdx)
+			if err != nil {
+				return nil, fmt.Errorf("key: %w", err)
+			}
+			rec.Key = k
 		}
 		switch r.Kind {
 		case core.UpdateBefore:
@@ -90,7 +94,11 @@ func newKafkaSink(s *planner.Sink, cfg *conf.Configuration, log *slog.Logger) (*
 				return rec, nil // a tombstone
 			}
 		}
-		rec.Value = valFmt.encode(nil, r.Values, valIdx)
+		v, err := valFmt.encode(topic, nil, r.Values, valIdx)
+		if err != nil {
+			return nil, err
+		}
+		rec.Value = v
 		return rec, nil
 	})
 	opts := []kafka.SinkOpt{kafka.Checkpointing(cfg)}

@@ -33,6 +33,19 @@ const (
 var jsonOptions = []string{"fail-on-missing-field", "ignore-parse-errors", "timestamp-format.standard",
 	"map-null-key.mode", "map-null-key.literal", "encode.decimal-as-plain-number", "encode.ignore-null-fields"}
 
+// The avro-confluent format's options (prefixed avro-confluent.,
+// key.avro-confluent. or value.avro-confluent.): Flink's, and Sluice's
+// *-file options, which read a credential from a file instead of the DDL.
+// ssl.truststore.location is a PEM file of certificate authorities (Flink's
+// is a JKS truststore).
+var avroConfluentOptions = []string{"url", "schema-registry.url", "subject",
+	"basic-auth.credentials-source", "basic-auth.user-info", "basic-auth.user-info-file",
+	"bearer-auth.credentials-source", "bearer-auth.token", "bearer-auth.token-file",
+	"ssl.truststore.location"}
+
+// formatOptions are the options of each format, without their prefix.
+var formatOptions = map[string][]string{"json": jsonOptions, "avro-confluent": avroConfluentOptions}
+
 var connectorOptions = map[string][]string{
 	"kafka": {OptConnector, OptTopic, OptTopicPattern, OptFormat, OptKeyFormat, OptKeyFields, "key.fields-prefix",
 		OptValueFormat, OptValueFieldsIncl, OptStartupMode, "scan.startup.specific-offsets", OptStartupTimestamp,
@@ -87,18 +100,18 @@ func (p *session) validateConnector(s *parser.CreateTable, t *Table) error {
 	formats := map[string]string{} // option prefix -> format
 	for _, k := range []string{OptFormat, OptKeyFormat, OptValueFormat} {
 		if f, ok := t.Options[k]; ok {
-			if f != "json" {
-				return p.errAt(optPos(k), ErrInvalid, "format '%s' is not supported yet (json is)", f)
+			if _, ok := formatOptions[f]; !ok {
+				return p.errAt(optPos(k), ErrInvalid, "format '%s' is not supported yet (json and avro-confluent are)", f)
 			}
 			prefix := strings.TrimSuffix(k, "format")
-			formats[prefix+"json."] = f
+			formats[prefix+f+"."] = f
 		}
 	}
 	// Unsupported options, with the nearest supported one.
 	var all []string
 	all = append(all, known...)
-	for prefix := range formats {
-		for _, o := range jsonOptions {
+	for prefix, f := range formats {
+		for _, o := range formatOptions[f] {
 			all = append(all, prefix+o)
 		}
 	}
