@@ -78,6 +78,11 @@ func (e *DeserializationError) Error() string {
 // Unwrap returns ErrMalformedRecord and the deserialiser's error.
 func (e *DeserializationError) Unwrap() []error { return []error{ErrMalformedRecord, e.Err} }
 
+// Unrecoverable tells the engine's restart strategy not to restart: the
+// record stays malformed however often the job reads it again (a registry
+// that could not be asked is not a malformed record, and restarts).
+func (e *DeserializationError) Unrecoverable() bool { return true }
+
 // CommitError is a committable that could not be committed.
 type CommitError struct {
 	Committable TxnCommittable
