@@ -154,7 +154,7 @@ func TestInternalMutualTLSRefusesPeersWithoutTheClustersCertificate(t *testing.T
 		t.Fatal(err)
 	}
 	foreign := &tls.Config{InsecureSkipVerify: true, GetClientCertificate: always(otherCert)}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, a := range []struct {
 		name string

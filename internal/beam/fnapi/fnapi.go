@@ -20,12 +20,14 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -72,6 +74,15 @@ type Server struct {
 // It runs on the state stream's goroutine while the bundle is in flight.
 type StateFunc func(*fnpb.StateRequest) *fnpb.StateResponse
 
+// SDKKeepalive lets a Beam SDK keep its idle connections alive with pings
+// (the Python SDK's come every 20 s, the Go SDK's channels' as gRPC-Go's
+// allow, every 10 s at most): gRPC's default policy allows one every 5
+// minutes and ends a connection, with every stream on it, at the third
+// early ping, so a job quiet for a minute lost its state stream.
+func SDKKeepalive() grpc.ServerOption {
+	return grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})
+}
+
 // Listen starts the services on addr ("localhost:0" for any port).
 func Listen(addr string, log *slog.Logger) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
@@ -82,7 +93,7 @@ func Listen(addr string, log *slog.Logger) (*Server, error) {
 	s.mu.workers = map[string]*Worker{}
 	s.mu.descriptors = map[string]*fnpb.ProcessBundleDescriptor{}
 	s.mu.states = map[string]StateFunc{}
-	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), SDKKeepalive())
 	fnpb.RegisterBeamFnControlServer(s.srv, control{s: s})
 	fnpb.RegisterBeamFnDataServer(s.srv, data{s: s})
 	fnpb.RegisterBeamFnStateServer(s.srv, state{s: s})

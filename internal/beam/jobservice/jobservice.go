@@ -84,7 +84,7 @@ func Listen(addr string, opts Options) (*Service, error) {
 	s := &Service{opts: opts, log: opts.Log, lis: lis, fn: fn, served: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.jobs = map[string]*job{}
-	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(256 << 20))
+	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(256<<20), fnapi.SDKKeepalive())
 	jobpb.RegisterJobServiceServer(s.srv, jobs{s: s})
 	jobpb.RegisterArtifactStagingServiceServer(s.srv, staging{s: s})
 	go func() {
