@@ -419,7 +419,7 @@ func (w *worker) reportMetrics() {
 		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
 			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), BytesIn: in, BytesOut: out,
 			BusyMs: m.BusyNanos.Load() / 1e6, BackpressuredMs: m.BackpressuredNanos.Load() / 1e6, IdleMs: m.IdleNanos.Load() / 1e6,
-			Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load()})
+			Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Gauges: m.Gauges.Snapshot()})
 	}
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: r}})
 }
