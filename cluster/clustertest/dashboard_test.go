@@ -273,7 +273,9 @@ func TestDashboard(t *testing.T) {
 	page("09b-taskmanager-log", tmHash+"/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="TaskManager started"')`)
 	page("09c-taskmanager-goroutines", tmHash+"/goroutines",
 		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('(*TaskManager).Run')`)
-	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port')`)
+	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port') && document.querySelector('#jm-logs a[href="#/jobmanager/goroutines"]') !== null`)
+	page("10b-jobmanager-goroutines", "#/jobmanager/goroutines",
+		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('net/http.(*Server).Serve')`)
 
 	// A savepoint from the job's page: the button, the dialog (the
 	// cluster's savepoint directory), then the outcome it reports.

@@ -162,12 +162,14 @@
     [/^#\/jobs\/(running|completed)$/, m => pageJobs(m[1])],
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})$/, m => pageVertex(m[1], m[2])],
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})\/flamegraph$/, m => pageVertexFlameGraph(m[1], m[2])],
-    [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration))?$/, m => pageJob(m[1], m[2] || "overview")],
+    [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration|kafka))?$/, m => pageJob(m[1], m[2] || "overview")],
     [/^#\/taskmanagers$/, () => pageTaskManagers()],
-    [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), m[2], "")],
-    [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
+    [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageFileView("taskmanager", decodeURIComponent(m[1]), m[2], "")],
+    [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageFileView("taskmanager", decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
     [/^#\/taskmanager\/(.+)$/, m => pageTaskManager(decodeURIComponent(m[1]))],
     [/^#\/jobmanager$/, () => pageJobManager()],
+    [/^#\/jobmanager\/(log|stdout|goroutines)$/, m => pageFileView("jobmanager", "", m[1], "")],
+    [/^#\/jobmanager\/file\/([^/]+)$/, m => pageFileView("jobmanager", "", "file", decodeURIComponent(m[1]))],
   ];
 
   function route() {
@@ -442,7 +444,7 @@
   function pageJob(jid, tab) {
     setNav("");
     main.innerHTML = '<div id="head"></div><div class="tabs" id="tabs">' +
-      ["overview", "exceptions", "checkpoints", "configuration"].map(t => '<a href="#/job/' + jid + "/" + t + '" data-tab="' + t + '"' + (t === tab ? ' class="active"' : "") + ">" + t[0].toUpperCase() + t.slice(1) + "</a>").join("") +
+      ["overview", "exceptions", "checkpoints", "configuration", "kafka"].map(t => '<a href="#/job/' + jid + "/" + t + '" id="tab-' + t + '" data-tab="' + t + '"' + (t === tab ? ' class="active"' : "") + ">" + t[0].toUpperCase() + t.slice(1) + "</a>").join("") +
       '</div><div id="page-error"></div><div id="tab"></div>';
     let headState = null;
     const head = job => {
@@ -459,7 +461,73 @@
     if (tab === "overview") return tabJobOverview(jid, head);
     if (tab === "exceptions") return tabExceptions(jid, head);
     if (tab === "checkpoints") return tabCheckpoints(jid, head);
+    if (tab === "kafka") return tabKafka(jid, head);
     return tabConfiguration(jid, head);
+  }
+
+  // The gauges a Kafka source publishes per partition and an exactly-once
+  // Kafka sink per transaction, as GET .../vertices/:vid/metrics names
+  // them ("<subtask>.<name>").
+  const KAFKA_PARTITION = /^(\d+)\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.(currentOffset|committedOffset|endOffset|lag)$/;
+  const KAFKA_TXN = /^(\d+)\.KafkaSink\.transaction\.(.+)\.(openSince|precommitted)$/;
+
+  // The job's Kafka connectors: each source partition's position, end
+  // and lag, and each exactly-once sink's transactions with their age.
+  function tabKafka(jid, head) {
+    every(async () => {
+      const job = await api("jobs/" + jid);
+      const per = await Promise.all((job.vertices || []).map(async v => {
+        const path = "jobs/" + jid + "/vertices/" + v.id + "/metrics";
+        const names = (await api(path)).map(m => m.id).filter(id => KAFKA_PARTITION.test(id) || KAFKA_TXN.test(id));
+        return { v: v, vals: names.length ? await api(path + "?get=" + encodeURIComponent(names.join(","))) : [] };
+      }));
+      clearError();
+      head(job);
+      const parts = new Map(), txns = new Map();
+      for (const { v, vals } of per) {
+        for (const m of vals) {
+          let x = m.id.match(KAFKA_PARTITION);
+          if (x) {
+            const key = v.id + "|" + x[1] + "|" + x[2] + "|" + x[3];
+            if (!parts.has(key)) parts.set(key, { vertex: v.name, subtask: Number(x[1]), topic: x[2], partition: Number(x[3]) });
+            parts.get(key)[x[4]] = Number(m.value);
+            continue;
+          }
+          x = m.id.match(KAFKA_TXN);
+          if (x) {
+            const key = v.id + "|" + x[1] + "|" + x[2];
+            if (!txns.has(key)) txns.set(key, { vertex: v.name, subtask: Number(x[1]), id: x[2] });
+            txns.get(key)[x[3]] = Number(m.value);
+          }
+        }
+      }
+      const ps = Array.from(parts.values()).sort((a, b) => a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition);
+      let h = '<h2>Consumer lag per partition</h2><div class="panel">';
+      if (!ps.length) h += empty("No Kafka source of this job reads a partition now (a finished partition is no longer listed).");
+      else {
+        const total = ps.reduce((s, p) => s + (p.lag || 0), 0);
+        h += '<table id="kafka-partitions"><thead><tr><th>Source</th><th class="num">Subtask</th><th>Topic</th><th class="num">Partition</th><th class="num">Position</th><th class="num">End offset</th><th class="num">Lag (records)</th><th class="num">Committed offset</th></tr></thead><tbody>';
+        for (const p of ps) {
+          h += "<tr><td>" + esc(p.vertex) + '</td><td class="num">' + esc(p.subtask) + '</td><td class="mono">' + esc(p.topic) + '</td><td class="num">' + esc(p.partition) +
+            '</td><td class="num">' + esc(p.currentOffset ?? "–") + '</td><td class="num">' + esc(p.endOffset ?? "–") + '</td><td class="num' + (p.lag > 0 ? " lagging" : "") + '">' + esc(p.lag ?? "–") +
+            '</td><td class="num">' + esc(p.committedOffset ?? "–") + "</td></tr>";
+        }
+        h += '</tbody><tfoot><tr><td colspan="6">Total lag</td><td class="num" id="kafka-total-lag">' + esc(total) + "</td><td></td></tr></tfoot></table>";
+      }
+      h += '</div><h2>Exactly-once sink transactions</h2><div class="panel">';
+      const ts = Array.from(txns.values()).sort((a, b) => (a.openSince || 0) - (b.openSince || 0));
+      if (!ts.length) h += empty("No transaction of an exactly-once Kafka sink is open or awaiting its commit.");
+      else {
+        h += '<table id="kafka-transactions"><thead><tr><th>Sink</th><th class="num">Subtask</th><th>Transactional ID</th><th>State</th><th>Began</th><th class="num">Age</th></tr></thead><tbody>';
+        for (const t of ts) {
+          h += "<tr><td>" + esc(t.vertex) + '</td><td class="num">' + esc(t.subtask) + '</td><td class="mono">' + esc(t.id) + "</td><td>" +
+            (t.precommitted ? "pre-committed, awaiting its checkpoint" : "open, taking records") + "</td><td>" + fmtTime(t.openSince) + '</td><td class="num">' + fmtDuration(job.now - t.openSince) + "</td></tr>";
+        }
+        h += "</tbody></table>";
+      }
+      document.getElementById("tab").innerHTML = h + '</div><p class="muted">Lag: the records between a partition\'s position and its end (its high watermark, or its last stable offset under read_committed) as last fetched. ' +
+        "A transaction is open while its records go in and pre-committed from the checkpoint's barrier until the checkpoint completes and the transaction is committed.</p>";
+    });
   }
 
   function tabJobOverview(jid, head) {
@@ -941,16 +1009,19 @@
     });
   }
 
-  // A TaskManager's log file, stdout, a file of its log directory or its
-  // goroutines, asked of the TaskManager through the JobManager. Loaded
-  // once: a log does not refresh under the reader.
-  async function pageTaskManagerView(id, what, name) {
-    setNav("taskmanagers");
-    const base = "#/taskmanager/" + encodeURIComponent(id);
+  // A log file, stdout, a file of the log directory or the goroutines of
+  // the JobManager (process "jobmanager") or of a TaskManager (process
+  // "taskmanager", id), asked of the TaskManager through the JobManager.
+  // Loaded once: a log does not refresh under the reader.
+  async function pageFileView(process, id, what, name) {
+    setNav(process === "jobmanager" ? "jobmanager" : "taskmanagers");
+    const base = process === "jobmanager" ? "#/jobmanager" : "#/taskmanager/" + encodeURIComponent(id);
+    const back = process === "jobmanager" ? "← JobManager" : "← TaskManager " + id;
     const title = { log: "Log", stdout: "Stdout", goroutines: "Goroutine dump", file: name }[what];
-    main.innerHTML = '<div class="tabs"><a href="' + base + '">← TaskManager ' + esc(id) + '</a></div><h1 class="mono">' + esc(title) + '</h1><div id="page-error"></div><div class="panel" id="tm-file"></div>';
+    main.innerHTML = '<div class="tabs"><a href="' + base + '">' + esc(back) + '</a></div><h1 class="mono">' + esc(title) + '</h1><div id="page-error"></div><div class="panel" id="tm-file"></div>';
     const seq = routeSeq;
-    const path = "taskmanagers/" + encodeURIComponent(id) + { log: "/log", stdout: "/stdout", goroutines: "/thread-dump", file: "/logs/" + encodeURIComponent(name) }[what];
+    const path = (process === "jobmanager" ? "jobmanager" : "taskmanagers/" + encodeURIComponent(id)) +
+      { log: "/log", stdout: "/stdout", goroutines: "/thread-dump", file: "/logs/" + encodeURIComponent(name) }[what];
     let html;
     try {
       if (what === "goroutines") {
@@ -981,10 +1052,16 @@
 
   function pageJobManager() {
     setNav("jobmanager");
-    main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
+    main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Logs</h2><div class="panel" id="jm-logs"></div>' +
+      '<h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
     every(async () => {
-      const [cfg, sec] = await Promise.all([api("jobmanager/config"), security()]);
+      const [cfg, sec, logs] = await Promise.all([api("jobmanager/config"), security(), api("jobmanager/logs")]);
       clearError();
+      const files = logs.logs || [];
+      document.getElementById("jm-logs").innerHTML = '<div class="tabs"><a href="#/jobmanager/log">Log</a> <a href="#/jobmanager/stdout">Stdout</a> <a href="#/jobmanager/goroutines">Goroutine dump</a></div>' +
+        (files.length ? '<table id="jm-log-table"><thead><tr><th>File</th><th class="num">Size</th><th>Modified</th></tr></thead><tbody>' +
+          files.map(f => '<tr><td class="mono"><a href="#/jobmanager/file/' + encodeURIComponent(f.name) + '">' + esc(f.name) + '</a></td><td class="num">' + fmtBytes(f.size) + "</td><td>" + fmtTime(f.mtime) + "</td></tr>").join("") +
+          "</tbody></table>" : empty("The JobManager's log directory holds no files (log.file / env.log.dir unset: it logs to its stderr)."));
       document.getElementById("security").innerHTML = securityHTML(sec, { component: "jobmanager" });
       document.getElementById("jm-config").innerHTML = configTable(cfg, "jm-config-table");
     });
