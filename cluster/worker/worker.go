@@ -537,6 +537,11 @@ func (w *worker) shutdown() {
 type reporter struct{ w *worker }
 
 func (r reporter) TaskEnded(id checkpoint.TaskID, err error) {
+	// The subtasks' last counts go ahead of the end: once every task has
+	// ended the JobMaster ends the job, and a finished job's vertices
+	// would otherwise keep the counts of the last periodic report (none
+	// for a job shorter than a second).
+	r.w.reportMetrics()
 	te := &clusterpb.TaskEnded{Task: key(id)}
 	r.w.mu.Lock()
 	failure := r.w.failure
