@@ -168,6 +168,7 @@
     [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageFileView("taskmanager", decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
     [/^#\/taskmanager\/(.+)$/, m => pageTaskManager(decodeURIComponent(m[1]))],
     [/^#\/jobmanager$/, () => pageJobManager()],
+    [/^#\/submit$/, () => pageSubmit()],
     [/^#\/jobmanager\/(log|stdout|goroutines)$/, m => pageFileView("jobmanager", "", m[1], "")],
     [/^#\/jobmanager\/file\/([^/]+)$/, m => pageFileView("jobmanager", "", "file", decodeURIComponent(m[1]))],
   ];
@@ -563,7 +564,7 @@
 
   function pctBar(p, color) {
     if (p === null || p === undefined) return '<span class="muted">–</span>';
-    return '<div style="display:flex;align-items:center;gap:6px"><div class="bar" style="flex:1"><span style="width:' + Math.max(0, Math.min(100, p)) + "%;background:" + color + '"></span></div><span class="mono">' + fmtPct(p) + "</span></div>";
+    return '<div style="display:flex;align-items:center;gap:6px"><div class="bar" style="flex:1"><span style="width:' + Math.max(0, Math.min(100, p)) + "%;background:" + color + '"></span></div><span class="mono nowrap">' + fmtPct(p) + "</span></div>";
   }
 
   // dagSVG lays the plan out as a DAG, left to right: a vertex's column is
@@ -769,7 +770,9 @@
     const hist = vertexHistory.get(key);
     let headState = null;
     every(async () => {
-      const [job, v, wm] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid), api("jobs/" + jid + "/vertices/" + vid + "/watermarks")]);
+      const [job, v, wm, bp] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid), api("jobs/" + jid + "/vertices/" + vid + "/watermarks"),
+        api("jobs/" + jid + "/vertices/" + vid + "/backpressure")]);
+      const bpBy = new Map((bp.subtasks || []).map(x => [x.subtask, x]));
       clearError();
       if (headState !== job.state) {
         headState = job.state;
@@ -803,18 +806,27 @@
         plot("Records in per second", ser("in"), fmtNum) + plot("Records out per second", ser("out"), fmtNum) +
         plot("Busy time (ms per second)", ser("busy"), msps) + plot("Backpressured time (ms per second)", ser("bp"), msps) +
         plot("Input watermark", ser("wm"), x => fmtTime(x).slice(11), "", "no watermark reported");
-      let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
+      let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Back pressure now</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
       for (const st of v.subtasks) {
         const m = st.metrics || {};
         h += '<tr><td class="num">' + esc(st.subtask) + "</td><td>" + badge(st.status) + '</td><td class="num">' + esc(st.attempt) + '</td><td class="mono">' +
           (st["taskmanager-id"] ? '<a href="#/taskmanager/' + encodeURIComponent(st["taskmanager-id"]) + '">' + esc(st["taskmanager-id"]) + "</a>" : esc(st.endpoint || "–")) +
           '</td><td class="num">' + fmtNum(m["read-records"]) + '</td><td class="num">' + fmtNum(m["write-records"]) + '</td><td class="num">' + fmtBytes(m["read-bytes"]) + '</td><td class="num">' + fmtBytes(m["write-bytes"]) +
           '</td><td class="num">' + fmtDuration(m["accumulated-busy-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-backpressured-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-idle-time"]) +
-          "</td><td>" + fmtWatermark(wmBy.get(st.subtask)) + "</td><td>" + fmtTime(st["start-time"]) + '</td><td class="num">' + fmtDuration(st.duration) + "</td></tr>";
+          '</td><td class="bp-level">' + bpLevel(bpBy.get(st.subtask)) + "</td><td>" + fmtWatermark(wmBy.get(st.subtask)) + "</td><td>" + fmtTime(st["start-time"]) + '</td><td class="num">' + fmtDuration(st.duration) + "</td></tr>";
       }
-      if (!v.subtasks.length) h += '<tr><td colspan="14">' + empty("No subtask has reported yet.") + "</td></tr>";
+      if (!v.subtasks.length) h += '<tr><td colspan="15">' + empty("No subtask has reported yet.") + "</td></tr>";
       document.getElementById("subtasks").innerHTML = h + "</tbody></table>";
     });
+  }
+
+  // bpLevel is a subtask's back-pressure level as the REST API grades it
+  // (Flink's: the share of the last seconds it waited for output buffers,
+  // ok up to 10 %, low up to 50 %, high above).
+  function bpLevel(x) {
+    if (!x) return '<span class="muted">–</span>';
+    const cls = { ok: "bp-ok", low: "bp-low", high: "bp-high" }[x.backpressureLevel] || "";
+    return '<span class="' + cls + '">' + esc(x.backpressureLevel) + "</span> " + '<span class="muted">' + fmtPct(100 * x.ratio) + "</span>";
   }
 
   function vertexTabs(jid, vid, tab) {
@@ -1058,13 +1070,76 @@
       const [cfg, sec, logs] = await Promise.all([api("jobmanager/config"), security(), api("jobmanager/logs")]);
       clearError();
       const files = logs.logs || [];
-      document.getElementById("jm-logs").innerHTML = '<div class="tabs"><a href="#/jobmanager/log">Log</a> <a href="#/jobmanager/stdout">Stdout</a> <a href="#/jobmanager/goroutines">Goroutine dump</a></div>' +
+      document.getElementById("jm-logs").innerHTML = '<div class="tabs">' + (files.length ? '<a href="#/jobmanager/log">Log</a> <a href="#/jobmanager/stdout">Stdout</a> ' : "") +
+        '<a href="#/jobmanager/goroutines">Goroutine dump</a></div>' +
         (files.length ? '<table id="jm-log-table"><thead><tr><th>File</th><th class="num">Size</th><th>Modified</th></tr></thead><tbody>' +
           files.map(f => '<tr><td class="mono"><a href="#/jobmanager/file/' + encodeURIComponent(f.name) + '">' + esc(f.name) + '</a></td><td class="num">' + fmtBytes(f.size) + "</td><td>" + fmtTime(f.mtime) + "</td></tr>").join("") +
-          "</tbody></table>" : empty("The JobManager's log directory holds no files (log.file / env.log.dir unset: it logs to its stderr)."));
+          "</tbody></table>" : empty("No log files: this JobManager logs to its standard error and keeps no log directory (env.log.dir)."));
       document.getElementById("security").innerHTML = securityHTML(sec, { component: "jobmanager" });
       document.getElementById("jm-config").innerHTML = configTable(cfg, "jm-config-table");
     });
+  }
+
+  // ---------------------------------------------------------------------
+  // Submit: job binaries (Flink's "jars") uploaded, run and deleted
+
+  function pageSubmit() {
+    setNav("submit");
+    main.innerHTML = '<h1>Submit a job</h1><div id="page-error"></div>' +
+      '<div class="panel"><label>Job binary (a Go program built with Sluice) <input type="file" id="jar-file"></label> ' +
+      '<button type="button" class="btn" id="jar-upload">Upload</button></div>' +
+      '<h2>Uploaded job binaries</h2><div class="panel" id="jars"></div>' +
+      '<p class="muted">Run starts the binary once on the JobManager to learn its job graph (with the arguments given), then submits the job with the binary. ' +
+      "Arguments are split at spaces.</p>";
+    const seq = routeSeq;
+    const load = async () => {
+      const r = await api("jars");
+      if (seq !== routeSeq) return;
+      clearError();
+      const files = (r.files || []).slice().sort((a, b) => b.uploaded - a.uploaded);
+      const el = document.getElementById("jars");
+      if (!files.length) { el.innerHTML = empty("No job binary is uploaded."); return; }
+      el.innerHTML = '<table id="jar-table"><thead><tr><th>Name</th><th>Uploaded</th><th>Program arguments</th><th class="num">Parallelism</th><th>Restore from savepoint</th><th></th></tr></thead><tbody>' +
+        files.map(f => '<tr data-jar="' + esc(f.id) + '"><td class="mono" title="' + esc(f.id) + '">' + esc(f.name) + "</td><td>" + fmtTime(f.uploaded) +
+          '</td><td><input type="text" class="jar-args" placeholder="-input file:///data -n 1000"></td><td class="num"><input type="number" class="jar-par" min="1" placeholder="default"></td>' +
+          '<td><input type="text" class="jar-sp" placeholder="none"></td><td class="nowrap"><button type="button" class="btn jar-run">Run</button> <button type="button" class="btn danger jar-delete">Delete</button></td></tr>').join("") +
+        "</tbody></table>";
+      el.querySelectorAll("tr[data-jar]").forEach(tr => {
+        const id = tr.dataset.jar;
+        tr.querySelector(".jar-run").onclick = async () => {
+          const body = {};
+          const args = tr.querySelector(".jar-args").value.trim();
+          if (args) body.programArgsList = args.split(/\s+/);
+          const par = tr.querySelector(".jar-par").value.trim();
+          if (par) body.parallelism = Number(par);
+          const sp = tr.querySelector(".jar-sp").value.trim();
+          if (sp) body.savepointPath = sp;
+          try {
+            const res = await post("jars/" + encodeURIComponent(id) + "/run", body);
+            toast("Submitted job " + res.jobid);
+            location.hash = "#/job/" + res.jobid;
+          } catch (e) { toast("Running " + tr.cells[0].textContent + " failed: " + proxyHint(e), true); }
+        };
+        tr.querySelector(".jar-delete").onclick = async () => {
+          try {
+            await api("jars/" + encodeURIComponent(id), { method: "DELETE" });
+            await load();
+          } catch (e) { toast("Deleting failed: " + proxyHint(e), true); }
+        };
+      });
+    };
+    document.getElementById("jar-upload").onclick = async () => {
+      const f = document.getElementById("jar-file").files[0];
+      if (!f) { toast("Choose a job binary first", true); return; }
+      const form = new FormData();
+      form.append("jarfile", f, f.name);
+      try {
+        await api("jars/upload", { method: "POST", body: form });
+        toast("Uploaded " + f.name);
+        await load();
+      } catch (e) { toast("Uploading failed: " + proxyHint(e), true); }
+    };
+    load().catch(showError);
   }
 
   // ---------------------------------------------------------------------
