@@ -32,7 +32,7 @@ func TestDashboardKafka(t *testing.T) {
 	bin := chromium(t)
 	shots := screenshotDir(t)
 	broker := kafkabroker.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sfx := make([]byte, 4)
 	rand.Read(sfx)
@@ -100,7 +100,10 @@ func TestDashboardKafka(t *testing.T) {
 			t.Logf("the vertices' metrics last listed: %v", seen)
 		}
 	})
-	testwait.Eventually(t, 60*time.Second, "the lag of the 4 input partitions and a transaction of the sink in the vertices' metrics", func() bool {
+	// A fresh broker's first transactions wait for its transaction state
+	// topic: the sink's first transaction may take a minute to begin (the
+	// source waits meanwhile, back-pressured, so the input stays behind).
+	testwait.Eventually(t, 3*time.Minute, "the lag of the 4 input partitions and a transaction of the sink in the vertices' metrics", func() bool {
 		lags, txns, seen = nil, nil, nil
 		for _, v := range details.Vertices {
 			var ms []struct {
@@ -125,7 +128,7 @@ func TestDashboardKafka(t *testing.T) {
 	base := yarnProxy(t, c.rest(), "/proxy/application_1700000000000_0002/") + "?refresh=500"
 	b := newBrowser(t, bin, shots)
 	page := b.page(base)
-	page("16-job-kafka", "#/job/"+job+"/kafka",
+	page("20-job-kafka", "#/job/"+job+"/kafka",
 		`document.querySelector('#tab-kafka.active') !== null && document.querySelectorAll('#kafka-partitions tbody tr').length === 4 && `+
 			`Number(document.querySelector('#kafka-total-lag')?.textContent) > 0 && document.querySelectorAll('#kafka-transactions tbody tr').length >= 1`)
 	rows, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#kafka-partitions tbody tr')].map(r => r.cells[2].textContent + ':' + r.cells[3].textContent).join(',')`))
