@@ -300,6 +300,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	}
 	out := *d
 	out.Now = s.cfg.Clock.NowMillis()
+	out.SchedulerType = restapi.SchedulerDefault
 	if out.Vertices == nil {
 		out.Vertices = []restapi.Vertex{}
 	}
