@@ -193,7 +193,7 @@ func TestDashboard(t *testing.T) {
 	bin := chromium(t)
 	shots := screenshotDir(t)
 	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"),
-		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=20")
+		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=20", "env.log.dir="+filepath.Join(t.TempDir(), "jmlog"))
 	args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
 	args = append(args, jobBin, "-shape", "union", "-out", filepath.Join(c.dir, "out"), "-n", "100000000", "-rate", "400", "-spin", "100000")
 	o := c.mustSluice(args...)
@@ -273,7 +273,9 @@ func TestDashboard(t *testing.T) {
 	page("09b-taskmanager-log", tmHash+"/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="TaskManager started"')`)
 	page("09c-taskmanager-goroutines", tmHash+"/goroutines",
 		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('(*TaskManager).Run')`)
-	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port') && document.querySelector('#jm-logs a[href="#/jobmanager/goroutines"]') !== null`)
+	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port') && document.querySelector('#jm-logs a[href="#/jobmanager/goroutines"]') !== null && `+
+		`document.querySelector('#jm-log-table')?.textContent.includes('jobmanager.log')`)
+	page("10a-jobmanager-log", "#/jobmanager/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="JobManager running"')`)
 	page("10b-jobmanager-goroutines", "#/jobmanager/goroutines",
 		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('net/http.(*Server).Serve')`)
 
