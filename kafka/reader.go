@@ -82,6 +82,7 @@ type Reader[T any] struct {
 		sync.Mutex
 		m       map[TopicPartition]int64
 		changed bool
+		topics  map[string]bool // of the splits assigned, for listEnds
 	}
 
 	pendingCommits []checkpointOffsets
@@ -177,8 +178,9 @@ func (r *Reader[T]) Start(ctx context.Context) error {
 	}
 	r.cl, r.adm = cl, kadm.NewClient(cl)
 	r.bg, r.stop = context.WithCancel(ctx)
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go r.fetch()
+	go r.listEndsPeriodically(r.ctx.Clock().NowMillis())
 	if r.cfg.discovers() {
 		r.wg.Add(1)
 		go r.requestSplitsPeriodically(r.ctx.Clock().NowMillis())
@@ -299,6 +301,12 @@ func (r *Reader[T]) AddSplits(splits []PartitionSplit) error {
 			add[s.Topic] = map[int32]kgo.Offset{}
 		}
 		add[s.Topic][s.Partition] = kgo.NewOffset().At(s.Offset)
+		r.ends.Lock()
+		if r.ends.topics == nil {
+			r.ends.topics = map[string]bool{}
+		}
+		r.ends.topics[s.Topic] = true
+		r.ends.Unlock()
 		r.log.Debug("reading split", "split", st.id, "offset", s.Offset, "stop", s.StoppingOffset)
 	}
 	if len(add) > 0 {
@@ -438,6 +446,70 @@ func (r *Reader[T]) sawEnds(fs kgo.Fetches) {
 			r.ends.changed = true
 		}
 	})
+}
+
+// endsEvery is how often the reader asks the brokers for the end offsets
+// of its topics' partitions: fetches report the end of a partition only
+// when they bring its records, and a partition far behind may wait long
+// for its turn.
+const endsEvery = 5000 // ms
+
+// listEndsPeriodically keeps the ends of the assigned partitions' topics
+// current from the brokers (their high watermarks, or their last stable
+// offsets under read_committed), at once and then every endsEvery.
+func (r *Reader[T]) listEndsPeriodically(start int64) {
+	defer r.wg.Done()
+	clk := r.ctx.Clock()
+	for next := start; ; next += endsEvery {
+		c, cancel := clk.AfterMillis(next)
+		select {
+		case <-c:
+			r.listEnds()
+		case <-r.bg.Done():
+			cancel()
+			return
+		}
+	}
+}
+
+func (r *Reader[T]) listEnds() {
+	r.ends.Lock()
+	topics := make([]string, 0, len(r.ends.topics))
+	for t := range r.ends.topics {
+		topics = append(topics, t)
+	}
+	r.ends.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	list := r.adm.ListEndOffsets
+	if r.cfg.isolation == ReadCommitted {
+		list = r.adm.ListCommittedOffsets
+	}
+	offs, err := list(r.bg, topics...)
+	if err != nil {
+		if r.bg.Err() == nil {
+			r.log.Debug("listing the end offsets of the assigned topics failed; the lag gauges wait for the next fetch", "err", err)
+		}
+		return
+	}
+	r.ends.Lock()
+	defer r.ends.Unlock()
+	if r.ends.m == nil {
+		r.ends.m = map[TopicPartition]int64{}
+	}
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset < 0 {
+			return
+		}
+		tp := TopicPartition{o.Topic, o.Partition}
+		// A fetch may have seen a later end meanwhile.
+		if o.Offset > r.ends.m[tp] {
+			r.ends.m[tp] = o.Offset
+			r.ends.changed = true
+		}
+	})
+	r.signal()
 }
 
 // publish sets the gauges of the splits whose position or end moved.
