@@ -49,7 +49,10 @@ func TestDashboardKafka(t *testing.T) {
 			t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
 		}
 	}
-	const perPartition = 3000
+	// Enough input for the job to lag behind it for the whole test (it is
+	// cancelled at the end): the sink's transactions come and go at the
+	// checkpoints, the lag gauges go once a partition is read to its end.
+	const perPartition = 20000
 	var recs []*kgo.Record
 	for p := 0; p < 4; p++ {
 		for i := 0; i < perPartition; i++ {
@@ -68,7 +71,7 @@ func TestDashboardKafka(t *testing.T) {
 	c := newCluster(t, 2)
 	args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
 	// 10 ms per record, 100 records/s per subtask: the job lags behind
-	// its input for a minute.
+	// its input for minutes.
 	args = append(args, kafkaJobBin, "-bootstrap", broker.Addr, "-in", in, "-out", out, "-prefix", prefix, "-slow", "10ms")
 	o := c.mustSluice(args...)
 	m := regexp.MustCompile(`JobID ([0-9a-f]{32})`).FindStringSubmatch(o)
@@ -95,6 +98,7 @@ func TestDashboardKafka(t *testing.T) {
 	lagRe := regexp.MustCompile(`^([01])\.KafkaSourceReader\.topic\.` + regexp.QuoteMeta(in) + `\.partition\.([0-3])\.lag$`)
 	txnRe := regexp.MustCompile(`^([01])\.KafkaSink\.transaction\.` + regexp.QuoteMeta(prefix) + `-[01]-\d+\.openSince$`)
 	var lags, txns, seen []string
+	polls := 0
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the vertices' metrics last listed: %v", seen)
@@ -121,6 +125,16 @@ func TestDashboardKafka(t *testing.T) {
 			}
 		}
 		slices.Sort(lags)
+		polls++
+		if polls%200 == 1 {
+			var gauges []string
+			for _, id := range seen {
+				if strings.Contains(id, "Kafka") {
+					gauges = append(gauges, id)
+				}
+			}
+			t.Logf("poll %d: the vertices' Kafka gauges: %v", polls, gauges)
+		}
 		return slices.Equal(lags, []string{"partition 0", "partition 1", "partition 2", "partition 3"}) && len(txns) > 0
 	})
 	t.Logf("the sink's transactions: %v", txns)
