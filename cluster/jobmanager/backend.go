@@ -209,7 +209,7 @@ func overview(in Info, now int64) restapi.JobOverview {
 	for _, c := range in.Plan.Chains {
 		sc.Merge(vertexTasks(in, c, now).Tasks)
 	}
-	return restapi.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
+	return restapi.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), JobType: jobType(in), StartTime: in.StartMillis,
 		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
 

@@ -160,6 +160,12 @@ type JobOverview struct {
 	// PendingOperators are operators not yet in the job graph (Flink's
 	// adaptive graph generation); a Sluice job's graph is whole: 0.
 	PendingOperators int `json:"pending-operators"`
+	// JobType is STREAMING or BATCH; omitted where the Backend does not
+	// know it.
+	JobType string `json:"jobType,omitempty"`
+	// SchedulerType is Flink's scheduler of the job; the server sets
+	// SchedulerDefault.
+	SchedulerType string `json:"schedulerType"`
 }
 
 // JobIDWithStatus is one job of GET /jobs.
