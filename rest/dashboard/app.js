@@ -526,7 +526,7 @@
         }
         h += "</tbody></table>";
       }
-      document.getElementById("tab").innerHTML = h + '</div><p class="muted">Lag: the records between a partition\'s position and its end (its high watermark, or its last stable offset under read_committed) as last fetched. ' +
+      document.getElementById("tab").innerHTML = h + '</div><p class="muted">Lag: the records between a partition\'s position and its end (its high watermark, or its last stable offset under read_committed) as the reader last fetched it or asked the brokers for it (every 5 s). ' +
         "A transaction is open while its records go in and pre-committed from the checkpoint's barrier until the checkpoint completes and the transaction is committed.</p>";
     });
   }
