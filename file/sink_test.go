@@ -44,6 +44,14 @@ func (c *fileSinkCtx) Parallelism() int                        { return 1 }
 func (c *fileSinkCtx) JobName() string                         { return "file sink test" }
 func (c *fileSinkCtx) CurrentProcessingTime() stream.Timestamp { return stream.Timestamp(c.now) }
 func (c *fileSinkCtx) FileSystems() *fs.Resolver               { return c.fileSystems }
+func (c *fileSinkCtx) MetricGroup() stream.MetricGroup         { return nopGauges{} }
+
+// nopGauges is a MetricGroup that keeps nothing: the file sink publishes
+// no gauges.
+type nopGauges struct{}
+
+func (nopGauges) SetGauge(string, float64) {}
+func (nopGauges) RemoveGauge(string)       {}
 func (c *fileSinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(stream.Timestamp) error) func() {
 	c.seq++
 	tm := &fileSinkTimer{at: int64(at), seq: int64(c.seq), fn: fn}

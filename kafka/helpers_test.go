@@ -304,6 +304,7 @@ type readerCtx struct {
 	clk                  clock.Clock
 	mu                   sync.Mutex
 	requests             int
+	gauges               *testGauges
 }
 
 func (c *readerCtx) Subtask() int        { return c.subtask }
@@ -311,6 +312,14 @@ func (c *readerCtx) Parallelism() int    { return c.parallelism }
 func (c *readerCtx) Clock() stream.Clock { return c.clk }
 
 func (c *readerCtx) FileSystems() *fs.Resolver { return fs.NewResolver() }
+func (c *readerCtx) MetricGroup() stream.MetricGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gauges == nil {
+		c.gauges = &testGauges{}
+	}
+	return c.gauges
+}
 func (c *readerCtx) SendSplitRequest() {
 	c.mu.Lock()
 	c.requests++

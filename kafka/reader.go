@@ -75,6 +75,16 @@ type Reader[T any] struct {
 
 	dlqPending atomic.Int64 // dead-letter records not yet acknowledged
 
+	// gauges publishes each split's position, end offset and lag (see
+	// publish); ends are the partitions' end offsets the fetches saw.
+	gauges stream.MetricGroup
+	ends   struct {
+		sync.Mutex
+		m       map[TopicPartition]int64
+		changed bool
+		topics  map[string]bool // of the splits assigned, for listEnds
+	}
+
 	pendingCommits []checkpointOffsets
 	commit         struct {
 		sync.Mutex
@@ -87,6 +97,31 @@ type splitState[T any] struct {
 	split PartitionSplit
 	id    string
 	out   stream.SplitOutput[T]
+	// gauge is the prefix of the split's gauges,
+	// KafkaSourceReader.topic.<topic>.partition.<partition>.
+	gauge string
+	// published is the position last published.
+	published int64
+}
+
+// The gauges a reader publishes per partition it reads, under
+// KafkaSourceReader.topic.<topic>.partition.<partition>. (Flink's
+// KafkaSourceReader group): currentOffset (Flink's: the next offset to
+// read) and committedOffset (Flink's: the last offset committed to the
+// group at a completed checkpoint), and Sluice's endOffset (the
+// partition's end as the last fetch saw it: its high watermark, or its
+// last stable offset under read_committed) and lag (endOffset −
+// currentOffset, the records not read yet). A finished split's gauges are
+// removed.
+const (
+	gaugeCurrentOffset   = "currentOffset"
+	gaugeCommittedOffset = "committedOffset"
+	gaugeEndOffset       = "endOffset"
+	gaugeLag             = "lag"
+)
+
+func splitGauge(tp TopicPartition) string {
+	return "KafkaSourceReader.topic." + tp.Topic + ".partition." + strconv.Itoa(int(tp.Partition)) + "."
 }
 
 type checkpointOffsets struct {
@@ -101,7 +136,7 @@ var (
 
 func newReader[T any](cfg *sourceConfig, deser Deserializer[T], m *SourceMetrics, ctx stream.SourceReaderContext) *Reader[T] {
 	return &Reader[T]{
-		cfg: cfg, deser: deser, metrics: m, ctx: ctx,
+		cfg: cfg, deser: deser, metrics: m, ctx: ctx, gauges: ctx.MetricGroup(),
 		log:     cfg.client.log.With("component", "kafka-reader", "subtask", ctx.Subtask()),
 		splits:  map[TopicPartition]*splitState[T]{},
 		batches: make(chan []*kgo.Record, fetchBatches),
@@ -143,8 +178,9 @@ func (r *Reader[T]) Start(ctx context.Context) error {
 	}
 	r.cl, r.adm = cl, kadm.NewClient(cl)
 	r.bg, r.stop = context.WithCancel(ctx)
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go r.fetch()
+	go r.listEndsPeriodically(r.ctx.Clock().NowMillis())
 	if r.cfg.discovers() {
 		r.wg.Add(1)
 		go r.requestSplitsPeriodically(r.ctx.Clock().NowMillis())
@@ -166,6 +202,7 @@ func (r *Reader[T]) fetch() {
 				return
 			}
 		}
+		r.sawEnds(fs)
 		recs := fs.Records()
 		if len(recs) == 0 {
 			continue
@@ -257,13 +294,19 @@ func (r *Reader[T]) AddSplits(splits []PartitionSplit) error {
 			r.log.Debug("split has nothing to read", "split", s.SplitID(), "offset", s.Offset, "stop", s.StoppingOffset)
 			continue
 		}
-		st := &splitState[T]{split: s, id: s.SplitID()}
+		st := &splitState[T]{split: s, id: s.SplitID(), gauge: splitGauge(s.TopicPartition), published: -1}
 		r.splits[s.TopicPartition] = st
 		r.fresh = append(r.fresh, st)
 		if add[s.Topic] == nil {
 			add[s.Topic] = map[int32]kgo.Offset{}
 		}
 		add[s.Topic][s.Partition] = kgo.NewOffset().At(s.Offset)
+		r.ends.Lock()
+		if r.ends.topics == nil {
+			r.ends.topics = map[string]bool{}
+		}
+		r.ends.topics[s.Topic] = true
+		r.ends.Unlock()
 		r.log.Debug("reading split", "split", st.id, "offset", s.Offset, "stop", s.StoppingOffset)
 	}
 	if len(add) > 0 {
@@ -355,6 +398,7 @@ func (r *Reader[T]) PollNext(_ context.Context, out stream.ReaderOutput[T]) (str
 			last, lastPartition = nil, -1
 		}
 	}
+	r.publish()
 	if len(r.splits) == 0 && r.noMore {
 		if err := r.flushDeadLetters(r.bg); err != nil {
 			return stream.EndOfInput, err
@@ -374,7 +418,117 @@ func (r *Reader[T]) finish(st *splitState[T], out stream.ReaderOutput[T]) {
 		out.ReleaseSplit(st.id)
 	}
 	r.cl.RemoveConsumePartitions(map[string][]int32{st.split.Topic: {st.split.Partition}})
+	for _, g := range []string{gaugeCurrentOffset, gaugeCommittedOffset, gaugeEndOffset, gaugeLag} {
+		r.gauges.RemoveGauge(st.gauge + g)
+	}
 	r.log.Debug("split finished", "split", st.id, "offset", st.split.Offset)
+}
+
+// sawEnds keeps the partitions' end offsets a fetch reports (on the fetch
+// goroutine).
+func (r *Reader[T]) sawEnds(fs kgo.Fetches) {
+	r.ends.Lock()
+	defer r.ends.Unlock()
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		end := p.HighWatermark
+		if r.cfg.isolation == ReadCommitted {
+			end = p.LastStableOffset
+		}
+		if p.Err != nil || end < 0 {
+			return
+		}
+		if r.ends.m == nil {
+			r.ends.m = map[TopicPartition]int64{}
+		}
+		tp := TopicPartition{p.Topic, p.Partition}
+		if r.ends.m[tp] != end {
+			r.ends.m[tp] = end
+			r.ends.changed = true
+		}
+	})
+}
+
+// endsEvery is how often the reader asks the brokers for the end offsets
+// of its topics' partitions: fetches report the end of a partition only
+// when they bring its records, and a partition far behind may wait long
+// for its turn.
+const endsEvery = 5000 // ms
+
+// listEndsPeriodically keeps the ends of the assigned partitions' topics
+// current from the brokers (their high watermarks, or their last stable
+// offsets under read_committed), at once and then every endsEvery.
+func (r *Reader[T]) listEndsPeriodically(start int64) {
+	defer r.wg.Done()
+	clk := r.ctx.Clock()
+	for next := start; ; next += endsEvery {
+		c, cancel := clk.AfterMillis(next)
+		select {
+		case <-c:
+			r.listEnds()
+		case <-r.bg.Done():
+			cancel()
+			return
+		}
+	}
+}
+
+func (r *Reader[T]) listEnds() {
+	r.ends.Lock()
+	topics := make([]string, 0, len(r.ends.topics))
+	for t := range r.ends.topics {
+		topics = append(topics, t)
+	}
+	r.ends.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	list := r.adm.ListEndOffsets
+	if r.cfg.isolation == ReadCommitted {
+		list = r.adm.ListCommittedOffsets
+	}
+	offs, err := list(r.bg, topics...)
+	if err != nil {
+		if r.bg.Err() == nil {
+			r.log.Debug("listing the end offsets of the assigned topics failed; the lag gauges wait for the next fetch", "err", err)
+		}
+		return
+	}
+	r.ends.Lock()
+	defer r.ends.Unlock()
+	if r.ends.m == nil {
+		r.ends.m = map[TopicPartition]int64{}
+	}
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset < 0 {
+			return
+		}
+		tp := TopicPartition{o.Topic, o.Partition}
+		// A fetch may have seen a later end meanwhile.
+		if o.Offset > r.ends.m[tp] {
+			r.ends.m[tp] = o.Offset
+			r.ends.changed = true
+		}
+	})
+	r.signal()
+}
+
+// publish sets the gauges of the splits whose position or end moved.
+func (r *Reader[T]) publish() {
+	r.ends.Lock()
+	defer r.ends.Unlock()
+	changed := r.ends.changed
+	r.ends.changed = false
+	for tp, st := range r.splits {
+		if st.published == st.split.Offset && !changed {
+			continue
+		}
+		st.published = st.split.Offset
+		r.gauges.SetGauge(st.gauge+gaugeCurrentOffset, float64(st.split.Offset))
+		if end, ok := r.ends.m[tp]; ok {
+			r.gauges.SetGauge(st.gauge+gaugeEndOffset, float64(end))
+			r.gauges.SetGauge(st.gauge+gaugeLag, float64(max(0, end-st.split.Offset)))
+		}
+	}
 }
 
 // malformed applies the malformed-record policy.
@@ -509,6 +663,9 @@ func (r *Reader[T]) commitLoop() {
 			continue
 		}
 		r.metrics.OffsetCommits.Add(1)
+		offs.Each(func(o kadm.Offset) {
+			r.gauges.SetGauge(splitGauge(TopicPartition{o.Topic, o.Partition})+gaugeCommittedOffset, float64(o.At))
+		})
 	}
 }
 

@@ -323,26 +323,68 @@ var _ stream.TwoPhaseCommitSink[string, TxnCommittable] = (*Sink[string])(nil)
 
 // idRegistry tracks the transactional ids whose transaction is open or
 // awaiting commit in this process; writers take free ids, the committer
-// frees them.
+// frees them. While a transaction is open or awaits its commit, its
+// writer's subtask publishes two gauges of it (see opened).
 type idRegistry struct {
 	mu    sync.Mutex
-	inUse map[string]bool
+	inUse map[string]*heldID
 }
 
-func newIDRegistry() *idRegistry { return &idRegistry{inUse: map[string]bool{}} }
+// heldID is an id in use; group is nil until its transaction begins.
+type heldID struct {
+	group stream.MetricGroup
+}
+
+// The gauges of a transaction, under KafkaSink.transaction.<transactional
+// id>.: openSince (when it began, epoch ms of the writer's processing
+// time) and precommitted (1 once its writer pre-committed it for a
+// checkpoint, so that it awaits the checkpoint's completion and its
+// commit; 0 while records go in).
+const (
+	gaugeOpenSince    = "openSince"
+	gaugePrecommitted = "precommitted"
+)
+
+func transactionGauge(id string) string { return "KafkaSink.transaction." + id + "." }
+
+func newIDRegistry() *idRegistry { return &idRegistry{inUse: map[string]*heldID{}} }
 
 func (r *idRegistry) acquire(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.inUse[id] {
+	if r.inUse[id] != nil {
 		return false
 	}
-	r.inUse[id] = true
+	r.inUse[id] = &heldID{}
 	return true
+}
+
+// opened publishes id's transaction, begun at since, in group.
+func (r *idRegistry) opened(id string, group stream.MetricGroup, since int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.inUse[id]; h != nil {
+		h.group = group
+		group.SetGauge(transactionGauge(id)+gaugeOpenSince, float64(since))
+		group.SetGauge(transactionGauge(id)+gaugePrecommitted, 0)
+	}
+}
+
+// precommitted marks id's transaction pre-committed.
+func (r *idRegistry) precommitted(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.inUse[id]; h != nil && h.group != nil {
+		h.group.SetGauge(transactionGauge(id)+gaugePrecommitted, 1)
+	}
 }
 
 func (r *idRegistry) release(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if h := r.inUse[id]; h != nil && h.group != nil {
+		h.group.RemoveGauge(transactionGauge(id) + gaugeOpenSince)
+		h.group.RemoveGauge(transactionGauge(id) + gaugePrecommitted)
+	}
 	delete(r.inUse, id)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +36,41 @@ func (c sinkCtx) CurrentProcessingTime() stream.Timestamp {
 }
 func (c sinkCtx) RegisterProcessingTimer(stream.Timestamp, func(stream.Timestamp) error) (cancel func()) {
 	return func() {}
+}
+func (c sinkCtx) MetricGroup() stream.MetricGroup { return discardGauges{} }
+
+// discardGauges is a MetricGroup that keeps nothing.
+type discardGauges struct{}
+
+func (discardGauges) SetGauge(string, float64) {}
+func (discardGauges) RemoveGauge(string)       {}
+
+// testGauges is a MetricGroup that keeps the gauges for the test to read.
+type testGauges struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+func (g *testGauges) SetGauge(name string, v float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string]float64{}
+	}
+	g.m[name] = v
+}
+
+func (g *testGauges) RemoveGauge(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, name)
+}
+
+// snapshot returns a copy of the gauges.
+func (g *testGauges) snapshot() map[string]float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.m)
 }
 
 func mustSink[T any](t testing.TB, ser kafka.Serializer[T], opts ...kafka.SinkOpt) *kafka.Sink[T] {

@@ -231,6 +231,10 @@ type TxnWriter[T any] struct {
 	lifetime
 	closed    bool
 	committed func() bool // whether a committer exists (stream.SinkToCommitting)
+	// gauges publishes the subtask's transactions; now is its processing
+	// time, epoch ms.
+	gauges stream.MetricGroup
+	now    func() int64
 }
 
 type openTxn struct {
@@ -244,6 +248,8 @@ func newTxnWriter[T any](s *Sink[T], sc stream.SinkContext) (*TxnWriter[T], erro
 		s: s, subtask: sc.Subtask(), pool: s.cfg.pool(), log: log,
 		ps:        newProduceState(true, s.metrics, log),
 		committed: func() bool { return s.committers.Load() > 0 },
+		gauges:    sc.MetricGroup(),
+		now:       func() int64 { return int64(sc.CurrentProcessingTime()) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -377,6 +383,7 @@ func (w *TxnWriter[T]) begin() error {
 		return fmt.Errorf("kafka: beginning a transaction with %s: %w", id, err)
 	}
 	w.cur = &openTxn{id: id, cl: cl}
+	w.s.ids.opened(id, w.gauges, w.now())
 	w.log.Debug("transaction begun", "transactional_id", id)
 	return nil
 }
@@ -425,6 +432,7 @@ func (w *TxnWriter[T]) PrepareCommit(ctx context.Context) ([]TxnCommittable, err
 	}
 	w.cur = nil
 	t.cl.Close() // leaves the transaction open for the committer
+	w.s.ids.precommitted(t.id)
 	w.log.Debug("transaction pre-committed", "transactional_id", t.id, "producer_id", pid, "epoch", epoch)
 	return []TxnCommittable{{TransactionalID: t.id, ProducerID: pid, Epoch: epoch}}, nil
 }

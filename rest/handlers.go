@@ -255,10 +255,12 @@ func (s *Server) getJobsOverview(w http.ResponseWriter, r *http.Request) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []restapi.JobOverview{}
+	out := make([]restapi.JobOverview, len(jobs))
+	for i, j := range jobs {
+		j.SchedulerType = restapi.SchedulerDefault
+		out[i] = j
 	}
-	writeJSON(w, http.StatusOK, restapi.MultipleJobsDetails{Jobs: jobs})
+	writeJSON(w, http.StatusOK, restapi.MultipleJobsDetails{Jobs: out})
 }
 
 // jobDetails reads a job's details for GET /jobs/:jobid and its plan.
@@ -300,6 +302,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	}
 	out := *d
 	out.Now = s.cfg.Clock.NowMillis()
+	out.SchedulerType = restapi.SchedulerDefault
 	if out.Vertices == nil {
 		out.Vertices = []restapi.Vertex{}
 	}

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -265,6 +266,18 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 		for i, m := range taskMetrics {
 			out[i] = restapi.Metric{ID: m.name}
 		}
+		var gauges []string
+		for _, st := range subs {
+			for name := range st.Gauges {
+				if !slices.Contains(gauges, name) {
+					gauges = append(gauges, name)
+				}
+			}
+		}
+		slices.Sort(gauges)
+		for _, name := range gauges {
+			out = append(out, restapi.Metric{ID: name})
+		}
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
@@ -275,7 +288,7 @@ func (s *Server) getSubtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, aggregateMetrics(names, aggs, func(name string) []float64 {
 		get, ok := taskMetric(name)
 		if !ok {
-			return nil
+			get = func(st restapi.SubtaskDetails) (float64, bool) { x, ok := st.Gauges[name]; return x, ok }
 		}
 		var vals []float64
 		for _, st := range subs {
@@ -357,9 +370,20 @@ func subtaskMetricValues(v *restapi.Vertex, want func(string) bool) []restapi.Me
 				out = append(out, restapi.Metric{ID: id, Value: &val})
 			}
 		}
+		for _, name := range slices.Sorted(maps.Keys(st.Gauges)) {
+			id := strconv.Itoa(st.Subtask) + "." + name
+			if want != nil && !want(id) {
+				continue
+			}
+			val := gaugeValue(st.Gauges[name])
+			out = append(out, restapi.Metric{ID: id, Value: &val})
+		}
 	}
 	return out
 }
+
+// gaugeValue writes an operator's gauge as Flink writes a metric's value.
+func gaugeValue(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // metricValue is a task metric of a subtask as Flink writes it: a string,
 // a watermark as an integer.
@@ -410,6 +434,16 @@ func (s *Server) getSubtaskIndexMetrics(w http.ResponseWriter, r *http.Request) 
 			out = append(out, restapi.Metric{ID: m.name})
 		} else {
 			out = append(out, restapi.Metric{ID: m.name, Value: &val})
+		}
+	}
+	st := subs[i]
+	for _, name := range slices.Sorted(maps.Keys(st.Gauges)) {
+		switch {
+		case len(names) == 0:
+			out = append(out, restapi.Metric{ID: name})
+		case slices.Contains(names, name):
+			val := gaugeValue(st.Gauges[name])
+			out = append(out, restapi.Metric{ID: name, Value: &val})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -63,6 +63,13 @@ func withRates(s restapi.SubtaskDetails) restapi.SubtaskDetails {
 	s.OutputWatermark = s.Watermark - 1000
 	s.Rates = &restapi.SubtaskRates{RecordsInPerSecond: 250.5, RecordsOutPerSecond: 240, BytesInPerSecond: 8192, BytesOutPerSecond: 4096,
 		BusyTimeMsPerSecond: 612, BackPressuredTimeMsPerSecond: 88, IdleTimeMsPerSecond: 300}
+	// The gauges of a Kafka source reading partitions 3 and 5 of topic
+	// "in", and of an exactly-once sink's pre-committed transaction.
+	s.Gauges = map[string]float64{
+		"KafkaSourceReader.topic.in.partition.3.currentOffset": 1200, "KafkaSourceReader.topic.in.partition.3.endOffset": 1250,
+		"KafkaSourceReader.topic.in.partition.3.lag": 50, "KafkaSourceReader.topic.in.partition.5.lag": 7,
+		"KafkaSink.transaction.out-1-0.openSince": float64(start - 2_500), "KafkaSink.transaction.out-1-0.precommitted": 1,
+	}
 	return s
 }
 
@@ -86,6 +93,9 @@ func TestVertexAndConfigEndpoints(t *testing.T) {
 		{"subtask-metrics-list", job + "/vertices/" + vertexB + "/subtasks/1/metrics"},
 		{"subtask-metrics-list-unmeasured", job + "/vertices/" + vertexB + "/subtasks/0/metrics"},
 		{"subtask-metrics", job + "/vertices/" + vertexB + "/subtasks/1/metrics?get=busyTimeMsPerSecond,idleTimeMsPerSecond,currentOutputWatermark,nope"},
+		{"subtask-gauges", job + "/vertices/" + vertexB + "/subtasks/1/metrics?get=KafkaSourceReader.topic.in.partition.3.lag,KafkaSink.transaction.out-1-0.openSince,currentOutputWatermark,KafkaSourceReader.topic.in.partition.4.lag"},
+		{"vertex-gauges", job + "/vertices/" + vertexB + "/metrics?get=1.KafkaSourceReader.topic.in.partition.5.lag,0.KafkaSourceReader.topic.in.partition.5.lag,1.numRecordsOut"},
+		{"vertex-subtasks-gauges", job + "/vertices/" + vertexB + "/subtasks/metrics?get=KafkaSourceReader.topic.in.partition.3.lag&agg=sum,max"},
 		{"subtask-metrics-unknown", job + "/vertices/" + vertexB + "/subtasks/7/metrics"},
 		{"subtask-metrics-malformed", job + "/vertices/" + vertexB + "/subtasks/x/metrics"},
 		{"job-metrics-list", job + "/metrics"},

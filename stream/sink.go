@@ -31,6 +31,9 @@ type SinkContext interface {
 	// FileSystems resolves file URIs by scheme: file:// and plain paths
 	// everywhere, hdfs:// in a cluster's workers.
 	FileSystems() *fs.Resolver
+	// MetricGroup is where the writer (or committer) publishes metrics of
+	// its own.
+	MetricGroup() MetricGroup
 }
 
 // SinkWriter writes the records of one subtask. Its methods run on the
@@ -117,6 +120,7 @@ func (s sinkContext) Subtask() int              { return s.env.Subtask() }
 func (s sinkContext) Parallelism() int          { return s.env.Parallelism() }
 func (s sinkContext) JobName() string           { return s.env.JobName() }
 func (s sinkContext) FileSystems() *fs.Resolver { return s.env.FileSystems() }
+func (s sinkContext) MetricGroup() MetricGroup  { return gauges{s.env.Gauges()} }
 
 // CurrentProcessingTime implements SinkContext.
 func (s sinkContext) CurrentProcessingTime() Timestamp { return Timestamp(s.env.NowMillis()) }

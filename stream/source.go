@@ -97,6 +97,20 @@ type SourceReaderContext interface {
 	// FileSystems resolves file URIs by scheme: file:// and plain paths
 	// everywhere, hdfs:// in a cluster's workers.
 	FileSystems() *fs.Resolver
+	// MetricGroup is where the reader publishes metrics of its own.
+	MetricGroup() MetricGroup
+}
+
+// MetricGroup is where a connector publishes metrics of its own for its
+// subtask (Flink's operator metric group): gauges by name, served by the
+// REST API's subtask and vertex metrics (GET
+// /jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics) and
+// shown by the dashboard. Safe for use from any goroutine.
+type MetricGroup interface {
+	// SetGauge sets the gauge name to v.
+	SetGauge(name string, v float64)
+	// RemoveGauge drops the gauge name.
+	RemoveGauge(name string)
 }
 
 // ReaderOutput receives a reader's records.
@@ -202,6 +216,13 @@ func (c readerContext[T, S]) Parallelism() int          { return c.op.Parallelis
 func (c readerContext[T, S]) Clock() Clock              { return c.op.ProcessClock() }
 func (c readerContext[T, S]) SendSplitRequest()         { c.op.SendSplitRequest() }
 func (c readerContext[T, S]) FileSystems() *fs.Resolver { return c.op.FileSystems() }
+func (c readerContext[T, S]) MetricGroup() MetricGroup  { return gauges{c.op.Gauges()} }
+
+// gauges is the MetricGroup of a subtask.
+type gauges struct{ g *task.Gauges }
+
+func (g gauges) SetGauge(name string, v float64) { g.g.Set(name, v) }
+func (g gauges) RemoveGauge(name string)         { g.g.Remove(name) }
 
 // readerOutput is the ReaderOutput of a source subtask.
 type readerOutput[T any, S Split] struct{ op *typed.SourceOp[T, S] }

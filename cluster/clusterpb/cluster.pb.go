@@ -4018,8 +4018,12 @@ type SubtaskMetrics struct {
 	// The last watermark the subtask sent downstream (Flink's
 	// currentOutputWatermark), epoch ms; math.MinInt64 before the first.
 	OutputWatermark int64 `protobuf:"varint,10,opt,name=output_watermark,json=outputWatermark,proto3" json:"output_watermark,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// gauges are the metrics the subtask's operators publish of their own
+	// (a Kafka source's per-partition offsets and lag, an exactly-once
+	// Kafka sink's open transactions), by name.
+	Gauges        map[string]float64 `protobuf:"bytes,11,rep,name=gauges,proto3" json:"gauges,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubtaskMetrics) Reset() {
@@ -4120,6 +4124,13 @@ func (x *SubtaskMetrics) GetOutputWatermark() int64 {
 		return x.OutputWatermark
 	}
 	return 0
+}
+
+func (x *SubtaskMetrics) GetGauges() map[string]float64 {
+	if x != nil {
+		return x.Gauges
+	}
+	return nil
 }
 
 // SampleTasks asks a worker for the stacks of the goroutines of subtasks
@@ -4634,7 +4645,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8d\x01\n" +
 	"\rMetricsReport\x12=\n" +
 	"\bsubtasks\x18\x01 \x03(\v2!.sluice.cluster.v1.SubtaskMetricsR\bsubtasks\x12=\n" +
-	"\bkerberos\x18\x02 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xde\x02\n" +
+	"\bkerberos\x18\x02 \x01(\v2!.sluice.cluster.v1.KerberosStatusR\bkerberos\"\xe0\x03\n" +
 	"\x0eSubtaskMetrics\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.sluice.cluster.v1.TaskKeyR\x04task\x12\x1d\n" +
 	"\n" +
@@ -4648,7 +4659,11 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\aidle_ms\x18\b \x01(\x03R\x06idleMs\x12\x1c\n" +
 	"\twatermark\x18\t \x01(\x03R\twatermark\x12)\n" +
 	"\x10output_watermark\x18\n" +
-	" \x01(\x03R\x0foutputWatermark\"\xdf\x01\n" +
+	" \x01(\x03R\x0foutputWatermark\x12E\n" +
+	"\x06gauges\x18\v \x03(\v2-.sluice.cluster.v1.SubtaskMetrics.GaugesEntryR\x06gauges\x1a9\n" +
+	"\vGaugesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xdf\x01\n" +
 	"\vSampleTasks\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x120\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x1a.sluice.cluster.v1.TaskKeyR\x05tasks\x12\x10\n" +
@@ -4706,7 +4721,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_clusterpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(LogFileKind)(0),               // 0: sluice.cluster.v1.LogFileKind
 	(*ResourceProfile)(nil),        // 1: sluice.cluster.v1.ResourceProfile
@@ -4772,6 +4787,7 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*StackSample)(nil),            // 61: sluice.cluster.v1.StackSample
 	nil,                            // 62: sluice.cluster.v1.SubmitTasksRequest.EnvEntry
 	nil,                            // 63: sluice.cluster.v1.SubmitTasksRequest.ConfigurationEntry
+	nil,                            // 64: sluice.cluster.v1.SubtaskMetrics.GaugesEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	5,  // 0: sluice.cluster.v1.TaskManagerMessage.register:type_name -> sluice.cluster.v1.Register
@@ -4832,37 +4848,38 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	58, // 55: sluice.cluster.v1.MetricsReport.subtasks:type_name -> sluice.cluster.v1.SubtaskMetrics
 	9,  // 56: sluice.cluster.v1.MetricsReport.kerberos:type_name -> sluice.cluster.v1.KerberosStatus
 	37, // 57: sluice.cluster.v1.SubtaskMetrics.task:type_name -> sluice.cluster.v1.TaskKey
-	37, // 58: sluice.cluster.v1.SampleTasks.tasks:type_name -> sluice.cluster.v1.TaskKey
-	61, // 59: sluice.cluster.v1.TaskSamples.stacks:type_name -> sluice.cluster.v1.StackSample
-	2,  // 60: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
-	13, // 61: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
-	18, // 62: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
-	20, // 63: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
-	22, // 64: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
-	24, // 65: sluice.cluster.v1.TaskManager.ListLogs:input_type -> sluice.cluster.v1.ListLogsRequest
-	27, // 66: sluice.cluster.v1.TaskManager.ReadLog:input_type -> sluice.cluster.v1.ReadLogRequest
-	30, // 67: sluice.cluster.v1.TaskManager.ThreadDump:input_type -> sluice.cluster.v1.ThreadDumpRequest
-	32, // 68: sluice.cluster.v1.TaskManager.ProcessMetrics:input_type -> sluice.cluster.v1.ProcessMetricsRequest
-	15, // 69: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
-	38, // 70: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
-	35, // 71: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
-	4,  // 72: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
-	14, // 73: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
-	19, // 74: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
-	21, // 75: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
-	23, // 76: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
-	26, // 77: sluice.cluster.v1.TaskManager.ListLogs:output_type -> sluice.cluster.v1.ListLogsResponse
-	29, // 78: sluice.cluster.v1.TaskManager.ReadLog:output_type -> sluice.cluster.v1.LogChunk
-	31, // 79: sluice.cluster.v1.TaskManager.ThreadDump:output_type -> sluice.cluster.v1.ThreadDumpResponse
-	34, // 80: sluice.cluster.v1.TaskManager.ProcessMetrics:output_type -> sluice.cluster.v1.ProcessMetricsResponse
-	17, // 81: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
-	39, // 82: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
-	36, // 83: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
-	72, // [72:84] is the sub-list for method output_type
-	60, // [60:72] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	64, // 58: sluice.cluster.v1.SubtaskMetrics.gauges:type_name -> sluice.cluster.v1.SubtaskMetrics.GaugesEntry
+	37, // 59: sluice.cluster.v1.SampleTasks.tasks:type_name -> sluice.cluster.v1.TaskKey
+	61, // 60: sluice.cluster.v1.TaskSamples.stacks:type_name -> sluice.cluster.v1.StackSample
+	2,  // 61: sluice.cluster.v1.ResourceManager.Connect:input_type -> sluice.cluster.v1.TaskManagerMessage
+	13, // 62: sluice.cluster.v1.ResourceManager.DeclareSlots:input_type -> sluice.cluster.v1.SlotDemand
+	18, // 63: sluice.cluster.v1.TaskManager.SubmitTasks:input_type -> sluice.cluster.v1.SubmitTasksRequest
+	20, // 64: sluice.cluster.v1.TaskManager.CancelJob:input_type -> sluice.cluster.v1.CancelJobRequest
+	22, // 65: sluice.cluster.v1.TaskManager.FreeSlots:input_type -> sluice.cluster.v1.FreeSlotsRequest
+	24, // 66: sluice.cluster.v1.TaskManager.ListLogs:input_type -> sluice.cluster.v1.ListLogsRequest
+	27, // 67: sluice.cluster.v1.TaskManager.ReadLog:input_type -> sluice.cluster.v1.ReadLogRequest
+	30, // 68: sluice.cluster.v1.TaskManager.ThreadDump:input_type -> sluice.cluster.v1.ThreadDumpRequest
+	32, // 69: sluice.cluster.v1.TaskManager.ProcessMetrics:input_type -> sluice.cluster.v1.ProcessMetricsRequest
+	15, // 70: sluice.cluster.v1.JobMaster.OfferSlots:input_type -> sluice.cluster.v1.SlotOffer
+	38, // 71: sluice.cluster.v1.JobMaster.ConnectWorker:input_type -> sluice.cluster.v1.WorkerMessage
+	35, // 72: sluice.cluster.v1.Blobs.Get:input_type -> sluice.cluster.v1.BlobRequest
+	4,  // 73: sluice.cluster.v1.ResourceManager.Connect:output_type -> sluice.cluster.v1.ResourceManagerMessage
+	14, // 74: sluice.cluster.v1.ResourceManager.DeclareSlots:output_type -> sluice.cluster.v1.SlotDemandAck
+	19, // 75: sluice.cluster.v1.TaskManager.SubmitTasks:output_type -> sluice.cluster.v1.SubmitTasksResponse
+	21, // 76: sluice.cluster.v1.TaskManager.CancelJob:output_type -> sluice.cluster.v1.CancelJobResponse
+	23, // 77: sluice.cluster.v1.TaskManager.FreeSlots:output_type -> sluice.cluster.v1.FreeSlotsResponse
+	26, // 78: sluice.cluster.v1.TaskManager.ListLogs:output_type -> sluice.cluster.v1.ListLogsResponse
+	29, // 79: sluice.cluster.v1.TaskManager.ReadLog:output_type -> sluice.cluster.v1.LogChunk
+	31, // 80: sluice.cluster.v1.TaskManager.ThreadDump:output_type -> sluice.cluster.v1.ThreadDumpResponse
+	34, // 81: sluice.cluster.v1.TaskManager.ProcessMetrics:output_type -> sluice.cluster.v1.ProcessMetricsResponse
+	17, // 82: sluice.cluster.v1.JobMaster.OfferSlots:output_type -> sluice.cluster.v1.SlotOfferResponse
+	39, // 83: sluice.cluster.v1.JobMaster.ConnectWorker:output_type -> sluice.cluster.v1.JobMasterMessage
+	36, // 84: sluice.cluster.v1.Blobs.Get:output_type -> sluice.cluster.v1.BlobChunk
+	73, // [73:85] is the sub-list for method output_type
+	61, // [61:73] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -4921,7 +4938,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   63,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

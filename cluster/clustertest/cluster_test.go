@@ -23,20 +23,21 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/fs"
+	"github.com/sluice/sluice/integration/kafkabroker"
 	"github.com/sluice/sluice/internal/runtime/checkpoint/storage"
 	"github.com/sluice/sluice/internal/testwait"
 )
 
 // Binaries built once for the package's tests.
-var sluiceBin, jobBin string
+var sluiceBin, jobBin, kafkaJobBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sluice-clustertest-")
 	if err != nil {
 		panic(err)
 	}
-	sluiceBin, jobBin = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob")
-	for bin, pkg := range map[string]string{sluiceBin: "../../cmd/client", jobBin: "../testdata/clusterjob"} {
+	sluiceBin, jobBin, kafkaJobBin = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob"), filepath.Join(dir, "kafkajob")
+	for bin, pkg := range map[string]string{sluiceBin: "../../cmd/client", jobBin: "../testdata/clusterjob", kafkaJobBin: "../testdata/kafkajob"} {
 		args := []string{"build", "-o", bin}
 		if raceEnabled {
 			args = append(args, "-race")
@@ -47,7 +48,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	// RunMain stops the Kafka broker kafkabroker.Shared may start.
+	code := kafkabroker.RunMain(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -193,7 +193,7 @@ func TestDashboard(t *testing.T) {
 	bin := chromium(t)
 	shots := screenshotDir(t)
 	c := newCluster(t, 2, "execution.checkpointing.savepoint-dir=file://"+filepath.Join(t.TempDir(), "savepoints"),
-		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=20")
+		"rest.flamegraph.enabled=true", "rest.flamegraph.num-samples=20", "env.log.dir="+filepath.Join(t.TempDir(), "jmlog"))
 	args := append([]string{"run", "-d", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
 	args = append(args, jobBin, "-shape", "union", "-out", filepath.Join(c.dir, "out"), "-n", "100000000", "-rate", "400", "-spin", "100000")
 	o := c.mustSluice(args...)
@@ -229,7 +229,7 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("the job graph has %d SVG nodes (err %v); the job has %d vertices", svgNodes, err, nodes)
 	}
 	page("04-vertex", "#/job/"+job+"/vertex/"+details.Vertices[0].ID,
-		`document.querySelectorAll('#subtask-table tbody tr').length >= 1 && document.querySelector('#subtask-table a[href^="#/taskmanager/"]') !== null && [...document.querySelectorAll('#plots polyline')].some(p => p.getAttribute('points').split(' ').length >= 4)`)
+		`document.querySelectorAll('#subtask-table tbody tr').length >= 1 && document.querySelector('#subtask-table a[href^="#/taskmanager/"]') !== null && document.querySelector('#subtask-table td.bp-level span[class^="bp-"]') !== null && [...document.querySelectorAll('#plots polyline')].some(p => p.getAttribute('points').split(' ').length >= 4)`)
 	// The flame graph of the vertex whose Map spins (clusterjob -spin): On-CPU
 	// first (the page's default), whose frames, SVG bars, show the job's
 	// user function; then the goroutine samples of every kind (Mixed,
@@ -273,7 +273,11 @@ func TestDashboard(t *testing.T) {
 	page("09b-taskmanager-log", tmHash+"/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="TaskManager started"')`)
 	page("09c-taskmanager-goroutines", tmHash+"/goroutines",
 		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('(*TaskManager).Run')`)
-	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port')`)
+	page("10-jobmanager", "#/jobmanager", `document.querySelector('#jm-config-table')?.textContent.includes('rest.port') && document.querySelector('#jm-logs a[href="#/jobmanager/goroutines"]') !== null && `+
+		`document.querySelector('#jm-log-table')?.textContent.includes('jobmanager.log')`)
+	page("10a-jobmanager-log", "#/jobmanager/log", `document.querySelector('#tm-file pre')?.textContent.includes('msg="JobManager running"')`)
+	page("10b-jobmanager-goroutines", "#/jobmanager/goroutines",
+		`document.querySelectorAll('#tm-file pre').length >= 3 && document.querySelector('#tm-file')?.textContent.includes('net/http.(*Server).Serve')`)
 
 	// A savepoint from the job's page: the button, the dialog (the
 	// cluster's savepoint directory), then the outcome it reports.
@@ -329,7 +333,70 @@ func TestDashboard(t *testing.T) {
 	for _, p := range blog.take() {
 		t.Errorf("cancelling: %s", p)
 	}
-	page("15-completed-jobs", "#/jobs/completed", `[...document.querySelectorAll('#list tr.link')].some(r => r.textContent.includes('CANCELED'))`)
+	// Submit the job binary from the page (Flink's jar upload and run):
+	// upload it, run it with arguments at parallelism 1; the page opens
+	// the new job, which runs to its end.
+	page("15-submit", "#/submit", `document.querySelector('#jar-file') !== null && document.querySelector('#jars')?.textContent.includes('No job binary is uploaded.')`)
+	if err := chromedp.Do(ctx,
+		chromedp.SetUploadFiles(chromedp.CSS("#jar-file"), []string{jobBin}),
+		chromedp.Click(chromedp.CSS("#jar-upload")),
+	); err != nil {
+		t.Fatalf("uploading the job binary from the page: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('#jar-table tbody tr').length === 1 && document.querySelector('#jar-table td.mono')?.textContent === 'clusterjob'`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("the uploaded binary is not listed: %v", err)
+	}
+	submittedOut := filepath.Join(c.dir, "out-submitted")
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#jar-table .jar-args"), "-out "+submittedOut+" -n 2000 -keys 4"),
+		chromedp.SendKeys(chromedp.CSS("#jar-table .jar-par"), "1"),
+	); err != nil {
+		t.Fatalf("filling in the run's arguments: %v", err)
+	}
+	shot(t, ctx, filepath.Join(shots, "15b-jar-uploaded.png"))
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#jar-table .jar-run"))); err != nil {
+		t.Fatalf("clicking Run: %v", err)
+	}
+	submitted, err := chromedp.Run(ctx, chromedp.Poll[string](`(location.hash.match(/^#\/job\/([0-9a-f]{32})$/) || [])[1]`,
+		chromedp.WithPollingTimeout(2*time.Minute)))
+	if err != nil {
+		toast, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#toast')?.textContent ?? ''`))
+		t.Fatalf("the page does not open the submitted job: %v; it says %q", err, toast)
+	}
+	testwait.Eventually(t, 2*time.Minute, "the job submitted from the page to finish", func() bool {
+		restJSON(t, c, "/jobs/"+submitted, &details)
+		return details.State == "FINISHED"
+	})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#head .badge')?.textContent === 'FINISHED'`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Errorf("the submitted job's page does not show it FINISHED: %v", err)
+	}
+	// The finished job's vertices keep their counts: 2000 records out of
+	// the source, into the reduce (the job ran for well under a second,
+	// the workers' period of reports).
+	var ended struct {
+		Vertices []struct {
+			Name    string `json:"name"`
+			Metrics struct {
+				Read  int64 `json:"read-records"`
+				Write int64 `json:"write-records"`
+			} `json:"metrics"`
+		} `json:"vertices"`
+	}
+	restJSON(t, c, "/jobs/"+submitted, &ended)
+	if len(ended.Vertices) != 2 || ended.Vertices[0].Metrics.Write != 2000 || ended.Vertices[1].Metrics.Read != 2000 {
+		t.Errorf("the finished job's vertices report %+v; want 2000 records written by the first, read by the second", ended.Vertices)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll('#vertex-table tbody tr')].map(r => r.cells[3].textContent + '/' + r.cells[4].textContent).join(',') === '0/2000,2000/0'`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		rows, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#vertex-table tbody tr')].map(r => r.cells[3].textContent + '/' + r.cells[4].textContent).join(',')`))
+		t.Errorf("the finished job's page shows records in/out %q, want 0/2000,2000/0: %v", rows, err)
+	}
+	shot(t, ctx, filepath.Join(shots, "15c-submitted-job-finished.png"))
+	for _, p := range blog.take() {
+		t.Errorf("submitting: %s", p)
+	}
+	page("16-completed-jobs", "#/jobs/completed", `[...document.querySelectorAll('#list tr.link')].some(r => r.textContent.includes('CANCELED')) && [...document.querySelectorAll('#list tr.link')].some(r => r.textContent.includes('FINISHED'))`)
 	blog.mu.Lock()
 	t.Logf("the browser made %d requests", blog.requests)
 	blog.mu.Unlock()

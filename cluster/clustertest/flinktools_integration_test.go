@@ -352,4 +352,23 @@ func TestFlinkToolsAgainstSluice(t *testing.T) {
 	testwait.Eventually(t, 60*time.Second, "the job run from the jar to finish", func() bool {
 		return strings.Contains(flink("list", "-a"), ran.JobID+" : cluster test (FINISHED)")
 	})
+
+	// sluice list prints what flink list prints, line for line, of the
+	// same cluster (every job has ended: the answers cannot differ).
+	// Flink's CLI also says "Waiting for response..." before its listing
+	// (and SLF4J's warnings before that): its listing follows.
+	listing := func(out string) string {
+		_, after, ok := strings.Cut(out, "Waiting for response...\n")
+		if !ok {
+			t.Errorf("flink list printed no \"Waiting for response...\":\n%s", out)
+		}
+		return after
+	}
+	for _, flags := range [][]string{{"list"}, {"list", "-a"}, {"list", "-r"}, {"list", "-s"}} {
+		want := listing(flink(flags...))
+		got := c.mustSluice(append(flags, "-m", c.rest())...)
+		if got != want {
+			t.Errorf("sluice %s prints\n%s\nflink %[1]s prints\n%[3]s", strings.Join(flags, " "), got, want)
+		}
+	}
 }

@@ -209,7 +209,7 @@ func overview(in Info, now int64) restapi.JobOverview {
 	for _, c := range in.Plan.Chains {
 		sc.Merge(vertexTasks(in, c, now).Tasks)
 	}
-	return restapi.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), StartTime: in.StartMillis,
+	return restapi.JobOverview{ID: in.ID, Name: in.Name, State: jobState(in.Status), JobType: jobType(in), StartTime: in.StartMillis,
 		EndTime: endTime(in), Duration: duration(in, now), LastModification: lastModification(in), Tasks: sc.Overview()}
 }
 
@@ -333,6 +333,7 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		if m, ok := bySubtask[t.Task.Subtask]; ok {
 			sd.Metrics, sd.Watermark, sd.OutputWatermark, sd.Rates = subtaskIO(m), m.Watermark.Load(), m.OutputWatermark.Load(), subtaskRates(m)
+			sd.Gauges = m.Gauges.Snapshot()
 		}
 		out = append(out, sd)
 	}
@@ -342,7 +343,8 @@ func subtaskDetails(in Info, c *graph.Chain, ms []jobmaster.SubtaskMetrics, now 
 		}
 		out = append(out, restapi.SubtaskDetails{Subtask: m.Subtask, Status: taskState(in.Status), Attempt: in.Restarts,
 			StartTime: -1, EndTime: -1, Duration: -1, StatusDuration: map[restapi.ExecutionState]int64{},
-			Metrics: subtaskIO(m), Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Rates: subtaskRates(m)})
+			Metrics: subtaskIO(m), Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Rates: subtaskRates(m),
+			Gauges: m.Gauges.Snapshot()})
 	}
 	slices.SortFunc(out, func(a, b restapi.SubtaskDetails) int { return a.Subtask - b.Subtask })
 	return out

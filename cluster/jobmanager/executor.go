@@ -577,6 +577,7 @@ func (a *remoteAttempt) handler(s *session, deployed chan<- error) func(*cluster
 					tm.OutputWatermark.Store(sm.OutputWatermark)
 					tm.BytesIn.Store(sm.BytesIn)
 					tm.BytesOut.Store(sm.BytesOut)
+					tm.Gauges.Replace(sm.Gauges)
 					a.rates[taskID(sm.Task)].Observe(jobmaster.SampleOf(now, tm))
 				}
 			}

@@ -419,7 +419,7 @@ func (w *worker) reportMetrics() {
 		r.Subtasks = append(r.Subtasks, &clusterpb.SubtaskMetrics{Task: key(id),
 			RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), BytesIn: in, BytesOut: out,
 			BusyMs: m.BusyNanos.Load() / 1e6, BackpressuredMs: m.BackpressuredNanos.Load() / 1e6, IdleMs: m.IdleNanos.Load() / 1e6,
-			Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load()})
+			Watermark: m.Watermark.Load(), OutputWatermark: m.OutputWatermark.Load(), Gauges: m.Gauges.Snapshot()})
 	}
 	w.send(&clusterpb.WorkerMessage{Msg: &clusterpb.WorkerMessage_Metrics{Metrics: r}})
 }
@@ -537,6 +537,11 @@ func (w *worker) shutdown() {
 type reporter struct{ w *worker }
 
 func (r reporter) TaskEnded(id checkpoint.TaskID, err error) {
+	// The subtasks' last counts go ahead of the end: once every task has
+	// ended the JobMaster ends the job, and a finished job's vertices
+	// would otherwise keep the counts of the last periodic report (none
+	// for a job shorter than a second).
+	r.w.reportMetrics()
 	te := &clusterpb.TaskEnded{Task: key(id)}
 	r.w.mu.Lock()
 	failure := r.w.failure

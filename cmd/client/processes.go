@@ -47,6 +47,21 @@ type Cluster struct {
 // HA, with their own Kerberos login where that cluster requires one.
 func clusterProcesses() Cluster {
 	jobManager := func(ctx context.Context, c *conf.Configuration, log *slog.Logger, app *jobmanager.Application) error {
+		// With env.log.dir set the JobManager logs to jobmanager.log
+		// there too (Flink's name), which GET /jobmanager/log serves, as
+		// a TaskManager logs to its taskmanager.log.
+		if dir := conf.Get(c, conf.LogDir); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("the JobManager's log directory (%s): %w", conf.LogDir.Key(), err)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "jobmanager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return fmt.Errorf("the JobManager's log file (%s): %w", conf.LogDir.Key(), err)
+			}
+			defer f.Close()
+			fileLog := slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}).WithAttrs([]slog.Attr{slog.String("process", "jobmanager")})
+			log = slog.New(slog.NewMultiHandler(log.Handler(), fileLog))
+		}
 		return withHadoop(ctx, c, "jobmanager", log, func(p *hadoopenv.Process) error {
 			fss := fs.NewResolver()
 			defer fss.Close()

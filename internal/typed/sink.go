@@ -34,6 +34,7 @@ func (e *SinkEnv) Parallelism() int          { return e.ctx.Parallelism }
 func (e *SinkEnv) JobName() string           { return e.ctx.Job }
 func (e *SinkEnv) NowMillis() int64          { return e.ctx.Clock.NowMillis() }
 func (e *SinkEnv) FileSystems() *fs.Resolver { return e.ctx.FileSystems }
+func (e *SinkEnv) Gauges() *task.Gauges      { return &e.ctx.Metrics().Gauges }
 
 // RegisterProcessingTimer runs fn on the task goroutine once processing
 // time reaches at; the returned function cancels it.

@@ -316,6 +316,9 @@ func (s *SourceOp[T, S]) ProcessClock() clock.Clock { return s.ctx.Clock }
 // FileSystems resolves file URIs by scheme.
 func (s *SourceOp[T, S]) FileSystems() *fs.Resolver { return s.ctx.FileSystems }
 
+// Gauges are the subtask's published metrics.
+func (s *SourceOp[T, S]) Gauges() *task.Gauges { return &s.ctx.Metrics().Gauges }
+
 func (s *SourceOp[T, S]) SendSplitRequest() {
 	s.ctx.Post(func() error { return s.ctx.SendToCoordinator([]byte{evSplitRequest}) })
 }

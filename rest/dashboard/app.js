@@ -162,12 +162,15 @@
     [/^#\/jobs\/(running|completed)$/, m => pageJobs(m[1])],
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})$/, m => pageVertex(m[1], m[2])],
     [/^#\/job\/([0-9a-f]{32})\/vertex\/([0-9a-f]{32})\/flamegraph$/, m => pageVertexFlameGraph(m[1], m[2])],
-    [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration))?$/, m => pageJob(m[1], m[2] || "overview")],
+    [/^#\/job\/([0-9a-f]{32})(?:\/(overview|exceptions|checkpoints|configuration|kafka))?$/, m => pageJob(m[1], m[2] || "overview")],
     [/^#\/taskmanagers$/, () => pageTaskManagers()],
-    [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), m[2], "")],
-    [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageTaskManagerView(decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
+    [/^#\/taskmanager\/([^/]+)\/(log|stdout|goroutines)$/, m => pageFileView("taskmanager", decodeURIComponent(m[1]), m[2], "")],
+    [/^#\/taskmanager\/([^/]+)\/file\/([^/]+)$/, m => pageFileView("taskmanager", decodeURIComponent(m[1]), "file", decodeURIComponent(m[2]))],
     [/^#\/taskmanager\/(.+)$/, m => pageTaskManager(decodeURIComponent(m[1]))],
     [/^#\/jobmanager$/, () => pageJobManager()],
+    [/^#\/submit$/, () => pageSubmit()],
+    [/^#\/jobmanager\/(log|stdout|goroutines)$/, m => pageFileView("jobmanager", "", m[1], "")],
+    [/^#\/jobmanager\/file\/([^/]+)$/, m => pageFileView("jobmanager", "", "file", decodeURIComponent(m[1]))],
   ];
 
   function route() {
@@ -442,7 +445,7 @@
   function pageJob(jid, tab) {
     setNav("");
     main.innerHTML = '<div id="head"></div><div class="tabs" id="tabs">' +
-      ["overview", "exceptions", "checkpoints", "configuration"].map(t => '<a href="#/job/' + jid + "/" + t + '" data-tab="' + t + '"' + (t === tab ? ' class="active"' : "") + ">" + t[0].toUpperCase() + t.slice(1) + "</a>").join("") +
+      ["overview", "exceptions", "checkpoints", "configuration", "kafka"].map(t => '<a href="#/job/' + jid + "/" + t + '" id="tab-' + t + '" data-tab="' + t + '"' + (t === tab ? ' class="active"' : "") + ">" + t[0].toUpperCase() + t.slice(1) + "</a>").join("") +
       '</div><div id="page-error"></div><div id="tab"></div>';
     let headState = null;
     const head = job => {
@@ -459,7 +462,73 @@
     if (tab === "overview") return tabJobOverview(jid, head);
     if (tab === "exceptions") return tabExceptions(jid, head);
     if (tab === "checkpoints") return tabCheckpoints(jid, head);
+    if (tab === "kafka") return tabKafka(jid, head);
     return tabConfiguration(jid, head);
+  }
+
+  // The gauges a Kafka source publishes per partition and an exactly-once
+  // Kafka sink per transaction, as GET .../vertices/:vid/metrics names
+  // them ("<subtask>.<name>").
+  const KAFKA_PARTITION = /^(\d+)\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.(currentOffset|committedOffset|endOffset|lag)$/;
+  const KAFKA_TXN = /^(\d+)\.KafkaSink\.transaction\.(.+)\.(openSince|precommitted)$/;
+
+  // The job's Kafka connectors: each source partition's position, end
+  // and lag, and each exactly-once sink's transactions with their age.
+  function tabKafka(jid, head) {
+    every(async () => {
+      const job = await api("jobs/" + jid);
+      const per = await Promise.all((job.vertices || []).map(async v => {
+        const path = "jobs/" + jid + "/vertices/" + v.id + "/metrics";
+        const names = (await api(path)).map(m => m.id).filter(id => KAFKA_PARTITION.test(id) || KAFKA_TXN.test(id));
+        return { v: v, vals: names.length ? await api(path + "?get=" + encodeURIComponent(names.join(","))) : [] };
+      }));
+      clearError();
+      head(job);
+      const parts = new Map(), txns = new Map();
+      for (const { v, vals } of per) {
+        for (const m of vals) {
+          let x = m.id.match(KAFKA_PARTITION);
+          if (x) {
+            const key = v.id + "|" + x[1] + "|" + x[2] + "|" + x[3];
+            if (!parts.has(key)) parts.set(key, { vertex: v.name, subtask: Number(x[1]), topic: x[2], partition: Number(x[3]) });
+            parts.get(key)[x[4]] = Number(m.value);
+            continue;
+          }
+          x = m.id.match(KAFKA_TXN);
+          if (x) {
+            const key = v.id + "|" + x[1] + "|" + x[2];
+            if (!txns.has(key)) txns.set(key, { vertex: v.name, subtask: Number(x[1]), id: x[2] });
+            txns.get(key)[x[3]] = Number(m.value);
+          }
+        }
+      }
+      const ps = Array.from(parts.values()).sort((a, b) => a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition);
+      let h = '<h2>Consumer lag per partition</h2><div class="panel">';
+      if (!ps.length) h += empty("No Kafka source of this job reads a partition now (a finished partition is no longer listed).");
+      else {
+        const total = ps.reduce((s, p) => s + (p.lag || 0), 0);
+        h += '<table id="kafka-partitions"><thead><tr><th>Source</th><th class="num">Subtask</th><th>Topic</th><th class="num">Partition</th><th class="num">Position</th><th class="num">End offset</th><th class="num">Lag (records)</th><th class="num">Committed offset</th></tr></thead><tbody>';
+        for (const p of ps) {
+          h += "<tr><td>" + esc(p.vertex) + '</td><td class="num">' + esc(p.subtask) + '</td><td class="mono">' + esc(p.topic) + '</td><td class="num">' + esc(p.partition) +
+            '</td><td class="num">' + esc(p.currentOffset ?? "–") + '</td><td class="num">' + esc(p.endOffset ?? "–") + '</td><td class="num' + (p.lag > 0 ? " lagging" : "") + '">' + esc(p.lag ?? "–") +
+            '</td><td class="num">' + esc(p.committedOffset ?? "–") + "</td></tr>";
+        }
+        h += '</tbody><tfoot><tr><td colspan="6">Total lag</td><td class="num" id="kafka-total-lag">' + esc(total) + "</td><td></td></tr></tfoot></table>";
+      }
+      h += '</div><h2>Exactly-once sink transactions</h2><div class="panel">';
+      const ts = Array.from(txns.values()).sort((a, b) => (a.openSince || 0) - (b.openSince || 0));
+      if (!ts.length) h += empty("No transaction of an exactly-once Kafka sink is open or awaiting its commit.");
+      else {
+        h += '<table id="kafka-transactions"><thead><tr><th>Sink</th><th class="num">Subtask</th><th>Transactional ID</th><th>State</th><th>Began</th><th class="num">Age</th></tr></thead><tbody>';
+        for (const t of ts) {
+          h += "<tr><td>" + esc(t.vertex) + '</td><td class="num">' + esc(t.subtask) + '</td><td class="mono">' + esc(t.id) + "</td><td>" +
+            (t.precommitted ? "pre-committed, awaiting its checkpoint" : "open, taking records") + "</td><td>" + fmtTime(t.openSince) + '</td><td class="num">' + fmtDuration(job.now - t.openSince) + "</td></tr>";
+        }
+        h += "</tbody></table>";
+      }
+      document.getElementById("tab").innerHTML = h + '</div><p class="muted">Lag: the records between a partition\'s position and its end (its high watermark, or its last stable offset under read_committed) as the reader last fetched it or asked the brokers for it (every 5 s). ' +
+        "A transaction is open while its records go in and pre-committed from the checkpoint's barrier until the checkpoint completes and the transaction is committed.</p>";
+    });
   }
 
   function tabJobOverview(jid, head) {
@@ -495,7 +564,7 @@
 
   function pctBar(p, color) {
     if (p === null || p === undefined) return '<span class="muted">–</span>';
-    return '<div style="display:flex;align-items:center;gap:6px"><div class="bar" style="flex:1"><span style="width:' + Math.max(0, Math.min(100, p)) + "%;background:" + color + '"></span></div><span class="mono">' + fmtPct(p) + "</span></div>";
+    return '<div style="display:flex;align-items:center;gap:6px"><div class="bar" style="flex:1"><span style="width:' + Math.max(0, Math.min(100, p)) + "%;background:" + color + '"></span></div><span class="mono nowrap">' + fmtPct(p) + "</span></div>";
   }
 
   // dagSVG lays the plan out as a DAG, left to right: a vertex's column is
@@ -701,7 +770,9 @@
     const hist = vertexHistory.get(key);
     let headState = null;
     every(async () => {
-      const [job, v, wm] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid), api("jobs/" + jid + "/vertices/" + vid + "/watermarks")]);
+      const [job, v, wm, bp] = await Promise.all([api("jobs/" + jid), api("jobs/" + jid + "/vertices/" + vid), api("jobs/" + jid + "/vertices/" + vid + "/watermarks"),
+        api("jobs/" + jid + "/vertices/" + vid + "/backpressure")]);
+      const bpBy = new Map((bp.subtasks || []).map(x => [x.subtask, x]));
       clearError();
       if (headState !== job.state) {
         headState = job.state;
@@ -735,18 +806,27 @@
         plot("Records in per second", ser("in"), fmtNum) + plot("Records out per second", ser("out"), fmtNum) +
         plot("Busy time (ms per second)", ser("busy"), msps) + plot("Backpressured time (ms per second)", ser("bp"), msps) +
         plot("Input watermark", ser("wm"), x => fmtTime(x).slice(11), "", "no watermark reported");
-      let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
+      let h = '<table id="subtask-table"><thead><tr><th class="num">Subtask</th><th>Status</th><th class="num">Attempt</th><th>TaskManager</th><th class="num">Records in</th><th class="num">Records out</th><th class="num">Bytes in</th><th class="num">Bytes out</th><th class="num">Busy</th><th class="num">Backpressured</th><th class="num">Idle</th><th>Back pressure now</th><th>Watermark</th><th>Start</th><th class="num">Duration</th></tr></thead><tbody>';
       for (const st of v.subtasks) {
         const m = st.metrics || {};
         h += '<tr><td class="num">' + esc(st.subtask) + "</td><td>" + badge(st.status) + '</td><td class="num">' + esc(st.attempt) + '</td><td class="mono">' +
           (st["taskmanager-id"] ? '<a href="#/taskmanager/' + encodeURIComponent(st["taskmanager-id"]) + '">' + esc(st["taskmanager-id"]) + "</a>" : esc(st.endpoint || "–")) +
           '</td><td class="num">' + fmtNum(m["read-records"]) + '</td><td class="num">' + fmtNum(m["write-records"]) + '</td><td class="num">' + fmtBytes(m["read-bytes"]) + '</td><td class="num">' + fmtBytes(m["write-bytes"]) +
           '</td><td class="num">' + fmtDuration(m["accumulated-busy-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-backpressured-time"]) + '</td><td class="num">' + fmtDuration(m["accumulated-idle-time"]) +
-          "</td><td>" + fmtWatermark(wmBy.get(st.subtask)) + "</td><td>" + fmtTime(st["start-time"]) + '</td><td class="num">' + fmtDuration(st.duration) + "</td></tr>";
+          '</td><td class="bp-level">' + bpLevel(bpBy.get(st.subtask)) + "</td><td>" + fmtWatermark(wmBy.get(st.subtask)) + "</td><td>" + fmtTime(st["start-time"]) + '</td><td class="num">' + fmtDuration(st.duration) + "</td></tr>";
       }
-      if (!v.subtasks.length) h += '<tr><td colspan="14">' + empty("No subtask has reported yet.") + "</td></tr>";
+      if (!v.subtasks.length) h += '<tr><td colspan="15">' + empty("No subtask has reported yet.") + "</td></tr>";
       document.getElementById("subtasks").innerHTML = h + "</tbody></table>";
     });
+  }
+
+  // bpLevel is a subtask's back-pressure level as the REST API grades it
+  // (Flink's: the share of the last seconds it waited for output buffers,
+  // ok up to 10 %, low up to 50 %, high above).
+  function bpLevel(x) {
+    if (!x) return '<span class="muted">–</span>';
+    const cls = { ok: "bp-ok", low: "bp-low", high: "bp-high" }[x.backpressureLevel] || "";
+    return '<span class="' + cls + '">' + esc(x.backpressureLevel) + "</span> " + '<span class="muted">' + fmtPct(100 * x.ratio) + "</span>";
   }
 
   function vertexTabs(jid, vid, tab) {
@@ -941,16 +1021,19 @@
     });
   }
 
-  // A TaskManager's log file, stdout, a file of its log directory or its
-  // goroutines, asked of the TaskManager through the JobManager. Loaded
-  // once: a log does not refresh under the reader.
-  async function pageTaskManagerView(id, what, name) {
-    setNav("taskmanagers");
-    const base = "#/taskmanager/" + encodeURIComponent(id);
+  // A log file, stdout, a file of the log directory or the goroutines of
+  // the JobManager (process "jobmanager") or of a TaskManager (process
+  // "taskmanager", id), asked of the TaskManager through the JobManager.
+  // Loaded once: a log does not refresh under the reader.
+  async function pageFileView(process, id, what, name) {
+    setNav(process === "jobmanager" ? "jobmanager" : "taskmanagers");
+    const base = process === "jobmanager" ? "#/jobmanager" : "#/taskmanager/" + encodeURIComponent(id);
+    const back = process === "jobmanager" ? "← JobManager" : "← TaskManager " + id;
     const title = { log: "Log", stdout: "Stdout", goroutines: "Goroutine dump", file: name }[what];
-    main.innerHTML = '<div class="tabs"><a href="' + base + '">← TaskManager ' + esc(id) + '</a></div><h1 class="mono">' + esc(title) + '</h1><div id="page-error"></div><div class="panel" id="tm-file"></div>';
+    main.innerHTML = '<div class="tabs"><a href="' + base + '">' + esc(back) + '</a></div><h1 class="mono">' + esc(title) + '</h1><div id="page-error"></div><div class="panel" id="tm-file"></div>';
     const seq = routeSeq;
-    const path = "taskmanagers/" + encodeURIComponent(id) + { log: "/log", stdout: "/stdout", goroutines: "/thread-dump", file: "/logs/" + encodeURIComponent(name) }[what];
+    const path = (process === "jobmanager" ? "jobmanager" : "taskmanagers/" + encodeURIComponent(id)) +
+      { log: "/log", stdout: "/stdout", goroutines: "/thread-dump", file: "/logs/" + encodeURIComponent(name) }[what];
     let html;
     try {
       if (what === "goroutines") {
@@ -981,13 +1064,82 @@
 
   function pageJobManager() {
     setNav("jobmanager");
-    main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
+    main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Logs</h2><div class="panel" id="jm-logs"></div>' +
+      '<h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
     every(async () => {
-      const [cfg, sec] = await Promise.all([api("jobmanager/config"), security()]);
+      const [cfg, sec, logs] = await Promise.all([api("jobmanager/config"), security(), api("jobmanager/logs")]);
       clearError();
+      const files = logs.logs || [];
+      document.getElementById("jm-logs").innerHTML = '<div class="tabs">' + (files.length ? '<a href="#/jobmanager/log">Log</a> <a href="#/jobmanager/stdout">Stdout</a> ' : "") +
+        '<a href="#/jobmanager/goroutines">Goroutine dump</a></div>' +
+        (files.length ? '<table id="jm-log-table"><thead><tr><th>File</th><th class="num">Size</th><th>Modified</th></tr></thead><tbody>' +
+          files.map(f => '<tr><td class="mono"><a href="#/jobmanager/file/' + encodeURIComponent(f.name) + '">' + esc(f.name) + '</a></td><td class="num">' + fmtBytes(f.size) + "</td><td>" + fmtTime(f.mtime) + "</td></tr>").join("") +
+          "</tbody></table>" : empty("No log files: this JobManager logs to its standard error and keeps no log directory (env.log.dir)."));
       document.getElementById("security").innerHTML = securityHTML(sec, { component: "jobmanager" });
       document.getElementById("jm-config").innerHTML = configTable(cfg, "jm-config-table");
     });
+  }
+
+  // ---------------------------------------------------------------------
+  // Submit: job binaries (Flink's "jars") uploaded, run and deleted
+
+  function pageSubmit() {
+    setNav("submit");
+    main.innerHTML = '<h1>Submit a job</h1><div id="page-error"></div>' +
+      '<div class="panel"><label>Job binary (a Go program built with Sluice) <input type="file" id="jar-file"></label> ' +
+      '<button type="button" class="btn" id="jar-upload">Upload</button></div>' +
+      '<h2>Uploaded job binaries</h2><div class="panel" id="jars"></div>' +
+      '<p class="muted">Run starts the binary once on the JobManager to learn its job graph (with the arguments given), then submits the job with the binary. ' +
+      "Arguments are split at spaces.</p>";
+    const seq = routeSeq;
+    const load = async () => {
+      const r = await api("jars");
+      if (seq !== routeSeq) return;
+      clearError();
+      const files = (r.files || []).slice().sort((a, b) => b.uploaded - a.uploaded);
+      const el = document.getElementById("jars");
+      if (!files.length) { el.innerHTML = empty("No job binary is uploaded."); return; }
+      el.innerHTML = '<table id="jar-table"><thead><tr><th>Name</th><th>Uploaded</th><th>Program arguments</th><th class="num">Parallelism</th><th>Restore from savepoint</th><th></th></tr></thead><tbody>' +
+        files.map(f => '<tr data-jar="' + esc(f.id) + '"><td class="mono" title="' + esc(f.id) + '">' + esc(f.name) + "</td><td>" + fmtTime(f.uploaded) +
+          '</td><td><input type="text" class="jar-args" placeholder="-input file:///data -n 1000"></td><td class="num"><input type="number" class="jar-par" min="1" placeholder="default"></td>' +
+          '<td><input type="text" class="jar-sp" placeholder="none"></td><td class="nowrap"><button type="button" class="btn jar-run">Run</button> <button type="button" class="btn danger jar-delete">Delete</button></td></tr>').join("") +
+        "</tbody></table>";
+      el.querySelectorAll("tr[data-jar]").forEach(tr => {
+        const id = tr.dataset.jar;
+        tr.querySelector(".jar-run").onclick = async () => {
+          const body = {};
+          const args = tr.querySelector(".jar-args").value.trim();
+          if (args) body.programArgsList = args.split(/\s+/);
+          const par = tr.querySelector(".jar-par").value.trim();
+          if (par) body.parallelism = Number(par);
+          const sp = tr.querySelector(".jar-sp").value.trim();
+          if (sp) body.savepointPath = sp;
+          try {
+            const res = await post("jars/" + encodeURIComponent(id) + "/run", body);
+            toast("Submitted job " + res.jobid);
+            location.hash = "#/job/" + res.jobid;
+          } catch (e) { toast("Running " + tr.cells[0].textContent + " failed: " + proxyHint(e), true); }
+        };
+        tr.querySelector(".jar-delete").onclick = async () => {
+          try {
+            await api("jars/" + encodeURIComponent(id), { method: "DELETE" });
+            await load();
+          } catch (e) { toast("Deleting failed: " + proxyHint(e), true); }
+        };
+      });
+    };
+    document.getElementById("jar-upload").onclick = async () => {
+      const f = document.getElementById("jar-file").files[0];
+      if (!f) { toast("Choose a job binary first", true); return; }
+      const form = new FormData();
+      form.append("jarfile", f, f.name);
+      try {
+        await api("jars/upload", { method: "POST", body: form });
+        toast("Uploaded " + f.name);
+        await load();
+      } catch (e) { toast("Uploading failed: " + proxyHint(e), true); }
+    };
+    load().catch(showError);
   }
 
   // ---------------------------------------------------------------------

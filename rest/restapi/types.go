@@ -160,6 +160,12 @@ type JobOverview struct {
 	// PendingOperators are operators not yet in the job graph (Flink's
 	// adaptive graph generation); a Sluice job's graph is whole: 0.
 	PendingOperators int `json:"pending-operators"`
+	// JobType is STREAMING or BATCH; omitted where the Backend does not
+	// know it.
+	JobType string `json:"jobType,omitempty"`
+	// SchedulerType is Flink's scheduler of the job; the server sets
+	// SchedulerDefault.
+	SchedulerType string `json:"schedulerType"`
 }
 
 // JobIDWithStatus is one job of GET /jobs.
@@ -178,6 +184,12 @@ type MultipleJobsDetails struct {
 	Jobs []JobOverview `json:"jobs"`
 }
 
+// SchedulerDefault is Flink's SchedulerType of its default scheduler,
+// which deploys every subtask of a streaming job at once at a fixed
+// parallelism, as Sluice schedules every job (Flink's others are Adaptive
+// and AdaptiveBatch, which rescale).
+const SchedulerDefault = "Default"
+
 // JobDetails is the body of GET /jobs/:jobid (Flink's JobDetailsInfo).
 type JobDetails struct {
 	ID          string   `json:"jid"`
@@ -185,10 +197,13 @@ type JobDetails struct {
 	IsStoppable bool     `json:"isStoppable"`
 	State       JobState `json:"state"`
 	// JobType is STREAMING or BATCH.
-	JobType   string `json:"job-type"`
-	StartTime int64  `json:"start-time"`
-	EndTime   int64  `json:"end-time"` // -1 while running
-	Duration  int64  `json:"duration"`
+	JobType string `json:"job-type"`
+	// SchedulerType is Flink's scheduler of the job; the server sets
+	// SchedulerDefault.
+	SchedulerType string `json:"schedulerType"`
+	StartTime     int64  `json:"start-time"`
+	EndTime       int64  `json:"end-time"` // -1 while running
+	Duration      int64  `json:"duration"`
 	// MaxParallelism is the job's max parallelism, -1 when operators differ.
 	MaxParallelism int64 `json:"maxParallelism"`
 	// Now is the server's time of the response; the server sets it.

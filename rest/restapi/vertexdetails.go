@@ -39,6 +39,11 @@ type SubtaskDetails struct {
 	// Rates are the subtask's per-second figures; nil until the cluster
 	// has measured them (they are then left out of the metrics).
 	Rates *SubtaskRates `json:"-"`
+	// Gauges are the metrics the subtask's operators publish of their own
+	// (stream.MetricGroup: a Kafka source's
+	// KafkaSourceReader.topic.<t>.partition.<p>.lag, ...), by name, served
+	// with the task metrics by GET .../metrics; nil when there are none.
+	Gauges map[string]float64 `json:"-"`
 }
 
 // SubtaskRates are a subtask's per-second figures, Flink's meters

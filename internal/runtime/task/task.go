@@ -80,6 +80,8 @@ type Metrics struct {
 	// exchange's counts (a cluster's JobMaster, from its workers); channels
 	// within a process carry records, not bytes, and count nothing.
 	BytesIn, BytesOut atomic.Int64
+	// Gauges are the metrics the subtask's operators publish of their own.
+	Gauges Gauges
 }
 
 type mail struct {

@@ -545,6 +545,21 @@ func (c readerCtx) Subtask() int              { return c.s.ctx.Subtask() }
 func (c readerCtx) Parallelism() int          { return c.s.ctx.Parallelism() }
 func (c readerCtx) Clock() stream.Clock       { return c.s.ctx.Clock() }
 func (c readerCtx) FileSystems() *fs.Resolver { return c.s.ctx.Task().FileSystems }
+func (c readerCtx) MetricGroup() stream.MetricGroup {
+	return metricGroup{&c.s.ctx.Task().Metrics().Gauges}
+}
+
+// metricGroup is a connector's stream.MetricGroup: its subtask's gauges
+// (the task's Metrics().Gauges).
+type metricGroup struct {
+	g interface {
+		Set(name string, v float64)
+		Remove(name string)
+	}
+}
+
+func (m metricGroup) SetGauge(name string, v float64) { m.g.Set(name, v) }
+func (m metricGroup) RemoveGauge(name string)         { m.g.Remove(name) }
 func (c readerCtx) SendSplitRequest() {
 	if c.s.enum == nil {
 		return

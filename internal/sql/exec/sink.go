@@ -251,6 +251,9 @@ func (c sinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(now stream
 	return c.s.ctx.Task().RegisterProcessingTimer(int64(at), func(now int64) error { return fn(stream.Timestamp(now)) })
 }
 func (c sinkCtx) FileSystems() *fs.Resolver { return c.s.ctx.Task().FileSystems }
+func (c sinkCtx) MetricGroup() stream.MetricGroup {
+	return metricGroup{&c.s.ctx.Task().Metrics().Gauges}
+}
 
 // printSink writes rows as Flink's print connector does: "+I[a, b]",
 // prefixed with the subtask ("2> ") at parallelism above 1 and with the
