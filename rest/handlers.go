@@ -696,7 +696,7 @@ func (s *Server) getSavepointStatus(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, restapi.SavepointStatus{Status: restapi.QueueStatus{ID: restapi.StatusInProgress}})
 		return
 	}
-	info := &restapi.SavepointInfo{Location: st.location, FailureCause: restapi.ThrowableOf(st.err)}
+	info := &restapi.SavepointInfo{Location: restapi.ExternalPath(st.location), FailureCause: restapi.ThrowableOf(st.err)}
 	if st.err != nil {
 		info.Location = ""
 	}

@@ -468,7 +468,7 @@ func TestAsyncOperations(t *testing.T) {
 		t.Fatalf("in progress: %s, want %s", got, want)
 	}
 	close(release)
-	if got, want := poll("/savepoints/"+ok), `{"status":{"id":"COMPLETED"},"operation":{"location":"/sp/savepoint-1"}}`; got != want {
+	if got, want := poll("/savepoints/"+ok), `{"status":{"id":"COMPLETED"},"operation":{"location":"file:/sp/savepoint-1"}}`; got != want {
 		t.Errorf("completed: %s, want %s", got, want)
 	}
 	// The failure cause as Flink writes it: its class and text, and the
@@ -507,7 +507,7 @@ func TestAsyncOperations(t *testing.T) {
 	// Stop is polled at /savepoints; the default fake finishes the job.
 	b.Savepoint = nil
 	stop := trigger("/stop", `{"targetDirectory":"/sp","drain":true}`)
-	if got := poll("/savepoints/" + stop); !strings.Contains(got, `"location":"/sp/savepoint-`) {
+	if got := poll("/savepoints/" + stop); !strings.Contains(got, `"location":"file:/sp/savepoint-`) {
 		t.Errorf("stop: %s", got)
 	}
 	if st, _ := b.State(jobRunning); st != restapi.JobFinished {

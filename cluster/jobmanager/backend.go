@@ -399,7 +399,7 @@ func exceptionInfo(e JobException) restapi.ExceptionInfo {
 func checkpointStats(c jobmaster.CheckpointStats) restapi.CheckpointStatistics {
 	s := restapi.CheckpointStatistics{ID: c.ID, Status: restapi.CheckpointCompleted, IsSavepoint: c.Kind.IsSavepoint(),
 		TriggerTimestamp: c.TriggerMillis, LatestAckTimestamp: c.EndMillis, EndToEndDuration: c.EndMillis - c.TriggerMillis,
-		CheckpointType: restapi.TypeCheckpoint, ExternalPath: c.Path, CheckpointedSize: c.Bytes, StateSize: c.Bytes}
+		CheckpointType: restapi.TypeCheckpoint, ExternalPath: restapi.ExternalPath(c.Path), CheckpointedSize: c.Bytes, StateSize: c.Bytes}
 	switch {
 	case c.Kind.IsStop():
 		s.CheckpointType = restapi.TypeSyncSavepoint
@@ -441,7 +441,7 @@ func (b Backend) JobCheckpoints(ctx context.Context, jobID string) (*restapi.Che
 		Total: int64(in.Checkpoints.Completed + in.Checkpoints.Failed + len(in.InProgress))}
 	var restored *restapi.RestoredCheckpoint
 	if r := in.Restored; r != nil {
-		restored = &restapi.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: r.Path}
+		restored = &restapi.RestoredCheckpoint{ID: r.ID, RestoreTimestamp: r.Millis, IsSavepoint: r.Kind.IsSavepoint(), ExternalPath: restapi.ExternalPath(r.Path)}
 	}
 	return rest.NewCheckpointingStatistics(counts, hist, restored), nil
 }

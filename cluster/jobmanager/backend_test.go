@@ -276,7 +276,7 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 		}}},
 		{name: "the checkpoint completed", do: func(t *testing.T) { fc.release() }, want: map[string]map[string]string{ckpts: {
 			"counts":              `{"completed":1,"failed":0,"in_progress":0,"restored":0,"total":1}`,
-			"latest/completed/id": "1", "latest/completed/external_path": fmt.Sprintf("%q", filepath.Join(ckptDir, id, "chk-1")),
+			"latest/completed/id": "1", "latest/completed/external_path": fmt.Sprintf("%q", "file:"+filepath.Join(ckptDir, id, "chk-1")),
 			"latest/restored": "null", "history/0/status": `"COMPLETED"`,
 		}}},
 		{name: "a task fails and the job restarts from the checkpoint", do: func(t *testing.T) {
@@ -298,7 +298,7 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 			ckpts: {
 				"counts/restored": "1", "latest/restored/id": "1", "latest/restored/is_savepoint": "false",
 				"latest/restored/restore_timestamp": fmt.Sprint(t0 + 1000),
-				"latest/restored/external_path":     fmt.Sprintf("%q", filepath.Join(ckptDir, id, "chk-1")),
+				"latest/restored/external_path":     fmt.Sprintf("%q", "file:"+filepath.Join(ckptDir, id, "chk-1")),
 			},
 		}},
 		{name: "a worker is lost", do: func(t *testing.T) {
@@ -367,7 +367,7 @@ func TestBackendFollowsAJobOnACluster(t *testing.T) {
 		location = member(st, "operation/location")
 		return member(st, "status/id") == `"COMPLETED"`
 	})
-	if !strings.HasPrefix(location, `"`+spDir) {
+	if !strings.HasPrefix(location, `"file:`+spDir) { // a local path as Flink reports one
 		t.Fatalf("the savepoint is at %s, not in %s", location, spDir)
 	}
 	membersEventually(t, api, job, map[string]string{

@@ -488,14 +488,14 @@ func TestJobCommands(t *testing.T) {
 		code int
 		want string // in stdout (code 0) or stderr
 	}{
-		{[]string{"savepoint", "-m", addr, jobA, "/sp"}, 0, "Savepoint completed. Path: /sp/savepoint-0a1b2c-1\n"},
+		{[]string{"savepoint", "-m", addr, jobA, "/sp"}, 0, "Savepoint completed. Path: file:/sp/savepoint-0a1b2c-1\n"},
 		{[]string{"savepoint", jobA, "/sp", "--detached", "-m", addr}, 0, "Savepoint triggered; trigger ID "},
 		{[]string{"savepoint", "-m", addr, jobA}, 1, "savepoint of job " + jobA + " failed: rest: bad request: no target directory given"},
 		{[]string{"savepoint", "-m", addr, unknown, "/sp"}, 1, "404 job " + unknown + " not found"},
 		{[]string{"savepoint", "-m", addr, jobB, "/sp"}, 1, "409 job " + jobB + " is FINISHED"},
 		{[]string{"checkpoint", "--full", "-m", addr, jobA}, 0, "Checkpoint 1 for job " + jobA + " completed.\n"},
 		{[]string{"checkpoint", "-m", addr, jobA}, 0, "Checkpoint 2 for job " + jobA + " completed.\n"},
-		{[]string{"stop", "-m", addr, "-p", "/sp", "--drain", jobA}, 0, "Draining job " + jobA + ".\nSavepoint completed. Path: /sp/savepoint-0a1b2c-3\n"},
+		{[]string{"stop", "-m", addr, "-p", "/sp", "--drain", jobA}, 0, "Draining job " + jobA + ".\nSavepoint completed. Path: file:/sp/savepoint-0a1b2c-3\n"},
 		{[]string{"stop", "-m", addr, "-p", "/sp", jobA}, 1, "is FINISHED: stop-with-savepoint needs a job that is running"},
 		{[]string{"cancel", "-m", addr, unknown[:31] + "0"}, 0, "Cancelled job " + unknown[:31] + "0.\n"},
 		{[]string{"cancel", "-m", addr, unknown[:31] + "0"}, 1, "409 rest: conflict with the job's state: job " + unknown[:31] + "0 has already ended (CANCELED)"},

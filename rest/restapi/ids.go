@@ -50,3 +50,15 @@ func ValidID(s string) bool {
 	}
 	return true
 }
+
+// ExternalPath is a savepoint's or checkpoint's path as Flink's REST API
+// reports it, so that what a user copies from it can be given back (run
+// -s): a local absolute path with the file: scheme, as Flink's Path prints
+// it ("file:/var/savepoints/savepoint-…"), any other path or URI
+// (hdfs://namenode:8020/…) as it is.
+func ExternalPath(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return "file:" + p
+	}
+	return p
+}

@@ -264,7 +264,7 @@ func TestOperations(t *testing.T) {
 	b := backend()
 	c := serve(t, b)
 	loc, err := c.Savepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{TargetDirectory: "/sp"})
-	if err != nil || loc != "/sp/savepoint-0a1b2c-1" {
+	if err != nil || loc != "file:/sp/savepoint-0a1b2c-1" {
 		t.Fatalf("Savepoint = %q, %v", loc, err)
 	}
 	_, err = c.Savepoint(ctx(t), jobA, restapi.SavepointTriggerRequest{})
@@ -276,7 +276,7 @@ func TestOperations(t *testing.T) {
 		t.Fatalf("Checkpoint = %d, %v", id, err)
 	}
 	loc, err = c.StopWithSavepoint(ctx(t), jobA, restapi.StopRequest{TargetDirectory: "/sp", Drain: true})
-	if err != nil || loc != "/sp/savepoint-0a1b2c-2" {
+	if err != nil || loc != "file:/sp/savepoint-0a1b2c-2" {
 		t.Fatalf("StopWithSavepoint = %q, %v", loc, err)
 	}
 	if st, _ := b.State(jobA); st != restapi.JobFinished {
