@@ -113,6 +113,10 @@ type Backend interface {
 	// Metrics returns the current metrics of the jobs for GET /metrics.
 	Metrics(ctx context.Context) (*MetricsSnapshot, error)
 
+	// YARNApplication returns the YARN application the cluster runs in and
+	// its containers (GET /jobmanager/yarn); Enabled false outside YARN.
+	YARNApplication(ctx context.Context) (*restapi.YARNApplication, error)
+
 	// ShutDownCluster starts shutting the cluster down (DELETE /cluster,
 	// as Flink's yarn-session stop): the jobs that have not ended are
 	// cancelled, then the JobManager ends (on YARN, the application ends

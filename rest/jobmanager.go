@@ -62,6 +62,18 @@ func (s *Server) getJobManagerEnvironment(w http.ResponseWriter, r *http.Request
 	})
 }
 
+func (s *Server) getYARNApplication(w http.ResponseWriter, r *http.Request) {
+	app, err := s.backend.YARNApplication(r.Context())
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	if app.Containers == nil {
+		app.Containers = []restapi.YARNContainer{}
+	}
+	writeJSON(w, http.StatusOK, app)
+}
+
 func (s *Server) getJobManagerLogs(w http.ResponseWriter, r *http.Request) {
 	out := restapi.LogList{Logs: []restapi.LogInfo{}}
 	if s.cfg.LogDir == "" {

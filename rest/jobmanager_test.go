@@ -128,3 +128,27 @@ func TestJobManagerEndpoints(t *testing.T) {
 		t.Errorf("log without a log directory: %d %s", r.status, r.body)
 	}
 }
+
+// GET /jobmanager/yarn: the YARN application and its containers as the
+// backend reports them, and "not on YARN" outside it.
+func TestYARNApplication(t *testing.T) {
+	clk := clock.NewManual(start)
+	b := resttest.New()
+	s := serve(t, b, clk, nil)
+	if r := do(t, http.MethodGet, s.URL()+"/jobmanager/yarn", "", nil); r.status != http.StatusOK || string(r.body) != `{"enabled":false,"containers":[]}` {
+		t.Errorf("outside YARN: %d %s", r.status, r.body)
+	}
+	exit := int32(143)
+	b.YARN = &restapi.YARNApplication{Enabled: true, ApplicationID: "application_1_0001", AttemptID: "appattempt_1_0001_000001",
+		Containers: []restapi.YARNContainer{
+			{ID: "container_1_0001_01_000001", Role: "jobmanager", Node: "nm1:4545", NodeHTTPAddress: "nm1:8042", State: "RUNNING", Since: 1000},
+			{ID: "container_1_0001_01_000002", Role: "taskmanager", Node: "nm2:4545", State: "COMPLETE", ExitStatus: &exit,
+				Diagnostics: "killed", MemoryMB: 1024, VCores: 1, Since: 2000},
+		}}
+	want := `{"enabled":true,"applicationId":"application_1_0001","attemptId":"appattempt_1_0001_000001","containers":[` +
+		`{"id":"container_1_0001_01_000001","role":"jobmanager","node":"nm1:4545","nodeHttpAddress":"nm1:8042","state":"RUNNING","memoryMB":0,"vcores":0,"since":1000},` +
+		`{"id":"container_1_0001_01_000002","role":"taskmanager","node":"nm2:4545","state":"COMPLETE","exitStatus":143,"diagnostics":"killed","memoryMB":1024,"vcores":1,"since":2000}]}`
+	if r := do(t, http.MethodGet, s.URL()+"/jobmanager/yarn", "", nil); r.status != http.StatusOK || string(r.body) != want {
+		t.Errorf("on YARN: %d\n%s\nwant\n%s", r.status, r.body, want)
+	}
+}

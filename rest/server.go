@@ -341,6 +341,7 @@ func (s *Server) routes() http.Handler {
 		"/jars/{jarid}/run":                                                 {http.MethodPost: s.postJarRun},
 		"/jobmanager/thread-dump":                                           {http.MethodGet: s.getJobManagerThreadDump},
 		"/jobmanager/environment":                                           {http.MethodGet: s.getJobManagerEnvironment},
+		"/jobmanager/yarn":                                                  {http.MethodGet: s.getYARNApplication},
 		"/jobmanager/logs":                                                  {http.MethodGet: s.getJobManagerLogs},
 		"/jobmanager/logs/{filename}":                                       {http.MethodGet: s.getJobManagerLogFile},
 		"/jobmanager/log":                                                   {http.MethodGet: s.getJobManagerLog},

@@ -45,6 +45,18 @@ type Backend struct {
 	// ShutDown asks the JobManager process to shut down (DELETE
 	// /cluster); nil when it cannot be asked.
 	ShutDown func()
+	// YARN reports the YARN application (Options.YARN); nil outside YARN.
+	YARN func() restapi.YARNApplication
+}
+
+// YARNApplication implements rest.Backend.
+func (b Backend) YARNApplication(context.Context) (*restapi.YARNApplication, error) {
+	if b.YARN == nil {
+		return &restapi.YARNApplication{}, nil
+	}
+	app := b.YARN()
+	app.Enabled = true
+	return &app, nil
 }
 
 // DelegationTokenStatus is the state of the HDFS delegation tokens a

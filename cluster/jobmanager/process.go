@@ -76,6 +76,10 @@ type Options struct {
 	// tokens this process obtains for its containers (on YARN), exported at
 	// GET /metrics. Default: nil, none.
 	DelegationTokens func() DelegationTokenStatus
+	// YARN, if set, returns the YARN application the JobManager runs in
+	// (the ApplicationMaster's) and its containers, served at GET
+	// /jobmanager/yarn and on the dashboard. Default: nil, not on YARN.
+	YARN func() restapi.YARNApplication
 }
 
 // Application is a job program run by the JobManager (application mode).
@@ -223,7 +227,7 @@ func RunWith(ctx context.Context, o Options) error {
 	}
 	shutDown := make(chan struct{})
 	var shutDownOnce sync.Once
-	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens,
+	backend := Backend{D: d, TMs: rmLister{rm}, Host: jmHost, Kerberos: o.Kerberos, DelegationTokens: o.DelegationTokens, YARN: o.YARN,
 		ShutDown: func() { shutDownOnce.Do(func() { close(shutDown) }) }}
 	// Jobs left in the HA store are recovered before the REST endpoint
 	// serves: a client following one of them across the restart must not

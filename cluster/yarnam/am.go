@@ -106,6 +106,10 @@ func (d *Driver) Release(resourceID string) { d.d.Release(resourceID) }
 // yarndriver.Driver.TaskManagerTokenExpiries).
 func (d *Driver) TaskManagerTokenExpiries() map[string]int64 { return d.d.TaskManagerTokenExpiries() }
 
+// Containers returns the TaskManager containers, held and lately ended
+// (see yarndriver.Driver.Containers).
+func (d *Driver) Containers() []yarndriver.ContainerInfo { return d.d.Containers() }
+
 // stop ends a running Run and waits for it.
 func (d *Driver) stop() {
 	d.mu.Lock()

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +141,82 @@ type Driver struct {
 		required       int
 		stop           []string
 		running        bool
+		// containers are the application's TaskManager containers: those
+		// held, and the last maxEndedContainers that ended (ended, oldest
+		// first).
+		containers map[string]*ContainerInfo
+		ended      []string
+	}
+}
+
+// The states of a TaskManager container, as Containers reports them.
+const (
+	ContainerAllocated    = "ALLOCATED"     // granted by the ResourceManager, not launched yet
+	ContainerLaunching    = "LAUNCHING"     // its NodeManager is asked to start it
+	ContainerRunning      = "RUNNING"       // the TaskManager started
+	ContainerLaunchFailed = "LAUNCH_FAILED" // its NodeManager did not start it (released)
+	ContainerReleased     = "RELEASED"      // given back to YARN, not yet reported complete
+	ContainerComplete     = "COMPLETE"      // ended, with ExitStatus and Diagnostics
+)
+
+// maxEndedContainers bounds how many ended containers Containers keeps.
+const maxEndedContainers = 50
+
+// ContainerInfo is a TaskManager container of the application.
+type ContainerInfo struct {
+	ID              string
+	Node            string // the NodeManager, host:port
+	NodeHTTPAddress string
+	Resource        yarn.Resource
+	State           string // one of the Container* states
+	ExitStatus      int32  // when ContainerComplete
+	Diagnostics     string // when ContainerComplete or ContainerLaunchFailed
+	Since           time.Time
+}
+
+// Containers returns the application's TaskManager containers, held ones
+// and the last ended ones, by container id.
+func (d *Driver) Containers() []ContainerInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]ContainerInfo, 0, len(d.mu.containers))
+	for _, c := range d.mu.containers {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b ContainerInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// setContainer records a container's state; c is the container when it is
+// first seen (allocated).
+func (d *Driver) setContainer(id string, c *yarn.Container, state, diag string, exit int32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.containers == nil {
+		d.mu.containers = map[string]*ContainerInfo{}
+	}
+	ci := d.mu.containers[id]
+	if ci == nil {
+		if c == nil {
+			return // not one of ours, or forgotten already
+		}
+		ci = &ContainerInfo{ID: id, Node: c.Node.String(), NodeHTTPAddress: c.NodeHTTPAddress, Resource: c.Resource}
+		d.mu.containers[id] = ci
+	}
+	if ci.State == ContainerComplete {
+		return
+	}
+	ci.State, ci.Since = state, time.Now()
+	if diag != "" {
+		ci.Diagnostics = diag
+	}
+	if state == ContainerComplete {
+		ci.ExitStatus = exit
+		d.mu.ended = append(d.mu.ended, id)
+		for len(d.mu.ended) > maxEndedContainers {
+			delete(d.mu.containers, d.mu.ended[0])
+			d.mu.ended = d.mu.ended[1:]
+		}
 	}
 }
 
@@ -303,7 +381,10 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 			d.log.Warn("yarndriver: TaskManager container completed", "container", id, "node", c.Node.String(), "diagnostics", diag)
 			events.WorkerStopped(id, diag)
 		}
-		for id := range completed {
+		for id, st := range completed {
+			if c, ok := containers[id]; ok {
+				d.setContainer(id, nil, ContainerComplete, describeCompletion(st, c.Node, lostNodes[c.Node]), st.ExitStatus)
+			}
 			delete(containers, id)
 			d.forgetTokens(id)
 		}
@@ -311,6 +392,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 		for _, a := range plan.Launch {
 			c := containers[a.ID]
 			d.log.Info("yarndriver: launching TaskManager", "container", a.ID, "node", c.Node.String(), "resource", c.Resource.String())
+			d.setContainer(a.ID, nil, ContainerLaunching, "", 0)
 			launches.Go(func() {
 				err := d.launch(lctx, c)
 				select {
@@ -326,6 +408,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 				continue
 			}
 			d.log.Info("yarndriver: releasing container", "container", id, "node", c.Node.String())
+			d.setContainer(id, nil, ContainerReleased, "", 0)
 			send.Releases = append(send.Releases, c.ID)
 		}
 		fast = plan.FastHeartbeat
@@ -378,6 +461,7 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 				id := c.ID.String()
 				if _, dup := containers[id]; !dup {
 					containers[id] = c
+					d.setContainer(id, &c, ContainerAllocated, "", 0)
 				}
 				ev.Allocated = append(ev.Allocated, scheduler.AllocatedContainer{ID: id, Priority: int32(c.Priority)})
 			}
@@ -421,11 +505,13 @@ func (d *Driver) Run(ctx context.Context, events DriverEvents) error {
 func (d *Driver) applyLaunch(ev *scheduler.ContainerEvents, r launchResult, failures *scheduler.StartFailures) {
 	if r.err != nil {
 		d.log.Error("yarndriver: the NodeManager did not start the TaskManager; releasing the container", "container", r.id, "err", r.err)
+		d.setContainer(r.id, nil, ContainerLaunchFailed, r.err.Error(), 0)
 		ev.LaunchFailed = append(ev.LaunchFailed, r.id)
 		failures.Record(time.Now().UnixMilli())
 		return
 	}
 	d.log.Info("yarndriver: TaskManager container started", "container", r.id)
+	d.setContainer(r.id, nil, ContainerRunning, "", 0)
 	ev.Launched = append(ev.Launched, r.id)
 }
 

@@ -413,6 +413,32 @@ func TestDriverLaunchesReplacesAndReleases(t *testing.T) {
 		t.Error("a container whose launch failed was reported as a stopped worker")
 	}
 
+	// What the dashboard lists: the running ones with their node, the one
+	// that exited with its code and diagnostics, the one that failed to
+	// launch as released (then complete, aborted, once YARN says so).
+	state := func() map[int64]ContainerInfo {
+		m := map[int64]ContainerInfo{}
+		for _, c := range r.d.Containers() {
+			id, err := yarn.ParseContainerID(c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[id.ID] = c
+		}
+		return m
+	}
+	testwait.Eventually(t, 10*time.Second, "container 4 running", func() bool { return state()[4].State == ContainerRunning })
+	cs := state()
+	if len(cs) != 4 || cs[1].State != ContainerRunning || cs[1].Node == "" || cs[1].Resource.MemoryMB == 0 {
+		t.Errorf("containers %+v: want 1 running on its node with its resource, and 2, 3, 4", cs)
+	}
+	if c := cs[2]; c.State != ContainerComplete || c.ExitStatus != 3 || !strings.Contains(c.Diagnostics, "exited with code 3") {
+		t.Errorf("the container that exited: %+v", c)
+	}
+	if c := cs[3]; c.State != ContainerReleased && (c.State != ContainerComplete || c.ExitStatus != -100) {
+		t.Errorf("the container that failed to launch: %+v, want RELEASED (or COMPLETE, -100, once YARN reports the release)", c)
+	}
+
 	// The ResourceManager of the cluster stops an idle TaskManager and
 	// lowers the demand: released, not replaced.
 	r.d.SetRequired(1)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/rest/restapi"
 )
 
 // checkDashboardThroughProxy fetches the JobManager's dashboard and the
@@ -143,6 +145,31 @@ func checkTaskManagerEndpointsThroughProxy(t *testing.T, r *rig, ctx context.Con
 	if status != 200 || json.Unmarshal([]byte(body), &tms) != nil || len(tms.TaskManagers) == 0 {
 		t.Errorf("GET taskmanagers through the proxy: %d %.300s, want the session's TaskManagers", status, body)
 		return
+	}
+	// The application's containers (the dashboard's JobManager page): the
+	// ApplicationMaster's and every registered TaskManager's, RUNNING on a
+	// node with their resource.
+	status, body = get("jobmanager/yarn")
+	var app restapi.YARNApplication
+	if status != 200 || json.Unmarshal([]byte(body), &app) != nil {
+		t.Errorf("GET jobmanager/yarn through the proxy: %d %.300s", status, body)
+	} else {
+		byID := map[string]restapi.YARNContainer{}
+		ams := 0
+		for _, c := range app.Containers {
+			byID[c.ID] = c
+			if c.Role == "jobmanager" && c.State == "RUNNING" && c.Node != "" {
+				ams++
+			}
+		}
+		if !app.Enabled || app.ApplicationID != appID || ams != 1 {
+			t.Errorf("GET jobmanager/yarn: %s, want application %s with its ApplicationMaster's container RUNNING", body, appID)
+		}
+		for _, tm := range tms.TaskManagers {
+			if c, ok := byID[tm.ID]; !ok || c.Role != "taskmanager" || c.State != "RUNNING" || c.Node == "" || c.MemoryMB <= 0 {
+				t.Errorf("GET jobmanager/yarn: TaskManager %s is %+v, want a RUNNING taskmanager container on a node with its memory; all: %s", tm.ID, c, body)
+			}
+		}
 	}
 	for _, tm := range tms.TaskManagers {
 		base := "taskmanagers/" + url.PathEscape(tm.ID)

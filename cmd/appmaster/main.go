@@ -25,11 +25,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sluice/sluice/cluster/jobmanager"
 	"github.com/sluice/sluice/cluster/yarnam"
+	"github.com/sluice/sluice/cluster/yarndriver"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/hdfs"
+	"github.com/sluice/sluice/rest/restapi"
 	"github.com/sluice/sluice/yarn"
 )
 
@@ -97,6 +100,7 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 				TaskManagers: s.Driver.TaskManagerTokenExpiries()}
 		}
 	}
+	opts.YARN = yarnApplication(env, s.Driver, time.Now())
 	if env.Job != "" {
 		bin, err := filepath.Abs(env.Job)
 		if err != nil {
@@ -105,6 +109,35 @@ func hostJobManager(ctx context.Context, s *yarnam.Session) yarnam.Final {
 		opts.Application = &jobmanager.Application{Binary: bin, Args: env.Program.Args, Dynamic: env.Program.Dynamic}
 	}
 	return finalStatus(jobmanager.RunWith(ctx, opts), opts.Application != nil)
+}
+
+// yarnApplication reports the application's containers for GET
+// /jobmanager/yarn: the ApplicationMaster's own (its node from the
+// NodeManager's NM_HOST, NM_PORT and NM_HTTP_PORT) and the TaskManagers'
+// as the resource driver holds them.
+func yarnApplication(env *yarnam.Environment, driver *yarnam.Driver, started time.Time) func() restapi.YARNApplication {
+	node, web := env.Host, ""
+	if h, p := os.Getenv("NM_HOST"), os.Getenv("NM_PORT"); h != "" && p != "" {
+		node = net.JoinHostPort(h, p)
+		if hp := os.Getenv("NM_HTTP_PORT"); hp != "" {
+			web = net.JoinHostPort(h, hp)
+		}
+	}
+	am := restapi.YARNContainer{ID: env.Container.String(), Role: "jobmanager", Node: node, NodeHTTPAddress: web,
+		State: yarndriver.ContainerRunning, Since: started.UnixMilli()}
+	return func() restapi.YARNApplication {
+		app := restapi.YARNApplication{ApplicationID: env.Container.Attempt.Application.String(), AttemptID: env.Container.Attempt.String(),
+			Containers: []restapi.YARNContainer{am}}
+		for _, c := range driver.Containers() {
+			yc := restapi.YARNContainer{ID: c.ID, Role: "taskmanager", Node: c.Node, NodeHTTPAddress: c.NodeHTTPAddress, State: c.State,
+				Diagnostics: c.Diagnostics, MemoryMB: c.Resource.MemoryMB, VCores: c.Resource.VCores, Since: c.Since.UnixMilli()}
+			if c.State == yarndriver.ContainerComplete {
+				yc.ExitStatus = &c.ExitStatus
+			}
+			app.Containers = append(app.Containers, yc)
+		}
+		return app
+	}
 }
 
 // finalStatus maps the JobManager's end to the application's final status.

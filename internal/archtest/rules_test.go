@@ -312,7 +312,7 @@ var rules = table{
 				"security/tlsconf/keytooltest"},
 			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
 		{pkgs: "cluster/yarntest", why: "end-to-end tests on a real mini YARN/HDFS and Kafka (tests only)",
-			testMod: []string{"cluster/clusterpb", "cluster/clusterpb/clusterpbtest", "fs", "hadoop", "hdfs", "integration/dockercluster", "integration/kafkabroker", "integration/minicluster", "rest/restclient",
+			testMod: []string{"cluster/clusterpb", "cluster/clusterpb/clusterpbtest", "fs", "hadoop", "hdfs", "integration/dockercluster", "integration/kafkabroker", "integration/minicluster", "rest/restapi", "rest/restclient",
 				"security/kerberos", "security/tlsconf", "security/tlsconf/keytooltest", "yarn"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
 
@@ -328,7 +328,7 @@ var rules = table{
 			ext: []string{"github.com/urfave/cli/v2"}, std: []string{"std"},
 			testMod: []string{"cluster/clusterpb", "cluster/resourcemanager"}, testExt: []string{"google.golang.org/grpc"}},
 		{pkgs: "cmd/appmaster", why: "the YARN ApplicationMaster process: hosts a JobManager in cluster/yarnam",
-			mod: []string{"cluster/jobmanager", "cluster/yarnam", "fs", "hdfs", "yarn"}, std: []string{"std"}},
+			mod: []string{"cluster/jobmanager", "cluster/yarnam", "cluster/yarndriver", "fs", "hdfs", "rest/restapi", "yarn"}, std: []string{"std"}},
 
 		// Test harnesses and benchmarks.
 		{pkgs: "integration/internal/harness", why: "starting and stopping the Java services of the integration harness",

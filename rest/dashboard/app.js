@@ -1065,10 +1065,12 @@
   function pageJobManager() {
     setNav("jobmanager");
     main.innerHTML = '<h1>JobManager</h1><div id="page-error"></div><h2>Logs</h2><div class="panel" id="jm-logs"></div>' +
+      '<h2>YARN application</h2><div class="panel" id="yarn"></div>' +
       '<h2>Kerberos and delegation tokens</h2><div class="panel" id="security"></div><h2>Configuration</h2><div class="panel" id="jm-config"></div>';
     every(async () => {
-      const [cfg, sec, logs] = await Promise.all([api("jobmanager/config"), security(), api("jobmanager/logs")]);
+      const [cfg, sec, logs, yarn] = await Promise.all([api("jobmanager/config"), security(), api("jobmanager/logs"), api("jobmanager/yarn")]);
       clearError();
+      document.getElementById("yarn").innerHTML = yarnHTML(yarn);
       const files = logs.logs || [];
       document.getElementById("jm-logs").innerHTML = '<div class="tabs">' + (files.length ? '<a href="#/jobmanager/log">Log</a> <a href="#/jobmanager/stdout">Stdout</a> ' : "") +
         '<a href="#/jobmanager/goroutines">Goroutine dump</a></div>' +
@@ -1078,6 +1080,22 @@
       document.getElementById("security").innerHTML = securityHTML(sec, { component: "jobmanager" });
       document.getElementById("jm-config").innerHTML = configTable(cfg, "jm-config-table");
     });
+  }
+
+  // The YARN application's containers: the ApplicationMaster's and the
+  // TaskManagers', held and lately ended, with their nodes and states.
+  function yarnHTML(app) {
+    if (!app || !app.enabled) return empty("Not on YARN: this JobManager runs as a standalone process.");
+    const cs = app.containers || [];
+    const running = cs.filter(c => c.state === "RUNNING").length;
+    return '<div class="kv"><div>Application</div><div class="mono">' + esc(app.applicationId) + '</div><div>Attempt</div><div class="mono">' +
+      esc(app.attemptId) + "</div><div>Containers running</div><div>" + running + " of " + cs.length + " listed</div></div>" +
+      '<table id="yarn-containers"><thead><tr><th>Container</th><th>Role</th><th>Node</th><th>State</th><th class="num">Exit</th>' +
+      '<th class="num">Memory</th><th class="num">vCores</th><th>Since</th><th>Diagnostics</th></tr></thead><tbody>' +
+      cs.map(c => '<tr><td class="mono">' + esc(c.id) + "</td><td>" + esc(c.role) + '</td><td class="mono">' + esc(c.node) + "</td><td>" +
+        badge(c.state) + '</td><td class="num">' + (c.exitStatus === undefined ? "–" : esc(c.exitStatus)) + '</td><td class="num">' +
+        (c.memoryMB ? fmtBytes(c.memoryMB * 1048576) : "–") + '</td><td class="num">' + (c.vcores || "–") + "</td><td>" + fmtTime(c.since) +
+        "</td><td>" + esc(c.diagnostics || "") + "</td></tr>").join("") + "</tbody></table>";
   }
 
   // ---------------------------------------------------------------------

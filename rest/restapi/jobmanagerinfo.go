@@ -48,3 +48,33 @@ type LogList struct {
 type ApplicationsOverview struct {
 	Applications []struct{} `json:"applications"`
 }
+
+// YARNApplication is the body of GET /jobmanager/yarn (Sluice's; Flink has
+// no such endpoint): the YARN application the JobManager runs in and its
+// containers, the ApplicationMaster's and the TaskManagers', held and
+// lately ended. Enabled is false, with no containers, outside YARN.
+type YARNApplication struct {
+	Enabled       bool            `json:"enabled"`
+	ApplicationID string          `json:"applicationId,omitempty"`
+	AttemptID     string          `json:"attemptId,omitempty"`
+	Containers    []YARNContainer `json:"containers"`
+}
+
+// YARNContainer is a container of the application.
+type YARNContainer struct {
+	ID string `json:"id"`
+	// Role is "jobmanager" (the ApplicationMaster) or "taskmanager".
+	Role string `json:"role"`
+	// Node is the NodeManager (host:port), NodeHTTPAddress its web address.
+	Node            string `json:"node"`
+	NodeHTTPAddress string `json:"nodeHttpAddress,omitempty"`
+	// State is ALLOCATED, LAUNCHING, RUNNING, LAUNCH_FAILED, RELEASED or
+	// COMPLETE; ExitStatus and Diagnostics say how a COMPLETE one ended.
+	State       string `json:"state"`
+	ExitStatus  *int32 `json:"exitStatus,omitempty"`
+	Diagnostics string `json:"diagnostics,omitempty"`
+	MemoryMB    int64  `json:"memoryMB"`
+	VCores      int32  `json:"vcores"`
+	// Since is when the container entered its state, epoch ms (0: unknown).
+	Since int64 `json:"since"`
+}

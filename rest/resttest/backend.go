@@ -66,6 +66,9 @@ type Backend struct {
 	AutoFinish string
 	// Err, when set, is returned by every call (e.g. restapi.ErrUnavailable).
 	Err error
+	// YARN is the YARN application GET /jobmanager/yarn reports; nil: not
+	// on YARN.
+	YARN *restapi.YARNApplication
 
 	mu struct {
 		sync.Mutex
@@ -558,4 +561,16 @@ func (b *Backend) Metrics(context.Context) (*rest.MetricsSnapshot, error) {
 	}
 	m := *b.mu.metrics
 	return &m, nil
+}
+
+// YARNApplication implements rest.Backend: Backend.YARN, or not on YARN.
+func (b *Backend) YARNApplication(context.Context) (*restapi.YARNApplication, error) {
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	if b.YARN == nil {
+		return &restapi.YARNApplication{}, nil
+	}
+	app := *b.YARN
+	return &app, nil
 }
