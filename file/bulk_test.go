@@ -280,3 +280,113 @@ func TestBulkSourceCorruptFile(t *testing.T) {
 		})
 	}
 }
+
+// A bulk sink may roll by size and time as well (DefaultRollingPolicy):
+// every rolled part is a complete container file; a part still in
+// progress when the writer closes is deleted.
+func TestBulkSinkRollsBySizeAndTime(t *testing.T) {
+	dir := t.TempDir()
+	sink := ocfSink(dir, avro.WithBlockLength(1)).
+		WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: 400, RolloverInterval: 10 * time.Second, InactivityInterval: -1}).
+		WithBucketCheckInterval(time.Second)
+	ctx := &fileSinkCtx{now: 1_000_000}
+	sw, err := sink.CreateWriter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sw.(stream.CommittingWriter[reading, file.Committable])
+	write := func(from, to int64) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := w.Write(context.Background(), readingOf(i), stream.NoTimestamp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(0, 20)           // a header of about 300 bytes, then blocks of about 40: rolls by size
+	ctx.advance(t, 10_000) // the part holding record 19 is 10 s old: rolls by time
+	write(20, 21)
+	cs, err := w.PrepareCommit(context.Background()) // rolls the part with record 20
+	if err != nil {
+		t.Fatal(err)
+	}
+	committer, err := sink.CreateCommitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := committer.Commit(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+	write(21, 24) // in progress at Close: abandoned
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	parts := committedParts(t, dir)
+	if len(parts) < 4 || len(parts) != len(cs) {
+		t.Fatalf("%d committed parts of %d committables, want at least 4 (by size, 1 by time, 1 at the checkpoint)", len(parts), len(cs))
+	}
+	var all []reading
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := avro.NewOCFReader[reading](readingSchema, f)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for {
+			v, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			all = append(all, v)
+		}
+		f.Close()
+	}
+	checkAllOnce(t, "the committed parts", all, 21)
+	// The last two parts: the one rolled by time ends with record 19, the
+	// one rolled at the checkpoint holds record 20 alone.
+	last := func(p string) []reading {
+		f, _ := os.Open(p)
+		defer f.Close()
+		r, err := avro.NewOCFReader[reading](readingSchema, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []reading
+		for v, err := r.Read(); err == nil; v, err = r.Read() {
+			out = append(out, v)
+		}
+		return out
+	}
+	byCounter := partsByCounter(t, parts)
+	if got := last(byCounter[len(byCounter)-2]); len(got) == 0 || got[len(got)-1].Seq != 19 {
+		t.Fatalf("the part rolled by time holds %+v, want it to end with record 19", got)
+	}
+	if got := last(byCounter[len(byCounter)-1]); len(got) != 1 || got[0].Seq != 20 {
+		t.Fatalf("the part rolled at the checkpoint holds %+v, want record 20 alone", got)
+	}
+}
+
+// partsByCounter orders part files by their counter.
+func partsByCounter(t *testing.T, parts []string) []string {
+	t.Helper()
+	out := make([]string, len(parts))
+	for _, p := range parts {
+		m := finalPartRE.FindStringSubmatch(strings.TrimSuffix(filepath.Base(p), ".avro"))
+		if m == nil {
+			t.Fatalf("part %s is not named part-<uuid>-<subtask>-<counter>.avro", p)
+		}
+		var c int
+		fmt.Sscan(m[4], &c)
+		if c >= len(out) || out[c] != "" {
+			t.Fatalf("part counters not 0..%d: %v", len(out)-1, parts)
+		}
+		out[c] = p
+	}
+	return out
+}
