@@ -134,8 +134,10 @@ type BulkSplit struct {
 // SplitID implements stream.Split.
 func (s BulkSplit) SplitID() string { return s.Path }
 
-// ErrCorruptFile: a bulk-format file could not be read.
-var ErrCorruptFile = errors.New("file: corrupt file")
+// ErrUnreadableFile: a bulk-format file could not be read: it is corrupt
+// (formats.ErrMalformed for Avro) or its records cannot be read as T (a
+// writer schema the reader's cannot resolve: formats.ErrIncompatible).
+var ErrUnreadableFile = errors.New("file: unreadable file")
 
 // BulkReadError is a failure to read a bulk-format file. It names the
 // file and the record where reading failed, never the file's content.
@@ -149,8 +151,8 @@ func (e *BulkReadError) Error() string {
 	return fmt.Sprintf("file: bulk file source: %s at record %d: %v", e.Path, e.Record, e.Err)
 }
 
-// Unwrap returns ErrCorruptFile and the reader's error.
-func (e *BulkReadError) Unwrap() []error { return []error{ErrCorruptFile, e.Err} }
+// Unwrap returns ErrUnreadableFile and the reader's error.
+func (e *BulkReadError) Unwrap() []error { return []error{ErrUnreadableFile, e.Err} }
 
 // ReadBulk is a bounded source of the records of the given bulk-format
 // files (Flink's FileSource.forBulkFileFormat), one split per file, each

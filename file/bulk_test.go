@@ -249,6 +249,9 @@ func TestBulkSourceCorruptFile(t *testing.T) {
 		{"header", func(b []byte) { b[0] = 'X' }, 0},
 		// The last block's sync marker: the two blocks before it are read.
 		{"last block", func(b []byte) { b[len(b)-1] ^= 0xff }, 200},
+		// Cut inside the last block: hamba's decoder alone would end the
+		// file early without an error.
+		{"truncated", nil, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "readings.avro")
@@ -257,7 +260,11 @@ func TestBulkSourceCorruptFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.corrupt(b)
+			if tc.corrupt != nil {
+				tc.corrupt(b)
+			} else {
+				b = b[:len(b)-20]
+			}
 			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +272,7 @@ func TestBulkSourceCorruptFile(t *testing.T) {
 			got := stream.Collect(file.ReadBulk(env, ocfReader, path))
 			_, err = env.Execute("corrupt")
 			var be *file.BulkReadError
-			if !errors.As(err, &be) || !errors.Is(err, file.ErrCorruptFile) || !errors.Is(err, formats.ErrMalformed) {
+			if !errors.As(err, &be) || !errors.Is(err, file.ErrUnreadableFile) || !errors.Is(err, formats.ErrMalformed) {
 				t.Fatalf("error %v, want a *file.BulkReadError of formats.ErrMalformed", err)
 			}
 			if be.Path != path || be.Record != tc.record {
@@ -389,4 +396,23 @@ func partsByCounter(t *testing.T, parts []string) []string {
 		out[c] = p
 	}
 	return out
+}
+
+// A file whose writer schema the reader's cannot resolve fails the job
+// naming the file, with formats.ErrIncompatible.
+func TestBulkSourceIncompatibleSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "readings.avro")
+	writeOCF(t, path, 10)
+	const needsUnit = `{"type":"record","name":"Reading","namespace":"sluice.test","fields":[
+		{"name":"sensor","type":"string"},
+		{"name":"unit","type":"string"}]}`
+	env := asyncTestEnv(stream.WithParallelism(1))
+	stream.Collect(file.ReadBulk(env, func(r io.Reader) (file.BulkReader[map[string]any], error) {
+		return avro.NewOCFReader[map[string]any](needsUnit, r)
+	}, path))
+	_, err := env.Execute("incompatible")
+	var be *file.BulkReadError
+	if !errors.As(err, &be) || be.Path != path || be.Record != 0 || !errors.Is(err, file.ErrUnreadableFile) || !errors.Is(err, formats.ErrIncompatible) {
+		t.Fatalf("error %v, want a *file.BulkReadError of %s at record 0, of formats.ErrIncompatible", err, path)
+	}
 }

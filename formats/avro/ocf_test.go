@@ -125,3 +125,29 @@ func TestOCFWriterErrors(t *testing.T) {
 		}
 	}
 }
+
+// A file of no records (a header alone) is complete; one cut inside its
+// last block is malformed, not a file ending early.
+func TestOCFEmptyAndTruncatedFiles(t *testing.T) {
+	if got := readContainer[UserV1](t, userV1, writeContainer[UserV1](t, userV1, nil)); len(got) != 0 {
+		t.Fatalf("read %+v from an empty file", got)
+	}
+	b := writeContainer(t, userV1, []UserV1{{"a", 1}, {"b", 2}, {"c", 3}}, avro.WithBlockLength(2))
+	for cut := 1; cut <= 20; cut++ { // the last block is 21 bytes
+		r, err := avro.NewOCFReader[UserV1](userV1, bytes.NewReader(b[:len(b)-cut]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		for {
+			_, err = r.Read()
+			if err != nil {
+				break
+			}
+			n++
+		}
+		if !errors.Is(err, formats.ErrMalformed) || n != 2 {
+			t.Fatalf("cut by %d: %d records, then %v; want 2, then a malformed file", cut, n, err)
+		}
+	}
+}
