@@ -128,41 +128,53 @@ func (w *OCFWriter[T]) Finish() error {
 // read with the writer schema, into structs by field name or into
 // map[string]any. Errors name what is wrong, never the file's content.
 type OCFReader[T any] struct {
-	dec *ocf.Decoder
-	// resolved is the schema to read with when it is not the writer's:
-	// each record is decoded with the writer schema, encoded again and
-	// read with resolved (hamba's container decoder reads only with the
-	// writer schema).
-	resolved hamba.Schema
-	writer   hamba.Schema
-	buf      *hamba.Writer
-	err      error
+	dec    *ocf.Decoder
+	writer hamba.Schema
+	err    error
 }
 
 // NewOCFReader reads the header of a container file from r.
 func NewOCFReader[T any](readerSchema string, r io.Reader) (rd *OCFReader[T], err error) {
 	defer recoverCorrupt(&err)
-	var reader hamba.Schema
+	api := &resolvingAPI{API: hamba.DefaultConfig}
 	if readerSchema != "" {
-		if reader, err = parse(readerSchema); err != nil {
+		if api.reader, err = parse(readerSchema); err != nil {
 			return nil, err
 		}
 	}
-	dec, err := ocf.NewDecoder(r, ocf.WithDecoderSchemaCache(&hamba.SchemaCache{}))
+	dec, err := ocf.NewDecoder(r, ocf.WithDecoderSchemaCache(&hamba.SchemaCache{}), ocf.WithDecoderConfig(api))
 	if err != nil {
 		return nil, &formats.Error{Format: "avro", Op: "decode", Kind: formats.ErrMalformed, Err: err,
 			Reason: "not an Avro container file, or its header is corrupt: " + err.Error()}
 	}
-	rd = &OCFReader[T]{dec: dec, writer: dec.Schema()}
-	if reader != nil && reader.Fingerprint() != rd.writer.Fingerprint() {
-		resolved, err := hamba.NewSchemaCompatibility().Resolve(reader, rd.writer)
-		if err != nil {
-			return nil, &formats.Error{Format: "avro", Op: "decode", Kind: formats.ErrIncompatible, Err: err,
-				Reason: "the reader schema cannot read the container file's writer schema: " + err.Error()}
-		}
-		rd.resolved, rd.buf = resolved, hamba.NewWriter(nil, 256)
+	if api.err != nil {
+		return nil, &formats.Error{Format: "avro", Op: "decode", Kind: formats.ErrIncompatible, Err: api.err,
+			Reason: "the reader schema cannot read the container file's writer schema: " + api.err.Error()}
 	}
-	return rd, nil
+	return &OCFReader[T]{dec: dec, writer: dec.Schema()}, nil
+}
+
+// resolvingAPI is hamba's API but for its decoders, which read with the
+// resolution of their (writer) schema against the reader schema: hamba's
+// container decoder makes its one value decoder here, with the schema of
+// the file's header.
+type resolvingAPI struct {
+	hamba.API
+	reader hamba.Schema // nil: read with the writer schema
+	err    error        // the resolution's failure
+}
+
+func (a *resolvingAPI) NewDecoder(writer hamba.Schema, r io.Reader) *hamba.Decoder {
+	s := writer
+	if a.reader != nil && a.reader.Fingerprint() != writer.Fingerprint() {
+		resolved, err := hamba.NewSchemaCompatibility().Resolve(a.reader, writer)
+		if err != nil {
+			a.err = err
+		} else {
+			s = resolved
+		}
+	}
+	return a.API.NewDecoder(s, r)
 }
 
 // WriterSchema is the schema in the file's header.
@@ -185,22 +197,7 @@ func (r *OCFReader[T]) Read() (v T, err error) {
 		}
 		return v, io.EOF
 	}
-	if r.resolved == nil {
-		if err := r.dec.Decode(&v); err != nil {
-			return v, corrupt(err)
-		}
-		return v, nil
-	}
-	var g any
-	if err := r.dec.Decode(&g); err != nil {
-		return v, corrupt(err)
-	}
-	r.buf.Reset(nil)
-	r.buf.WriteVal(r.writer, g)
-	if r.buf.Error != nil {
-		return v, corrupt(r.buf.Error)
-	}
-	if err := hamba.Unmarshal(r.resolved, r.buf.Buffer(), &v); err != nil {
+	if err := r.dec.Decode(&v); err != nil {
 		return v, corrupt(err)
 	}
 	return v, nil
