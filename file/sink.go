@@ -1,7 +1,9 @@
 // Package file is the file connector: a bounded source of the lines of
-// text files (ReadTextFile) and a row-format file sink (ForRowFormat,
-// Flink's FileSink.forRowFormat), over local paths and the URIs of the
-// job's file systems (file://, hdfs:// on a cluster).
+// text files (ReadTextFile, ReadFormatted) or of the records of bulk-format
+// files (ReadBulk), and a row-format and a bulk-format file sink
+// (ForRowFormat and ForBulkFormat, Flink's FileSink.forRowFormat and
+// forBulkFormat), over local paths and the URIs of the job's file systems
+// (file://, hdfs:// on a cluster).
 package file
 
 import (
@@ -370,18 +372,49 @@ func FormatEncoder[T any](f interface {
 	}
 }
 
-// RowSink is a row-format file sink; build it with FileSink and write
+// RowSink is a row-format file sink; build it with ForRowFormat and write
 // a stream to it with SinkToCommitting. Its With methods return a
 // modified copy.
-type RowSink[T any] struct {
+type RowSink[T any] struct{ sinkConfig[T] }
+
+// sinkConfig is what the row-format and the bulk-format sinks share: where
+// and how part files are written, rolled and committed. newPart makes the
+// encoder of each new part file.
+type sinkConfig[T any] struct {
 	basePath      string
-	encoder       func(T, io.Writer) error
+	newPart       func(w io.Writer) (partEncoder[T], error)
 	fsys          fs.FileSystem
 	policy        RollingPolicy
 	assigner      BucketAssigner[T]
 	names         OutputFileConfig
 	checkInterval time.Duration
 	err           error
+}
+
+// partEncoder writes the records of one part file.
+type partEncoder[T any] interface {
+	add(v T) error
+	// finish completes the part's content; it is called before the part
+	// is closed, never for an abandoned part.
+	finish() error
+}
+
+type rowPart[T any] struct {
+	encode func(T, io.Writer) error
+	w      io.Writer
+}
+
+func (p rowPart[T]) add(v T) error { return p.encode(v, p.w) }
+func (p rowPart[T]) finish() error { return nil }
+
+func newSinkConfig[T any](basePath string, policy RollingPolicy, newPart func(io.Writer) (partEncoder[T], error), errs ...error) sinkConfig[T] {
+	s := sinkConfig[T]{basePath: basePath, newPart: newPart, policy: policy, checkInterval: DefaultBucketCheckInterval}
+	if basePath == "" {
+		errs = append(errs, errors.New("file: sink: the base path is empty"))
+	}
+	assigner, err := DateTimeBucketAssigner[T](DefaultDateTimeBucketFormat, nil)
+	s.assigner, s.err = assigner, errors.Join(append(errs, err)...)
+	return s
 }
 
 // ForRowFormat returns a row-format file sink writing records under basePath,
@@ -396,20 +429,13 @@ type RowSink[T any] struct {
 //		WithRollingPolicy(file.DefaultRollingPolicy{MaxPartSize: 64 << 20})
 //	stream.SinkToCommitting(lines, sink)
 func ForRowFormat[T any](basePath string, encoder func(v T, w io.Writer) error) *RowSink[T] {
-	s := &RowSink[T]{
-		basePath: basePath, encoder: encoder, policy: DefaultRollingPolicy{},
-		checkInterval: DefaultBucketCheckInterval,
-	}
 	var errs []error
-	if basePath == "" {
-		errs = append(errs, errors.New("file: sink: the base path is empty"))
-	}
 	if encoder == nil {
 		errs = append(errs, errors.New("file: sink: the encoder is nil"))
 	}
-	assigner, err := DateTimeBucketAssigner[T](DefaultDateTimeBucketFormat, nil)
-	s.assigner, s.err = assigner, errors.Join(append(errs, err)...)
-	return s
+	return &RowSink[T]{newSinkConfig(basePath, RollingPolicy(DefaultRollingPolicy{}), func(w io.Writer) (partEncoder[T], error) {
+		return rowPart[T]{encode: encoder, w: w}, nil
+	}, errs...)}
 }
 
 // WithFileSystem writes through fsys, the base path being a path of fsys,
@@ -449,7 +475,7 @@ func (s *RowSink[T]) WithBucketCheckInterval(d time.Duration) *RowSink[T] {
 	return &c
 }
 
-func (s *RowSink[T]) validate() error {
+func (s *sinkConfig[T]) validate() error {
 	var errs []error
 	if s.err != nil {
 		errs = append(errs, s.err)
@@ -472,7 +498,7 @@ func (s *RowSink[T]) validate() error {
 // resolved returns the sink with its filesystem: the one given to
 // WithFileSystem, else the base path's: a URI (file://, hdfs://...)
 // resolves in fileSystems, a plain path is local.
-func (s *RowSink[T]) resolved(fileSystems *fs.Resolver) (*RowSink[T], error) {
+func (s *sinkConfig[T]) resolved(fileSystems *fs.Resolver) (*sinkConfig[T], error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -496,7 +522,7 @@ func (s *RowSink[T]) resolved(fileSystems *fs.Resolver) (*RowSink[T], error) {
 }
 
 // CreateWriter implements Sink.
-func (s *RowSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T], error) {
+func (s *sinkConfig[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T], error) {
 	s, err := s.resolved(ctx.FileSystems())
 	if err != nil {
 		return nil, err
@@ -506,7 +532,7 @@ func (s *RowSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T],
 	}
 	w := &fileSinkWriter[T]{
 		s: s, ctx: ctx, uuid: newUUID(), subtask: ctx.Subtask(),
-		prefix: s.names.PartPrefix, buckets: map[string]*fileBucket{},
+		prefix: s.names.PartPrefix, buckets: map[string]*fileBucket[T]{},
 	}
 	if w.prefix == "" {
 		w.prefix = "part"
@@ -518,13 +544,13 @@ func (s *RowSink[T]) CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[T],
 // CreateCommitter implements TwoPhaseCommitSink. Outside a job it knows
 // only the local filesystem (and WithFileSystem's); in a job, the sink
 // resolves its base path in the job's file systems instead.
-func (s *RowSink[T]) CreateCommitter() (stream.Committer[Committable], error) {
+func (s *sinkConfig[T]) CreateCommitter() (stream.Committer[Committable], error) {
 	return s.CreateCommitterIn(nil)
 }
 
 // CreateCommitterIn implements stream.CommitterInContext: the committer of
 // a job's subtask resolves the base path in the job's file systems.
-func (s *RowSink[T]) CreateCommitterIn(ctx stream.SinkContext) (stream.Committer[Committable], error) {
+func (s *sinkConfig[T]) CreateCommitterIn(ctx stream.SinkContext) (stream.Committer[Committable], error) {
 	var fileSystems *fs.Resolver
 	if ctx != nil {
 		fileSystems = ctx.FileSystems()
@@ -539,26 +565,27 @@ func (s *RowSink[T]) CreateCommitterIn(ctx stream.SinkContext) (stream.Committer
 // fileSinkWriter writes the parts of one subtask. Its methods and its
 // timer run on the task goroutine.
 type fileSinkWriter[T any] struct {
-	s           *RowSink[T]
+	s           *sinkConfig[T]
 	ctx         stream.SinkContext
 	uuid        string
 	subtask     int
 	prefix      string
 	counter     int64
-	buckets     map[string]*fileBucket
+	buckets     map[string]*fileBucket[T]
 	pending     []Committable
 	cancelCheck func()
 	closed      bool
 }
 
-type fileBucket struct {
+type fileBucket[T any] struct {
 	id   string
 	dir  string
-	part *partFile // in progress, or nil
+	part *partFile[T] // in progress, or nil
 }
 
-type partFile struct {
+type partFile[T any] struct {
 	file    fs.File
+	enc     partEncoder[T]
 	buf     *bufio.Writer
 	counter countingWriter
 	info    PartFileInfo
@@ -598,7 +625,7 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts stream.Timestamp) e
 		}
 	}
 	p := b.part
-	if err := w.s.encoder(v, &p.counter); err != nil {
+	if err := p.enc.add(v); err != nil {
 		return fmt.Errorf("file: sink: writing a record to %s: %w", p.path, err)
 	}
 	p.info.Size = p.counter.n
@@ -606,14 +633,14 @@ func (w *fileSinkWriter[T]) Write(_ context.Context, v T, ts stream.Timestamp) e
 	return nil
 }
 
-func (w *fileSinkWriter[T]) newBucket(id string) (*fileBucket, error) {
+func (w *fileSinkWriter[T]) newBucket(id string) (*fileBucket[T], error) {
 	if id != "" {
 		clean := path.Clean(id)
 		if path.IsAbs(id) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
 			return nil, fmt.Errorf("file: sink: bucket id %q is not a relative directory inside the base path", id)
 		}
 	}
-	b := &fileBucket{id: id, dir: path.Join(w.s.basePath, id)}
+	b := &fileBucket[T]{id: id, dir: path.Join(w.s.basePath, id)}
 	if err := w.s.fsys.MkdirAll(b.dir); err != nil {
 		return nil, fmt.Errorf("file: sink: creating the directory %s of bucket %q: %w", b.dir, id, err)
 	}
@@ -621,10 +648,10 @@ func (w *fileSinkWriter[T]) newBucket(id string) (*fileBucket, error) {
 	return b, nil
 }
 
-func (w *fileSinkWriter[T]) openPart(b *fileBucket, now int64) error {
+func (w *fileSinkWriter[T]) openPart(b *fileBucket[T], now int64) error {
 	name := w.prefix + "-" + w.uuid + "-" + strconv.Itoa(w.subtask) + "-" + strconv.FormatInt(w.counter, 10) + w.s.names.PartSuffix
 	w.counter++
-	p := &partFile{
+	p := &partFile[T]{
 		path:  path.Join(b.dir, "."+name+".inprogress."+newUUID()),
 		final: path.Join(b.dir, name),
 		info:  PartFileInfo{BucketID: b.id, CreationTime: now, LastUpdateTime: now},
@@ -636,15 +663,25 @@ func (w *fileSinkWriter[T]) openPart(b *fileBucket, now int64) error {
 	p.file = f
 	p.buf = bufio.NewWriterSize(f, 64<<10)
 	p.counter.w = p.buf
+	if p.enc, err = w.s.newPart(&p.counter); err != nil {
+		f.Close()
+		if rerr := w.s.fsys.Remove(p.path); rerr != nil && !errors.Is(rerr, iofs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("file: sink: starting part file %s: %w", p.path, err)
+	}
 	b.part = p
 	return nil
 }
 
 // roll closes b's in-progress part; it becomes pending.
-func (w *fileSinkWriter[T]) roll(b *fileBucket) error {
+func (w *fileSinkWriter[T]) roll(b *fileBucket[T]) error {
 	p := b.part
 	b.part = nil
-	err := p.buf.Flush()
+	err := p.enc.finish()
+	if ferr := p.buf.Flush(); err == nil {
+		err = ferr
+	}
 	if cerr := p.file.Close(); err == nil {
 		err = cerr
 	}

@@ -7,6 +7,12 @@
 // map[string]any for a record, with Generic reading each record with its
 // own writer schema.
 //
+// Files hold Avro as object container files (OCFWriter, OCFReader): a
+// header with the writer schema and the codec, then blocks of records; the
+// file connector writes and reads them as a bulk format (file.ForBulkFormat,
+// file.ReadBulk), which this package meets by its method sets without
+// importing it.
+//
 // # Schema evolution
 //
 // A reader reads with its own schema (the reader schema) records written
