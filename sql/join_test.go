@@ -362,3 +362,46 @@ INSERT INTO out SELECT o.order_id, o.ots, s.sts `+tc.cond+`;`, b.addr), nil)
 		})
 	}
 }
+
+// Nexmark q8's shape: persons who opened an auction in the window they
+// registered in, two window aggregations joined on key and window bounds
+// (insert-only, run to the end of bounded scans).
+func TestWindowAggregatesJoined(t *testing.T) {
+	for _, par := range []string{"1", "2"} {
+		t.Run("parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "person", 1)
+			b.topic(t, "auction", 1)
+			person := func(id, name, at string) string {
+				return fmt.Sprintf(`{"id":%s,"name":%q,"dateTime":"2024-01-01 %s"}`, id, name, at)
+			}
+			auction := func(seller, at string) string {
+				return fmt.Sprintf(`{"seller":%s,"dateTime":"2024-01-01 %s"}`, seller, at)
+			}
+			b.produce(t, "person", 0, person("1", "alice", "10:00:01"), person("2", "bob", "10:00:05"),
+				person("1", "alice", "10:00:12"), person("3", "carol", "10:00:15"))
+			b.produce(t, "auction", 0, auction("1", "10:00:03"), auction("1", "10:00:08"), auction("2", "10:00:11"),
+				auction("3", "10:00:19"), auction("4", "10:00:02"))
+			got := runPrinted(t, withBroker(`CREATE TABLE person (id BIGINT, name STRING, dateTime TIMESTAMP(3),
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'person', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE auction (seller BIGINT, dateTime TIMESTAMP(3), WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'auction', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE q8 (id BIGINT, name STRING, stime TIMESTAMP(3)) WITH ('connector' = 'print');
+INSERT INTO q8 SELECT P.id, P.name, P.starttime
+FROM (SELECT id, name, window_start AS starttime, window_end AS endtime
+      FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+      GROUP BY id, name, window_start, window_end) P
+JOIN (SELECT seller, window_start AS starttime, window_end AS endtime
+      FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+      GROUP BY seller, window_start, window_end) A
+ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;`, b.addr), par)
+			checkByKey(t, got, map[string][]string{
+				"1": {"+I[1, alice, 2024-01-01 10:00:00.000]"},
+				"3": {"+I[3, carol, 2024-01-01 10:00:10.000]"},
+			})
+		})
+	}
+}

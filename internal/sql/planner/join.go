@@ -225,10 +225,10 @@ func (p *session) join(j *parser.Join, where *[]parser.Expr) (Node, *scope, erro
 		return nil, nil, p.errAt(j.Position(), ErrInvalid,
 			"the join has no equality of a left and a right column (%s): joins without an equi-join key are not supported (Flink runs them on one parallel instance); add one, e.g. ON a.id = b.id", cond)
 	}
-	if iv := intervalOf(bounds); iv != nil {
+	if iv := intervalOf(bounds); iv != nil && left.Changelog() == InsertOnly && right.Changelog() == InsertOnly {
+		// The residual keeps the time bounds too (the join checks them
+		// first): harmless, and EXPLAIN's where stays the whole condition.
 		out.Interval = iv
-		// The time bounds are checked by the join; the residual keeps them
-		// too, which is harmless and keeps EXPLAIN's where complete.
 	}
 	return out, sc, nil
 }
