@@ -84,6 +84,9 @@ func runSteps(t *testing.T, b *broker, out *syncBuffer, steps []joinStep) {
 	}
 }
 
+// nullKeyOrder is an order without a customer.
+const nullKeyOrder = `{"order_id":"o5","customer_id":null,"amount":1,"occurred_at":"2024-01-01 10:00:00"}`
+
 func cust(id, name string) string { return fmt.Sprintf(`{"id":%q,"name":%q}`, id, name) }
 
 const joinDDL = `CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3))
@@ -113,6 +116,7 @@ func TestRegularJoinChangelogs(t *testing.T) {
 			{"customers", cust("c1", "Ann2"), []string{"+I[o1, c1, c1, Ann2]", "+I[o2, c1, c1, Ann2]"}},
 			{"customers", cust("c9", "Zed"), nil},
 			{"orders", o("o3", "c7"), nil},
+			{"orders", nullKeyOrder, nil}, // a NULL key equals nothing
 			{"orders", o("o4", "c1"), []string{"+I[o4, c1, c1, Ann]", "+I[o4, c1, c1, Ann2]"}},
 		}},
 		{"LEFT", []joinStep{
@@ -122,6 +126,7 @@ func TestRegularJoinChangelogs(t *testing.T) {
 			{"customers", cust("c1", "Ann2"), []string{"+I[o1, c1, c1, Ann2]", "+I[o2, c1, c1, Ann2]"}},
 			{"customers", cust("c9", "Zed"), nil},
 			{"orders", o("o3", "c7"), []string{"+I[o3, c7, NULL, NULL]"}},
+			{"orders", nullKeyOrder, []string{"+I[o5, NULL, NULL, NULL]"}},
 			{"orders", o("o4", "c1"), []string{"+I[o4, c1, c1, Ann]", "+I[o4, c1, c1, Ann2]"}},
 		}},
 		{"RIGHT", []joinStep{
@@ -303,11 +308,15 @@ INSERT INTO out SELECT o.order_id, o.customer_id, c.id, c.name FROM orders o FUL
 	})
 }
 
-// lateStep is a shipment within o1's interval, after the LEFT join's
-// padded o2 showed the watermark passed it (a no-op step for INNER).
+// lateStep is a shipment within o1's interval, after the outer join's
+// padded o2 showed the watermark passed it (for INNER, whose output does
+// not show when the watermark passed, a shipment of no order).
 func lateStep(kind string) joinStep {
-	if kind == "LEFT" {
+	switch kind {
+	case "LEFT":
 		return joinStep{"shipments", shipment("k1", "10:45:00"), nil}
+	case "FULL":
+		return joinStep{"shipments", shipment("k1", "10:45:00"), []string{"+I[NULL, NULL, 2024-01-01 10:45:00.000]"}}
 	}
 	return joinStep{"shipments", shipment("k0", "12:00:00"), nil}
 }
@@ -329,6 +338,7 @@ func TestIntervalJoin(t *testing.T) {
 	}{
 		{"INNER", "FROM placed o, shipments s WHERE o.id = s.id AND o.ots BETWEEN s.sts - INTERVAL '1' HOUR AND s.sts"},
 		{"LEFT", "FROM placed o LEFT JOIN shipments s ON o.id = s.id AND s.sts >= o.ots AND s.sts <= o.ots + INTERVAL '1' HOUR"},
+		{"FULL", "FROM placed o FULL JOIN shipments s ON o.id = s.id AND s.sts - INTERVAL '1' HOUR <= o.ots AND o.ots <= s.sts"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			b := newBroker(t)
@@ -340,8 +350,9 @@ CREATE TABLE shipments (id STRING, sts TIMESTAMP(3), WATERMARK FOR sts AS sts)
 WITH ('connector' = 'kafka', 'topic' = 'shipments', 'properties.bootstrap.servers' = '…', 'format' = 'json', 'scan.startup.mode' = 'earliest-offset');
 CREATE TABLE out (order_id STRING, ots TIMESTAMP(3), sts TIMESTAMP(3)) WITH ('connector' = 'print');
 INSERT INTO out SELECT o.order_id, o.ots, s.sts `+tc.cond+`;`, b.addr), nil)
-			padded := func(rows ...string) []string {
-				if tc.kind == "LEFT" {
+			// padded are rows of an outer side.
+			padded := func(side string, rows ...string) []string {
+				if tc.kind == "FULL" || tc.kind == side {
 					return rows
 				}
 				return nil
@@ -353,11 +364,15 @@ INSERT INTO out SELECT o.order_id, o.ots, s.sts `+tc.cond+`;`, b.addr), nil)
 				{"shipments", shipment("k2", "12:00:00"), nil}, // 110 minutes after o2
 				// The watermark reaches 11:30: o1 (matched) and o2 are
 				// evicted, o2 printed padded by a LEFT join.
-				{"placed", placed("o3", "k3", "11:30:00"), padded("+I[o2, 2024-01-01 10:10:00.000, NULL]")},
-				// Late: within o1's interval, but o1 is gone (only a LEFT
-				// join shows that the watermark passed it).
+				{"placed", placed("o3", "k3", "11:30:00"), padded("LEFT", "+I[o2, 2024-01-01 10:10:00.000, NULL]")},
+				// Late: within o1's interval, but o1 is gone (only an outer
+				// join shows that the watermark passed it); a FULL join
+				// writes it padded at once.
 				lateStep(tc.kind),
 				{"shipments", shipment("k3", "12:00:00"), []string{"+I[o3, 2024-01-01 11:30:00.000, 2024-01-01 12:00:00.000]"}},
+				// The watermark reaches 12:00: the shipment of k2 (12:00)
+				// can match nothing more.
+				{"placed", placed("o4", "k4", "13:00:00"), padded("RIGHT", "+I[NULL, NULL, 2024-01-01 12:00:00.000]")},
 			})
 		})
 	}
@@ -404,4 +419,24 @@ ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;`, b.
 			})
 		})
 	}
+}
+
+// Join keys of different types are compared in their common type: a
+// DECIMAL(12, 2) amount equals an INT (1.00 = 1), and hashes alike.
+func TestJoinKeysOfDifferentTypes(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "tiers", 1)
+	b.produce(t, "orders", 0, order("o1", "c1", "1", "2024-01-01 10:00:00"), order("o2", "c1", "2.5", "2024-01-01 10:00:00"),
+		order("o3", "c2", "7", "2024-01-01 10:00:00"))
+	b.produce(t, "tiers", 0, `{"amount":1,"tier":"small"}`, `{"amount":7,"tier":"big"}`)
+	got := runPrinted(t, withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE tiers (amount INT, tier STRING)
+WITH ('connector' = 'kafka', 'topic' = 'tiers', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE out (order_id STRING, tier STRING) WITH ('connector' = 'print');
+INSERT INTO out SELECT order_id, tier FROM orders o JOIN tiers t ON o.amount = t.amount;`, b.addr), "2")
+	checkByKey(t, got, map[string][]string{"o1": {"+I[o1, small]"}, "o3": {"+I[o3, big]"}})
 }
