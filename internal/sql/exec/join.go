@@ -275,6 +275,9 @@ func (o *joinOp) ProcessElement(ctx *core.Context, side int, r core.Record, _ in
 		if me, err = decodeJoinEntry(key, self); err != nil {
 			return err
 		}
+		if o.ttl > 0 && me.written+o.ttl <= ctx.CurrentProcessingTime() {
+			me, ok = joinEntry{key: key}, false // expired: as if it were not there
+		}
 	}
 	if accumulate {
 		if len(matched) == 0 {
