@@ -235,51 +235,58 @@ INSERT INTO totals SELECT s.customer_id, n.name, s.total FROM spent s LEFT JOIN 
 	})
 }
 
-// A join stopped with a savepoint and run again from it: the rows each
-// side stored before the savepoint match the other side's rows after the
-// restore, and nothing is joined twice.
+// A join stopped with a savepoint and run again from it, at the same
+// parallelism and rescaled to 2: the rows each side stored before the
+// savepoint match the other side's rows after the restore, and nothing is
+// joined twice.
 func TestJoinSavepointAndRestore(t *testing.T) {
-	b := newBroker(t)
-	b.topic(t, "orders", 1)
-	b.topic(t, "customers", 1)
-	b.topic(t, "enriched", 1)
-	dir := t.TempDir()
-	cfg := map[string]string{
-		"execution.checkpointing.interval": "20 ms",
-		"execution.checkpointing.dir":      "file://" + dir + "/cp",
-	}
-	script := withBroker(joinDDL+`CREATE TABLE enriched (order_id STRING, name STRING)
+	for _, par := range []string{"1", "2"} {
+		t.Run("restored at parallelism "+par, func(t *testing.T) {
+			b := newBroker(t)
+			b.topic(t, "orders", 1)
+			b.topic(t, "customers", 1)
+			b.topic(t, "enriched", 1)
+			dir := t.TempDir()
+			cfg := map[string]string{
+				"execution.checkpointing.interval": "20 ms",
+				"execution.checkpointing.dir":      "file://" + dir + "/cp",
+			}
+			script := withBroker(joinDDL+`CREATE TABLE enriched (order_id STRING, name STRING)
 WITH ('connector' = 'kafka', 'topic' = 'enriched', 'properties.bootstrap.servers' = '…', 'format' = 'json');
 INSERT INTO enriched SELECT o.order_id, c.name FROM orders o JOIN customers c ON o.customer_id = c.id;`, b.addr)
-	b.produce(t, "orders", 0, order("o1", "c1", "1", "2024-01-01 10:00:00"), order("o0", "c0", "0", "2024-01-01 10:00:00"))
-	b.produce(t, "customers", 0, cust("c2", "Bob"), cust("c0", "Zero"))
-	jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// o0 and c0 come after the rows that wait in state.
-	if got := b.readUntil(t, "enriched", "o0"); len(got) != 1 {
-		t.Fatalf("before the savepoint: %v", got)
-	}
-	path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs[0].Wait(); err != nil {
-		t.Fatal(err)
-	}
-	b.produce(t, "customers", 0, cust("c1", "Ann"))
-	b.produce(t, "orders", 0, order("o2", "c2", "2", "2024-01-01 10:00:01"), order("o9", "c0", "9", "2024-01-01 10:00:02"))
-	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
-	got := b.read(t, "enriched", 4)
-	want := []string{
-		` {"order_id":"o0","name":"Zero"}`,
-		` {"order_id":"o1","name":"Ann"}`,
-		` {"order_id":"o2","name":"Bob"}`,
-		` {"order_id":"o9","name":"Zero"}`,
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			b.produce(t, "orders", 0, order("o1", "c1", "1", "2024-01-01 10:00:00"), order("o0", "c0", "0", "2024-01-01 10:00:00"))
+			b.produce(t, "customers", 0, cust("c2", "Bob"), cust("c0", "Zero"))
+			jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// o0 and c0 come after the rows that wait in state.
+			if got := b.readUntil(t, "enriched", "o0"); len(got) != 1 {
+				t.Fatalf("before the savepoint: %v", got)
+			}
+			path, err := jobs[0].StopWithSavepoint("file://" + dir + "/sp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := jobs[0].Wait(); err != nil {
+				t.Fatal(err)
+			}
+			b.produce(t, "customers", 0, cust("c1", "Ann"))
+			b.produce(t, "orders", 0, order("o2", "c2", "2", "2024-01-01 10:00:01"), order("o9", "c0", "9", "2024-01-01 10:00:02"))
+			restored := maps.Clone(cfg)
+			restored["parallelism.default"] = par
+			start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, restored)
+			got := b.read(t, "enriched", 4)
+			want := []string{
+				` {"order_id":"o0","name":"Zero"}`,
+				` {"order_id":"o1","name":"Ann"}`,
+				` {"order_id":"o2","name":"Bob"}`,
+				` {"order_id":"o9","name":"Zero"}`,
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }
 
