@@ -447,3 +447,29 @@ CREATE TABLE out (order_id STRING, tier STRING) WITH ('connector' = 'print');
 INSERT INTO out SELECT order_id, tier FROM orders o JOIN tiers t ON o.amount = t.amount;`, b.addr), "2")
 	checkByKey(t, got, map[string][]string{"o1": {"+I[o1, small]"}, "o3": {"+I[o3, big]"}})
 }
+
+// Three tables, left-deep: the second join's condition names columns of
+// the first join's both sides and of the third table.
+func TestThreeWayJoin(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "customers", 1)
+	b.topic(t, "tiers", 1)
+	b.produce(t, "orders", 0, order("o1", "c1", "1", "2024-01-01 10:00:00"), order("o2", "c2", "7", "2024-01-01 10:00:00"),
+		order("o3", "c1", "7", "2024-01-01 10:00:00"), order("o4", "c3", "1", "2024-01-01 10:00:00"))
+	b.produce(t, "customers", 0, cust("c1", "Ann"), cust("c2", "Bob"))
+	b.produce(t, "tiers", 0, `{"amount":1,"tier":"small"}`, `{"amount":7,"tier":"big"}`)
+	got := runPrinted(t, withBroker(`CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE customers (id STRING, name STRING)
+WITH ('connector' = 'kafka', 'topic' = 'customers', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE tiers (amount INT, tier STRING)
+WITH ('connector' = 'kafka', 'topic' = 'tiers', 'properties.bootstrap.servers' = '…', 'format' = 'json',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');
+CREATE TABLE out (order_id STRING, name STRING, tier STRING) WITH ('connector' = 'print');
+INSERT INTO out SELECT o.order_id, c.name, t.tier
+FROM orders o JOIN customers c ON o.customer_id = c.id JOIN tiers t ON t.amount = o.amount AND c.name <> 'Bob';`, b.addr), "2")
+	checkByKey(t, got, map[string][]string{"o1": {"+I[o1, Ann, small]"}, "o3": {"+I[o3, Ann, big]"}})
+}
