@@ -473,3 +473,24 @@ INSERT INTO out SELECT o.order_id, c.name, t.tier
 FROM orders o JOIN customers c ON o.customer_id = c.id JOIN tiers t ON t.amount = o.amount AND c.name <> 'Bob';`, b.addr), "2")
 	checkByKey(t, got, map[string][]string{"o1": {"+I[o1, Ann, small]"}, "o3": {"+I[o3, Ann, big]"}})
 }
+
+// A join without an equality (an order's tier by amount range) runs on
+// one subtask, with the LEFT join's changelog.
+func TestNonEquiJoin(t *testing.T) {
+	b := newBroker(t)
+	b.topic(t, "orders", 1)
+	b.topic(t, "tiers", 1)
+	tier := func(lo, hi int, name string) string { return fmt.Sprintf(`{"lo":%d,"hi":%d,"tier":%q}`, lo, hi, name) }
+	out := startPrinting(t, withBroker(joinDDL+`CREATE TABLE tiers (lo INT, hi INT, tier STRING)
+WITH ('connector' = 'kafka', 'topic' = 'tiers', 'properties.bootstrap.servers' = '…', 'format' = 'json', 'scan.startup.mode' = 'earliest-offset');
+CREATE TABLE out (order_id STRING, amount DECIMAL(12, 2), tier STRING) WITH ('connector' = 'print');
+INSERT INTO out SELECT o.order_id, o.amount, t.tier FROM orders o LEFT JOIN tiers t ON o.amount >= t.lo AND o.amount < t.hi;`, b.addr),
+		map[string]string{"parallelism.default": "2"})
+	runSteps(t, b, out, []joinStep{
+		{"orders", order("o1", "c1", "1", "2024-01-01 10:00:00"), []string{"+I[o1, 1.00, NULL]"}},
+		{"tiers", tier(0, 5, "small"), []string{"-D[o1, 1.00, NULL]", "+I[o1, 1.00, small]"}},
+		{"orders", order("o2", "c1", "7", "2024-01-01 10:00:00"), []string{"+I[o2, 7.00, NULL]"}},
+		{"tiers", tier(5, 10, "big"), []string{"-D[o2, 7.00, NULL]", "+I[o2, 7.00, big]"}},
+		{"orders", order("o3", "c1", "3", "2024-01-01 10:00:00"), []string{"+I[o3, 3.00, small]"}},
+	})
+}

@@ -358,10 +358,18 @@ func (c *compiler) join(n *planner.Join, out core.Type) (core.Stream, error) {
 	}
 	l = l.KeyBy(joinKeySelector(n.LeftKeys, n.KeyTypes))
 	r = r.KeyBy(joinKeySelector(n.RightKeys, n.KeyTypes))
+	// Without an equality key every row has the empty key: one subtask
+	// joins them all (Flink's single distribution).
+	single := func(s core.Stream) core.Stream {
+		if len(n.LeftKeys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s
+	}
 	if n.Interval != nil {
 		iv := *n.Interval
-		return core.Transform2(l, r, core.OperatorSpec{Kind: "interval-join", Name: joinName(n), Out: out, NeedsWatermarks: true,
-			New: func() core.Operator { return &intervalJoinOp{joinCore: jc, iv: iv} }}).UID(c.uid("interval-join")), nil
+		return single(core.Transform2(l, r, core.OperatorSpec{Kind: "interval-join", Name: joinName(n), Out: out, NeedsWatermarks: true,
+			New: func() core.Operator { return &intervalJoinOp{joinCore: jc, iv: iv} }}).UID(c.uid("interval-join"))), nil
 	}
 	var raw string
 	if v, ok := c.o.Config.Raw("table.exec.state.ttl"); ok {
@@ -371,6 +379,6 @@ func (c *compiler) join(n *planner.Join, out core.Type) (core.Stream, error) {
 	if err != nil {
 		return core.Stream{}, err
 	}
-	return core.Transform2(l, r, core.OperatorSpec{Kind: "join", Name: joinName(n), Out: out,
-		New: func() core.Operator { return &joinOp{joinCore: jc, ttl: ttl} }}).UID(c.uid("join")), nil
+	return single(core.Transform2(l, r, core.OperatorSpec{Kind: "join", Name: joinName(n), Out: out,
+		New: func() core.Operator { return &joinOp{joinCore: jc, ttl: ttl} }}).UID(c.uid("join"))), nil
 }

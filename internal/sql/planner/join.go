@@ -11,6 +11,8 @@ import (
 
 // Join is a regular join (INNER, LEFT, RIGHT or FULL) on an equality of
 // keys, or, with Interval set, an interval join of two rowtime attributes.
+// Without an equality (ON a.x < b.y) it has no keys and runs on one
+// parallel instance, as Flink runs it.
 // Rows: the left input's fields, then the right's (a right name the left
 // already has gets a suffix, as Flink's id0), both without time attribute
 // marks; the fields of a side the join pads with NULLs are nullable.
@@ -80,6 +82,9 @@ func (j *Join) describe() string {
 // exchange: both inputs are hashed by their join keys; EXPLAIN shows the
 // keys under the join.
 func (j *Join) exchange() string {
+	if len(j.LeftKeys) == 0 {
+		return "Exchange(distribution=[single])"
+	}
 	var l, r []string
 	for i := range j.LeftKeys {
 		l = append(l, j.LeftKeys[i].String())
@@ -182,6 +187,7 @@ func (p *session) join(j *parser.Join, where *[]parser.Expr) (Node, *scope, erro
 	out := &Join{Kind: kind, Left: left, Right: right, F: fields}
 	var residual, all []Expr
 	var bounds []timeBound
+	relatesSides := false // some conjunct names columns of both sides
 	for _, c := range conds {
 		e, err := p.bind(c, sc, nil)
 		if err != nil {
@@ -191,6 +197,9 @@ func (p *session) join(j *parser.Join, where *[]parser.Expr) (Node, *scope, erro
 			return nil, nil, p.errAt(c.Position(), ErrInvalid, "a join condition must be BOOLEAN, not %s", e.Type())
 		}
 		all = append(all, e)
+		if !p.binds(c, lsc) && !p.binds(c, rsc) {
+			relatesSides = true
+		}
 		if k, ok := p.equiKey(c, e, lsc, rsc); ok {
 			out.LeftKeys, out.RightKeys, out.KeyTypes = append(out.LeftKeys, k.l), append(out.RightKeys, k.r), append(out.KeyTypes, k.t)
 			continue
@@ -208,22 +217,18 @@ func (p *session) join(j *parser.Join, where *[]parser.Expr) (Node, *scope, erro
 	}
 	out.Cond = andOf(all)
 	out.Residual = andOf(residual)
-	if len(out.LeftKeys) == 0 {
+	if len(out.LeftKeys) == 0 && !relatesSides {
 		if where != nil {
 			// A mistake in a WHERE conjunct that was meant for this join
-			// says more than the missing key does.
+			// says more than the missing condition does.
 			for _, c := range *where {
 				if _, err := p.bind(c, sc, nil); err != nil {
 					return nil, nil, err
 				}
 			}
 		}
-		cond := "no condition"
-		if out.Cond != nil {
-			cond = out.Cond.String()
-		}
 		return nil, nil, p.errAt(j.Position(), ErrInvalid,
-			"the join has no equality of a left and a right column (%s): joins without an equi-join key are not supported (Flink runs them on one parallel instance); add one, e.g. ON a.id = b.id", cond)
+			"the join has no condition on columns of both sides: a cross join (Cartesian product) is not supported; join ON a condition relating both sides, e.g. ON a.id = b.id")
 	}
 	if iv := intervalOf(bounds); iv != nil && left.Changelog() == InsertOnly && right.Changelog() == InsertOnly {
 		// The residual keeps the time bounds too (the join checks them
@@ -231,6 +236,12 @@ func (p *session) join(j *parser.Join, where *[]parser.Expr) (Node, *scope, erro
 		out.Interval = iv
 	}
 	return out, sc, nil
+}
+
+// binds reports whether c binds in scope sc alone.
+func (p *session) binds(c parser.Expr, sc *scope) bool {
+	_, err := p.bind(c, sc, nil)
+	return err == nil
 }
 
 func andOf(es []Expr) Expr {
