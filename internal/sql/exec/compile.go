@@ -3,7 +3,8 @@
 // records (the Kafka source with per-partition watermarks, Calc, the
 // window table function, the keyed window aggregates (SESSION windows
 // merging) with event-time timers in keyed state, the regular GROUP BY,
-// deduplication, Top-N, window Top-N and window deduplication, union, and
+// deduplication, Top-N, window Top-N and window deduplication, regular and
+// interval joins, union, and
 // the kafka, upsert-kafka, print and blackhole sinks), joined by forward or
 // hash-partitioned edges. The job
 // that results checkpoints, restarts and restores like any other core
@@ -250,6 +251,8 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		late := &lateCounter{m: c.o.Metrics}
 		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "window-deduplicate", Name: "WindowDeduplicate " + n.Window.String(), Out: out,
 			NeedsWatermarks: true, New: func() core.Operator { return &windowDedupOp{d: n, codec: codec, late: late} }}, "window-deduplicate")
+	case *planner.Join:
+		return c.join(n, out)
 	case *planner.Union:
 		ins := n.Inputs()
 		cur, err := c.node(ins[0])
@@ -337,4 +340,45 @@ func scanParallelism(t *planner.Table, s core.Stream) (core.Stream, error) {
 		s.SetParallelism(n)
 	}
 	return s, nil
+}
+
+// join adds a join over both inputs hashed by their join keys.
+func (c *compiler) join(n *planner.Join, out core.Type) (core.Stream, error) {
+	l, err := c.node(n.Left)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	r, err := c.node(n.Right)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	jc, err := newJoinCore(n)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	l = l.KeyBy(joinKeySelector(n.LeftKeys, n.KeyTypes))
+	r = r.KeyBy(joinKeySelector(n.RightKeys, n.KeyTypes))
+	// Without an equality key every row has the empty key: one subtask
+	// joins them all (Flink's single distribution).
+	single := func(s core.Stream) core.Stream {
+		if len(n.LeftKeys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s
+	}
+	if n.Interval != nil {
+		iv := *n.Interval
+		return single(core.Transform2(l, r, core.OperatorSpec{Kind: "interval-join", Name: joinName(n), Out: out, NeedsWatermarks: true,
+			New: func() core.Operator { return &intervalJoinOp{joinCore: jc, iv: iv} }}).UID(c.uid("interval-join"))), nil
+	}
+	var raw string
+	if v, ok := c.o.Config.Raw("table.exec.state.ttl"); ok {
+		raw = v.Value
+	}
+	ttl, err := stateTTL(raw)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	return single(core.Transform2(l, r, core.OperatorSpec{Kind: "join", Name: joinName(n), Out: out,
+		New: func() core.Operator { return &joinOp{joinCore: jc, ttl: ttl} }}).UID(c.uid("join"))), nil
 }

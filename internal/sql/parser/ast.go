@@ -230,6 +230,15 @@ type SubqueryRef struct {
 	Alias string
 }
 
+// Join is Left JOIN Right ON On, or the implicit join of a comma-separated
+// FROM list (Kind ",", no On: its condition is the WHERE's).
+type Join struct {
+	node
+	Kind        string // INNER, LEFT, RIGHT, FULL or ","
+	Left, Right From
+	On          Expr
+}
+
 // Ident is a column reference, possibly qualified (t.col).
 type Ident struct {
 	node
@@ -369,6 +378,7 @@ func (*QueryStmt) stmt()    {}
 func (*TableRef) from()    {}
 func (*WindowTVF) from()   {}
 func (*SubqueryRef) from() {}
+func (*Join) from()        {}
 
 func (*Ident) expr()        {}
 func (*Literal) expr()      {}

@@ -161,32 +161,7 @@ func dumpSelect(b *strings.Builder, s *Select, indent string) {
 		}
 	}
 	b.WriteString(nl + "(from ")
-	switch f := s.From.(type) {
-	case *TableRef:
-		b.WriteString(dumpName(f.Name))
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	case *WindowTVF:
-		fmt.Fprintf(b, "(%s %s", strings.ToLower(f.Func), dumpName(f.Table))
-		if len(f.PartitionBy) > 0 {
-			b.WriteString(" (partition-by " + identList(f.PartitionBy) + ")")
-		}
-		fmt.Fprintf(b, " (descriptor %s)", quoteIdent(f.TimeCol))
-		for _, a := range f.Args {
-			b.WriteString(" ")
-			dumpExpr(b, a)
-		}
-		b.WriteString(")")
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	case *SubqueryRef:
-		dumpSelect(b, f.Query, indent+"  ")
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	}
+	dumpFrom(b, s.From, indent, nl)
 	b.WriteString(")")
 	if s.Where != nil {
 		b.WriteString(nl + "(where ")
@@ -401,3 +376,43 @@ func identList(cols []string) string {
 
 func quoteIdent(s string) string  { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func dumpFrom(b *strings.Builder, from From, indent, nl string) {
+	switch f := from.(type) {
+	case *TableRef:
+		b.WriteString(dumpName(f.Name))
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *WindowTVF:
+		fmt.Fprintf(b, "(%s %s", strings.ToLower(f.Func), dumpName(f.Table))
+		if len(f.PartitionBy) > 0 {
+			b.WriteString(" (partition-by " + identList(f.PartitionBy) + ")")
+		}
+		fmt.Fprintf(b, " (descriptor %s)", quoteIdent(f.TimeCol))
+		for _, a := range f.Args {
+			b.WriteString(" ")
+			dumpExpr(b, a)
+		}
+		b.WriteString(")")
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *SubqueryRef:
+		dumpSelect(b, f.Query, indent+"  ")
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *Join:
+		fmt.Fprintf(b, "(join %s ", strings.ToLower(f.Kind))
+		dumpFrom(b, f.Left, indent, nl)
+		b.WriteString(" ")
+		dumpFrom(b, f.Right, indent, nl)
+		if f.On != nil {
+			b.WriteString(" (on ")
+			dumpExpr(b, f.On)
+			b.WriteString(")")
+		}
+		b.WriteString(")")
+	}
+}
