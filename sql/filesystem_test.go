@@ -283,13 +283,9 @@ INSERT INTO out SELECT id, CONCAT('n ', CAST(id AS STRING)), CAST(id AS DECIMAL(
 					t.Errorf("line %s, want %s", got[i], want[i])
 				}
 			}
-			var parts []string
-			_ = filepath.WalkDir(dir+"/out", func(p string, d os.DirEntry, err error) error {
-				if err == nil && strings.HasPrefix(d.Name(), "part-") {
-					parts = append(parts, p)
-				}
-				return err
-			})
+			// The parts are directly under the path (a table without
+			// partitions has no buckets).
+			parts, _ := filepath.Glob(dir + "/out/part-*")
 			if len(parts) < 3 {
 				t.Errorf("%d part files; 1 kb parts over 2 subtasks should make more", len(parts))
 			}

@@ -87,7 +87,10 @@ func newFilesystemSink(s *planner.Sink) (*file.RowSink[core.Row], error) {
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	return file.ForRowFormat(t.Options[planner.OptPath], enc).WithRollingPolicy(policy).WithBucketCheckInterval(check), nil
+	// A table without partitions writes its parts directly under its path
+	// (not in the DataStream sink's default hourly buckets).
+	return file.ForRowFormat(t.Options[planner.OptPath], enc).WithBucketAssigner(file.BasePathBucketAssigner[core.Row]()).
+		WithRollingPolicy(policy).WithBucketCheckInterval(check), nil
 }
 
 // fsSourceSpec is a filesystem table as a source.
