@@ -498,6 +498,11 @@ func TestFilesystemOptionErrors(t *testing.T) {
 		{"bad monitor interval", table(", 'path' = '/tmp/x', 'format' = 'csv', 'source.monitor-interval' = 'often'") +
 			"CREATE TABLE p (id INT, name STRING) WITH ('connector' = 'blackhole');\nINSERT INTO p SELECT * FROM fs;",
 			"'source.monitor-interval' = 'often' is not a positive duration"},
+		{"partitions of a kafka table", "CREATE TABLE k (id INT, d STRING) PARTITIONED BY (d) WITH ('connector' = 'kafka', 'topic' = 't', " +
+			"'properties.bootstrap.servers' = 'b:9092', 'format' = 'csv');",
+			"table k: connector 'kafka' has no partitions (PARTITIONED BY is for 'filesystem' tables)"},
+		{"unknown partition column", "CREATE TABLE p (id INT, name STRING) PARTITIONED BY (nme) WITH ('connector' = 'filesystem', " +
+			"'path' = '/tmp/x', 'format' = 'csv');", "column 'nme' not found; did you mean 'name'?"},
 		{"updating query", table(", 'path' = '/tmp/x', 'format' = 'csv'") + "INSERT INTO fs SELECT COUNT(*), name FROM gen GROUP BY name;",
 			"Table sink 'default_catalog.default_database.fs' doesn't support consuming update changes which is produced by node GroupAggregate(groupBy=[name], select=[name, COUNT(*) AS EXPR$0]): connector 'filesystem' is append-only"},
 	} {
@@ -507,5 +512,53 @@ func TestFilesystemOptionErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A PARTITIONED BY table writes each row under Hive's col=value/
+// directories (escaped; NULL or empty in partition.default-name) without
+// its partition columns, and reads them back from the directories.
+func TestFilesystemPartitions(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.csv"), "1,2024-01-01,a\n2,2024-01-01,b/c\n3,2024-01-02,a\n4,2024-01-02,\n5,n/a,a\n")
+	script := fmt.Sprintf(`
+CREATE TABLE src (id INT, dt DATE, kind STRING) WITH ('connector' = 'filesystem', 'path' = '%[1]s/in', 'format' = 'csv',
+  'csv.null-literal' = 'n/a');
+CREATE TABLE parted (id INT, dt DATE, kind STRING) PARTITIONED BY (dt, kind) WITH ('connector' = 'filesystem',
+  'path' = '%[1]s/out', 'format' = 'csv');
+INSERT INTO parted SELECT * FROM src;`, dir)
+	runPrintedSorted(t, script, nil)
+	got := map[string]string{}
+	err := filepath.WalkDir(dir+"/out", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir+"/out", filepath.Dir(p))
+		got[rel] += string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"dt=2024-01-01/kind=a":                     "1\n",
+		"dt=2024-01-01/kind=b%2Fc":                 "2\n",
+		"dt=2024-01-02/kind=a":                     "3\n",
+		"dt=2024-01-02/kind=__DEFAULT_PARTITION__": "4\n",
+		"dt=__DEFAULT_PARTITION__/kind=a":          "5\n",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("partitions:\n%v\nwant:\n%v", got, want)
+	}
+	read := fmt.Sprintf(`
+CREATE TABLE parted (id INT, dt DATE, kind STRING) PARTITIONED BY (dt, kind) WITH ('connector' = 'filesystem',
+  'path' = '%s/out', 'format' = 'csv');
+CREATE TABLE out (id INT, dt DATE, kind STRING) WITH ('connector' = 'print');
+INSERT INTO out SELECT * FROM parted;`, dir)
+	rows := runPrintedSorted(t, read, map[string]string{"parallelism.default": "2"})
+	wantRows := []string{"+I[1, 2024-01-01, a]", "+I[2, 2024-01-01, b/c]", "+I[3, 2024-01-02, a]", "+I[4, 2024-01-02, NULL]", "+I[5, NULL, a]"}
+	if !slices.Equal(rows, wantRows) {
+		t.Errorf("rows read back:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/runtime/restart"
 	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/internal/sql/types"
 	"github.com/sluice/sluice/stream"
 )
 
@@ -42,11 +43,18 @@ const (
 // rows of s, one line each in the table's format, under the table's path.
 func newFilesystemSink(s *planner.Sink) (*file.RowSink[core.Row], error) {
 	t := s.Table
-	fields := make([]planner.Field, len(s.Columns))
-	idx := make([]int, len(s.Columns))
+	// The files hold the columns but the partition columns, whose values
+	// name the rows' directory.
+	var fields []planner.Field
+	var idx []int
+	part := make([]int, len(t.PartitionKeys))
 	for i, c := range s.Columns {
-		fields[i] = planner.Field{Name: t.Columns[c].Name, Type: t.Columns[c].Type}
-		idx[i] = i
+		if k := slices.Index(t.PartitionKeys, c); k >= 0 {
+			part[k] = i
+			continue
+		}
+		fields = append(fields, planner.Field{Name: t.Columns[c].Name, Type: t.Columns[c].Type})
+		idx = append(idx, i)
 	}
 	f, err := newRowFormat(t, "", fields)
 	if err != nil {
@@ -88,9 +96,71 @@ func newFilesystemSink(s *planner.Sink) (*file.RowSink[core.Row], error) {
 		return err
 	}
 	// A table without partitions writes its parts directly under its path
-	// (not in the DataStream sink's default hourly buckets).
-	return file.ForRowFormat(t.Options[planner.OptPath], enc).WithBucketAssigner(file.BasePathBucketAssigner[core.Row]()).
+	// (not in the DataStream sink's default hourly buckets); a partitioned
+	// one in Hive's directories, col=value/... .
+	assigner := file.BasePathBucketAssigner[core.Row]()
+	if len(part) > 0 {
+		defaultName := t.Options[planner.OptPartitionDef]
+		if defaultName == "" {
+			defaultName = fsDefaultPartitionName
+		}
+		partFields := make([]planner.Field, len(part))
+		for k, c := range t.PartitionKeys {
+			partFields[k] = planner.Field{Name: t.Columns[c].Name, Type: t.Columns[c].Type}
+		}
+		assigner = file.BucketAssignerFunc[core.Row](func(r core.Row, _ file.BucketContext) string {
+			var b strings.Builder
+			for k, i := range part {
+				if k > 0 {
+					b.WriteByte('/')
+				}
+				b.WriteString(escapePartition(partFields[k].Name))
+				b.WriteByte('=')
+				v := defaultName
+				if r.Values[i] != nil {
+					if text := toText(r.Values[i], partFields[k]); text != "" {
+						v = escapePartition(text)
+					}
+				}
+				b.WriteString(v)
+			}
+			return b.String()
+		})
+	}
+	return file.ForRowFormat(t.Options[planner.OptPath], enc).WithBucketAssigner(assigner).
 		WithRollingPolicy(policy).WithBucketCheckInterval(check), nil
+}
+
+// fsDefaultPartitionName is Flink's partition.default-name: the directory
+// of a NULL or empty partition value.
+const fsDefaultPartitionName = "__DEFAULT_PARTITION__"
+
+// escapePartition escapes a partition directory's name or value as Hive
+// and Flink do (PartitionPathUtils.escapePathName): a control character,
+// a double or single quote, '#', '%', '*', '/', ':', '=', '?', a
+// backslash, DEL, '{', '[', ']' and '^' become %XX.
+func escapePartition(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || strings.IndexByte("\"#%'*/:=?\\{[]^", c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// unescapePartition undoes escapePartition.
+func unescapePartition(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
 }
 
 // fsSourceSpec is a filesystem table as a source.
@@ -107,12 +177,21 @@ type fsSourceSpec struct {
 	proctime []int
 	// keepEmpty: empty lines are records (raw); else they are skipped.
 	keepEmpty bool
+	// defaultName is the directory name of a NULL partition value.
+	defaultName string
 }
 
 func newFilesystemSourceSpec(t *planner.Table, m *Metrics) (*fsSourceSpec, error) {
 	spec := &fsSourceSpec{table: t, metrics: m}
 	var fields []planner.Field
+	spec.defaultName = t.Options[planner.OptPartitionDef]
+	if spec.defaultName == "" {
+		spec.defaultName = fsDefaultPartitionName
+	}
 	for i, c := range t.Columns {
+		if slices.Contains(t.PartitionKeys, i) {
+			continue // from the file's directories
+		}
 		if c.Kind == planner.Physical {
 			fields = append(fields, planner.Field{Name: c.Name, Type: c.Type})
 			spec.physIdx = append(spec.physIdx, i)
@@ -173,6 +252,7 @@ type fsSource struct {
 	known    map[string]bool
 	restored []file.Split
 	lines    map[string]lineMark
+	parts    map[string][]any // partition values by file
 	err      error
 	emitted  int64
 	wm       int64
@@ -231,6 +311,7 @@ func (s *fsSource) Open(ctx *core.Context) error {
 	s.ctx = ctx
 	s.emitted, s.wm = core.NoWatermark, core.NoWatermark
 	s.lines = map[string]lineMark{}
+	s.parts = map[string][]any{}
 	if s.known == nil {
 		s.known = map[string]bool{}
 	}
@@ -364,6 +445,10 @@ func (s *fsSource) decode(p string, off int64, line string) (fsRow, bool, error)
 		return fsRow{}, true, nil
 	}
 	spec := s.spec
+	parts, err := s.partitionValues(p)
+	if err != nil {
+		return fsRow{}, false, err
+	}
 	tmp := make([]any, len(spec.physIdx))
 	nulled, err := spec.format.decode("", []byte(line), tmp)
 	if errors.Is(err, errSkip) {
@@ -382,6 +467,9 @@ func (s *fsSource) decode(p string, off int64, line string) (fsRow, bool, error)
 	for j, i := range spec.physIdx {
 		vals[i] = tmp[j]
 	}
+	for k, i := range t.PartitionKeys {
+		vals[i] = parts[k]
+	}
 	for i, c := range t.Columns {
 		if c.Kind != planner.Computed || c.Type.Proctime {
 			continue
@@ -393,6 +481,40 @@ func (s *fsSource) decode(p string, off int64, line string) (fsRow, bool, error)
 		vals[i] = v
 	}
 	return fsRow{vals: vals}, false, nil
+}
+
+// partitionValues are the values of the partition columns that the
+// directories of the file at p name (col=value/...): NULL for
+// partition.default-name or a missing directory.
+func (s *fsSource) partitionValues(p string) ([]any, error) {
+	t := s.spec.table
+	if len(t.PartitionKeys) == 0 {
+		return nil, nil
+	}
+	if v, ok := s.parts[p]; ok {
+		return v, nil
+	}
+	texts := map[string]string{}
+	for _, seg := range strings.Split(path.Dir(p), "/") {
+		if k, v, ok := strings.Cut(seg, "="); ok {
+			texts[unescapePartition(k)] = unescapePartition(v)
+		}
+	}
+	out := make([]any, len(t.PartitionKeys))
+	for k, i := range t.PartitionKeys {
+		c := t.Columns[i]
+		text, ok := texts[c.Name]
+		if !ok || text == s.spec.defaultName {
+			continue
+		}
+		v, err := types.Cast(text, types.STRING, c.Type)
+		if err != nil {
+			return nil, &restart.Unrecoverable{Err: fmt.Errorf("sql: table %s: file %s: partition %s=%s: %w", t.Name, p, c.Name, text, err)}
+		}
+		out[k] = v
+	}
+	s.parts[p] = out
+	return out, nil
 }
 
 func (s *fsSource) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
