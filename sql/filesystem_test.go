@@ -562,3 +562,65 @@ INSERT INTO out SELECT * FROM parted;`, dir)
 		t.Errorf("rows read back:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
 	}
 }
+
+// A monitored filesystem source stopped with a savepoint and restored at
+// another parallelism reads each file once: the files it finished are
+// not read again, one it was in resumes at its offset, and a file added
+// while it was stopped is read by the restored job.
+func TestFilesystemSourceSavepointAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for id := 1; id <= 20000; id++ {
+		fmt.Fprintf(&b, "%d\n", id)
+	}
+	writeFile(t, filepath.Join(dir, "in", "big.csv"), b.String())
+	writeFile(t, filepath.Join(dir, "in", "small.csv"), "20001\n20002\n")
+	script := fmt.Sprintf(`
+CREATE TABLE src (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '%[1]s/in', 'format' = 'csv',
+  'source.monitor-interval' = '20 ms');
+CREATE TABLE out (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '%[1]s/out', 'format' = 'csv');
+INSERT INTO out SELECT id FROM src;
+`, dir)
+	cfg := map[string]string{
+		"parallelism.default":              "2",
+		"execution.checkpointing.interval": "20 ms",
+		"execution.checkpointing.dir":      "file://" + dir + "/cp",
+	}
+	jobs, err := sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := jobs[0]
+	t.Cleanup(func() { job.Cancel(); _ = job.Wait() })
+	testwait.Eventually(t, 20*time.Second, "some rows committed", func() bool { return len(committedLines(t, dir+"/out")) > 0 })
+	path, err := job.StopWithSavepoint("file://" + dir + "/sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "in", "later.csv"), "20003\n")
+	cfg["parallelism.default"] = "3"
+	jobs, err = sql.NewSession(sql.Options{Config: cfg}).ExecuteScript(ctxT(t), "SET 'execution.state-recovery.path' = '"+path+"';\n"+script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := jobs[0]
+	t.Cleanup(func() { restored.Cancel(); _ = restored.Wait() })
+	testwait.Eventually(t, 30*time.Second, "every row committed", func() bool { return len(committedLines(t, dir+"/out")) >= 20003 })
+	restored.Cancel()
+	_ = restored.Wait()
+	seen := map[string]int{}
+	for _, l := range committedLines(t, dir+"/out") {
+		seen[l]++
+	}
+	for id := 1; id <= 20003; id++ {
+		if n := seen[fmt.Sprint(id)]; n != 1 {
+			t.Errorf("id %d committed %d times, want once", id, n)
+		}
+	}
+	if len(seen) != 20003 {
+		t.Errorf("%d distinct lines committed, want 20003", len(seen))
+	}
+}

@@ -231,8 +231,8 @@ var rules = table{
 				"internal/runtime/pendingcommit", "internal/runtime/restart", "internal/sql/planner", "internal/sql/types", "kafka", "secret", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
-			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner", "internal/sql/types"},
-			std: []string{"std"}, testMod: []string{"formats/avro", "formats/registry"},
+			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner", "internal/sql/types"},
+			std: []string{"std"}, testMod: []string{"formats/avro", "formats/registry", "hadoop", "hdfs", "integration/minicluster"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake", "github.com/twmb/franz-go/pkg/sr"}},
 		// User job programs: the user API and connectors only.
 		{pkgs: "examples/frauddetection", why: "a user job program: keyed process functions with state and timers",
