@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/sluice/sluice/internal/sql/planner"
@@ -18,10 +19,11 @@ import (
 // Kafka message or per line of a file), options of one prefix (csv.,
 // key.csv., value.csv.). Flink reads and writes CSV with Jackson's
 // CsvMapper; this follows Jackson's rules, not RFC 4180's, which is why it
-// does not use encoding/csv: Jackson quotes a text value that holds any
-// character below the highest of the delimiter, the quote character and
-// the line feed (so "a b" and "2024-01-01 10:00:00" are quoted with the
-// default ','), the quote and escape characters are options
+// does not use encoding/csv: Jackson quotes a text value longer than 24
+// characters or holding any character below the highest of the delimiter,
+// the quote character and the line feed (so "a b" and
+// "2024-01-01 10:00:00" are quoted with the default ','), the quote and
+// escape characters are options
 // (encoding/csv has neither), quoting can be disabled, and a field equal
 // to csv.null-literal is NULL.
 type csvFormat struct {
@@ -350,14 +352,22 @@ func csvText(v any, t types.Type) string {
 	return fmt.Sprint(v)
 }
 
+// csvMaxQuoteCheck is Jackson's CsvEncoder.MAX_QUOTE_CHECK: a longer text
+// value is quoted without looking at it.
+const csvMaxQuoteCheck = 24
+
 // appendText writes a text value, quoted as Jackson's CsvEncoder quotes
-// (its loose check): when it holds a character below minSafe or the
-// escape character; a quote inside is doubled.
+// (its loose check, Flink's): when it is longer than csvMaxQuoteCheck
+// UTF-16 units or holds a character below minSafe or the escape
+// character. Inside, a quote is doubled, and so is the escape character.
 func (f *csvFormat) appendText(dst []byte, s string) []byte {
 	need := false
 	if f.quote >= 0 {
+		if len(s) > csvMaxQuoteCheck && len(utf16.Encode([]rune(s))) > csvMaxQuoteCheck {
+			need = true
+		}
 		for _, r := range s {
-			if r < f.minSafe || r == f.escape {
+			if need || r < f.minSafe || r == f.escape {
 				need = true
 				break
 			}
@@ -368,8 +378,8 @@ func (f *csvFormat) appendText(dst []byte, s string) []byte {
 	}
 	dst = utf8.AppendRune(dst, f.quote)
 	for _, r := range s {
-		if r == f.quote {
-			dst = utf8.AppendRune(dst, f.quote)
+		if r == f.quote || r == f.escape {
+			dst = utf8.AppendRune(dst, r)
 		}
 		dst = utf8.AppendRune(dst, r)
 	}

@@ -76,7 +76,9 @@ func TestCSVEncodeText(t *testing.T) {
 		{nil, "line\nfeed", "\"line\nfeed\""},
 		{map[string]string{"csv.field-delimiter": ";"}, "12:30", `"12:30"`},
 		{map[string]string{"csv.disable-quote-character": "true"}, "a,b", "a,b"},
-		{map[string]string{"csv.escape-character": "~"}, "a~b", `"a~b"`},
+		{map[string]string{"csv.escape-character": "~"}, "a~b", `"a~~b"`},
+		{nil, "abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwx"},     // 24: checked, safe
+		{nil, "abcdefghijklmnopqrstuvwxy", `"abcdefghijklmnopqrstuvwxy"`}, // 25: quoted unchecked
 	} {
 		f, err := newCSVFormat(tc.opts, "csv.", csvFields[:1])
 		if err != nil {
