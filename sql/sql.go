@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/launch"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/sql/exec"
@@ -59,6 +60,10 @@ type Options struct {
 	// shown as a table of its changes, unless ResultModeKey says otherwise
 	// (see there).
 	Terminal bool
+	// FileSystems resolves the URIs of filesystem tables' paths and of
+	// checkpoints (register hdfs:// on it with hdfs.Register). Nil: local
+	// paths and file:// only.
+	FileSystems *fs.Resolver
 }
 
 // Session is a SQL client session: its catalog of tables and its settings.
@@ -287,7 +292,7 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	}
 	log := s.o.Log
 	h, err := launch.Local().Launch(ctx, launch.Job{
-		Graph: g, Config: cfg, Log: log,
+		Graph: g, Config: cfg, Log: log, Local: launch.LocalSettings{FileSystems: s.o.FileSystems},
 	})
 	if err != nil {
 		return nil, err

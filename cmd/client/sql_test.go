@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,56 @@ SELECT customer_id, amount * 2 FROM orders;
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in the output:\n%s", want, out.String())
 		}
+	}
+}
+
+// sluice sql -f runs a script from a directory of CSV files into a
+// filesystem sink: the job ends with the input, and its part files hold
+// the query's rows in the sink's format.
+func TestSQLFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.MkdirAll(filepath.Join(in, "2024"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"a.csv":      "o1,c1,10.50\no2,c2,2.25\n",
+		"2024/b.csv": "o3,c1,7\n",
+	} {
+		if err := os.WriteFile(filepath.Join(in, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `
+CREATE TABLE orders (order_id STRING, customer_id STRING, amount DECIMAL(12, 2))
+WITH ('connector' = 'filesystem', 'path' = '` + in + `', 'format' = 'csv');
+CREATE TABLE big (order_id STRING, amount DECIMAL(12, 2), note STRING)
+WITH ('connector' = 'filesystem', 'path' = 'file://` + dir + `/out', 'format' = 'json');
+INSERT INTO big SELECT order_id, amount * 2, CONCAT(customer_id, ' x') FROM orders WHERE amount > 5;
+`
+	path := filepath.Join(dir, "script.sql")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sluice(t, Cluster{}, "sql", "-f", path)
+	if r.code != 0 {
+		t.Fatalf("sluice sql -f:\n%s", r)
+	}
+	parts, err := filepath.Glob(filepath.Join(dir, "out", "part-*"))
+	if err != nil || len(parts) == 0 {
+		t.Fatalf("no part files in %s (%v):\n%s", filepath.Join(dir, "out"), err, r)
+	}
+	var lines []string
+	for _, p := range parts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+	}
+	slices.Sort(lines)
+	want := []string{`{"order_id":"o1","amount":21.00,"note":"c1 x"}`, `{"order_id":"o3","amount":14.00,"note":"c1 x"}`}
+	if !slices.Equal(lines, want) {
+		t.Errorf("part files hold:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -226,13 +226,13 @@ var rules = table{
 			mod: []string{"internal/sql/parser", "internal/sql/types"}, std: []string{"pure", "regexp"},
 			testMod: []string{"internal/tracetest"}},
 		{pkgs: "internal/sql/exec", why: "SQL plans compiled to the core job API: Row operators, window aggregation in keyed state, " +
-			"the json format, the avro-confluent format (formats/avro), the kafka connector's source and sink adapted onto core operators",
-			mod: []string{"conf", "formats", "formats/avro", "formats/registry", "fs", "internal/clock", "internal/runtime/codec", "internal/runtime/core",
+			"the json, csv and raw formats, the avro-confluent format (formats/avro), the kafka and file connectors' sources and sinks adapted onto core operators",
+			mod: []string{"conf", "file", "formats", "formats/avro", "formats/registry", "fs", "internal/clock", "internal/runtime/codec", "internal/runtime/core",
 				"internal/runtime/pendingcommit", "internal/runtime/restart", "internal/sql/planner", "internal/sql/types", "kafka", "secret", "stream"},
 			ext: []string{"github.com/twmb/franz-go"}, std: []string{"std"}},
 		{pkgs: "sql", why: "the SQL user API: sessions that plan scripts and run their INSERTs as jobs through `internal/launch`",
-			mod: []string{"conf", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner", "internal/sql/types"},
-			std: []string{"std"}, testMod: []string{"formats/avro", "formats/registry"},
+			mod: []string{"conf", "fs", "internal/launch", "internal/runtime/core", "internal/sql/exec", "internal/sql/parser", "internal/sql/planner", "internal/sql/types"},
+			std: []string{"std"}, testMod: []string{"formats/avro", "formats/registry", "hadoop", "hdfs", "integration/minicluster"},
 			testExt: []string{"github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake", "github.com/twmb/franz-go/pkg/sr"}},
 		// User job programs: the user API and connectors only.
 		{pkgs: "examples/frauddetection", why: "a user job program: keyed process functions with state and timers",

@@ -5,7 +5,7 @@
 // merging) with event-time timers in keyed state, the regular GROUP BY,
 // deduplication, Top-N, window Top-N and window deduplication, regular and
 // interval joins, union, and
-// the kafka, upsert-kafka, print and blackhole sinks), joined by forward or
+// the kafka, upsert-kafka, filesystem, print and blackhole sinks), joined by forward or
 // hash-partitioned edges. The job
 // that results checkpoints, restarts and restores like any other core
 // job; the engine below never learns that SQL built it.
@@ -19,8 +19,10 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/kafka"
 )
 
 // Options configure a compilation.
@@ -91,7 +93,9 @@ func (c *compiler) sink(s *planner.Sink) error {
 		if err != nil {
 			return err
 		}
-		newOp = func() core.Operator { return &kafkaSinkOp{sink: ks} }
+		newOp = func() core.Operator {
+			return &committingSinkOp[kafka.TxnCommittable]{sink: kafkaTwoPhase{ks}, what: "Kafka transactions"}
+		}
 	case "print":
 		if t.Name == planner.SelectTable && c.o.Results != nil {
 			fields, results := s.Input.Fields(), c.o.Results
@@ -105,6 +109,14 @@ func (c *compiler) sink(s *planner.Sink) error {
 		newOp = func() core.Operator { return &printSink{w: w, mu: mu, id: id, fields: fields} }
 	case "blackhole":
 		newOp = func() core.Operator { return blackholeSink{} }
+	case "filesystem":
+		fsink, err := newFilesystemSink(s)
+		if err != nil {
+			return err
+		}
+		newOp = func() core.Operator {
+			return &committingSinkOp[file.Committable]{sink: fsink, what: "part files"}
+		}
 	default:
 		return fmt.Errorf("sql: table %s: connector '%s' cannot be written to", t.Name, t.Options[planner.OptConnector])
 	}
@@ -296,8 +308,10 @@ func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	case "kafka", "upsert-kafka":
 	case "datagen":
 		return c.datagenScan(t, out)
+	case "filesystem":
+		return c.filesystemScan(t, out)
 	default:
-		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka and datagen can)", t.Name, t.Options[planner.OptConnector])
+		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka, datagen and filesystem can)", t.Name, t.Options[planner.OptConnector])
 	}
 	if t.Options[planner.OptConnector] == "upsert-kafka" {
 		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
@@ -326,6 +340,21 @@ func (c *compiler) datagenScan(t *planner.Table, out core.Type) (core.Stream, er
 		Bounded: spec.rows >= 0,
 		Props:   map[string]string{"table": t.Path()},
 		New:     func() core.Source { return &datagenSource{spec: spec} },
+	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
+// filesystemScan reads a filesystem table.
+func (c *compiler) filesystemScan(t *planner.Table, out core.Type) (core.Stream, error) {
+	spec, err := newFilesystemSourceSpec(t, c.o.Metrics)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	s := core.AddSource(c.b, core.SourceSpec{
+		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
+		Bounded: spec.monitor == 0,
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &fsSource{spec: spec} },
 	}).UID(c.uid("source-" + t.Name))
 	return scanParallelism(t, s)
 }

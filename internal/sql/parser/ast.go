@@ -28,7 +28,9 @@ type CreateTable struct {
 	Watermark   *Watermark
 	PrimaryKey  *PrimaryKey
 	Comment     string
-	Options     []*Option
+	// PartitionedBy is PARTITIONED BY (columns), or nil.
+	PartitionedBy *PartitionedBy
+	Options       []*Option
 }
 
 // Name is a possibly qualified name (catalog.db.table).
@@ -91,6 +93,12 @@ type Watermark struct {
 
 // PrimaryKey is PRIMARY KEY (columns) NOT ENFORCED.
 type PrimaryKey struct {
+	node
+	Columns []string
+}
+
+// PartitionedBy is a table's PARTITIONED BY (columns).
+type PartitionedBy struct {
 	node
 	Columns []string
 }

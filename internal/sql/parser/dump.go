@@ -64,6 +64,9 @@ func dumpStmt(b *strings.Builder, s Stmt) {
 		if k := s.PrimaryKey; k != nil {
 			fmt.Fprintf(b, "\n  (primary-key %s)", identList(k.Columns))
 		}
+		if k := s.PartitionedBy; k != nil {
+			fmt.Fprintf(b, "\n  (partitioned-by %s)", identList(k.Columns))
+		}
 		if len(s.Options) > 0 {
 			b.WriteString("\n  (with")
 			for _, o := range s.Options {

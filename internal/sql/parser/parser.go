@@ -405,7 +405,15 @@ func (p *parser) createTable(pos Pos, temp bool) (Stmt, error) {
 		}
 	}
 	if p.isKw("PARTITIONED") {
-		return nil, p.errAt(p.peek().pos, "PARTITIONED BY is not supported")
+		kpos := p.peek().pos
+		if err := p.expectKw("PARTITIONED", "BY"); err != nil {
+			return nil, err
+		}
+		cols, err := p.columnList()
+		if err != nil {
+			return nil, err
+		}
+		ct.PartitionedBy = &PartitionedBy{node: node{kpos}, Columns: cols}
 	}
 	if p.acceptKw("WITH") {
 		if ct.Options, err = p.options(); err != nil {

@@ -1095,6 +1095,11 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)",
 			t.Path(), updateSource(in).describe())
 	}
+	if in.Changelog() == Updating && conn == "filesystem" {
+		return nil, p.errAt(ins.Position(), ErrInvalid,
+			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'filesystem' is append-only",
+			t.Path(), updateSource(in).describe())
+	}
 	if in.Changelog() == Updating && conn == "upsert-kafka" {
 		key, ok := upsertKey(in)
 		var pk []int
