@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +164,63 @@ SELECT customer_id, amount * 2 FROM orders;
 			t.Errorf("no %q in the output:\n%s", want, out.String())
 		}
 	}
+}
+
+// A script for a cluster target is checked in the client, and nothing is
+// submitted, when the target is unknown, no JobManager answers at the
+// address (rest.address unset: localhost), the script does not plan (at
+// its line and column) or holds a SELECT, whose result only a local job
+// shows.
+func TestSQLClusterTargetErrors(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bad.sql")
+	if err := os.WriteFile(script, []byte("CREATE TABLE t (a INT) WITH ('connector' = 'datagen');\nINSERT INTO t SELECT b FROM t;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const table = "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '1');\n"
+	free := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in stderr
+	}{
+		{"unknown target", []string{"sql", "-t", "kubernetes-session", "-e", table}, 2,
+			[]string{`--target "kubernetes-session" is not a target; use one of local, remote, yarn-session, yarn-application`}},
+		{"unknown execution.target", []string{"sql", "-D", "execution.target=cluster", "-e", table}, 2,
+			[]string{`execution.target: invalid value "cluster": must be one of local, remote, yarn-session, yarn-application`}},
+		{"jobmanager with yarn-session", []string{"sql", "-t", "yarn-session", "-m", free, "-e", table}, 2,
+			[]string{"--jobmanager names a standalone cluster, but --target is yarn-session"}},
+		{"nothing at rest.address", []string{"sql", "-t", "remote", "-D", "rest.port=" + strings.TrimPrefix(free, "127.0.0.1:"), "-e", table + "INSERT INTO t SELECT a FROM t;"}, 1,
+			[]string{"no JobManager answers at localhost:" + strings.TrimPrefix(free, "127.0.0.1:"), "nothing was submitted", "rest.address"}},
+		{"script that does not plan", []string{"sql", "-m", free, "-f", script}, 1,
+			[]string{script + ": line 2, column 22: column 'b' not found", "\n  INSERT INTO t SELECT b FROM t;\n                       ^"}},
+		{"SELECT on a cluster", []string{"sql", "-m", free, "-e", table + "SELECT a FROM t;"}, 1,
+			[]string{"line 2, column 1: a SELECT's result is shown only by jobs on the embedded engine (execution.target local)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sluice(t, Cluster{}, tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", r.code, tc.code, r)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("no %q in stderr:\n%s", w, r)
+				}
+			}
+			if strings.Contains(r.stdout, "Job ID") {
+				t.Errorf("a job was submitted:\n%s", r)
+			}
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

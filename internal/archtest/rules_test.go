@@ -311,7 +311,7 @@ var rules = table{
 		{pkgs: "cluster/clustertest", why: "a real standalone cluster on loopback, driven through the CLI and, for the dashboard, a headless Chromium (tests only)",
 			testMod: []string{"cluster/clusterpb", "cluster/clusterpb/clusterpbtest", "cluster/rpcauth", "conf", "fs", "integration/kafkabroker", "internal/runtime/checkpoint/storage", "security/tlsconf",
 				"security/tlsconf/keytooltest"},
-			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "google.golang.org/grpc"}},
+			testExt: []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "github.com/twmb/franz-go", "github.com/twmb/franz-go/pkg/kadm", "github.com/twmb/franz-go/pkg/kfake", "google.golang.org/grpc"}},
 		{pkgs: "cluster/yarntest", why: "end-to-end tests on a real mini YARN/HDFS and Kafka (tests only)",
 			testMod: []string{"cluster/clusterpb", "cluster/clusterpb/clusterpbtest", "fs", "hadoop", "hdfs", "integration/dockercluster", "integration/kafkabroker", "integration/minicluster", "rest/restapi", "rest/restclient",
 				"security/kerberos", "security/tlsconf", "security/tlsconf/keytooltest", "yarn"},
