@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,4 +283,47 @@ func firstDifference(got, want []string) string {
 		return "missing row " + want[len(got)]
 	}
 	return "none"
+}
+
+// TestSQLApplicationModeOnStandaloneJobManager runs the SQL job program in
+// application mode, as a YARN application's JobManager does: sluice
+// jobmanager runs "sluice sql-job all SCRIPT", which submits the script's
+// INSERT (a bounded scan) to it with the job's own number; the JobManager
+// ends with the job, and the output is the totals of the input.
+func TestSQLApplicationModeOnStandaloneJobManager(t *testing.T) {
+	const n = 1200
+	b := newSQLBroker(t)
+	b.produceOrders(t, 0, n, true)
+	script := strings.Replace(sqlScript(b.addr), "'scan.startup.mode' = 'earliest-offset',",
+		"'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',", 1)
+	c := &cluster{t: t, dir: t.TempDir(), rpcPort: freePort(t), restPort: freePort(t)}
+	c.jm = c.start("jobmanager", "jobmanager", "-D", "jobmanager.rpc.address=127.0.0.1", "-D", "jobmanager.rpc.port="+strconv.Itoa(c.rpcPort),
+		"-D", "rest.address=127.0.0.1", "-D", "rest.bind-address=127.0.0.1", "-D", "rest.port="+strconv.Itoa(c.restPort),
+		"-D", "security.internal.secret-file="+c.secretFile(), "-D", "execution.checkpointing.dir=file://"+filepath.Join(c.dir, "ckpt"),
+		sluiceBin, "sql-job", "all", script)
+	c.startTaskManager()
+	c.startTaskManager()
+	t.Cleanup(func() {
+		for _, tm := range c.tms {
+			tm.stop()
+		}
+		c.jm.stop()
+		if t.Failed() {
+			for _, p := range append([]*proc{c.jm}, c.tms...) {
+				b, _ := os.ReadFile(p.log)
+				t.Logf("---- %s:\n%s", p.name, tail(string(b), 40))
+			}
+		}
+	})
+	if code := c.jm.exitCode(t, 2*time.Minute, "the application-mode JobManager did not end with its SQL job"); code != 0 {
+		t.Fatalf("the JobManager exited with status %d", code)
+	}
+	log, _ := os.ReadFile(c.jm.log)
+	if !regexp.MustCompile(`Job ID: [0-9a-f]{32}`).Match(log) {
+		t.Errorf("the SQL job program's output (the job id) is not in the JobManager's log")
+	}
+	want := sqlTotals(n)
+	if got := b.readCommitted(t, "totals", len(want)); !slices.Equal(got, want) {
+		t.Errorf("committed output: %d rows, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
+	}
 }
