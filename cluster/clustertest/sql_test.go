@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -231,8 +232,11 @@ func TestSQLOnStandaloneCluster(t *testing.T) {
 				if len(victims) == 0 {
 					t.Fatal("no TaskManager runs a worker")
 				}
+				// Records in flight at the kill: windows fired and written in
+				// a transaction no checkpoint completed yet.
+				b.produceOrders(t, half, half+(n-half)/2, false)
 				victims[0].kill()
-				b.produceOrders(t, half, n, true)
+				b.produceOrders(t, half+(n-half)/2, n, true)
 				testwait.Eventually(t, 60*time.Second, "the job to restart", func() bool { return c.restarts() > 0 })
 			case "savepoint and restore":
 				stop := c.mustSluice("stop", "-m", c.rest(), "--savepointPath", filepath.Join(c.dir, "savepoints"), job)
@@ -322,6 +326,47 @@ func TestSQLApplicationModeOnStandaloneJobManager(t *testing.T) {
 	if !regexp.MustCompile(`Job ID: [0-9a-f]{32}`).Match(log) {
 		t.Errorf("the SQL job program's output (the job id) is not in the JobManager's log")
 	}
+	want := sqlTotals(n)
+	if got := b.readCommitted(t, "totals", len(want)); !slices.Equal(got, want) {
+		t.Errorf("committed output: %d rows, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
+	}
+}
+
+// TestSQLStatementsFromStandardInputOnCluster: an interactive session
+// (statements on standard input) submits its INSERT to the cluster after
+// its CREATE TABLEs and SETs ran as statements of their own, and after a
+// statement that failed: the job program replays what the session ran
+// (not the failed statement), so the cluster builds the client's job; the
+// bounded scan's output is exact and the job finishes.
+func TestSQLStatementsFromStandardInputOnCluster(t *testing.T) {
+	const n = 600
+	c := newCluster(t, 2)
+	b := newSQLBroker(t)
+	b.produceOrders(t, 0, n, true)
+	script := strings.Replace(sqlScript(b.addr), "'scan.startup.mode' = 'earliest-offset',",
+		"'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',", 1)
+	// One statement a line group, as typed; a mistake among them.
+	in := strings.Replace(script, "INSERT INTO totals", "SELECT nosuchcolumn FROM orders;\nINSERT INTO totals", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sluiceBin, "sql", "-m", c.rest(), "-D", "execution.checkpointing.dir=file://"+filepath.Join(c.dir, "ckpt"))
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sluice sql: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "[ERROR] line 1, column 8: column 'nosuchcolumn' not found") {
+		t.Errorf("the failed statement's error is not in the output:\n%s", out)
+	}
+	m := sqlJobIDRE.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no job id in the output:\n%s", out)
+	}
+	job := string(m[1])
+	testwait.Eventually(t, 60*time.Second, "the job to finish", func() bool {
+		o, _ := c.sluice("list", "-a", "-m", c.rest())
+		return regexp.MustCompile(job + ` : sql-totals \(FINISHED\)`).MatchString(o)
+	})
 	want := sqlTotals(n)
 	if got := b.readCommitted(t, "totals", len(want)); !slices.Equal(got, want) {
 		t.Errorf("committed output: %d rows, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
