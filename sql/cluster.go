@@ -34,6 +34,10 @@ type Cluster struct {
 	// Program is the job program's binary and the arguments before the
 	// job's own (for sluice: its executable, "sql-job").
 	Program []string
+	// ResultHost is the address of this client that the cluster's
+	// TaskManagers reach, where a SELECT's job sends its result (see
+	// collect.go); "": a SELECT is refused.
+	ResultHost string
 }
 
 // DMLSyncKey is Flink's table.dml-sync: when 'true', a session whose jobs
@@ -123,13 +127,20 @@ func clusterProcess(c *Cluster) (*launch.Process, []string) {
 		Executable: exe, Exit: func(int) {}}, prefix
 }
 
-// refuseQuery is the error of a SELECT in a session whose jobs run on a
-// cluster, at the statement.
+// canCollect reports whether a SELECT's result can reach its client:
+// on the embedded engine, from a client that listens for it, and in the
+// job program that builds one job (its sink sends to the client).
+func (s *Session) canCollect() bool {
+	return !s.onCluster() || s.only >= 0 || (s.o.Cluster != nil && s.o.Cluster.ResultHost != "")
+}
+
+// refuseQuery is the error of a SELECT in a session whose jobs cannot send
+// their result back, at the statement.
 func refuseQuery(script string, st parser.Stmt) error {
 	return parser.ErrorAt(script, st.Position(), ErrInvalid,
-		"a SELECT's result is shown only by jobs on the embedded engine (execution.target local): "+
-			"a job on a cluster (remote, yarn-session, yarn-application) cannot send its rows back to this client yet; "+
-			"run the query with -t local, or INSERT INTO a table")
+		"a SELECT's result is shown by the targets local, remote and yarn-session: "+
+			"in yarn-application mode the script runs in the cluster, with no client to show it to; "+
+			"use one of those targets, or INSERT INTO a table")
 }
 
 // joinScripts appends script to the session's earlier scripts, each

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/internal/launch"
@@ -62,7 +63,8 @@ type Options struct {
 	Terminal bool
 	// Cluster, when set, is the JobManager the session's jobs are
 	// submitted to instead of running in this process (see Cluster); a
-	// SELECT is then refused. Nil: the embedded engine.
+	// SELECT's result comes back from it when Cluster.ResultHost is set,
+	// else the SELECT is refused. Nil: the embedded engine.
 	Cluster *Cluster
 }
 
@@ -122,6 +124,8 @@ type Job struct {
 	finish    sync.Once
 	cancelled atomic.Bool
 	query     bool
+	// collect receives a SELECT's result from a cluster (nil: none).
+	collect *collector
 }
 
 // Query reports whether the job is a SELECT's, whose result the client
@@ -139,6 +143,10 @@ func (j *Job) Wait() error {
 	res, err := j.h.Wait()
 	if res != nil {
 		j.restarts = res.Restarts
+	}
+	if j.collect != nil {
+		// The sink's process ends with the job, which ends its connection.
+		err = errors.Join(err, j.collect.close(30*time.Second))
 	}
 	if j.view != nil {
 		j.finish.Do(func() { j.view.finish(j.cancelled.Load()) })
@@ -207,7 +215,7 @@ func ValidateWith(o Options, script string) error {
 // starts, so a mistake anywhere starts nothing.
 func (s *Session) ExecuteScript(ctx context.Context, script string) ([]*Job, error) {
 	// Plan everything first in a scratch copy of the session, then for real.
-	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone()), proc: s.proc, only: -1}
+	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone()), proc: s.proc, only: s.only}
 	if _, err := scratch.run(ctx, script, false); err != nil {
 		return nil, err
 	}
@@ -245,7 +253,7 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 		}
 		k := n
 		n++
-		if s.onCluster() && len(res.Sinks) == 1 && res.Sinks[0].Table.Name == planner.SelectTable {
+		if !s.canCollect() && len(res.Sinks) == 1 && res.Sinks[0].Table.Name == planner.SelectTable {
 			return nil, refuseQuery(script, st)
 		}
 		if !start || (s.only >= 0 && k != s.only) {
@@ -310,6 +318,31 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *lau
 	if view != nil {
 		eo.Results = view.row
 	}
+	var col *collector
+	if query && s.onCluster() {
+		// The result comes back from the cluster (collect.go); the client and
+		// the job program build the same collect sink.
+		if s.only >= 0 {
+			addr, ok1 := cfg.Raw(collectAddressKey)
+			token, ok2 := cfg.Raw(collectTokenKey)
+			if !ok1 || !ok2 {
+				return nil, errNoResultTarget
+			}
+			eo.Results = (&collectSender{addr: addr.Value, token: token.Value}).send
+		} else {
+			rows := changelogPrinter(s.o.Stdout)
+			if view != nil {
+				rows = view.row
+			}
+			var err error
+			if col, err = listenCollect(s.o.Cluster.ResultHost, rows); err != nil {
+				return nil, err
+			}
+			cfg = cfg.Set(collectAddressKey, col.addr()).Set(collectTokenKey, col.token)
+			eo.Config = cfg
+			eo.Results = func(core.RowKind, []string) error { return errNoResultTarget } // runs on the cluster
+		}
+	}
 	if err := exec.Compile(b, sinks, eo); err != nil {
 		return nil, err
 	}
@@ -323,6 +356,9 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *lau
 	}
 	g, err := b.Build(name, cfg.ToMap())
 	if err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
 	log := s.o.Log
@@ -330,15 +366,19 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *lau
 	if s.onCluster() {
 		// Detached unless table.dml-sync says to follow the job (Flink's
 		// SQL client submits INSERTs detached).
-		jcfg = cfg.Set(conf.ExecutionAttached.Key(), strconv.FormatBool(isTrue(cfg, DMLSyncKey)))
+		// A SELECT's client follows the job to show its result.
+		jcfg = cfg.Set(conf.ExecutionAttached.Key(), strconv.FormatBool(query || isTrue(cfg, DMLSyncKey)))
 	}
 	h, err := proc.Launch(ctx, launch.Job{
 		Graph: g, Config: jcfg, Log: log,
 	})
 	if err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
-	return &Job{h: h, name: name, metrics: m, view: view, query: query}, nil
+	return &Job{h: h, name: name, metrics: m, view: view, query: query, collect: col}, nil
 }
 
 // IsScriptError reports whether err is a mistake in the script (syntax,

@@ -372,3 +372,43 @@ func TestSQLStatementsFromStandardInputOnCluster(t *testing.T) {
 		t.Errorf("committed output: %d rows, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
 	}
 }
+
+// TestSQLSelectOnCluster: a SELECT submitted to the cluster sends its
+// result back to the client, which prints its changes as the local
+// client does ('changelog' mode, standard output not a terminal) and
+// returns when the query (a bounded scan) ends.
+func TestSQLSelectOnCluster(t *testing.T) {
+	const n = 600
+	c := newCluster(t, 2)
+	b := newSQLBroker(t)
+	b.produceOrders(t, 0, n, true)
+	script := `SET 'parallelism.default' = '2';
+CREATE TABLE orders (customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3),
+  WATERMARK FOR occurred_at AS occurred_at - INTERVAL '5' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '` + b.addr + `',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json');
+SELECT customer_id, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(occurred_at), INTERVAL '1' MINUTE))
+WHERE customer_id <> 'flush' GROUP BY customer_id, window_start, window_end;
+`
+	o := c.mustSluice("sql", "-m", c.rest(), "-e", script)
+	var got []string
+	for _, l := range strings.Split(o, "\n") {
+		if strings.HasPrefix(l, "+I[") {
+			got = append(got, l)
+		}
+	}
+	slices.Sort(got)
+	counts := map[string]int{}
+	for i := range n {
+		_, cust, _, at := sqlOrder(i)
+		counts[fmt.Sprintf("+I[%s, %s, ", cust, at.Truncate(time.Minute).Format("2006-01-02 15:04:05.000"))]++
+	}
+	var want []string
+	for k, v := range counts {
+		want = append(want, fmt.Sprintf("%s%d]", k, v))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("sluice sql printed:\n%s\nwant the rows:\n%s", o, strings.Join(want, "\n"))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func sqlCommand() *cli.Command {
 			"embedded engine in this process, the client running until the jobs end or it is interrupted; remote\n" +
 			"(the standalone cluster at --jobmanager or rest.address), yarn-session or yarn-application, submitted\n" +
 			"to the cluster, the client printing each job's id and returning (table.dml-sync=true: waiting for\n" +
-			"the jobs). A SELECT runs on the local target only. The whole script is planned before anything runs.",
+			"the jobs). A SELECT's result is shown as its job runs (not in yarn-application mode). The whole script is planned first.",
 		Flags: append(configFlags(),
 			&cli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "where the jobs run: " + strings.Join(targets, ", ") + " (default: execution.target, local)"},
 			&cli.StringFlag{Name: "jobmanager", Aliases: []string{"m"}, Usage: "`host:port` of the JobManager's REST endpoint; implies --target remote"},
@@ -86,6 +87,9 @@ func sqlCommand() *cli.Command {
 				// nothing submitted.
 				check := opts
 				check.Cluster = &sql.Cluster{}
+				if target != conf.TargetYarnApplication {
+					check.Cluster.ResultHost = "localhost" // a SELECT's result can come back here
+				}
 				if err := sql.ValidateWith(check, script); err != nil {
 					if sql.IsScriptError(err) && file != "" {
 						return fmt.Errorf("%s: %w", file, err)
@@ -118,8 +122,13 @@ func sqlCommand() *cli.Command {
 				}
 				return err
 			}
-			if len(jobs) == 0 || (opts.Cluster != nil && !sqlSync(cfg)) {
-				return nil // submitted detached: the jobs run on
+			if opts.Cluster != nil && !sqlSync(cfg) {
+				// Submitted detached, the INSERTs' jobs run on; a SELECT's
+				// result is shown until its job ends.
+				jobs = slices.DeleteFunc(jobs, func(j *sql.Job) bool { return !j.Query() })
+			}
+			if len(jobs) == 0 {
+				return nil
 			}
 			done := make(chan error, len(jobs))
 			for _, j := range jobs {
@@ -299,7 +308,22 @@ func sqlCluster(c *cli.Context, cfg *conf.Configuration, target string) (*sql.Cl
 	if err != nil {
 		return nil, fmt.Errorf("finding the sluice binary, the job program of SQL jobs: %w", err)
 	}
-	return &sql.Cluster{JobManager: addr, Token: string(token), Program: []string{self, sqlJobCommandName}}, nil
+	return &sql.Cluster{JobManager: addr, Token: string(token), Program: []string{self, sqlJobCommandName}, ResultHost: localHostFor(addr)}, nil
+}
+
+// localHostFor is this host's address on the route to addr, which the
+// cluster's TaskManagers reach it at (a SELECT's result comes back there);
+// "" if it cannot be found.
+func localHostFor(addr string) string {
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
 }
 
 // sqlOnYarnApplication deploys (the script checked) a YARN application

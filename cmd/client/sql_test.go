@@ -169,8 +169,8 @@ SELECT customer_id, amount * 2 FROM orders;
 // A script for a cluster target is checked in the client, and nothing is
 // submitted, when the target is unknown, no JobManager answers at the
 // address (rest.address unset: localhost), the script does not plan (at
-// its line and column) or holds a SELECT, whose result only a local job
-// shows.
+// its line and column) or holds a SELECT in yarn-application mode, which
+// has no client to show its result to.
 func TestSQLClusterTargetErrors(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "bad.sql")
@@ -195,8 +195,10 @@ func TestSQLClusterTargetErrors(t *testing.T) {
 			[]string{"no JobManager answers at localhost:" + strings.TrimPrefix(free, "127.0.0.1:"), "nothing was submitted", "rest.address"}},
 		{"script that does not plan", []string{"sql", "-m", free, "-f", script}, 1,
 			[]string{script + ": line 2, column 22: column 'b' not found", "\n  INSERT INTO t SELECT b FROM t;\n                       ^"}},
-		{"SELECT on a cluster", []string{"sql", "-m", free, "-e", table + "SELECT a FROM t;"}, 1,
-			[]string{"line 2, column 1: a SELECT's result is shown only by jobs on the embedded engine (execution.target local)"}},
+		{"SELECT in yarn-application mode", []string{"sql", "-t", "yarn-application", "-e", table + "SELECT a FROM t;"}, 1,
+			[]string{"line 2, column 1: a SELECT's result is shown by the targets local, remote and yarn-session"}},
+		{"SELECT with nothing at the address", []string{"sql", "-m", free, "-e", table + "SELECT a FROM t;"}, 1,
+			[]string{"no JobManager answers at " + free, "nothing was submitted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := sluice(t, Cluster{}, tc.args...)
