@@ -412,3 +412,35 @@ WHERE customer_id <> 'flush' GROUP BY customer_id, window_start, window_end;
 		t.Errorf("sluice sql printed:\n%s\nwant the rows:\n%s", o, strings.Join(want, "\n"))
 	}
 }
+
+// TestSQLTableJobOnCluster runs a job program mixing the typed API and
+// SQL (cluster/testdata/sqltablejob: typed source, SQL TUMBLE aggregation,
+// typed file sink) on two TaskManagers with sluice run: its workers
+// rebuild the one graph of typed and SQL operators, the orders and totals
+// cross the workers' exchanges, and the output is exact.
+func TestSQLTableJobOnCluster(t *testing.T) {
+	const n = 400
+	c := newCluster(t, 2)
+	out := filepath.Join(c.dir, "out")
+	args := append([]string{"run", "-m", c.rest(), "-p", "2", "-D", "execution.checkpointing.dir=file://" + filepath.Join(c.dir, "ckpt")}, checkpointed...)
+	o := c.mustSluice(append(args, sqlTableJobBin, "-out", out, "-n", strconv.Itoa(n))...)
+	if !strings.Contains(o, "done: 0 restarts") {
+		t.Errorf("sluice run:\n%s", o)
+	}
+	start := time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
+	cents, counts := map[string]int{}, map[string]int{}
+	for i := range n {
+		at := start.Add(time.Duration(i) * 7 * time.Second).Truncate(time.Minute)
+		k := fmt.Sprintf("c%d %s-%s", i%4, at.Format("15:04"), at.Add(time.Minute).Format("15:04"))
+		cents[k] += i * 50
+		counts[k]++
+	}
+	var want []string
+	for k := range cents {
+		want = append(want, fmt.Sprintf("%s n=%d cents=%d", k, counts[k], cents[k]))
+	}
+	slices.Sort(want)
+	if got := readSorted(t, out, func(string) bool { return false }); !slices.Equal(got, want) {
+		t.Errorf("output: %d lines, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
+	}
+}
