@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -443,4 +444,55 @@ func TestSQLTableJobOnCluster(t *testing.T) {
 	if got := readSorted(t, out, func(string) bool { return false }); !slices.Equal(got, want) {
 		t.Errorf("output: %d lines, want %d; first difference: %s", len(got), len(want), firstDifference(got, want))
 	}
+}
+
+// TestSQLSelectInterruptedCancelsItsJob: a client showing a SELECT's
+// result from the cluster, interrupted (Ctrl-C), cancels the query's job.
+func TestSQLSelectInterruptedCancelsItsJob(t *testing.T) {
+	c := newCluster(t, 1)
+	b := newSQLBroker(t)
+	b.produceOrders(t, 0, 100, false)
+	script := `CREATE TABLE orders (customer_id STRING, amount DECIMAL(12, 2), occurred_at TIMESTAMP(3))
+WITH ('connector' = 'kafka', 'topic' = 'orders', 'properties.bootstrap.servers' = '` + b.addr + `',
+  'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+SELECT customer_id, amount FROM orders;
+`
+	var out lockedBuffer
+	cmd := exec.Command(sluiceBin, "sql", "-m", c.rest(), "-e", script)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	testwait.Eventually(t, 60*time.Second, "the result's first rows", func() bool { return strings.Count(out.String(), "+I[") >= 100 })
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("sluice sql did not end after Ctrl-C:\n%s", out.String())
+	}
+	testwait.Eventually(t, 30*time.Second, "the query's job cancelled", func() bool {
+		o, _ := c.sluice("list", "-a", "-m", c.rest())
+		return strings.Contains(o, "(CANCELED)")
+	})
+}
+
+// lockedBuffer is an output buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
