@@ -201,7 +201,7 @@ func (j *Job) Metrics() Metrics {
 func Validate(script string) error { return ValidateWith(Options{}, script) }
 
 // ValidateWith is Validate in a session with the options o (a Cluster
-// refuses a SELECT; no job is started or submitted).
+// without a ResultHost refuses a SELECT); no job is started or submitted.
 func ValidateWith(o Options, script string) error {
 	s := NewSession(o)
 	_, err := s.run(context.Background(), script, false)
@@ -344,6 +344,9 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *lau
 		}
 	}
 	if err := exec.Compile(b, sinks, eo); err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
 	var names []string
@@ -365,8 +368,8 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *lau
 	jcfg := cfg
 	if s.onCluster() {
 		// Detached unless table.dml-sync says to follow the job (Flink's
-		// SQL client submits INSERTs detached).
-		// A SELECT's client follows the job to show its result.
+		// SQL client submits INSERTs detached); a SELECT's client follows
+		// its job to show the result.
 		jcfg = cfg.Set(conf.ExecutionAttached.Key(), strconv.FormatBool(query || isTrue(cfg, DMLSyncKey)))
 	}
 	h, err := proc.Launch(ctx, launch.Job{
