@@ -47,7 +47,8 @@ func sqlCommand() *cli.Command {
 			"embedded engine in this process, the client running until the jobs end or it is interrupted; remote\n" +
 			"(the standalone cluster at --jobmanager or rest.address), yarn-session or yarn-application, submitted\n" +
 			"to the cluster, the client printing each job's id and returning (table.dml-sync=true: waiting for\n" +
-			"the jobs). A SELECT's result is shown as its job runs (not in yarn-application mode). The whole script is planned first.",
+			"the jobs). A SELECT's result is shown as its job runs (not in yarn-application mode). The whole\n" +
+			"script is planned before anything runs or is submitted.",
 		Flags: append(configFlags(),
 			&cli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "where the jobs run: " + strings.Join(targets, ", ") + " (default: execution.target, local)"},
 			&cli.StringFlag{Name: "jobmanager", Aliases: []string{"m"}, Usage: "`host:port` of the JobManager's REST endpoint; implies --target remote"},
