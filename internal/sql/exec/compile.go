@@ -40,6 +40,10 @@ type Options struct {
 	// (planner.SelectTable) in the order they change, with their values as
 	// text, from one sink subtask, in place of printing them.
 	Results func(kind core.RowKind, cells []string) error
+	// Inputs compile the scans of planner.ConnectorDataStream tables, by
+	// table name: each returns the stream of the table's rows, of type out
+	// (see datastream.go).
+	Inputs map[string]func(out core.Type) (core.Stream, error)
 }
 
 // Compile adds the operators of sinks' plans to b. Every operator gets a
@@ -306,6 +310,8 @@ func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec,
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	switch t.Options[planner.OptConnector] {
 	case "kafka", "upsert-kafka":
+	case planner.ConnectorDataStream:
+		return c.dataStreamScan(t, out)
 	case "datagen":
 		return c.datagenScan(t, out)
 	case "filesystem":
