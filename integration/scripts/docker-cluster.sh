@@ -509,8 +509,10 @@ cmd_run() {
     log "using the cluster running in $dir (left running)"
   else
     [[ -n "$dir" ]] || dir="$(mktemp -d /tmp/sluice-docker-cluster-run.XXXXXX)"
-    # Stopped whatever happens to CMD or this script.
-    trap 'cmd_stop "$dir" >&2 || true' EXIT
+    # Stopped whatever happens to CMD or this script (dir is expanded now: the trap runs after
+    # this function has returned).
+    # shellcheck disable=SC2064
+    trap "cmd_stop $(printf '%q' "$dir") >&2 || true" EXIT
     trap 'exit 130' INT TERM
     cmd_start "${secure_flag[@]}" "$dir" >/dev/null
   fi

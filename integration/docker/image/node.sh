@@ -133,7 +133,9 @@ hadoop_conf() {
     "dfs.heartbeat.interval=1" "dfs.namenode.heartbeat.recheck-interval=5000" \
     "dfs.client.block.write.replace-datanode-on-failure.best-effort=true" "${secure_hdfs[@]}"
   # Logs are aggregated to HDFS (/tmp/logs) when an application ends, as on a production cluster:
-  # `yarn logs -applicationId` works from the Docker host. Not in the secure variant: there the
+  # `yarn logs -applicationId` works from the Docker host. The NodeManager keeps an application's
+  # local directories (its container logs in /data/nm-logs, DIR/nm-logs/workerN on the Docker
+  # host) 10 minutes after it ends (delete.debug-delay-sec), so tests read them there too. Not in the secure variant: there the
   # NodeManager opens container logs through SecureIOUtils, which needs Hadoop's native library
   # (libhadoop.so, not in the image) and kills the NodeManager without it.
   local aggregate=true
@@ -150,7 +152,7 @@ hadoop_conf() {
     "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage=99.0" \
     "yarn.nodemanager.local-dirs=/data/nm-local" "yarn.nodemanager.log-dirs=/data/nm-logs" \
     "yarn.log-aggregation-enable=$aggregate" "yarn.nodemanager.remote-app-log-dir=/tmp/logs" \
-    "yarn.nodemanager.delete.debug-delay-sec=0" \
+    "yarn.nodemanager.delete.debug-delay-sec=600" \
     "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=500" \
     "yarn.nm.liveness-monitor.expiry-interval-ms=15000" \
     "yarn.am.liveness-monitor.expiry-interval-ms=15000" \
