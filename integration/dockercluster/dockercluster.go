@@ -4,6 +4,10 @@
 // through integration/scripts/docker-cluster.sh. Clients (the test, the sluice CLI) run on the
 // Docker host, outside the containers, and reach every daemon at the address it publishes.
 //
+// With [Options.Secure] (docker-cluster.sh start --secure) it is the Kerberized variant: a KDC
+// host besides, Kerberos on every Hadoop daemon and a GSSAPI listener on every broker; READY then
+// names the client's krb5.conf, principal and keytab ([Cluster.Secure], KeyKrb5Conf, ...).
+//
 // The fault helpers act on one node the way a real cluster loses it: [Cluster.Kill] (the host
 // dies: docker kill), [Cluster.Pause] (it hangs), [Cluster.Disconnect] (a network partition:
 // docker network disconnect) and their reversals.
