@@ -22,7 +22,8 @@
 #                                       `status DIR` says so (left running), otherwise one started
 #                                       in DIR (or a new temporary directory) and stopped after CMD,
 #                                       whatever its outcome; if CMD fails, the last lines of every
-#                                       node's log first. Exits with CMD's status.
+#                                       node's log first (and a temporary DIR is kept; removed
+#                                       otherwise). Exits with CMD's status.
 #   docker-cluster.sh stop DIR          remove the cluster's containers and network, then stop dockerd
 #                                       and restore the host's iptables if `start` started it; idempotent
 #   docker-cluster.sh status DIR        exit 0 and print DIR/READY if the cluster runs, exit 1 otherwise
@@ -489,7 +490,7 @@ cmd_stop() {
 }
 
 cmd_run() {
-  local secure_flag=() dir=""
+  local secure_flag=() dir="" tmp=0
   if [[ "${1:-}" == --secure ]]; then
     secure_flag=(--secure)
     shift
@@ -508,7 +509,10 @@ cmd_run() {
     [[ $have == "$want" ]] || die "the cluster running in $dir is not the variant asked for (secure=$want, it is secure=$have)"
     log "using the cluster running in $dir (left running)"
   else
-    [[ -n "$dir" ]] || dir="$(mktemp -d /tmp/sluice-docker-cluster-run.XXXXXX)"
+    if [[ -z "$dir" ]]; then
+      dir="$(mktemp -d /tmp/sluice-docker-cluster-run.XXXXXX)"
+      tmp=1
+    fi
     # Stopped whatever happens to CMD or this script (dir is expanded now: the trap runs after
     # this function has returned).
     # shellcheck disable=SC2064
@@ -534,6 +538,11 @@ cmd_run() {
       echo "--- last lines of $k ---" >&2
       docker logs --tail 30 "$k" 2>&1 | sed "s/^/$k: /" >&2 || true
     done
+    ((tmp)) && log "kept $dir (the containers' logs in nm-logs/, the keytabs in kerberos/)"
+  elif ((tmp)); then
+    # After the cluster's stop (the EXIT trap), which reads DIR.
+    # shellcheck disable=SC2064
+    trap "cmd_stop $(printf '%q' "$dir") >&2 || true; rm -rf $(printf '%q' "$dir")" EXIT
   fi
   return "$rc"
 }
