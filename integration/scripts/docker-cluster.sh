@@ -566,7 +566,7 @@ case "${1:-}" in
   dockerd-start) shift; cmd_dockerd_start ;;
   dockerd-stop) shift; cmd_dockerd_stop ;;
   *)
-    sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,71p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
