@@ -50,9 +50,20 @@ integration: deps beam-venv beam-gosdk
 # built from a debootstrap base (cached by content hash), the cluster started for the tests and
 # stopped after them, the host's iptables and /etc/hosts restored whatever the outcome. Root.
 # The cluster is integration/docker/docker-compose.yml, the file users start it with.
-# SLUICE_DOCKER_CLUSTER_DIR=DIR reuses a running cluster (and leaves it running).
-integration-docker: deps ## Multi-host tests on a dockerized Hadoop (3 NodeManager + DataNode hosts) and Kafka (3 brokers) cluster.
-	$(GO) test -race -count=1 -timeout 30m -tags 'integration dockercluster' -run '^TestDocker' ./cluster/yarntest/
+# On the plain cluster: the multi-host tests (TestDocker*) and the minicluster's yarn-application
+# and yarn-session lifecycle tests (through its conf/READY). Then on the Kerberized variant
+# (docker-compose.secure.yml, a KDC host): the Kerberized yarn-application test and the
+# Kafka-over-GSSAPI exactly-once job. The client runs on the Docker host, outside the containers.
+# SLUICE_DOCKER_CLUSTER_DIR=DIR (SLUICE_DOCKER_SECURE_CLUSTER_DIR=DIR) reuses a running cluster
+# (and leaves it running). Both steps build the same test binary (same tags), so the second
+# compiles nothing.
+DOCKER_PLAIN_TESTS := ^(TestDocker.*|TestApplicationModeExactlyOnce|TestSessionLifecycle)$$
+DOCKER_SECURE_TESTS := ^(TestSecureApplicationMode|TestSecureKafkaOverGSSAPI|TestSecureClientConfByIPAddress)$$
+integration-docker: deps ## Multi-host tests on a dockerized Hadoop (3 NodeManager + DataNode hosts) and Kafka (3 brokers) cluster, plain and Kerberized.
+	integration/scripts/docker-cluster.sh run "$${SLUICE_DOCKER_CLUSTER_DIR:-}" -- \
+	$(GO) test -race -count=1 -timeout 30m -tags 'integration dockercluster' -run '$(DOCKER_PLAIN_TESTS)' ./cluster/yarntest/
+	integration/scripts/docker-cluster.sh run --secure "$${SLUICE_DOCKER_SECURE_CLUSTER_DIR:-}" -- \
+	$(GO) test -race -count=1 -timeout 15m -tags 'integration dockercluster' -run '$(DOCKER_SECURE_TESTS)' ./cluster/yarntest/
 
 beam-venv: ## The Python venv with apache-beam the Beam runner's tests use (first run: a few minutes).
 	integration/scripts/beam-venv.sh

@@ -82,8 +82,16 @@ func clientOptions(o Options) (colinmarc.ClientOptions, error) {
 			return co, fmt.Errorf("hdfs: %w", err)
 		}
 		co.KerberosClient = kc
-		// colinmarc takes service/_HOST without the realm.
+		// colinmarc takes service/_HOST without the realm, and puts the
+		// dialled host for _HOST as given. Hadoop's clients put its
+		// canonical name (an IP address reverse-resolved): with one
+		// NameNode, _HOST is resolved here so, as the YARN client does.
 		co.KerberosServicePrincipleName, _, _ = strings.Cut(o.NameNodePrincipal, "@")
+		if svc, host, ok := strings.Cut(co.KerberosServicePrincipleName, "/"); ok && host == "_HOST" && len(o.Addresses) == 1 {
+			if h, _, err := net.SplitHostPort(o.Addresses[0]); err == nil {
+				co.KerberosServicePrincipleName = svc + "/" + kerberos.ServiceHost(h)
+			}
+		}
 	}
 	return co, nil
 }

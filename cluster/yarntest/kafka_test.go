@@ -38,7 +38,10 @@ func TestSecureKafkaOverGSSAPI(t *testing.T) {
 	in, out, prefix := "yarn-in-"+hex.EncodeToString(sfx), "yarn-out-"+hex.EncodeToString(sfx), "yarn-"+hex.EncodeToString(sfx)
 	const partitions, perPartition, keys = 3, 300, 5
 
-	// The topics and input through the broker's PLAINTEXT listener.
+	// The topics and input through the broker's PLAINTEXT listener. The
+	// topics have the brokers' default replication factor (-1): 1 on the
+	// single harness broker, 3 on the docker cluster, whose
+	// min.insync.replicas of 2 refuses writes to a topic of one replica.
 	admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +49,7 @@ func TestSecureKafkaOverGSSAPI(t *testing.T) {
 	defer admin.Close()
 	adm := kadm.NewClient(admin)
 	for _, topic := range []string{in, out} {
-		if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		if _, err := adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
 			t.Fatalf("creating %s: %v", topic, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	iofs "io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path"
@@ -329,4 +330,76 @@ func (r *rig) stagingDirs(t *testing.T, user string) []string {
 		out = append(out, fi.Name())
 	}
 	return out
+}
+
+// TestSecureClientConfByIPAddress: a client configuration naming the
+// NameNode and the ResourceManager by IP address, with _HOST in their
+// principals, works as it does for Hadoop's clients, which put the
+// canonical (reverse-resolved) host name of the address they dial for
+// _HOST: HDFS lists the user's home and the ResourceManager answers over
+// Kerberos. (The secure clusters' principals name hosts: localhost on the
+// minicluster, master on the docker cluster.)
+func TestSecureClientConfByIPAddress(t *testing.T) {
+	c := minicluster.SharedSecure(t)
+	k := c.Kerberos
+	dir := t.TempDir()
+	var repl []string
+	for _, addr := range []string{c.NameNode, c.ResourceManager} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil {
+			t.Fatalf("resolving %s: %v", host, err)
+		}
+		i := slices.IndexFunc(ips, func(ip net.IP) bool { return ip.To4() != nil })
+		if i < 0 {
+			t.Fatalf("%s has no IPv4 address: %v", host, ips)
+		}
+		repl = append(repl, host+":", ips[i].String()+":", "<value>"+host+"</value>", "<value>"+ips[i].String()+"</value>")
+	}
+	r := strings.NewReplacer(repl...)
+	for _, name := range []string{"core-site.xml", "hdfs-site.xml", "yarn-site.xml"} {
+		b, err := os.ReadFile(filepath.Join(c.ConfDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(r.Replace(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := hadoop.LoadFromEnvironment(func(key string) string {
+		if key == "HADOOP_CONF_DIR" {
+			return dir
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fs.defaultFS %s, the ResourceManager at %s", h.Get("fs.defaultFS", ""), h.Get("yarn.resourcemanager.address", ""))
+	login, err := kerberos.New(kerberos.Config{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer login.Close()
+	o, err := hdfs.OptionsFor(hdfs.Config{Hadoop: h, Kerberos: login}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := hdfs.Dial(o)
+	if err != nil {
+		t.Fatalf("HDFS by IP address: %v", err)
+	}
+	defer fsys.Close()
+	if _, err := fsys.ReadDir(path.Join("/user", shortName(k.Principal))); err != nil {
+		t.Errorf("listing the user's home on HDFS by IP address: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc := &rig{c: &minicluster.Cluster{ConfDir: dir}, login: login}
+	if _, err := rc.yarnClient(t).GetClusterMetrics(ctx); err != nil {
+		t.Errorf("the ResourceManager by IP address: %v", err)
+	}
 }

@@ -4,6 +4,10 @@
 // through integration/scripts/docker-cluster.sh. Clients (the test, the sluice CLI) run on the
 // Docker host, outside the containers, and reach every daemon at the address it publishes.
 //
+// With [Options.Secure] (docker-cluster.sh start --secure) it is the Kerberized variant: a KDC
+// host besides, Kerberos on every Hadoop daemon and a GSSAPI listener on every broker; READY then
+// names the client's krb5.conf, principal and keytab ([Cluster.Secure], KeyKrb5Conf, ...).
+//
 // The fault helpers act on one node the way a real cluster loses it: [Cluster.Kill] (the host
 // dies: docker kill), [Cluster.Pause] (it hangs), [Cluster.Disconnect] (a network partition:
 // docker network disconnect) and their reversals.
@@ -38,6 +42,7 @@ const (
 	RoleMaster = "master" // NameNode + ResourceManager
 	RoleWorker = "worker" // DataNode + NodeManager
 	RoleKafka  = "kafka"  // Kafka broker + KRaft controller
+	RoleKDC    = "kdc"    // the secure variant's MIT Kerberos KDC
 )
 
 // Errors of this package; returned errors wrap one of them.
@@ -109,7 +114,7 @@ func ParseReady(path string, data []byte) (*Cluster, error) {
 			problems = append(problems, fmt.Sprintf("line %d: node %s: %q is not an IP address", n, name, f[1]))
 		}
 		switch f[3] {
-		case RoleMaster, RoleWorker, RoleKafka:
+		case RoleMaster, RoleWorker, RoleKafka, RoleKDC:
 		default:
 			problems = append(problems, fmt.Sprintf("line %d: node %s: unknown role %q", n, name, f[3]))
 		}
@@ -130,11 +135,34 @@ func ParseReady(path string, data []byte) (*Cluster, error) {
 		problems = append(problems, fmt.Sprintf("want one master, workers and brokers; have %d, %d and %d",
 			roles[RoleMaster], roles[RoleWorker], roles[RoleKafka]))
 	}
+	if c.Secure() {
+		for _, k := range []string{KeyRealm, KeyKrb5Conf, KeyClientPrincipal, KeyClientKeytab, KeyGSSAPIBootstrap} {
+			if c.Fields[k] == "" {
+				problems = append(problems, "secure=true without "+k)
+			}
+		}
+		if roles[RoleKDC] != 1 {
+			problems = append(problems, fmt.Sprintf("secure=true wants one kdc node, have %d", roles[RoleKDC]))
+		}
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w %s: %s", ErrReady, path, strings.Join(problems, "; "))
 	}
 	return c, nil
 }
+
+// READY keys of the secure variant (docker-cluster.sh start --secure).
+const (
+	KeySecure          = "secure"           // "true"
+	KeyRealm           = "realm"            // the Kerberos realm
+	KeyKrb5Conf        = "krb5_conf"        // a krb5.conf naming the KDC, for clients on the Docker host
+	KeyClientPrincipal = "client_principal" // the client principal, sluice@REALM
+	KeyClientKeytab    = "client_keytab"    // its keytab
+	KeyGSSAPIBootstrap = "gssapi_bootstrap" // the brokers' SASL_PLAINTEXT GSSAPI listeners, kafkaN:9094,...
+)
+
+// Secure reports whether the cluster is the Kerberized variant.
+func (c *Cluster) Secure() bool { return c.Fields[KeySecure] == "true" }
 
 // Options configures [Start].
 type Options struct {
@@ -143,6 +171,8 @@ type Options struct {
 	Dir string
 	// Logf receives progress lines; default: discarded.
 	Logf func(format string, args ...any)
+	// Secure starts the Kerberized variant (start --secure).
+	Secure bool
 }
 
 // Start starts the cluster through docker-cluster.sh start (starting dockerd and building the
@@ -163,8 +193,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	t0 := time.Now()
-	logf("dockercluster: starting the cluster (%s start %s)", script, dir)
-	if out, err := run(ctx, script, "start", dir); err != nil {
+	args := []string{"start", dir}
+	if opts.Secure {
+		args = []string{"start", "--secure", dir}
+	}
+	logf("dockercluster: starting the cluster (%s %s)", script, strings.Join(args, " "))
+	if out, err := run(ctx, script, args...); err != nil {
 		// Whatever it started (dockerd, containers) is stopped again.
 		stopOut, _ := run(context.WithoutCancel(ctx), script, "stop", dir)
 		return nil, fmt.Errorf("%w: start %s: %v\n%s\n%s", ErrScript, dir, err, out, stopOut)

@@ -36,6 +36,28 @@ func TestParseReady(t *testing.T) {
 	}
 }
 
+const secureReady = goodReady + `node.kdc=sluice-kdc 172.30.15.9 kdc kdc
+secure=true
+realm=DOCKER.SLUICE.TEST
+krb5_conf=/tmp/c/kerberos/krb5.conf
+client_principal=sluice@DOCKER.SLUICE.TEST
+client_keytab=/tmp/c/kerberos/sluice.keytab
+gssapi_bootstrap=kafka1:9094
+`
+
+func TestParseReadySecure(t *testing.T) {
+	c, err := ParseReady("READY", []byte(secureReady))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Secure() || len(c.Role(RoleKDC)) != 1 || c.Fields[KeyGSSAPIBootstrap] != "kafka1:9094" {
+		t.Errorf("parsed %+v", c)
+	}
+	if c2, _ := ParseReady("READY", []byte(goodReady)); c2.Secure() {
+		t.Error("a READY without secure=true parsed as secure")
+	}
+}
+
 func TestParseReadyProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name, edit string
@@ -47,6 +69,10 @@ func TestParseReadyProblems(t *testing.T) {
 		{"bad role", strings.Replace(goodReady, "worker2 worker", "worker2 nodemanager", 1), []string{`unknown role "nodemanager"`}},
 		{"no master, no conf", strings.NewReplacer("conf_dir=/tmp/c/conf\n", "", "node.master=sluice-master 172.30.15.10 master master\n", "").Replace(goodReady),
 			[]string{"no conf_dir", "want one master, workers and brokers; have 0, 2 and 1"}},
+		{"secure without its keys", strings.NewReplacer("realm=DOCKER.SLUICE.TEST\n", "", "gssapi_bootstrap=kafka1:9094\n", "").Replace(secureReady),
+			[]string{"secure=true without realm", "secure=true without gssapi_bootstrap"}},
+		{"secure without a kdc", strings.Replace(secureReady, "node.kdc=sluice-kdc 172.30.15.9 kdc kdc\n", "", 1),
+			[]string{"secure=true wants one kdc node, have 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseReady("DIR/READY", []byte(tc.edit))

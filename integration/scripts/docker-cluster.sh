@@ -8,10 +8,22 @@
 #
 #   docker-cluster.sh images [--force]  build the images (or find them cached: see below); the node
 #                                       image is also tagged sluice-cluster:latest for docker-compose
-#   docker-cluster.sh start DIR         start dockerd if it is not running, build or reuse the images,
+#   docker-cluster.sh start [--secure] DIR
+#                                       start dockerd if it is not running, build or reuse the images,
 #                                       start the cluster with docker-compose (the file users start it
 #                                       with: integration/docker/docker-compose.yml), wait until every
-#                                       node serves, write DIR
+#                                       node serves, write DIR. --secure (or DOCKER_CLUSTER_SECURE=1):
+#                                       the Kerberized variant, docker-compose.secure.yml on top (a
+#                                       KDC host, Kerberos on every Hadoop daemon, a GSSAPI listener
+#                                       on every broker)
+#   docker-cluster.sh run [--secure] [DIR] -- CMD [ARGS]
+#                                       run CMD against a cluster with the environment that points
+#                                       the tests at it (below): the cluster running in DIR if
+#                                       `status DIR` says so (left running), otherwise one started
+#                                       in DIR (or a new temporary directory) and stopped after CMD,
+#                                       whatever its outcome; if CMD fails, the last lines of every
+#                                       node's log first (and a temporary DIR is kept; removed
+#                                       otherwise). Exits with CMD's status.
 #   docker-cluster.sh stop DIR          remove the cluster's containers and network, then stop dockerd
 #                                       and restore the host's iptables if `start` started it; idempotent
 #   docker-cluster.sh status DIR        exit 0 and print DIR/READY if the cluster runs, exit 1 otherwise
@@ -21,13 +33,26 @@
 # start adds the nodes' names (master, worker1, ...) to the Docker host's /etc/hosts in a marked block,
 # as DNS resolves a real cluster's hosts for a client; stop removes the block.
 # DIR receives conf/ (core-site.xml, hdfs-site.xml, yarn-site.xml for clients on the Docker host:
-# point HADOOP_CONF_DIR at it) and READY, key=value lines:
+# point HADOOP_CONF_DIR at it), nm-logs/workerN (the NodeManagers' container log directories,
+# bind-mounted) and READY, key=value lines:
 #   conf_dir=DIR/conf  bootstrap=IP:9092,...  network=NAME  subnet=CIDR  startup_s=N
 #   node.NAME=CONTAINER IP HOSTNAME ROLE      (one line per node)
+# and, with --secure, the client's Kerberos (files in DIR/kerberos, written by the KDC):
+#   secure=true  realm=R  kdc_address=IP:88  krb5_conf=DIR/kerberos/krb5.conf
+#   client_principal=sluice@R  client_keytab=DIR/kerberos/sluice.keytab
+#   gssapi_bootstrap=kafka1:9094,...          (the brokers' SASL_PLAINTEXT GSSAPI listeners)
+# conf/READY describes the same cluster in the format of integration/minicluster's READY (its
+# addresses, work_dir=DIR/nm-logs, and with --secure the Kerberos keys its secure mode has), so
+# SLUICE_HADOOP_CONF_DIR=DIR/conf (SLUICE_HADOOP_SECURE_CONF_DIR with --secure) points the
+# minicluster suites at this cluster.
 #
 # Every node publishes its IP on the cluster network (the Docker host routes to it, so a client
 # outside the containers reaches each daemon as a laptop reaches a real cluster); daemons bind to
 # all interfaces of their container, and containers reach each other by host name too.
+#
+# run exports SLUICE_DOCKER_CLUSTER_DIR=DIR (integration/dockercluster), SLUICE_HADOOP_CONF_DIR=DIR/conf
+# (integration/minicluster: conf/READY), SLUICE_KAFKA_BOOTSTRAP (the first broker's PLAINTEXT
+# listener) and, secure, SLUICE_HADOOP_SECURE_CONF_DIR=DIR/conf and SLUICE_KAFKA_GSSAPI_BOOTSTRAP.
 #
 # Images are cached by content hash: sluice-debian:H (debootstrap of Debian, H = hash of its
 # recipe) and sluice-cluster:H (H = hash of the base, Dockerfile, node.sh and every jar), so a warm
@@ -42,6 +67,8 @@
 #   DOCKER_CLUSTER_NM_MEMORY_MB, DOCKER_CLUSTER_NM_VCORES  what each NodeManager offers (2048, 4)
 #   DOCKER_CLUSTER_START_TIMEOUT  seconds to wait for the cluster (default 300)
 #   DEBIAN_MIRROR           debootstrap's mirror (default http://deb.debian.org/debian)
+#   DOCKER_CLUSTER_SECURE   1: start the Kerberized variant (as --secure)
+#   DOCKER_CLUSTER_REALM    its realm (default DOCKER.SLUICE.TEST)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -55,9 +82,18 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 BASE_REPO=sluice-debian
 CLUSTER_REPO=sluice-cluster
 
-# Nodes: name, last octet, role.
+# Nodes: name, last octet, role. The secure variant adds kdc:9:kdc (set_secure).
 NODES=(master:10:master worker1:11:worker worker2:12:worker worker3:13:worker
   kafka1:21:kafka kafka2:22:kafka kafka3:23:kafka)
+SECURE=0
+[[ "${DOCKER_CLUSTER_SECURE:-0}" == 1 ]] && SECURE=1
+REALM=${DOCKER_CLUSTER_REALM:-DOCKER.SLUICE.TEST}
+CLIENT_USER=sluice
+
+set_secure() {
+  SECURE=1
+  [[ "${NODES[0]}" == kdc:* ]] || NODES=(kdc:9:kdc "${NODES[@]}")
+}
 
 die() { echo "docker-cluster: $*" >&2; exit 1; }
 log() { echo "docker-cluster: $*" >&2; }
@@ -241,7 +277,9 @@ $(docker ps -aq --filter label=io.github.sluice.docker-cluster-client)"
 # cluster with: CI starts it the same way.
 compose() {
   command -v docker-compose >/dev/null || die "docker-compose not found: apt-get install docker-compose"
-  docker-compose --ansi never -p sluice-cluster -f "$ROOT/docker/docker-compose.yml" "$@"
+  local files=(-f "$ROOT/docker/docker-compose.yml")
+  [[ $SECURE == 1 ]] && files+=(-f "$ROOT/docker/docker-compose.secure.yml")
+  docker-compose --ansi never -p sluice-cluster "${files[@]}" "$@"
 }
 
 kafka_cluster_id() {
@@ -271,13 +309,16 @@ wait_ready() {
       [[ "${spec##*:}" == kafka ]] || continue
       n="${spec%%:*}"
       if docker logs "sluice-$n" 2>&1 | grep -q "Kafka Server started" &&
-        (exec 3<>"/dev/tcp/$p.$(cut -d: -f2 <<<"$spec")/9092") 2>/dev/null; then
+        (exec 3<>"/dev/tcp/$p.$(cut -d: -f2 <<<"$spec")/9092") 2>/dev/null &&
+        { [[ $SECURE == 0 ]] || (exec 3<>"/dev/tcp/$p.$(cut -d: -f2 <<<"$spec")/9094") 2>/dev/null; }; then
         kb=$((kb + 1))
       fi
     done
     if [[ "${dn:-0}" == "$want_workers" && "${nm:-0}" == "$want_workers" && $kb == "$want_kafka" ]]; then
       # HDFS is writable once it has left safe mode.
-      if curl -sf "http://$m:9870/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo" | grep -q '"Safemode" *: *""'; then
+      # The secure master then makes /tmp and the client's home as the NameNode's principal.
+      if curl -sf "http://$m:9870/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo" | grep -q '"Safemode" *: *""' &&
+        { [[ $SECURE == 0 ]] || docker exec sluice-master test -f /run/sluice/hdfs-ready; }; then
         return 0
       fi
     fi
@@ -287,7 +328,12 @@ wait_ready() {
 }
 
 cmd_start() {
-  [[ $# -ge 1 ]] || die "usage: $0 start DIR"
+  if [[ "${1:-}" == --secure ]]; then
+    SECURE=1
+    shift
+  fi
+  [[ $SECURE == 1 ]] && set_secure
+  [[ $# -ge 1 ]] || die "usage: $0 start [--secure] DIR"
   need_root
   mkdir -p "$1"
   local dir
@@ -302,9 +348,13 @@ cmd_start() {
   docker network rm "$NET" >/dev/null 2>&1 || true
   local p
   p="$(prefix)"
-  mkdir -p "$dir/conf"
-  log "docker-compose up (integration/docker/docker-compose.yml, image $image)"
-  SLUICE_CLUSTER_IMAGE="$image" SLUICE_CLUSTER_DIR="$dir" SLUICE_SUBNET_PREFIX="$p" \
+  # A fresh cluster: no keytabs, container logs or conf of an earlier one.
+  rm -rf "$dir/kerberos" "$dir/nm-logs" "$dir/conf" "$dir/bootstrap" "$dir/gssapi_bootstrap" "$dir/hosts"
+  mkdir -p "$dir/conf" "$dir/kerberos"
+  local what="integration/docker/docker-compose.yml"
+  [[ $SECURE == 1 ]] && what+=" + docker-compose.secure.yml (realm $REALM)"
+  log "docker-compose up ($what, image $image)"
+  SLUICE_REALM="$REALM" SLUICE_CLUSTER_IMAGE="$image" SLUICE_CLUSTER_DIR="$dir" SLUICE_SUBNET_PREFIX="$p" \
     SLUICE_KAFKA_CLUSTER_ID="$(kafka_cluster_id)" SLUICE_HEAP="${DOCKER_CLUSTER_HEAP:-256m}" \
     SLUICE_NM_MEMORY_MB="${DOCKER_CLUSTER_NM_MEMORY_MB:-2048}" SLUICE_NM_VCORES="${DOCKER_CLUSTER_NM_VCORES:-4}" \
     SLUICE_OWNER="$(id -u):$(id -g)" compose up -d --no-build >"$STATE/compose.log" 2>&1 ||
@@ -313,6 +363,10 @@ cmd_start() {
   rc="$(docker wait sluice-client-conf)"
   [[ $rc == 0 && -f "$dir/conf/yarn-site.xml" && -f "$dir/bootstrap" ]] ||
     { docker logs sluice-client-conf >&2 || true; die "the client-conf service failed (exit $rc)"; }
+  if [[ $SECURE == 1 ]]; then
+    [[ -s "$dir/kerberos/krb5.conf" && -s "$dir/kerberos/$CLIENT_USER.keytab" && -s "$dir/gssapi_bootstrap" ]] ||
+      { docker logs sluice-kdc >&2 || true; die "the KDC wrote no krb5.conf or client keytab to $dir/kerberos (its log above)"; }
+  fi
   local conf="$dir/conf" spec
   write_hosts "$p"
   wait_ready "$p"
@@ -329,11 +383,66 @@ cmd_start() {
       [[ $role == kafka ]] && bootstrap+="${bootstrap:+,}$p.$octet:9092"
     done
     echo "bootstrap=$bootstrap"
+    if [[ $SECURE == 1 ]]; then
+      echo "secure=true"
+      echo "realm=$REALM"
+      echo "kdc_address=$p.9:88"
+      echo "krb5_conf=$dir/kerberos/krb5.conf"
+      echo "client_principal=$CLIENT_USER@$REALM"
+      echo "client_keytab=$dir/kerberos/$CLIENT_USER.keytab"
+      echo "gssapi_bootstrap=$(cat "$dir/gssapi_bootstrap")"
+    fi
     echo "startup_s=$((SECONDS - t0))"
   } >"$dir/READY.tmp"
+  write_minicluster_ready "$dir" "$p" "$((SECONDS - t0))"
   mv "$dir/READY.tmp" "$dir/READY"
   log "READY in $((SECONDS - t0))s ($dir/READY)"
   echo "$dir"
+}
+
+# write_minicluster_ready DIR PREFIX SECONDS: DIR/conf/READY, this cluster in the format of
+# integration/minicluster's READY (minicluster.Load reads it), so that the suites written for the
+# minicluster run against this cluster with SLUICE_HADOOP_CONF_DIR=DIR/conf (and, secure,
+# SLUICE_HADOOP_SECURE_CONF_DIR=DIR/conf). The secure variant's addresses are host names (its
+# principals name hosts); the plain one's are the nodes' IPs. work_dir is where the NodeManagers'
+# container log directories are on this host. No pid: nothing on this host to check.
+write_minicluster_ready() {
+  local dir=$1 p=$2 secs=$3 m="$p.10" nms="" spec
+  [[ $SECURE == 1 ]] && m=master
+  for spec in "${NODES[@]}"; do
+    [[ "${spec##*:}" == worker ]] || continue
+    if [[ $SECURE == 1 ]]; then nms+="${nms:+,}${spec%%:*}:45454"; else nms+="${nms:+,}$p.$(cut -d: -f2 <<<"$spec"):45454"; fi
+  done
+  {
+    echo "# integration/scripts/docker-cluster.sh: the docker cluster of $dir, in minicluster's READY format"
+    echo "rm_address=$m:8032"
+    echo "rm_scheduler_address=$m:8030"
+    echo "rm_webapp_address=$m:8088"
+    echo "namenode_address=$m:8020"
+    echo "namenode_http_address=$m:9870"
+    echo "fs_default_fs=hdfs://$m:8020"
+    echo "nodemanagers=$(wc -w <<<"${nms//,/ }")"
+    echo "nm_addresses=$nms"
+    echo "work_dir=$dir/nm-logs"
+    echo "conf_dir=$dir/conf"
+    echo "docker_cluster_dir=$dir"
+    echo "startup_ms=$((secs * 1000))"
+    if [[ $SECURE == 1 ]]; then
+      echo "secure=true"
+      echo "realm=$REALM"
+      echo "kdc_address=$p.9:88"
+      echo "krb5_conf=$dir/kerberos/krb5.conf"
+      echo "client_principal=$CLIENT_USER@$REALM"
+      echo "client_keytab=$dir/kerberos/$CLIENT_USER.keytab"
+      echo "service_keytab=$dir/kerberos/master.keytab"
+      echo "namenode_principal=nn/master@$REALM"
+      echo "resourcemanager_principal=rm/master@$REALM"
+      echo "kafka_principal=kafka/kafka1@$REALM"
+      echo "kafka_keytab=$dir/kerberos/kafka1.keytab"
+      echo "data_transfer_protection=privacy"
+    fi
+  } >"$dir/conf/READY.tmp"
+  mv "$dir/conf/READY.tmp" "$dir/conf/READY"
 }
 
 # The Docker host resolves the nodes' names as a user's machine resolves a real cluster's through
@@ -375,14 +484,73 @@ cmd_stop() {
     remove_containers
     docker network rm "$NET" >/dev/null 2>&1 || true
   fi
-  [[ -d "$1" ]] && rm -f "$1/READY"
+  [[ -d "$1" ]] && rm -f "$1/READY" "$1/conf/READY"
   remove_hosts
   cmd_dockerd_stop
+}
+
+cmd_run() {
+  local secure_flag=() dir="" tmp=0
+  if [[ "${1:-}" == --secure ]]; then
+    secure_flag=(--secure)
+    shift
+  fi
+  if [[ "${1:-}" != -- ]]; then
+    dir=${1:-}
+    shift
+  fi
+  [[ "${1:-}" == -- && $# -ge 2 ]] || die "usage: $0 run [--secure] [DIR] -- CMD [ARGS]"
+  shift
+  need_root
+  if [[ -n "$dir" ]] && cmd_status "$dir" >/dev/null 2>&1; then
+    local want=false have=false
+    ((${#secure_flag[@]})) && want=true
+    grep -qx 'secure=true' "$dir/READY" && have=true
+    [[ $have == "$want" ]] || die "the cluster running in $dir is not the variant asked for (secure=$want, it is secure=$have)"
+    log "using the cluster running in $dir (left running)"
+  else
+    if [[ -z "$dir" ]]; then
+      dir="$(mktemp -d /tmp/sluice-docker-cluster-run.XXXXXX)"
+      tmp=1
+    fi
+    # Stopped whatever happens to CMD or this script (dir is expanded now: the trap runs after
+    # this function has returned).
+    # shellcheck disable=SC2064
+    trap "cmd_stop $(printf '%q' "$dir") >&2 || true" EXIT
+    trap 'exit 130' INT TERM
+    cmd_start "${secure_flag[@]}" "$dir" >/dev/null
+  fi
+  local r k
+  r="$dir/READY"
+  export SLUICE_DOCKER_CLUSTER_DIR="$dir" SLUICE_HADOOP_CONF_DIR="$dir/conf"
+  SLUICE_KAFKA_BOOTSTRAP="$(sed -n 's/^bootstrap=\([^,]*\).*/\1/p' "$r")"
+  export SLUICE_KAFKA_BOOTSTRAP
+  if grep -qx 'secure=true' "$r"; then
+    export SLUICE_HADOOP_SECURE_CONF_DIR="$dir/conf"
+    SLUICE_KAFKA_GSSAPI_BOOTSTRAP="$(sed -n 's/^gssapi_bootstrap=\([^,]*\).*/\1/p' "$r")"
+    export SLUICE_KAFKA_GSSAPI_BOOTSTRAP
+  fi
+  local rc=0 t0=$SECONDS
+  "$@" || rc=$?
+  log "$* exited $rc after $((SECONDS - t0))s"
+  if [[ $rc != 0 ]]; then
+    for k in $(docker ps -a --filter label=io.github.sluice.docker-cluster --format '{{.Names}}'); do
+      echo "--- last lines of $k ---" >&2
+      docker logs --tail 30 "$k" 2>&1 | sed "s/^/$k: /" >&2 || true
+    done
+    ((tmp)) && log "kept $dir (the containers' logs in nm-logs/, the keytabs in kerberos/)"
+  elif ((tmp)); then
+    # After the cluster's stop (the EXIT trap), which reads DIR.
+    # shellcheck disable=SC2064
+    trap "cmd_stop $(printf '%q' "$dir") >&2 || true; rm -rf $(printf '%q' "$dir")" EXIT
+  fi
+  return "$rc"
 }
 
 cmd_status() {
   [[ $# -ge 1 ]] || die "usage: $0 status DIR"
   [[ -f "$1/READY" ]] && docker_up || { log "not running in $1"; return 1; }
+  grep -qx 'secure=true' "$1/READY" && set_secure
   local n
   n="$(docker ps -q --filter label=io.github.sluice.docker-cluster --filter status=running | wc -l)"
   [[ $n == "${#NODES[@]}" ]] || { log "$n of ${#NODES[@]} containers running"; return 1; }
@@ -393,11 +561,12 @@ case "${1:-}" in
   images) shift; cmd_images "$@" ;;
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
+  run) shift; cmd_run "$@" ;;
   status) shift; cmd_status "$@" ;;
   dockerd-start) shift; cmd_dockerd_start ;;
   dockerd-stop) shift; cmd_dockerd_stop ;;
   *)
-    sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,71p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -202,7 +202,9 @@ func kerberosHint(kind error) string {
 }
 
 // serverPrincipal resolves an Endpoint's expected principal: _HOST becomes
-// the (lower-case) host of addr. It returns the service/host part.
+// the (lower-case) host of addr, an IP address reverse-resolved to its
+// host name as Hadoop's clients do (kerberos.ServiceHost). It returns the
+// service/host part.
 func serverPrincipal(pattern, addr string) (string, error) {
 	if pattern == "" {
 		return "", fmt.Errorf("%w: %w: no server principal is configured for %s (set dfs.namenode.kerberos.principal or yarn.resourcemanager.principal, e.g. hdfs/_HOST@REALM)",
@@ -218,7 +220,7 @@ func serverPrincipal(pattern, addr string) (string, error) {
 		if err != nil {
 			h = addr
 		}
-		host = strings.ToLower(h)
+		host = kerberos.ServiceHost(h)
 	}
 	return svc + "/" + host, nil
 }
