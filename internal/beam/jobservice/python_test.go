@@ -395,6 +395,16 @@ func TestPythonTestStream(t *testing.T) {
 			"k [12,22) 5 ON_TIME first=True last=True index=0 nonspec=0",
 			"k [30,45) 3,4 ON_TIME first=True last=True index=0 nonspec=0",
 		}},
+		{"strings", []string{
+			// "late" (3 s at watermark 10 s) is dropped.
+			"k [0,10) a,bb ON_TIME first=True last=True index=0 nonspec=0",
+			"k [10,20) ccc ON_TIME first=True last=True index=0 nonspec=0",
+		}},
+		{"after_count_finished", []string{
+			// 4, 5 and 6 are dropped: the window closed when AfterCount(3) fired.
+			"A [0,10) 1,2,3 EARLY first=True last=True index=0 nonspec=-1",
+			"B [0,10) 1,2,3 EARLY first=True last=True index=0 nonspec=-1",
+		}},
 	}
 	svc := service(t, jobservice.Options{Parallelism: 1})
 	for _, c := range cases {

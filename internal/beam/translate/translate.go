@@ -356,6 +356,17 @@ func (t *translator) collect(id string) {
 		case ts.GetEndpoint().GetUrl() != "" && len(ts.GetEvents()) == 0:
 			t.fail(tr, "a TestStream reading its events from a TestStreamService endpoint is not supported yet")
 		default:
+			// The elements are in the payload's coder, which need not be
+			// the output's (Python's output may keep its inferred
+			// coder): the output takes the payload's, so the stage
+			// reading it decodes what the runner writes.
+			if c := ts.GetCoderId(); c != "" && t.c.Coders[c] != nil {
+				for _, pc := range tr.GetOutputs() {
+					if p := t.c.Pcollections[pc]; p != nil {
+						p.CoderId = c
+					}
+				}
+			}
 			t.leaf(id, leafTestStream)
 		}
 		return
@@ -1030,16 +1041,21 @@ func (t *translator) testEvents(plan *Plan, n *Node) {
 		t.fail(tr, "a TestStream's output must be in the global window")
 		return
 	}
-	// The wire element is LP<T>, or T itself where T is bytes or a
-	// string (whose nested encoding is a length and the bytes): then
-	// Python's outer-context element needs its length, Go's has it.
+	// The wire element is LP<T>, or T itself where T is a length prefix
+	// already, bytes or a string (whose nested encoding is a length and
+	// the bytes). A length-prefix coder's encoding has its length in
+	// every context; bytes and strings have it in Go's encoding (every
+	// context) but not in Python's (the outer context).
 	elem := t.c.Coders[w.Coder].GetComponentCoderIds()[0]
-	if urn := t.c.Coders[elem].GetSpec().GetUrn(); urn != coderLengthPrefix && urn != coderBytes && urn != coderString {
+	urn := t.c.Coders[elem].GetSpec().GetUrn()
+	if urn != coderLengthPrefix && urn != coderBytes && urn != coderString {
 		t.fail(tr, fmt.Sprintf("a TestStream whose output %s is read by key directly (wire element coder %s); put a ParDo between", out, urn))
 		return
 	}
-	framed := true
-	if urn := t.c.Coders[elem].GetSpec().GetUrn(); urn == coderBytes || urn == coderString {
+	// framed: the runner writes the element's length (it wrapped T, or
+	// Python's bytes and strings).
+	framed := elem != t.c.Pcollections[out].GetCoderId() || urn != coderLengthPrefix
+	if framed && urn != coderLengthPrefix {
 		for _, c := range plan.Nodes {
 			if slices.Contains(c.Inputs, out) && c.Kind == Stage {
 				env := t.c.Environments[c.Environment]

@@ -5,6 +5,7 @@ PaneInfo the DoFn sees)."""
 import argparse
 
 import apache_beam as beam
+from apache_beam import coders
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms import trigger
@@ -112,6 +113,34 @@ def sessions():
   return stream, beam.WindowInto(window.Sessions(10))
 
 
+def strings():
+  """A TestStream of strings (StrUtf8Coder: the runner writes each
+  element's length, which Python's outer-context encoding lacks), keyed
+  by a Map, in fixed windows."""
+  stream = (TestStream(coder=coders.StrUtf8Coder())
+            .add_elements([TimestampedValue('a', 1), TimestampedValue('bb', 2)])
+            .advance_watermark_to(10)
+            .add_elements([TimestampedValue('late', 3), TimestampedValue('ccc', 12)])
+            .advance_watermark_to_infinity())
+  return stream, beam.Map(lambda s: ('k', s)) | beam.WindowInto(window.FixedWindows(10))
+
+
+def after_count_finished():
+  """AfterCount(3) (not repeated), accumulating: the window closes when
+  it fires and drops the rest (Beam's test_after_count_streaming)."""
+  stream = (TestStream()
+            .advance_watermark_to(0)
+            .add_elements([('A', 1), ('A', 2), ('A', 3)])
+            .add_elements([('A', 4), ('A', 5), ('A', 6)])
+            .add_elements([('B', 1), ('B', 2), ('B', 3)])
+            .advance_watermark_to_infinity())
+  win = beam.WindowInto(
+      window.FixedWindows(10),
+      trigger=trigger.AfterCount(3),
+      accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
+  return stream, win
+
+
 def proctime():
   """A processing-time trigger: refused at Prepare."""
   stream = TestStream().add_elements([kv(1, 1)]).advance_watermark_to_infinity()
@@ -129,6 +158,8 @@ CASES = {
     'early_late': early_late,
     'repeated': repeated,
     'sessions': sessions,
+    'strings': strings,
+    'after_count_finished': after_count_finished,
     'proctime': proctime,
 }
 
@@ -139,7 +170,7 @@ def main():
   parser.add_argument('--case', required=True, choices=sorted(CASES))
   args, rest = parser.parse_known_args()
   stream, win = CASES[args.case]()
-  with beam.Pipeline(options=PipelineOptions(rest + ['--streaming'])) as p:
+  with beam.Pipeline(options=PipelineOptions(rest + ['--streaming', '--allow_unsafe_triggers'])) as p:
     (p
      | 'Events' >> stream
      | 'Window' >> win
