@@ -359,10 +359,14 @@ func (t *translator) collect(id string) {
 			// The elements are in the payload's coder, which need not be
 			// the output's (Python's output may keep its inferred
 			// coder): the output takes the payload's, so the stage
-			// reading it decodes what the runner writes.
+			// reading it decodes what the runner writes — unless the
+			// output's is a length prefix of it (Go's: a custom coder is
+			// readable only inside one).
 			if c := ts.GetCoderId(); c != "" && t.c.Coders[c] != nil {
 				for _, pc := range tr.GetOutputs() {
-					if p := t.c.Pcollections[pc]; p != nil {
+					p := t.c.Pcollections[pc]
+					oc := t.c.Coders[p.GetCoderId()]
+					if p != nil && !(oc.GetSpec().GetUrn() == coderLengthPrefix && slices.Equal(oc.GetComponentCoderIds(), []string{c})) {
 						p.CoderId = c
 					}
 				}

@@ -269,18 +269,26 @@ func TestLiftCombine(t *testing.T) {
 // TestTranslateTestStream: a TestStream's events, each element written
 // as a windowed value in the global window whose payload has its length
 // once, whether the SDK encoded a string in the outer context (Python)
-// or nested (Go).
+// or nested (Go), or its output's coder is a length prefix of the
+// payload's (Go's custom coders); the output takes the payload's coder
+// otherwise.
 func TestTranslateTestStream(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		capabilities []string
-		encoded      []byte
+		name          string
+		capabilities  []string
+		encoded       []byte
+		output, coder string // the output's coder before and after
 	}{
-		{"Python", []string{"beam:version:sdk_base:apache/beam_python3.11_sdk:2.77.0"}, []byte("ab")},
-		{"Go", []string{sdkBaseGo + "apache/beam_go_sdk:2.77.0"}, []byte("\x02ab")},
+		{"Python", []string{"beam:version:sdk_base:apache/beam_python3.11_sdk:2.77.0"}, []byte("ab"), "pickled", "str"},
+		{"Go", []string{sdkBaseGo + "apache/beam_go_sdk:2.77.0"}, []byte("\x02ab"), "str", "str"},
+		{"Go custom coder", []string{sdkBaseGo + "apache/beam_go_sdk:2.77.0"}, []byte("\x02ab"), "lp_custom", "lp_custom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts, _ := proto.Marshal(&pipepb.TestStreamPayload{CoderId: "str", Events: []*pipepb.TestStreamPayload_Event{
+			payloadCoder := "str"
+			if tc.output == "lp_custom" {
+				payloadCoder = "custom"
+			}
+			ts, _ := proto.Marshal(&pipepb.TestStreamPayload{CoderId: payloadCoder, Events: []*pipepb.TestStreamPayload_Event{
 				{Event: &pipepb.TestStreamPayload_Event_ElementEvent{ElementEvent: &pipepb.TestStreamPayload_Event_AddElements{
 					Elements: []*pipepb.TestStreamPayload_TimestampedElement{{EncodedElement: tc.encoded, Timestamp: 5}}}}},
 				{Event: &pipepb.TestStreamPayload_Event_ProcessingTimeEvent{ProcessingTimeEvent: &pipepb.TestStreamPayload_Event_AdvanceProcessingTime{AdvanceDuration: 3}}},
@@ -289,12 +297,15 @@ func TestTranslateTestStream(t *testing.T) {
 			ext, _ := proto.Marshal(&pipepb.ExternalPayload{Endpoint: &pipepb.ApiServiceDescriptor{Url: "localhost:1"}})
 			p := &pipepb.Pipeline{RootTransformIds: []string{"ts", "pd"}, Components: &pipepb.Components{
 				Coders: map[string]*pipepb.Coder{
-					"str": {Spec: &pipepb.FunctionSpec{Urn: coderString}},
-					"gw":  {Spec: &pipepb.FunctionSpec{Urn: coderGlobalWindow}},
+					"str":       {Spec: &pipepb.FunctionSpec{Urn: coderString}},
+					"pickled":   {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:pickled_python:v1"}},
+					"custom":    {Spec: &pipepb.FunctionSpec{Urn: "beam:go:coder:custom:v1"}},
+					"lp_custom": {Spec: &pipepb.FunctionSpec{Urn: coderLengthPrefix}, ComponentCoderIds: []string{"custom"}},
+					"gw":        {Spec: &pipepb.FunctionSpec{Urn: coderGlobalWindow}},
 				},
 				WindowingStrategies: map[string]*pipepb.WindowingStrategy{"ws": {WindowCoderId: "gw"}},
 				Pcollections: map[string]*pipepb.PCollection{
-					"events": {UniqueName: "events", CoderId: "str", WindowingStrategyId: "ws"},
+					"events": {UniqueName: "events", CoderId: tc.output, WindowingStrategyId: "ws"},
 					"out":    {UniqueName: "out", CoderId: "str", WindowingStrategyId: "ws"},
 				},
 				Environments: map[string]*pipepb.Environment{"env": {Urn: "beam:env:external:v1", Payload: ext, Capabilities: tc.capabilities}},
@@ -307,6 +318,9 @@ func TestTranslateTestStream(t *testing.T) {
 			plan, err := Translate(p)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if got := plan.Components.Pcollections["events"].GetCoderId(); got != tc.coder {
+				t.Errorf("the output's coder is %s, want %s", got, tc.coder)
 			}
 			n := plan.Nodes[0]
 			if n.Kind != TestStream || len(n.Events) != 3 {
