@@ -376,8 +376,11 @@ type groupByKey struct {
 	window    wire.WindowKind
 	merging   bool
 	windowing translate.Windowing
-	values    *core.ListState
-	triggers  *core.ValueState
+	// batch: a bounded pipeline, whose triggers see each window's
+	// elements at once when the watermark moves (trigger.Event.Deferred).
+	batch    bool
+	values   *core.ListState
+	triggers *core.ValueState
 }
 
 // mergeNS is the namespace of a merging GroupByKey's values.
@@ -443,11 +446,12 @@ func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ i
 			continue
 		}
 		ns := string(w)
-		st, found, err := g.loadTrigger(ns)
+		st, prev, err := g.loadTrigger(ns)
 		if err != nil {
 			return fmt.Errorf("beam group-by-key %s: window state: %w", ctx.OperatorName(), err)
 		}
-		next, d := trigger.Step(g.windowing.Trigger, st, trigger.Event{Element: true, EndOfWindow: wm != core.NoWatermark && wm >= maxTs})
+		found := prev != nil
+		next, d := trigger.Step(g.windowing.Trigger, st, trigger.Event{Element: true, EndOfWindow: wm != core.NoWatermark && wm >= maxTs, Deferred: g.batch})
 		if !d.Drop {
 			if err := g.values.Add(ns, slices.Clone(v)); err != nil {
 				return err
@@ -463,26 +467,27 @@ func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ i
 				}
 			}
 		}
-		if err := g.apply(ctx, key, ns, maxTs, next, d); err != nil {
+		if err := g.apply(ctx, key, ns, maxTs, prev, next, d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// loadTrigger reads a window's trigger state, and whether it has one.
-func (g *groupByKey) loadTrigger(ns string) (trigger.Window, bool, error) {
+// loadTrigger reads a window's trigger state and its encoding (nil: the
+// window has none).
+func (g *groupByKey) loadTrigger(ns string) (trigger.Window, []byte, error) {
 	b, ok, err := g.triggers.Get(ns)
 	if err != nil || !ok {
-		return trigger.Window{}, false, err
+		return trigger.Window{}, nil, err
 	}
 	w, err := trigger.Decode(b)
-	return w, true, err
+	return w, b, err
 }
 
 // apply carries out a trigger decision for window ns and stores its next
-// state.
-func (g *groupByKey) apply(ctx *core.Context, key, ns string, maxTs int64, next trigger.Window, d trigger.Decision) error {
+// state (unless it is prev, its stored encoding, unchanged).
+func (g *groupByKey) apply(ctx *core.Context, key, ns string, maxTs int64, prev []byte, next trigger.Window, d trigger.Decision) error {
 	if d.Emit {
 		vs, err := g.values.Get(ns)
 		if err != nil {
@@ -501,7 +506,11 @@ func (g *groupByKey) apply(ctx *core.Context, key, ns string, maxTs int64, next 
 	if d.Done {
 		return g.triggers.Delete(ns)
 	}
-	return g.triggers.Put(ns, next.Encode(nil))
+	enc := next.Encode(nil)
+	if prev != nil && string(enc) == string(prev) {
+		return nil
+	}
+	return g.triggers.Put(ns, enc)
 }
 
 func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
@@ -519,11 +528,11 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 		}
 		return g.values.Update(t.Namespace, rest)
 	}
-	st, found, err := g.loadTrigger(t.Namespace)
+	st, prev, err := g.loadTrigger(t.Namespace)
 	if err != nil {
 		return fmt.Errorf("beam group-by-key %s: window state: %w", ctx.OperatorName(), err)
 	}
-	if !found {
+	if prev == nil {
 		return nil // garbage-collected already
 	}
 	maxTs, err := wire.MaxTimestampOf(g.window, []byte(t.Namespace))
@@ -532,7 +541,7 @@ func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 	}
 	wm := max(ctx.CurrentWatermark(), t.Time)
 	next, d := trigger.Step(g.windowing.Trigger, st, trigger.Event{EndOfWindow: wm >= maxTs, Expired: wm >= g.gcTime(maxTs)})
-	return g.apply(ctx, t.Key, t.Namespace, maxTs, next, d)
+	return g.apply(ctx, t.Key, t.Namespace, maxTs, prev, next, d)
 }
 
 // userState keeps a stateful stage's user state, by state key (the

@@ -51,6 +51,10 @@ type Options struct {
 	PipelineOptions *structpb.Struct
 	// Metrics, if set, aggregates the harnesses' monitoring infos.
 	Metrics *Metrics
+	// Streaming marks a pipeline submitted with --streaming; one with an
+	// unbounded PCollection is streaming too. A bounded one's triggers
+	// see each window's elements at once (as Beam's batch runners do).
+	Streaming bool
 	// OnStarted, if set, is called once the harnesses are connected and
 	// the engine job started.
 	OnStarted func()
@@ -350,7 +354,9 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				Props: map[string]string{"window": kind.String(), "merging": strconv.FormatBool(n.Merging),
 					"trigger": n.Windowing.Trigger.Trigger.String(), "accumulation": strconv.Itoa(int(n.Windowing.Trigger.Mode)),
 					"allowed-lateness": strconv.FormatInt(n.Windowing.AllowedLateness, 10)},
-				New: func() core.Operator { return &groupByKey{window: kind, merging: n.Merging, windowing: n.Windowing} },
+				New: func() core.Operator {
+					return &groupByKey{window: kind, merging: n.Merging, windowing: n.Windowing, batch: !opts.Streaming && !plan.Unbounded}
+				},
 			}).UID(uid)
 			streams[n.Outputs[0]], par[n.Outputs[0]] = s, opts.Parallelism
 		case translate.Flatten:

@@ -228,6 +228,9 @@ type Plan struct {
 	// (residual roots: a splittable DoFn's checkpoint) the runner feeds
 	// back to them, with how it reads them.
 	Residuals map[string]Residual
+	// Unbounded: a PCollection of the pipeline is unbounded (a streaming
+	// pipeline).
+	Unbounded bool
 	// Recoded maps the IDs of recoded copies of PCollections (a stage's
 	// output written a second time in another encoding, for a Flatten or
 	// Reshuffle) to the PCollection they copy.
@@ -310,6 +313,9 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 		return nil, errors.Join(t.errs...)
 	}
 	t.wires(plan)
+	for _, pc := range t.c.Pcollections {
+		plan.Unbounded = plan.Unbounded || pc.GetIsBounded() == pipepb.IsBounded_UNBOUNDED
+	}
 	t.recode(plan)
 	prune(plan)
 	plan.Residuals = map[string]Residual{}
@@ -391,6 +397,12 @@ func (t *translator) collect(id string) {
 		return
 	}
 	if !sdkURNs[urn] {
+		if passThrough(tr) {
+			// A composite that expanded to nothing (Python's Create
+			// under --streaming: MaybeReshuffle returns its input):
+			// its outputs are its inputs, produced elsewhere.
+			return
+		}
 		if urn == "" {
 			// An empty root (Python's top-level wrapper) or a transform
 			// that does nothing.
@@ -1098,4 +1110,22 @@ func (t *translator) testEvents(plan *Plan, n *Node) {
 			t.fail(tr, fmt.Sprintf("a TestStream event %T is not supported", ev.GetEvent()))
 		}
 	}
+}
+
+// passThrough reports whether tr has outputs and each is one of its
+// inputs.
+func passThrough(tr *pipepb.PTransform) bool {
+	if len(tr.GetOutputs()) == 0 || len(tr.GetSubtransforms()) > 0 {
+		return false
+	}
+	for _, out := range tr.GetOutputs() {
+		found := false
+		for _, in := range tr.GetInputs() {
+			found = found || in == out
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -339,3 +339,39 @@ func TestTranslateTestStream(t *testing.T) {
 		})
 	}
 }
+
+// TestTranslatePassThrough: a composite that expanded to nothing (its
+// outputs are its inputs, as Python's Create/MaybeReshuffle under
+// --streaming) is skipped, whatever its URN; one producing a collection
+// of its own is not.
+func TestTranslatePassThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		same bool
+	}{{"outputs are inputs", true}, {"a new output", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t)
+			var pc string
+			for id := range p.Components.Pcollections {
+				pc = id
+				break
+			}
+			out := pc
+			if !tc.same {
+				out = "nowhere_new"
+				p.Components.Pcollections[out] = proto.Clone(p.Components.Pcollections[pc]).(*pipepb.PCollection)
+			}
+			p.Components.Transforms["maybe"] = &pipepb.PTransform{UniqueName: "MaybeReshuffle",
+				Spec:   &pipepb.FunctionSpec{Urn: "beam:transform:pickled_python:v1"},
+				Inputs: map[string]string{"in": pc}, Outputs: map[string]string{"out": out}}
+			p.RootTransformIds = append(p.RootTransformIds, "maybe")
+			_, err := Translate(p)
+			if tc.same && err != nil {
+				t.Fatalf("a pass-through composite failed translation: %v", err)
+			}
+			if !tc.same && (err == nil || !strings.Contains(err.Error(), `transform "MaybeReshuffle"`)) {
+				t.Fatalf("error %v, want one naming MaybeReshuffle", err)
+			}
+		})
+	}
+}

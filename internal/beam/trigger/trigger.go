@@ -276,6 +276,12 @@ func (w Window) Closed() bool { return w.closed }
 type Event struct {
 	// Element: an element arrived (otherwise the watermark moved).
 	Element bool
+	// Deferred: the element is one of a batch the trigger sees at once
+	// (a bounded pipeline: Beam evaluates triggers per bundle, and the
+	// runner's bounded input is all there before the watermark moves):
+	// it is counted, and the trigger evaluated at the next watermark
+	// event.
+	Deferred bool
 	// EndOfWindow: the input watermark has reached the window's maximum
 	// timestamp.
 	EndOfWindow bool
@@ -314,6 +320,9 @@ func Step(o Options, w Window, ev Event) (Window, Decision) {
 		}
 		w.pending = true
 		m.onElement(o.Trigger, 0, ev.EndOfWindow)
+		if ev.Deferred {
+			return w, Decision{}
+		}
 	}
 	if w.closed {
 		// Closed before its garbage-collection time: nothing to emit.

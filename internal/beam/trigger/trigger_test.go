@@ -43,6 +43,7 @@ func repeat(t *pipepb.Trigger) *pipepb.Trigger {
 //
 //	window TRIGGER [accumulating] [fire-always]   (a new window)
 //	element [eow]     (an element arrives; eow: the watermark is past the window's end)
+//	batch-element     (an element of a bounded input: counted, evaluated at the next timer)
 //	eow               (the watermark reached the end of the window)
 //	expired           (the watermark reached its garbage-collection time)
 //	eow-expired       (both at once: no allowed lateness)
@@ -77,6 +78,8 @@ func TestTrace(t *testing.T) {
 			return spec.String(), nil
 		case "element":
 			ev = Event{Element: true, EndOfWindow: len(f) > 1 && f[1] == "eow"}
+		case "batch-element":
+			ev = Event{Element: true, Deferred: true}
 		case "eow":
 			ev = Event{EndOfWindow: true}
 		case "expired":
