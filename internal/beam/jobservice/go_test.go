@@ -318,3 +318,28 @@ func TestGoDockerEnvironmentRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestGoTestStream runs the Go SDK's teststream package through fixed
+// windows with early (AfterCount(2)) and late (AfterCount(1)) firings,
+// accumulating, and 5 s of allowed lateness; each pane is written with
+// the PaneInfo the DoFn sees. Parallelism 1 only: a count trigger's panes
+// depend on the order elements reach the GroupByKey.
+func TestGoTestStream(t *testing.T) {
+	want := []string{
+		"k [0,10) a,b EARLY first=true last=false index=0 nonspec=-1",
+		"k [0,10) a,b,c ON_TIME first=false last=false index=1 nonspec=0",
+		"k [0,10) a,b,c,d LATE first=false last=false index=2 nonspec=1",
+		// f arrives with the watermark past its window's end: its first
+		// pane is the on-time one. e (4 s, at watermark 30 s) is dropped.
+		"k [20,30) f ON_TIME first=true last=false index=0 nonspec=0",
+	}
+	goProgram(t)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	svc := service(t, jobservice.Options{Parallelism: 1})
+	if log, err := runGo(t, svc, 3*time.Minute, "teststream", "--output="+out); err != nil {
+		t.Fatalf("teststream: %v\n%s", err, log)
+	}
+	if got := lines(t, out); !slices.Equal(got, want) {
+		t.Errorf("teststream output:\n got %q\nwant %q", got, want)
+	}
+}

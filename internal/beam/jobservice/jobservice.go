@@ -240,6 +240,29 @@ func intOption(opts *structpb.Struct, name string, def int) int {
 	return def
 }
 
+// boolOption reads a boolean pipeline option as intOption reads an
+// integer one (false when absent).
+func boolOption(opts *structpb.Struct, name string) bool {
+	fields := opts.GetFields()
+	values := []*structpb.Value{fields[name], fields["beam:option:"+name+":v1"]}
+	if goOpts := fields["beam:option:go_options:v1"].GetStructValue().GetFields()["options"]; goOpts != nil {
+		values = append(values, goOpts.GetStructValue().GetFields()[name])
+	}
+	for _, v := range values {
+		switch x := v.GetKind().(type) {
+		case *structpb.Value_BoolValue:
+			if x.BoolValue {
+				return true
+			}
+		case *structpb.Value_StringValue:
+			if b, _ := strconv.ParseBool(x.StringValue); b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // parallelism is the job's: sluice_parallelism, else the SDK's standard
 // parallelism option (Go's --parallelism, which the Flink runner reads
 // too), else the service's default.
@@ -265,6 +288,7 @@ func (js jobs) Run(_ context.Context, r *jobpb.RunJobRequest) (*jobpb.RunJobResp
 	opts := runner.Options{
 		Parallelism:     parallelism(j.options, s.opts.Parallelism),
 		BundleSize:      intOption(j.options, "sluice_bundle_size", s.opts.BundleSize),
+		Streaming:       boolOption(j.options, "streaming"),
 		Log:             s.log,
 		PipelineOptions: j.options,
 		Metrics:         j.metrics,

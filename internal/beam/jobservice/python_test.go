@@ -355,3 +355,81 @@ func TestPythonEventTimeTimer(t *testing.T) {
 		t.Errorf("flushed:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestPythonTestStream runs teststream.py's cases: a TestStream through
+// windows, triggers and allowed lateness, each group written with the
+// PaneInfo the DoFn sees. Parallelism 1: count triggers see elements in
+// the order the TestStream gives them.
+func TestPythonTestStream(t *testing.T) {
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"late", []string{
+			"k [0,10) 1,2 ON_TIME first=True last=False index=0 nonspec=0",
+			"k [0,10) 3 LATE first=False last=False index=1 nonspec=1",
+			"k [20,30) 6 ON_TIME first=True last=True index=0 nonspec=0",
+		}},
+		{"early_accumulating", []string{
+			"k [0,10) 1,2 EARLY first=True last=False index=0 nonspec=-1",
+			"k [0,10) 1,2,3 ON_TIME first=False last=True index=1 nonspec=0",
+		}},
+		{"early_discarding", []string{
+			"k [0,10) 1,2 EARLY first=True last=False index=0 nonspec=-1",
+			"k [0,10) 3 ON_TIME first=False last=True index=1 nonspec=0",
+		}},
+		{"early_late", []string{
+			"k [0,10) 1,2 EARLY first=True last=False index=0 nonspec=-1",
+			"k [0,10) 1,2,3 ON_TIME first=False last=False index=1 nonspec=0",
+			"k [0,10) 1,2,3,4 LATE first=False last=False index=2 nonspec=1",
+		}},
+		{"repeated", []string{
+			"k global 1,2 EARLY first=True last=False index=0 nonspec=-1",
+			"k global 3,4 EARLY first=False last=False index=1 nonspec=-1",
+			"k global 5 ON_TIME first=False last=True index=2 nonspec=0",
+		}},
+		{"sessions", []string{
+			// 12 is not late (its window ends at 22, after the watermark
+			// 20) but [1,15) was emitted at 20: it starts a session.
+			"k [1,15) 1,2 ON_TIME first=True last=True index=0 nonspec=0",
+			"k [12,22) 5 ON_TIME first=True last=True index=0 nonspec=0",
+			"k [30,45) 3,4 ON_TIME first=True last=True index=0 nonspec=0",
+		}},
+		{"strings", []string{
+			// "late" (3 s at watermark 10 s) is dropped.
+			"k [0,10) a,bb ON_TIME first=True last=True index=0 nonspec=0",
+			"k [10,20) ccc ON_TIME first=True last=True index=0 nonspec=0",
+		}},
+		{"after_count_finished", []string{
+			// 4, 5 and 6 are dropped: the window closed when AfterCount(3) fired.
+			"A [0,10) 1,2,3 EARLY first=True last=True index=0 nonspec=-1",
+			"B [0,10) 1,2,3 EARLY first=True last=True index=0 nonspec=-1",
+		}},
+	}
+	svc := service(t, jobservice.Options{Parallelism: 1})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "groups.txt")
+			if log, err := runPython(t, svc, 3*time.Minute, "teststream.py", "--case", c.name, "--output", out); err != nil {
+				t.Fatalf("teststream.py --case %s: %v\n%s", c.name, err, log)
+			}
+			want := slices.Clone(c.want)
+			slices.Sort(want)
+			if got := lines(t, out); !slices.Equal(got, want) {
+				t.Errorf("groups:\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+func TestPythonProcessingTimeTriggerFailsPrepare(t *testing.T) {
+	svc := service(t, jobservice.Options{})
+	log, err := runPython(t, svc, 2*time.Minute, "teststream.py", "--case", "proctime", "--output", filepath.Join(t.TempDir(), "x"))
+	if err == nil {
+		t.Fatalf("a pipeline with a processing-time trigger ran:\n%s", log)
+	}
+	want := regexp.MustCompile(`transform "Group" \(URN beam:transform:group_by_key:v1\): windowing strategy .*AfterProcessingTime \(processing-time triggers\) is not supported yet`)
+	if !want.MatchString(log) {
+		t.Errorf("the client's error does not name the transform and the trigger (%s):\n%s", want, log)
+	}
+}

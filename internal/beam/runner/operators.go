@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice/sluice/internal/beam/fnapi"
 	"github.com/sluice/sluice/internal/beam/translate"
-
+	"github.com/sluice/sluice/internal/beam/trigger"
 	"github.com/sluice/sluice/internal/beam/wire"
 	"github.com/sluice/sluice/internal/runtime/core"
 )
@@ -357,16 +357,30 @@ func (si *sideInputs) serve(r *fnpb.StateRequest) *fnpb.StateResponse {
 }
 
 // groupByKey groups values by encoded key and window in keyed list state
-// (namespace: the window's encoding) and emits each group when the
-// watermark passes the window's maximum timestamp.
+// (namespace: the window's encoding) and fires each window as its
+// trigger says (package trigger; the window's trigger state is keyed
+// value state under the same namespace): at least when the watermark
+// passes the window's maximum timestamp, and a last time when it passes
+// its garbage-collection time (maximum timestamp plus allowed lateness),
+// when the window's state is dropped. Elements of windows past their
+// garbage-collection time are dropped. Panes carry their PaneInfo and
+// the window's maximum timestamp (Beam's END_OF_WINDOW).
 //
 // With merging (session) windows it keeps each value with its window
-// under one namespace and, at the end of input, merges each key's
-// overlapping windows and emits a group per merged window: batch only.
+// under one namespace, with an event-time timer at each window's maximum
+// timestamp; when one fires it merges the key's overlapping windows and
+// emits a group per merged window the watermark has passed, keeping the
+// rest. An element whose own window the watermark has passed is dropped
+// (default trigger, no allowed lateness: translate refuses the rest).
 type groupByKey struct {
-	window  wire.WindowKind
-	merging bool
-	values  *core.ListState
+	window    wire.WindowKind
+	merging   bool
+	windowing translate.Windowing
+	// batch: a bounded pipeline, whose triggers see each window's
+	// elements at once when the watermark moves (trigger.Event.Deferred).
+	batch    bool
+	values   *core.ListState
+	triggers *core.ValueState
 }
 
 // mergeNS is the namespace of a merging GroupByKey's values.
@@ -374,8 +388,20 @@ const mergeNS = "merging"
 
 func (g *groupByKey) Open(ctx *core.Context) error {
 	var err error
-	g.values, err = ctx.ListState("values")
+	if g.values, err = ctx.ListState("values"); err != nil {
+		return err
+	}
+	g.triggers, err = ctx.ValueState("trigger")
 	return err
+}
+
+// gcTime is the garbage-collection time of a window of maximum timestamp
+// maxTs.
+func (g *groupByKey) gcTime(maxTs int64) int64 {
+	if g.windowing.AllowedLateness > wire.MaxTimestamp-maxTs {
+		return wire.MaxTimestamp
+	}
+	return maxTs + g.windowing.AllowedLateness
 }
 
 func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ int64) error {
@@ -387,51 +413,135 @@ func (g *groupByKey) ProcessElement(ctx *core.Context, _ int, r core.Record, _ i
 	if err != nil {
 		return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
 	}
+	wm := ctx.CurrentWatermark()
 	if g.merging {
 		for _, w := range e.Windows {
+			_, end, err := wire.Interval(w)
+			if err != nil {
+				return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+			}
+			if wm != core.NoWatermark && end-1 <= wm {
+				// Expired: its session was emitted (no allowed lateness).
+				continue
+			}
 			entry := binary.AppendUvarint(nil, uint64(len(w)))
 			if err := g.values.Add(mergeNS, append(append(entry, w...), v...)); err != nil {
 				return err
 			}
+			if err := ctx.RegisterEventTimer(mergeNS, end-1); err != nil {
+				return err
+			}
 		}
-		return ctx.RegisterEventTimer(mergeNS, wire.MaxTimestamp)
+		return nil
 	}
+	key, _ := ctx.CurrentKey()
 	for _, w := range e.Windows {
 		maxTs, err := wire.MaxTimestampOf(g.window, w)
 		if err != nil {
 			return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
 		}
-		if maxTs <= ctx.CurrentWatermark() && ctx.CurrentWatermark() != core.NoWatermark {
-			// Late: the window was emitted (no allowed lateness yet).
+		gc := g.gcTime(maxTs)
+		if wm != core.NoWatermark && gc <= wm {
+			// Expired: later than the allowed lateness.
 			continue
 		}
 		ns := string(w)
-		if err := g.values.Add(ns, slices.Clone(v)); err != nil {
-			return err
+		st, prev, err := g.loadTrigger(ns)
+		if err != nil {
+			return fmt.Errorf("beam group-by-key %s: window state: %w", ctx.OperatorName(), err)
 		}
-		if err := ctx.RegisterEventTimer(ns, maxTs); err != nil {
+		found := prev != nil
+		next, d := trigger.Step(g.windowing.Trigger, st, trigger.Event{Element: true, EndOfWindow: wm != core.NoWatermark && wm >= maxTs, Deferred: g.batch})
+		if !d.Drop {
+			if err := g.values.Add(ns, slices.Clone(v)); err != nil {
+				return err
+			}
+		}
+		if !found {
+			if err := ctx.RegisterEventTimer(ns, maxTs); err != nil {
+				return err
+			}
+			if gc != maxTs {
+				if err := ctx.RegisterEventTimer(ns, gc); err != nil {
+					return err
+				}
+			}
+		}
+		if err := g.apply(ctx, key, ns, maxTs, prev, next, d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
-	vs, err := g.values.Get(t.Namespace)
-	if err != nil || len(vs) == 0 {
-		return err
+// loadTrigger reads a window's trigger state and its encoding (nil: the
+// window has none).
+func (g *groupByKey) loadTrigger(ns string) (trigger.Window, []byte, error) {
+	b, ok, err := g.triggers.Get(ns)
+	if err != nil || !ok {
+		return trigger.Window{}, nil, err
 	}
+	w, err := trigger.Decode(b)
+	return w, b, err
+}
+
+// apply carries out a trigger decision for window ns and stores its next
+// state (unless it is prev, its stored encoding, unchanged).
+func (g *groupByKey) apply(ctx *core.Context, key, ns string, maxTs int64, prev []byte, next trigger.Window, d trigger.Decision) error {
+	if d.Emit {
+		vs, err := g.values.Get(ns)
+		if err != nil {
+			return err
+		}
+		enc := wire.AppendGroupedElement(nil, maxTs, [][]byte{[]byte(ns)}, d.Pane.Encode(nil), []byte(key), vs)
+		if err := ctx.Emit(core.BytesRecord(enc), maxTs); err != nil {
+			return err
+		}
+	}
+	if d.Clear {
+		if err := g.values.Clear(ns); err != nil {
+			return err
+		}
+	}
+	if d.Done {
+		return g.triggers.Delete(ns)
+	}
+	enc := next.Encode(nil)
+	if prev != nil && string(enc) == string(prev) {
+		return nil
+	}
+	return g.triggers.Put(ns, enc)
+}
+
+func (g *groupByKey) OnTimer(ctx *core.Context, t core.Timer) error {
 	if g.merging {
-		if err := g.emitMerged(ctx, t.Key, vs); err != nil {
+		vs, err := g.values.Get(t.Namespace)
+		if err != nil || len(vs) == 0 {
+			return err
+		}
+		rest, err := g.emitMerged(ctx, t.Key, vs, max(ctx.CurrentWatermark(), t.Time))
+		if err != nil {
 			return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
 		}
-		return g.values.Clear(t.Namespace)
+		if len(rest) == len(vs) {
+			return nil
+		}
+		return g.values.Update(t.Namespace, rest)
 	}
-	enc := wire.AppendGroupedElement(nil, t.Time, [][]byte{[]byte(t.Namespace)}, wire.PaneOnTime, []byte(t.Key), vs)
-	if err := ctx.Emit(core.BytesRecord(enc), t.Time); err != nil {
-		return err
+	st, prev, err := g.loadTrigger(t.Namespace)
+	if err != nil {
+		return fmt.Errorf("beam group-by-key %s: window state: %w", ctx.OperatorName(), err)
 	}
-	return g.values.Clear(t.Namespace)
+	if prev == nil {
+		return nil // garbage-collected already
+	}
+	maxTs, err := wire.MaxTimestampOf(g.window, []byte(t.Namespace))
+	if err != nil {
+		return fmt.Errorf("beam group-by-key %s: %w", ctx.OperatorName(), err)
+	}
+	wm := max(ctx.CurrentWatermark(), t.Time)
+	next, d := trigger.Step(g.windowing.Trigger, st, trigger.Event{EndOfWindow: wm >= maxTs, Expired: wm >= g.gcTime(maxTs)})
+	return g.apply(ctx, t.Key, t.Namespace, maxTs, prev, next, d)
 }
 
 // userState keeps a stateful stage's user state, by state key (the
@@ -555,26 +665,29 @@ func (u *userState) serveMultimapKeysLocked(r *fnpb.StateRequest, k string) *fnp
 	return &fnpb.StateResponse{Error: fmt.Sprintf("beam runner: unsupported multimap keys state request %T", r.GetRequest())}
 }
 
-// emitMerged merges a key's interval windows where they overlap and emits
-// one group per merged window, at its maximum timestamp.
-func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte) error {
+// emitMerged merges a key's interval windows where they overlap, emits
+// one group per merged window the watermark wm has passed (at its
+// maximum timestamp), and returns the entries of the others.
+func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte, wm int64) ([][]byte, error) {
 	type item struct {
 		start, end int64
 		value      []byte
+		entry      []byte
 	}
 	items := make([]item, 0, len(entries))
 	for _, e := range entries {
 		n, k := binary.Uvarint(e)
 		if k <= 0 || uint64(len(e)-k) < n {
-			return fmt.Errorf("%w: merging entry", wire.ErrCorrupt)
+			return nil, fmt.Errorf("%w: merging entry", wire.ErrCorrupt)
 		}
 		start, end, err := wire.Interval(e[k : k+int(n)])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		items = append(items, item{start, end, e[k+int(n):]})
+		items = append(items, item{start, end, e[k+int(n):], e})
 	}
 	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.start, b.start) })
+	var rest [][]byte
 	for i := 0; i < len(items); {
 		start, end := items[i].start, items[i].end
 		j := i
@@ -583,14 +696,21 @@ func (g *groupByKey) emitMerged(ctx *core.Context, key string, entries [][]byte)
 			end = max(end, items[j].end)
 			values = append(values, items[j].value)
 		}
+		if end-1 > wm {
+			for _, it := range items[i:j] {
+				rest = append(rest, it.entry)
+			}
+			i = j
+			continue
+		}
 		w := wire.AppendInterval(nil, start, end)
 		enc := wire.AppendGroupedElement(nil, end-1, [][]byte{w}, wire.PaneOnTime, []byte(key), values)
 		if err := ctx.Emit(core.BytesRecord(enc), end-1); err != nil {
-			return err
+			return nil, err
 		}
 		i = j
 	}
-	return nil
+	return rest, nil
 }
 
 // timerStore keeps a stateful stage's timers, the latest setting of each

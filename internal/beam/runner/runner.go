@@ -51,6 +51,10 @@ type Options struct {
 	PipelineOptions *structpb.Struct
 	// Metrics, if set, aggregates the harnesses' monitoring infos.
 	Metrics *Metrics
+	// Streaming marks a pipeline submitted with --streaming; one with an
+	// unbounded PCollection is streaming too. A bounded one's triggers
+	// see each window's elements at once (as Beam's batch runners do).
+	Streaming bool
 	// OnStarted, if set, is called once the harnesses are connected and
 	// the engine job started.
 	OnStarted func()
@@ -258,6 +262,14 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 				New: func() core.Source { return &impulse{} },
 			}).UID(uid).SetParallelism(1)
 			streams[n.Outputs[0]], par[n.Outputs[0]] = s, 1
+		case translate.TestStream:
+			events := n.Events
+			s := core.AddSource(b, core.SourceSpec{
+				Name: n.Name, Out: core.Bytes(), Bounded: true, AssignsWatermarks: true,
+				Props: map[string]string{"events": strconv.Itoa(len(events))},
+				New:   func() core.Source { return &testStream{events: events} },
+			}).UID(uid).SetParallelism(1)
+			streams[n.Outputs[0]], par[n.Outputs[0]] = s, 1
 		case translate.Stage:
 			sides := map[string]core.Type{}
 			windows := map[string]wire.WindowKind{}
@@ -339,8 +351,12 @@ func Graph(plan *translate.Plan, name string, harnessOf func(*translate.Node) Ha
 			kind := plan.Wires[n.Inputs[0]].Window
 			s := core.Transform(streams[n.Inputs[0]].KeyBy(keyOf(plan.Wires[n.Inputs[0]])), core.OperatorSpec{
 				Kind: "beam-group-by-key", Name: n.Name, Out: core.Bytes(), NeedsWatermarks: true,
-				Props: map[string]string{"window": kind.String(), "merging": strconv.FormatBool(n.Merging)},
-				New:   func() core.Operator { return &groupByKey{window: kind, merging: n.Merging} },
+				Props: map[string]string{"window": kind.String(), "merging": strconv.FormatBool(n.Merging),
+					"trigger": n.Windowing.Trigger.Trigger.String(), "accumulation": strconv.Itoa(int(n.Windowing.Trigger.Mode)),
+					"allowed-lateness": strconv.FormatInt(n.Windowing.AllowedLateness, 10)},
+				New: func() core.Operator {
+					return &groupByKey{window: kind, merging: n.Merging, windowing: n.Windowing, batch: !opts.Streaming && !plan.Unbounded}
+				},
 			}).UID(uid)
 			streams[n.Outputs[0]], par[n.Outputs[0]] = s, opts.Parallelism
 		case translate.Flatten:
@@ -387,6 +403,40 @@ func (s *impulse) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
 		}
 	}
 	return core.EndOfInput, nil
+}
+
+// testStream emits a TestStream's events in order, one event per call:
+// elements with their timestamps, watermark advances as watermarks (so
+// elements behind the watermark are late downstream). A processing-time
+// advance is an ordering point only: the engine's processing-time clock
+// is not driven by it (the runner has no processing-time triggers).
+type testStream struct {
+	events []translate.TestEvent
+	next   int
+}
+
+func (s *testStream) EmitNext(ctx *core.Context) (core.SourceStatus, error) {
+	if s.next == len(s.events) {
+		return core.EndOfInput, nil
+	}
+	ev := s.events[s.next]
+	s.next++
+	switch ev.Kind {
+	case translate.TestElements:
+		for i, e := range ev.Elements {
+			if err := ctx.Emit(core.BytesRecord(e), ev.Timestamps[i]); err != nil {
+				return core.EndOfInput, err
+			}
+		}
+	case translate.TestWatermark:
+		if err := ctx.EmitWatermark(ev.Watermark); err != nil {
+			return core.EndOfInput, err
+		}
+	}
+	if s.next == len(s.events) {
+		return core.EndOfInput, nil
+	}
+	return core.MoreAvailable, nil
 }
 
 // keyOf selects the encoded key of a KV<LP<K>, LP<V>> element, or of a

@@ -13,6 +13,7 @@
 package translate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluice/sluice/internal/beam/trigger"
 	"github.com/sluice/sluice/internal/beam/wire"
 )
 
@@ -31,6 +33,7 @@ const (
 	URNFlatten    = "beam:transform:flatten:v1"
 	URNReshuffle  = "beam:transform:reshuffle:v1"
 	URNParDo      = "beam:transform:pardo:v1"
+	URNTestStream = "beam:transform:teststream:v1"
 
 	URNCombinePerKey     = "beam:transform:combine_per_key:v1"
 	URNCombinePrecombine = "beam:transform:combine_per_key_precombine:v1"
@@ -87,10 +90,13 @@ const (
 	Flatten
 	// Reshuffle redistributes its input.
 	Reshuffle
+	// TestStream emits a TestStream's events: elements with their
+	// timestamps and watermark advances, in order.
+	TestStream
 )
 
 func (k Kind) String() string {
-	return [...]string{"stage", "impulse", "group-by-key", "flatten", "reshuffle"}[k]
+	return [...]string{"stage", "impulse", "group-by-key", "flatten", "reshuffle", "test-stream"}[k]
 }
 
 // Node is one node of the plan.
@@ -124,7 +130,45 @@ type Node struct {
 	Keyed bool
 	// Timers are the timer families of a keyed stage's ParDo.
 	Timers []TimerFamily
+	// Windowing is a GroupByKey's trigger, accumulation mode and allowed
+	// lateness.
+	Windowing Windowing
+	// Events are a TestStream's events.
+	Events []TestEvent
 }
+
+// Windowing is how a GroupByKey fires its windows.
+type Windowing struct {
+	Trigger trigger.Options
+	// AllowedLateness (ms): a window's state is kept, and its late
+	// elements fire late panes, until the watermark passes its end plus
+	// this; later elements are dropped.
+	AllowedLateness int64
+}
+
+// TestEvent is one event of a TestStream: elements (each a windowed
+// value in the wire encoding of the TestStream's output, in the global
+// window, with its timestamp), a watermark advance, or a processing-time
+// advance.
+type TestEvent struct {
+	Elements   [][]byte
+	Timestamps []int64
+	// Watermark is the new watermark of a watermark event (ms).
+	Watermark int64
+	// ProcessingTime is the advance (ms) of a processing-time event.
+	ProcessingTime int64
+	Kind           TestEventKind
+}
+
+// TestEventKind is the kind of a TestEvent.
+type TestEventKind int
+
+// TestStream event kinds.
+const (
+	TestElements TestEventKind = iota
+	TestWatermark
+	TestProcessingTime
+)
 
 // TimerFamily is a timer family of a stateful ParDo, with the coder the
 // harness is told to use for it (its key and any window the runner cannot
@@ -184,6 +228,9 @@ type Plan struct {
 	// (residual roots: a splittable DoFn's checkpoint) the runner feeds
 	// back to them, with how it reads them.
 	Residuals map[string]Residual
+	// Unbounded: a PCollection of the pipeline is unbounded (a streaming
+	// pipeline).
+	Unbounded bool
 	// Recoded maps the IDs of recoded copies of PCollections (a stage's
 	// output written a second time in another encoding, for a Flatten or
 	// Reshuffle) to the PCollection they copy.
@@ -229,6 +276,7 @@ const (
 	leafGBK
 	leafFlatten
 	leafReshuffle
+	leafTestStream
 )
 
 type translator struct {
@@ -265,6 +313,9 @@ func Translate(p *pipepb.Pipeline) (*Plan, error) {
 		return nil, errors.Join(t.errs...)
 	}
 	t.wires(plan)
+	for _, pc := range t.c.Pcollections {
+		plan.Unbounded = plan.Unbounded || pc.GetIsBounded() == pipepb.IsBounded_UNBOUNDED
+	}
 	t.recode(plan)
 	prune(plan)
 	plan.Residuals = map[string]Residual{}
@@ -301,6 +352,34 @@ func (t *translator) collect(id string) {
 	case URNFlatten:
 		t.leaf(id, leafFlatten)
 		return
+	case URNTestStream:
+		var ts pipepb.TestStreamPayload
+		switch err := proto.Unmarshal(tr.GetSpec().GetPayload(), &ts); {
+		case err != nil:
+			t.errs = append(t.errs, fmt.Errorf("%w: transform %q: TestStream payload: %v", ErrInvalid, tr.GetUniqueName(), err))
+		case len(tr.GetOutputs()) != 1:
+			t.fail(tr, fmt.Sprintf("a TestStream with %d outputs (tagged outputs are not supported yet; one expected)", len(tr.GetOutputs())))
+		case ts.GetEndpoint().GetUrl() != "" && len(ts.GetEvents()) == 0:
+			t.fail(tr, "a TestStream reading its events from a TestStreamService endpoint is not supported yet")
+		default:
+			// The elements are in the payload's coder, which need not be
+			// the output's (Python's output may keep its inferred
+			// coder): the output takes the payload's, so the stage
+			// reading it decodes what the runner writes — unless the
+			// output's is a length prefix of it (Go's: a custom coder is
+			// readable only inside one).
+			if c := ts.GetCoderId(); c != "" && t.c.Coders[c] != nil {
+				for _, pc := range tr.GetOutputs() {
+					p := t.c.Pcollections[pc]
+					oc := t.c.Coders[p.GetCoderId()]
+					if p != nil && !(oc.GetSpec().GetUrn() == coderLengthPrefix && slices.Equal(oc.GetComponentCoderIds(), []string{c})) {
+						p.CoderId = c
+					}
+				}
+			}
+			t.leaf(id, leafTestStream)
+		}
+		return
 	case URNReshuffle:
 		if len(tr.GetInputs()) == 1 && len(tr.GetOutputs()) == 1 {
 			t.leaf(id, leafReshuffle)
@@ -318,6 +397,12 @@ func (t *translator) collect(id string) {
 		return
 	}
 	if !sdkURNs[urn] {
+		if passThrough(tr) {
+			// A composite that expanded to nothing (Python's Create
+			// under --streaming: MaybeReshuffle returns its input):
+			// its outputs are its inputs, produced elsewhere.
+			return
+		}
 		if urn == "" {
 			// An empty root (Python's top-level wrapper) or a transform
 			// that does nothing.
@@ -632,8 +717,8 @@ func (t *translator) fuse(order []string) *Plan {
 		tr := t.c.Transforms[id]
 		if t.kind[id] != leafSDK {
 			n := Node{
-				ID:         fmt.Sprintf("%s%d", map[leafKind]string{leafImpulse: "impulse", leafGBK: "gbk", leafFlatten: "flatten", leafReshuffle: "reshuffle"}[t.kind[id]], len(plan.Nodes)),
-				Kind:       map[leafKind]Kind{leafImpulse: Impulse, leafGBK: GroupByKey, leafFlatten: Flatten, leafReshuffle: Reshuffle}[t.kind[id]],
+				ID:         fmt.Sprintf("%s%d", map[leafKind]string{leafImpulse: "impulse", leafGBK: "gbk", leafFlatten: "flatten", leafReshuffle: "reshuffle", leafTestStream: "teststream"}[t.kind[id]], len(plan.Nodes)),
+				Kind:       map[leafKind]Kind{leafImpulse: Impulse, leafGBK: GroupByKey, leafFlatten: Flatten, leafReshuffle: Reshuffle, leafTestStream: TestStream}[t.kind[id]],
 				Name:       tr.GetUniqueName(),
 				Inputs:     sortedValues(tr.GetInputs()),
 				Outputs:    sortedValues(tr.GetOutputs()),
@@ -801,6 +886,10 @@ func (t *translator) wires(plan *Plan) {
 				}
 				n.Merging = true
 			}
+			t.windowing(n, ws)
+		}
+		if n.Kind == TestStream {
+			t.testEvents(plan, n)
 		}
 	}
 }
@@ -921,4 +1010,122 @@ func (t *translator) wire(pc string, s shape) (Wire, error) {
 	}
 	w.Coder = t.addCoder("wire", coderWindowed, elem, win)
 	return w, nil
+}
+
+// windowing reads a GroupByKey's trigger, accumulation mode, on-time
+// behaviour and allowed lateness; what the runner cannot honour fails
+// the transform, naming the trigger.
+func (t *translator) windowing(n *Node, ws *pipepb.WindowingStrategy) {
+	tr := t.c.Transforms[n.Transforms[0]]
+	spec, err := trigger.FromProto(ws.GetTrigger())
+	if err != nil {
+		t.fail(tr, fmt.Sprintf("windowing strategy %q: %v", t.c.Pcollections[n.Inputs[0]].GetWindowingStrategyId(), err))
+		return
+	}
+	o := trigger.Options{Trigger: spec, FireAlwaysOnTime: ws.GetOnTimeBehavior() == pipepb.OnTimeBehavior_FIRE_ALWAYS}
+	switch ws.GetAccumulationMode() {
+	case pipepb.AccumulationMode_ACCUMULATING:
+		o.Mode = trigger.Accumulating
+	case pipepb.AccumulationMode_RETRACTING:
+		t.fail(tr, "the RETRACTING accumulation mode is not supported yet")
+		return
+	}
+	lateness := max(ws.GetAllowedLateness(), 0)
+	if n.Merging && (spec.Kind != trigger.Default || lateness > 0) {
+		t.fail(tr, fmt.Sprintf("merging windows (%s) with trigger %s and allowed lateness %d ms: only the default trigger without allowed lateness is supported on merging windows yet", ws.GetWindowFn().GetUrn(), spec, lateness))
+		return
+	}
+	n.Windowing = Windowing{Trigger: o, AllowedLateness: lateness}
+}
+
+// sdkBaseGo is the capability prefix of environments of the Go SDK,
+// whose TestStream elements are encoded nested (bytes and strings with
+// their length), where Python's are encoded in the outer context.
+const sdkBaseGo = "beam:version:sdk_base:go:"
+
+// testEvents encodes a TestStream's events: each element a windowed
+// value in the global window in its output's wire encoding.
+func (t *translator) testEvents(plan *Plan, n *Node) {
+	tr := t.c.Transforms[n.Transforms[0]]
+	var ts pipepb.TestStreamPayload
+	if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &ts); err != nil {
+		return // reported by collect
+	}
+	out := n.Outputs[0]
+	w := plan.Wires[out]
+	if w.Window != wire.GlobalWindow || w.Grouped {
+		t.fail(tr, "a TestStream's output must be in the global window")
+		return
+	}
+	// The wire element is LP<T>, or T itself where T is a length prefix
+	// already, bytes or a string (whose nested encoding is a length and
+	// the bytes). A length-prefix coder's encoding has its length in
+	// every context; bytes and strings have it in Go's encoding (every
+	// context) but not in Python's (the outer context).
+	elem := t.c.Coders[w.Coder].GetComponentCoderIds()[0]
+	urn := t.c.Coders[elem].GetSpec().GetUrn()
+	if urn != coderLengthPrefix && urn != coderBytes && urn != coderString {
+		t.fail(tr, fmt.Sprintf("a TestStream whose output %s is read by key directly (wire element coder %s); put a ParDo between", out, urn))
+		return
+	}
+	// framed: the runner writes the element's length (it wrapped T, or
+	// Python's bytes and strings).
+	framed := elem != t.c.Pcollections[out].GetCoderId() || urn != coderLengthPrefix
+	if framed && urn != coderLengthPrefix {
+		for _, c := range plan.Nodes {
+			if slices.Contains(c.Inputs, out) && c.Kind == Stage {
+				env := t.c.Environments[c.Environment]
+				if slices.ContainsFunc(env.GetCapabilities(), func(s string) bool { return strings.HasPrefix(s, sdkBaseGo) }) {
+					framed = false
+				}
+			}
+		}
+	}
+	for _, ev := range ts.GetEvents() {
+		switch e := ev.GetEvent().(type) {
+		case *pipepb.TestStreamPayload_Event_ElementEvent:
+			te := TestEvent{Kind: TestElements}
+			for _, el := range e.ElementEvent.GetElements() {
+				// AppendElement writes the payload's length: Go's
+				// element has it already.
+				payload := el.GetEncodedElement()
+				if !framed {
+					l, k := binary.Uvarint(payload)
+					if k <= 0 || l != uint64(len(payload)-k) {
+						t.errs = append(t.errs, fmt.Errorf("%w: transform %q: TestStream element %x is not a length-prefixed %s", ErrInvalid, tr.GetUniqueName(), payload, t.c.Coders[elem].GetSpec().GetUrn()))
+						return
+					}
+					payload = payload[k:]
+				}
+				ms := min(max(el.GetTimestamp(), wire.MinTimestamp), wire.MaxTimestamp)
+				te.Elements = append(te.Elements, wire.AppendElement(nil, ms, [][]byte{{}}, wire.PaneNoFiring, payload))
+				te.Timestamps = append(te.Timestamps, ms)
+			}
+			n.Events = append(n.Events, te)
+		case *pipepb.TestStreamPayload_Event_WatermarkEvent:
+			n.Events = append(n.Events, TestEvent{Kind: TestWatermark, Watermark: min(max(e.WatermarkEvent.GetNewWatermark(), wire.MinTimestamp), wire.MaxTimestamp)})
+		case *pipepb.TestStreamPayload_Event_ProcessingTimeEvent:
+			n.Events = append(n.Events, TestEvent{Kind: TestProcessingTime, ProcessingTime: e.ProcessingTimeEvent.GetAdvanceDuration()})
+		default:
+			t.fail(tr, fmt.Sprintf("a TestStream event %T is not supported", ev.GetEvent()))
+		}
+	}
+}
+
+// passThrough reports whether tr has outputs and each is one of its
+// inputs.
+func passThrough(tr *pipepb.PTransform) bool {
+	if len(tr.GetOutputs()) == 0 || len(tr.GetSubtransforms()) > 0 {
+		return false
+	}
+	for _, out := range tr.GetOutputs() {
+		found := false
+		for _, in := range tr.GetInputs() {
+			found = found || in == out
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -12,6 +12,8 @@ import (
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sluice/sluice/internal/beam/wire"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.plan")
@@ -179,6 +181,17 @@ func TestTranslateRefuses(t *testing.T) {
 		}, `transform "GroupAndSum/Group" (URN beam:transform:group_by_key:v1): merging windows (beam:window_fn:global_windows:v1) of a window coder other than interval windows`},
 		{"a missing PCollection", func(p *pipepb.Pipeline) { leaf(p).Inputs = map[string]string{"in": "nowhere"} },
 			`transform "Format" reads PCollection "nowhere", which no transform produces`},
+		{"a processing-time trigger", func(p *pipepb.Pipeline) {
+			for _, ws := range p.Components.WindowingStrategies {
+				ws.Trigger = &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterEndOfWindow_{AfterEndOfWindow: &pipepb.Trigger_AfterEndOfWindow{
+					EarlyFirings: &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterProcessingTime_{AfterProcessingTime: &pipepb.Trigger_AfterProcessingTime{}}}}}}
+			}
+		}, `transform "GroupAndSum/Group" (URN beam:transform:group_by_key:v1): windowing strategy`},
+		{"the retracting mode", func(p *pipepb.Pipeline) {
+			for _, ws := range p.Components.WindowingStrategies {
+				ws.AccumulationMode = pipepb.AccumulationMode_RETRACTING
+			}
+		}, `transform "GroupAndSum/Group" (URN beam:transform:group_by_key:v1): the RETRACTING accumulation mode is not supported yet`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := load(t)
@@ -248,6 +261,116 @@ func TestLiftCombine(t *testing.T) {
 			}
 			if !slices.Equal(phases, want) {
 				t.Errorf("the combine runs as %v, want %v", phases, want)
+			}
+		})
+	}
+}
+
+// TestTranslateTestStream: a TestStream's events, each element written
+// as a windowed value in the global window whose payload has its length
+// once, whether the SDK encoded a string in the outer context (Python)
+// or nested (Go), or its output's coder is a length prefix of the
+// payload's (Go's custom coders); the output takes the payload's coder
+// otherwise.
+func TestTranslateTestStream(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		capabilities  []string
+		encoded       []byte
+		output, coder string // the output's coder before and after
+	}{
+		{"Python", []string{"beam:version:sdk_base:apache/beam_python3.11_sdk:2.77.0"}, []byte("ab"), "pickled", "str"},
+		{"Go", []string{sdkBaseGo + "apache/beam_go_sdk:2.77.0"}, []byte("\x02ab"), "str", "str"},
+		{"Go custom coder", []string{sdkBaseGo + "apache/beam_go_sdk:2.77.0"}, []byte("\x02ab"), "lp_custom", "lp_custom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payloadCoder := "str"
+			if tc.output == "lp_custom" {
+				payloadCoder = "custom"
+			}
+			ts, _ := proto.Marshal(&pipepb.TestStreamPayload{CoderId: payloadCoder, Events: []*pipepb.TestStreamPayload_Event{
+				{Event: &pipepb.TestStreamPayload_Event_ElementEvent{ElementEvent: &pipepb.TestStreamPayload_Event_AddElements{
+					Elements: []*pipepb.TestStreamPayload_TimestampedElement{{EncodedElement: tc.encoded, Timestamp: 5}}}}},
+				{Event: &pipepb.TestStreamPayload_Event_ProcessingTimeEvent{ProcessingTimeEvent: &pipepb.TestStreamPayload_Event_AdvanceProcessingTime{AdvanceDuration: 3}}},
+				{Event: &pipepb.TestStreamPayload_Event_WatermarkEvent{WatermarkEvent: &pipepb.TestStreamPayload_Event_AdvanceWatermark{NewWatermark: 10}}},
+			}})
+			ext, _ := proto.Marshal(&pipepb.ExternalPayload{Endpoint: &pipepb.ApiServiceDescriptor{Url: "localhost:1"}})
+			p := &pipepb.Pipeline{RootTransformIds: []string{"ts", "pd"}, Components: &pipepb.Components{
+				Coders: map[string]*pipepb.Coder{
+					"str":       {Spec: &pipepb.FunctionSpec{Urn: coderString}},
+					"pickled":   {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:pickled_python:v1"}},
+					"custom":    {Spec: &pipepb.FunctionSpec{Urn: "beam:go:coder:custom:v1"}},
+					"lp_custom": {Spec: &pipepb.FunctionSpec{Urn: coderLengthPrefix}, ComponentCoderIds: []string{"custom"}},
+					"gw":        {Spec: &pipepb.FunctionSpec{Urn: coderGlobalWindow}},
+				},
+				WindowingStrategies: map[string]*pipepb.WindowingStrategy{"ws": {WindowCoderId: "gw"}},
+				Pcollections: map[string]*pipepb.PCollection{
+					"events": {UniqueName: "events", CoderId: tc.output, WindowingStrategyId: "ws"},
+					"out":    {UniqueName: "out", CoderId: "str", WindowingStrategyId: "ws"},
+				},
+				Environments: map[string]*pipepb.Environment{"env": {Urn: "beam:env:external:v1", Payload: ext, Capabilities: tc.capabilities}},
+				Transforms: map[string]*pipepb.PTransform{
+					"ts": {UniqueName: "Events", Spec: &pipepb.FunctionSpec{Urn: URNTestStream, Payload: ts}, Outputs: map[string]string{"out": "events"}},
+					"pd": {UniqueName: "Use", Spec: &pipepb.FunctionSpec{Urn: URNParDo}, EnvironmentId: "env",
+						Inputs: map[string]string{"in": "events"}, Outputs: map[string]string{"out": "out"}},
+				},
+			}}
+			plan, err := Translate(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.Components.Pcollections["events"].GetCoderId(); got != tc.coder {
+				t.Errorf("the output's coder is %s, want %s", got, tc.coder)
+			}
+			n := plan.Nodes[0]
+			if n.Kind != TestStream || len(n.Events) != 3 {
+				t.Fatalf("first node %s with %d events, want the TestStream with 3", n.Kind, len(n.Events))
+			}
+			want := wire.AppendElement(nil, 5, [][]byte{{}}, wire.PaneNoFiring, []byte("ab"))
+			if ev := n.Events[0]; ev.Kind != TestElements || len(ev.Elements) != 1 || string(ev.Elements[0]) != string(want) || ev.Timestamps[0] != 5 {
+				t.Errorf("element event %+v, want the element %x at 5", ev, want)
+			}
+			if ev := n.Events[1]; ev.Kind != TestProcessingTime || ev.ProcessingTime != 3 {
+				t.Errorf("event 1 %+v, want a processing-time advance of 3", ev)
+			}
+			if ev := n.Events[2]; ev.Kind != TestWatermark || ev.Watermark != 10 {
+				t.Errorf("event 2 %+v, want the watermark 10", ev)
+			}
+		})
+	}
+}
+
+// TestTranslatePassThrough: a composite that expanded to nothing (its
+// outputs are its inputs, as Python's Create/MaybeReshuffle under
+// --streaming) is skipped, whatever its URN; one producing a collection
+// of its own is not.
+func TestTranslatePassThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		same bool
+	}{{"outputs are inputs", true}, {"a new output", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t)
+			var pc string
+			for id := range p.Components.Pcollections {
+				pc = id
+				break
+			}
+			out := pc
+			if !tc.same {
+				out = "nowhere_new"
+				p.Components.Pcollections[out] = proto.Clone(p.Components.Pcollections[pc]).(*pipepb.PCollection)
+			}
+			p.Components.Transforms["maybe"] = &pipepb.PTransform{UniqueName: "MaybeReshuffle",
+				Spec:   &pipepb.FunctionSpec{Urn: "beam:transform:pickled_python:v1"},
+				Inputs: map[string]string{"in": pc}, Outputs: map[string]string{"out": out}}
+			p.RootTransformIds = append(p.RootTransformIds, "maybe")
+			_, err := Translate(p)
+			if tc.same && err != nil {
+				t.Fatalf("a pass-through composite failed translation: %v", err)
+			}
+			if !tc.same && (err == nil || !strings.Contains(err.Error(), `transform "MaybeReshuffle"`)) {
+				t.Fatalf("error %v, want one naming MaybeReshuffle", err)
 			}
 		})
 	}

@@ -13,7 +13,9 @@
 // inputs), combine (beam.CombinePerKey with a struct CombineFn),
 // stateful (bag state and an event-time timer), mapstate (map and set
 // state), sessions (session
-// windows), flatten (Flatten and Reshuffle) and failing (a DoFn
+// windows), flatten (Flatten and Reshuffle), teststream (a TestStream in
+// fixed windows with early and late firings, accumulating, and allowed
+// lateness; each pane written with its PaneInfo) and failing (a DoFn
 // returning an error on element 7). A finished run prints its counters
 // ("counter gosdk/words committed=N"). A failed run prints
 // "pipeline failed: ERROR" and exits 1.
@@ -21,6 +23,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,15 +36,18 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec/optimized"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 	"google.golang.org/protobuf/proto"
 )
@@ -73,6 +79,9 @@ func init() {
 	register.Function2x0(keyWord)
 	register.Emitter2[string, string]()
 	register.Function3x1(formatSession)
+	register.Function4x1(formatPane)
+	register.Function2x0(keyConst)
+	register.Iter1[string]()
 	register.Function2x0(stampSession)
 	register.Emitter1[string]()
 	register.Emitter2[string, int]()
@@ -227,6 +236,25 @@ func formatSession(w beam.Window, key string, values func(*int) bool) string {
 	return formatGroup(w, key, values)
 }
 
+// keyConst keys every element by "k".
+func keyConst(v string, emit func(string, string)) {
+	emit("k", v)
+}
+
+// formatPane formats a group with its window and PaneInfo.
+func formatPane(pane typex.PaneInfo, w beam.Window, key string, values func(*string) bool) string {
+	var vs []string
+	var v string
+	for values(&v) {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	iw := w.(window.IntervalWindow)
+	timing := [...]string{"EARLY", "ON_TIME", "LATE", "UNKNOWN"}[pane.Timing]
+	return fmt.Sprintf("%s [%d,%d) %s %s first=%t last=%t index=%d nonspec=%d", key, iw.Start.Milliseconds()/1000, iw.End.Milliseconds()/1000,
+		strings.Join(vs, ","), timing, pane.IsFirst, pane.IsLast, pane.Index, pane.NonSpeculativeIndex)
+}
+
 func explode(ctx context.Context, x int) (int, error) {
 	if x == 7 {
 		return 0, fmt.Errorf("sluice test: element %d is cursed", x)
@@ -309,6 +337,30 @@ func build(s beam.Scope, pipeline, output string) error {
 		stamped := beam.ParDo(s, stampSession, beam.CreateList(s, seq(20)))
 		sessions := beam.WindowInto(s, window.NewSessions(5*time.Second), stamped)
 		groups := beam.ParDo(s, formatSession, beam.GroupByKey(s, sessions))
+		textio.Write(s, output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
+	case "teststream":
+		// The TestStream must be the pipeline's first transform (its
+		// coder is "c0").
+		c := teststream.NewConfig()
+		steps := []error{
+			c.AdvanceWatermark(0),
+			c.AddElements(1000, "a", "b"),
+			c.AddElements(3000, "c"),
+			c.AdvanceWatermark(11000),
+			c.AddElements(4000, "d"), // late, within the allowed lateness
+			c.AdvanceWatermark(30000),
+			c.AddElements(5000, "e"), // beyond it: dropped
+			c.AddElements(25000, "f"),
+			c.AdvanceWatermarkToInfinity(),
+		}
+		if err := errors.Join(steps...); err != nil {
+			return err
+		}
+		keyed := beam.ParDo(s, keyConst, teststream.Create(s, c))
+		windowed := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), keyed,
+			beam.Trigger(trigger.AfterEndOfWindow().EarlyFiring(trigger.AfterCount(2)).LateFiring(trigger.AfterCount(1))),
+			beam.AllowedLateness(5*time.Second), beam.PanesAccumulate())
+		groups := beam.ParDo(s, formatPane, beam.GroupByKey(s, windowed))
 		textio.Write(s, output, beam.WindowInto(s, window.NewGlobalWindows(), groups))
 	case "flatten":
 		all := beam.Flatten(s, beam.Create(s, "a", "b", "c"), beam.Create(s, "d", "e"), beam.Create(s, "f"))
