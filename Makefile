@@ -36,6 +36,9 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # module of its own whose dependencies beam-gosdk fetches from the Go module
 # proxy (the first build compiles the SDK: a few minutes). Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
+# Flink's own SQL (flinksql.sh: Flink 2.3's TableEnvironment, Kafka
+# connector and json format from Maven Central, one class of ours) runs the
+# queries Sluice SQL's outputs are compared with (integration/flinksql).
 # The formats' tests start Apicurio Registry (registry.sh, built from Maven
 # Central once) on a free port of their own; fastavro (formats-venv.sh, PyPI)
 # reads and writes the Avro records of their interoperability test.
@@ -43,7 +46,9 @@ integration: deps beam-venv beam-gosdk
 	integration/scripts/registry.sh build && integration/scripts/formats-venv.sh >/dev/null && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
+	flinksqlcp="$$(integration/scripts/flinksql.sh | tail -n 1)" && \
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
+	SLUICE_FLINK_SQL_CLASSPATH="$$flinksqlcp" \
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
 # The multi-host suites: dockerd (installed from Debian and started here when missing), images
