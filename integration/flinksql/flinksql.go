@@ -94,6 +94,9 @@ type Options struct {
 	Stderr io.Writer
 	// Started, when set, is called with the JVM's process id once it runs.
 	Started func(pid int)
+	// Exited, when set, is called with the JVM's state once it ended (its
+	// SysUsage has the JVM's CPU time).
+	Exited func(*os.ProcessState)
 }
 
 // Result is the outcome of one script.
@@ -143,6 +146,9 @@ func Run(ctx context.Context, o Options, scripts ...string) ([]Result, error) {
 	results, perr := parse(stdout)
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := cmd.Wait()
+	if o.Exited != nil && cmd.ProcessState != nil {
+		o.Exited(cmd.ProcessState)
+	}
 	if perr != nil {
 		return results, fmt.Errorf("%w: %v", ErrRunner, perr)
 	}
