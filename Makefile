@@ -90,8 +90,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
 
-bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
-	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
+bench-sql: deps ## Nexmark q0 q1 q2 q5 q7 in SQL on Sluice SQL (`sluice sql -f`) and on Flink SQL (integration/flinksql's runner, Maven Central) over the same JSON bids in a real broker started here: records per CPU-second (min/median/max of 3) and peak RSS, and Sluice's DataStream q1 q2 q5 q7; fails only when the engines' results differ; writes bench-sql.json. (The guide query on kfake: go test -bench GuideQuery ./sql/.)
+	integration/scripts/kafka.sh build
+	set -o pipefail; $(GO) run ./bench/sqlcmp -records 200000 -reps 3 -json bench-sql.json | tee bench-sql.out
 
 bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record; a Kafka → Kafka Avro pipeline vs raw bytes on a real broker.
 	integration/scripts/kafka.sh build

@@ -103,7 +103,10 @@ type Options struct {
 type Result struct {
 	Script  string
 	Elapsed time.Duration // the script's run in the JVM (0 when it failed)
-	Err     error         // nil, or a *ScriptError
+	// CPU is the JVM's CPU time (all threads) over the script's run:
+	// planning, the local MiniCluster and the jobs (0 when it failed).
+	CPU time.Duration
+	Err error // nil, or a *ScriptError
 }
 
 // Run runs the scripts in one JVM, in order, and returns one Result per
@@ -166,8 +169,8 @@ func Run(ctx context.Context, o Options, scripts ...string) ([]Result, error) {
 	return results, nil
 }
 
-// parse reads the runner's `SCRIPT <path> OK <ms>` and `SCRIPT <path>
-// FAILED <message>` lines.
+// parse reads the runner's `SCRIPT <path> OK <ms> <cpu ms>` and `SCRIPT
+// <path> FAILED <message>` lines.
 func parse(r io.Reader) ([]Result, error) {
 	var out []Result
 	sc := bufio.NewScanner(r)
@@ -184,11 +187,24 @@ func parse(r io.Reader) ([]Result, error) {
 		}
 		switch f[1] {
 		case "OK":
-			ms := 0
+			var ms []int64
 			if len(f) == 3 {
-				ms, _ = strconv.Atoi(f[2])
+				for _, x := range strings.Fields(f[2]) {
+					v, err := strconv.ParseInt(x, 10, 64)
+					if err != nil {
+						return out, fmt.Errorf("malformed line %q", line)
+					}
+					ms = append(ms, v)
+				}
 			}
-			out = append(out, Result{Script: f[0], Elapsed: time.Duration(ms) * time.Millisecond})
+			r := Result{Script: f[0]}
+			if len(ms) > 0 {
+				r.Elapsed = time.Duration(ms[0]) * time.Millisecond
+			}
+			if len(ms) > 1 {
+				r.CPU = time.Duration(ms[1]) * time.Millisecond
+			}
+			out = append(out, r)
 		case "FAILED":
 			msg := ""
 			if len(f) == 3 {

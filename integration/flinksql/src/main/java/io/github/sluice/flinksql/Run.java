@@ -31,7 +31,8 @@ import org.apache.kafka.common.TopicPartition;
  * </pre>
  *
  * <p>Each script's statements (split at semicolons outside string literals and comments; an
- * EXECUTE STATEMENT SET BEGIN ... END; is one statement) run in order; the jobs its INSERTs start
+ * EXECUTE STATEMENT SET BEGIN ... END; is one statement) run in order, {@code SET 'key' =
+ * 'value'} setting the TableEnvironment's configuration as Flink's SQL client does; the jobs its INSERTs start
  * are waited for until they finish, which needs bounded sources ('scan.bounded.mode'). A script
  * whose sources are unbounded says when to stop its jobs with a comment line
  *
@@ -41,12 +42,16 @@ import org.apache.kafka.common.TopicPartition;
  *
  * <p>: once TOPIC has records and its end offsets have not moved for SECONDS, the jobs are
  * cancelled (the output has settled). {@code -- flinksql: timeout SECONDS} bounds a script's run
- * (default 300). For every script standard output gets one line, {@code SCRIPT <path> OK <ms>} or
+ * (default 300). For every script standard output gets one line, {@code SCRIPT <path> OK <ms>
+ * <cpu ms>} (wall and the JVM's CPU time over the script: planning, the MiniCluster, the jobs) or
  * {@code SCRIPT <path> FAILED <Flink's error>}; the stack traces go to standard error. The exit
  * status is 1 when any script failed, 2 for a wrong command line.
  */
 public final class Run {
   private static final String DIRECTIVE = "-- flinksql:";
+  private static final java.util.regex.Pattern SET =
+      java.util.regex.Pattern.compile(
+          "(?is)SET\\s+'((?:[^']|'')*)'\\s*=\\s*'((?:[^']|'')*)'");
 
   private Run() {}
 
@@ -70,10 +75,12 @@ public final class Run {
     int failed = 0;
     for (Path script : scripts) {
       long start = System.nanoTime();
+      long cpu0 = processCpuNanos();
       try {
         runScript(script, parallelism);
         long ms = (System.nanoTime() - start) / 1_000_000;
-        System.out.println("SCRIPT " + script + " OK " + ms);
+        long cpuMs = (processCpuNanos() - cpu0) / 1_000_000;
+        System.out.println("SCRIPT " + script + " OK " + ms + " " + cpuMs);
       } catch (Throwable e) {
         failed++;
         System.err.println("flinksql: script " + script + " failed:");
@@ -84,6 +91,15 @@ public final class Run {
     }
     // Flink leaves non-daemon threads behind: end the JVM explicitly.
     System.exit(failed == 0 ? 0 : 1);
+  }
+
+  /** The CPU time of this JVM, all threads, in nanoseconds. */
+  private static long processCpuNanos() {
+    var os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+      return sun.getProcessCpuTime();
+    }
+    return 0;
   }
 
   /** Options of a script given by its directive comments. */
@@ -105,6 +121,12 @@ public final class Run {
     List<JobClient> jobs = new ArrayList<>();
     List<TableResult> results = new ArrayList<>();
     for (String stmt : statements(text)) {
+      java.util.regex.Matcher set = SET.matcher(stmt);
+      if (set.matches()) {
+        // A SQL client statement, not TableEnvironment's: the session's configuration.
+        env.getConfig().set(set.group(1).replace("''", "'"), set.group(2).replace("''", "'"));
+        continue;
+      }
       TableResult r;
       try {
         r = env.executeSql(stmt);
