@@ -559,3 +559,61 @@ INSERT INTO out SELECT order_id, part, off, doubled FROM orders WHERE customer_i
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestKafkaSinkRecordTimestamps: the records of the kafka and upsert-kafka
+// sinks carry the time they were produced, not the rows' event time, as
+// Flink SQL's Kafka sinks write them (no 'timestamp' metadata column):
+// stamped with the event time, the output of old events (here of 2024)
+// would be deleted by a broker's retention (7 days by default) as soon as
+// it is written.
+func TestKafkaSinkRecordTimestamps(t *testing.T) {
+	b := newBroker(t)
+	for _, tp := range []string{"orders", "appended", "totals"} {
+		b.topic(t, tp, 1)
+	}
+	b.produce(t, "orders", 0, orderAt("o1", "c1", "1.50", "10:00:00"), orderAt("o2", "c2", "2", "10:00:30"),
+		orderAt("o3", "c1", "3", "10:02:00"))
+	before := time.Now().Add(-time.Second)
+	script := withBroker(ordersDDL+`CREATE TABLE appended (order_id STRING, occurred_at TIMESTAMP(3))
+WITH ('connector' = 'kafka', 'topic' = 'appended', 'properties.bootstrap.servers' = '…', 'format' = 'json');
+CREATE TABLE totals (customer_id STRING, window_start TIMESTAMP(3), n BIGINT, PRIMARY KEY (customer_id, window_start) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = '…', 'key.format' = 'json', 'value.format' = 'json');
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO appended SELECT order_id, occurred_at FROM orders;
+INSERT INTO totals SELECT customer_id, window_start, COUNT(*)
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(occurred_at), INTERVAL '1' MINUTE)) GROUP BY customer_id, window_start, window_end;
+END;`, b.addr)
+	jobs, err := sql.NewSession(sql.Options{}).ExecuteScript(ctxT(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := j.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		topic string
+		n     int
+	}{{"appended", 3}, {"totals", 3}} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics(tc.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t)
+		var got int
+		for got < tc.n {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: read %d of %d records", tc.topic, got, tc.n)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				got++
+				if r.Timestamp.Before(before) {
+					t.Errorf("%s: record %s at offset %d is stamped %v, before the job ran (%v)", tc.topic, r.Value, r.Offset, r.Timestamp, before)
+				}
+			})
+		}
+		cl.Close()
+	}
+}

@@ -169,8 +169,13 @@ func (s *kafkaSinkOp) Open(ctx *core.Context) error {
 	return nil
 }
 
-func (s *kafkaSinkOp) ProcessElement(_ *core.Context, _ int, r core.Record, ts int64) error {
-	return s.w.Write(s.run(), r.Row(), stream.Timestamp(ts))
+// ProcessElement writes the row. Its record carries no timestamp (the
+// producer's clock stamps it), as Flink SQL's Kafka sinks write theirs
+// without a 'timestamp' metadata column: the row's event time would date
+// the record, and a broker's time-based retention would delete the output
+// of old events as soon as it is written.
+func (s *kafkaSinkOp) ProcessElement(_ *core.Context, _ int, r core.Record, _ int64) error {
+	return s.w.Write(s.run(), r.Row(), stream.NoTimestamp)
 }
 
 func (s *kafkaSinkOp) prepare(end bool) ([]kafka.TxnCommittable, error) {
