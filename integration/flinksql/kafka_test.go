@@ -160,7 +160,11 @@ func (b *broker) readAll(t *testing.T, topic string) []record {
 	for !done() {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("reading %s: got %d partitions' records, want up to offsets %v", topic, len(byPart), want)
+			reached := map[int32]int64{}
+			for p, rs := range byPart {
+				reached[p] = rs[len(rs)-1].offset
+			}
+			t.Fatalf("reading %s: reached offsets %v (partition: last offset read), want up to the end offsets %v", topic, reached, want)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("reading %s/%d: %v", tp, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
