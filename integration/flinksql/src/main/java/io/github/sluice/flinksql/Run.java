@@ -129,7 +129,20 @@ public final class Run {
       }
       TableResult r;
       try {
-        r = env.executeSql(stmt);
+        String u = stmt.toUpperCase();
+        if (u.startsWith("EXECUTE STATEMENT SET") || u.startsWith("BEGIN STATEMENT SET")) {
+          // TableEnvironment takes one statement: its INSERTs go into a StatementSet (one job).
+          int from =
+              u.startsWith("BEGIN") ? "BEGIN STATEMENT SET".length() : u.indexOf("BEGIN") + 5;
+          String body = stmt.substring(from, u.lastIndexOf("END"));
+          var stmts = env.createStatementSet();
+          for (String insert : statements(body)) {
+            stmts.addInsertSql(insert);
+          }
+          r = stmts.execute();
+        } else {
+          r = env.executeSql(stmt);
+        }
       } catch (RuntimeException e) {
         throw new IllegalStateException("statement `" + abbreviate(stmt) + "`: " + oneLine(e), e);
       }
@@ -279,7 +292,7 @@ public final class Run {
         String u = s.toUpperCase();
         boolean openSet =
             (u.startsWith("EXECUTE STATEMENT SET") || u.startsWith("BEGIN STATEMENT SET"))
-                && !u.endsWith("END");
+                && !u.matches("(?s).*[\\s;]END"); // END as a word: not window_end
         if (openSet) {
           cur.append(c);
           continue;
