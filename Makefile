@@ -54,8 +54,8 @@ integration: deps beam-venv beam-gosdk
 # The multi-host suites: dockerd (installed from Debian and started here when missing), images
 # built from a debootstrap base (cached by content hash), the cluster started for the tests and
 # stopped after them, the host's iptables and /etc/hosts restored whatever the outcome. Root.
-# Only TestDockerAddresses so far: TestDockerNodeManagerHostKilled and TestDockerBrokerPartitioned
-# (run them with -run) do not pass yet, the job not ending within 8 minutes of its fault (#15).
+# The cluster is integration/docker/docker-compose.yml, the file users start it with.
+# SLUICE_DOCKER_CLUSTER_DIR=DIR reuses a running cluster (and leaves it running).
 integration-docker: deps ## Multi-host tests on a dockerized Hadoop (3 NodeManager + DataNode hosts) and Kafka (3 brokers) cluster.
 	$(GO) test -race -count=1 -timeout 30m -tags 'integration dockercluster' -run '^TestDocker' ./cluster/yarntest/
 

@@ -198,6 +198,16 @@ func ReadTextFile(env *stream.Environment, paths ...string) stream.DataStream[st
 	return stream.FromSource[string, Split](env, src, stream.NoWatermarks[string](), "Text File Source")
 }
 
+// NewLineSource is the source ReadTextFile and ReadFormatted build, for a
+// front end that drives stream's connector contracts itself (the SQL
+// filesystem connector runs its reader): the lines of the given files, one
+// split per file, each line (without its end of line; it starts at byte
+// offset of path) made a record by decode, which may skip it. Paths are
+// as ReadTextFile's.
+func NewLineSource[T any](paths []string, decode func(path string, offset int64, line string) (v T, skip bool, err error)) stream.Source[T, Split] {
+	return &textFileSource[T]{paths: append([]string(nil), paths...), decode: decode}
+}
+
 // LineFormat is a format of package formats (json, json-schema...) as
 // the file source reads it: one record per line. The topic is empty.
 type LineFormat[T any] interface {

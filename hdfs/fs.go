@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,13 @@ import (
 type FileSystem struct {
 	client *colinmarc.Client
 	opts   Options
+	// defaults guards the first fetch of the server defaults: colinmarc's
+	// client caches them without a lock on its first Create or datanode
+	// dial, a data race when two subtasks start files at once.
+	defaults struct {
+		sync.Mutex
+		fetched bool
+	}
 }
 
 var (
@@ -110,11 +118,29 @@ func checkPath(op, p string) error {
 	return nil
 }
 
+// fetchDefaults makes the client fetch and cache the server defaults
+// under f's lock, before an operation that would fetch them unguarded.
+func (f *FileSystem) fetchDefaults() error {
+	f.defaults.Lock()
+	defer f.defaults.Unlock()
+	if f.defaults.fetched {
+		return nil
+	}
+	if _, err := f.client.ServerDefaults(); err != nil {
+		return err
+	}
+	f.defaults.fetched = true
+	return nil
+}
+
 // Create implements fs.FileSystem. The file gets HDFS's default
 // replication and block size and mode 0644 (less the NameNode's umask).
 func (f *FileSystem) Create(p string) (fs.File, error) {
 	if err := checkPath("create", p); err != nil {
 		return nil, err
+	}
+	if err := f.fetchDefaults(); err != nil {
+		return nil, f.translate("create", p, err)
 	}
 	w, err := f.client.Create(p)
 	if err != nil {
@@ -128,6 +154,9 @@ func (f *FileSystem) Create(p string) (fs.File, error) {
 func (f *FileSystem) CreatePrivate(p string) (fs.File, error) {
 	if err := checkPath("create", p); err != nil {
 		return nil, err
+	}
+	if err := f.fetchDefaults(); err != nil {
+		return nil, f.translate("create", p, err)
 	}
 	d, err := f.client.ServerDefaults()
 	if err != nil {
@@ -187,6 +216,9 @@ func (w *file) Close() error {
 func (f *FileSystem) Open(p string) (io.ReadCloser, error) {
 	if err := checkPath("open", p); err != nil {
 		return nil, err
+	}
+	if err := f.fetchDefaults(); err != nil {
+		return nil, f.translate("open", p, err)
 	}
 	r, err := f.client.Open(p)
 	if err != nil {

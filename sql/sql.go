@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/launch"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/sql/exec"
@@ -59,12 +62,31 @@ type Options struct {
 	// shown as a table of its changes, unless ResultModeKey says otherwise
 	// (see there).
 	Terminal bool
+	// FileSystems resolves the URIs of filesystem tables' paths and of
+	// checkpoints (register hdfs:// on it with hdfs.Register). Nil: local
+	// paths and file:// only.
+	FileSystems *fs.Resolver
+	// Cluster, when set, is the JobManager the session's jobs are
+	// submitted to instead of running in this process (see Cluster); a
+	// SELECT's result comes back from it when Cluster.ResultHost is set,
+	// else the SELECT is refused. Nil: the embedded engine.
+	Cluster *Cluster
 }
 
 // Session is a SQL client session: its catalog of tables and its settings.
 type Session struct {
 	o  Options
 	pl *planner.Session
+	// proc is where the jobs run (nil: the embedded engine) and prefix
+	// the job program's arguments before a job's own (see Cluster); only,
+	// when not -1, is the one job this process builds (a worker's).
+	proc   *launch.Process
+	prefix []string
+	only   int
+	// history is every script the session ran, and jobs how many jobs
+	// they started: a cluster's job program replays them (see Cluster).
+	history string
+	jobs    int
 }
 
 // NewSession starts a session.
@@ -77,7 +99,11 @@ func NewSession(o Options) *Session {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Session{o: o, pl: planner.NewSession(nil)}
+	s := &Session{o: o, pl: planner.NewSession(nil), only: -1}
+	if o.Cluster != nil {
+		s.proc, s.prefix = clusterProcess(o.Cluster)
+	}
+	return s
 }
 
 type lockedWriter struct {
@@ -103,6 +129,8 @@ type Job struct {
 	finish    sync.Once
 	cancelled atomic.Bool
 	query     bool
+	// collect receives a SELECT's result from a cluster (nil: none).
+	collect *collector
 }
 
 // Query reports whether the job is a SELECT's, whose result the client
@@ -120,6 +148,10 @@ func (j *Job) Wait() error {
 	res, err := j.h.Wait()
 	if res != nil {
 		j.restarts = res.Restarts
+	}
+	if j.collect != nil {
+		// The sink's process ends with the job, which ends its connection.
+		err = errors.Join(err, j.collect.close(30*time.Second))
 	}
 	if j.view != nil {
 		j.finish.Do(func() { j.view.finish(j.cancelled.Load()) })
@@ -171,8 +203,12 @@ func (j *Job) Metrics() Metrics {
 
 // Validate parses and plans the whole script without running anything
 // (in a session of its own), reporting its first mistake.
-func Validate(script string) error {
-	s := NewSession(Options{})
+func Validate(script string) error { return ValidateWith(Options{}, script) }
+
+// ValidateWith is Validate in a session with the options o (a Cluster
+// without a ResultHost refuses a SELECT); no job is started or submitted.
+func ValidateWith(o Options, script string) error {
+	s := NewSession(o)
 	_, err := s.run(context.Background(), script, false)
 	return err
 }
@@ -184,11 +220,15 @@ func Validate(script string) error {
 // starts, so a mistake anywhere starts nothing.
 func (s *Session) ExecuteScript(ctx context.Context, script string) ([]*Job, error) {
 	// Plan everything first in a scratch copy of the session, then for real.
-	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone())}
+	scratch := &Session{o: s.o, pl: planner.NewSession(s.pl.Catalog().Clone()), proc: s.proc, only: s.only}
 	if _, err := scratch.run(ctx, script, false); err != nil {
 		return nil, err
 	}
-	return s.run(ctx, script, true)
+	jobs, err := s.run(ctx, script, true)
+	if err == nil {
+		s.history = joinScripts(s.history, script)
+	}
+	return jobs, err
 }
 
 func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, error) {
@@ -197,6 +237,8 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 		return nil, err
 	}
 	var jobs []*Job
+	whole := joinScripts(s.history, script) // what a cluster's job program replays
+	n := s.jobs
 	for _, st := range stmts {
 		res, err := s.pl.Execute(script, st)
 		if err != nil {
@@ -208,13 +250,21 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 		if res.Text != "" && start {
 			fmt.Fprintln(s.o.Stdout, res.Text)
 		}
-		if len(res.Sinks) == 0 || !start {
+		if len(res.Sinks) == 0 {
 			if _, isSet := st.(*parser.Set); isSet && start {
 				fmt.Fprintln(s.o.Stdout, "[INFO] Execute statement succeeded.")
 			}
 			continue
 		}
-		j, err := s.startJob(ctx, res.Sinks)
+		k := n
+		n++
+		if !s.canCollect() && len(res.Sinks) == 1 && res.Sinks[0].Table.Name == planner.SelectTable {
+			return nil, refuseQuery(script, st)
+		}
+		if !start || (s.only >= 0 && k != s.only) {
+			continue // a worker builds its own job only
+		}
+		j, err := s.startJob(ctx, res.Sinks, s.process(k, whole))
 		if err != nil {
 			for _, j := range jobs {
 				j.Cancel()
@@ -226,6 +276,9 @@ func (s *Session) run(ctx context.Context, script string, start bool) ([]*Job, e
 			fmt.Fprintf(s.o.Stdout, "[INFO] Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: %s\n", j.ID())
 		}
 		jobs = append(jobs, j)
+	}
+	if start {
+		s.jobs = n
 	}
 	return jobs, nil
 }
@@ -239,7 +292,7 @@ func (s *Session) config() *conf.Configuration {
 	return c
 }
 
-func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, error) {
+func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink, proc *launch.Process) (*Job, error) {
 	cfg := s.config()
 	par := 1
 	if v, ok := cfg.Raw("parallelism.default"); ok {
@@ -270,7 +323,35 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	if view != nil {
 		eo.Results = view.row
 	}
+	var col *collector
+	if query && s.onCluster() {
+		// The result comes back from the cluster (collect.go); the client and
+		// the job program build the same collect sink.
+		if s.only >= 0 {
+			addr, ok1 := cfg.Raw(collectAddressKey)
+			token, ok2 := cfg.Raw(collectTokenKey)
+			if !ok1 || !ok2 {
+				return nil, errNoResultTarget
+			}
+			eo.Results = (&collectSender{addr: addr.Value, token: token.Value}).send
+		} else {
+			rows := changelogPrinter(s.o.Stdout)
+			if view != nil {
+				rows = view.row
+			}
+			var err error
+			if col, err = listenCollect(s.o.Cluster.ResultHost, rows); err != nil {
+				return nil, err
+			}
+			cfg = cfg.Set(collectAddressKey, col.addr()).Set(collectTokenKey, col.token)
+			eo.Config = cfg
+			eo.Results = func(core.RowKind, []string) error { return errNoResultTarget } // runs on the cluster
+		}
+	}
 	if err := exec.Compile(b, sinks, eo); err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
 	var names []string
@@ -283,20 +364,39 @@ func (s *Session) startJob(ctx context.Context, sinks []*planner.Sink) (*Job, er
 	}
 	g, err := b.Build(name, cfg.ToMap())
 	if err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
 	log := s.o.Log
-	h, err := launch.Local().Launch(ctx, launch.Job{
-		Graph: g, Config: cfg, Log: log,
+	jcfg := cfg
+	if s.onCluster() {
+		// Detached unless table.dml-sync says to follow the job (Flink's
+		// SQL client submits INSERTs detached); a SELECT's client follows
+		// its job to show the result.
+		jcfg = cfg.Set(conf.ExecutionAttached.Key(), strconv.FormatBool(query || isTrue(cfg, DMLSyncKey)))
+	}
+	h, err := proc.Launch(ctx, launch.Job{
+		Graph: g, Config: jcfg, Log: log, Local: launch.LocalSettings{FileSystems: s.o.FileSystems},
 	})
 	if err != nil {
+		if col != nil {
+			col.close(0)
+		}
 		return nil, err
 	}
-	return &Job{h: h, name: name, metrics: m, view: view, query: query}, nil
+	return &Job{h: h, name: name, metrics: m, view: view, query: query, collect: col}, nil
 }
 
 // IsScriptError reports whether err is a mistake in the script (syntax,
 // unknown name, invalid statement) rather than a failure to run it.
 func IsScriptError(err error) bool {
 	return errors.Is(err, ErrSyntax) || errors.Is(err, ErrUnknown) || errors.Is(err, ErrInvalid)
+}
+
+// isTrue reports whether key is set to true in c.
+func isTrue(c *conf.Configuration, key string) bool {
+	v, ok := c.Raw(key)
+	return ok && strings.EqualFold(strings.TrimSpace(v.Value), "true")
 }

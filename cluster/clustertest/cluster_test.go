@@ -29,7 +29,7 @@ import (
 )
 
 // Binaries built once for the package's tests.
-var sluiceBin, jobBin, kafkaJobBin string
+var sluiceBin, jobBin, kafkaJobBin, sqlTableJobBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sluice-clustertest-")
@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sluiceBin, jobBin, kafkaJobBin = filepath.Join(dir, "sluice"), filepath.Join(dir, "clusterjob"), filepath.Join(dir, "kafkajob")
-	for bin, pkg := range map[string]string{sluiceBin: "../../cmd/client", jobBin: "../testdata/clusterjob", kafkaJobBin: "../testdata/kafkajob"} {
+	sqlTableJobBin = filepath.Join(dir, "sqltablejob")
+	for bin, pkg := range map[string]string{sluiceBin: "../../cmd/client", jobBin: "../testdata/clusterjob", kafkaJobBin: "../testdata/kafkajob",
+		sqlTableJobBin: "../testdata/sqltablejob"} {
 		args := []string{"build", "-o", bin}
 		if raceEnabled {
 			args = append(args, "-race")

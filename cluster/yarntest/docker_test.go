@@ -550,17 +550,36 @@ func TestDockerWorkerCutOff(t *testing.T) {
 	d.endedExactlyOnce(t, ctx, yc, j)
 }
 
-// TestDockerBrokerKilled: the broker leading partition 0 of the job's
-// output is killed mid-transaction (docker kill: whatever transactions it
-// coordinates move to another broker) and restarted 15 s later. The job rides it
-// out on the other two (replication 3, min.insync.replicas 2) and its
-// output is exactly once, read_committed, with no transaction left open.
+// TestDockerBrokerKilled: two brokers killed mid-transaction, one after the
+// other, each restarted 15 s later: first the transaction coordinator of the
+// job's sink (the broker leading the __transaction_state partition of one of
+// its ongoing transactions: the transaction moves to another coordinator),
+// then the broker leading partition 0 of the job's output. The job rides
+// both out on the other two brokers (replication 3, min.insync.replicas 2)
+// and its output is exactly once, read_committed, with no transaction left
+// open.
 func TestDockerBrokerKilled(t *testing.T) {
 	d := newDockerRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	j := d.startKafkaJob(t, ctx, "docker-broker-killed", 3, 4000, 6, 3*time.Millisecond)
-	broker := d.outputLeader(t, ctx, j)
+	j := d.startKafkaJob(t, ctx, "docker-broker-killed", 3, 10000, 6, 3*time.Millisecond)
+	coordinator, txnID := d.txnCoordinator(t, ctx, j)
+	d.killAndRestart(t, ctx, j, coordinator, fmt.Sprintf("transaction coordinator of %s", txnID))
+	select {
+	case <-j.p.done:
+		t.Fatal("the job ended before its output's leader could be killed: give it more records")
+	default:
+	}
+	leader := d.outputLeader(t, ctx, j)
+	d.killAndRestart(t, ctx, j, leader, fmt.Sprintf("leader of %s/0", j.out))
+	d.endedExactlyOnce(t, ctx, nil, j)
+	d.brokersBack(t, ctx)
+}
+
+// killAndRestart kills broker (docker kill) and restarts it 15 s later, or
+// at once if the job ends before.
+func (d *dockerRig) killAndRestart(t *testing.T, ctx context.Context, j *kafkaJob, broker dockercluster.Node, what string) {
+	t.Helper()
 	if err := d.dc.Kill(ctx, broker.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -574,14 +593,62 @@ func TestDockerBrokerKilled(t *testing.T) {
 		}
 	}
 	defer restart()
+	ended := "15 s later"
 	select {
 	case <-j.p.done:
+		ended = "when the job ended"
 	case <-time.After(15 * time.Second):
 	}
 	restart()
-	t.Logf("%s (leader of %s/0) was killed and restarted after 15 s", broker.Name, j.out)
-	d.endedExactlyOnce(t, ctx, nil, j)
-	d.brokersBack(t, ctx)
+	t.Logf("%s (%s) was killed and restarted %s", broker.Name, what, ended)
+}
+
+// txnCoordinator is the broker coordinating one of the job's ongoing
+// transactions, and that transaction's id. It waits for one (the job opens
+// one per sink subtask and checkpoint).
+func (d *dockerRig) txnCoordinator(t *testing.T, ctx context.Context, j *kafkaJob) (dockercluster.Node, string) {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(d.dc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adm := kadm.NewClient(admin)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+		if err != nil {
+			t.Logf("listing transactions: %v", err)
+		}
+		for _, tx := range listed.Sorted() {
+			if !strings.HasPrefix(tx.TxnID, j.prefix) {
+				continue
+			}
+			md, err := adm.BrokerMetadata(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range md.Brokers {
+				if b.NodeID != tx.Coordinator {
+					continue
+				}
+				for _, n := range d.dc.Role(dockercluster.RoleKafka) {
+					if n.IP == b.Host {
+						return n, tx.TxnID
+					}
+				}
+			}
+			t.Fatalf("no node advertises broker %d, the coordinator of %s (%+v)", tx.Coordinator, tx.TxnID, md.Brokers)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ongoing transaction of %s within a minute (listed: %+v)", j.prefix, listed)
+		}
+		select {
+		case <-j.p.done:
+			t.Fatalf("the job ended before one of its transactions could be found ongoing")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // TestDockerBrokerPartitioned: the broker leading partition 0 of the job's

@@ -8,7 +8,7 @@ import (
 
 // passThrough names the commands whose first argument is a job binary:
 // everything after it belongs to the job and is passed on untouched.
-var passThrough = map[string]bool{"run": true, "info": true, "jobmanager": true}
+var passThrough = map[string]bool{"run": true, "info": true, "jobmanager": true, sqlJobCommandName: true}
 
 // normalizeArgs rewrites a command line into the form urfave/cli parses,
 // accepting what Flink's CLI accepts:

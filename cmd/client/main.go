@@ -185,7 +185,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, cl Cluster) *cli.App {
 		},
 		Commands: []*cli.Command{
 			runCommand(cl), infoCommand(), listCommand(), savepointCommand(), checkpointCommand(),
-			stopCommand(), cancelCommand(), jobManagerCommand(cl), taskManagerCommand(cl), yarnSessionCommand(cl), kafkaCommand(), sqlCommand(), beamCommand(),
+			stopCommand(), cancelCommand(), jobManagerCommand(cl), taskManagerCommand(cl), yarnSessionCommand(cl), kafkaCommand(), sqlCommand(), sqlJobCommand(), beamCommand(),
 		},
 		Metadata: map[string]any{metaCluster: cl},
 	}

@@ -210,21 +210,6 @@ func TestLoadStaleReady(t *testing.T) {
 	}
 }
 
-// The client conf dir shipped for integration/docker/docker-compose.yml describes that cluster.
-func TestLoadDockerConfDir(t *testing.T) {
-	c, err := Load(filepath.Join("..", "docker", "conf"))
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	got := []string{c.ResourceManager, c.Scheduler, c.WebApp, c.NameNode}
-	want := []string{"localhost:8032", "localhost:8030", "localhost:8088", "localhost:8020"}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("addresses = %q, want %q", got, want)
-		}
-	}
-}
-
 func TestParseSecureReady(t *testing.T) {
 	secure := goodReady + `secure=true
 realm=EXAMPLE.COM

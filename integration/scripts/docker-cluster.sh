@@ -6,9 +6,12 @@
 #   worker1..worker3  DataNode + NodeManager each
 #   kafka1..kafka3    one Kafka broker + KRaft controller each (replication 3, min.insync.replicas 2)
 #
-#   docker-cluster.sh images [--force]  build the images (or find them cached: see below)
+#   docker-cluster.sh images [--force]  build the images (or find them cached: see below); the node
+#                                       image is also tagged sluice-cluster:latest for docker-compose
 #   docker-cluster.sh start DIR         start dockerd if it is not running, build or reuse the images,
-#                                       start the cluster, wait until every node serves, write DIR
+#                                       start the cluster with docker-compose (the file users start it
+#                                       with: integration/docker/docker-compose.yml), wait until every
+#                                       node serves, write DIR
 #   docker-cluster.sh stop DIR          remove the cluster's containers and network, then stop dockerd
 #                                       and restore the host's iptables if `start` started it; idempotent
 #   docker-cluster.sh status DIR        exit 0 and print DIR/READY if the cluster runs, exit 1 otherwise
@@ -76,6 +79,7 @@ ensure_packages() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v docker-compose >/dev/null || missing+=(docker-compose)
   command -v iptables-save >/dev/null || missing+=(iptables)
   ((${#missing[@]} == 0)) && return 0
   command -v apt-get >/dev/null || die "${missing[*]} missing and there is no apt-get to install them"
@@ -217,43 +221,27 @@ cmd_images() {
     rm -rf "$ctx"
     log "built $tag"
   fi
+  # The name integration/docker/docker-compose.yml starts by default.
+  docker tag "$tag" "$CLUSTER_REPO:latest"
   exec 7>&-
   echo "$tag"
 }
 
 # --- the cluster --------------------------------------------------------------------------------
 
-ensure_network() {
-  local have
-  have="$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$NET" 2>/dev/null || true)"
-  if [[ -n "$have" && "$have" != "$SUBNET" ]]; then
-    docker network rm "$NET" >/dev/null
-    have=""
-  fi
-  [[ -n "$have" ]] || docker network create --driver bridge --subnet "$SUBNET" "$NET" >/dev/null
-}
-
-# site FILE NAME=VALUE...
-site() {
-  local f=$1
-  shift
-  {
-    echo '<?xml version="1.0"?>'
-    echo '<!-- Written by integration/scripts/docker-cluster.sh: the client side of its cluster. -->'
-    echo '<configuration>'
-    local kv
-    for kv in "$@"; do
-      printf '  <property><name>%s</name><value>%s</value></property>\n' "${kv%%=*}" "${kv#*=}"
-    done
-    echo '</configuration>'
-  } >"$f.tmp"
-  mv "$f.tmp" "$f"
-}
-
 remove_containers() {
   local ids
-  ids="$(docker ps -aq --filter label=io.github.sluice.docker-cluster)"
+  ids="$(docker ps -aq --filter label=io.github.sluice.docker-cluster)
+$(docker ps -aq --filter label=io.github.sluice.docker-cluster-client)"
+  ids="$(echo $ids)"
   [[ -z "$ids" ]] || docker rm -f $ids >/dev/null
+}
+
+# compose runs docker-compose on integration/docker/docker-compose.yml, the file users start the
+# cluster with: CI starts it the same way.
+compose() {
+  command -v docker-compose >/dev/null || die "docker-compose not found: apt-get install docker-compose"
+  docker-compose --ansi never -p sluice-cluster -f "$ROOT/docker/docker-compose.yml" "$@"
 }
 
 kafka_cluster_id() {
@@ -310,36 +298,22 @@ cmd_start() {
   image="$(cmd_images)"
   rm -f "$dir/READY"
   remove_containers
-  ensure_network
-  local p cid voters="" spec
+  # docker-compose makes the network with its own labels; one left by an older start is replaced.
+  docker network rm "$NET" >/dev/null 2>&1 || true
+  local p
   p="$(prefix)"
-  cid="$(kafka_cluster_id)"
-  for spec in "${NODES[@]}"; do
-    [[ "${spec##*:}" == kafka ]] || continue
-    local n=${spec%%:*}
-    voters+="${voters:+,}${n#kafka}@$p.$(cut -d: -f2 <<<"$spec"):9093"
-  done
-  local heap=${DOCKER_CLUSTER_HEAP:-256m}
-  for spec in "${NODES[@]}"; do
-    local name=${spec%%:*} octet role=${spec##*:}
-    octet="$(cut -d: -f2 <<<"$spec")"
-    local env=(-e "SLUICE_ADDRESS=$p.$octet" -e "SLUICE_MASTER=$p.10" -e "SLUICE_HEAP=$heap"
-      -e "SLUICE_NM_MEMORY_MB=${DOCKER_CLUSTER_NM_MEMORY_MB:-2048}" -e "SLUICE_NM_VCORES=${DOCKER_CLUSTER_NM_VCORES:-4}")
-    if [[ $role == kafka ]]; then
-      env+=(-e "SLUICE_KAFKA_NODE_ID=${name#kafka}" -e "SLUICE_KAFKA_VOTERS=$voters" -e "SLUICE_KAFKA_CLUSTER_ID=$cid")
-    fi
-    docker run -d --name "sluice-$name" --hostname "$name" --network "$NET" --ip "$p.$octet" \
-      --network-alias "$name" --label io.github.sluice.docker-cluster="$role" \
-      "${env[@]}" "$image" "$role" >/dev/null
-  done
-  local conf="$dir/conf"
-  mkdir -p "$conf"
-  site "$conf/core-site.xml" "fs.defaultFS=hdfs://$p.10:8020"
-  site "$conf/hdfs-site.xml" "dfs.namenode.rpc-address=$p.10:8020" "dfs.namenode.http-address=$p.10:9870" \
-    "dfs.replication=2" "dfs.client.block.write.replace-datanode-on-failure.best-effort=true"
-  site "$conf/yarn-site.xml" "yarn.resourcemanager.hostname=$p.10" \
-    "yarn.resourcemanager.address=$p.10:8032" "yarn.resourcemanager.scheduler.address=$p.10:8030" \
-    "yarn.resourcemanager.webapp.address=$p.10:8088" "yarn.resourcemanager.am.max-attempts=2"
+  mkdir -p "$dir/conf"
+  log "docker-compose up (integration/docker/docker-compose.yml, image $image)"
+  SLUICE_CLUSTER_IMAGE="$image" SLUICE_CLUSTER_DIR="$dir" SLUICE_SUBNET_PREFIX="$p" \
+    SLUICE_KAFKA_CLUSTER_ID="$(kafka_cluster_id)" SLUICE_HEAP="${DOCKER_CLUSTER_HEAP:-256m}" \
+    SLUICE_NM_MEMORY_MB="${DOCKER_CLUSTER_NM_MEMORY_MB:-2048}" SLUICE_NM_VCORES="${DOCKER_CLUSTER_NM_VCORES:-4}" \
+    SLUICE_OWNER="$(id -u):$(id -g)" compose up -d --no-build >"$STATE/compose.log" 2>&1 ||
+    { tail -n 30 "$STATE/compose.log" >&2; die "docker-compose up failed (log: $STATE/compose.log)"; }
+  local rc
+  rc="$(docker wait sluice-client-conf)"
+  [[ $rc == 0 && -f "$dir/conf/yarn-site.xml" && -f "$dir/bootstrap" ]] ||
+    { docker logs sluice-client-conf >&2 || true; die "the client-conf service failed (exit $rc)"; }
+  local conf="$dir/conf" spec
   write_hosts "$p"
   wait_ready "$p"
   local bootstrap=""
@@ -423,7 +397,7 @@ case "${1:-}" in
   dockerd-start) shift; cmd_dockerd_start ;;
   dockerd-stop) shift; cmd_dockerd_stop ;;
   *)
-    sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -550,7 +550,11 @@ func (r *remoteJob) wait() (*Result, error) {
 }
 
 func (r *remoteJob) cancel() {
-	if err := r.c.Cancel(r.ctx, r.id); err != nil {
+	// The cancel goes out even when the context that follows the job has
+	// ended (a client interrupted with Ctrl-C cancels its job).
+	ctx, stop := context.WithTimeout(context.WithoutCancel(r.ctx), 30*time.Second)
+	defer stop()
+	if err := r.c.Cancel(ctx, r.id); err != nil {
 		r.log.Warn("cancelling the job failed", "job", r.id, "err", err)
 	}
 }

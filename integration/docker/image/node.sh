@@ -8,6 +8,7 @@
 #                    NodeManager, so a test may stop the DataNode alone (node.sh stop-datanode)
 #   node.sh kafka    one Apache Kafka KRaft node, broker and controller
 #   node.sh stop-datanode | start-datanode   (docker exec) stop or start this worker's DataNode
+#   node.sh client-conf DIR   write a client's conf/, bootstrap and hosts for this cluster to DIR
 #
 # Environment (integration/scripts/docker-cluster.sh sets it):
 #   SLUICE_ADDRESS       the address this node publishes (its IP on the cluster network; clients
@@ -207,6 +208,30 @@ LOG
       java "${kjvm[@]}" kafka.tools.StorageTool format -t "$cid" -c /etc/sluice/kafka/server.properties 2>&1 | sed 's/^/[format] /'
     fi
     exec java "${kjvm[@]}" kafka.Kafka /etc/sluice/kafka/server.properties
+    ;;
+  client-conf)
+    # What a client outside the containers needs (docker-compose.yml's client-conf service; no
+    # daemon): DIR/conf (HADOOP_CONF_DIR), DIR/bootstrap (the brokers), DIR/hosts (the nodes' names,
+    # for /etc/hosts). Written to temporary names and renamed, so a reader never sees half a file.
+    out=${2:?usage: node.sh client-conf DIR}
+    m=${SLUICE_MASTER:?SLUICE_MASTER is not set}
+    conf=$out/conf
+    mkdir -p "$conf"
+    site core-site.xml "fs.defaultFS=hdfs://$m:8020"
+    site hdfs-site.xml "dfs.namenode.rpc-address=$m:8020" "dfs.namenode.http-address=$m:9870" \
+      "dfs.replication=2" "dfs.client.block.write.replace-datanode-on-failure.best-effort=true"
+    site yarn-site.xml "yarn.resourcemanager.hostname=$m" \
+      "yarn.resourcemanager.address=$m:8032" "yarn.resourcemanager.scheduler.address=$m:8030" \
+      "yarn.resourcemanager.webapp.address=$m:8088" "yarn.resourcemanager.am.max-attempts=2"
+    bootstrap="" hosts=""
+    for kv in ${SLUICE_NODES:?SLUICE_NODES is not set}; do
+      name=${kv%%=*} ip=${kv#*=}
+      hosts+="$ip $name sluice-$name"$'\n'
+      [[ $name == kafka* ]] && bootstrap+="${bootstrap:+,}$ip:9092"
+    done
+    printf '%s' "$hosts" >"$out/hosts.tmp" && mv "$out/hosts.tmp" "$out/hosts"
+    echo "$bootstrap" >"$out/bootstrap.tmp" && mv "$out/bootstrap.tmp" "$out/bootstrap"
+    chown -R "${SLUICE_OWNER:-0:0}" "$out"
     ;;
   *)
     echo "node.sh: unknown role $role" >&2

@@ -37,9 +37,29 @@ func (f jsonRowFormat) encode(_ string, dst []byte, row []any, idx []int) ([]byt
 	return f.jsonFormat.encode(dst, row, idx), nil
 }
 
+type csvRowFormat struct{ *csvFormat }
+
+func (f csvRowFormat) decode(_ string, data []byte, dst []any) (int, error) {
+	return f.csvFormat.decode(data, dst)
+}
+
+func (f csvRowFormat) encode(_ string, dst []byte, row []any, idx []int) ([]byte, error) {
+	return f.csvFormat.encode(dst, row, idx), nil
+}
+
+type rawRowFormat struct{ *rawFormat }
+
+func (f rawRowFormat) decode(_ string, data []byte, dst []any) (int, error) {
+	return f.rawFormat.decode(data, dst)
+}
+
+func (f rawRowFormat) encode(_ string, dst []byte, row []any, idx []int) ([]byte, error) {
+	return f.rawFormat.encodeValue(dst, row, idx)
+}
+
 // newRowFormat is the format of the key (part "key.") or the value (part
 // "value." with value.format, "" with format) of table t, over fields:
-// json (the default) or avro-confluent.
+// json (the default), avro-confluent, csv or raw.
 func newRowFormat(t *planner.Table, part string, fields []planner.Field) (rowFormat, error) {
 	name := t.Options[part+"format"]
 	switch name {
@@ -51,8 +71,20 @@ func newRowFormat(t *planner.Table, part string, fields []planner.Field) (rowFor
 		return jsonRowFormat{f}, nil
 	case "avro-confluent":
 		return newAvroConfluentFormat(t, part, fields)
+	case "csv":
+		f, err := newCSVFormat(t.Options, part+"csv.", fields)
+		if err != nil {
+			return nil, err
+		}
+		return csvRowFormat{f}, nil
+	case "raw":
+		f, err := newRawFormat(t.Options, part+"raw.", fields)
+		if err != nil {
+			return nil, err
+		}
+		return rawRowFormat{f}, nil
 	}
-	return nil, fmt.Errorf("option '%sformat' = '%s': not a supported format (json, avro-confluent)", part, name)
+	return nil, fmt.Errorf("option '%sformat' = '%s': not a supported format (json, avro-confluent, csv, raw)", part, name)
 }
 
 // avroConfluentFormat is Flink's avro-confluent format: Avro records in

@@ -3,8 +3,9 @@
 // records (the Kafka source with per-partition watermarks, Calc, the
 // window table function, the keyed window aggregates (SESSION windows
 // merging) with event-time timers in keyed state, the regular GROUP BY,
-// deduplication, Top-N, window Top-N and window deduplication, union, and
-// the kafka, upsert-kafka, print and blackhole sinks), joined by forward or
+// deduplication, Top-N, window Top-N and window deduplication, regular and
+// interval joins, union, and
+// the kafka, upsert-kafka, filesystem, print and blackhole sinks), joined by forward or
 // hash-partitioned edges. The job
 // that results checkpoints, restarts and restores like any other core
 // job; the engine below never learns that SQL built it.
@@ -18,8 +19,10 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/conf"
+	"github.com/sluice/sluice/file"
 	"github.com/sluice/sluice/internal/runtime/core"
 	"github.com/sluice/sluice/internal/sql/planner"
+	"github.com/sluice/sluice/kafka"
 )
 
 // Options configure a compilation.
@@ -37,6 +40,10 @@ type Options struct {
 	// (planner.SelectTable) in the order they change, with their values as
 	// text, from one sink subtask, in place of printing them.
 	Results func(kind core.RowKind, cells []string) error
+	// Inputs compile the scans of planner.ConnectorDataStream tables, by
+	// table name: each returns the stream of the table's rows, of type out
+	// (see datastream.go).
+	Inputs map[string]func(out core.Type) (core.Stream, error)
 }
 
 // Compile adds the operators of sinks' plans to b. Every operator gets a
@@ -90,7 +97,9 @@ func (c *compiler) sink(s *planner.Sink) error {
 		if err != nil {
 			return err
 		}
-		newOp = func() core.Operator { return &kafkaSinkOp{sink: ks} }
+		newOp = func() core.Operator {
+			return &committingSinkOp[kafka.TxnCommittable]{sink: kafkaTwoPhase{ks}, what: "Kafka transactions", noTimestamps: true}
+		}
 	case "print":
 		if t.Name == planner.SelectTable && c.o.Results != nil {
 			fields, results := s.Input.Fields(), c.o.Results
@@ -104,6 +113,14 @@ func (c *compiler) sink(s *planner.Sink) error {
 		newOp = func() core.Operator { return &printSink{w: w, mu: mu, id: id, fields: fields} }
 	case "blackhole":
 		newOp = func() core.Operator { return blackholeSink{} }
+	case "filesystem":
+		fsink, err := newFilesystemSink(s)
+		if err != nil {
+			return err
+		}
+		newOp = func() core.Operator {
+			return &committingSinkOp[file.Committable]{sink: fsink, what: "part files"}
+		}
 	default:
 		return fmt.Errorf("sql: table %s: connector '%s' cannot be written to", t.Name, t.Options[planner.OptConnector])
 	}
@@ -250,6 +267,8 @@ func (c *compiler) node(n planner.Node) (core.Stream, error) {
 		late := &lateCounter{m: c.o.Metrics}
 		return c.keyed(n.Input, n.Keys, core.OperatorSpec{Kind: "window-deduplicate", Name: "WindowDeduplicate " + n.Window.String(), Out: out,
 			NeedsWatermarks: true, New: func() core.Operator { return &windowDedupOp{d: n, codec: codec, late: late} }}, "window-deduplicate")
+	case *planner.Join:
+		return c.join(n, out)
 	case *planner.Union:
 		ins := n.Inputs()
 		cur, err := c.node(ins[0])
@@ -291,10 +310,14 @@ func (c *compiler) keyed(input planner.Node, keys []int, spec core.OperatorSpec,
 func (c *compiler) scan(t *planner.Table, out core.Type) (core.Stream, error) {
 	switch t.Options[planner.OptConnector] {
 	case "kafka", "upsert-kafka":
+	case planner.ConnectorDataStream:
+		return c.dataStreamScan(t, out)
 	case "datagen":
 		return c.datagenScan(t, out)
+	case "filesystem":
+		return c.filesystemScan(t, out)
 	default:
-		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka and datagen can)", t.Name, t.Options[planner.OptConnector])
+		return core.Stream{}, fmt.Errorf("sql: table %s: connector '%s' cannot be read yet (kafka, datagen and filesystem can)", t.Name, t.Options[planner.OptConnector])
 	}
 	if t.Options[planner.OptConnector] == "upsert-kafka" {
 		return core.Stream{}, fmt.Errorf("sql: table %s: reading an upsert-kafka table (a changelog) is not supported yet", t.Name)
@@ -327,6 +350,21 @@ func (c *compiler) datagenScan(t *planner.Table, out core.Type) (core.Stream, er
 	return scanParallelism(t, s)
 }
 
+// filesystemScan reads a filesystem table.
+func (c *compiler) filesystemScan(t *planner.Table, out core.Type) (core.Stream, error) {
+	spec, err := newFilesystemSourceSpec(t, c.o.Metrics)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	s := core.AddSource(c.b, core.SourceSpec{
+		Name: "TableSourceScan: " + t.Name, Out: out, AssignsWatermarks: t.Watermark != nil,
+		Bounded: spec.monitor == 0,
+		Props:   map[string]string{"table": t.Path()},
+		New:     func() core.Source { return &fsSource{spec: spec} },
+	}).UID(c.uid("source-" + t.Name))
+	return scanParallelism(t, s)
+}
+
 // scanParallelism applies a table's 'scan.parallelism'.
 func scanParallelism(t *planner.Table, s core.Stream) (core.Stream, error) {
 	if p, ok := t.Options["scan.parallelism"]; ok {
@@ -337,4 +375,45 @@ func scanParallelism(t *planner.Table, s core.Stream) (core.Stream, error) {
 		s.SetParallelism(n)
 	}
 	return s, nil
+}
+
+// join adds a join over both inputs hashed by their join keys.
+func (c *compiler) join(n *planner.Join, out core.Type) (core.Stream, error) {
+	l, err := c.node(n.Left)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	r, err := c.node(n.Right)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	jc, err := newJoinCore(n)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	l = l.KeyBy(joinKeySelector(n.LeftKeys, n.KeyTypes))
+	r = r.KeyBy(joinKeySelector(n.RightKeys, n.KeyTypes))
+	// Without an equality key every row has the empty key: one subtask
+	// joins them all (Flink's single distribution).
+	single := func(s core.Stream) core.Stream {
+		if len(n.LeftKeys) == 0 {
+			s.SetParallelism(1)
+		}
+		return s
+	}
+	if n.Interval != nil {
+		iv := *n.Interval
+		return single(core.Transform2(l, r, core.OperatorSpec{Kind: "interval-join", Name: joinName(n), Out: out, NeedsWatermarks: true,
+			New: func() core.Operator { return &intervalJoinOp{joinCore: jc, iv: iv} }}).UID(c.uid("interval-join"))), nil
+	}
+	var raw string
+	if v, ok := c.o.Config.Raw("table.exec.state.ttl"); ok {
+		raw = v.Value
+	}
+	ttl, err := stateTTL(raw)
+	if err != nil {
+		return core.Stream{}, err
+	}
+	return single(core.Transform2(l, r, core.OperatorSpec{Kind: "join", Name: joinName(n), Out: out,
+		New: func() core.Operator { return &joinOp{joinCore: jc, ttl: ttl} }}).UID(c.uid("join"))), nil
 }

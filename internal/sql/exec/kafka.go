@@ -121,8 +121,8 @@ func newKafkaSourceSpec(t *planner.Table, cfg *conf.Configuration, m *Metrics, l
 		return nil, fmt.Errorf("table %s: %w", t.Name, err)
 	}
 	spec := &kafkaSourceSpec{table: t, rowtime: t.Rowtime, wm: t.Watermark, metrics: m, idleTimeout: idle}
-	if f := o[valPart+"format"]; f == "json" {
-		spec.skipHint = fmt.Sprintf(" (set '%sjson.ignore-parse-errors' = 'true' to skip such records)", valPart)
+	if f := o[valPart+"format"]; f == "json" || f == "csv" {
+		spec.skipHint = fmt.Sprintf(" (set '%s%s.ignore-parse-errors' = 'true' to skip such records)", valPart, f)
 	}
 	for i, c := range t.Columns {
 		if c.Type.Proctime {

@@ -133,35 +133,53 @@ func containsInt(xs []int, x int) bool {
 	return false
 }
 
-// kafkaSinkOp is one sink subtask: the sink's writer, and for a
+// twoPhaseSink is a connector sink of the stream API whose writer
+// pre-commits at checkpoints and whose committer commits after them: the
+// kafka connector's (transactions) and the file connector's (part files).
+type twoPhaseSink[C any] interface {
+	CreateWriter(ctx stream.SinkContext) (stream.SinkWriter[core.Row], error)
+	CreateCommitterIn(ctx stream.SinkContext) (stream.Committer[C], error)
+}
+
+// kafkaTwoPhase adapts the kafka sink, whose committer needs no context.
+type kafkaTwoPhase struct{ *kafka.Sink[core.Row] }
+
+func (k kafkaTwoPhase) CreateCommitterIn(stream.SinkContext) (stream.Committer[kafka.TxnCommittable], error) {
+	return k.CreateCommitter()
+}
+
+// committingSinkOp is one sink subtask: the sink's writer, and for a
 // two-phase commit its committer, driven by the checkpoint hooks as the
 // typed API drives them (pre-commit at the barrier, commit on completion,
 // restored pre-commits committed before the writer starts).
-type kafkaSinkOp struct {
-	sink      *kafka.Sink[core.Row]
-	ctx       *core.Context
-	w         stream.SinkWriter[core.Row]
-	committer stream.Committer[kafka.TxnCommittable]
-	// ledger holds the pre-committed transactions by checkpoint, and those
+type committingSinkOp[C any] struct {
+	sink twoPhaseSink[C]
+	what string // for errors: "Kafka transactions", "part files"
+	// noTimestamps writes the rows without their event time (Kafka).
+	noTimestamps bool
+	ctx          *core.Context
+	w            stream.SinkWriter[core.Row]
+	committer    stream.Committer[C]
+	// ledger holds the pre-committed committables by checkpoint, and those
 	// of a restored checkpoint.
-	ledger pendingcommit.Ledger[kafka.TxnCommittable]
+	ledger pendingcommit.Ledger[C]
 }
 
-func (s *kafkaSinkOp) run() context.Context { return s.ctx.Task().Ctx() }
+func (s *committingSinkOp[C]) run() context.Context { return s.ctx.Task().Ctx() }
 
-func (s *kafkaSinkOp) Open(ctx *core.Context) error {
+func (s *committingSinkOp[C]) Open(ctx *core.Context) error {
 	s.ctx = ctx
-	c, err := s.sink.CreateCommitter()
+	c, err := s.sink.CreateCommitterIn(sinkCtx{ctx})
 	if err != nil {
 		return err
 	}
 	s.committer = c
 	if restored := s.ledger.TakeRestored(); len(restored) > 0 {
 		if err := c.Commit(s.run(), restored); err != nil {
-			return fmt.Errorf("sql: committing restored Kafka transactions: %w", err)
+			return fmt.Errorf("sql: committing restored %s: %w", s.what, err)
 		}
 	}
-	w, err := s.sink.CreateWriter(sinkCtx{s})
+	w, err := s.sink.CreateWriter(sinkCtx{ctx})
 	if err != nil {
 		return err
 	}
@@ -169,27 +187,30 @@ func (s *kafkaSinkOp) Open(ctx *core.Context) error {
 	return nil
 }
 
-// ProcessElement writes the row. Its record carries no timestamp (the
+// ProcessElement writes the row. A Kafka record carries no timestamp (the
 // producer's clock stamps it), as Flink SQL's Kafka sinks write theirs
 // without a 'timestamp' metadata column: the row's event time would date
 // the record, and a broker's time-based retention would delete the output
 // of old events as soon as it is written.
-func (s *kafkaSinkOp) ProcessElement(_ *core.Context, _ int, r core.Record, _ int64) error {
-	return s.w.Write(s.run(), r.Row(), stream.NoTimestamp)
+func (s *committingSinkOp[C]) ProcessElement(_ *core.Context, _ int, r core.Record, ts int64) error {
+	if s.noTimestamps {
+		return s.w.Write(s.run(), r.Row(), stream.NoTimestamp)
+	}
+	return s.w.Write(s.run(), r.Row(), stream.Timestamp(ts))
 }
 
-func (s *kafkaSinkOp) prepare(end bool) ([]kafka.TxnCommittable, error) {
+func (s *committingSinkOp[C]) prepare(end bool) ([]C, error) {
 	if err := s.w.Flush(s.run(), end); err != nil {
 		return nil, err
 	}
-	cw, ok := s.w.(stream.CommittingWriter[core.Row, kafka.TxnCommittable])
+	cw, ok := s.w.(stream.CommittingWriter[core.Row, C])
 	if !ok {
 		return nil, nil
 	}
 	return cw.PrepareCommit(s.run())
 }
 
-func (s *kafkaSinkOp) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, error) {
+func (s *committingSinkOp[C]) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, error) {
 	cs, err := s.prepare(false)
 	if err != nil {
 		return nil, false, err
@@ -202,14 +223,14 @@ func (s *kafkaSinkOp) SnapshotState(_ *core.Context, id int64) ([][]byte, bool, 
 	return entries, false, nil
 }
 
-func (s *kafkaSinkOp) RestoreState(_ *core.Context, entries [][]byte) error {
+func (s *committingSinkOp[C]) RestoreState(_ *core.Context, entries [][]byte) error {
 	if err := s.ledger.Restore(entries); err != nil {
-		return fmt.Errorf("sql: restoring the Kafka transactions: %w", err)
+		return fmt.Errorf("sql: restoring the %s to commit: %w", s.what, err)
 	}
 	return nil
 }
 
-func (s *kafkaSinkOp) NotifyCheckpointComplete(_ *core.Context, id int64) error {
+func (s *committingSinkOp[C]) NotifyCheckpointComplete(_ *core.Context, id int64) error {
 	due := s.ledger.Due(id)
 	if len(due) == 0 {
 		return nil
@@ -217,7 +238,7 @@ func (s *kafkaSinkOp) NotifyCheckpointComplete(_ *core.Context, id int64) error 
 	return s.committer.Commit(s.run(), due)
 }
 
-func (s *kafkaSinkOp) Finish(ctx *core.Context) error {
+func (s *committingSinkOp[C]) Finish(ctx *core.Context) error {
 	cs, err := s.prepare(true)
 	if err != nil {
 		return err
@@ -232,7 +253,7 @@ func (s *kafkaSinkOp) Finish(ctx *core.Context) error {
 	return s.committer.Commit(s.run(), cs)
 }
 
-func (s *kafkaSinkOp) Close() error {
+func (s *committingSinkOp[C]) Close() error {
 	var errs []error
 	if s.w != nil {
 		errs = append(errs, s.w.Close())
@@ -244,20 +265,20 @@ func (s *kafkaSinkOp) Close() error {
 }
 
 // sinkCtx is the writer's stream.SinkContext.
-type sinkCtx struct{ s *kafkaSinkOp }
+type sinkCtx struct{ ctx *core.Context }
 
-func (c sinkCtx) Subtask() int     { return c.s.ctx.Subtask() }
-func (c sinkCtx) Parallelism() int { return c.s.ctx.Parallelism() }
-func (c sinkCtx) JobName() string  { return c.s.ctx.JobName() }
+func (c sinkCtx) Subtask() int     { return c.ctx.Subtask() }
+func (c sinkCtx) Parallelism() int { return c.ctx.Parallelism() }
+func (c sinkCtx) JobName() string  { return c.ctx.JobName() }
 func (c sinkCtx) CurrentProcessingTime() stream.Timestamp {
-	return stream.Timestamp(c.s.ctx.CurrentProcessingTime())
+	return stream.Timestamp(c.ctx.CurrentProcessingTime())
 }
 func (c sinkCtx) RegisterProcessingTimer(at stream.Timestamp, fn func(now stream.Timestamp) error) func() {
-	return c.s.ctx.Task().RegisterProcessingTimer(int64(at), func(now int64) error { return fn(stream.Timestamp(now)) })
+	return c.ctx.Task().RegisterProcessingTimer(int64(at), func(now int64) error { return fn(stream.Timestamp(now)) })
 }
-func (c sinkCtx) FileSystems() *fs.Resolver { return c.s.ctx.Task().FileSystems }
+func (c sinkCtx) FileSystems() *fs.Resolver { return c.ctx.Task().FileSystems }
 func (c sinkCtx) MetricGroup() stream.MetricGroup {
-	return metricGroup{&c.s.ctx.Task().Metrics().Gauges}
+	return metricGroup{&c.ctx.Task().Metrics().Gauges}
 }
 
 // printSink writes rows as Flink's print connector does: "+I[a, b]",

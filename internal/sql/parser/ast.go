@@ -28,7 +28,9 @@ type CreateTable struct {
 	Watermark   *Watermark
 	PrimaryKey  *PrimaryKey
 	Comment     string
-	Options     []*Option
+	// PartitionedBy is PARTITIONED BY (columns), or nil.
+	PartitionedBy *PartitionedBy
+	Options       []*Option
 }
 
 // Name is a possibly qualified name (catalog.db.table).
@@ -91,6 +93,12 @@ type Watermark struct {
 
 // PrimaryKey is PRIMARY KEY (columns) NOT ENFORCED.
 type PrimaryKey struct {
+	node
+	Columns []string
+}
+
+// PartitionedBy is a table's PARTITIONED BY (columns).
+type PartitionedBy struct {
 	node
 	Columns []string
 }
@@ -228,6 +236,15 @@ type SubqueryRef struct {
 	node
 	Query *Select
 	Alias string
+}
+
+// Join is Left JOIN Right ON On, or the implicit join of a comma-separated
+// FROM list (Kind ",", no On: its condition is the WHERE's).
+type Join struct {
+	node
+	Kind        string // INNER, LEFT, RIGHT, FULL or ","
+	Left, Right From
+	On          Expr
 }
 
 // Ident is a column reference, possibly qualified (t.col).
@@ -369,6 +386,7 @@ func (*QueryStmt) stmt()    {}
 func (*TableRef) from()    {}
 func (*WindowTVF) from()   {}
 func (*SubqueryRef) from() {}
+func (*Join) from()        {}
 
 func (*Ident) expr()        {}
 func (*Literal) expr()      {}

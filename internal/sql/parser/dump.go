@@ -64,6 +64,9 @@ func dumpStmt(b *strings.Builder, s Stmt) {
 		if k := s.PrimaryKey; k != nil {
 			fmt.Fprintf(b, "\n  (primary-key %s)", identList(k.Columns))
 		}
+		if k := s.PartitionedBy; k != nil {
+			fmt.Fprintf(b, "\n  (partitioned-by %s)", identList(k.Columns))
+		}
 		if len(s.Options) > 0 {
 			b.WriteString("\n  (with")
 			for _, o := range s.Options {
@@ -161,32 +164,7 @@ func dumpSelect(b *strings.Builder, s *Select, indent string) {
 		}
 	}
 	b.WriteString(nl + "(from ")
-	switch f := s.From.(type) {
-	case *TableRef:
-		b.WriteString(dumpName(f.Name))
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	case *WindowTVF:
-		fmt.Fprintf(b, "(%s %s", strings.ToLower(f.Func), dumpName(f.Table))
-		if len(f.PartitionBy) > 0 {
-			b.WriteString(" (partition-by " + identList(f.PartitionBy) + ")")
-		}
-		fmt.Fprintf(b, " (descriptor %s)", quoteIdent(f.TimeCol))
-		for _, a := range f.Args {
-			b.WriteString(" ")
-			dumpExpr(b, a)
-		}
-		b.WriteString(")")
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	case *SubqueryRef:
-		dumpSelect(b, f.Query, indent+"  ")
-		if f.Alias != "" {
-			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
-		}
-	}
+	dumpFrom(b, s.From, indent, nl)
 	b.WriteString(")")
 	if s.Where != nil {
 		b.WriteString(nl + "(where ")
@@ -401,3 +379,43 @@ func identList(cols []string) string {
 
 func quoteIdent(s string) string  { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func dumpFrom(b *strings.Builder, from From, indent, nl string) {
+	switch f := from.(type) {
+	case *TableRef:
+		b.WriteString(dumpName(f.Name))
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *WindowTVF:
+		fmt.Fprintf(b, "(%s %s", strings.ToLower(f.Func), dumpName(f.Table))
+		if len(f.PartitionBy) > 0 {
+			b.WriteString(" (partition-by " + identList(f.PartitionBy) + ")")
+		}
+		fmt.Fprintf(b, " (descriptor %s)", quoteIdent(f.TimeCol))
+		for _, a := range f.Args {
+			b.WriteString(" ")
+			dumpExpr(b, a)
+		}
+		b.WriteString(")")
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *SubqueryRef:
+		dumpSelect(b, f.Query, indent+"  ")
+		if f.Alias != "" {
+			fmt.Fprintf(b, " (as %s)", quoteIdent(f.Alias))
+		}
+	case *Join:
+		fmt.Fprintf(b, "(join %s ", strings.ToLower(f.Kind))
+		dumpFrom(b, f.Left, indent, nl)
+		b.WriteString(" ")
+		dumpFrom(b, f.Right, indent, nl)
+		if f.On != nil {
+			b.WriteString(" (on ")
+			dumpExpr(b, f.On)
+			b.WriteString(")")
+		}
+		b.WriteString(")")
+	}
+}

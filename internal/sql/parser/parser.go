@@ -405,7 +405,15 @@ func (p *parser) createTable(pos Pos, temp bool) (Stmt, error) {
 		}
 	}
 	if p.isKw("PARTITIONED") {
-		return nil, p.errAt(p.peek().pos, "PARTITIONED BY is not supported")
+		kpos := p.peek().pos
+		if err := p.expectKw("PARTITIONED", "BY"); err != nil {
+			return nil, err
+		}
+		cols, err := p.columnList()
+		if err != nil {
+			return nil, err
+		}
+		ct.PartitionedBy = &PartitionedBy{node: node{kpos}, Columns: cols}
 	}
 	if p.acceptKw("WITH") {
 		if ct.Options, err = p.options(); err != nil {
@@ -799,8 +807,8 @@ func (p *parser) selectBlock() (*Select, error) {
 	if s.From, err = p.fromItem(); err != nil {
 		return nil, err
 	}
-	if p.isOp(",") || p.isKw("JOIN") || p.isKw("LEFT") || p.isKw("INNER") || p.isKw("RIGHT") || p.isKw("FULL") || p.isKw("CROSS") {
-		return nil, p.errAt(p.peek().pos, "joins are not supported yet")
+	if s.From, err = p.joins(s.From); err != nil {
+		return nil, err
 	}
 	if p.acceptKw("WHERE") {
 		if s.Where, err = p.expr(); err != nil {
@@ -903,6 +911,54 @@ func (p *parser) fromItem() (From, error) {
 	r := &TableRef{node: node{t.pos}, Name: n}
 	r.Alias, err = p.alias()
 	return r, err
+}
+
+// joins reads the joins after a FROM item (left): a comma and another
+// item, or [INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER]] JOIN item
+// ON condition; left to right.
+func (p *parser) joins(left From) (From, error) {
+	for {
+		t := p.peek()
+		kind := ""
+		switch {
+		case p.isOp(","):
+			p.next()
+			kind = ","
+		case p.isKw("CROSS"):
+			return nil, p.errAt(t.pos, "CROSS JOIN is not supported; join with ON and an equality of both sides' columns")
+		case p.isKw("JOIN"):
+			p.next()
+			kind = "INNER"
+		case p.isKw("INNER"):
+			p.next()
+			kind = "INNER"
+			if err := p.expectKw("JOIN"); err != nil {
+				return nil, err
+			}
+		case p.isKw("LEFT"), p.isKw("RIGHT"), p.isKw("FULL"):
+			kind = p.next().upper()
+			p.acceptKw("OUTER")
+			if err := p.expectKw("JOIN"); err != nil {
+				return nil, err
+			}
+		default:
+			return left, nil
+		}
+		right, err := p.fromItem()
+		if err != nil {
+			return nil, err
+		}
+		j := &Join{node: node{t.pos}, Kind: kind, Left: left, Right: right}
+		if kind != "," {
+			if err := p.expectKw("ON"); err != nil {
+				return nil, err
+			}
+			if j.On, err = p.expr(); err != nil {
+				return nil, err
+			}
+		}
+		left = j
+	}
 }
 
 // windowTVF reads FUNC(TABLE t, DESCRIPTOR(col), args...) after TABLE(.

@@ -69,6 +69,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("CREATE TABLE t (a INT, WATERMARK FOR a AS a - INTERVAL '1' SECOND) WITH ('k'='v');")
 	f.Add("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, b ORDER BY ts DESC, c) AS rn FROM t) WHERE rn <= 3")
 	f.Add("SELECT k, COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY (k, j), DESCRIPTOR(ts), INTERVAL '5' MINUTE)) GROUP BY k, j, window_start, window_end")
+	f.Add("SELECT o.a, c.* FROM t AS o LEFT OUTER JOIN (SELECT * FROM u) c ON o.a = c.a, v WHERE v.b = o.b")
 	f.Fuzz(func(t *testing.T, src string) {
 		stmts, err := parser.Parse(src)
 		if err != nil {

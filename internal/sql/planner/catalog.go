@@ -57,8 +57,10 @@ type Table struct {
 	Watermark Expr
 	// PrimaryKey lists column indexes.
 	PrimaryKey []int
-	Options    map[string]string
-	Temporary  bool
+	// PartitionKeys lists the PARTITIONED BY column indexes.
+	PartitionKeys []int
+	Options       map[string]string
+	Temporary     bool
 	// Pos is where the table was created, for messages.
 	Pos parser.Pos
 }
@@ -231,11 +233,42 @@ func (p *session) createTable(s *parser.CreateTable) error {
 			t.PrimaryKey = append(t.PrimaryKey, idx)
 		}
 	}
+	if k := s.PartitionedBy; k != nil {
+		for _, name := range k.Columns {
+			idx := t.Index(name)
+			if idx < 0 {
+				return p.unknownColumn(k.Position(), name, t.ColumnNames())
+			}
+			if t.Columns[idx].Kind != Physical {
+				return p.errAt(k.Position(), ErrInvalid, "partition column %s must be a physical column", name)
+			}
+			if slices.Contains(t.PartitionKeys, idx) {
+				return p.errAt(k.Position(), ErrInvalid, "partition column %s is listed twice", name)
+			}
+			t.PartitionKeys = append(t.PartitionKeys, idx)
+		}
+		if len(t.PartitionKeys) == len(physicalColumns(t)) {
+			return p.errAt(k.Position(), ErrInvalid, "table %s: every physical column is a partition column; the files would hold nothing", t.Name)
+		}
+		if t.Options[OptConnector] != "filesystem" {
+			return p.errAt(k.Position(), ErrInvalid, "table %s: connector '%s' has no partitions (PARTITIONED BY is for 'filesystem' tables)", t.Name, t.Options[OptConnector])
+		}
+	}
 	if err := p.validateConnector(s, t); err != nil {
 		return err
 	}
 	p.cat.tables[name] = t
 	return nil
+}
+
+func physicalColumns(t *Table) []int {
+	var out []int
+	for i, c := range t.Columns {
+		if c.Kind == Physical {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func (p *session) resolveType(t *parser.Type) (types.Type, error) {

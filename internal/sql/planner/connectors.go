@@ -43,8 +43,34 @@ var avroConfluentOptions = []string{"url", "schema-registry.url", "subject",
 	"bearer-auth.credentials-source", "bearer-auth.token", "bearer-auth.token-file",
 	"ssl.truststore.location"}
 
+// The csv format's options (prefixed csv., key.csv. or value.csv.).
+var csvOptions = []string{"field-delimiter", "disable-quote-character", "quote-character", "allow-comments",
+	"ignore-parse-errors", "array-element-delimiter", "escape-character", "null-literal", "write-bigdecimal-in-scientific-notation"}
+
 // formatOptions are the options of each format, without their prefix.
-var formatOptions = map[string][]string{"json": jsonOptions, "avro-confluent": avroConfluentOptions}
+var formatOptions = map[string][]string{"json": jsonOptions, "avro-confluent": avroConfluentOptions,
+	"csv": csvOptions, "raw": {"charset", "endianness"}}
+
+// Formats are the formats the planner knows.
+func Formats() []string {
+	var out []string
+	for k := range formatOptions {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The filesystem connector's options (Flink's).
+const (
+	OptPath            = "path"
+	OptMonitorInterval = "source.monitor-interval"
+	OptRollFileSize    = "sink.rolling-policy.file-size"
+	OptRollInterval    = "sink.rolling-policy.rollover-interval"
+	OptRollCheck       = "sink.rolling-policy.check-interval"
+	OptRollInactivity  = "sink.rolling-policy.inactivity-interval"
+	OptPartitionDef    = "partition.default-name"
+)
 
 var connectorOptions = map[string][]string{
 	"kafka": {OptConnector, OptTopic, OptTopicPattern, OptFormat, OptKeyFormat, OptKeyFields, "key.fields-prefix",
@@ -56,6 +82,8 @@ var connectorOptions = map[string][]string{
 	"print":     {OptConnector, "print-identifier", "standard-error", "sink.parallelism"},
 	"blackhole": {OptConnector},
 	"datagen":   {OptConnector, "rows-per-second", "number-of-rows", "scan.parallelism"},
+	"filesystem": {OptConnector, OptPath, OptFormat, OptMonitorInterval, OptRollFileSize, OptRollInterval, OptRollCheck,
+		OptRollInactivity, OptPartitionDef, "sink.parallelism"},
 }
 
 // datagenFieldOptions are the datagen connector's per-column options,
@@ -100,8 +128,12 @@ func (p *session) validateConnector(s *parser.CreateTable, t *Table) error {
 	formats := map[string]string{} // option prefix -> format
 	for _, k := range []string{OptFormat, OptKeyFormat, OptValueFormat} {
 		if f, ok := t.Options[k]; ok {
-			if _, ok := formatOptions[f]; !ok {
-				return p.errAt(optPos(k), ErrInvalid, "format '%s' is not supported yet (json and avro-confluent are)", f)
+			if _, ok := formatOptions[f]; !ok || conn == "filesystem" && f == "avro-confluent" {
+				supported := Formats()
+				if conn == "filesystem" {
+					supported = slices.DeleteFunc(supported, func(f string) bool { return f == "avro-confluent" })
+				}
+				return p.errAt(optPos(k), ErrInvalid, "format '%s' is not supported by connector '%s' (supported: %s)", f, conn, strings.Join(supported, ", "))
 			}
 			prefix := strings.TrimSuffix(k, "format")
 			formats[prefix+f+"."] = f
@@ -185,6 +217,8 @@ func (p *session) validateConnector(s *parser.CreateTable, t *Table) error {
 				need(OptKeyFormat)
 			}
 		}
+	case "filesystem":
+		need(OptPath, OptFormat)
 	case "upsert-kafka":
 		need(OptTopic, OptBootstrap, OptKeyFormat, OptValueFormat)
 		if len(missing) == 0 && len(t.PrimaryKey) == 0 {

@@ -257,24 +257,35 @@ func (p *session) lookup(sc *scope, id *parser.Ident) (Expr, error) {
 		return nil, p.errAt(id.Position(), ErrInvalid, "column reference %s has too many parts", strings.Join(id.Parts, "."))
 	}
 	var found Expr
-	n := 0
+	var quals []string
 	for _, e := range sc.entries {
 		if e.name == name && (qual == "" || e.qual == qual) {
 			found = e.e
-			n++
+			quals = append(quals, e.qual)
 		}
 	}
-	switch {
+	switch n := len(quals); {
 	case n > 1:
+		if qual == "" && len(quals) == 2 && quals[0] != quals[1] && quals[0] != "" && quals[1] != "" {
+			return nil, p.errAt(id.Position(), ErrInvalid, "column '%s' is ambiguous: it is in both %s and %s", name, quals[0], quals[1])
+		}
 		return nil, p.errAt(id.Position(), ErrInvalid, "column '%s' is ambiguous", name)
 	case n == 0:
 		if qual != "" {
-			known := false
+			var known []string
 			for _, e := range sc.entries {
-				known = known || e.qual == qual
+				if e.qual != "" && !slices.Contains(known, e.qual) {
+					known = append(known, e.qual)
+				}
 			}
-			if !known {
-				return nil, p.errAt(id.Position(), ErrUnknown, "table '%s' not found in this query", qual)
+			if !slices.Contains(known, qual) {
+				msg := fmt.Sprintf("table '%s' not found in this query", qual)
+				if n := parser.Nearest(qual, known); n != "" {
+					msg += fmt.Sprintf("; did you mean '%s'?", n)
+				} else if len(known) > 0 {
+					msg += fmt.Sprintf(" (the tables are %s)", strings.Join(known, ", "))
+				}
+				return nil, p.errAt(id.Position(), ErrUnknown, "%s", msg)
 			}
 		}
 		return nil, p.unknownColumn(id.Position(), name, sc.names())
@@ -427,6 +438,9 @@ func (p *session) from(f parser.From) (Node, *scope, *Window, error) {
 			qual = f.Alias
 		}
 		return n, scopeOf(n.Fields(), qual), nil, nil
+	case *parser.Join:
+		n, sc, err := p.join(f, nil)
+		return n, sc, nil, err
 	case *parser.SubqueryRef:
 		n, err := p.planQuery(f.Query)
 		if err != nil {
@@ -536,22 +550,45 @@ func (p *session) planSelect(q *parser.Select) (Node, error) {
 	if sub, ok := q.From.(*parser.SubqueryRef); ok && rowNumberItem(sub.Query) >= 0 {
 		return p.planRank(q, sub)
 	}
-	in, sc, win, err := p.from(q.From)
+	var in Node
+	var sc *scope
+	var win *Window
+	var err error
+	wheres := []parser.Expr{q.Where}
+	if j, ok := q.From.(*parser.Join); ok {
+		// A comma list's join takes the WHERE conjuncts that bind in it as
+		// its condition; the rest stay a filter.
+		if j.Kind == "," && q.Where != nil {
+			wheres = conjuncts(q.Where, nil)
+			in, sc, err = p.join(j, &wheres)
+		} else {
+			in, sc, err = p.join(j, nil)
+		}
+	} else {
+		in, sc, win, err = p.from(q.From)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var filter Expr
-	if q.Where != nil {
-		if containsAgg(q.Where) {
-			return nil, p.errAt(q.Where.Position(), ErrInvalid, "aggregate functions are not allowed in WHERE")
+	var filters []Expr
+	for _, w := range wheres {
+		if w == nil {
+			continue
 		}
-		if filter, err = p.bind(q.Where, sc, nil); err != nil {
+		if containsAgg(w) {
+			return nil, p.errAt(w.Position(), ErrInvalid, "aggregate functions are not allowed in WHERE")
+		}
+		f, err := p.bind(w, sc, nil)
+		if err != nil {
 			return nil, err
 		}
-		if filter.Type().Kind != types.Boolean {
-			return nil, p.errAt(q.Where.Position(), ErrInvalid, "WHERE must be a BOOLEAN condition, not %s", filter.Type())
+		if f.Type().Kind != types.Boolean {
+			return nil, p.errAt(w.Position(), ErrInvalid, "WHERE must be a BOOLEAN condition, not %s", f.Type())
 		}
+		filters = append(filters, f)
 	}
+	filter = andOf(filters)
 	aggregating := len(q.GroupBy) > 0 || q.Having != nil
 	for _, it := range q.Items {
 		aggregating = aggregating || (it.Expr != nil && containsAgg(it.Expr))
@@ -1058,6 +1095,11 @@ func (p *session) planInsert(ins *parser.Insert) (*Sink, error) {
 			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'kafka' is append-only (use 'upsert-kafka' with a PRIMARY KEY)",
 			t.Path(), updateSource(in).describe())
 	}
+	if in.Changelog() == Updating && conn == "filesystem" {
+		return nil, p.errAt(ins.Position(), ErrInvalid,
+			"Table sink '%s' doesn't support consuming update changes which is produced by node %s: connector 'filesystem' is append-only",
+			t.Path(), updateSource(in).describe())
+	}
 	if in.Changelog() == Updating && conn == "upsert-kafka" {
 		key, ok := upsertKey(in)
 		var pk []int
@@ -1093,6 +1135,8 @@ func upsertKey(n Node) ([]int, bool) {
 			return slices.Clone(n.PartitionKeys), true
 		}
 		return nil, false
+	case *Join:
+		return joinUpsertKey(n)
 	case *Calc:
 		inner, ok := upsertKey(n.Input)
 		if !ok {
