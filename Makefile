@@ -36,6 +36,9 @@ unit: deps ## Unit and in-process tests only (no Java services), with the race d
 # module of its own whose dependencies beam-gosdk fetches from the Go module
 # proxy (the first build compiles the SDK: a few minutes). Flink's own
 # REST classes and CLI (flinkrest.sh, Maven Central) check the REST API.
+# Flink's own SQL (flinksql.sh: Flink 2.3's TableEnvironment, Kafka
+# connector and json format from Maven Central, one class of ours) runs the
+# queries Sluice SQL's outputs are compared with (integration/flinksql).
 # The formats' tests start Apicurio Registry (registry.sh, built from Maven
 # Central once) on a free port of their own; fastavro (formats-venv.sh, PyPI)
 # reads and writes the Avro records of their interoperability test.
@@ -43,7 +46,9 @@ integration: deps beam-venv beam-gosdk
 	integration/scripts/registry.sh build && integration/scripts/formats-venv.sh >/dev/null && \
 	chromium="$$(integration/scripts/chromium.sh)" && \
 	flinkcp="$$(integration/scripts/flinkrest.sh | tail -n 1)" && \
+	flinksqlcp="$$(integration/scripts/flinksql.sh | tail -n 1)" && \
 	SLUICE_CHROMIUM="$$chromium" SLUICE_BEAM_PYTHON="$$(integration/scripts/beam-venv.sh | tail -n 1)" SLUICE_FLINK_CLASSPATH="$$flinkcp" \
+	SLUICE_FLINK_SQL_CLASSPATH="$$flinksqlcp" \
 	integration/scripts/with-services.sh $(GO) test -race -count=1 -timeout 30m -tags integration ./...
 
 # The multi-host suites: dockerd (installed from Debian and started here when missing), images
@@ -96,8 +101,9 @@ bench-kafka: deps ## Kafka → Kafka pipeline vs a raw franz-go loop on a real b
 	integration/scripts/kafka.sh build
 	$(GO) test -run '^$$' -bench . -benchtime 4000000x -timeout 30m ./bench/kafkabench/ | tee bench-kafka.out
 
-bench-sql: deps ## The guide's SQL window aggregation over a bounded scan of 200k JSON orders on an in-process kfake broker: records/s, CPU per record (broker included). Not yet the Nexmark SQL comparison with Flink.
-	$(GO) test -run '^$$' -bench GuideQuery -benchtime 5x ./sql/ | tee bench-sql.out
+bench-sql: deps ## Nexmark q0 q1 q2 q5 q7 in SQL on Sluice SQL (`sluice sql -f`) and on Flink SQL (integration/flinksql's runner, Maven Central) over the same JSON bids in a real broker started here: records per CPU-second (min/median/max of 3) and peak RSS, and Sluice's DataStream q1 q2 q5 q7; fails only when the engines' results differ; writes bench-sql.json. (The guide query on kfake: go test -bench GuideQuery ./sql/.)
+	integration/scripts/kafka.sh build
+	set -o pipefail; $(GO) run ./bench/sqlcmp -records 200000 -reps 3 -json bench-sql.json | tee bench-sql.out
 
 bench-formats: deps ## Decode and encode of a 20-field record in each format (JSON, Avro, Protobuf, JSON Schema; registry wire format, in-process registry) vs the library's own call: records/s, allocations per record; a Kafka → Kafka Avro pipeline vs raw bytes on a real broker.
 	integration/scripts/kafka.sh build

@@ -230,8 +230,8 @@ CREATE VIEW names AS SELECT id, MAX(name) AS name FROM customers GROUP BY id;
 INSERT INTO totals SELECT s.customer_id, n.name, s.total FROM spent s LEFT JOIN names n ON s.customer_id = n.id;`, b.addr),
 		map[string]string{"parallelism.default": "2"})
 	b.materialized(t, "totals", map[string]string{
-		`{"customer_id":"c1"}`: `{"customer_id":"c1","name":"Bea","total":15.00}`,
-		`{"customer_id":"c2"}`: `{"customer_id":"c2","name":null,"total":1.50}`,
+		`{"customer_id":"c1"}`: `{"customer_id":"c1","name":"Bea","total":15}`,
+		`{"customer_id":"c2"}`: `{"customer_id":"c2","name":null,"total":1.5}`,
 	})
 }
 

@@ -47,8 +47,8 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 				orderAt("o6", "c1", "6", "10:01:30"),
 				orderAt("m1", "c0", "0", "10:02:55")) // watermark 10:01:55
 			first := []string{
-				` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:00:50","n":2,"total":4.00}`,
-				` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:20","n":3,"total":11.00}`,
+				` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:00:50","n":2,"total":4}`,
+				` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:20","n":3,"total":11}`,
 			}
 			if got := b.read(t, "sessions", 2); !slices.Equal(got, first) {
 				t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(first, "\n"))
@@ -59,8 +59,8 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 				orderAt("o9", "c1", "9", "10:00:40"), // c1's first session fired: late
 				orderAt("m2", "c0", "0", "11:00:00")) // fires the rest but m2's own
 			want := append(first,
-				` {"customer_id":"c0","window_start":"2024-01-01 10:02:55","window_end":"2024-01-01 10:03:25","n":1,"total":0.00}`,
-				` {"customer_id":"c1","window_start":"2024-01-01 10:01:30","window_end":"2024-01-01 10:02:10","n":2,"total":14.00}`)
+				` {"customer_id":"c0","window_start":"2024-01-01 10:02:55","window_end":"2024-01-01 10:03:25","n":1,"total":0}`,
+				` {"customer_id":"c1","window_start":"2024-01-01 10:01:30","window_end":"2024-01-01 10:02:10","n":2,"total":14}`)
 			slices.Sort(want)
 			if got := b.read(t, "sessions", 4); !slices.Equal(got, want) {
 				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -393,10 +393,10 @@ WHERE rownum <= 2;`, b.addr)
 			restored["parallelism.default"] = par
 			start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, restored)
 			want := map[string][]string{
-				`{"customer_id":"c1","rn":1}`: {`{"customer_id":"c1","rn":1,"order_id":"o1","amount":5.00}`, `{"customer_id":"c1","rn":1,"order_id":"o3","amount":7.00}`},
-				`{"customer_id":"c1","rn":2}`: {`{"customer_id":"c1","rn":2,"order_id":"o2","amount":3.00}`, `{"customer_id":"c1","rn":2,"order_id":"o1","amount":5.00}`},
-				`{"customer_id":"c2","rn":1}`: {`{"customer_id":"c2","rn":1,"order_id":"o5","amount":1.00}`},
-				`{"customer_id":"c3","rn":1}`: {`{"customer_id":"c3","rn":1,"order_id":"o7","amount":2.00}`},
+				`{"customer_id":"c1","rn":1}`: {`{"customer_id":"c1","rn":1,"order_id":"o1","amount":5}`, `{"customer_id":"c1","rn":1,"order_id":"o3","amount":7}`},
+				`{"customer_id":"c1","rn":2}`: {`{"customer_id":"c1","rn":2,"order_id":"o2","amount":3}`, `{"customer_id":"c1","rn":2,"order_id":"o1","amount":5}`},
+				`{"customer_id":"c2","rn":1}`: {`{"customer_id":"c2","rn":1,"order_id":"o5","amount":1}`},
+				`{"customer_id":"c3","rn":1}`: {`{"customer_id":"c3","rn":1,"order_id":"o7","amount":2}`},
 			}
 			got := map[string][]string{}
 			for _, r := range b.readOrdered(t, "top2", 6) {
@@ -461,7 +461,7 @@ WHERE rn = 1;`)
 			if err := jobs[0].Wait(); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{` {"order_id":"o1","amount":1.00}`, ` {"order_id":"o2","amount":2.00}`, ` {"order_id":"o3","amount":4.00}`}
+			want := []string{` {"order_id":"o1","amount":1}`, ` {"order_id":"o2","amount":2}`, ` {"order_id":"o3","amount":4}`}
 			if got := b.read(t, "firsts", 3); !slices.Equal(got, want) {
 				t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
@@ -538,9 +538,9 @@ GROUP BY customer_id, window_start, window_end;`, b.addr)
 		orderAt("m2", "c0", "0", "12:00:00"))
 	start(t, "SET 'execution.state-recovery.path' = '"+path+"';\n"+script, cfg)
 	want := []string{
-		` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:05","n":2,"total":8.00}`,
-		` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:01:15","n":3,"total":7.00}`,
-		` {"customer_id":"c0","window_start":"2024-01-01 11:00:00","window_end":"2024-01-01 11:00:30","n":1,"total":0.00}`,
+		` {"customer_id":"c2","window_start":"2024-01-01 10:00:10","window_end":"2024-01-01 10:01:05","n":2,"total":8}`,
+		` {"customer_id":"c1","window_start":"2024-01-01 10:00:00","window_end":"2024-01-01 10:01:15","n":3,"total":7}`,
+		` {"customer_id":"c0","window_start":"2024-01-01 11:00:00","window_end":"2024-01-01 11:00:30","n":1,"total":0}`,
 	}
 	if got := b.readUntil(t, "sessions", "11:00:30"); !slices.Equal(got, want) {
 		t.Errorf("output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -99,8 +99,8 @@ func sqlTotals(n int) []string {
 	}
 	var out []string
 	for k, a := range sums {
-		out = append(out, fmt.Sprintf(`{"customer_id":%q,"window_start":%q,"window_end":%q,"n":%d,"total":%d.%02d}`,
-			k.customer, k.minute.Format("2006-01-02 15:04:05"), k.minute.Add(time.Minute).Format("2006-01-02 15:04:05"), a.n, a.cents/100, a.cents%100))
+		out = append(out, fmt.Sprintf(`{"customer_id":%q,"window_start":%q,"window_end":%q,"n":%d,"total":%s}`,
+			k.customer, k.minute.Format("2006-01-02 15:04:05"), k.minute.Add(time.Minute).Format("2006-01-02 15:04:05"), a.n, flinkDecimal(int64(a.cents))))
 	}
 	slices.Sort(out)
 	return out
@@ -495,4 +495,32 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// flinkDecimal is a DECIMAL of cents as Flink's json format writes it:
+// Jackson's normalized BigDecimal (7.00 as 7, 5.50 as 5.5, 10.00 as 1E+1).
+func flinkDecimal(cents int64) string {
+	if cents == 0 {
+		return "0"
+	}
+	v, scale := cents, 2
+	for v%10 == 0 {
+		v /= 10
+		scale--
+	}
+	d := fmt.Sprint(v)
+	if scale < 0 {
+		m := d[:1]
+		if len(d) > 1 {
+			m += "." + d[1:]
+		}
+		return fmt.Sprintf("%sE+%d", m, len(d)-1-scale)
+	}
+	for len(d) <= scale {
+		d = "0" + d
+	}
+	if scale == 0 {
+		return d
+	}
+	return d[:len(d)-scale] + "." + d[len(d)-scale:]
 }

@@ -69,8 +69,8 @@ func TestSQLApplicationMode(t *testing.T) {
 	}
 	var want []string
 	for k, c := range sums {
-		want = append(want, fmt.Sprintf(`{"customer_id":%q,"window_start":%q,"n":%d,"total":%d.%02d}`,
-			k.customer, k.minute.Format("2006-01-02 15:04:05"), counts[k], c/100, c%100))
+		want = append(want, fmt.Sprintf(`{"customer_id":%q,"window_start":%q,"n":%d,"total":%s}`,
+			k.customer, k.minute.Format("2006-01-02 15:04:05"), counts[k], flinkDecimal(int64(c))))
 	}
 	slices.Sort(want)
 
@@ -119,4 +119,32 @@ GROUP BY customer_id, window_start, window_end;
 		t.Errorf("committed output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	r.stagingGone(t, appID)
+}
+
+// flinkDecimal is a DECIMAL of cents as Flink's json format writes it:
+// Jackson's normalized BigDecimal (7.00 as 7, 5.50 as 5.5, 10.00 as 1E+1).
+func flinkDecimal(cents int64) string {
+	if cents == 0 {
+		return "0"
+	}
+	v, scale := cents, 2
+	for v%10 == 0 {
+		v /= 10
+		scale--
+	}
+	d := fmt.Sprint(v)
+	if scale < 0 {
+		m := d[:1]
+		if len(d) > 1 {
+			m += "." + d[1:]
+		}
+		return fmt.Sprintf("%sE+%d", m, len(d)-1-scale)
+	}
+	for len(d) <= scale {
+		d = "0" + d
+	}
+	if scale == 0 {
+		return d
+	}
+	return d[:len(d)-scale] + "." + d[len(d)-scale:]
 }

@@ -98,7 +98,7 @@ func (c *compiler) sink(s *planner.Sink) error {
 			return err
 		}
 		newOp = func() core.Operator {
-			return &committingSinkOp[kafka.TxnCommittable]{sink: kafkaTwoPhase{ks}, what: "Kafka transactions"}
+			return &committingSinkOp[kafka.TxnCommittable]{sink: kafkaTwoPhase{ks}, what: "Kafka transactions", noTimestamps: true}
 		}
 	case "print":
 		if t.Name == planner.SelectTable && c.o.Results != nil {

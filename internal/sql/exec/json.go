@@ -231,10 +231,7 @@ func (f *jsonFormat) appendValue(dst []byte, v any, t types.Type) []byte {
 		}
 		return append(dst, s...)
 	case types.Decimal:
-		if f.plainDecimals {
-			return append(dst, types.FormatDecimal(v.(int64), t.Scale)...)
-		}
-		return append(dst, types.FormatDecimalJava(v.(int64), t.Scale)...)
+		return append(dst, types.FormatDecimalJSON(v.(int64), t.Scale, f.plainDecimals)...)
 	case types.Timestamp:
 		if f.iso {
 			return appendJSONString(dst, types.FormatTimestampISO(v.(int64)))

@@ -75,7 +75,7 @@ func TestJSONEncode(t *testing.T) {
 	}
 	row := []any{"a\"b\n\x01é<", int64(-3), int64(700), int64(1704103260000), false, 0.5}
 	got := string(f.encode(nil, row, []int{0, 1, 2, 3, 4, 5}))
-	want := `{"s":"a\"b\n\u0001é<","n":-3,"d":7.00,"ts":"2024-01-01 10:01:00","b":false,"f":0.5}`
+	want := `{"s":"a\"b\n\u0001é<","n":-3,"d":7,"ts":"2024-01-01 10:01:00","b":false,"f":0.5}`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -153,11 +153,13 @@ func (k kafkaTwoPhase) CreateCommitterIn(stream.SinkContext) (stream.Committer[k
 // typed API drives them (pre-commit at the barrier, commit on completion,
 // restored pre-commits committed before the writer starts).
 type committingSinkOp[C any] struct {
-	sink      twoPhaseSink[C]
-	what      string // for errors: "Kafka transactions", "part files"
-	ctx       *core.Context
-	w         stream.SinkWriter[core.Row]
-	committer stream.Committer[C]
+	sink twoPhaseSink[C]
+	what string // for errors: "Kafka transactions", "part files"
+	// noTimestamps writes the rows without their event time (Kafka).
+	noTimestamps bool
+	ctx          *core.Context
+	w            stream.SinkWriter[core.Row]
+	committer    stream.Committer[C]
 	// ledger holds the pre-committed committables by checkpoint, and those
 	// of a restored checkpoint.
 	ledger pendingcommit.Ledger[C]
@@ -185,7 +187,15 @@ func (s *committingSinkOp[C]) Open(ctx *core.Context) error {
 	return nil
 }
 
+// ProcessElement writes the row. A Kafka record carries no timestamp (the
+// producer's clock stamps it), as Flink SQL's Kafka sinks write theirs
+// without a 'timestamp' metadata column: the row's event time would date
+// the record, and a broker's time-based retention would delete the output
+// of old events as soon as it is written.
 func (s *committingSinkOp[C]) ProcessElement(_ *core.Context, _ int, r core.Record, ts int64) error {
+	if s.noTimestamps {
+		return s.w.Write(s.run(), r.Row(), stream.NoTimestamp)
+	}
 	return s.w.Write(s.run(), r.Row(), stream.Timestamp(ts))
 }
 

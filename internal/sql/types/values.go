@@ -188,6 +188,33 @@ func FormatDecimalJava(v int64, scale int) string {
 	return s
 }
 
+// StripTrailingZeros is Java's BigDecimal.stripTrailingZeros of an
+// unscaled decimal: the same value with the fewest digits, its scale
+// negative for a multiple of ten (700 of scale 2 is 7 of scale 0, 1000 of
+// scale 2 is 1 of scale -1); zero is 0 of scale 0.
+func StripTrailingZeros(v int64, scale int) (int64, int) {
+	if v == 0 {
+		return 0, 0
+	}
+	for v%10 == 0 {
+		v /= 10
+		scale--
+	}
+	return v, scale
+}
+
+// FormatDecimalJSON is a DECIMAL as Flink's json format writes it: by
+// default Jackson normalizes the BigDecimal (stripTrailingZeros, zero as
+// 0) and writes its toString (7.00 as 7, 5.50 as 5.5, 10.00 as 1E+1);
+// with plain (json.encode.decimal-as-plain-number) it keeps the value's
+// scale and writes its toPlainString (10.00 as 10.00).
+func FormatDecimalJSON(v int64, scale int, plain bool) string {
+	if plain {
+		return FormatDecimal(v, scale)
+	}
+	return FormatDecimalJava(StripTrailingZeros(v, scale))
+}
+
 // ParseDecimal parses text (12.5, -3, 1e2) into an unscaled value of scale
 // s, rounding HALF_UP, checking precision p.
 func ParseDecimal(text string, p, s int) (int64, error) {
