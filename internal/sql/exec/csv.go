@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -44,20 +43,7 @@ type csvFormat struct {
 func newCSVFormat(opts map[string]string, prefix string, fields []planner.Field) (*csvFormat, error) {
 	f := &csvFormat{fields: fields, delim: ',', quote: '"', escape: -1, sci: true}
 	var errs []error
-	boolOpt := func(name string, dst *bool) {
-		v, ok := opts[prefix+name]
-		if !ok {
-			return
-		}
-		switch strings.ToLower(v) {
-		case "true":
-			*dst = true
-		case "false":
-			*dst = false
-		default:
-			errs = append(errs, fmt.Errorf("option '%s%s' = '%s': want true or false", prefix, name, v))
-		}
-	}
+	boolOpt := func(name string, dst *bool) { boolOption(opts, prefix, name, dst, &errs) }
 	charOpt := func(name string, dst *rune) {
 		v, ok := opts[prefix+name]
 		if !ok {
@@ -315,9 +301,9 @@ func (f *csvFormat) encode(dst []byte, row []any, idx []int) []byte {
 		case types.TinyInt, types.SmallInt, types.Int, types.BigInt:
 			dst = strconv.AppendInt(dst, v.(int64), 10)
 		case types.Float:
-			dst = append(dst, formatFloatJava(v.(float64), 32)...)
+			dst = append(dst, types.FormatFloatJava(v.(float64), 32)...)
 		case types.Double:
-			dst = append(dst, formatFloatJava(v.(float64), 64)...)
+			dst = append(dst, types.FormatFloatJava(v.(float64), 64)...)
 		case types.Decimal:
 			dst = append(dst, formatDecimalCSV(v.(int64), t.Scale, f.sci)...)
 		default:
@@ -408,27 +394,4 @@ func formatDecimalCSV(v int64, scale int, sci bool) string {
 		return strconv.FormatInt(v, 10) + strings.Repeat("0", -scale)
 	}
 	return types.FormatDecimalJava(v, scale)
-}
-
-// formatFloatJava writes a FLOAT (bits 32) or DOUBLE as Java's
-// Float.toString or Double.toString does.
-func formatFloatJava(x float64, bits int) string {
-	if bits == 64 || math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
-		return types.FormatDoubleJava(x)
-	}
-	a := math.Abs(x)
-	if a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(x, 'f', -1, 32)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(x, 'E', -1, 32)
-	mant, exp, _ := strings.Cut(s, "E")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(e)
 }

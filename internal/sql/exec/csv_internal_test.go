@@ -113,8 +113,8 @@ func TestCSVNumbers(t *testing.T) {
 		{1.1, 32, "1.1"}, {float64(float32(0.1)), 32, "0.1"}, {1e10, 32, "1.0E10"}, {1e-5, 32, "1.0E-5"},
 		{3.4028234663852886e38, 32, "3.4028235E38"}, {0.1, 64, "0.1"}, {1e7, 64, "1.0E7"}, {100, 64, "100.0"},
 	} {
-		if got := formatFloatJava(tc.f, tc.bits); got != tc.want {
-			t.Errorf("formatFloatJava(%v, %d) = %s, want %s", tc.f, tc.bits, got, tc.want)
+		if got := types.FormatFloatJava(tc.f, tc.bits); got != tc.want {
+			t.Errorf("FormatFloatJava(%v, %d) = %s, want %s", tc.f, tc.bits, got, tc.want)
 		}
 	}
 }

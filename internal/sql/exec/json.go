@@ -30,20 +30,7 @@ func newJSONFormat(opts map[string]string, prefix string, fields []planner.Field
 		f.index[fl.Name] = i
 	}
 	var errs []error
-	boolOpt := func(name string, dst *bool) {
-		v, ok := opts[prefix+name]
-		if !ok {
-			return
-		}
-		switch strings.ToLower(v) {
-		case "true":
-			*dst = true
-		case "false":
-			*dst = false
-		default:
-			errs = append(errs, fmt.Errorf("option '%s%s' = '%s': want true or false", prefix, name, v))
-		}
-	}
+	boolOpt := func(name string, dst *bool) { boolOption(opts, prefix, name, dst, &errs) }
 	boolOpt("fail-on-missing-field", &f.failOnMissing)
 	boolOpt("ignore-parse-errors", &f.ignoreParseErrors)
 	boolOpt("encode.decimal-as-plain-number", &f.plainDecimals)
@@ -292,4 +279,22 @@ func appendJSONString(dst []byte, s string) []byte {
 		i++
 	}
 	return append(dst, '"')
+}
+
+// boolOption reads a format's boolean option prefix+name into dst when it
+// is set; a value other than true or false (any case) is added to errs,
+// naming the option.
+func boolOption(opts map[string]string, prefix, name string, dst *bool, errs *[]error) {
+	v, ok := opts[prefix+name]
+	if !ok {
+		return
+	}
+	switch strings.ToLower(v) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		*errs = append(*errs, fmt.Errorf("option '%s%s' = '%s': want true or false", prefix, name, v))
+	}
 }

@@ -252,7 +252,12 @@ func DecimalToFloat(v int64, scale int) float64 {
 
 // FormatDoubleJava writes a DOUBLE as Java's Double.toString does (and so
 // Flink's JSON format): 12.5, 1.0, 1.0E10, 1.0E-5, NaN, Infinity.
-func FormatDoubleJava(f float64) string {
+func FormatDoubleJava(f float64) string { return FormatFloatJava(f, 64) }
+
+// FormatFloatJava writes a FLOAT (bits 32: the shortest digits that read
+// back as the same float32, as Java's Float.toString) or a DOUBLE (bits
+// 64) as Java does.
+func FormatFloatJava(f float64, bits int) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -268,13 +273,13 @@ func FormatDoubleJava(f float64) string {
 	}
 	a := math.Abs(f)
 	if a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
+		s := strconv.FormatFloat(f, 'f', -1, bits)
 		if !strings.Contains(s, ".") {
 			s += ".0"
 		}
 		return s
 	}
-	s := strconv.FormatFloat(f, 'E', -1, 64) // 1E+10, 1.5E-05
+	s := strconv.FormatFloat(f, 'E', -1, bits) // 1E+10, 1.5E-05
 	mant, exp, _ := strings.Cut(s, "E")
 	if !strings.Contains(mant, ".") {
 		mant += ".0"
