@@ -57,6 +57,18 @@ func (e *TypeError) Error() string {
 
 func (e *TypeError) Unwrap() error { return ErrType }
 
+// columnName is the column of a struct field: its name, or its `sql`
+// tag; ok is false for an unexported field or one tagged `sql:"-"`.
+func columnName(f reflect.StructField) (name string, ok bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	if tag, ok := f.Tag.Lookup("sql"); ok {
+		return tag, tag != "-"
+	}
+	return f.Name, true
+}
+
 // columnsOf maps the struct type t to columns.
 func columnsOf(t reflect.Type) ([]column, error) {
 	if t.Kind() != reflect.Struct {
@@ -66,15 +78,9 @@ func columnsOf(t reflect.Type) ([]column, error) {
 	seen := map[string]string{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
+		name, ok := columnName(f)
+		if !ok {
 			continue
-		}
-		name := f.Name
-		if tag, ok := f.Tag.Lookup("sql"); ok {
-			if tag == "-" {
-				continue
-			}
-			name = tag
 		}
 		typ, ptr, err := columnType(f.Type)
 		if err != nil {

@@ -339,18 +339,9 @@ func newFromRow(t reflect.Type, fields []planner.Field) (*fromRow, error) {
 	}
 	byName := map[string]int{}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name, ok := columnName(t.Field(i)); ok {
+			byName[strings.ToLower(name)] = i
 		}
-		name := f.Name
-		if tag, ok := f.Tag.Lookup("sql"); ok {
-			if tag == "-" {
-				continue
-			}
-			name = tag
-		}
-		byName[strings.ToLower(name)] = i
 	}
 	c := &fromRow{t: t}
 	for _, f := range fields {
