@@ -549,27 +549,13 @@ func (s *fsSource) collect(v fsRow) {
 		return
 	}
 	t := s.spec.table
-	ts := core.NoTimestamp
-	if t.Rowtime >= 0 {
-		if x, ok := v.vals[t.Rowtime].(int64); ok {
-			ts = x
-		}
-	}
-	for _, i := range s.spec.proctime {
-		v.vals[i] = s.ctx.CurrentProcessingTime()
-	}
-	if err := s.ctx.Emit(core.RowRecord(core.Row{Values: v.vals}), ts); err != nil {
+	if err := emitScanned(s.ctx, t.Rowtime, s.spec.proctime, v.vals); err != nil {
 		s.err = err
 		return
 	}
 	if t.Watermark != nil {
-		w, err := t.Watermark.Eval(v.vals)
-		if err != nil {
-			s.err = fmt.Errorf("sql: table %s: watermark: %w", t.Name, err)
-			return
-		}
-		if w, ok := w.(int64); ok && w > s.wm {
-			s.wm = w
+		if err := raiseWatermark(&s.wm, t.Name, t.Watermark, v.vals); err != nil {
+			s.err = err
 		}
 	}
 }

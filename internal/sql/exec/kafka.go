@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluice/sluice/conf"
 	"github.com/sluice/sluice/fs"
 	"github.com/sluice/sluice/internal/runtime/codec"
@@ -16,7 +18,6 @@ import (
 	"github.com/sluice/sluice/internal/sql/types"
 	"github.com/sluice/sluice/kafka"
 	"github.com/sluice/sluice/stream"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // This file runs the kafka connector's Source and Sink (their readers,
@@ -512,30 +513,45 @@ func (s *kafkaSource) collect(sw *splitWatermark, v kafkaRow) {
 	if v.skip || s.err != nil {
 		return
 	}
-	ts := core.NoTimestamp
-	if s.spec.rowtime >= 0 {
-		if t, ok := v.vals[s.spec.rowtime].(int64); ok {
-			ts = t
-		}
-	}
-	for _, i := range s.spec.proctime {
-		v.vals[i] = s.ctx.CurrentProcessingTime()
-	}
-	if err := s.ctx.Emit(core.RowRecord(core.Row{Values: v.vals}), ts); err != nil {
+	if err := emitScanned(s.ctx, s.spec.rowtime, s.spec.proctime, v.vals); err != nil {
 		s.err = err
 		return
 	}
 	if s.spec.wm != nil && sw != nil {
 		sw.active = s.now
-		w, err := s.spec.wm.Eval(v.vals)
-		if err != nil {
-			s.err = fmt.Errorf("sql: table %s: watermark: %w", s.spec.table.Name, err)
-			return
-		}
-		if w, ok := w.(int64); ok && w > sw.wm {
-			sw.wm = w
+		if err := raiseWatermark(&sw.wm, s.spec.table.Name, s.spec.wm, v.vals); err != nil {
+			s.err = err
 		}
 	}
+}
+
+// emitScanned emits a row a source read: its rowtime column (index
+// rowtime, -1 for none) is the record's timestamp, and its PROCTIME()
+// columns are set to the task's processing time.
+func emitScanned(ctx *core.Context, rowtime int, proctime []int, vals []any) error {
+	ts := core.NoTimestamp
+	if rowtime >= 0 {
+		if t, ok := vals[rowtime].(int64); ok {
+			ts = t
+		}
+	}
+	for _, i := range proctime {
+		vals[i] = ctx.CurrentProcessingTime()
+	}
+	return ctx.Emit(core.RowRecord(core.Row{Values: vals}), ts)
+}
+
+// raiseWatermark moves *wm up to the table's watermark expression wmExpr
+// over a row it emitted (a NULL watermark leaves it).
+func raiseWatermark(wm *int64, table string, wmExpr planner.Expr, vals []any) error {
+	w, err := wmExpr.Eval(vals)
+	if err != nil {
+		return fmt.Errorf("sql: table %s: watermark: %w", table, err)
+	}
+	if w, ok := w.(int64); ok && w > *wm {
+		*wm = w
+	}
+	return nil
 }
 
 // readerCtx is the reader's stream.SourceReaderContext.
